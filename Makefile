@@ -1,0 +1,55 @@
+# kconform: `make conformance` sets up and runs the suite; `make test` runs the project's own tests.
+# Variables: ADAPTER=module:attr  LEVEL=protocol|pipeline|all  BROKER=embedded|external|testcontainers
+#            PROFILE=quick|default|thorough
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+ADAPTER ?= reference_impl.adapter:ADAPTER
+LEVEL ?= protocol
+BROKER ?= embedded
+PROFILE ?= default
+REPORT ?= build/report
+export KCONFORM_PROFILE := $(PROFILE)
+export KCONFORM_BROKER := $(BROKER)
+
+.PHONY: setup conformance test spec bench lint docs golden clean
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	@command -v java >/dev/null || { echo "kconform needs Java 17 on PATH (PySpark and TLC run on it): apt-get install openjdk-17-jre-headless" >&2; exit 1; }
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "kconform needs Python >= 3.11")'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $@
+
+conformance: setup
+	$(BIN)/kconform run --adapter $(ADAPTER) --level $(LEVEL) --broker $(BROKER) --profile $(PROFILE) --report $(REPORT)
+
+test: setup
+	$(BIN)/python -m pytest
+
+spec: setup
+	$(BIN)/kconform spec check --profile $(if $(filter thorough,$(PROFILE)),thorough,ci)
+
+bench: setup
+	$(BIN)/kconform bench
+
+lint: setup
+	$(BIN)/ruff check reference_impl conformance tests
+	$(BIN)/mypy --strict
+
+docs: setup
+	$(BIN)/kconform requirements --markdown > spec/REQUIREMENTS.md
+	@echo "wrote spec/REQUIREMENTS.md"
+
+# Regenerate the JVM golden vectors for reference_impl.assignment (needs javac).
+golden:
+	mkdir -p build/golden
+	javac -d build/golden fixtures/golden/GoldenAssign.java
+	java -cp build/golden GoldenAssign fixtures/golden/topics.txt > fixtures/golden/assign_vectors.csv
+
+clean:
+	rm -rf $(VENV) build .hypothesis .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""kconform's conformance suite: adapters, checkers, generators, runner and reports."""

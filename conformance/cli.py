@@ -1,0 +1,63 @@
+"""The ``kconform`` command line.
+
+Each verb is a thin shell over a module that does the work, so the same behaviour is
+reachable from Python and from pytest. A verb that is not built yet says so and exits 2:
+a CI gate must never mistake a missing feature for a pass.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+NOT_IMPLEMENTED_EXIT = 2
+
+Handler = Callable[[argparse.Namespace, list[str]], int]
+
+
+def _not_implemented(verb: str, issue: int) -> Handler:
+    def handler(_args: argparse.Namespace, _rest: list[str]) -> int:
+        print(
+            f"kconform {verb}: not implemented yet (tracked in issue {issue}); nothing was checked.",
+            file=sys.stderr,
+        )
+        return NOT_IMPLEMENTED_EXIT
+
+    return handler
+
+
+def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
+    parser = argparse.ArgumentParser(
+        prog="kconform",
+        description="Conformance suite for Flink-style Kafka connector semantics on Spark.",
+    )
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
+    handlers: dict[str, Handler] = {}
+
+    def verb(name: str, help_text: str, handler: Handler) -> argparse.ArgumentParser:
+        sub = verbs.add_parser(name, help=help_text, description=help_text, add_help=False)
+        handlers[name] = handler
+        return sub
+
+    verb("run", "run the conformance suite against an adapter", _not_implemented("run", 4))
+    verb("probe-broker", "measure what the Kafka broker can show", _not_implemented("probe-broker", 5))
+    verb(
+        "requirements",
+        "list requirement ids with their spec, checker, tests and TLA+ property",
+        _not_implemented("requirements", 7),
+    )
+    verb("spec", "TLA+ model checking ('kconform spec check')", _not_implemented("spec check", 7))
+    verb("bench", "run the benchmarks and print ratios against their goals", _not_implemented("bench", 3))
+    return parser, handlers
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``kconform`` console script; verb arguments go to the verb's own parser."""
+    parser, handlers = _build_parser()
+    args, rest = parser.parse_known_args(list(sys.argv[1:] if argv is None else argv))
+    return handlers[args.verb](args, rest)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

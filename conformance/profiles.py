@@ -1,0 +1,43 @@
+"""Hypothesis profiles shared by the project's tests, the conformance suite and the pytest plugin.
+
+Deadlines are off in every profile: speed is measured by ``make bench``, never by a timed test,
+and a loaded 2-core CI machine must not turn a slow example into a failure. Every profile
+prints the ``@reproduce_failure`` blob so that any failure can be replayed exactly.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Final
+
+from hypothesis import HealthCheck, settings
+from hypothesis.database import DirectoryBasedExampleDatabase
+
+PROFILES: Final = {"quick": 25, "default": 100, "thorough": 1000}
+"""Profile name -> ``max_examples``."""
+
+DEFAULT_PROFILE: Final = "default"
+PROFILE_ENV: Final = "KCONFORM_PROFILE"
+
+
+def register_profiles(database_dir: Path | None = None) -> None:
+    """Register ``quick``, ``default`` and ``thorough``, sharing one example database."""
+    database = DirectoryBasedExampleDatabase(str(database_dir or Path(".hypothesis") / "examples"))
+    for name, examples in PROFILES.items():
+        settings.register_profile(
+            name,
+            max_examples=examples,
+            deadline=None,
+            print_blob=True,
+            database=database,
+            suppress_health_check=[HealthCheck.too_slow],
+        )
+
+
+def profile_from_env() -> str:
+    """The profile named by ``KCONFORM_PROFILE`` (set by ``make ... PROFILE=...``), else the default."""
+    name = os.environ.get(PROFILE_ENV, DEFAULT_PROFILE)
+    if name not in PROFILES:
+        raise ValueError(f"{PROFILE_ENV}={name!r} is not a profile; choose one of {', '.join(PROFILES)}")
+    return name
