@@ -1,0 +1,209 @@
+"""The exactly-once Kafka sink as Flink runs it: two-phase commit over transactions (COMMIT-001..010).
+
+Per subtask, records between barriers N-1 and N go into one Kafka transaction. At barrier N
+the writer flushes it (pre-commit), hands a ``Committable`` (transactional id, producer id,
+epoch) to the framework and begins the next transaction. Only when checkpoint N completes
+does the committer commit N's transactions. After a crash the sink restores the last
+completed checkpoint, commits the committables that checkpoint holds (they may or may not
+have been committed before the crash: committing again with the same producer id and epoch is
+a no-op in Kafka) and aborts every lingering transaction that no completed checkpoint covers.
+
+Transactional-id naming, as named spec options:
+
+- ``incrementing``: ``{prefix}-{subtask}-{n}``, a fresh id per checkpoint interval, ``n`` dense
+  (one per barrier, not the checkpoint id, which may skip); lingering transactions are found
+  by probing ids upward from the restored ``n`` until one that was never initialised
+  (epoch 0), as Flink's ``TransactionAborter`` does.
+- ``pooling``: ``{prefix}-{subtask}-p{slot}``, ids reused once their transaction has ended
+  (smallest free slot first, so used slots are contiguous); recovery probes slots upward
+  from 0 the same way.
+
+Errors from the log (fenced, invalid state, timeout) propagate unchanged (COMMIT-007).
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from reference_impl.ports import TransactionalLog, TransactionalProducer
+
+
+class NamingStrategy(enum.Enum):
+    INCREMENTING = "incrementing"
+    POOLING = "pooling"
+
+
+def transactional_id(prefix: str, subtask: int, suffix: int, naming: NamingStrategy) -> str:
+    """The id of subtask's transaction ``suffix`` (a transaction counter or a pool slot).
+
+    Injective for distinct prefixes because the last two dash-separated fields are
+    integers (COMMIT-005).
+    """
+    slot = f"p{suffix}" if naming is NamingStrategy.POOLING else str(suffix)
+    return f"{prefix}-{subtask}-{slot}"
+
+
+@dataclass(frozen=True, order=True, slots=True)
+class Committable:
+    """What the committer needs to commit a pre-committed transaction from another process."""
+
+    checkpoint_id: int
+    transactional_id: str
+    producer_id: int
+    epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class SinkCheckpoint:
+    """The sink's part of checkpoint N: the committables not yet known to be committed."""
+
+    checkpoint_id: int
+    parallelism: int
+    committables: tuple[Committable, ...]
+    next_txn: int = 1
+    """Suffix of the transactions begun after this barrier (``incrementing``): recovery probes from it."""
+
+
+INITIAL = 0
+"""Checkpoint id of the empty state a sink that never completed a checkpoint recovers from."""
+
+
+@dataclass
+class ExactlyOnceSink:
+    """All writers of one sink and its committer, driven by barriers and completion notifications."""
+
+    log: TransactionalLog
+    prefix: str
+    parallelism: int
+    naming: NamingStrategy = NamingStrategy.INCREMENTING
+    pending: dict[int, list[Committable]] = field(default_factory=dict)
+    _writers: list[TransactionalProducer] = field(default_factory=list)
+    _next_txn: int = 1
+    _last_barrier: int = INITIAL
+    _in_use: set[str] = field(default_factory=set)
+    """Pooled ids that must not be reused: open, pre-committed, or named by the last completed checkpoint."""
+    _retained: set[str] = field(default_factory=set)
+    """Committed pooled ids that the last completed checkpoint still names: a recovery may resume them."""
+    _snapshot_ids: dict[int, set[str]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.prefix:
+            raise ValueError("transactional id prefix must not be empty (it keeps sinks apart: COMMIT-005)")
+        if self.parallelism < 1:
+            raise ValueError(f"parallelism must be >= 1, got {self.parallelism}")
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def start(self) -> None:
+        """Open one transaction per subtask for the data of the next checkpoint."""
+        self._writers = [self._begin(s) for s in range(self.parallelism)]
+
+    @classmethod
+    def recover(
+        cls,
+        log: TransactionalLog,
+        prefix: str,
+        parallelism: int,
+        checkpoint: SinkCheckpoint,
+        naming: NamingStrategy = NamingStrategy.INCREMENTING,
+    ) -> ExactlyOnceSink:
+        """Restore from the last completed checkpoint: commit its committables, abort the rest.
+
+        Works at any parallelism: lingering ids are probed for every old subtask too.
+        """
+        sink = cls(log, prefix, parallelism, naming)
+        sink._retained = {c.transactional_id for c in checkpoint.committables}
+        sink._in_use = set(sink._retained)
+        sink._commit(checkpoint.committables)  # COMMIT-003; a second commit is a no-op (COMMIT-010)
+        sink._next_txn = checkpoint.next_txn
+        sink._last_barrier = checkpoint.checkpoint_id
+        sink._abort_lingering(checkpoint)  # COMMIT-004
+        sink.start()
+        return sink
+
+    @classmethod
+    def initial_checkpoint(cls, parallelism: int) -> SinkCheckpoint:
+        """The state to recover from when no checkpoint has completed yet."""
+        return SinkCheckpoint(INITIAL, parallelism, ())
+
+    # -- data path -----------------------------------------------------------------------------
+    def write(self, subtask: int, topic: str, partition: int, key: bytes | None, value: bytes | None) -> None:
+        self._writers[subtask].produce(topic, partition, key, value)
+
+    def checkpoint(self, checkpoint_id: int) -> SinkCheckpoint:
+        """Barrier N: pre-commit every writer's transaction and begin the next (COMMIT-001)."""
+        if checkpoint_id <= self._last_barrier:
+            raise ValueError(f"barrier {checkpoint_id} is not after the last one, {self._last_barrier}")
+        self._last_barrier = checkpoint_id
+        self._next_txn += 1
+        for subtask, producer in enumerate(self._writers):
+            producer.flush()
+            self.pending.setdefault(checkpoint_id, []).append(
+                Committable(checkpoint_id, producer.transactional_id, producer.producer_id, producer.epoch)
+            )
+            self._writers[subtask] = self._begin(subtask)
+        outstanding = tuple(c for cid in sorted(self.pending) if cid <= checkpoint_id for c in self.pending[cid])
+        self._snapshot_ids[checkpoint_id] = {c.transactional_id for c in outstanding}
+        return SinkCheckpoint(checkpoint_id, self.parallelism, outstanding, self._next_txn)
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        """Checkpoint N completed: commit every pending transaction up to N (COMMIT-002, COMMIT-009)."""
+        committed: set[str] = set()
+        for cid in sorted(c for c in self.pending if c <= checkpoint_id):
+            batch = self.pending.pop(cid)
+            self._commit(batch)
+            committed |= {c.transactional_id for c in batch}
+        named = self._snapshot_ids.get(checkpoint_id, set())
+        self._snapshot_ids = {c: ids for c, ids in self._snapshot_ids.items() if c > checkpoint_id}
+        # A pooled id is reused only once no completed checkpoint names it (else recovery could not resume it).
+        ended = committed | self._retained
+        self._retained = ended & named
+        self._in_use -= ended - named
+
+    # -- internals -----------------------------------------------------------------------------
+    def _begin(self, subtask: int) -> TransactionalProducer:
+        producer = self.log.init_producer(self._next_id(subtask))
+        producer.begin_transaction()
+        return producer
+
+    def _next_id(self, subtask: int) -> str:
+        if self.naming is NamingStrategy.INCREMENTING:
+            return transactional_id(self.prefix, subtask, self._next_txn, self.naming)
+        tid = next(
+            tid
+            for slot in itertools.count()
+            if (tid := transactional_id(self.prefix, subtask, slot, self.naming)) not in self._in_use
+        )
+        self._in_use.add(tid)
+        return tid
+
+    def _commit(self, committables: Iterable[Committable]) -> None:
+        for c in committables:
+            self.log.resume_producer(c.transactional_id, c.producer_id, c.epoch).commit_transaction()
+
+    def _abort_lingering(self, checkpoint: SinkCheckpoint) -> None:
+        """``init_transactions`` on every id that may hold an open transaction aborts it (COMMIT-004).
+
+        New subtask i also covers old subtasks i + k*n, so ids left by a larger earlier
+        parallelism, checkpointed or not, are aborted too (COMMIT-012). A subtask beyond the
+        checkpoint's parallelism whose first id was never used ends the walk.
+        """
+        for first in range(self.parallelism):
+            subtask = first
+            while self._abort_ids_of(subtask, checkpoint.next_txn) or subtask < checkpoint.parallelism:
+                subtask += self.parallelism
+
+    def _abort_ids_of(self, subtask: int, first_txn: int) -> bool:
+        """Initialise the subtask's ids in order until one was never used (epoch 0); whether any was.
+
+        Ids the restored checkpoint names are skipped, not initialised: a later recovery from
+        the same checkpoint must still be able to resume them.
+        """
+        start = first_txn if self.naming is NamingStrategy.INCREMENTING else 0
+        for suffix in itertools.count(start):
+            tid = transactional_id(self.prefix, subtask, suffix, self.naming)
+            if tid not in self._in_use and self.log.init_producer(tid).epoch == 0:
+                return suffix > start
+        raise AssertionError("unreachable: itertools.count never ends")
