@@ -27,6 +27,18 @@ def _not_implemented(verb: str, issue: int) -> Handler:
     return handler
 
 
+def _run(_args: argparse.Namespace, rest: list[str]) -> int:
+    from conformance import runner
+
+    return runner.main(rest)
+
+
+def _requirements(_args: argparse.Namespace, rest: list[str]) -> int:
+    from conformance import requirements
+
+    return requirements.main(rest)
+
+
 def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     parser = argparse.ArgumentParser(
         prog="kconform",
@@ -40,12 +52,12 @@ def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
         handlers[name] = handler
         return sub
 
-    verb("run", "run the conformance suite against an adapter", _not_implemented("run", 4))
+    verb("run", "run the conformance suite against an adapter", _run)
     verb("probe-broker", "measure what the Kafka broker can show", _not_implemented("probe-broker", 5))
     verb(
         "requirements",
         "list requirement ids with their spec, checker, tests and TLA+ property",
-        _not_implemented("requirements", 7),
+        _requirements,
     )
     verb("spec", "TLA+ model checking ('kconform spec check')", _not_implemented("spec check", 7))
     verb("bench", "run the benchmarks and print ratios against their goals", _not_implemented("bench", 3))

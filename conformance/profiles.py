@@ -31,7 +31,7 @@ def register_profiles(database_dir: Path | None = None) -> None:
             deadline=None,
             print_blob=True,
             database=database,
-            suppress_health_check=[HealthCheck.too_slow],
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
         )
 
 

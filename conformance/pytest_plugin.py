@@ -1,19 +1,94 @@
-"""pytest plugin (entry point ``pytest11: kconform``): profiles and suite options for any pytest run.
+"""pytest plugin (entry point ``pytest11: kconform``): profiles, the adapter fixture and requirement marks.
 
 Loading it registers the Hypothesis profiles, so ``--hypothesis-profile quick|default|thorough``
 works in a user's own pytest run as in ours; without that flag ``KCONFORM_PROFILE`` decides.
+The suite itself lives in ``conformance.suite``: ``pytest --pyargs conformance.suite
+--kconform-adapter module:attr`` runs it from any pytest setup, as ``kconform run`` does.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 import pytest
 from hypothesis import settings
 
+from conformance.adapter import CAPABILITIES, ProtocolAdapter, guard, load_adapter
 from conformance.profiles import profile_from_env, register_profiles
 
 register_profiles()
 
+DEFAULT_ADAPTER = "reference_impl.adapter:ADAPTER"
+REQUIREMENT_MARK = "requirement"
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def requirement(*ids: str, capability: str | None = None) -> Callable[[F], F]:
+    """Tag a suite test with the requirement ids it checks and the capability it needs.
+
+    A test whose capability the adapter does not declare is skipped with that reason.
+    """
+    if capability is not None and capability not in CAPABILITIES:
+        raise ValueError(f"unknown capability {capability!r}")
+    return pytest.mark.requirement(*ids, capability=capability)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("kconform")
+    group.addoption(
+        "--kconform-adapter",
+        default=DEFAULT_ADAPTER,
+        help=f"adapter under test, as module:attr (default {DEFAULT_ADAPTER})",
+    )
+    group.addoption(
+        "--kconform-requirement",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="run only suite tests that check this requirement id (repeatable), e.g. RESTORE-003",
+    )
+
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", f"{REQUIREMENT_MARK}(*ids, capability=None): requirement ids a suite test checks"
+    )
     if config.getoption("hypothesis_profile", None) is None:
         settings.load_profile(profile_from_env())
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    wanted = set(config.getoption("kconform_requirement"))
+    if not wanted:
+        return
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
+    for item in items:
+        mark = item.get_closest_marker(REQUIREMENT_MARK)
+        (keep if mark and wanted & set(mark.args) else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+@pytest.fixture(scope="session")
+def adapter_under_test(pytestconfig: pytest.Config) -> ProtocolAdapter:
+    """The adapter named by ``--kconform-adapter``, loaded once per run."""
+    spec = pytestconfig.getoption("kconform_adapter")
+    try:
+        return load_adapter(spec)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from exc
+
+
+@pytest.fixture
+def adapter(request: pytest.FixtureRequest, adapter_under_test: ProtocolAdapter) -> Any:
+    """The adapter as the suite sees it (guarded), after the capability check of the test's mark."""
+    mark = request.node.get_closest_marker(REQUIREMENT_MARK)
+    capability = mark.kwargs.get("capability") if mark else None
+    if capability and capability not in adapter_under_test.capabilities:
+        ids = ", ".join(mark.args) if mark else ""
+        pytest.skip(f"{ids}: adapter {adapter_under_test.name!r} does not declare capability {capability!r}")
+    return guard(adapter_under_test)

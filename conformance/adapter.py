@@ -1,0 +1,180 @@
+"""The adapter interface: how an implementation plugs into the suite.
+
+Protocol level (in-process, fast): the implementation exposes its assigner, discoverer, source
+state (snapshot / restore) and sink commit protocol over the reference core's ports, and the
+suite drives them against the deterministic Kafka model. Pipeline level (a black box on Spark)
+is declared by the capability ``pipeline`` and filled in by the Spark adapter.
+
+An adapter declares capabilities and variants; a requirement whose capability is not declared is
+a skip with a reason, never a pass. Adapters are loaded only from an explicit ``module:attr``.
+Every call the suite makes goes through ``GuardedAdapter``, which turns an exception or a result
+of the wrong shape into an ``AdapterError`` naming the adapter method.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+from reference_impl.commit import NamingStrategy
+from reference_impl.discovery import Metadata, Subscription, ZeroPartitionsPolicy
+from reference_impl.ports import OffsetStore, TransactionalLog
+from reference_impl.restore import RestoreVariant
+from reference_impl.types import TopicPartition
+
+CAPABILITIES = {
+    "assignment": "exposes its partition assigner",
+    "discovery": "exposes a per-subtask discoverer",
+    "regex-subscription": "subscribes by regular expression",
+    "partition-growth": "discovers partitions added to existing topics",
+    "source-state": "exposes source snapshot and restore",
+    "rescale": "restores source state at a different parallelism",
+    "offset-commit": "commits source offsets to the consumer group on checkpoint completion",
+    "exactly-once-sink": "exposes a transactional two-phase-commit sink",
+    "pipeline": "runs a real streaming query (pipeline level)",
+}
+
+
+class AdapterError(AssertionError):
+    """The adapter raised, or answered with something that is not a legal answer."""
+
+
+class Discoverer(Protocol):
+    def discover(self, metadata: Metadata) -> Iterable[TopicPartition]: ...
+
+
+class SourceCheckpointLike(Protocol):
+    """Opaque to the suite: only handed back to ``restore_source``."""
+
+
+class Source(Protocol):
+    """All subtasks of one source (see ``reference_impl.restore.SourceJob``)."""
+
+    @property
+    def offsets(self) -> Sequence[Mapping[TopicPartition, int]]: ...
+
+    def discover(self, metadata: Metadata) -> Mapping[TopicPartition, int]: ...
+
+    def advance(self, tp: TopicPartition, next_offset: int) -> None: ...
+
+    def snapshot(self, checkpoint_id: int) -> Any: ...
+
+    def notify_checkpoint_complete(self, checkpoint_id: int, store: OffsetStore, group: str) -> None: ...
+
+
+class Sink(Protocol):
+    """All writers of one sink and its committer (see ``reference_impl.commit.ExactlyOnceSink``)."""
+
+    def start(self) -> None: ...
+
+    def write(self, subtask: int, topic: str, partition: int, key: bytes | None, value: bytes | None) -> None: ...
+
+    def checkpoint(self, checkpoint_id: int) -> Any: ...
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None: ...
+
+
+@runtime_checkable
+class ProtocolAdapter(Protocol):
+    """What an implementation provides at protocol level. Methods of undeclared capabilities may raise."""
+
+    name: str
+    capabilities: frozenset[str]
+    restore_variant: RestoreVariant
+    naming: NamingStrategy
+    discovery_of_zero: ZeroPartitionsPolicy
+
+    def assign(self, topic: str, partition: int, parallelism: int) -> int: ...
+
+    def discoverer(
+        self, subscription: Subscription, subtask: int, parallelism: int, on_zero: ZeroPartitionsPolicy
+    ) -> Discoverer: ...
+
+    def source(
+        self, subscription: Subscription, parallelism: int, initial_offset: int, keep_unsubscribed: bool
+    ) -> Source: ...
+
+    def restore_source(
+        self,
+        checkpoint: Any,
+        parallelism: int,
+        subscription: Subscription,
+        metadata: Metadata,
+        keep_unsubscribed: bool,
+    ) -> Source: ...
+
+    def sink(self, log: TransactionalLog, prefix: str, parallelism: int) -> Sink: ...
+
+    def recover_sink(self, log: TransactionalLog, prefix: str, parallelism: int, checkpoint: Any) -> Sink: ...
+
+    def initial_sink_checkpoint(self, parallelism: int) -> Any: ...
+
+
+def load_adapter(spec: str) -> ProtocolAdapter:
+    """Import ``module:attr``; the attribute may be an adapter or a zero-argument factory of one."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(f"--adapter must be 'module:attr', got {spec!r}")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(f"--adapter {spec!r}: cannot import {module_name!r}: {exc}") from exc
+    try:
+        obj = getattr(module, attr)
+    except AttributeError as exc:
+        raise ValueError(f"--adapter {spec!r}: module {module_name!r} has no attribute {attr!r}") from exc
+    adapter = obj if isinstance(obj, ProtocolAdapter) else obj() if callable(obj) else obj
+    if not isinstance(adapter, ProtocolAdapter):
+        missing = [m for m in ("name", "capabilities", "assign", "source", "sink") if not hasattr(adapter, m)]
+        raise ValueError(f"--adapter {spec!r} is not a kconform adapter (missing: {', '.join(missing)})")
+    unknown = set(adapter.capabilities) - set(CAPABILITIES)
+    if unknown:
+        raise ValueError(f"adapter {adapter.name!r} declares unknown capabilities {sorted(unknown)}")
+    return adapter
+
+
+T = TypeVar("T")
+
+
+def call(adapter_name: str, method: str, fn: Callable[..., T], *args: Any) -> T:
+    """Call an adapter method; anything it raises becomes an ``AdapterError`` naming the method.
+
+    Errors of the Kafka port (fenced, timeout, ...) are part of the protocol and pass through.
+    """
+    from reference_impl.ports import KafkaError
+
+    try:
+        return fn(*args)
+    except KafkaError:
+        raise
+    except AdapterError:
+        raise
+    except Exception as exc:  # the adapter is untrusted code: report whatever it raised
+        shown = ", ".join(repr(a) for a in args)
+        raise AdapterError(f"adapter {adapter_name!r}: {method}({shown}) raised {exc!r}") from exc
+
+
+class Guarded:
+    """A proxy for an adapter or an object it returned: each method call goes through ``call``.
+
+    Results of the wrong shape are left to the checkers, which report them as violations of
+    the requirement concerned (e.g. a negative subtask index is ``owner-out-of-range``).
+    """
+
+    def __init__(self, target: Any, label: str, adapter_name: str) -> None:
+        self._target = target
+        self._label = label
+        self._adapter_name = adapter_name
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._target, name)
+        if not callable(value):
+            return value
+        label = f"{self._label}.{name}"
+        return lambda *args: call(self._adapter_name, label, value, *args)
+
+
+def guard(adapter: ProtocolAdapter) -> Any:
+    """The suite's view of ``adapter``."""
+    return Guarded(adapter, "adapter", adapter.name)

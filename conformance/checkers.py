@@ -1,0 +1,238 @@
+"""Invariants as pure functions over observations, returning named violations with evidence.
+
+Each checker takes what the suite observed of an implementation (a plan, discovery reports,
+offsets before and after a restore) and returns a list of ``Violation``s; an empty list means
+the observation conforms. They never call the implementation, so a failure is always about
+data the report can show.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from reference_impl.assignment import assign
+from reference_impl.discovery import Metadata, Subscription
+from reference_impl.restore import RestoreVariant
+from reference_impl.types import EARLIEST, TopicPartition, is_sentinel
+
+
+@dataclass(frozen=True, order=True, slots=True)
+class Violation:
+    """One breach of a requirement, with the evidence that shows it."""
+
+    requirement: str
+    kind: str
+    evidence: str
+
+    def __str__(self) -> str:
+        return f"{self.requirement} {self.kind}: {self.evidence}"
+
+
+def explain(violations: Sequence[Violation], limit: int = 10) -> str:
+    """A readable assertion message: the first ``limit`` violations, one per line."""
+    shown = "\n".join(f"  {v}" for v in violations[:limit])
+    more = f"\n  ... and {len(violations) - limit} more" if len(violations) > limit else ""
+    return f"{len(violations)} violation(s):\n{shown}{more}"
+
+
+def all_partitions(metadata: Metadata) -> set[TopicPartition]:
+    return {TopicPartition(t, p) for t, ids in metadata.items() for p in ids}
+
+
+# -- assignment ------------------------------------------------------------------------------
+
+
+def check_plan(claims: Mapping[TopicPartition, Sequence[int]], parallelism: int) -> list[Violation]:
+    """ASSIGN-001 and ASSIGN-002 over ``partition -> subtasks that claim it`` (every partition listed)."""
+    out: list[Violation] = []
+    for tp, owners in sorted(claims.items()):
+        bad = [o for o in owners if not (isinstance(o, int) and 0 <= o < parallelism)]
+        if bad:
+            out.append(Violation("ASSIGN-001", "owner-out-of-range", f"{tp} -> {bad} with parallelism {parallelism}"))
+        if len(owners) > 1:
+            out.append(Violation("ASSIGN-001", "double-assignment", f"{tp} claimed by subtasks {sorted(owners)}"))
+        if not owners:
+            out.append(Violation("ASSIGN-001", "unassigned", f"{tp} is owned by no subtask"))
+    by_topic: dict[str, list[TopicPartition]] = defaultdict(list)
+    for tp in claims:
+        by_topic[tp.topic].append(tp)
+    for topic, tps in sorted(by_topic.items()):
+        if sorted(tp.partition for tp in tps) != list(range(len(tps))):
+            continue  # uniform spread is promised for contiguous ids only
+        counts = Counter(o for tp in tps for o in claims[tp][:1])
+        sizes = [counts.get(i, 0) for i in range(parallelism)]
+        if max(sizes) - min(sizes) > 1:
+            out.append(
+                Violation("ASSIGN-002", "per-topic-skew", f"{topic!r} ({len(tps)} partitions) per subtask: {sizes}")
+            )
+    return out
+
+
+def check_formula(owners: Mapping[TopicPartition, int], parallelism: int) -> list[Violation]:
+    """ASSIGN-004 (contiguous ids of a topic) and ASSIGN-006 (others): Flink's formula exactly."""
+    out = []
+    topics: dict[str, set[int]] = defaultdict(set)
+    for tp in owners:
+        topics[tp.topic].add(tp.partition)
+    for tp, got in sorted(owners.items()):
+        want = assign(tp.topic, tp.partition, parallelism)
+        if got != want:
+            contiguous = topics[tp.topic] == set(range(len(topics[tp.topic])))
+            requirement = "ASSIGN-004" if contiguous else "ASSIGN-006"
+            out.append(
+                Violation(
+                    requirement, "formula-mismatch", f"{tp} at parallelism {parallelism}: got {got}, Flink {want}"
+                )
+            )
+    return out
+
+
+def check_determinism(first: Mapping[TopicPartition, int], second: Mapping[TopicPartition, int]) -> list[Violation]:
+    """ASSIGN-003: two observations of the same partitions (other order, other company) agree."""
+    return [
+        Violation("ASSIGN-003", "order-dependent", f"{tp}: subtask {first[tp]} in one view, {second[tp]} in another")
+        for tp in sorted(first.keys() & second.keys())
+        if first[tp] != second[tp]
+    ]
+
+
+def global_spread(owners: Mapping[TopicPartition, int], parallelism: int) -> int:
+    """ASSIGN-005 metric: max - min partitions per subtask over all topics."""
+    counts = Counter(owners.values())
+    sizes = [counts.get(i, 0) for i in range(parallelism)]
+    return max(sizes) - min(sizes)
+
+
+# -- discovery -------------------------------------------------------------------------------
+
+
+def check_discovery(
+    rounds: Sequence[tuple[Metadata, Mapping[int, Sequence[TopicPartition]]]],
+    subscription: Subscription,
+    parallelism: int,
+) -> list[Violation]:
+    """DISC-001..004, 006, 008 over discovery rounds: each round's metadata and what each subtask reported."""
+    subscribed_id = "DISC-002" if subscription.pattern is not None else "DISC-001"
+    out: list[Violation] = []
+    reported: dict[TopicPartition, int] = {}
+    ever_seen: set[TopicPartition] = set()
+    absent_once: set[TopicPartition] = set()
+    for number, (metadata, reports) in enumerate(rounds, 1):
+        visible = all_partitions(metadata)
+        absent_once |= ever_seen - visible
+        ever_seen |= {tp for tp in visible if subscription.matches(tp.topic)}
+        for subtask, tps in sorted(reports.items()):
+            for tp in tps:
+                if tp not in visible or not subscription.matches(tp.topic):
+                    out.append(
+                        Violation(
+                            subscribed_id,
+                            "unsubscribed-partition",
+                            f"round {number}: subtask {subtask} reported {tp}, not in the "
+                            f"subscription ({subscription.describe()}) or the metadata",
+                        )
+                    )
+                if assign(tp.topic, tp.partition, parallelism) != subtask:
+                    out.append(
+                        Violation("DISC-004", "foreign-partition", f"round {number}: subtask {subtask} reported {tp}")
+                    )
+                if tp in reported:
+                    requirement = "DISC-008" if tp in absent_once else "DISC-003"
+                    out.append(
+                        Violation(
+                            requirement,
+                            "re-reported",
+                            f"round {number}: {tp} reported again (first in round {reported[tp]})",
+                        )
+                    )
+                reported.setdefault(tp, number)
+        for tp in sorted(visible - reported.keys()):
+            if subscription.matches(tp.topic):
+                contiguous = set(metadata[tp.topic]) == set(range(len(set(metadata[tp.topic]))))
+                requirement = "DISC-003" if contiguous else "DISC-006"
+                out.append(Violation(requirement, "missed-partition", f"round {number}: {tp} reported by no subtask"))
+                reported[tp] = number  # report a miss once
+    return out
+
+
+def check_new_partition_start(
+    offsets: Mapping[TopicPartition, int], new: Iterable[TopicPartition], requirement: str
+) -> list[Violation]:
+    """DISC-005 / RESTORE-004: partitions found after start, or missing from the state, start at EARLIEST."""
+    return [
+        Violation(requirement, "new-partition-not-earliest", f"{tp} starts at {offsets.get(tp)!r}, not EARLIEST")
+        for tp in sorted(new)
+        if offsets.get(tp) != EARLIEST
+    ]
+
+
+# -- restore ---------------------------------------------------------------------------------
+
+
+def check_restore(
+    state: Mapping[TopicPartition, int],
+    restored: Sequence[Mapping[TopicPartition, int]],
+    subscription: Subscription,
+    keep_unsubscribed: bool,
+    metadata: Metadata,
+    variant: RestoreVariant,
+) -> list[Violation]:
+    """RESTORE-002, 003, 005, 006: ``state`` is the checkpointed union; ``restored`` each new subtask's offsets."""
+    out: list[Violation] = []
+    parallelism = len(restored)
+    holders: dict[TopicPartition, list[int]] = defaultdict(list)
+    for subtask, offsets in enumerate(restored):
+        for tp in offsets:
+            holders[tp].append(subtask)
+    visible = all_partitions(metadata)
+    for tp, offset in sorted(state.items()):
+        wanted = keep_unsubscribed or subscription.matches(tp.topic)
+        subtasks = holders.get(tp, [])
+        if not wanted:
+            if subtasks:
+                out.append(Violation("RESTORE-005", "unsubscribed-restored", f"{tp} restored on {subtasks}"))
+            continue
+        lost_state = bool(subtasks) and is_sentinel(restored[subtasks[0]][tp]) and not is_sentinel(offset)
+        if not subtasks or lost_state:
+            requirement = "RESTORE-006" if tp not in visible else "RESTORE-002"
+            how = f"only rediscovered at {restored[subtasks[0]][tp]}" if lost_state else "restored nowhere"
+            out.append(Violation(requirement, "lost-partition", f"{tp} (next offset {offset}) {how}"))
+            continue
+        if len(subtasks) > 1:
+            out.append(Violation("RESTORE-002", "double-assignment", f"{tp} restored on subtasks {subtasks}"))
+        if variant is RestoreVariant.UNION_FILTER and subtasks[0] != assign(tp.topic, tp.partition, parallelism):
+            out.append(
+                Violation(
+                    "RESTORE-002",
+                    "wrong-owner",
+                    f"{tp} restored on {subtasks[0]}, the assigner gives {assign(tp.topic, tp.partition, parallelism)}",
+                )
+            )
+        got = restored[subtasks[0]][tp]
+        out += check_offset_continuity(tp, offset, got)
+    return out
+
+
+def check_offset_continuity(tp: TopicPartition, before: int, after: int) -> list[Violation]:
+    """RESTORE-003: a restored next offset equals the checkpointed one (sentinels stay sentinels)."""
+    if after == before:
+        return []
+    if is_sentinel(before) or is_sentinel(after):
+        return [Violation("RESTORE-003", "offset-changed", f"{tp}: checkpointed {before}, restored {after}")]
+    kind = "offset-gap" if after > before else "offset-duplicate"
+    return [Violation("RESTORE-003", kind, f"{tp}: checkpointed next offset {before}, restored {after}")]
+
+
+def check_offset_commits(
+    committed: Mapping[TopicPartition, int], expected: Mapping[TopicPartition, int], when: str
+) -> list[Violation]:
+    """RESTORE-007: the group's committed offsets are exactly those of the last completed checkpoint."""
+    if dict(committed) == dict(expected):
+        return []
+    return [
+        Violation(
+            "RESTORE-007", "offset-commit-mismatch", f"{when}: committed {dict(committed)}, expected {dict(expected)}"
+        )
+    ]

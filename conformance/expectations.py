@@ -1,0 +1,78 @@
+"""Known deviations of an implementation (``kconform run --expectations FILE``).
+
+A team that knows its connector breaks a requirement can still gate CI on everything else: each
+deviation names the requirement, why, and the bug that tracks it. A listed failure is reported
+as XFAIL; a listed test that passes is XPASS and fails the run, so a fixed bug must be removed
+from the file and the file never hides more than it says.
+
+    [[deviation]]
+    requirement = "RESTORE-005"                  # required
+    test = "should_RESTORE_005_unsubscribed"     # optional: a substring of the test's display name
+    reason = "we keep state of removed topics"   # required
+    link = "https://example.org/issues/12"       # required
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+KEYS = {"requirement", "test", "reason", "link"}
+
+
+@dataclass(frozen=True)
+class Deviation:
+    requirement: str
+    reason: str
+    link: str
+    test: str | None = None
+
+    def covers(self, display_name: str, ids: Collection[str]) -> bool:
+        return self.requirement in ids and (self.test is None or self.test in display_name)
+
+
+def load_expectations(path: Path, known_ids: Collection[str] | None = None) -> list[Deviation]:
+    """Parse and validate ``path``; every problem is a ``ValueError`` naming the file and the entry."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ValueError(f"--expectations {path}: cannot read: {exc.strerror or exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"--expectations {path}: not valid TOML: {exc}") from exc
+    extra = set(data) - {"deviation"}
+    if extra:
+        raise ValueError(f"--expectations {path}: unknown top-level keys {sorted(extra)}; use [[deviation]] tables")
+    entries = data.get("deviation", [])
+    if not isinstance(entries, list):
+        raise ValueError(f"--expectations {path}: 'deviation' must be an array of tables ([[deviation]])")
+    where = f"--expectations {path}: deviation #"
+    return [_deviation(entry, f"{where}{n}", known_ids) for n, entry in enumerate(entries, 1)]
+
+
+def _deviation(entry: object, where: str, known_ids: Collection[str] | None) -> Deviation:
+    if not isinstance(entry, dict):
+        raise ValueError(f"{where}: must be a table")
+    unknown = set(entry) - KEYS
+    if unknown:
+        raise ValueError(f"{where}: unknown keys {sorted(unknown)} (allowed: {', '.join(sorted(KEYS))})")
+    for key in ("requirement", "reason", "link"):
+        value = entry.get(key)
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError(
+                f"{where}: '{key}' is required (a non-empty string): a deviation says why and links its bug"
+            )
+    test = entry.get("test")
+    if test is not None and (not isinstance(test, str) or not test):
+        raise ValueError(f"{where}: 'test' must be a non-empty string (a substring of the test's display name)")
+    if not entry["link"].startswith(("http://", "https://")):
+        raise ValueError(f"{where}: 'link' must be the URL of the bug, got {entry['link']!r}")
+    if known_ids is not None and entry["requirement"] not in known_ids:
+        raise ValueError(f"{where}: {entry['requirement']!r} is not a requirement id of the spec")
+    return Deviation(entry["requirement"], entry["reason"], entry["link"], test)
+
+
+def find_deviation(deviations: Sequence[Deviation], display_name: str, ids: Collection[str]) -> Deviation | None:
+    """The first deviation covering a test, if any."""
+    return next((d for d in deviations if d.covers(display_name, ids)), None)

@@ -1,0 +1,326 @@
+"""The mutant catalogue: broken adapters, each reproducing a real bug class, that the suite must kill.
+
+Each mutant is the reference adapter with exactly one mechanism replaced by a known-wrong one.
+``MUTANTS`` names the requirement whose failure proves the kill; ``make test`` runs the suite
+against every mutant and asserts that requirement fails (``tests/test_mutants.py``), and
+``make bench`` reports the time to kill each. Load one with
+``kconform run --adapter conformance.mutants:<name>``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from reference_impl.adapter import ReferenceAdapter
+from reference_impl.assignment import java_string_hash, owner
+from reference_impl.commit import ExactlyOnceSink, NamingStrategy, SinkCheckpoint
+from reference_impl.discovery import Metadata, PartitionDiscoverer, Subscription, ZeroPartitionsPolicy
+from reference_impl.ports import ProducerFencedError, TransactionalLog
+from reference_impl.restore import SourceCheckpoint, SourceJob, redistribute_splits
+from reference_impl.types import LATEST, SubtaskIndex, TopicPartition
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """A broken adapter and the requirement whose failure shows the suite caught it."""
+
+    name: str
+    kills_on: str
+    bug: str
+    adapter: ReferenceAdapter
+
+
+# -- assignment ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PythonModNoMask(ReferenceAdapter):
+    """Start index as ``(hash * 31) % n`` in Python: always in range, but not Flink's owner."""
+
+    def assign(self, topic: str, partition: int, parallelism: int) -> int:
+        return ((java_string_hash(topic) * 31) % parallelism + partition) % parallelism
+
+
+@dataclass(frozen=True)
+class JavaRemainderNoMask(ReferenceAdapter):
+    """Start index as Java's ``%`` of the wrapped int without ``& 0x7FFFFFFF``: negative owners."""
+
+    def assign(self, topic: str, partition: int, parallelism: int) -> int:
+        product = (java_string_hash(topic) * 31) & 0xFFFFFFFF
+        signed = product - (1 << 32) if product & 0x80000000 else product
+        start = abs(signed) % parallelism * (1 if signed >= 0 else -1)
+        remainder = start + partition
+        return abs(remainder) % parallelism * (1 if remainder >= 0 else -1)
+
+
+class _PositionalDiscoverer(PartitionDiscoverer):
+    """FLINK-7143: ownership by position in the fetched list, so it follows metadata order."""
+
+    def discover(self, metadata: Metadata) -> list[TopicPartition]:
+        listed = [TopicPartition(t, p) for t, ids in metadata.items() if self.subscription.matches(t) for p in ids]
+        mine = [tp for i, tp in enumerate(listed) if i % self.parallelism == self.subtask and tp not in self.seen]
+        self.seen |= set(listed)
+        return mine
+
+
+@dataclass(frozen=True)
+class OrderDependentAssignment(ReferenceAdapter):
+    def discoverer(
+        self, subscription: Subscription, subtask: int, parallelism: int, on_zero: ZeroPartitionsPolicy
+    ) -> PartitionDiscoverer:
+        return _PositionalDiscoverer(subscription, SubtaskIndex(subtask), parallelism, on_zero)
+
+
+# -- discovery -----------------------------------------------------------------------------------
+
+
+class _ForgetfulDiscoverer(PartitionDiscoverer):
+    """Reports every owned partition on every call instead of only new ones."""
+
+    def discover(self, metadata: Metadata) -> list[TopicPartition]:
+        self.seen.clear()
+        return super().discover(metadata)
+
+
+@dataclass(frozen=True)
+class RereportingDiscovery(ReferenceAdapter):
+    def discoverer(
+        self, subscription: Subscription, subtask: int, parallelism: int, on_zero: ZeroPartitionsPolicy
+    ) -> PartitionDiscoverer:
+        return _ForgetfulDiscoverer(subscription, SubtaskIndex(subtask), parallelism, on_zero)
+
+
+class _PrefixMatchDiscoverer(PartitionDiscoverer):
+    """``re.match`` instead of a full match: ``orders`` also subscribes ``orders-dlq``."""
+
+    def discover(self, metadata: Metadata) -> list[TopicPartition]:
+        pattern = self.subscription.pattern
+        if pattern is None:
+            return super().discover(metadata)
+        new = {TopicPartition(t, p) for t, ids in metadata.items() if pattern.match(t) for p in ids} - self.seen
+        self.seen |= new
+        return sorted(tp for tp in new if owner(tp, self.parallelism) == self.subtask)
+
+
+@dataclass(frozen=True)
+class PatternPrefixMatch(ReferenceAdapter):
+    def discoverer(
+        self, subscription: Subscription, subtask: int, parallelism: int, on_zero: ZeroPartitionsPolicy
+    ) -> PartitionDiscoverer:
+        return _PrefixMatchDiscoverer(subscription, SubtaskIndex(subtask), parallelism, on_zero)
+
+
+class _LatestForNewJob(SourceJob):
+    """FLINK-31953: partitions discovered while running start at LATEST."""
+
+    def discover(self, metadata: Metadata) -> dict[TopicPartition, SubtaskIndex]:
+        first = not self._discovered_once
+        new = super().discover(metadata)
+        if not first:
+            for tp, subtask in new.items():
+                self.offsets[subtask][tp] = LATEST
+        return new
+
+
+@dataclass(frozen=True)
+class NewPartitionsAtLatest(ReferenceAdapter):
+    def source(self, subscription: Subscription, parallelism: int, initial_offset: int, keep: bool) -> SourceJob:
+        return _LatestForNewJob(
+            subscription, parallelism, self.restore_variant, keep, self.discovery_of_zero, initial_offset
+        )
+
+
+# -- restore -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EvenSplitRestore(ReferenceAdapter):
+    """``getListState`` instead of ``getUnionListState``: each subtask sees a chunk and keeps what it owns."""
+
+    def restore_source(
+        self, checkpoint: SourceCheckpoint, parallelism: int, subscription: Subscription, metadata: Metadata, keep: bool
+    ) -> SourceJob:
+        job = SourceJob(subscription, parallelism, self.restore_variant, keep, self.discovery_of_zero)
+        job._discovered_once = True
+        for i, chunk in enumerate(redistribute_splits(checkpoint.by_subtask, parallelism)):
+            job.offsets[i] = {
+                tp: off for tp, off in chunk if owner(tp, parallelism) == i and (keep or subscription.matches(tp.topic))
+            }
+            job._discoverers[i].seen |= {tp for tp, _ in chunk}
+        job.discover(metadata)
+        return job
+
+
+@dataclass(frozen=True)
+class PartialViewFilter(ReferenceAdapter):
+    """FLINK-6006/7195: restored state filtered against the partitions the metadata lists now."""
+
+    def restore_source(
+        self, checkpoint: SourceCheckpoint, parallelism: int, subscription: Subscription, metadata: Metadata, keep: bool
+    ) -> SourceJob:
+        listed = {(t, p) for t, ids in metadata.items() for p in ids}
+        kept = tuple(
+            tuple(e for e in entries if (e[0].topic, e[0].partition) in listed) for entries in checkpoint.by_subtask
+        )
+        return super().restore_source(replace(checkpoint, by_subtask=kept), parallelism, subscription, metadata, keep)
+
+
+@dataclass(frozen=True)
+class RestoredOffsetBackwards(ReferenceAdapter):
+    """Treats the stored next offset as the last emitted one minus one: re-reads a record per partition."""
+
+    def restore_source(
+        self, checkpoint: SourceCheckpoint, parallelism: int, subscription: Subscription, metadata: Metadata, keep: bool
+    ) -> SourceJob:
+        moved = tuple(
+            tuple((tp, off - 1 if off > 0 else off) for tp, off in entries) for entries in checkpoint.by_subtask
+        )
+        return super().restore_source(replace(checkpoint, by_subtask=moved), parallelism, subscription, metadata, keep)
+
+
+class _EagerOffsetCommitJob(SourceJob):
+    """Commits the current position on notification, not checkpoint N's offsets."""
+
+    def notify_checkpoint_complete(self, checkpoint_id: int, store: Any, group: str) -> None:
+        current = {tp: off for o in self.offsets for tp, off in o.items() if off >= 0}
+        if current:
+            store.commit_offsets(group, current)
+
+
+@dataclass(frozen=True)
+class OffsetsCommittedFromCurrentPosition(ReferenceAdapter):
+    def source(self, subscription: Subscription, parallelism: int, initial_offset: int, keep: bool) -> SourceJob:
+        return _EagerOffsetCommitJob(
+            subscription, parallelism, self.restore_variant, keep, self.discovery_of_zero, initial_offset
+        )
+
+
+# -- commit --------------------------------------------------------------------------------------
+
+
+class _CommitAtBarrierSink(ExactlyOnceSink):
+    def checkpoint(self, checkpoint_id: int) -> SinkCheckpoint:
+        state = super().checkpoint(checkpoint_id)
+        self.notify_checkpoint_complete(checkpoint_id)
+        return state
+
+
+@dataclass(frozen=True)
+class CommitBeforeCompletion(ReferenceAdapter):
+    def sink(self, log: TransactionalLog, prefix: str, parallelism: int) -> ExactlyOnceSink:
+        return _CommitAtBarrierSink(log, prefix, parallelism, self.naming)
+
+    def recover_sink(self, log: TransactionalLog, prefix: str, parallelism: int, checkpoint: SinkCheckpoint) -> Any:
+        return _CommitAtBarrierSink.recover(log, prefix, parallelism, checkpoint, self.naming)
+
+
+class _NoAbortSink(ExactlyOnceSink):
+    def _abort_lingering(self, checkpoint: SinkCheckpoint) -> None:
+        """FLINK-23854: lingering transactions of the failed attempt are left open."""
+
+
+class _SwallowFencedSink(ExactlyOnceSink):
+    def _commit(self, committables: Iterable[Any]) -> None:
+        """FLINK-23839: a fenced recovery commit is logged as 'already committed' and ignored."""
+        for c in committables:
+            try:
+                super()._commit([c])
+            except ProducerFencedError:
+                continue
+
+
+class _SharedIdSink(ExactlyOnceSink):
+    def _next_id(self, subtask: int) -> str:
+        """FLINK-7978: the subtask index is missing from the transactional id."""
+        return super()._next_id(0)
+
+
+class _ReuseRecoveredProducerSink(ExactlyOnceSink):
+    """FLINK-8132: after recovery, subtask 0 keeps writing with the producer that committed a recovered transaction."""
+
+    @classmethod
+    def recover(
+        cls,
+        log: TransactionalLog,
+        prefix: str,
+        parallelism: int,
+        checkpoint: SinkCheckpoint,
+        naming: NamingStrategy = NamingStrategy.INCREMENTING,
+    ) -> ExactlyOnceSink:
+        sink = super().recover(log, prefix, parallelism, checkpoint, naming)
+        mine = [c for c in checkpoint.committables if c.transactional_id.startswith(f"{prefix}-0-")]
+        if mine:
+            reused = log.resume_producer(mine[-1].transactional_id, mine[-1].producer_id, mine[-1].epoch)
+            reused.begin_transaction()
+            sink._writers[0] = reused
+        return sink
+
+
+class _OwnCheckpointOnlySink(ExactlyOnceSink):
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        """Commits only the notified checkpoint's transactions; earlier ones wait for a recovery."""
+        self._commit(self.pending.pop(checkpoint_id, []))
+
+
+@dataclass(frozen=True)
+class SinkMutant(ReferenceAdapter):
+    """The reference adapter with its sink class replaced."""
+
+    sink_class: type[ExactlyOnceSink] = ExactlyOnceSink
+
+    def sink(self, log: TransactionalLog, prefix: str, parallelism: int) -> ExactlyOnceSink:
+        return self.sink_class(log, prefix, parallelism, self.naming)
+
+    def recover_sink(
+        self, log: TransactionalLog, prefix: str, parallelism: int, checkpoint: SinkCheckpoint
+    ) -> ExactlyOnceSink:
+        return self.sink_class.recover(log, prefix, parallelism, checkpoint, self.naming)
+
+
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant("python_mod_no_mask", "ASSIGN-004", "start index without the sign mask, Python %", PythonModNoMask()),
+    Mutant("java_remainder_no_mask", "ASSIGN-001", "start index without the sign mask, Java %", JavaRemainderNoMask()),
+    Mutant(
+        "order_dependent_assignment", "ASSIGN-003", "FLINK-7143: owner by list position", OrderDependentAssignment()
+    ),
+    Mutant("rereporting_discovery", "DISC-003", "discovery re-reports known partitions", RereportingDiscovery()),
+    Mutant("pattern_prefix_match", "DISC-002", "pattern matched as a prefix (re.match)", PatternPrefixMatch()),
+    Mutant("new_partitions_at_latest", "DISC-005", "FLINK-31953: new partitions at LATEST", NewPartitionsAtLatest()),
+    Mutant("even_split_restore", "RESTORE-002", "getListState instead of union state", EvenSplitRestore()),
+    Mutant("partial_view_filter", "RESTORE-006", "FLINK-6006/7195: filter by partial view", PartialViewFilter()),
+    Mutant("restored_offset_backwards", "RESTORE-003", "restored offset moved back", RestoredOffsetBackwards()),
+    Mutant(
+        "offsets_committed_from_current_position",
+        "RESTORE-007",
+        "group offsets from the live position, not checkpoint N",
+        OffsetsCommittedFromCurrentPosition(),
+    ),
+    Mutant("commit_before_completion", "COMMIT-002", "commit at the barrier", CommitBeforeCompletion()),
+    Mutant(
+        "no_abort_lingering", "COMMIT-004", "FLINK-23854: no abort on recovery", SinkMutant(sink_class=_NoAbortSink)
+    ),
+    Mutant(
+        "fenced_swallowed",
+        "COMMIT-007",
+        "FLINK-23839: fenced commit ignored",
+        SinkMutant(sink_class=_SwallowFencedSink),
+    ),
+    Mutant("colliding_ids", "COMMIT-005", "FLINK-7978: id without subtask", SinkMutant(sink_class=_SharedIdSink)),
+    Mutant(
+        "reuse_recovered_producer",
+        "COMMIT-010",
+        "FLINK-8132: recovered producer reused",
+        SinkMutant(sink_class=_ReuseRecoveredProducerSink),
+    ),
+    Mutant(
+        "own_checkpoint_only_commit",
+        "COMMIT-009",
+        "lost notification strands earlier checkpoints",
+        SinkMutant(sink_class=_OwnCheckpointOnlySink),
+    ),
+)
+
+for _mutant in MUTANTS:
+    globals()[_mutant.name] = replace(_mutant.adapter, name=f"mutant:{_mutant.name}")

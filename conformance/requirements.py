@@ -1,0 +1,249 @@
+"""Requirement ids: parsed from the spec, traced to checkers, tests and TLA+ properties.
+
+The spec (``spec/*.md``) is the single source of ids, levels and titles; the runner takes titles
+and levels from here, ``kconform requirements`` lists the traceability matrix, and
+``tests/test_requirements.py`` fails when an id is named in code but not in the spec, or the
+other way round, so the two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import re
+import sys
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+LEVELS = ("MUST", "SHOULD", "MAY")
+"""Strongest first."""
+
+HEADING = re.compile(r"^### (?P<id>[A-Z]+-\d{3}) \((?P<level>MUST|SHOULD|MAY)\) (?P<title>.+?)\s*$", re.MULTILINE)
+CHECKED_BY = re.compile(r"^\*\*Checked by\.\*\*(?P<text>.*?)(?:\n\s*\n|\Z)", re.MULTILINE | re.DOTALL)
+ID_IN_CODE = re.compile(r"(?<![A-Za-z0-9])(?P<area>ASSIGN|DISC|RESTORE|COMMIT|KAFKA)[-_](?P<num>\d{3})(?!\d)")
+TEST_NAME = re.compile(r"^test_(?P<kind>required|should|optional)_(?P<ids>[A-Z]+_\d{3}(?:_and_(?:[A-Z]+_)?\d{3})*)")
+TEST_DEF = re.compile(r"\bdef (test_\w+)")
+REQUIREMENT_MARK = re.compile(r"\brequirement\((?P<args>[^)]*)\)")
+QUOTED_ID = re.compile(r"[\"'](?P<id>[A-Z]+-\d{3})[\"']")
+BACKTICKED = re.compile(r"`([^`]+)`")
+IDENTIFIER = re.compile(r"^[a-z][a-z0-9]*(?:[_.][a-z0-9]+)+$")
+"""A function name such as ``check_plan``; single words in backticks are violation names."""
+
+NAME_KIND_LEVEL = {"required": "MUST", "should": "SHOULD", "optional": "MAY"}
+TEST_ROOTS = ("tests", "conformance/suite")
+CODE_ROOTS = ("conformance", "reference_impl", "tests", "spec/tla")
+CODE_SUFFIXES = (".py", ".tla", ".cfg")
+
+
+class SpecNotFoundError(FileNotFoundError):
+    """``spec/`` is not next to the package: it ships with a source checkout, not with a wheel."""
+
+
+@dataclass(frozen=True)
+class Requirement:
+    id: str
+    level: str
+    title: str
+    page: str
+    checked_by: str = ""
+
+    @property
+    def anchor(self) -> str:
+        """The GitHub anchor of the requirement's heading."""
+        heading = f"{self.id} ({self.level}) {self.title}".lower()
+        return re.sub(r"[^\w\- ]", "", heading).replace(" ", "-")
+
+    @property
+    def link(self) -> str:
+        """``page#anchor``, relative to ``spec/``."""
+        return f"{self.page}#{self.anchor}"
+
+    @property
+    def checkers(self) -> list[str]:
+        """The functions named in the "Checked by." paragraph, tests excluded."""
+        names = (n for n in BACKTICKED.findall(self.checked_by) if IDENTIFIER.match(n))
+        return [n for n in names if not n.startswith("test_")]
+
+
+def spec_dir(root: Path = REPO_ROOT) -> Path:
+    spec = root / "spec"
+    if not spec.is_dir():
+        raise SpecNotFoundError(
+            f"spec/ not found at {spec}: requirement titles and levels come from a kconform source checkout"
+        )
+    return spec
+
+
+def parse_page(text: str, page: str) -> list[Requirement]:
+    """The requirements of one spec page, in page order."""
+    headings = list(HEADING.finditer(text))
+    found = []
+    for i, h in enumerate(headings):
+        body = text[h.end() : headings[i + 1].start() if i + 1 < len(headings) else len(text)]
+        checked = CHECKED_BY.search(body)
+        checked_by = " ".join(checked.group("text").split()) if checked else ""
+        found.append(Requirement(h.group("id"), h.group("level"), h.group("title"), page, checked_by))
+    return found
+
+
+def load_requirements(root: Path = REPO_ROOT) -> dict[str, Requirement]:
+    """Every requirement of ``spec/*.md`` by id; an id defined twice is an error."""
+    requirements: dict[str, Requirement] = {}
+    for path in sorted(spec_dir(root).glob("*.md")):
+        for req in parse_page(path.read_text(encoding="utf-8"), path.name):
+            if req.id in requirements:
+                raise ValueError(f"{req.id} is defined in both {requirements[req.id].page} and {req.page}")
+            requirements[req.id] = req
+    return requirements
+
+
+def ids_in_text(text: str) -> set[str]:
+    """Every id named in ``text``, spelled ``ASSIGN_001`` or ``ASSIGN-001``, as ``ASSIGN-001``."""
+    return {f"{m.group('area')}-{m.group('num')}" for m in ID_IN_CODE.finditer(text)}
+
+
+def ids_in_test_name(name: str) -> list[str]:
+    """``test_required_RESTORE_002_and_003_x`` -> ``['RESTORE-002', 'RESTORE-003']``."""
+    match = TEST_NAME.match(name)
+    if not match:
+        return []
+    ids: list[str] = []
+    area = ""
+    for part in match.group("ids").split("_and_"):
+        *prefix, num = part.split("_")
+        area = prefix[0] if prefix else area
+        ids.append(f"{area}-{num}")
+    return ids
+
+
+def level_of_test_name(name: str) -> str | None:
+    """The level a test's name claims (``test_should_...`` -> SHOULD), if it follows the convention."""
+    match = TEST_NAME.match(name)
+    return NAME_KIND_LEVEL[match.group("kind")] if match else None
+
+
+def _files(root: Path, dirs: Iterable[str], suffixes: Sequence[str]) -> list[Path]:
+    return sorted(p for d in dirs if (root / d).is_dir() for p in (root / d).rglob("*") if p.suffix in suffixes)
+
+
+def tests_by_id(root: Path = REPO_ROOT) -> dict[str, list[str]]:
+    """id -> ``path::test_name`` of every test naming it, by its name or by a ``requirement(...)`` mark."""
+    found: dict[str, set[str]] = defaultdict(set)
+    for path in _files(root, TEST_ROOTS, (".py",)):
+        text = path.read_text(encoding="utf-8")
+        where = path.relative_to(root).as_posix()
+        for name in TEST_DEF.findall(text):
+            for req_id in ids_in_test_name(name):
+                found[req_id].add(f"{where}::{name}")
+        for mark in REQUIREMENT_MARK.finditer(text):
+            follows = TEST_DEF.search(text, mark.end())
+            label = f"{where}::{follows.group(1)}" if follows else where
+            for req_id in QUOTED_ID.findall(mark.group("args")):
+                found[req_id].add(label)
+    return {req_id: sorted(tests) for req_id, tests in found.items()}
+
+
+def ids_in_code(root: Path = REPO_ROOT) -> set[str]:
+    """Every id of a known area named in code, tests or the TLA+ models (``ASSIGN_001`` or ``ASSIGN-001``)."""
+    ids: set[str] = set()
+    for path in _files(root, CODE_ROOTS, CODE_SUFFIXES):
+        ids.update(ids_in_text(path.read_text(encoding="utf-8")))
+    ids.update(i for i in tests_by_id(root) if ids_in_text(i))  # adds the 003 of ``RESTORE_002_and_003``
+    return ids
+
+
+def tla_properties(root: Path = REPO_ROOT) -> dict[str, list[str]]:
+    """id -> ``Module!Property`` from ``conformance.tlc``, or nothing while that module does not exist."""
+    try:
+        tlc = importlib.import_module("conformance.tlc")
+    except ModuleNotFoundError as exc:
+        if exc.name != "conformance.tlc":
+            raise
+        return {}
+    properties: Callable[[Path], dict[str, list[str]]] = tlc.tla_properties
+    return properties(root)
+
+
+def orphans(root: Path = REPO_ROOT) -> tuple[set[str], set[str]]:
+    """(ids named in code, tests or TLA+ but absent from the spec, spec ids that no test names)."""
+    spec_ids = set(load_requirements(root))
+    named = ids_in_code(root) | set(tla_properties(root))
+    return named - spec_ids, spec_ids - set(tests_by_id(root))
+
+
+@dataclass(frozen=True)
+class Trace:
+    """One row of the traceability matrix."""
+
+    requirement: Requirement
+    tests: list[str] = field(default_factory=list)
+    tla: list[str] = field(default_factory=list)
+
+    @property
+    def checker(self) -> str:
+        return ", ".join(self.requirement.checkers) or self.requirement.checked_by or "-"
+
+
+def traces(root: Path = REPO_ROOT) -> list[Trace]:
+    tests = tests_by_id(root)
+    tla = tla_properties(root)
+    return [Trace(r, tests.get(r.id, []), tla.get(r.id, [])) for r in load_requirements(root).values()]
+
+
+def render_text(rows: Sequence[Trace]) -> str:
+    lines = []
+    for t in rows:
+        r = t.requirement
+        lines += [
+            f"{r.id} ({r.level}) {r.title}",
+            f"  spec:    spec/{r.link}",
+            f"  checker: {t.checker}",
+            *(f"  test:    {name}" for name in t.tests or ["-"]),
+            *(f"  tla+:    {prop}" for prop in t.tla or ["-"]),
+        ]
+    return "\n".join(lines)
+
+
+def render_markdown(rows: Sequence[Trace]) -> str:
+    """The matrix as a GitHub table; links are relative to ``spec/`` (``make docs`` writes it there)."""
+    lines = [
+        "# Requirements",
+        "",
+        "Generated by `kconform requirements --markdown`; do not edit.",
+        "",
+        "| id | level | title | checked by | tests | TLA+ |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for t in rows:
+        r = t.requirement
+        cells = [
+            f"[{r.id}]({r.link})",
+            r.level,
+            r.title.replace("|", "\\|"),
+            t.checker.replace("|", "\\|"),
+            "<br>".join(f"`{name}`" for name in t.tests) or "-",
+            "<br>".join(f"`{prop}`" for prop in t.tla) or "-",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str]) -> int:
+    """``kconform requirements [--markdown]``; orphans are listed on stderr as a warning."""
+    parser = argparse.ArgumentParser(prog="kconform requirements", description="the requirement traceability matrix")
+    parser.add_argument("--markdown", action="store_true", help="print a GitHub table (for spec/REQUIREMENTS.md)")
+    args = parser.parse_args(argv)
+    try:
+        rows = traces()
+        unknown, untested = orphans()
+    except (SpecNotFoundError, ValueError) as exc:
+        parser.exit(2, f"kconform requirements: error: {exc}\n")
+    print(render_markdown(rows) if args.markdown else render_text(rows))
+    problems = {"named in code but not in the spec": unknown, "in the spec but named by no test": untested}
+    for problem, ids in problems.items():
+        if ids:
+            print(f"warning: {problem}: {', '.join(sorted(ids))}", file=sys.stderr)
+    return 0

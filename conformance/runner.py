@@ -1,0 +1,530 @@
+"""``kconform run``: the conformance suite as a CI gate, with a verdict per requirement.
+
+pytest runs in-process on the suite package; a collector plugin selects tests by level and
+``--only``, prints one progress line per test, and keeps what a report needs: the requirement ids
+of each test, its outcome, and for a failure the shrunk counterexample and ``@reproduce_failure``
+blob Hypothesis attached to the exception, so that every failure comes with a one-line replay.
+pytest's own terminal output goes to ``DIR/pytest.log`` (or is shown only if pytest itself fails).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import random
+import re
+import shlex
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from importlib.util import find_spec
+from pathlib import Path
+from types import FrameType
+from typing import IO, Any
+
+import pytest
+
+from conformance.adapter import load_adapter
+from conformance.expectations import Deviation, find_deviation, load_expectations
+from conformance.profiles import PROFILES, profile_from_env
+from conformance.pytest_plugin import DEFAULT_ADAPTER
+from conformance.requirements import (
+    LEVELS,
+    Requirement,
+    SpecNotFoundError,
+    ids_in_test_name,
+    ids_in_text,
+    level_of_test_name,
+    load_requirements,
+)
+
+DEFAULT_SUITE = "conformance.suite"
+DEFAULT_TIMEOUT = 120.0
+DEFAULT_BROKER = "embedded"
+BROKERS = ("embedded", "external", "testcontainers")
+SUITE_LEVELS = ("protocol", "pipeline")
+PIPELINE_MARK = "pipeline"
+BROKER_ENV = "KCONFORM_BROKER"
+USAGE_EXIT = 2
+BLOB = re.compile(r"@reproduce_failure\([^)]*\)")
+
+
+class Status(StrEnum):
+    PASS = "PASS"
+    FAIL = "FAIL"
+    SKIP = "SKIP"
+    XFAIL = "XFAIL"
+    XPASS = "XPASS"
+
+
+class TestTimeoutError(BaseException):
+    """Raised by the per-test alarm.
+
+    A ``BaseException``, not pytest-timeout's ``Failed``: Hypothesis catches ``Failed`` as a
+    failing example and re-runs it to shrink, which would hang again with no alarm left.
+    """
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    adapter: str
+    level: str = "protocol"
+    profile: str = "default"
+    report: Path | None = None
+    expectations: Path | None = None
+    only: str | None = None
+    seed: int | None = None
+    broker: str = DEFAULT_BROKER
+    timeout: float = DEFAULT_TIMEOUT
+    strict: bool = False
+    suite: str = DEFAULT_SUITE
+
+
+@dataclass(frozen=True)
+class Counterexample:
+    """One distinct failure as Hypothesis printed it (a run may find several)."""
+
+    error: str
+    example: str
+    blob: str | None
+
+
+@dataclass
+class TestResult:
+    nodeid: str
+    name: str
+    ids: list[str]
+    """The requirements the test checks."""
+    level: str
+    """The strongest level among ``ids``: a test that checks a MUST fails the run even if a SHOULD failed first."""
+    pipeline: bool
+    status: Status
+    duration: float
+    message: str = ""
+    counterexamples: list[Counterexample] = field(default_factory=list)
+    replay: str | None = None
+    deviation: Deviation | None = None
+    longrepr: str = ""
+    violated: list[str] = field(default_factory=list)
+    """For a failure, the ids its message names (a checker's violation does), else all of ``ids``."""
+
+    def fails(self, strict: bool) -> bool:
+        """MUST failures fail the run, SHOULD failures only when strict, MAY never; an XPASS always does."""
+        if self.status is Status.XPASS:
+            return True
+        return self.status is Status.FAIL and (self.level == "MUST" or (strict and self.level == "SHOULD"))
+
+
+@dataclass
+class RequirementResult:
+    id: str
+    level: str
+    title: str
+    link: str
+    status: Status
+    tests: list[TestResult]
+    reason: str = ""
+
+
+@dataclass
+class RunResult:
+    options: RunOptions
+    seed: int
+    adapter_name: str
+    capabilities: list[str]
+    variants: dict[str, str]
+    tests: list[TestResult]
+    requirements: list[RequirementResult]
+    untested: list[str]
+    notes: list[str]
+    started: float
+    finished: float
+    pytest_log: str
+    interrupted: bool
+    """pytest stopped early (Ctrl-C, ``pytest.exit``): the results are incomplete and the run fails."""
+
+    @property
+    def failing(self) -> list[TestResult]:
+        return [t for t in self.tests if t.fails(self.options.strict)]
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.failing or self.interrupted else 0
+
+
+def display_name(item_name: str) -> str:
+    """Test names as reports show them: without ``test_`` (``required_ASSIGN_001_...``)."""
+    return item_name.removeprefix("test_")
+
+
+def last_line(text: str) -> str:
+    """The last non-empty line of pytest's report text (the exception), without its ``E`` gutter."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    return lines[-1].removeprefix("E").strip() if lines else ""
+
+
+def strongest(levels: Sequence[str]) -> str:
+    return min(levels, key=LEVELS.index)
+
+
+def counterexamples(exc: BaseException) -> list[Counterexample]:
+    """The notes Hypothesis attached to a failure, one entry per distinct failure of a group."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [c for sub in exc.exceptions for c in counterexamples(sub)]
+    notes: list[str] = getattr(exc, "__notes__", [])
+    if not notes:
+        return []
+    blobs = [m.group(0) for n in notes if (m := BLOB.search(n))]
+    example = "\n".join(n.strip("\n") for n in notes if not BLOB.search(n))
+    return [Counterexample(f"{type(exc).__name__}: {exc}".strip(), example, blobs[0] if blobs else None)]
+
+
+class Collector:
+    """The pytest plugin of a run: selection, progress lines and the evidence of each test."""
+
+    def __init__(
+        self,
+        options: RunOptions,
+        seed: int,
+        requirements: dict[str, Requirement],
+        deviations: Sequence[Deviation],
+        out: IO[str],
+    ) -> None:
+        self.options = options
+        self.seed = seed
+        self.requirements = requirements
+        self.deviations = deviations
+        self.out = out
+        self.results: list[TestResult] = []
+        self.per_level = dict.fromkeys(SUITE_LEVELS, 0)
+        self.selected = 0
+        self._items: dict[str, pytest.Item] = {}
+        self._reports: dict[str, list[pytest.TestReport]] = {}
+        self._evidence: dict[str, list[Counterexample]] = {}
+        self._collect_errors: list[TestResult] = []
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        config.addinivalue_line("markers", f"{PIPELINE_MARK}: a pipeline-level test (a real streaming query)")
+
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        keep, drop = [], []
+        for item in items:
+            level = PIPELINE_MARK if item.get_closest_marker(PIPELINE_MARK) else "protocol"
+            self.per_level[level] += 1
+            wanted = self.options.level in ("all", level)
+            if wanted and (self.options.only is None or self.options.only in display_name(item.name)):
+                keep.append(item)
+            else:
+                drop.append(item)
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+        self.selected = len(keep) + len(self._collect_errors)
+        self._items = {item.nodeid: item for item in keep}
+        for error in self._collect_errors:
+            self._finish(error)
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        """A suite module that does not import is a failure of the run, not a smaller suite."""
+        if report.failed:
+            error = TestResult(report.nodeid, report.nodeid, [], "MUST", False, Status.FAIL, 0.0)
+            error.message = f"collection error: {last_line(report.longreprtext)}"
+            error.longrepr = report.longreprtext
+            self._collect_errors.append(error)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_timeout_set_timer(self, item: pytest.Item, settings: Any) -> bool | None:
+        """Arm a SIGALRM that raises ``TestTimeoutError`` (pytest-timeout's own timer in other threads)."""
+        if threading.current_thread() is not threading.main_thread():
+            return None
+        timeout = settings.timeout
+
+        def expire(_signum: int, _frame: FrameType | None) -> None:
+            raise TestTimeoutError(f"no result within --timeout {timeout:g}s: the adapter hangs or is too slow")
+
+        def cancel() -> None:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, signal.SIG_DFL)
+
+        item.cancel_timeout = cancel  # type: ignore[attr-defined]  # pytest-timeout's cancel hook calls it
+        signal.signal(signal.SIGALRM, expire)
+        signal.setitimer(signal.ITIMER_REAL, timeout)
+        return True
+
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> None:
+        if call.excinfo is not None and not call.excinfo.errisinstance(pytest.skip.Exception):
+            self._evidence.setdefault(item.nodeid, []).extend(counterexamples(call.excinfo.value))
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self._reports.setdefault(report.nodeid, []).append(report)
+
+    def pytest_runtest_logfinish(self, nodeid: str) -> None:
+        self._finish(self._result(self._items[nodeid], self._reports.pop(nodeid, [])))
+
+    def _result(self, item: pytest.Item, reports: list[pytest.TestReport]) -> TestResult:
+        name = display_name(item.name)
+        evidence = self._evidence.pop(item.nodeid, [])
+        mark = item.get_closest_marker("requirement")
+        ids = list(mark.args) if mark and mark.args else ids_in_test_name(getattr(item, "originalname", item.name))
+        known = [self.requirements[i].level for i in ids if i in self.requirements]
+        level = strongest(known) if known else level_of_test_name(item.name) or "MUST"
+        pipeline = item.get_closest_marker(PIPELINE_MARK) is not None
+        duration = sum(r.duration for r in reports)
+        failed = [r for r in reports if r.failed]
+        skipped = [r for r in reports if r.skipped]
+        result = TestResult(item.nodeid, name, ids, level, pipeline, Status.PASS, duration)
+        if failed:
+            result.status = Status.FAIL
+            result.longrepr = "\n\n".join(r.longreprtext for r in failed)
+            crash = getattr(failed[0].longrepr, "reprcrash", None)
+            where = "" if failed[0].when == "call" else f"error in {failed[0].when}: "
+            result.message = where + (crash.message if crash else last_line(failed[0].longreprtext))
+            result.counterexamples = evidence
+            named = ids_in_text("\n".join([c.error for c in result.counterexamples] or [result.message]))
+            result.violated = [i for i in ids if i in named] or ids
+            result.replay = self.replay_command(name, pipeline)
+        elif skipped:
+            result.status = Status.SKIP
+            longrepr = skipped[0].longrepr
+            result.message = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+            result.message = result.message.removeprefix("Skipped: ")
+        deviation = find_deviation(self.deviations, name, result.violated or ids)
+        if deviation is not None and result.status in (Status.PASS, Status.FAIL):
+            result.deviation = deviation
+            result.status = Status.XFAIL if result.status is Status.FAIL else Status.XPASS
+        return result
+
+    def replay_command(self, name: str, pipeline: bool) -> str:
+        o = self.options
+        args = ["kconform", "run", "--adapter", o.adapter, "--only", name, "--seed", str(self.seed)]
+        if pipeline:
+            args += ["--level", PIPELINE_MARK]
+        defaults = RunOptions(adapter=o.adapter)
+        for flag, value, default in (
+            ("--profile", o.profile, defaults.profile),
+            ("--broker", o.broker, defaults.broker),
+            ("--timeout", o.timeout, defaults.timeout),
+            ("--suite", o.suite, defaults.suite),
+        ):
+            if value != default:
+                args += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
+        return shlex.join(args)
+
+    def _finish(self, result: TestResult) -> None:
+        self.results.append(result)
+        shown = f"{result.status} ({result.duration:.1f}s)"
+        if result.status is Status.SKIP:
+            shown = f"SKIP ({result.message})"
+        elif result.deviation is not None:
+            shown = f"{result.status} (expected: {result.deviation.link}) ({result.duration:.1f}s)"
+        width = len(str(self.selected))
+        print(f"[{len(self.results):>{width}}/{self.selected}] {result.name} ... {shown}", file=self.out, flush=True)
+
+
+def aggregate(
+    tests: Sequence[TestResult], requirements: dict[str, Requirement]
+) -> tuple[list[RequirementResult], list[str]]:
+    """Per-requirement verdicts (in spec order), and the spec ids no selected test checked."""
+    by_id: dict[str, list[TestResult]] = {}
+    for t in tests:
+        for req_id in t.ids:
+            by_id.setdefault(req_id, []).append(t)
+    order = [*requirements, *sorted(set(by_id) - set(requirements))]
+    rows = []
+    for req_id in order:
+        if req_id not in by_id:
+            continue
+        ts = by_id[req_id]
+        req = requirements.get(req_id)
+        status, reason = _verdict(ts)
+        level = req.level if req else strongest([t.level for t in ts])
+        title = req.title if req else "(not in the spec)"
+        rows.append(RequirementResult(req_id, level, title, req.link if req else "", status, ts, reason))
+    return rows, [r for r in requirements if r not in by_id]
+
+
+def _verdict(tests: Sequence[TestResult]) -> tuple[Status, str]:
+    """Worst outcome wins; a requirement with any skipped test is a skip, never a pass."""
+    statuses = [t.status for t in tests]
+    for status in (Status.FAIL, Status.XPASS, Status.XFAIL):
+        if status in statuses:
+            deviation = next((t.deviation for t in tests if t.status is status and t.deviation), None)
+            return status, f"{deviation.reason} ({deviation.link})" if deviation else ""
+    if Status.SKIP in statuses:
+        reasons = sorted({t.message for t in tests if t.status is Status.SKIP})
+        passed = statuses.count(Status.PASS)
+        return Status.SKIP, "; ".join(reasons) + (f" ({passed} of {len(tests)} tests passed)" if passed else "")
+    return Status.PASS, ""
+
+
+@contextlib.contextmanager
+def _environment(name: str, value: str) -> Iterator[None]:
+    old = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = old
+
+
+def suite_root(suite: str) -> Path:
+    """The directory the suite package is imported from: pytest's rootdir, so node ids read ``package/module.py``."""
+    try:
+        spec = find_spec(suite)
+    except ModuleNotFoundError:
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
+        raise ValueError(f"--suite {suite!r}: no such package")
+    return Path(next(iter(spec.submodule_search_locations))).parents[suite.count(".")]
+
+
+def pytest_args(options: RunOptions, seed: int) -> list[str]:
+    """The pytest command line of a run: an empty ini file, so the suite runs the same from any directory."""
+    args = [
+        "--pyargs",
+        options.suite,
+        f"--rootdir={suite_root(options.suite)}",
+        f"--config-file={os.devnull}",
+        "-p",
+        "no:cacheprovider",
+        "-o",
+        "junit_suite_name=kconform",
+        "--continue-on-collection-errors",
+        f"--kconform-adapter={options.adapter}",
+        f"--hypothesis-profile={options.profile}",
+        f"--hypothesis-seed={seed}",
+        f"--timeout={options.timeout:g}",
+    ]
+    if options.report is not None:
+        args.append(f"--junitxml={options.report / 'junit.xml'}")
+    return args
+
+
+def run(options: RunOptions, out: IO[str] = sys.stdout) -> RunResult:
+    """Run the suite; ``ValueError`` for anything that makes the run meaningless (a usage error)."""
+    adapter = load_adapter(options.adapter)
+    seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**32)
+    args = pytest_args(options, seed)  # a missing suite package is a usage error before anything runs
+    notes: list[str] = []
+    try:
+        requirements = load_requirements()
+    except SpecNotFoundError as exc:
+        requirements = {}
+        notes.append(f"{exc}; levels are taken from test names")
+    deviations = load_expectations(options.expectations, set(requirements) or None) if options.expectations else []
+    print(
+        f"kconform: adapter {adapter.name!r} ({options.adapter}), level {options.level}, profile {options.profile}, "
+        f"seed {seed} (replay this run with --seed {seed})",
+        file=out,
+        flush=True,
+    )
+    collector = Collector(options, seed, requirements, deviations, out)
+    log = io.StringIO()
+    started = time.time()
+    with _environment(BROKER_ENV, options.broker), contextlib.redirect_stdout(log):
+        code = pytest.main(args, plugins=[collector])
+    if code in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
+        raise ValueError(f"pytest could not run the suite (exit {int(code)}):\n{log.getvalue()}")
+    empty = [
+        f"level {level}: the suite {options.suite!r} has no {level} tests yet"
+        for level in SUITE_LEVELS
+        if options.level in ("all", level) and not collector.per_level[level]
+    ]
+    interrupted = code == pytest.ExitCode.INTERRUPTED
+    if not collector.results and not interrupted:
+        why = empty or [f"no test at level {options.level} matches --only {options.only!r}"]
+        raise ValueError("; ".join(why) + "; nothing was checked")
+    notes += [f"{note}; it was not checked" for note in empty]
+    if interrupted:
+        notes.append(f"the run was interrupted after {len(collector.results)} of {collector.selected} tests")
+    rows, untested = aggregate(collector.results, requirements)
+    if options.only is None:
+        used = {id(t.deviation) for t in collector.results}
+        notes += [f"expectation {d.requirement} ({d.link}) matched no result" for d in deviations if id(d) not in used]
+    declared = {key: getattr(adapter, key, "-") for key in ("restore_variant", "naming", "discovery_of_zero")}
+    variants = {key: str(getattr(value, "value", value)) for key, value in declared.items()}
+    return RunResult(
+        options,
+        seed,
+        adapter.name,
+        sorted(adapter.capabilities),
+        variants,
+        collector.results,
+        rows,
+        untested if options.only is None else [],
+        notes,
+        started,
+        time.time(),
+        log.getvalue(),
+        interrupted,
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kconform run", description="run the conformance suite against an adapter")
+    parser.add_argument(
+        "--adapter",
+        default=DEFAULT_ADAPTER,
+        help=f"the adapter under test, as module:attr (default: the reference implementation, {DEFAULT_ADAPTER})",
+    )
+    parser.add_argument("--level", choices=["protocol", "pipeline", "all"], default="protocol", help="default protocol")
+    parser.add_argument(
+        "--profile", choices=list(PROFILES), default=None, help="default: $KCONFORM_PROFILE, else default"
+    )
+    parser.add_argument("--report", type=Path, help="write report.json, report.md, junit.xml and pytest.log here")
+    parser.add_argument("--expectations", type=Path, help="TOML file of known deviations ([[deviation]])")
+    parser.add_argument("--only", help="run only tests whose display name contains this")
+    parser.add_argument("--seed", type=int, help="Hypothesis seed (default: random, printed)")
+    parser.add_argument("--broker", choices=BROKERS, default=DEFAULT_BROKER, help=f"the suite reads ${BROKER_ENV}")
+    parser.add_argument(
+        "--timeout", type=float, default=DEFAULT_TIMEOUT, help="per-test seconds; a hang fails (default %(default)g)"
+    )
+    parser.add_argument("--strict", action="store_true", help="SHOULD failures fail the run too")
+    parser.add_argument("--suite", default=DEFAULT_SUITE, help="the suite package (default %(default)s)")
+    return parser
+
+
+def main(argv: Sequence[str]) -> int:
+    """``kconform run``: 0 when every result is expected, 1 otherwise, 2 for usage errors."""
+    from conformance import report  # here, not at the top: report imports this module's result types
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.timeout <= 0:
+        parser.error("--timeout must be positive")
+    # The adapter module usually lives in the user's working directory, which a console script
+    # does not put on sys.path (``python -m`` does).
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        options = RunOptions(
+            adapter=args.adapter,
+            level=args.level,
+            profile=args.profile or profile_from_env(),
+            report=args.report,
+            expectations=args.expectations,
+            only=args.only,
+            seed=args.seed,
+            broker=args.broker,
+            timeout=args.timeout,
+            strict=args.strict,
+            suite=args.suite,
+        )
+        result = run(options)
+    except ValueError as exc:
+        print(f"kconform run: error: {exc}", file=sys.stderr)
+        return USAGE_EXIT
+    print(report.render_text(result))
+    if options.report is not None:
+        report.write_reports(result, options.report)
+        print(f"reports: {options.report / 'report.md'}, report.json, junit.xml, pytest.log")
+    return result.exit_code

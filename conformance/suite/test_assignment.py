@@ -1,0 +1,95 @@
+"""ASSIGN-001..006: the adapter's assigner and the plan its discoverers produce."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from conformance.checkers import all_partitions, check_determinism, check_formula, check_plan, explain, global_spread
+from conformance.pytest_plugin import requirement
+from conformance.strategies import metadata_snapshots, parallelisms
+from reference_impl.discovery import Subscription, ZeroPartitionsPolicy
+from reference_impl.types import TopicPartition
+
+Metadata = dict[str, frozenset[int]]
+
+
+def owners(adapter: Any, metadata: Metadata, n: int) -> dict[TopicPartition, int]:
+    return {tp: adapter.assign(tp.topic, tp.partition, n) for tp in sorted(all_partitions(metadata))}
+
+
+def discovered_plan(adapter: Any, metadata: Metadata, n: int) -> dict[TopicPartition, list[int]]:
+    """partition -> subtasks whose discoverer reported it (the plan as the source runs it)."""
+    claims: dict[TopicPartition, list[int]] = {tp: [] for tp in all_partitions(metadata)}
+    for subtask in range(n):
+        d = adapter.discoverer(Subscription.regex(".*"), subtask, n, ZeroPartitionsPolicy.IGNORE)
+        for tp in d.discover(metadata):
+            claims.setdefault(tp, []).append(subtask)
+    return claims
+
+
+@requirement("ASSIGN-001", "ASSIGN-002", capability="assignment")
+@given(metadata_snapshots(contiguous=True), parallelisms())
+def test_required_ASSIGN_001_and_002_every_partition_one_owner_spread_uniformly(
+    adapter: Any, metadata: Metadata, n: int
+) -> None:
+    violations = check_plan({tp: [o] for tp, o in owners(adapter, metadata, n).items()}, n)
+    assert not violations, explain(violations)
+
+
+@requirement("ASSIGN-001", capability="discovery")
+@given(metadata_snapshots(), parallelisms(16))
+def test_required_ASSIGN_001_discoverers_together_claim_each_partition_once(
+    adapter: Any, metadata: Metadata, n: int
+) -> None:
+    violations = check_plan(discovered_plan(adapter, metadata, n), n)
+    assert not violations, explain(violations)
+
+
+@requirement("ASSIGN-003", capability="discovery")
+@given(metadata_snapshots(), parallelisms(16), st.randoms(use_true_random=False))
+def test_required_ASSIGN_003_ownership_independent_of_metadata_order(
+    adapter: Any, metadata: Metadata, n: int, rnd: Any
+) -> None:
+    topics = list(metadata.items())
+    rnd.shuffle(topics)
+    reordered = {t: frozenset(sorted(ids, reverse=True)) for t, ids in topics}
+    reordered_with_extra = {**reordered, "kconform-unrelated-topic": frozenset({0, 1, 2})}
+
+    def single_owner(claims: dict[TopicPartition, list[int]]) -> dict[TopicPartition, int]:
+        return {tp: subtasks[0] for tp, subtasks in claims.items() if subtasks}
+
+    first = single_owner(discovered_plan(adapter, metadata, n))
+    second = single_owner(discovered_plan(adapter, reordered_with_extra, n))
+    violations = check_determinism(first, second)
+    violations += check_determinism(owners(adapter, metadata, n), owners(adapter, reordered, n))
+    assert not violations, explain(violations)
+
+
+@requirement("ASSIGN-004", "ASSIGN-006", capability="assignment")
+@given(metadata_snapshots(), parallelisms(10_000))
+def test_required_ASSIGN_004_and_006_flink_formula_exactly(adapter: Any, metadata: Metadata, n: int) -> None:
+    violations = check_formula(owners(adapter, metadata, n), n)
+    assert not violations, explain(violations)
+
+
+@requirement("ASSIGN-004", capability="assignment")
+def test_required_ASSIGN_004_edge_names(adapter: Any) -> None:
+    """Names whose hash is Integer.MIN_VALUE or its neighbours, a 249-character name, the seed's example."""
+    names = ["polygenelubricants", "polygenelubricantr", "polygenelubricantt", "GydZG_", "test-topic", "k" * 249]
+    metadata = {name: frozenset(range(12)) for name in names}
+    violations = [v for n in (1, 2, 3, 5, 6, 7, 31, 32768) for v in check_formula(owners(adapter, metadata, n), n)]
+    assert not violations, explain(violations)
+
+
+@requirement("ASSIGN-005", capability="assignment")
+def test_optional_ASSIGN_005_global_spread_is_reported(adapter: Any, record_property: Any) -> None:
+    """MAY: cross-topic imbalance never fails; the spread over 100 small topics is recorded for the report."""
+    metadata = {f"kconform-spread-{i}": frozenset(range(1 + i % 4)) for i in range(100)}
+    total = sum(len(ids) for ids in metadata.values())
+    for n in (2, 4, 8, 16):
+        spread = global_spread(owners(adapter, metadata, n), n)
+        record_property(f"global_spread_parallelism_{n}", spread)
+        assert 0 <= spread <= total

@@ -1,0 +1,92 @@
+"""DISC-001..008: the adapter's discoverers over a growing, sometimes partial, cluster."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from conformance.checkers import Violation, check_discovery, explain
+from conformance.pytest_plugin import requirement
+from conformance.strategies import cluster_histories, parallelisms, topic_names
+from reference_impl.discovery import Metadata, Subscription, ZeroPartitionsPolicy
+
+
+def run_rounds(
+    adapter: Any, subscription: Subscription, n: int, rounds: Sequence[Metadata]
+) -> list[tuple[Metadata, dict[int, list[Any]]]]:
+    discoverers = [adapter.discoverer(subscription, i, n, ZeroPartitionsPolicy.IGNORE) for i in range(n)]
+    return [(metadata, {i: list(d.discover(metadata)) for i, d in enumerate(discoverers)}) for metadata in rounds]
+
+
+def subscriptions(rounds: list[Metadata]) -> st.SearchStrategy[Subscription]:
+    topics = sorted({t for m in rounds for t in m}) or ["none"]
+    fixed = st.sets(st.sampled_from([*topics, "kconform-absent"]), min_size=1).map(Subscription.fixed)
+    prefix = st.sampled_from(topics).map(lambda t: Subscription.regex(re.escape(t[: max(1, len(t) // 2)]) + ".*"))
+    exact = st.sampled_from(topics).map(lambda t: Subscription.regex(re.escape(t)))
+    return st.one_of(fixed, prefix, exact)
+
+
+@requirement("DISC-001", "DISC-003", "DISC-004", "DISC-006", capability="discovery")
+@given(cluster_histories(partial_views=False), parallelisms(8), st.data())
+def test_required_DISC_001_003_004_006_each_partition_reported_once_by_its_owner(
+    adapter: Any, rounds: list[Metadata], n: int, data: st.DataObject
+) -> None:
+    subscription = data.draw(subscriptions(rounds).filter(lambda s: s.pattern is None), label="subscription")
+    violations = check_discovery(run_rounds(adapter, subscription, n, rounds), subscription, n)
+    assert not violations, explain(violations)
+
+
+@requirement("DISC-002", capability="regex-subscription")
+@given(cluster_histories(partial_views=False), parallelisms(8), st.data())
+def test_required_DISC_002_pattern_full_match_and_new_matching_topics(
+    adapter: Any, rounds: list[Metadata], n: int, data: st.DataObject
+) -> None:
+    subscription = data.draw(subscriptions(rounds).filter(lambda s: s.pattern is not None), label="subscription")
+    violations = check_discovery(run_rounds(adapter, subscription, n, rounds), subscription, n)
+    assert not violations, explain(violations)
+
+
+@requirement("DISC-002", capability="regex-subscription")
+@given(topic_names(30), parallelisms(4))
+def test_required_DISC_002_pattern_does_not_match_a_longer_name(adapter: Any, topic: str, n: int) -> None:
+    subscription = Subscription.regex(re.escape(topic))
+    rounds = [{topic + "-dlq": frozenset({0}), "x" + topic: frozenset({0})}, {topic: frozenset({0})}]
+    violations = check_discovery(run_rounds(adapter, subscription, n, rounds), subscription, n)
+    assert not violations, explain(violations)
+
+
+@requirement("DISC-008", "DISC-003", capability="partition-growth")
+@given(cluster_histories(partial_views=True), parallelisms(8))
+def test_required_DISC_008_partial_views_neither_forget_nor_rereport(
+    adapter: Any, rounds: list[Metadata], n: int
+) -> None:
+    subscription = Subscription.regex(".*")
+    violations = check_discovery(run_rounds(adapter, subscription, n, rounds), subscription, n)
+    assert not violations, explain(violations)
+
+
+@requirement("DISC-007", capability="discovery")
+@pytest.mark.parametrize("policy", list(ZeroPartitionsPolicy), ids=lambda p: p.value)
+def test_required_DISC_007_zero_partitions_follow_the_policy(adapter: Any, policy: ZeroPartitionsPolicy) -> None:
+    discoverer = adapter.discoverer(Subscription.fixed(["kconform-missing"]), 0, 1, policy)
+    try:
+        found = list(discoverer.discover({"other": frozenset({0})}))
+    except Exception as exc:  # the adapter's own error type: any error counts, if it names the subscription
+        outcome: list[Violation] = []
+        if policy is ZeroPartitionsPolicy.IGNORE:
+            outcome.append(Violation("DISC-007", "failed-on-zero", f"policy ignore, yet discover raised {exc!r}"))
+        elif "kconform-missing" not in str(exc):
+            outcome.append(Violation("DISC-007", "unclear-error", f"error does not name the subscription: {exc!r}"))
+        assert not outcome, explain(outcome)
+        return
+    violations = []
+    if policy is ZeroPartitionsPolicy.FAIL:
+        violations.append(Violation("DISC-007", "idle-on-zero", "policy fail, yet discover returned normally"))
+    if found:
+        violations.append(Violation("DISC-007", "unsubscribed-partition", f"reported {found}"))
+    assert not violations, explain(violations)

@@ -1,0 +1,252 @@
+"""RESTORE-001..007 and DISC-005: the adapter's source under growth, checkpoints, crashes and rescale.
+
+A Hypothesis state machine produces records into the Kafka model, lets the source discover and
+read them, checkpoints, completes checkpoints (committing offsets), crashes and restores at a
+random parallelism with a possibly partial metadata view and a possibly narrower subscription.
+Downstream is modelled as exactly-once state: on restore it rolls back to the checkpoint, so
+after every step each partition's emitted offsets must be exactly ``0 .. next offset - 1``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+
+from conformance.adapter import Guarded
+from conformance.checkers import (
+    Violation,
+    check_new_partition_start,
+    check_offset_commits,
+    check_restore,
+    explain,
+)
+from conformance.pytest_plugin import requirement
+from reference_impl.discovery import Subscription
+from reference_impl.kafka_model import KafkaModel
+from reference_impl.ports import Isolation
+from reference_impl.types import EARLIEST, LATEST, TopicPartition, is_sentinel
+
+GROUP = "kconform-source"
+TOPICS = ("in-a", "in-b", "out-c")
+SUBSCRIPTIONS = {"all-in": Subscription.regex("in-.*"), "only-in-a": Subscription.fixed(["in-a"])}
+
+
+def fail_on(violations: list[Violation]) -> None:
+    assert not violations, explain(violations)
+
+
+class SourceMachine(RuleBasedStateMachine):
+    """One source job and its lineage of restores, checked after every step."""
+
+    adapter: Any
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.log = KafkaModel()
+        self.emitted: dict[TopicPartition, list[int]] = {}
+        self.checkpoints: dict[int, tuple[Any, dict[TopicPartition, int], dict[TopicPartition, list[int]]]] = {}
+        self.completed: int | None = None
+        self.next_checkpoint = 1
+        self.keep_unsubscribed = False
+
+    @initialize(partitions=st.lists(st.integers(1, 4), min_size=len(TOPICS), max_size=len(TOPICS)), n=st.integers(1, 4))
+    def start(self, partitions: list[int], n: int) -> None:
+        for topic, count in zip(TOPICS, partitions, strict=True):
+            self.log.create_topic(topic, count)
+            for p in range(count):
+                for i in range(12):
+                    self.log.produce(TopicPartition(topic, p), None, f"{topic}-{p}@{i}".encode())
+        self.subscription = SUBSCRIPTIONS["all-in"]
+        self.source = self._fresh(n)
+
+    def _fresh(self, n: int) -> Any:
+        source = Guarded(
+            self.adapter.source(self.subscription, n, EARLIEST, self.keep_unsubscribed), "source", self.adapter.name
+        )
+        source.discover(self.log.list_topics())
+        self.emitted = {}
+        return source
+
+    def _offsets(self) -> dict[TopicPartition, int]:
+        return {tp: off for offsets in self.source.offsets for tp, off in offsets.items()}
+
+    # -- the cluster -------------------------------------------------------------------------
+    @rule(topic=st.sampled_from(TOPICS), partition=st.integers(0, 7), count=st.integers(1, 5))
+    def produce(self, topic: str, partition: int, count: int) -> None:
+        tp = TopicPartition(topic, partition % len(self.log.list_topics()[topic]))
+        for i in range(count):
+            self.log.produce(tp, None, f"{tp}@{i}".encode())
+
+    @rule(topic=st.sampled_from(TOPICS), more=st.integers(1, 3))
+    def add_partitions(self, topic: str, more: int) -> None:
+        self.log.create_partitions(topic, len(self.log.list_topics()[topic]) + more)
+
+    @rule(suffix=st.sampled_from(["x", "y"]))
+    def add_matching_topic(self, suffix: str) -> None:
+        name = f"in-new-{suffix}"
+        if name not in self.log.list_topics():
+            self.log.create_topic(name, 2)
+
+    # -- the source --------------------------------------------------------------------------
+    @rule(partial=st.booleans(), data=st.data())
+    def discover(self, partial: bool, data: st.DataObject) -> None:
+        """Periodic discovery; partitions found now must start at EARLIEST (DISC-005)."""
+        metadata = self._view(partial, data)
+        before = set(self._offsets())
+        self.source.discover(metadata)
+        new = set(self._offsets()) - before
+        fail_on(check_new_partition_start(self._offsets(), new, "DISC-005"))
+
+    @rule(data=st.data(), limit=st.integers(1, 4))
+    def read(self, data: st.DataObject, limit: int) -> None:
+        offsets = self._offsets()
+        if not offsets:
+            return
+        tp = data.draw(st.sampled_from(sorted(offsets)), label="partition")
+        start = offsets[tp]
+        if start == EARLIEST:
+            start = self.log.earliest_offset(tp)
+        elif start == LATEST:
+            start = self.log.latest_offset(tp, Isolation.READ_UNCOMMITTED)
+        records = self.log.read(tp, start, Isolation.READ_UNCOMMITTED, limit)
+        self.emitted.setdefault(tp, []).extend(r.offset for r in records)
+        if records:
+            self.source.advance(tp, records[-1].offset + 1)
+
+    @rule(outcome=st.sampled_from(["complete", "pending", "notification-lost"]))
+    def checkpoint(self, outcome: str) -> None:
+        """Snapshot; most checkpoints complete at once, some stay pending, some lose their notification."""
+        cid = self.next_checkpoint
+        self.next_checkpoint += 1
+        state = self.source.snapshot(cid)
+        self.checkpoints[cid] = (state, self._offsets(), {tp: list(o) for tp, o in self.emitted.items()})
+        fail_on(check_offset_commits(self.log.committed(GROUP), self._committed_expectation(), "after a snapshot"))
+        if outcome != "pending":
+            self._complete(cid, notify=outcome == "complete")
+
+    @precondition(lambda self: self.checkpoints)
+    @rule(data=st.data(), notify=st.booleans())
+    def complete_pending(self, data: st.DataObject, notify: bool) -> None:
+        """A pending checkpoint completes late, after newer reads or snapshots (RESTORE-007)."""
+        cid = data.draw(st.sampled_from(sorted(c for c in self.checkpoints if c > (self.completed or 0)) or [0]))
+        if cid:
+            self._complete(cid, notify)
+
+    def _complete(self, cid: int, notify: bool) -> None:
+        self.completed = cid
+        if notify:
+            self.source.notify_checkpoint_complete(cid, self.log, GROUP)
+            self.notified = cid
+            fail_on(
+                check_offset_commits(self.log.committed(GROUP), self._committed_expectation(), f"after notify {cid}")
+            )
+
+    def _committed_expectation(self) -> Mapping[TopicPartition, int]:
+        notified = getattr(self, "notified", None)
+        if notified is None:
+            return {}
+        return {tp: off for tp, off in self.checkpoints[notified][1].items() if not is_sentinel(off)}
+
+    @rule(m=st.integers(1, 5), partial=st.booleans(), narrow=st.booleans(), keep=st.booleans(), data=st.data())
+    def crash_and_restore(self, m: int, partial: bool, narrow: bool, keep: bool, data: st.DataObject) -> None:
+        """Restore the last completed checkpoint at parallelism m (RESTORE-002..006)."""
+        if narrow:
+            self.subscription = SUBSCRIPTIONS["only-in-a"]
+        self.keep_unsubscribed = keep
+        if self.completed is None:
+            self.checkpoints = {}
+            self.source = self._fresh(m)
+            return
+        self.checkpoints = {c: v for c, v in self.checkpoints.items() if c <= self.completed}
+        state, offsets, emitted = self.checkpoints[self.completed]
+        metadata = self._view(partial, data)
+        self.source = Guarded(
+            self.adapter.restore_source(state, m, self.subscription, metadata, keep), "source", self.adapter.name
+        )
+        variant = self.adapter.restore_variant
+        violations = check_restore(offsets, self.source.offsets, self.subscription, keep, metadata, variant)
+        if partial and violations:
+            # Tell RESTORE-006 from a bug that loses partitions whatever the view: restore again, fully informed.
+            full = dict(self.log.list_topics())
+            probe = self.adapter.restore_source(state, m, self.subscription, full, keep)
+            violations = check_restore(offsets, probe.offsets, self.subscription, keep, full, variant) or violations
+        fail_on(violations)
+        new = set(self._offsets()) - set(offsets)
+        fail_on(check_new_partition_start(self._offsets(), new, "RESTORE-004"))
+        self.emitted = {tp: list(o) for tp, o in emitted.items() if tp in self._offsets()}
+
+    def _view(self, partial: bool, data: st.DataObject) -> dict[str, frozenset[int]]:
+        full = dict(self.log.list_topics())
+        if not partial:
+            return full
+        return {
+            t: frozenset(data.draw(st.sets(st.sampled_from(sorted(ids))), label=f"view of {t}"))
+            for t, ids in full.items()
+        }
+
+    # -- invariants --------------------------------------------------------------------------
+    @invariant()
+    def each_partition_on_at_most_one_subtask(self) -> None:
+        holders: dict[TopicPartition, list[int]] = {}
+        for subtask, offsets in enumerate(self.source.offsets):
+            for tp in offsets:
+                holders.setdefault(tp, []).append(subtask)
+        doubles = [
+            Violation("RESTORE-002", "double-assignment", f"{tp} on {s}") for tp, s in holders.items() if len(s) > 1
+        ]
+        fail_on(doubles)
+
+    @invariant()
+    def emitted_offsets_are_exactly_the_prefix(self) -> None:
+        """No gap, no duplicate, no regression: emitted == 0 .. next-1 for every partition (RESTORE-003)."""
+        violations = []
+        for tp, next_offset in sorted(self._offsets().items()):
+            emitted = self.emitted.get(tp, [])
+            expected = [] if is_sentinel(next_offset) else list(range(next_offset))
+            if emitted != expected:
+                kind = "offset-duplicate" if len(set(emitted)) < len(emitted) else "offset-gap"
+                violations.append(
+                    Violation("RESTORE-003", kind, f"{tp}: emitted {emitted[:20]}, next offset {next_offset}")
+                )
+        fail_on(violations)
+
+
+@requirement(
+    "RESTORE-001",
+    "RESTORE-002",
+    "RESTORE-003",
+    "RESTORE-004",
+    "RESTORE-005",
+    "RESTORE-006",
+    "RESTORE-007",
+    "DISC-005",
+    capability="source-state",
+)
+def test_required_RESTORE_001_to_007_source_state_machine(adapter: Any) -> None:
+    machine = type("SourceMachineUnderTest", (SourceMachine,), {"adapter": adapter})
+    run_state_machine_as_test(machine, settings=settings(stateful_step_count=30))
+
+
+@requirement("DISC-005", capability="partition-growth")
+def test_required_DISC_005_startup_mode_only_for_the_first_discovery(adapter: Any) -> None:
+    source = Guarded(adapter.source(Subscription.regex(".*"), 2, LATEST, False), "source", adapter.name)
+    source.discover({"a": frozenset({0})})
+    source.discover({"a": frozenset({0, 1}), "b": frozenset({0})})
+    offsets = {tp: off for o in source.offsets for tp, off in o.items()}
+    violations = check_new_partition_start(offsets, [TopicPartition("a", 1), TopicPartition("b", 0)], "DISC-005")
+    if offsets.get(TopicPartition("a", 0)) != LATEST:
+        violations.append(
+            Violation("DISC-005", "startup-mode-ignored", f"a-0 starts at {offsets.get(TopicPartition('a', 0))}")
+        )
+    fail_on(violations)

@@ -1,0 +1,91 @@
+"""The reference implementation's protocol-level adapter (``kconform run`` uses it by default).
+
+Each method hands the suite one mechanism of the pure core. Broken variants of this adapter
+(``conformance.mutants``) override exactly one method each, which is how the suite proves that
+every invariant catches a real bug class.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from reference_impl.assignment import assign
+from reference_impl.commit import ExactlyOnceSink, NamingStrategy, SinkCheckpoint
+from reference_impl.discovery import Metadata, PartitionDiscoverer, Subscription, ZeroPartitionsPolicy
+from reference_impl.ports import TransactionalLog
+from reference_impl.restore import RestoreVariant, SourceCheckpoint, SourceJob
+from reference_impl.types import SubtaskIndex
+
+
+@dataclass(frozen=True)
+class ReferenceAdapter:
+    """The reference core, in one restore variant and one naming strategy."""
+
+    name: str = "reference"
+    restore_variant: RestoreVariant = RestoreVariant.UNION_FILTER
+    naming: NamingStrategy = NamingStrategy.INCREMENTING
+    discovery_of_zero: ZeroPartitionsPolicy = ZeroPartitionsPolicy.IGNORE
+    capabilities: frozenset[str] = frozenset(
+        {
+            "assignment",
+            "discovery",
+            "regex-subscription",
+            "partition-growth",
+            "source-state",
+            "rescale",
+            "offset-commit",
+            "exactly-once-sink",
+        }
+    )
+
+    def assign(self, topic: str, partition: int, parallelism: int) -> int:
+        return assign(topic, partition, parallelism)
+
+    def discoverer(
+        self, subscription: Subscription, subtask: int, parallelism: int, on_zero: ZeroPartitionsPolicy
+    ) -> PartitionDiscoverer:
+        return PartitionDiscoverer(subscription, SubtaskIndex(subtask), parallelism, on_zero)
+
+    def source(
+        self, subscription: Subscription, parallelism: int, initial_offset: int, keep_unsubscribed: bool
+    ) -> SourceJob:
+        return SourceJob(
+            subscription,
+            parallelism,
+            self.restore_variant,
+            keep_unsubscribed,
+            self.discovery_of_zero,
+            initial_offset,
+        )
+
+    def restore_source(
+        self,
+        checkpoint: SourceCheckpoint,
+        parallelism: int,
+        subscription: Subscription,
+        metadata: Metadata,
+        keep_unsubscribed: bool,
+    ) -> SourceJob:
+        return SourceJob.restore(
+            checkpoint, parallelism, subscription, metadata, self.restore_variant, keep_unsubscribed
+        )
+
+    def sink(self, log: TransactionalLog, prefix: str, parallelism: int) -> ExactlyOnceSink:
+        return ExactlyOnceSink(log, prefix, parallelism, self.naming)
+
+    def recover_sink(
+        self, log: TransactionalLog, prefix: str, parallelism: int, checkpoint: SinkCheckpoint
+    ) -> ExactlyOnceSink:
+        return ExactlyOnceSink.recover(log, prefix, parallelism, checkpoint, self.naming)
+
+    def initial_sink_checkpoint(self, parallelism: int) -> SinkCheckpoint:
+        return ExactlyOnceSink.initial_checkpoint(parallelism)
+
+
+ADAPTER = ReferenceAdapter()
+FLIP27_POOLING = ReferenceAdapter(
+    name="reference-flip27-pooling",
+    restore_variant=RestoreVariant.SPLIT_REDISTRIBUTION,
+    naming=NamingStrategy.POOLING,
+)
+"""The other variants of every option, so ``make test`` runs the suite on both."""

@@ -1,0 +1,362 @@
+"""A deterministic model of the Kafka semantics the spec relies on (spec/kafka.md): the oracle.
+
+Pure Python with no I/O and no wall clock: time is a logical clock moved by ``advance_clock``,
+and every choice is explicit, so a run is a function of its calls. It implements the ports
+``MetadataSource``, ``TransactionalLog``, ``LogReader`` and ``OffsetStore`` the way Apache Kafka
+documents them:
+
+- each partition is a log whose offsets are taken by data records *and* by the commit/abort
+  control markers a transaction writes when it ends (KAFKA-003);
+- the high watermark (HW) is the next offset; the last stable offset (LSO) is the first offset
+  of the earliest open transaction on the partition, else the HW (KAFKA-002);
+- ``read_committed`` returns data below the LSO and never aborted data (KAFKA-001);
+  ``read_uncommitted`` returns every data record below the HW (KAFKA-007);
+- ``init_producer`` keeps the producer id, bumps the epoch, aborts the id's open transaction and
+  fences every older incarnation (KAFKA-004, KAFKA-013);
+- the broker aborts a transaction open longer than its timeout and bumps the epoch, so the
+  incarnation's next call raises ``TransactionTimeoutError`` (KAFKA-005);
+- offsets sent to a transaction become group offsets only when it commits (KAFKA-006);
+- ``resume_producer`` takes over a flushed open transaction of the current incarnation, as
+  Flink does by reflection and KIP-939 allows (KAFKA-015).
+
+Simplifications, each harmless to the spec: the log start offset is always 0 (no retention),
+a record reaches the log when produced (``flush`` only marks the transaction pre-committed),
+and an epoch is bumped by exactly one per ``init_producer`` or timeout abort.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from reference_impl.ports import (
+    InvalidTxnStateError,
+    Isolation,
+    KafkaError,
+    ProducerFencedError,
+    Record,
+    TransactionTimeoutError,
+)
+from reference_impl.types import TopicPartition
+
+DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000
+"""Kafka's default ``transaction.timeout.ms``."""
+
+
+class _Status(enum.Enum):
+    OPEN = "open"
+    COMMITTED = "committed"
+    ABORTED = "aborted"
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    """One offset of a partition log: a data record or a control marker (``control`` set)."""
+
+    key: bytes | None
+    value: bytes | None
+    timestamp_ms: int
+    txn: int | None
+    """Sequence number of the transaction that wrote it; ``None`` for a non-transactional record."""
+    control: _Status | None = None
+
+
+@dataclass(slots=True)
+class _Txn:
+    """An open transaction as the coordinator sees it."""
+
+    seq: int
+    started_ms: int | None = None
+    """Set when the first partition or group joins the transaction, as the coordinator does."""
+    first_offsets: dict[TopicPartition, int] = field(default_factory=dict)
+    offsets: dict[str, dict[TopicPartition, int]] = field(default_factory=dict)
+    flushed: bool = True
+
+
+@dataclass(slots=True)
+class _TransactionalId:
+    """Coordinator state of one ``transactional.id``."""
+
+    producer_id: int
+    epoch: int
+    timeout_ms: int
+    txn: _Txn | None = None
+    timed_out_epochs: set[int] = field(default_factory=set)
+    last_outcome: _Status | None = None
+    """How the current epoch's last transaction ended: a resumed commit of a committed one is a retry."""
+
+
+class KafkaModel:
+    """The deterministic Kafka: partition logs, a transaction coordinator and group offsets."""
+
+    def __init__(self, transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS) -> None:
+        self._default_timeout_ms = transaction_timeout_ms
+        self._now_ms = 0
+        self._logs: dict[TopicPartition, list[_Entry]] = {}
+        self._topics: dict[str, int] = {}
+        self._txn_ids: dict[str, _TransactionalId] = {}
+        self._status: dict[int, _Status] = {}
+        self._groups: dict[str, dict[TopicPartition, tuple[int, str]]] = {}
+        self._next_producer_id = 1000
+
+    # -- clock -------------------------------------------------------------------------------
+
+    @property
+    def now_ms(self) -> int:
+        return self._now_ms
+
+    def advance_clock(self, ms: int) -> None:
+        """Move logical time forward; the broker then aborts every transaction past its timeout."""
+        if ms < 0:
+            raise ValueError("the clock never moves backwards")
+        self._now_ms += ms
+        for state in self._txn_ids.values():
+            txn = state.txn
+            if txn is not None and txn.started_ms is not None and self._now_ms - txn.started_ms > state.timeout_ms:
+                self._end(state, _Status.ABORTED)
+                state.timed_out_epochs.add(state.epoch)
+                state.epoch += 1
+
+    # -- admin -------------------------------------------------------------------------------
+
+    def create_topic(self, name: str, partitions: int) -> None:
+        if name in self._topics:
+            raise KafkaError(f"topic {name!r} already exists")
+        if partitions < 1:
+            raise KafkaError("a topic needs at least one partition")
+        self._topics[name] = 0
+        self._add_partitions(name, partitions)
+
+    def create_partitions(self, topic: str, new_total: int) -> None:
+        """Grow a topic to ``new_total`` partitions; the new ones are empty (KAFKA-009)."""
+        current = self._partition_count(topic)
+        if new_total <= current:
+            raise KafkaError(f"topic {topic!r} has {current} partitions; cannot grow to {new_total}")
+        self._add_partitions(topic, new_total)
+
+    def delete_topic(self, name: str) -> None:
+        """Remove a topic with its logs and its group offsets; open transactions forget its partitions."""
+        for p in range(self._partition_count(name)):
+            tp = TopicPartition(name, p)
+            del self._logs[tp]
+            for state in self._txn_ids.values():
+                if state.txn is not None:
+                    state.txn.first_offsets.pop(tp, None)
+            for offsets in self._groups.values():
+                offsets.pop(tp, None)
+        del self._topics[name]
+
+    def _add_partitions(self, topic: str, new_total: int) -> None:
+        for p in range(self._topics[topic], new_total):
+            self._logs[TopicPartition(topic, p)] = []
+        self._topics[topic] = new_total
+
+    def _partition_count(self, topic: str) -> int:
+        if topic not in self._topics:
+            raise KafkaError(f"unknown topic {topic!r}")
+        return self._topics[topic]
+
+    def _log(self, tp: TopicPartition) -> list[_Entry]:
+        if tp not in self._logs:
+            raise KafkaError(f"unknown topic or partition {tp}")
+        return self._logs[tp]
+
+    # -- MetadataSource ----------------------------------------------------------------------
+
+    def list_topics(self) -> Mapping[str, frozenset[int]]:
+        return {name: frozenset(range(n)) for name, n in self._topics.items()}
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def produce(self, tp: TopicPartition, key: bytes | None, value: bytes | None) -> int:
+        """Non-transactional produce; returns the record's offset."""
+        return self._append(tp, _Entry(key, value, self._now_ms, None))
+
+    def _append(self, tp: TopicPartition, entry: _Entry) -> int:
+        log = self._log(tp)
+        log.append(entry)
+        return len(log) - 1
+
+    def _end(self, state: _TransactionalId, outcome: _Status) -> None:
+        """Write ``outcome``'s marker to every partition of the open transaction, then close it."""
+        txn = state.txn
+        assert txn is not None
+        for tp in sorted(txn.first_offsets):
+            self._append(tp, _Entry(None, None, self._now_ms, txn.seq, outcome))
+        if outcome is _Status.COMMITTED:
+            for group, offsets in txn.offsets.items():
+                stored = self._groups.setdefault(group, {})
+                stored.update({tp: (offset, "") for tp, offset in offsets.items()})
+        self._status[txn.seq] = outcome
+        state.txn = None
+        state.last_outcome = outcome
+
+    # -- TransactionalLog --------------------------------------------------------------------
+
+    def init_producer(self, transactional_id: str, transaction_timeout_ms: int | None = None) -> ModelProducer:
+        """``init_transactions``: same producer id, epoch + 1, open transaction aborted."""
+        timeout = self._default_timeout_ms if transaction_timeout_ms is None else transaction_timeout_ms
+        state = self._txn_ids.get(transactional_id)
+        if state is None:
+            state = _TransactionalId(self._next_producer_id, 0, timeout)
+            self._next_producer_id += 1
+            self._txn_ids[transactional_id] = state
+        else:
+            if state.txn is not None:
+                self._end(state, _Status.ABORTED)
+            state.epoch += 1
+            state.last_outcome = None
+            state.timeout_ms = timeout
+        return ModelProducer(self, transactional_id, state.producer_id, state.epoch)
+
+    def resume_producer(self, transactional_id: str, producer_id: int, epoch: int) -> ModelProducer:
+        """Take over the flushed open transaction of incarnation ``(producer_id, epoch)``.
+
+        If that incarnation's last transaction already committed, the handle's commit is a
+        retry, which the coordinator answers with success (``EndTxn`` is idempotent per epoch).
+        """
+        handle = ModelProducer(self, transactional_id, producer_id, epoch, resumed=True)
+        state = self._current(handle)
+        txn = state.txn
+        if txn is None and state.last_outcome is _Status.COMMITTED:
+            return handle
+        if txn is None or not txn.flushed:
+            raise InvalidTxnStateError(
+                f"{transactional_id!r} (pid {producer_id}, epoch {epoch}) has no pre-committed transaction"
+            )
+        return handle
+
+    def _current(self, handle: ModelProducer) -> _TransactionalId:
+        """The id's coordinator state if ``handle`` is its current incarnation; else the fatal error."""
+        state = self._txn_ids.get(handle.transactional_id)
+        if state is None or state.producer_id != handle.producer_id or state.epoch < handle.epoch:
+            raise ProducerFencedError(f"{handle.transactional_id!r}: unknown producer id or epoch")
+        if handle.epoch in state.timed_out_epochs:
+            raise TransactionTimeoutError(
+                f"{handle.transactional_id!r} epoch {handle.epoch}: transaction aborted after {state.timeout_ms} ms"
+            )
+        if handle.epoch != state.epoch:
+            raise ProducerFencedError(f"{handle.transactional_id!r} epoch {handle.epoch} fenced by epoch {state.epoch}")
+        return state
+
+    def _open(self, handle: ModelProducer) -> _Txn:
+        txn = self._current(handle).txn
+        if txn is None:
+            raise InvalidTxnStateError(f"{handle.transactional_id!r}: no transaction in progress")
+        if txn.started_ms is None:
+            txn.started_ms = self._now_ms
+        return txn
+
+    def _begin(self, handle: ModelProducer) -> None:
+        state = self._current(handle)
+        if state.txn is not None:
+            raise InvalidTxnStateError(f"{handle.transactional_id!r}: a transaction is already in progress")
+        seq = len(self._status)
+        self._status[seq] = _Status.OPEN
+        state.txn = _Txn(seq)
+
+    def _produce_txn(self, handle: ModelProducer, tp: TopicPartition, key: bytes | None, value: bytes | None) -> None:
+        self._current(handle)
+        self._log(tp)
+        txn = self._open(handle)
+        offset = self._append(tp, _Entry(key, value, self._now_ms, txn.seq))
+        txn.first_offsets.setdefault(tp, offset)
+        txn.flushed = False
+
+    def _send_offsets(self, handle: ModelProducer, group: str, offsets: Mapping[TopicPartition, int]) -> None:
+        self._open(handle).offsets.setdefault(group, {}).update(offsets)
+
+    def _flush(self, handle: ModelProducer) -> None:
+        state = self._current(handle)
+        if state.txn is not None:
+            state.txn.flushed = True
+
+    def _finish(self, handle: ModelProducer, outcome: _Status) -> None:
+        state = self._current(handle)
+        if state.txn is None and handle.resumed and state.last_outcome is outcome:
+            return
+        if state.txn is None:
+            raise InvalidTxnStateError(f"{handle.transactional_id!r}: no transaction in progress")
+        self._end(state, outcome)
+
+    # -- LogReader ---------------------------------------------------------------------------
+
+    def earliest_offset(self, tp: TopicPartition) -> int:
+        self._log(tp)
+        return 0
+
+    def high_watermark(self, tp: TopicPartition) -> int:
+        return len(self._log(tp))
+
+    def last_stable_offset(self, tp: TopicPartition) -> int:
+        high = self.high_watermark(tp)
+        opens = (s.txn.first_offsets[tp] for s in self._txn_ids.values() if s.txn and tp in s.txn.first_offsets)
+        return min(opens, default=high)
+
+    def latest_offset(self, tp: TopicPartition, isolation: Isolation) -> int:
+        if isolation is Isolation.READ_COMMITTED:
+            return self.last_stable_offset(tp)
+        return self.high_watermark(tp)
+
+    def read(self, tp: TopicPartition, start: int, isolation: Isolation, max_records: int) -> Sequence[Record]:
+        """Data records from ``start`` below the isolation's end; read_committed skips aborted ones."""
+        log = self._log(tp)
+        if not 0 <= start <= len(log):
+            raise KafkaError(f"offset {start} out of range [0, {len(log)}] for {tp}")
+        records: list[Record] = []
+        for offset in range(start, self.latest_offset(tp, isolation)):
+            entry = log[offset]
+            if len(records) == max_records:
+                break
+            aborted = entry.txn is not None and self._status[entry.txn] is _Status.ABORTED
+            if entry.control is None and not (aborted and isolation is Isolation.READ_COMMITTED):
+                records.append(Record(tp.topic, tp.partition, offset, entry.key, entry.value))
+        return records
+
+    def offset_for_time(self, tp: TopicPartition, timestamp_ms: int) -> int | None:
+        """ListOffsets by timestamp: the first offset whose timestamp is ``>= timestamp_ms`` (KAFKA-011)."""
+        log = self._log(tp)
+        return next((o for o, e in enumerate(log) if e.timestamp_ms >= timestamp_ms), None)
+
+    # -- OffsetStore -------------------------------------------------------------------------
+
+    def commit_offsets(self, group: str, offsets: Mapping[TopicPartition, int], metadata: str = "") -> None:
+        """Commit group offsets, each with the same ``metadata`` string (KAFKA-010)."""
+        self._groups.setdefault(group, {}).update({tp: (o, metadata) for tp, o in offsets.items()})
+
+    def committed(self, group: str) -> Mapping[TopicPartition, int]:
+        return {tp: offset for tp, (offset, _) in self._groups.get(group, {}).items()}
+
+    def committed_metadata(self, group: str) -> Mapping[TopicPartition, str]:
+        return {tp: metadata for tp, (_, metadata) in self._groups.get(group, {}).items()}
+
+
+@dataclass(frozen=True, slots=True)
+class ModelProducer:
+    """One incarnation ``(transactional_id, producer_id, epoch)``; every call checks it is current."""
+
+    model: KafkaModel
+    transactional_id: str
+    producer_id: int
+    epoch: int
+    resumed: bool = False
+    """Made by ``resume_producer``: it speaks to the coordinator directly, as Flink's reflection does."""
+
+    def begin_transaction(self) -> None:
+        self.model._begin(self)
+
+    def produce(self, topic: str, partition: int, key: bytes | None, value: bytes | None) -> None:
+        self.model._produce_txn(self, TopicPartition(topic, partition), key, value)
+
+    def send_offsets_to_transaction(self, group: str, offsets: Mapping[TopicPartition, int]) -> None:
+        self.model._send_offsets(self, group, offsets)
+
+    def flush(self) -> None:
+        self.model._flush(self)
+
+    def commit_transaction(self) -> None:
+        self.model._finish(self, _Status.COMMITTED)
+
+    def abort_transaction(self) -> None:
+        self.model._finish(self, _Status.ABORTED)

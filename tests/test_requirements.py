@@ -1,0 +1,164 @@
+"""Traceability between the spec and the code, and the parser of ``spec/*.md`` it rests on.
+
+Made-up ids in this file use the area ``DEMO``, which the code-wide id scan does not know, so
+they can never show up as orphans of the real repository.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from conformance import requirements
+from conformance.requirements import (
+    Requirement,
+    SpecNotFoundError,
+    ids_in_test_name,
+    ids_in_text,
+    level_of_test_name,
+    load_requirements,
+    orphans,
+    parse_page,
+    tests_by_id,
+)
+
+PAGE = """# Demo
+
+Intro text, not a requirement.
+
+### DEMO-001 (MUST) Every partition is owned by exactly one subtask
+
+The requirement.
+
+**Checked by.** `check_plan` (violations `double-assignment`, `unassigned`);
+`tests/test_demo.py::test_required_DEMO_001_*`.
+
+### DEMO-002 (SHOULD) Entries are filtered, unless kept on request
+
+**Why.** Because.
+
+### DEMO-003 (MAY) Global spread is reported; the `global_spread` metric
+
+**Checked by.** the sink state machine (`complete(notify=False)`); TLA+ `DEMO_003_*`.
+"""
+
+
+def test_every_id_named_in_code_tests_or_tla_is_in_the_spec() -> None:
+    unknown, _ = orphans()
+    assert not unknown, f"ids named in code but missing from spec/*.md: {sorted(unknown)}"
+
+
+def test_every_spec_id_is_named_by_a_test() -> None:
+    _, untested = orphans()
+    assert not untested, f"spec ids that no test names (by name or requirement mark): {sorted(untested)}"
+
+
+def test_spec_pages_parse_into_unique_ids_with_levels_and_titles() -> None:
+    reqs = load_requirements()
+    assert reqs["ASSIGN-001"] == Requirement(
+        "ASSIGN-001",
+        "MUST",
+        "Every partition is owned by exactly one subtask",
+        "assignment.md",
+        reqs["ASSIGN-001"].checked_by,
+    )
+    assert reqs["RESTORE-005"].level == "SHOULD"
+    assert reqs["ASSIGN-005"].level == "MAY"
+    assert all(
+        r.page in {"assignment.md", "discovery.md", "restore.md", "commit.md", "kafka.md"} for r in reqs.values()
+    )
+
+
+def test_headings_checked_by_and_anchors_are_parsed() -> None:
+    first, second, third = parse_page(PAGE, "demo.md")
+    assert (first.id, first.level, first.title, first.page) == (
+        "DEMO-001",
+        "MUST",
+        "Every partition is owned by exactly one subtask",
+        "demo.md",
+    )
+    assert first.link == "demo.md#demo-001-must-every-partition-is-owned-by-exactly-one-subtask"
+    assert first.checkers == ["check_plan"]
+    assert first.checked_by.startswith("`check_plan` (violations")
+    assert (second.level, second.checked_by, second.checkers) == ("SHOULD", "", [])
+    assert third.anchor == "demo-003-may-global-spread-is-reported-the-global_spread-metric"
+    assert third.checkers == []
+
+
+def test_an_id_defined_twice_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "spec").mkdir()
+    (tmp_path / "spec" / "a.md").write_text(PAGE)
+    (tmp_path / "spec" / "b.md").write_text(PAGE)
+    with pytest.raises(ValueError, match=r"DEMO-001 is defined in both a\.md and b\.md"):
+        load_requirements(tmp_path)
+
+
+def test_missing_spec_directory_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(SpecNotFoundError, match=r"spec/ not found at .*: requirement titles and levels come from"):
+        load_requirements(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("name", "ids", "level"),
+    [
+        ("test_required_DEMO_001_owner_in_range", ["DEMO-001"], "MUST"),
+        ("test_required_DEMO_002_and_003_restore", ["DEMO-002", "DEMO-003"], "MUST"),
+        ("test_should_DEMO_004_and_OTHER_005_x", ["DEMO-004", "OTHER-005"], "SHOULD"),
+        ("test_optional_DEMO_006_spread", ["DEMO-006"], "MAY"),
+        ("test_unknown_partitions_raise", [], None),
+        ("test_may_DEMO_007_not_the_convention", [], None),
+    ],
+)
+def test_ids_and_level_from_test_names(name: str, ids: list[str], level: str | None) -> None:
+    assert ids_in_test_name(name) == ids
+    assert level_of_test_name(name) == level
+
+
+def test_ids_in_text_accept_both_spellings_and_known_areas_only() -> None:
+    text = "RESTORE_002_ExactlyOneOwner, COMMIT-011, test_required_ASSIGN_001_x, DEMO-001, XASSIGN-001, DISC-0011"
+    assert ids_in_text(text) == {"RESTORE-002", "COMMIT-011", "ASSIGN-001"}
+
+
+def test_tests_are_found_by_name_and_by_requirement_mark(tmp_path: Path) -> None:
+    suite = tmp_path / "conformance" / "suite"
+    suite.mkdir(parents=True)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_a.py").write_text("def test_required_DEMO_001_and_002_x():\n    pass\n")
+    (suite / "test_b.py").write_text(
+        '@requirement(\n    "DEMO-003",\n    "DEMO-001",\n    capability="assignment",\n)\n'
+        "def test_checks_two():\n    pass\n"
+    )
+    assert tests_by_id(tmp_path) == {
+        "DEMO-001": [
+            "conformance/suite/test_b.py::test_checks_two",
+            "tests/test_a.py::test_required_DEMO_001_and_002_x",
+        ],
+        "DEMO-002": ["tests/test_a.py::test_required_DEMO_001_and_002_x"],
+        "DEMO-003": ["conformance/suite/test_b.py::test_checks_two"],
+    }
+
+
+def test_tla_properties_are_optional(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "conformance.tlc", None)
+    assert requirements.tla_properties() == {}
+
+
+def test_requirements_verb_lists_spec_checker_and_tests(capsys: pytest.CaptureFixture[str]) -> None:
+    assert requirements.main([]) == 0
+    out = capsys.readouterr().out
+    assert "ASSIGN-001 (MUST) Every partition is owned by exactly one subtask" in out
+    assert "  spec:    spec/assignment.md#assign-001-must-every-partition-is-owned-by-exactly-one-subtask" in out
+    assert "  checker: check_plan" in out
+    assert "  test:    tests/test_assignment.py::test_required_ASSIGN_001_owner_in_range" in out
+
+
+def test_requirements_verb_markdown_is_a_table(capsys: pytest.CaptureFixture[str]) -> None:
+    assert requirements.main(["--markdown"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "| id | level | title | checked by | tests | TLA+ |" in lines
+    row = next(line for line in lines if line.startswith("| [ASSIGN-001]"))
+    assert row.startswith(
+        "| [ASSIGN-001](assignment.md#assign-001-must-every-partition-is-owned-by-exactly-one-subtask)"
+    )

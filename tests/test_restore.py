@@ -1,0 +1,135 @@
+"""RESTORE-001..007 and DISC-005 against the reference source job."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from conformance.strategies import metadata_snapshots, parallelisms
+from reference_impl.assignment import owner
+from reference_impl.discovery import Subscription
+from reference_impl.kafka_model import KafkaModel
+from reference_impl.restore import OffsetRegressionError, RestoreVariant, SourceJob
+from reference_impl.types import EARLIEST, LATEST, TopicPartition
+
+Metadata = dict[str, frozenset[int]]
+ALL = Subscription.regex(".*")
+variants = st.sampled_from(list(RestoreVariant))
+
+
+def _read_some(job: SourceJob, data: st.DataObject) -> dict[TopicPartition, int]:
+    """Advance a random subset of partitions to a random next offset; return the expected offsets."""
+    for offsets in job.offsets:
+        for tp in sorted(offsets):
+            if data.draw(st.booleans()):
+                job.advance(tp, data.draw(st.integers(0, 10_000)))
+    return {tp: off for offsets in job.offsets for tp, off in offsets.items()}
+
+
+@given(metadata_snapshots(), parallelisms(8), variants, st.data())
+def test_required_RESTORE_001_snapshot_is_the_union_of_all_subtasks(
+    metadata: Metadata, n: int, variant: RestoreVariant, data: st.DataObject
+) -> None:
+    job = SourceJob(ALL, n, variant)
+    job.discover(metadata)
+    before_read = job.snapshot(1)
+    assert {tp for tp, off in before_read.union()} == {TopicPartition(t, p) for t, ids in metadata.items() for p in ids}
+    assert all(off == EARLIEST for _, off in before_read.union())  # sentinels are written too
+    expected = _read_some(job, data)
+    assert dict(job.snapshot(2).union()) == expected
+
+
+@given(metadata_snapshots(), parallelisms(8), parallelisms(8), variants, st.data())
+def test_required_RESTORE_002_and_003_restore_keeps_every_offset_on_exactly_one_subtask(
+    metadata: Metadata, n: int, m: int, variant: RestoreVariant, data: st.DataObject
+) -> None:
+    job = SourceJob(ALL, n, variant)
+    job.discover(metadata)
+    expected = _read_some(job, data)
+    restored = SourceJob.restore(job.snapshot(1), m, ALL, metadata, variant)
+    entries = [(tp, off) for offsets in restored.offsets for tp, off in offsets.items()]
+    assert len(entries) == len({tp for tp, _ in entries})  # no double assignment
+    assert dict(entries) == expected  # nothing lost, nothing moved
+    if variant is RestoreVariant.UNION_FILTER:
+        assert all(owner(tp, m) == i for i, offsets in enumerate(restored.offsets) for tp in offsets)
+
+
+def test_required_RESTORE_003_offsets_never_move_backwards() -> None:
+    job = SourceJob(ALL, 2)
+    job.discover({"t": frozenset({0})})
+    job.advance(TopicPartition("t", 0), 10)
+    with pytest.raises(OffsetRegressionError):
+        job.advance(TopicPartition("t", 0), 9)
+
+
+@given(metadata_snapshots(max_topics=3), parallelisms(6), parallelisms(6), variants)
+def test_required_RESTORE_004_partition_missing_from_state_starts_at_earliest(
+    metadata: Metadata, n: int, m: int, variant: RestoreVariant
+) -> None:
+    job = SourceJob(ALL, n, variant, initial_offset=LATEST)
+    job.discover(metadata)
+    grown = {**metadata, "brand-new-topic": frozenset({0, 1, 2})}
+    restored = SourceJob.restore(job.snapshot(1), m, ALL, grown, variant)
+    for p in range(3):
+        tp = TopicPartition("brand-new-topic", p)
+        subtask = restored.owner_of(tp)
+        assert subtask is not None
+        assert restored.offsets[subtask][tp] == EARLIEST
+
+
+@given(st.booleans(), variants, parallelisms(6))
+def test_should_RESTORE_005_unsubscribed_topics_filtered_unless_kept(
+    keep: bool, variant: RestoreVariant, m: int
+) -> None:
+    job = SourceJob(ALL, 2, variant)
+    job.discover({"keep-me": frozenset({0}), "drop-me": frozenset({0})})
+    only_keep = Subscription.fixed(["keep-me"])
+    restored = SourceJob.restore(
+        job.snapshot(1), m, only_keep, {"keep-me": frozenset({0})}, variant, keep_unsubscribed=keep
+    )
+    topics = {tp.topic for offsets in restored.offsets for tp in offsets}
+    assert topics == ({"keep-me", "drop-me"} if keep else {"keep-me"})
+
+
+@given(metadata_snapshots(max_topics=4), parallelisms(6), parallelisms(6), variants, st.data())
+def test_required_RESTORE_006_partial_metadata_view_never_drops_state(
+    metadata: Metadata, n: int, m: int, variant: RestoreVariant, data: st.DataObject
+) -> None:
+    job = SourceJob(ALL, n, variant)
+    job.discover(metadata)
+    expected = _read_some(job, data)
+    partial = {t: data.draw(st.frozensets(st.sampled_from(sorted(ids)))) for t, ids in metadata.items()}
+    restored = SourceJob.restore(job.snapshot(1), m, ALL, partial, variant)
+    assert {tp: off for o in restored.offsets for tp, off in o.items()} == expected
+    assert restored.discover(metadata) == {}  # reappearing partitions are not re-reported
+
+
+def test_required_RESTORE_007_offsets_committed_only_when_their_checkpoint_completes() -> None:
+    log = KafkaModel()
+    tp = TopicPartition("t", 0)
+    job = SourceJob(Subscription.fixed(["t"]), 1)
+    job.discover({"t": frozenset({0})})
+    job.advance(tp, 5)
+    job.snapshot(1)
+    job.advance(tp, 9)
+    job.snapshot(2)
+    assert log.committed("g") == {}
+    job.notify_checkpoint_complete(1, log, "g")
+    assert log.committed("g") == {tp: 5}
+    job.notify_checkpoint_complete(2, log, "g")
+    assert log.committed("g") == {tp: 9}
+    job.notify_checkpoint_complete(1, log, "g")  # late duplicate notification: nothing moves back
+    assert log.committed("g") == {tp: 9}
+
+
+def test_required_DISC_005_initial_partitions_use_startup_mode_later_ones_earliest() -> None:
+    job = SourceJob(ALL, 2, initial_offset=LATEST)
+    job.discover({"a": frozenset({0})})
+    job.discover({"a": frozenset({0, 1}), "b": frozenset({0})})
+    offsets = {tp: off for o in job.offsets for tp, off in o.items()}
+    assert offsets == {
+        TopicPartition("a", 0): LATEST,
+        TopicPartition("a", 1): EARLIEST,
+        TopicPartition("b", 0): EARLIEST,
+    }
