@@ -37,6 +37,11 @@ def explain(violations: Sequence[Violation], limit: int = 10) -> str:
     return f"{len(violations)} violation(s):\n{shown}{more}"
 
 
+def fail_on(violations: Sequence[Violation]) -> None:
+    """Fail the calling suite test with the violations as its message (one ``ID kind: evidence`` per line)."""
+    assert not violations, explain(violations)
+
+
 def all_partitions(metadata: Metadata) -> set[TopicPartition]:
     return {TopicPartition(t, p) for t, ids in metadata.items() for p in ids}
 

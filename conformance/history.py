@@ -40,6 +40,15 @@ ANOMALY_REQUIREMENT = {
 }
 """Anomaly -> the requirement it violates."""
 
+_FAMILY = {
+    "duplicate": "duplicate",
+    "lingering-transaction": "lingering",
+    "lost-write": "lost",
+    "notification-lost-write": "lost",
+    "swallowed-error": "lost",
+}
+"""Anomalies of one family describe the same trouble of a value; only the first is reported."""
+
 ALLOWED = {
     Guarantee.EXACTLY_ONCE: frozenset[str](),
     Guarantee.AT_LEAST_ONCE: frozenset({"duplicate", "aborted-read", "precommitted-read", "uncommitted-read"}),
@@ -122,8 +131,11 @@ def check_sink_history(ops: Iterable[Op], guarantee: Guarantee = Guarantee.EXACT
     found: dict[tuple[str, bytes | int], Violation] = {}
 
     def report(anomaly: str, key: bytes | int, evidence: str) -> None:
+        """Keep the first anomaly of each kind of trouble per value (or partition)."""
         if anomaly not in ALLOWED[guarantee]:
-            found.setdefault((anomaly, key), Violation(ANOMALY_REQUIREMENT[anomaly], anomaly, evidence))
+            found.setdefault(
+                (_FAMILY.get(anomaly, "visible"), key), Violation(ANOMALY_REQUIREMENT[anomaly], anomaly, evidence)
+            )
 
     for op in ops:
         if op.f in {"write", "barrier", "notify", "recover"}:
@@ -188,19 +200,25 @@ def _check_read(
         info = values.get(value)
         if info is None:
             continue
-        if info.failed or info.superseded:
-            how = "failed" if info.failed else "came after a newer attempt recovered"
-            report("zombie-write", value, f"read #{op.index}: {value!r}, written by {info.process}, {how}, is visible")
-        elif info.checkpoint is None:
-            report("uncommitted-read", value, f"read #{op.index}: {value!r} visible before any barrier covered it")
-        elif not info.covered:
-            if ctx.last_action == "recover":
-                anomaly = "recovery-commits-uncheckpointed"
-            else:
-                anomaly = "aborted-read" if info.process in ctx.crashed else "precommitted-read"
-            report(
-                anomaly, value, f"read #{op.index}: {value!r} of checkpoint {info.checkpoint} (not completed) visible"
+        if info.covered and not info.failed and not info.superseded:
+            continue
+        if ctx.last_action == "recover":
+            anomaly, why = "recovery-commits-uncheckpointed", "became visible when a recovery committed it"
+        elif info.failed or info.superseded:
+            anomaly = "zombie-write"
+            why = f"written by {info.process} " + (
+                "in a failed write" if info.failed else "after a newer attempt recovered"
             )
+        elif info.checkpoint is None:
+            anomaly, why = "uncommitted-read", "no barrier covered it yet"
+        elif info.process in ctx.crashed:
+            anomaly, why = (
+                "aborted-read",
+                f"its checkpoint {info.checkpoint} never completed and {info.process} crashed",
+            )
+        else:
+            anomaly, why = "precommitted-read", f"its checkpoint {info.checkpoint} has not completed"
+        report(anomaly, value, f"read #{op.index}: {value!r} is visible, yet {why}")
     for partition, watermark in sorted(ctx.watermarks_at_recover.items()):
         stable = seen.stable.get(partition, watermark)
         if stable < watermark:

@@ -27,7 +27,8 @@ class Mutant:
     """A broken adapter and the requirement whose failure shows the suite caught it."""
 
     name: str
-    kills_on: str
+    kills_on: frozenset[str]
+    """The requirements this bug breaks: the suite must fail on one of them and on no other."""
     bug: str
     adapter: ReferenceAdapter
 
@@ -280,43 +281,88 @@ class SinkMutant(ReferenceAdapter):
 
 
 MUTANTS: tuple[Mutant, ...] = (
-    Mutant("python_mod_no_mask", "ASSIGN-004", "start index without the sign mask, Python %", PythonModNoMask()),
-    Mutant("java_remainder_no_mask", "ASSIGN-001", "start index without the sign mask, Java %", JavaRemainderNoMask()),
     Mutant(
-        "order_dependent_assignment", "ASSIGN-003", "FLINK-7143: owner by list position", OrderDependentAssignment()
+        "python_mod_no_mask",
+        frozenset({"ASSIGN-004"}),
+        "start index without the sign mask, Python %",
+        PythonModNoMask(),
     ),
-    Mutant("rereporting_discovery", "DISC-003", "discovery re-reports known partitions", RereportingDiscovery()),
-    Mutant("pattern_prefix_match", "DISC-002", "pattern matched as a prefix (re.match)", PatternPrefixMatch()),
-    Mutant("new_partitions_at_latest", "DISC-005", "FLINK-31953: new partitions at LATEST", NewPartitionsAtLatest()),
-    Mutant("even_split_restore", "RESTORE-002", "getListState instead of union state", EvenSplitRestore()),
-    Mutant("partial_view_filter", "RESTORE-006", "FLINK-6006/7195: filter by partial view", PartialViewFilter()),
-    Mutant("restored_offset_backwards", "RESTORE-003", "restored offset moved back", RestoredOffsetBackwards()),
+    Mutant(
+        "java_remainder_no_mask",
+        frozenset({"ASSIGN-001"}),
+        "start index without the sign mask, Java %",
+        JavaRemainderNoMask(),
+    ),
+    Mutant(
+        "order_dependent_assignment",
+        frozenset({"ASSIGN-003"}),
+        "FLINK-7143: owner by list position",
+        OrderDependentAssignment(),
+    ),
+    Mutant(
+        "rereporting_discovery",
+        frozenset({"DISC-003"}),
+        "discovery re-reports known partitions",
+        RereportingDiscovery(),
+    ),
+    Mutant(
+        "pattern_prefix_match", frozenset({"DISC-002"}), "pattern matched as a prefix (re.match)", PatternPrefixMatch()
+    ),
+    Mutant(
+        "new_partitions_at_latest",
+        frozenset({"DISC-005"}),
+        "FLINK-31953: new partitions at LATEST",
+        NewPartitionsAtLatest(),
+    ),
+    Mutant(
+        "even_split_restore",
+        frozenset({"RESTORE-002", "RESTORE-006"}),
+        "getListState instead of union state",
+        EvenSplitRestore(),
+    ),
+    Mutant(
+        "partial_view_filter",
+        frozenset({"RESTORE-006"}),
+        "FLINK-6006/7195: filter by partial view",
+        PartialViewFilter(),
+    ),
+    Mutant(
+        "restored_offset_backwards", frozenset({"RESTORE-003"}), "restored offset moved back", RestoredOffsetBackwards()
+    ),
     Mutant(
         "offsets_committed_from_current_position",
-        "RESTORE-007",
+        frozenset({"RESTORE-007"}),
         "group offsets from the live position, not checkpoint N",
         OffsetsCommittedFromCurrentPosition(),
     ),
-    Mutant("commit_before_completion", "COMMIT-002", "commit at the barrier", CommitBeforeCompletion()),
+    Mutant("commit_before_completion", frozenset({"COMMIT-002"}), "commit at the barrier", CommitBeforeCompletion()),
     Mutant(
-        "no_abort_lingering", "COMMIT-004", "FLINK-23854: no abort on recovery", SinkMutant(sink_class=_NoAbortSink)
+        "no_abort_lingering",
+        frozenset({"COMMIT-004"}),
+        "FLINK-23854: no abort on recovery",
+        SinkMutant(sink_class=_NoAbortSink),
     ),
     Mutant(
         "fenced_swallowed",
-        "COMMIT-007",
+        frozenset({"COMMIT-007"}),
         "FLINK-23839: fenced commit ignored",
         SinkMutant(sink_class=_SwallowFencedSink),
     ),
-    Mutant("colliding_ids", "COMMIT-005", "FLINK-7978: id without subtask", SinkMutant(sink_class=_SharedIdSink)),
+    Mutant(
+        "colliding_ids",
+        frozenset({"COMMIT-005"}),
+        "FLINK-7978: id without subtask",
+        SinkMutant(sink_class=_SharedIdSink),
+    ),
     Mutant(
         "reuse_recovered_producer",
-        "COMMIT-010",
+        frozenset({"COMMIT-010", "COMMIT-006"}),
         "FLINK-8132: recovered producer reused",
         SinkMutant(sink_class=_ReuseRecoveredProducerSink),
     ),
     Mutant(
         "own_checkpoint_only_commit",
-        "COMMIT-009",
+        frozenset({"COMMIT-009"}),
         "lost notification strands earlier checkpoints",
         SinkMutant(sink_class=_OwnCheckpointOnlySink),
     ),

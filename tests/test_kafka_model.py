@@ -243,7 +243,7 @@ def test_required_KAFKA_014_illegal_transaction_calls_raise_invalid_state() -> N
 
 
 @given(batch=batches, flushed=st.booleans())
-def test_may_KAFKA_015_resume_takes_over_a_flushed_transaction(batch: list[bytes], flushed: bool) -> None:
+def test_optional_KAFKA_015_resume_takes_over_a_flushed_transaction(batch: list[bytes], flushed: bool) -> None:
     model = _model()
     original = _txn(model, "tid", batch)
     if not flushed:

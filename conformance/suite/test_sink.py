@@ -24,7 +24,7 @@ from hypothesis.stateful import (
 )
 
 from conformance.adapter import AdapterError, Guarded
-from conformance.checkers import explain
+from conformance.checkers import Violation, explain, fail_on
 from conformance.history import History, Observation, check_sink_history
 from conformance.pytest_plugin import requirement
 from reference_impl.kafka_model import KafkaModel
@@ -91,6 +91,7 @@ class SinkMachine(RuleBasedStateMachine):
     def start(self, n: int) -> None:
         self.parallelism = n
         self.sink = self._guard(self.adapter.sink(self.log, PREFIX, n))
+        self.sink_process = self.process
         self.sink.start()
 
     @precondition(lambda self: not self.broken)
@@ -106,7 +107,11 @@ class SinkMachine(RuleBasedStateMachine):
     @precondition(lambda self: not self.broken)
     @rule(skip=st.integers(0, 2), outcome=st.sampled_from(["complete", "pending", "notification-lost"]))
     def barrier(self, skip: int, outcome: str) -> None:
-        """Barrier N (ids may skip, as Flink's do after a declined checkpoint); it may complete at once."""
+        """Barrier N (ids may skip, as Flink's do after a declined checkpoint); it may complete at once.
+
+        Records keep flowing: every writer writes one record just before the barrier.
+        """
+        self.write([(subtask, subtask % PARTITIONS) for subtask in range(self.parallelism)])
         cid = self.next_checkpoint + skip
         self.next_checkpoint = cid + 1
         state: list[Any] = []
@@ -131,20 +136,32 @@ class SinkMachine(RuleBasedStateMachine):
             self.broken = True
 
     @precondition(lambda self: (self.completed or self.pending) and not self.broken)
-    @rule()
-    def external_abort(self) -> None:
-        """Someone else initialises every transactional id of the sink (a misconfigured twin job)."""
+    @rule(then=st.sampled_from(["complete-pending", "recover"]), n=st.integers(1, 4))
+    def external_abort(self, then: str, n: int) -> None:
+        """A misconfigured twin job initialises every transactional id of the sink; then the sink commits or recovers.
+
+        Either step must fail loudly: the transactions it would commit are gone (COMMIT-007).
+        """
         self.history.invoke("nemesis", "fault", "init every id of the sink")
         for subtask in range(8):
             for suffix in range(self.next_checkpoint + 2):
                 for tid in (f"{PREFIX}-{subtask}-{suffix}", f"{PREFIX}-{subtask}-p{suffix}"):
                     self.log.init_producer(tid)
         self.history.complete("nemesis", "ok", "fault", "init every id of the sink")
+        if then == "complete-pending" and self.pending:
+            self._complete(notify=True)
+        else:
+            self.crash_and_recover(n, keep_zombie=False)
 
     @rule(n=st.integers(1, 4), keep_zombie=st.booleans())
     def crash_and_recover(self, n: int, keep_zombie: bool) -> None:
-        """Crash at any point; restore the last completed checkpoint at parallelism n."""
-        self.zombie = (self.process, self.sink) if keep_zombie else None
+        """Crash at any point; restore the last completed checkpoint at parallelism n.
+
+        With ``keep_zombie`` the crashed attempt's sink keeps running (a partitioned task manager);
+        it only counts as a zombie once a newer attempt has recovered.
+        """
+        survivor = (self.sink_process, self.sink) if keep_zombie and self.sink is not None else None
+        self.zombie = None
         self.incarnation += 1
         self.parallelism = n
         self.pending = []
@@ -157,9 +174,12 @@ class SinkMachine(RuleBasedStateMachine):
             self.sink = self._guard(self.adapter.recover_sink(self.log, PREFIX, n, state))
         except KafkaError:
             self.history.complete(self.process, "fail", "recover", cid)
+            self.sink = None
             self.broken = True  # surfaced: the run stops here, as a real job would fail
             return
         self.history.complete(self.process, "ok", "recover", cid)
+        self.sink_process = self.process
+        self.zombie = survivor
         self.broken = False
 
     @precondition(lambda self: self.zombie is not None)
@@ -221,9 +241,9 @@ def test_required_COMMIT_005_two_sinks_and_their_subtasks_never_share_an_id(adap
         for sink in sinks:
             sink.notify_checkpoint_complete(1)
     except KafkaError as exc:
-        raise AssertionError(f"COMMIT-005 id-collision: a writer was fenced by another: {exc!r}") from exc
+        fail_on([Violation("COMMIT-005", "id-collision", f"a writer was fenced by another: {exc!r}")])
     seen = set(observe(log).committed)
-    assert seen == expected, f"COMMIT-005 id-collision: missing {sorted(expected - seen)}"
+    fail_on([Violation("COMMIT-005", "id-collision", f"lost {v!r}") for v in sorted(expected - seen)])
 
 
 @requirement("COMMIT-007", capability="exactly-once-sink")
@@ -240,5 +260,5 @@ def test_required_COMMIT_007_timeout_is_surfaced(adapter: Any) -> None:
     except KafkaError:
         return
     except AdapterError as exc:
-        raise AssertionError(f"COMMIT-007 swallowed-error: the timeout became another error: {exc}") from exc
-    raise AssertionError("COMMIT-007 swallowed-error: committing a timed-out transaction reported success")
+        fail_on([Violation("COMMIT-007", "swallowed-error", f"the timeout became another error: {exc}")])
+    fail_on([Violation("COMMIT-007", "swallowed-error", "committing a timed-out transaction reported success")])

@@ -29,7 +29,7 @@ from conformance.checkers import (
     check_new_partition_start,
     check_offset_commits,
     check_restore,
-    explain,
+    fail_on,
 )
 from conformance.pytest_plugin import requirement
 from reference_impl.discovery import Subscription
@@ -40,10 +40,6 @@ from reference_impl.types import EARLIEST, LATEST, TopicPartition, is_sentinel
 GROUP = "kconform-source"
 TOPICS = ("in-a", "in-b", "out-c")
 SUBSCRIPTIONS = {"all-in": Subscription.regex("in-.*"), "only-in-a": Subscription.fixed(["in-a"])}
-
-
-def fail_on(violations: list[Violation]) -> None:
-    assert not violations, explain(violations)
 
 
 class SourceMachine(RuleBasedStateMachine):
@@ -113,8 +109,10 @@ class SourceMachine(RuleBasedStateMachine):
         offsets = self._offsets()
         if not offsets:
             return
-        tp = data.draw(st.sampled_from(sorted(offsets)), label="partition")
-        start = offsets[tp]
+        self._read_from(data.draw(st.sampled_from(sorted(offsets)), label="partition"), limit)
+
+    def _read_from(self, tp: TopicPartition, limit: int) -> None:
+        start = self._offsets()[tp]
         if start == EARLIEST:
             start = self.log.earliest_offset(tp)
         elif start == LATEST:
@@ -133,6 +131,8 @@ class SourceMachine(RuleBasedStateMachine):
         self.checkpoints[cid] = (state, self._offsets(), {tp: list(o) for tp, o in self.emitted.items()})
         fail_on(check_offset_commits(self.log.committed(GROUP), self._committed_expectation(), "after a snapshot"))
         if outcome != "pending":
+            for tp in sorted(self._offsets()):  # the source keeps reading while the checkpoint completes
+                self._read_from(tp, 1)
             self._complete(cid, notify=outcome == "complete")
 
     @precondition(lambda self: self.checkpoints)

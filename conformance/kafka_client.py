@@ -1,0 +1,400 @@
+"""The ports of ``reference_impl.ports`` on a real broker, through confluent-kafka (librdkafka).
+
+``KafkaClient`` offers the same methods as ``reference_impl.kafka_model.KafkaModel`` so the
+differential test can drive both with one sequence. Every broker call is bounded by
+``timeout_s`` and fails with a ``KafkaError`` naming what did not answer; librdkafka's error
+codes are mapped onto the ports' exception types so fencing and state errors compare directly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, Final, TypeVar
+from uuid import uuid4
+
+import confluent_kafka as ck
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec  # type: ignore[attr-defined]
+
+from conformance.brokers import Broker
+from reference_impl.ports import (
+    InvalidTxnStateError,
+    Isolation,
+    KafkaError,
+    ProducerFencedError,
+    Record,
+    UnsupportedFeatureError,
+)
+from reference_impl.types import TopicPartition
+
+DEFAULT_TIMEOUT_S: Final = 10.0
+INTERNAL_TOPICS: Final = frozenset({"__consumer_offsets", "__transaction_state"})
+"""Hidden from ``list_topics`` as Kafka's Java ``Admin.listTopics()`` hides them."""
+
+_FENCED_CODES: Final = frozenset(
+    {ck.KafkaError._FENCED, ck.KafkaError.PRODUCER_FENCED, ck.KafkaError.INVALID_PRODUCER_EPOCH}
+)
+_STATE_CODES: Final = frozenset({ck.KafkaError._STATE, ck.KafkaError.INVALID_TXN_STATE})
+_UNSUPPORTED_CODES: Final = frozenset(
+    {ck.KafkaError._UNSUPPORTED_FEATURE, ck.KafkaError.UNSUPPORTED_VERSION, ck.KafkaError._NOT_IMPLEMENTED}
+)
+_ISOLATION: Final = {
+    Isolation.READ_COMMITTED: ck.IsolationLevel.READ_COMMITTED,
+    Isolation.READ_UNCOMMITTED: ck.IsolationLevel.READ_UNCOMMITTED,
+}
+
+_EARLIEST: Final[Any] = OffsetSpec.earliest()  # type: ignore[no-untyped-call]
+_LATEST: Final[Any] = OffsetSpec.latest()  # type: ignore[no-untyped-call]
+
+T = TypeVar("T")
+
+
+def translate(error: ck.KafkaError, what: str) -> KafkaError:
+    """The ports' exception for a librdkafka error (fenced, invalid state, unsupported, other)."""
+    code = error.code()
+    message = f"{what}: {error.name()}: {error.str()}"
+    if code in _FENCED_CODES:
+        return ProducerFencedError(message)
+    if code in _STATE_CODES:
+        return InvalidTxnStateError(message)
+    if code in _UNSUPPORTED_CODES:
+        return UnsupportedFeatureError(message)
+    return KafkaError(message)
+
+
+@contextmanager
+def _translated(what: str) -> Iterator[None]:
+    try:
+        yield
+    except ck.KafkaException as exc:
+        raise translate(exc.args[0], what) from exc
+
+
+def _result(future: Any, what: str, timeout_s: float) -> Any:
+    """Wait for an admin future, bounded; errors become ports exceptions."""
+    try:
+        with _translated(what):
+            return future.result(timeout=timeout_s)
+    except TimeoutError as exc:
+        raise KafkaError(f"{what}: no answer within {timeout_s} s") from exc
+
+
+def _offset(message: ck.Message) -> int:
+    """A delivered or consumed message's offset (librdkafka leaves it unset only for errors)."""
+    offset = message.offset()
+    if offset is None:
+        raise KafkaError(f"message on {message.topic()} [{message.partition()}] has no offset")
+    return offset
+
+
+def wait_until(check: Callable[[], T | None], timeout_s: float, what: str, step_s: float = 0.05) -> T:
+    """Poll ``check`` until it returns a value; a ``KafkaError`` naming ``what`` after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = check()
+        if value is not None:
+            return value
+        if time.monotonic() >= deadline:
+            raise KafkaError(f"{what}: not reached within {timeout_s} s")
+        time.sleep(step_s)  # polling interval of a bounded wait, not synchronisation
+
+
+class KafkaClient:
+    """``MetadataSource``, ``TransactionalLog``, ``LogReader`` and ``OffsetStore`` on a live broker."""
+
+    def __init__(self, broker: Broker, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        self.broker = broker
+        self.timeout_s = timeout_s
+        self._admin = AdminClient(broker.client_config("admin"))
+        self._consumers: dict[Isolation, ck.Consumer] = {}
+        self._group_consumers: dict[str, ck.Consumer] = {}
+        self._transactional: list[KafkaTransactionalProducer] = []
+
+    def close(self) -> None:
+        """Close every client this object made (bounded by librdkafka's own close)."""
+        for consumer in [*self._consumers.values(), *self._group_consumers.values()]:
+            consumer.close()
+        self._consumers.clear()
+        self._group_consumers.clear()
+        for producer in self._transactional:
+            producer.close()
+        self._transactional.clear()
+
+    def __enter__(self) -> KafkaClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- admin and MetadataSource ------------------------------------------------------------
+
+    def list_topics(self) -> Mapping[str, frozenset[int]]:
+        with _translated("list topics"):
+            metadata = self._admin.list_topics(timeout=self.timeout_s)
+        return {
+            name: frozenset(topic.partitions)
+            for name, topic in metadata.topics.items()
+            if name not in INTERNAL_TOPICS and topic.error is None
+        }
+
+    def create_topic(self, name: str, partitions: int) -> None:
+        """Create and wait until metadata shows every partition."""
+        futures = self._admin.create_topics([NewTopic(name, num_partitions=partitions)])
+        _result(futures[name], f"create topic {name}", self.timeout_s)
+        self._await_partitions(name, partitions)
+
+    def create_partitions(self, topic: str, new_total: int) -> None:
+        futures = self._admin.create_partitions([NewPartitions(topic, new_total)])
+        _result(futures[topic], f"create partitions of {topic}", self.timeout_s)
+        self._await_partitions(topic, new_total)
+
+    def delete_topic(self, name: str) -> None:
+        _result(self._admin.delete_topics([name])[name], f"delete topic {name}", self.timeout_s)
+        wait_until(lambda: name not in self.list_topics() or None, self.timeout_s, f"topic {name} gone")
+
+    def _await_partitions(self, topic: str, count: int) -> None:
+        wait_until(
+            lambda: len(self.list_topics().get(topic, ())) == count or None,
+            self.timeout_s,
+            f"metadata of {topic} with {count} partitions",
+        )
+
+    # -- plain writes ------------------------------------------------------------------------
+
+    def produce(self, tp: TopicPartition, key: bytes | None, value: bytes | None) -> int:
+        """Non-transactional produce, flushed; returns the record's offset."""
+        return self.produce_batch(tp, [(key, value)])[0]
+
+    def produce_batch(
+        self, tp: TopicPartition, records: Sequence[tuple[bytes | None, bytes | None]], linger_ms: int = 0,
+        timestamp_ms: int | None = None,
+    ) -> list[int]:  # fmt: skip
+        """Produce ``records`` and flush; with ``linger_ms`` > 0 they travel as one multi-record batch."""
+        producer = ck.Producer(self.broker.client_config("producer", **{"linger.ms": linger_ms}))
+        offsets: list[int] = []
+        errors: list[ck.KafkaError] = []
+
+        def delivered(error: ck.KafkaError | None, message: ck.Message) -> None:
+            if error is not None:
+                errors.append(error)
+            else:
+                offsets.append(_offset(message))
+
+        with _translated(f"produce to {tp}"):
+            for key, value in records:
+                producer.produce(
+                    tp.topic, value, key, partition=tp.partition, on_delivery=delivered, timestamp=timestamp_ms or 0
+                )
+            undelivered = producer.flush(self.timeout_s)
+        if undelivered > 0:
+            raise KafkaError(f"produce to {tp}: not delivered within {self.timeout_s} s")
+        if errors:
+            raise translate(errors[0], f"produce to {tp}")
+        return offsets
+
+    # -- TransactionalLog --------------------------------------------------------------------
+
+    def init_producer(
+        self, transactional_id: str, transaction_timeout_ms: int | None = None
+    ) -> KafkaTransactionalProducer:
+        """A new librdkafka producer for ``transactional_id``; ``init_transactions`` fences older ones."""
+        settings: dict[str, Any] = {"transactional.id": transactional_id}
+        if transaction_timeout_ms is not None:
+            settings["transaction.timeout.ms"] = transaction_timeout_ms
+        producer = KafkaTransactionalProducer(self, transactional_id, settings)
+        self._transactional.append(producer)
+        return producer
+
+    def resume_producer(self, transactional_id: str, producer_id: int, epoch: int) -> KafkaTransactionalProducer:
+        raise UnsupportedFeatureError(
+            "librdkafka cannot resume another process's transaction (no KIP-939, no Flink-style reflection)"
+        )
+
+    def _group_consumer(self, group: str) -> ck.Consumer:
+        """A consumer of ``group`` that never joins it: commits as a simple consumer (generation -1)."""
+        if group not in self._group_consumers:
+            self._group_consumers[group] = ck.Consumer(self.broker.client_config("consumer", **{"group.id": group}))
+        return self._group_consumers[group]
+
+    def group_metadata(self, group: str) -> object:
+        """``ConsumerGroupMetadata`` for ``send_offsets_to_transaction`` (KIP-447)."""
+        return self._group_consumer(group).consumer_group_metadata()
+
+    # -- LogReader ---------------------------------------------------------------------------
+
+    def _list_offset(self, tp: TopicPartition, spec: Any, isolation: Isolation) -> int:
+        futures = self._admin.list_offsets(
+            {ck.TopicPartition(tp.topic, tp.partition): spec},
+            isolation_level=_ISOLATION[isolation],
+            request_timeout=self.timeout_s,
+        )
+        (future,) = futures.values()
+        info = _result(future, f"ListOffsets {tp}", self.timeout_s)
+        return int(info.offset)
+
+    def earliest_offset(self, tp: TopicPartition) -> int:
+        return self._list_offset(tp, _EARLIEST, Isolation.READ_UNCOMMITTED)
+
+    def latest_offset(self, tp: TopicPartition, isolation: Isolation) -> int:
+        """ListOffsets latest: the high watermark, or the LSO for read_committed (KAFKA-008)."""
+        return self._list_offset(tp, _LATEST, isolation)
+
+    def high_watermark(self, tp: TopicPartition) -> int:
+        """The HW a fetch response reports: right where ListOffsets latest is not (Tansu, KAFKA-008)."""
+        consumer = ck.Consumer(self.broker.client_config("consumer", **{"group.id": f"kconform-hw-{uuid4().hex}"}))
+        partition = ck.TopicPartition(tp.topic, tp.partition)
+        try:
+            consumer.assign([ck.TopicPartition(tp.topic, tp.partition, ck.OFFSET_BEGINNING)])
+
+            def fetched() -> int | None:
+                consumer.consume(1, timeout=0.1)  # only to drive a fetch; the records are not needed
+                high = consumer.get_watermark_offsets(partition, cached=True)[1]
+                return high if high >= 0 else None
+
+            return wait_until(fetched, self.timeout_s, f"a fetch response for {tp}", 0)
+        finally:
+            consumer.close()
+
+    def offset_for_time(self, tp: TopicPartition, timestamp_ms: int) -> int | None:
+        """ListOffsets by timestamp (KAFKA-011); ``None`` when no record is that recent."""
+        offset = self._list_offset(tp, OffsetSpec.for_timestamp(timestamp_ms), Isolation.READ_UNCOMMITTED)
+        return None if offset < 0 else offset
+
+    def _consumer(self, isolation: Isolation) -> ck.Consumer:
+        if isolation not in self._consumers:
+            self._consumers[isolation] = ck.Consumer(
+                self.broker.client_config(
+                    "consumer",
+                    **{
+                        "group.id": f"kconform-reader-{uuid4().hex}",
+                        "isolation.level": isolation.value,
+                        "auto.offset.reset": "error",
+                    },
+                )
+            )
+        return self._consumers[isolation]
+
+    def read(self, tp: TopicPartition, start: int, isolation: Isolation, max_records: int) -> Sequence[Record]:
+        """Assign at ``start`` and poll until the consumer's position reaches the end of the partition.
+
+        The end is where librdkafka's fetcher reports end-of-partition (the HW, or the LSO under
+        read_committed): the position, not the offset of the last record seen, decides, because
+        control markers and aborted records take offsets that are never returned.
+        """
+        consumer = self._consumer(isolation)
+        consumer.assign([ck.TopicPartition(tp.topic, tp.partition, start)])
+        records: list[Record] = []
+        deadline = time.monotonic() + self.timeout_s
+        try:
+            while len(records) < max_records:
+                if time.monotonic() >= deadline:
+                    raise KafkaError(f"read {tp} from {start}: end of partition not reached within {self.timeout_s} s")
+                for message in consumer.consume(max_records - len(records), timeout=0.1):
+                    error = message.error()
+                    if error is None:
+                        records.append(Record(tp.topic, tp.partition, _offset(message), message.key(), message.value()))
+                    elif error.code() == ck.KafkaError._PARTITION_EOF:
+                        return records
+                    else:
+                        raise translate(error, f"read {tp} from {start}")
+            return records
+        finally:
+            consumer.unassign()
+
+    # -- OffsetStore -------------------------------------------------------------------------
+
+    def commit_offsets(self, group: str, offsets: Mapping[TopicPartition, int], metadata: str = "") -> None:
+        """OffsetCommit for ``group``, each offset with ``metadata``."""
+        with _translated(f"commit offsets of {group}"):
+            self._group_consumer(group).commit(
+                offsets=[ck.TopicPartition(tp.topic, tp.partition, o, metadata) for tp, o in offsets.items()],
+                asynchronous=False,
+            )
+
+    def _fetch_committed(self, group: str) -> list[ck.TopicPartition]:
+        request = ck.ConsumerGroupTopicPartitions(group)
+        futures = self._admin.list_consumer_group_offsets([request], request_timeout=self.timeout_s)
+        answer = _result(futures[group], f"OffsetFetch {group}", self.timeout_s)
+        return [p for p in answer.topic_partitions if p.offset >= 0]
+
+    def committed(self, group: str) -> Mapping[TopicPartition, int]:
+        return {TopicPartition(p.topic, p.partition): p.offset for p in self._fetch_committed(group)}
+
+    def committed_metadata(self, group: str) -> Mapping[TopicPartition, str]:
+        return {TopicPartition(p.topic, p.partition): p.metadata or "" for p in self._fetch_committed(group)}
+
+
+class KafkaTransactionalProducer:
+    """One librdkafka transactional producer: one incarnation of its transactional id."""
+
+    def __init__(self, client: KafkaClient, transactional_id: str, settings: Mapping[str, Any]) -> None:
+        self._client = client
+        self._timeout_s = client.timeout_s
+        self._transactional_id = transactional_id
+        self._producer = ck.Producer(client.broker.client_config("producer", **settings))
+        self._errors: list[ck.KafkaError] = []
+        with _translated(f"init_transactions({transactional_id})"):
+            self._producer.init_transactions(self._timeout_s)
+
+    @property
+    def transactional_id(self) -> str:
+        return self._transactional_id
+
+    @property
+    def producer_id(self) -> int:
+        raise UnsupportedFeatureError("confluent-kafka does not expose the producer id")
+
+    @property
+    def epoch(self) -> int:
+        raise UnsupportedFeatureError("confluent-kafka does not expose the producer epoch")
+
+    def _call(self, what: str, operation: Callable[[], None]) -> None:
+        with _translated(f"{what} ({self._transactional_id})"):
+            operation()
+
+    def begin_transaction(self) -> None:
+        self._call("begin_transaction", self._producer.begin_transaction)
+
+    def produce(self, topic: str, partition: int, key: bytes | None, value: bytes | None) -> None:
+        def delivered(error: ck.KafkaError | None, _message: ck.Message) -> None:
+            if error is not None:
+                self._errors.append(error)
+
+        with _translated(f"produce ({self._transactional_id})"):
+            self._producer.produce(topic, value, key, partition=partition, on_delivery=delivered)
+            self._producer.poll(0)
+
+    def send_offsets_to_transaction(self, group: str, offsets: Mapping[TopicPartition, int]) -> None:
+        positions = [ck.TopicPartition(tp.topic, tp.partition, o) for tp, o in offsets.items()]
+        metadata = self._client.group_metadata(group)
+        self._call(
+            "send_offsets_to_transaction",
+            lambda: self._producer.send_offsets_to_transaction(positions, metadata, self._timeout_s),
+        )
+
+    def flush(self) -> None:
+        """Deliver every produced record; a delivery or fatal (fenced) error surfaces here (COMMIT-007)."""
+        with _translated(f"flush ({self._transactional_id})"):
+            undelivered = self._producer.flush(self._timeout_s)
+        if undelivered > 0:
+            raise KafkaError(f"flush ({self._transactional_id}): not delivered within {self._timeout_s} s")
+        if self._errors:
+            error, self._errors = self._errors[0], []
+            raise translate(error, f"delivery ({self._transactional_id})")
+
+    def commit_transaction(self) -> None:
+        self._call("commit_transaction", lambda: self._producer.commit_transaction(self._timeout_s))
+
+    def abort_transaction(self) -> None:
+        self._call("abort_transaction", lambda: self._producer.abort_transaction(self._timeout_s))
+
+    def close(self) -> None:
+        """Drop queued records without waiting: a zombie's records must not be retried forever.
+
+        A fenced producer repeats its fatal error here; it was surfaced by the call that met it.
+        """
+        with contextlib.suppress(ck.KafkaException):
+            self._producer.purge()
+            self._producer.flush(0)
