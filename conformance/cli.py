@@ -66,7 +66,7 @@ def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
         _delegate("requirements"),
     )
     verb("spec", "TLA+ model checking ('kconform spec check')", _spec)
-    verb("bench", "run the benchmarks and print ratios against their goals", _not_implemented("bench", 3))
+    verb("bench", "run the benchmarks and print ratios against their goals", _delegate("bench"))
     return parser, handlers
 
 

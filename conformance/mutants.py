@@ -62,7 +62,7 @@ class _PositionalDiscoverer(PartitionDiscoverer):
     def discover(self, metadata: Metadata) -> list[TopicPartition]:
         listed = [TopicPartition(t, p) for t, ids in metadata.items() if self.subscription.matches(t) for p in ids]
         mine = [tp for i, tp in enumerate(listed) if i % self.parallelism == self.subtask and tp not in self.seen]
-        self.seen |= set(listed)
+        self.seen.add(listed)
         return mine
 
 
@@ -100,8 +100,9 @@ class _PrefixMatchDiscoverer(PartitionDiscoverer):
         pattern = self.subscription.pattern
         if pattern is None:
             return super().discover(metadata)
-        new = {TopicPartition(t, p) for t, ids in metadata.items() if pattern.match(t) for p in ids} - self.seen
-        self.seen |= new
+        new = {TopicPartition(t, p) for t, ids in metadata.items() if pattern.match(t) for p in ids}
+        new = {tp for tp in new if tp not in self.seen}
+        self.seen.add(new)
         return sorted(tp for tp in new if owner(tp, self.parallelism) == self.subtask)
 
 
@@ -149,7 +150,7 @@ class EvenSplitRestore(ReferenceAdapter):
             job.offsets[i] = {
                 tp: off for tp, off in chunk if owner(tp, parallelism) == i and (keep or subscription.matches(tp.topic))
             }
-            job._discoverers[i].seen |= {tp for tp, _ in chunk}
+            job._discoverers[i].seen.add(tp for tp, _ in chunk)
         job.discover(metadata)
         return job
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from reference_impl.assignment import owner
@@ -77,16 +77,48 @@ class Subscription:
         return f"topics {sorted(self.topics)}"
 
 
-def _select_or_fail(
-    subscription: Subscription, metadata: Metadata, policy: ZeroPartitionsPolicy
-) -> set[TopicPartition]:
-    found = subscription.select(metadata)
-    if not found and policy is ZeroPartitionsPolicy.FAIL:
-        raise NoPartitionsDiscoveredError(
-            f"Unable to retrieve any partitions for {subscription.describe()}; "
-            "create the topic first or set discovery-of-zero=ignore"
-        )
-    return found
+@dataclass
+class KnownPartitions:
+    """Every partition seen so far, indexed by topic, so a discovery diff costs O(topics + new partitions)."""
+
+    by_topic: dict[str, set[int]] = field(default_factory=dict)
+
+    def add(self, partitions: Iterable[TopicPartition]) -> None:
+        for tp in partitions:
+            self.by_topic.setdefault(tp.topic, set()).add(tp.partition)
+
+    def clear(self) -> None:
+        self.by_topic.clear()
+
+    def __contains__(self, tp: object) -> bool:
+        return isinstance(tp, TopicPartition) and tp.partition in self.by_topic.get(tp.topic, ())
+
+    def __iter__(self) -> Iterator[TopicPartition]:
+        return (TopicPartition(t, p) for t, ids in self.by_topic.items() for p in ids)
+
+    def __len__(self) -> int:
+        return sum(len(ids) for ids in self.by_topic.values())
+
+    def remember_new(
+        self, subscription: Subscription, metadata: Metadata, policy: ZeroPartitionsPolicy
+    ) -> list[TopicPartition]:
+        """The subscribed partitions of ``metadata`` not seen before, sorted; they are remembered now."""
+        new: list[TopicPartition] = []
+        matched = 0
+        for topic in sorted(t for t in metadata if subscription.matches(t)):
+            ids = metadata[topic]
+            listed = ids if isinstance(ids, (set, frozenset)) else set(ids)
+            matched += len(listed)
+            known = self.by_topic.setdefault(topic, set())
+            fresh = listed - known
+            known |= fresh
+            new += [TopicPartition(topic, p) for p in sorted(fresh)]
+        if not matched and policy is ZeroPartitionsPolicy.FAIL:
+            raise NoPartitionsDiscoveredError(
+                f"Unable to retrieve any partitions for {subscription.describe()}; "
+                "create the topic first or set discovery-of-zero=ignore"
+            )
+        return new
 
 
 @dataclass
@@ -97,7 +129,7 @@ class PartitionDiscoverer:
     subtask: SubtaskIndex
     parallelism: int
     on_zero: ZeroPartitionsPolicy = ZeroPartitionsPolicy.FAIL
-    seen: set[TopicPartition] = field(default_factory=set)
+    seen: KnownPartitions = field(default_factory=KnownPartitions)
 
     def __post_init__(self) -> None:
         if not 0 <= self.subtask < self.parallelism:
@@ -105,9 +137,8 @@ class PartitionDiscoverer:
 
     def discover(self, metadata: Metadata) -> list[TopicPartition]:
         """New partitions owned by this subtask, sorted; every partition seen is remembered."""
-        new = _select_or_fail(self.subscription, metadata, self.on_zero) - self.seen
-        self.seen |= new
-        return sorted(tp for tp in new if owner(tp, self.parallelism) == self.subtask)
+        new = self.seen.remember_new(self.subscription, metadata, self.on_zero)
+        return [tp for tp in new if owner(tp, self.parallelism) == self.subtask]
 
 
 @dataclass
@@ -117,10 +148,9 @@ class Enumerator:
     subscription: Subscription
     parallelism: int
     on_zero: ZeroPartitionsPolicy = ZeroPartitionsPolicy.IGNORE
-    assigned: set[TopicPartition] = field(default_factory=set)
+    assigned: KnownPartitions = field(default_factory=KnownPartitions)
 
     def discover(self, metadata: Metadata) -> dict[TopicPartition, SubtaskIndex]:
         """New partitions -> the reader that owns them (the same formula as the legacy assigner)."""
-        new = _select_or_fail(self.subscription, metadata, self.on_zero) - self.assigned
-        self.assigned |= new
-        return {tp: owner(tp, self.parallelism) for tp in sorted(new)}
+        new = self.assigned.remember_new(self.subscription, metadata, self.on_zero)
+        return {tp: owner(tp, self.parallelism) for tp in new}

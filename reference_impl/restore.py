@@ -203,7 +203,7 @@ class SourceJob:
                 job.offsets[i] = restore_union_filter(
                     union, SubtaskIndex(i), parallelism, subscription, keep_unsubscribed
                 )
-                discoverer.seen |= {tp for tp, _ in union}
+                discoverer.seen.add(tp for tp, _ in union)
         else:
             chunks = redistribute_splits(checkpoint.by_subtask, parallelism)
             job.offsets = [
@@ -211,7 +211,7 @@ class SourceJob:
                 for chunk in chunks
             ]
             assert job._enumerator is not None
-            job._enumerator.assigned |= checkpoint.assigned | {tp for tp, _ in checkpoint.union()}
+            job._enumerator.assigned.add(checkpoint.assigned | {tp for tp, _ in checkpoint.union()})
         job.discover(metadata)
         return job
 

@@ -1,0 +1,135 @@
+"""``kconform bench``: speed goals measured in one run and printed next to their goals.
+
+Timed tests are not used anywhere in kconform: a loaded CI machine would make them flaky, and
+a pass/fail on a number hides the number. Here every figure is measured, printed with its goal
+and the ratio, and the exit code says only whether the benchmarks ran.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+from hypothesis import Phase, settings
+
+from conformance.mutants import MUTANTS, Mutant
+from reference_impl.assignment import plan
+from reference_impl.discovery import PartitionDiscoverer, Subscription, ZeroPartitionsPolicy
+from reference_impl.types import SubtaskIndex, TopicPartition
+
+KILL_PROFILE = "kconform-bench-kill"
+
+
+@dataclass(frozen=True)
+class Figure:
+    name: str
+    seconds: float
+    goal_seconds: float
+
+    def row(self) -> str:
+        ratio = self.seconds / self.goal_seconds
+        verdict = "meets goal" if ratio <= 1 else "MISSES goal"
+        measured, goal = self.seconds * 1000, self.goal_seconds * 1000
+        return f"{self.name:<58} {measured:>10.1f} ms  goal {goal:>8.1f} ms  x{ratio:5.2f}  {verdict}"
+
+
+def best_of(repeat: int, fn: Callable[[], object]) -> float:
+    """Fastest of ``repeat`` runs: the figure least disturbed by other load on the machine."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def bench_plan() -> Figure:
+    partitions = [TopicPartition(f"topic-{t}", p) for t in range(1000) for p in range(1000)]
+    return Figure("plan 1,000,000 partitions onto 10,000 subtasks", best_of(3, lambda: plan(partitions, 10_000)), 1.0)
+
+
+def bench_discovery_diff() -> Figure:
+    metadata = {f"topic-{t}": frozenset(range(100)) for t in range(1000)}
+    grown = {**metadata, "topic-new": frozenset(range(10))}
+
+    def diff() -> None:
+        d = PartitionDiscoverer(Subscription.regex("topic-.*"), SubtaskIndex(0), 100, ZeroPartitionsPolicy.IGNORE)
+        d.seen.add(TopicPartition(t, p) for t, ids in metadata.items() for p in ids)
+        start = time.perf_counter()
+        d.discover(grown)
+        timings.append(time.perf_counter() - start)
+
+    timings: list[float] = []
+    for _ in range(5):
+        diff()
+    return Figure("discovery diff over 100,000 known partitions (+10 new)", min(timings), 0.05)
+
+
+class _KillTimer:
+    """Records how long the failing suite tests ran until Hypothesis reported the kill."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.failed = False
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call":
+            self.seconds += report.duration
+            self.failed |= report.failed
+
+
+def time_to_kill(mutant: Mutant) -> tuple[float, bool]:
+    """Seconds the suite's tests of the mutant's requirements take to fail it (no shrinking, no example database)."""
+    timer = _KillTimer()
+    selected = [arg for rid in sorted(mutant.kills_on) for arg in ("--kconform-requirement", rid)]
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        pytest.main(
+            [
+                "--pyargs",
+                "conformance.suite",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "--no-header",
+                "-o",
+                "addopts=",
+                "--kconform-adapter",
+                f"conformance.mutants:{mutant.name}",
+                "--hypothesis-profile",
+                KILL_PROFILE,
+                *selected,
+            ],
+            plugins=[timer],
+        )
+    return timer.seconds, timer.failed
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="kconform bench", description=__doc__)
+    parser.add_argument("--skip-mutants", action="store_true", help="only the planning and discovery figures")
+    args = parser.parse_args(argv)
+    figures = [bench_plan(), bench_discovery_diff()]
+    print("\n".join(f.row() for f in figures))
+    if args.skip_mutants:
+        return 0
+    settings.register_profile(
+        KILL_PROFILE,
+        parent=settings.get_profile("default"),
+        database=None,
+        phases=[Phase.explicit, Phase.generate],
+    )
+    kills = []
+    print("\ntime to kill each mutant (suite tests of its requirements, default profile, no shrinking):")
+    for mutant in MUTANTS:
+        seconds, killed = time_to_kill(mutant)
+        kills.append(seconds)
+        print(f"  {mutant.name:<42} {seconds:7.2f} s  {'killed' if killed else 'SURVIVED'}")
+    print(Figure("median time to kill", statistics.median(kills), 1.0).row())
+    print(Figure("worst time to kill", max(kills), 10.0).row())
+    return 0
