@@ -13,7 +13,7 @@ REPORT ?= build/report
 export KCONFORM_PROFILE := $(PROFILE)
 export KCONFORM_BROKER := $(BROKER)
 
-.PHONY: setup conformance test spec bench lint docs golden clean
+.PHONY: setup conformance test spec bench probe lint docs golden clean
 
 setup: $(VENV)/.installed
 
@@ -36,6 +36,9 @@ spec: setup
 
 bench: setup
 	$(BIN)/kconform bench
+
+probe: setup
+	$(BIN)/kconform probe-broker --broker $(BROKER)
 
 lint: setup
 	$(BIN)/ruff check reference_impl conformance tests

@@ -144,6 +144,8 @@ def call(adapter_name: str, method: str, fn: Callable[..., T], *args: Any) -> T:
     """
     from reference_impl.ports import KafkaError
 
+    shown = ", ".join(repr(a) for a in args)
+    _in_progress.append(f"adapter {adapter_name!r}: {method}({shown})")
     try:
         return fn(*args)
     except KafkaError:
@@ -151,8 +153,18 @@ def call(adapter_name: str, method: str, fn: Callable[..., T], *args: Any) -> T:
     except AdapterError:
         raise
     except Exception as exc:  # the adapter is untrusted code: report whatever it raised
-        shown = ", ".join(repr(a) for a in args)
         raise AdapterError(f"adapter {adapter_name!r}: {method}({shown}) raised {exc!r}") from exc
+    finally:
+        _in_progress.pop()
+
+
+_in_progress: list[str] = []
+"""Adapter calls under way, innermost last: a timeout names the call that hung."""
+
+
+def call_in_progress() -> str | None:
+    """The innermost adapter call that has not returned yet, if any."""
+    return _in_progress[-1] if _in_progress else None
 
 
 class Guarded:

@@ -55,6 +55,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", f"{REQUIREMENT_MARK}(*ids, capability=None): requirement ids a suite test checks"
     )
+    config.addinivalue_line("markers", "pipeline: a pipeline-level suite test (a real streaming query)")
     if config.getoption("hypothesis_profile", None) is None:
         settings.load_profile(profile_from_env())
 

@@ -30,7 +30,7 @@ from typing import IO, Any
 
 import pytest
 
-from conformance.adapter import load_adapter
+from conformance.adapter import call_in_progress, load_adapter
 from conformance.expectations import Deviation, find_deviation, load_expectations
 from conformance.profiles import PROFILES, profile_from_env
 from conformance.pytest_plugin import DEFAULT_ADAPTER
@@ -246,7 +246,9 @@ class Collector:
         timeout = settings.timeout
 
         def expire(_signum: int, _frame: FrameType | None) -> None:
-            raise TestTimeoutError(f"no result within --timeout {timeout:g}s: the adapter hangs or is too slow")
+            hung = call_in_progress()
+            where = f"; still waiting for {hung}" if hung else ""
+            raise TestTimeoutError(f"no result within --timeout {timeout:g}s: the adapter hangs or is too slow{where}")
 
         def cancel() -> None:
             signal.setitimer(signal.ITIMER_REAL, 0)
