@@ -1,8 +1,8 @@
 """The ``kconform`` command line.
 
 Each verb is a thin shell over a module that does the work, so the same behaviour is
-reachable from Python and from pytest. A verb that is not built yet says so and exits 2:
-a CI gate must never mistake a missing feature for a pass.
+reachable from Python and from pytest. A usage error exits 2, never 0: a CI gate must never
+mistake a command that checked nothing for a pass.
 """
 
 from __future__ import annotations
@@ -12,20 +12,9 @@ import importlib
 import sys
 from collections.abc import Callable, Sequence
 
-NOT_IMPLEMENTED_EXIT = 2
+USAGE_EXIT = 2
 
 Handler = Callable[[argparse.Namespace, list[str]], int]
-
-
-def _not_implemented(verb: str, issue: int) -> Handler:
-    def handler(_args: argparse.Namespace, _rest: list[str]) -> int:
-        print(
-            f"kconform {verb}: not implemented yet (tracked in issue {issue}); nothing was checked.",
-            file=sys.stderr,
-        )
-        return NOT_IMPLEMENTED_EXIT
-
-    return handler
 
 
 def _delegate(module: str) -> Handler:
@@ -41,7 +30,7 @@ def _delegate(module: str) -> Handler:
 def _spec(_args: argparse.Namespace, rest: list[str]) -> int:
     if not rest or rest[0] != "check":
         print("usage: kconform spec check [--profile ci|thorough] [--only NAME] [--workers N]", file=sys.stderr)
-        return NOT_IMPLEMENTED_EXIT
+        return USAGE_EXIT
     return _delegate("tlc")(_args, rest[1:])
 
 
