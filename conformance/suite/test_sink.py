@@ -12,7 +12,6 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -20,13 +19,13 @@ from hypothesis.stateful import (
     invariant,
     precondition,
     rule,
-    run_state_machine_as_test,
 )
 
 from conformance.adapter import AdapterError, Guarded
 from conformance.checkers import Violation, explain, fail_on
 from conformance.history import History, Observation, check_sink_history
 from conformance.pytest_plugin import requirement
+from conformance.suite import run_machine
 from reference_impl.kafka_model import KafkaModel
 from reference_impl.ports import Isolation, KafkaError
 from reference_impl.types import TopicPartition
@@ -217,8 +216,7 @@ class SinkMachine(RuleBasedStateMachine):
     capability="exactly-once-sink",
 )
 def test_required_COMMIT_001_to_012_sink_state_machine(adapter: Any) -> None:
-    machine = type("SinkMachineUnderTest", (SinkMachine,), {"adapter": adapter})
-    run_state_machine_as_test(machine, settings=settings(stateful_step_count=30))
+    run_machine(SinkMachine, adapter)
 
 
 @requirement("COMMIT-005", capability="exactly-once-sink")

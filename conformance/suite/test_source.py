@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -19,7 +18,6 @@ from hypothesis.stateful import (
     invariant,
     precondition,
     rule,
-    run_state_machine_as_test,
 )
 
 from conformance.adapter import Guarded
@@ -31,6 +29,7 @@ from conformance.checkers import (
     fail_on,
 )
 from conformance.pytest_plugin import requirement
+from conformance.suite import run_machine
 from reference_impl.discovery import Subscription
 from reference_impl.kafka_model import KafkaModel
 from reference_impl.ports import Isolation
@@ -149,9 +148,7 @@ class SourceMachine(RuleBasedStateMachine):
             self.source.notify_checkpoint_complete(cid, self.log, GROUP)
             # Group offsets accumulate in Kafka: partitions no longer read keep their last commit.
             self.expected_commits.update({tp: o for tp, o in self.checkpoints[cid][1].items() if not is_sentinel(o)})
-            fail_on(
-                check_offset_commits(self.log.committed(GROUP), self.expected_commits, f"after notify {cid}")
-            )
+            fail_on(check_offset_commits(self.log.committed(GROUP), self.expected_commits, f"after notify {cid}"))
 
     @rule(m=st.integers(1, 5), partial=st.booleans(), narrow=st.booleans(), keep=st.booleans(), data=st.data())
     def crash_and_restore(self, m: int, partial: bool, narrow: bool, keep: bool, data: st.DataObject) -> None:
@@ -229,8 +226,7 @@ class SourceMachine(RuleBasedStateMachine):
     capability="source-state",
 )
 def test_required_RESTORE_001_to_007_source_state_machine(adapter: Any) -> None:
-    machine = type("SourceMachineUnderTest", (SourceMachine,), {"adapter": adapter})
-    run_state_machine_as_test(machine, settings=settings(stateful_step_count=30))
+    run_machine(SourceMachine, adapter)
 
 
 @requirement("DISC-005", capability="partition-growth")
