@@ -6,6 +6,7 @@ they can never show up as orphans of the real repository.
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -162,3 +163,23 @@ def test_requirements_verb_markdown_is_a_table(capsys: pytest.CaptureFixture[str
     assert row.startswith(
         "| [ASSIGN-001](assignment.md#assign-001-must-every-partition-is-owned-by-exactly-one-subtask)"
     )
+
+
+def test_every_checker_the_spec_names_exists() -> None:
+    """The spec is documentation users read: a checker it names must be a function of the suite."""
+    import conformance.checkers
+    import conformance.history
+
+    spec = Path(requirements.__file__).resolve().parents[1] / "spec"
+    named = set(re.findall(r"`(check_[a-z_]+|global_spread)`", "".join(p.read_text() for p in spec.glob("*.md"))))
+    defined = {n for m in (conformance.checkers, conformance.history) for n in dir(m)}
+    assert named, "the spec names no checker"
+    assert named <= defined, f"spec names checkers that do not exist: {sorted(named - defined)}"
+
+
+def test_the_anomaly_table_of_the_spec_is_the_checker_s() -> None:
+    from conformance.history import ANOMALY_REQUIREMENT
+
+    page = (Path(requirements.__file__).resolve().parents[1] / "spec" / "commit.md").read_text()
+    rows = dict(re.findall(r"^\| `([a-z-]+)` \| [^|]+ \| ([A-Z]+-\d{3}) \|", page, re.MULTILINE))
+    assert rows == ANOMALY_REQUIREMENT
