@@ -76,6 +76,8 @@ def render_text(result: RunResult) -> str:
         lines += [f"  replay: {t.replay}"] if t.replay else []
     if any(t.status is Status.FAIL for t in result.tests):
         lines += ["", REPLAY_NOTE]
+    metrics = [f"metric {t.name}: {k} = {v}" for t in result.tests for k, v in t.metrics.items()]
+    lines += ["", *metrics] if metrics else []
     lines += ["", *(f"note: {n}" for n in result.notes)]
     if result.untested:
         lines.append(f"not checked by any selected test: {', '.join(result.untested)}")
@@ -141,6 +143,7 @@ def _test_json(t: TestResult) -> dict[str, Any]:
         "replay": t.replay,
         "deviation": vars(t.deviation) if t.deviation else None,
         "evidence": t.longrepr,
+        "metrics": t.metrics,
     }
 
 

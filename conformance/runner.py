@@ -113,6 +113,8 @@ class TestResult:
     longrepr: str = ""
     violated: list[str] = field(default_factory=list)
     """For a failure, the ids its message names (a checker's violation does), else all of ``ids``."""
+    metrics: dict[str, object] = field(default_factory=dict)
+    """What the test recorded with ``record_property`` (e.g. ASSIGN-005's global spread)."""
 
     def fails(self, strict: bool) -> bool:
         """MUST failures fail the run, SHOULD failures only when strict, MAY never; an XPASS always does."""
@@ -281,6 +283,7 @@ class Collector:
         failed = [r for r in reports if r.failed]
         skipped = [r for r in reports if r.skipped]
         result = TestResult(item.nodeid, name, ids, level, pipeline, Status.PASS, duration)
+        result.metrics = {k: v for r in reports for k, v in r.user_properties}
         if failed:
             result.status = Status.FAIL
             result.longrepr = "\n\n".join(r.longreprtext for r in failed)

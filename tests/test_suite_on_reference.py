@@ -40,3 +40,5 @@ def test_required_reference_adapter_conforms(adapter: str, tmp_path: Path) -> No
     statuses = {r["id"]: r["status"] for r in report["requirements"]}
     assert statuses, "the report lists no requirement"
     assert set(statuses.values()) == {"PASS"}, statuses
+    spread = [t["metrics"] for t in report["tests"] if "ASSIGN-005" in t["requirements"]]
+    assert spread and all(f"global_spread_parallelism_{n}" in spread[0] for n in (2, 4, 8, 16)), spread
