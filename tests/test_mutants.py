@@ -2,7 +2,8 @@
 
 This is the proof that the invariants can fail: a suite that passes every mutant checks
 nothing. Each mutant runs only the suite tests of its requirements (a subset of the full run,
-so the full run kills it too), with a fixed Hypothesis seed at the default profile (whatever PROFILE says), so CI is reproducible.
+so the full run kills it too), with a fixed Hypothesis seed at the default profile (whatever
+PROFILE says), so CI is reproducible.
 """
 
 from __future__ import annotations

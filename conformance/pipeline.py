@@ -1,0 +1,244 @@
+"""Pipeline level: the ``kconform-kafka`` source (and optionally sink) as a real streaming query.
+
+A ``Pipeline`` is one query definition bound to a checkpoint directory: start it, run it to the
+end of what is available, stop it, or simulate a driver crash after the tasks of the last batch
+committed but before Spark's commit log recorded it (``forget_last_commit``). Rescale is a new
+``Pipeline`` on the same checkpoint with another ``parallelism``. Without a sink topic every
+batch's rows are captured with the Spark task that read them, for the pure checkers of
+``conformance.checkers``; a replayed batch id replaces its earlier capture, as an idempotent
+downstream would.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sys
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming.query import StreamingQuery
+
+from conformance.checkers import Violation, check_formula, check_plan
+from conformance.kafka_client import KafkaClient
+from reference_impl.adapter import ReferenceAdapter
+from reference_impl.ports import Isolation
+from reference_impl.spark import FORMAT, register
+from reference_impl.spark.offsets import SourceOffsets
+from reference_impl.types import TopicPartition
+
+QUERY_TIMEOUT_S: Final = 120
+
+SPARK_ADAPTER: Final = dataclasses.replace(
+    ReferenceAdapter(), name="spark-kconform-kafka", capabilities=frozenset({"assignment", "pipeline"})
+)
+"""``--kconform-adapter conformance.pipeline:SPARK_ADAPTER``: the pipeline-level suite on Spark.
+
+Its assigner is the reference one because the Spark source plans with it; every other
+protocol-level capability is left undeclared (the Spark source keeps its state in the offset
+log, not in the protocol's snapshot form), so those tests skip rather than test the reference.
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class ReadRecord:
+    """One source record as the query saw it, with the Spark task (input partition) that read it."""
+
+    tp: TopicPartition
+    offset: int
+    value: bytes | None
+    task: int
+
+
+def local_session(master: str = "local[2]") -> SparkSession:
+    """A small local session for the pipeline level, with ``kconform-kafka`` registered.
+
+    Loopback only, no UI, one shuffle partition; workers run this interpreter, so they import the
+    same ``reference_impl`` and confluent-kafka as the driver.
+    """
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    session = (
+        SparkSession.builder.master(master)
+        .appName("kconform-pipeline")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "1")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.memory", "1g")
+        .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1")
+        .getOrCreate()
+    )
+    register(session)
+    return session
+
+
+@dataclass
+class Pipeline:
+    """A source subscription at ``parallelism``, optionally writing to ``sink_topic``, on ``checkpoint``."""
+
+    spark: SparkSession
+    bootstrap_servers: str
+    checkpoint: Path
+    parallelism: int
+    subscribe: str | None = None
+    subscribe_pattern: str | None = None
+    starting_offsets: str = "earliest"
+    sink_topic: str | None = None
+    delivery_guarantee: str = "exactly-once"
+    extra_options: Mapping[str, str] = field(default_factory=dict)
+    batches: dict[int, list[ReadRecord]] = field(default_factory=dict)
+    query: StreamingQuery | None = None
+
+    def source(self) -> DataFrame:
+        reader = (
+            self.spark.readStream.format(FORMAT)
+            .option("bootstrap.servers", self.bootstrap_servers)
+            .option("parallelism", str(self.parallelism))
+            .option("startingOffsets", self.starting_offsets)
+            .options(**self.extra_options)
+        )
+        if self.subscribe is not None:
+            reader = reader.option("subscribe", self.subscribe)
+        if self.subscribe_pattern is not None:
+            reader = reader.option("subscribePattern", self.subscribe_pattern)
+        return reader.load()
+
+    def start(self, available_now: bool = False) -> StreamingQuery:
+        """Start the query; ``available_now`` reads what exists now and then terminates."""
+        frame = self.source()
+        if self.sink_topic is None:
+            writer = frame.withColumn("task", F.spark_partition_id()).writeStream.foreachBatch(self._capture)
+        else:
+            writer = (
+                frame.select("key", "value")
+                .writeStream.format(FORMAT)
+                .option("bootstrap.servers", self.bootstrap_servers)
+                .option("topic", self.sink_topic)
+                .option("deliveryGuarantee", self.delivery_guarantee)
+            )
+        writer = writer.option("checkpointLocation", str(self.checkpoint))
+        writer = writer.trigger(availableNow=True) if available_now else writer
+        self.query = writer.start()
+        return self.query
+
+    def _capture(self, frame: DataFrame, batch_id: int) -> None:
+        self.batches[batch_id] = [
+            ReadRecord(TopicPartition(r["topic"], r["partition"]), r["offset"], r["value"], r["task"])
+            for r in frame.select("topic", "partition", "offset", "value", "task").collect()
+        ]
+
+    def run_available_now(self, timeout_s: int = QUERY_TIMEOUT_S) -> None:
+        """Start with ``availableNow`` and wait, bounded, for the query to finish; its error is raised."""
+        query = self.start(available_now=True)
+        if not query.awaitTermination(timeout_s):
+            query.stop()
+            raise TimeoutError(f"query on {self.checkpoint} did not finish within {timeout_s} s")
+        self._raise_failure()
+
+    def process_all_available(self) -> None:
+        """Wait until the running query has processed everything its source reports now."""
+        assert self.query is not None, "start the pipeline first"
+        self.query.processAllAvailable()
+
+    def stop(self) -> None:
+        if self.query is not None:
+            self.query.stop()
+            self._raise_failure()
+
+    def _raise_failure(self) -> None:
+        assert self.query is not None
+        error = self.query.exception()
+        if error is not None:
+            raise error
+
+    # -- the checkpoint, as evidence ---------------------------------------------------------
+
+    def offset_log(self) -> dict[int, SourceOffsets]:
+        """Batch id -> the source's end offsets logged for it (the union-state analogue)."""
+        logged = {}
+        for path in (self.checkpoint / "offsets").iterdir():
+            if path.name.isdigit():
+                source_line = path.read_text().splitlines()[2]
+                logged[int(path.name)] = SourceOffsets.from_json(json.loads(source_line))
+        return dict(sorted(logged.items()))
+
+    def forget_last_commit(self) -> int:
+        """Drop the last commit-log entry: on restart Spark replays that batch (a driver crash after
+        the tasks committed, before the commit log was written). Returns the batch id."""
+        commits = self.checkpoint / "commits"
+        last = max(int(p.name) for p in commits.iterdir() if p.name.isdigit())
+        for path in (commits / str(last), commits / f".{last}.crc"):
+            path.unlink(missing_ok=True)
+        return last
+
+    def records(self) -> Iterator[ReadRecord]:
+        """Every captured record, by batch id (a replayed batch counts once)."""
+        for batch in self.batches.values():
+            yield from batch
+
+
+# -- evidence for the checkers -------------------------------------------------------------------
+
+
+def fill(client: KafkaClient, topic: str, partitions: int, per_partition: int, tag: str) -> dict[TopicPartition, int]:
+    """Produce ``per_partition`` records, then a single-record sentinel, on each partition; the end offsets.
+
+    The sentinel keeps ListOffsets(latest) right on brokers where it is wrong after a
+    multi-record batch (Tansu, KAFKA-008).
+    """
+    ends = {}
+    for p in range(partitions):
+        tp = TopicPartition(topic, p)
+        client.produce_batch(tp, [(None, f"{tag}-{p}-{i}".encode()) for i in range(per_partition)], linger_ms=5)
+        ends[tp] = client.produce(tp, None, f"{tag}-{p}-sentinel".encode()) + 1
+    return ends
+
+
+def check_read_once(records: Iterable[ReadRecord], ends: Mapping[TopicPartition, int]) -> list[Violation]:
+    """RESTORE-003 end to end: every offset below each end was read exactly once, nothing else."""
+    seen = Counter((r.tp, r.offset) for r in records)
+    expected = Counter((tp, o) for tp, end in ends.items() for o in range(end))
+    out = [Violation("RESTORE-003", "offset-gap", f"{tp} offset {o} never read") for tp, o in sorted(expected - seen)]
+    out += [
+        Violation("RESTORE-003", "offset-duplicate", f"{tp} offset {o} read {seen[(tp, o)]} times")
+        for tp, o in sorted(seen)
+        if seen[(tp, o)] > expected[(tp, o)]
+    ]
+    return out
+
+
+def check_task_plan(records: Iterable[ReadRecord], parallelism: int) -> list[Violation]:
+    """ASSIGN-001/002/004 on what Spark tasks read: task i holds exactly Flink subtask i's partitions."""
+    claims: dict[TopicPartition, set[int]] = defaultdict(set)
+    for r in records:
+        claims[r.tp].add(r.task)
+    out = check_plan({tp: sorted(tasks) for tp, tasks in claims.items()}, parallelism)
+    return out + check_formula({tp: min(tasks) for tp, tasks in claims.items()}, parallelism)
+
+
+def topic_values(client: KafkaClient, topic: str, isolation: Isolation) -> Counter[bytes | None]:
+    """Every value on every partition of ``topic`` as a consumer at ``isolation`` sees it."""
+    return Counter(
+        r.value
+        for p in sorted(client.list_topics().get(topic, ()))
+        for r in client.read(TopicPartition(topic, p), 0, isolation, 1_000_000)
+    )
+
+
+def check_output(expected: Counter[bytes | None], seen: Counter[bytes | None], exactly_once: bool) -> list[Violation]:
+    """COMMIT-011 end to end: every input value is visible once (at-least-once: at least once)."""
+    out = [Violation("COMMIT-011", "lost-write", f"{v!r} missing") for v in sorted((expected - seen).keys(), key=repr)]
+    if exactly_once:
+        out += [
+            Violation("COMMIT-011", "duplicate", f"{v!r} visible {n} times, written {expected[v]}")
+            for v, n in sorted(seen.items(), key=repr)
+            if n > expected[v]
+        ]
+    return out

@@ -1,0 +1,115 @@
+"""Flink-style Kafka source and sink for Spark Structured Streaming (format ``kconform-kafka``).
+
+Both sides make every decision through the pure core (``reference_impl.assignment``,
+``reference_impl.discovery``, ``reference_impl.spark.offsets``) and talk to Kafka through the
+ports' confluent-kafka implementation (``conformance.kafka_client.KafkaClient``), so Spark adds
+only the mechanics: offsets in the offset log, tasks as subtasks, task-local transactions.
+Options shared by source and sink are parsed here; ``register(spark)`` installs both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from pyspark.sql import SparkSession
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, DataSourceStreamWriter
+from pyspark.sql.types import StructType
+
+from conformance.brokers import BrokerStartError, ExternalBroker
+from conformance.kafka_client import KafkaClient
+from reference_impl.ports import Isolation, KafkaError
+
+FORMAT: Final = "kconform-kafka"
+BOOTSTRAP: Final = "bootstrap.servers"
+KAFKA_PREFIX: Final = "kafka."
+TIMEOUT_OPTION: Final = "timeoutMs"
+DEFAULT_TIMEOUT_MS: Final = 30_000
+
+
+class OptionError(ValueError):
+    """A wrong option; the message names it, so the query fails at start saying what to fix."""
+
+
+@dataclass(frozen=True, slots=True)
+class Connection:
+    """Where the broker is and how to talk to it: picklable, opened lazily in each process."""
+
+    bootstrap_servers: str
+    settings: tuple[tuple[str, str], ...]
+    """``kafka.*`` options with the prefix removed, passed to every librdkafka client."""
+    timeout_s: float
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> Connection:
+        servers = options.get(BOOTSTRAP) or options.get(KAFKA_PREFIX + BOOTSTRAP)
+        if not servers:
+            raise OptionError(f"option {BOOTSTRAP!r} is required (the Kafka brokers to connect to)")
+        settings = tuple(
+            sorted((k.removeprefix(KAFKA_PREFIX), v) for k, v in options.items() if k.startswith(KAFKA_PREFIX))
+        )
+        timeout_ms = positive_int(options, TIMEOUT_OPTION, DEFAULT_TIMEOUT_MS)
+        return cls(servers, settings, timeout_ms / 1000)
+
+    @property
+    def isolation(self) -> Isolation:
+        value = dict(self.settings).get("isolation.level", Isolation.READ_UNCOMMITTED.value)
+        try:
+            return Isolation(value)
+        except ValueError:
+            raise OptionError("option 'kafka.isolation.level' must be read_committed or read_uncommitted") from None
+
+    def client(self) -> KafkaClient:
+        """A ``KafkaClient`` on a broker that answered a metadata request; unreachable names the option."""
+        broker = ExternalBroker(self.bootstrap_servers, security=dict(self.settings), start_timeout_s=self.timeout_s)
+        try:
+            broker.start()
+        except (BrokerStartError, KafkaError) as error:
+            raise OptionError(f"option {BOOTSTRAP!r}: broker {self.bootstrap_servers} not reachable: {error}") from None
+        return KafkaClient(broker, timeout_s=self.timeout_s)
+
+
+def positive_int(options: Mapping[str, str], name: str, default: int | None) -> int:
+    """``options[name]`` as an integer >= 1, or ``default`` when absent (``None``: required)."""
+    raw = options.get(name)
+    if raw is None:
+        if default is None:
+            raise OptionError(f"option {name!r} is required")
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise OptionError(f"option {name!r} must be an integer, got {raw!r}") from None
+    if value < 1:
+        raise OptionError(f"option {name!r} must be >= 1, got {value}")
+    return value
+
+
+class KafkaDataSource(DataSource):
+    """``kconform-kafka``: options are checked when the query is defined, Kafka is reached at start."""
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT
+
+    def schema(self) -> StructType:
+        from reference_impl.spark.source import SCHEMA, SourceOptions
+
+        SourceOptions.parse(self.options)
+        return SCHEMA
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        from reference_impl.spark.source import KafkaStreamReader, SourceOptions
+
+        return KafkaStreamReader(SourceOptions.parse(self.options))
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from reference_impl.spark.sink import KafkaStreamWriter, SinkOptions
+
+        return KafkaStreamWriter(SinkOptions.parse(self.options), schema)
+
+
+def register(spark: SparkSession) -> None:
+    """Register the ``kconform-kafka`` source and sink with ``spark``."""
+    spark.dataSource.register(KafkaDataSource)

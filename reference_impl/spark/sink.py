@@ -1,0 +1,201 @@
+"""The ``kconform-kafka`` streaming sink: at-least-once, or exactly-once per spec/commit.md's Spark mapping.
+
+librdkafka has no KIP-939, so a transaction can be committed only by the producer that opened
+it; the exactly-once sink therefore commits inside each task (COMMIT-011):
+
+- the transactional id is stable per ``(prefix, query id, task index)``, so a new attempt of task
+  ``i`` fences the earlier ones (COMMIT-006);
+- batch ``b``'s records and a progress marker ``b + 1`` (``send_offsets_to_transaction`` for a
+  group of the same name) commit in one transaction;
+- a task whose marker is already past ``b`` writes nothing: batch ``b`` committed before (replay);
+- a task index registers its group (marker 0) before its first transaction, so when a later
+  batch runs fewer tasks the driver's ``commit`` finds the ids of the larger earlier parallelism,
+  fences them (``init_transactions`` aborts what they left open) and deletes their groups
+  (COMMIT-012). This happens at the first batch commit after the rescale, not before its tasks.
+
+Exactly-once holds under deterministic replay: every replay of batch ``b`` must give task ``i``
+the same records (the ``kconform-kafka`` source plans replays from the offset log, so it does).
+Records go to partition ``task % partitions`` (Flink's ``FlinkFixedPartitioner``) unless a
+``partition`` column says otherwise: both are deterministic, unlike librdkafka's random
+partitioner for null keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from confluent_kafka.admin import AdminClient
+from pyspark import TaskContext
+from pyspark.sql import Row
+from pyspark.sql.datasource import DataSourceStreamWriter, WriterCommitMessage
+from pyspark.sql.types import StructType
+
+from conformance.kafka_client import KafkaClient
+from reference_impl.spark import Connection, OptionError
+from reference_impl.types import TopicPartition
+
+AT_LEAST_ONCE: Final = "at-least-once"
+EXACTLY_ONCE: Final = "exactly-once"
+GUARANTEES: Final = (AT_LEAST_ONCE, EXACTLY_ONCE)
+BATCH_ID_PROPERTY: Final = "streaming.sql.batchId"
+QUERY_ID_PROPERTY: Final = "sql.streaming.queryId"
+DEFAULT_PREFIX: Final = "kconform"
+
+
+@dataclass(frozen=True, slots=True)
+class SinkOptions:
+    """The sink's options, checked before anything connects (each error names its option)."""
+
+    connection: Connection
+    topic: str
+    guarantee: str
+    prefix: str
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> SinkOptions:
+        topic = options.get("topic")
+        if not topic:
+            raise OptionError("option 'topic' is required (the Kafka topic to write to)")
+        guarantee = options.get("deliveryGuarantee", AT_LEAST_ONCE)
+        if guarantee not in GUARANTEES:
+            raise OptionError(f"option 'deliveryGuarantee' must be one of {GUARANTEES}, got {guarantee!r}")
+        prefix = options.get("transactionalIdPrefix", DEFAULT_PREFIX)
+        if not prefix:
+            raise OptionError("option 'transactionalIdPrefix' must not be empty")
+        return cls(Connection.parse(options), topic, guarantee, prefix)
+
+
+@dataclass(frozen=True, slots=True)
+class TaskIdentity:
+    """Which task of which batch of which query is writing: all the exactly-once sink keys on."""
+
+    query: str
+    batch: int
+    task: int
+
+    @classmethod
+    def current(cls) -> TaskIdentity:
+        context = TaskContext.get()
+        if context is None:
+            raise RuntimeError("the kconform-kafka sink writes only inside a Spark task")
+        batch, query = context.getLocalProperty(BATCH_ID_PROPERTY), context.getLocalProperty(QUERY_ID_PROPERTY)
+        if batch is None or query is None:
+            raise RuntimeError(f"task has no {BATCH_ID_PROPERTY!r} / {QUERY_ID_PROPERTY!r}: not a streaming batch")
+        return cls(query, int(batch), context.partitionId())
+
+    def transactional_id(self, prefix: str) -> str:
+        """Stable across attempts and restarts of this task index; also names the marker's group."""
+        return f"{prefix}-{self.query}-{self.task}"
+
+
+@dataclass(frozen=True, slots=True)
+class TaskCommit(WriterCommitMessage):
+    """What a task did: records written, or skipped because its marker showed the batch committed."""
+
+    task: TaskIdentity
+    records: int
+    skipped: bool
+
+
+class KafkaStreamWriter(DataSourceStreamWriter):
+    """Each task writes and commits its rows; the driver's ``commit`` fences ids a rescale left behind."""
+
+    def __init__(self, options: SinkOptions, schema: StructType) -> None:
+        names = set(schema.names)
+        if "value" not in names:
+            raise OptionError(f"the sink needs a 'value' column (string or binary); the query has {sorted(names)}")
+        self._options = options
+
+    def write(self, iterator: Iterator[Row]) -> TaskCommit:
+        identity = TaskIdentity.current()
+        with self._options.connection.client() as kafka:
+            partitions = len(kafka.list_topics().get(self._options.topic, ()))
+            if partitions == 0:
+                raise OptionError(f"option 'topic': topic {self._options.topic!r} does not exist")
+            by_partition = _route(iterator, identity.task, partitions)
+            records = sum(len(rows) for rows in by_partition.values())
+            topic = self._options.topic
+            if self._options.guarantee == AT_LEAST_ONCE:
+                for partition, rows in sorted(by_partition.items()):
+                    kafka.produce_batch(TopicPartition(topic, partition), rows, linger_ms=5)
+                return TaskCommit(identity, records, skipped=False)
+            return _write_transaction(kafka, self._options, identity, by_partition, records)
+
+    def commit(self, messages: Sequence[WriterCommitMessage | None], batchId: int) -> None:
+        """Tasks committed their own transactions; what is left is fencing ids of tasks this batch lacks."""
+        commits = [m for m in messages if isinstance(m, TaskCommit)]
+        if self._options.guarantee == EXACTLY_ONCE and commits:
+            with self._options.connection.client() as kafka:
+                fence_leftovers(kafka, self._options.prefix, commits[0].task.query, len(messages))
+
+    def abort(self, messages: Sequence[WriterCommitMessage | None], batchId: int) -> None:
+        """A failed task's transaction was never committed; its retry fences and aborts it."""
+
+
+def _write_transaction(
+    kafka: KafkaClient,
+    options: SinkOptions,
+    identity: TaskIdentity,
+    by_partition: Mapping[int, list[tuple[bytes | None, bytes | None]]],
+    records: int,
+) -> TaskCommit:
+    """Records and marker ``batch + 1`` in one transaction, unless the marker shows it done (COMMIT-011)."""
+    transactional_id = identity.transactional_id(options.prefix)
+    producer = kafka.init_producer(transactional_id)  # fences every earlier attempt of this task
+    marker_tp = TopicPartition(options.topic, 0)
+    marker = kafka.committed(transactional_id).get(marker_tp)
+    if marker is None:
+        kafka.commit_offsets(transactional_id, {marker_tp: 0})  # findable by fence_leftovers from now on
+    elif marker > identity.batch:
+        return TaskCommit(identity, 0, skipped=True)
+    producer.begin_transaction()
+    for partition, rows in sorted(by_partition.items()):
+        for key, value in rows:
+            producer.produce(options.topic, partition, key, value)
+    producer.send_offsets_to_transaction(transactional_id, {marker_tp: identity.batch + 1})
+    producer.flush()
+    producer.commit_transaction()
+    return TaskCommit(identity, records, skipped=False)
+
+
+def fence_leftovers(kafka: KafkaClient, prefix: str, query: str, tasks: int) -> list[str]:
+    """Fence and forget the transactional ids of task indices ``>= tasks`` of ``query`` (COMMIT-012).
+
+    Forgetting their markers is safe: every batch those tasks ran is in Spark's commit log by now,
+    so none of them is replayed. Returns the ids fenced.
+    """
+    admin = AdminClient(kafka.broker.client_config("admin"))
+    stem = f"{prefix}-{query}-"
+    listed = admin.list_consumer_groups(request_timeout=kafka.timeout_s).result(kafka.timeout_s)
+    leftovers = sorted(
+        g.group_id
+        for g in listed.valid
+        if g.group_id.startswith(stem) and g.group_id[len(stem) :].isdigit() and int(g.group_id[len(stem) :]) >= tasks
+    )
+    for transactional_id in leftovers:
+        kafka.init_producer(transactional_id)  # aborts the id's open transaction, fences its producer
+    if leftovers:
+        for future in admin.delete_consumer_groups(leftovers, request_timeout=kafka.timeout_s).values():
+            future.result(kafka.timeout_s)
+    return leftovers
+
+
+def _route(rows: Iterator[Row], task: int, partitions: int) -> dict[int, list[tuple[bytes | None, bytes | None]]]:
+    """Rows by target partition: the ``partition`` column if set, else ``task % partitions``."""
+    routed: dict[int, list[tuple[bytes | None, bytes | None]]] = {}
+    for row in rows:
+        fields: dict[str, Any] = row.asDict()
+        partition = fields.get("partition")
+        target = task % partitions if partition is None else int(partition)
+        routed.setdefault(target, []).append((_bytes(fields.get("key")), _bytes(fields["value"])))
+    return routed
+
+
+def _bytes(value: Any) -> bytes | None:
+    if value is None or isinstance(value, bytes):
+        return value
+    if isinstance(value, bytearray):
+        return bytes(value)
+    return str(value).encode()

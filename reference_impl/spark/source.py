@@ -1,0 +1,312 @@
+"""The ``kconform-kafka`` streaming source: Flink's Kafka source semantics on micro-batches.
+
+The driver discovers partitions on every trigger (``latestOffset``) with the reference
+``Subscription`` and plans each batch as exactly ``parallelism`` input partitions with the
+reference assigner, so Spark task ``i`` reads what Flink subtask ``i`` would (ASSIGN-001). The
+offsets JSON (``reference_impl.spark.offsets``) plays the union list state: it only grows, never
+moves an offset backwards, and carries the parallelism a batch was planned with, so a replayed
+batch is planned as it first was and a new parallelism starts at the next batch (rescale).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Final
+from uuid import uuid4
+
+import confluent_kafka as ck
+import pyarrow as pa  # type: ignore[import-untyped]
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
+from pyspark.sql.types import (
+    BinaryType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from conformance.kafka_client import KafkaClient, translate
+from reference_impl.assignment import plan
+from reference_impl.discovery import Subscription
+from reference_impl.ports import KafkaError
+from reference_impl.spark import Connection, OptionError, positive_int
+from reference_impl.spark.offsets import SourceOffsets
+from reference_impl.types import TopicPartition
+
+SCHEMA: Final = StructType(
+    [
+        StructField("topic", StringType(), False),
+        StructField("partition", IntegerType(), False),
+        StructField("offset", LongType(), False),
+        StructField("key", BinaryType()),
+        StructField("value", BinaryType()),
+        StructField("timestamp", TimestampType()),
+    ]
+)
+"""Built from types, not DDL: parsing DDL needs a SparkSession, which worker processes lack."""
+ARROW_SCHEMA: Final = to_arrow_schema(SCHEMA, timezone="UTC")
+ARROW_BATCH_ROWS: Final = 10_000
+STARTING_OFFSETS: Final = ("earliest", "latest")
+
+
+@dataclass(frozen=True, slots=True)
+class SourceOptions:
+    """The source's options, checked before anything connects (each error names its option)."""
+
+    connection: Connection
+    subscription: Subscription
+    parallelism: int
+    starting: str
+    max_records: int | None
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> SourceOptions:
+        topics, pattern = options.get("subscribe"), options.get("subscribePattern")
+        if (topics is None) == (pattern is None):
+            raise OptionError("option 'subscribe' (comma list) or 'subscribePattern' is required, not both")
+        if topics is not None:
+            names = [t.strip() for t in topics.split(",") if t.strip()]
+            if not names:
+                raise OptionError(f"option 'subscribe' names no topic: {topics!r}")
+            subscription = Subscription.fixed(names)
+        else:
+            assert pattern is not None
+            try:
+                subscription = Subscription.regex(pattern)
+            except ValueError as error:
+                raise OptionError(f"option 'subscribePattern': {error}") from None
+        starting = options.get("startingOffsets", "latest")
+        if starting not in STARTING_OFFSETS:
+            raise OptionError(f"option 'startingOffsets' must be one of {STARTING_OFFSETS}, got {starting!r}")
+        max_records = positive_int(options, "maxRecordsPerTrigger", 0) or None
+        return cls(
+            Connection.parse(options), subscription, positive_int(options, "parallelism", 1), starting, max_records
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetRange:
+    """Records ``[start, until)`` of one partition."""
+
+    tp: TopicPartition
+    start: int
+    until: int
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaInputPartition(InputPartition):
+    """Input partition ``subtask`` of a batch: the ranges of the partitions the assigner gives it."""
+
+    subtask: int
+    ranges: tuple[OffsetRange, ...]
+
+
+class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Driver side: discovery and planning; executor side: ``read`` of one input partition."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        self._options = options
+        self._client: KafkaClient | None = None
+        self._available_now: Mapping[TopicPartition, int] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Executors get the options only: a client never crosses processes."""
+        return {"_options": self._options, "_client": None, "_available_now": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+    def _kafka(self) -> KafkaClient:
+        if self._client is None:
+            self._client = self._options.connection.client()
+        return self._client
+
+    def stop(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    # -- driver: discovery and planning -----------------------------------------------------
+
+    def initialOffset(self) -> dict[str, Any]:
+        """A fresh query: the partitions found now at ``startingOffsets``; fixed topics must exist."""
+        metadata = self._kafka().list_topics()
+        subscription = self._options.subscription
+        missing = sorted(t for t in subscription.topics if t not in metadata)
+        if missing:
+            raise OptionError(f"option 'subscribe': unknown topic(s) {missing}")
+        found = subscription.select(metadata)
+        if self._options.starting == "earliest":
+            offsets = {tp: self._kafka().earliest_offset(tp) for tp in found}
+        else:
+            offsets = self._ends(found)
+        return SourceOffsets(self._options.parallelism, offsets).to_json()
+
+    def _ends(self, partitions: set[TopicPartition]) -> dict[TopicPartition, int]:
+        isolation = self._options.connection.isolation
+        return {tp: self._kafka().latest_offset(tp, isolation) for tp in partitions}
+
+    def _discover(self, previous: SourceOffsets) -> SourceOffsets:
+        """Every subscribed partition at its end; new ones start at their real earliest offset (DISC-005).
+
+        Partitions absent from this metadata view keep their offsets (RESTORE-006); offsets only
+        move forward (RESTORE-003).
+        """
+        subscribed = self._options.subscription.select(self._kafka().list_topics())
+        first = {tp: self._kafka().earliest_offset(tp) for tp in subscribed - previous.offsets.keys()}
+        known = {**previous.offsets, **first}
+        ends = {tp: max(known[tp], end) for tp, end in self._ends(subscribed).items()}
+        return SourceOffsets(self._options.parallelism, {**known, **ends}, first)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        """``availableNow`` reads up to what exists now; partitions found later wait for the next run."""
+        subscribed = self._options.subscription.select(self._kafka().list_topics())
+        self._available_now = self._ends(subscribed)
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        previous = SourceOffsets.from_json(start)
+        latest = self._discover(previous)
+        if self._available_now is not None:
+            cap = self._available_now
+            latest = replace(
+                latest,
+                offsets={
+                    tp: min(o, max(cap.get(tp, 0), latest.start_of(tp, previous))) for tp, o in latest.offsets.items()
+                },
+            )
+        if isinstance(limit, ReadMaxRows):
+            latest = limit_rows(previous, latest, limit.max_rows)
+        if latest.same_progress(previous):
+            return start  # the same text, or Spark logs an empty batch on every trigger
+        return latest.to_json()
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self._options.max_records is None:
+            return super().getDefaultReadLimit()
+        return ReadMaxRows(self._options.max_records)
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        """Exactly ``parallelism`` input partitions, planned from the log entry alone (replay-safe)."""
+        previous, current = SourceOffsets.from_json(start), SourceOffsets.from_json(end)
+        by_subtask = plan(current.offsets, current.parallelism).by_subtask
+        return [
+            KafkaInputPartition(i, tuple(r for r in _ranges(tps, previous, current) if r.until > r.start))
+            for i, tps in enumerate(by_subtask)
+        ]
+
+    def commit(self, end: dict[str, Any]) -> None:
+        """Nothing to do: progress lives in Spark's offset and commit logs."""
+
+    # -- executor: reading -------------------------------------------------------------------
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, KafkaInputPartition)
+        if partition.ranges:
+            yield from read_ranges(self._options.connection, partition.ranges)
+
+
+def _ranges(tps: Sequence[TopicPartition], previous: SourceOffsets, current: SourceOffsets) -> Iterator[OffsetRange]:
+    for tp in tps:
+        yield OffsetRange(tp, current.start_of(tp, previous), current.offsets[tp])
+
+
+def limit_rows(previous: SourceOffsets, latest: SourceOffsets, max_rows: int) -> SourceOffsets:
+    """Cap a batch at exactly ``max_rows`` records, shared in proportion to each partition's backlog.
+
+    Largest remainders get the rows that flooring leaves over, so a partition whose backlog grows
+    while others are served is served next: no partition starves under a small limit.
+    """
+    available = {tp: end - latest.start_of(tp, previous) for tp, end in latest.offsets.items()}
+    total = sum(available.values())
+    if total <= max_rows:
+        return latest
+    shares = {tp: count * max_rows // total for tp, count in available.items()}
+    left_over = max_rows - sum(shares.values())
+    for tp in sorted(available, key=lambda tp: (-(available[tp] * max_rows % total), tp))[:left_over]:
+        shares[tp] += 1
+    return replace(latest, offsets={tp: latest.start_of(tp, previous) + share for tp, share in shares.items()})
+
+
+def read_ranges(connection: Connection, ranges: Sequence[OffsetRange]) -> Iterator[pa.RecordBatch]:
+    """Read every range with one consumer, as Arrow batches; bounded by the no-progress timeout.
+
+    A range is complete when the consumer's position reaches ``until``: the position, not the
+    offset of the last record, because control markers (and, under read_committed, aborted
+    records) take offsets that are never returned.
+    """
+    settings = {
+        **dict(connection.settings),
+        "bootstrap.servers": connection.bootstrap_servers,
+        "group.id": f"kconform-source-{uuid4().hex}",
+        "enable.auto.commit": False,
+        "enable.partition.eof": True,
+        "auto.offset.reset": "error",
+        "log_level": 0,
+    }
+    consumer = ck.Consumer(settings)
+    pending = {(r.tp.topic, r.tp.partition): r for r in ranges}
+    position = {key: r.start for key, r in pending.items()}
+    consumer.assign([ck.TopicPartition(r.tp.topic, r.tp.partition, r.start) for r in ranges])
+    columns: list[list[Any]] = [[] for _ in ARROW_SCHEMA]
+    last_progress = time.monotonic()
+    try:
+        while pending:
+            for message in consumer.consume(ARROW_BATCH_ROWS, timeout=0.2):
+                key = (message.topic() or "", message.partition() or 0)  # set on every consumed event
+                entry = pending.get(key)
+                error = message.error()
+                if error is not None and error.code() != ck.KafkaError._PARTITION_EOF:
+                    raise translate(error, f"read {entry.tp if entry else key}")
+                if entry is None:
+                    continue
+                offset = message.offset() or 0
+                if error is None and offset < entry.until:
+                    _append(columns, message, offset)
+                reached = offset if error is not None else offset + 1
+                if reached > position[key]:
+                    position[key] = reached
+                    last_progress = time.monotonic()
+                if position[key] >= entry.until:
+                    del pending[key]
+                    consumer.pause([ck.TopicPartition(*key)])
+            if len(columns[0]) >= ARROW_BATCH_ROWS:
+                yield _batch(columns)
+            if pending and time.monotonic() - last_progress > connection.timeout_s:
+                stuck = ", ".join(
+                    f"{r.tp} at {position[k]} of [{r.start}, {r.until})" for k, r in sorted(pending.items())
+                )
+                raise KafkaError(
+                    f"no progress for {connection.timeout_s} s reading {stuck}; records in the planned range are "
+                    "not fetchable (an open transaction under read_committed, or a broker reporting a wrong end offset)"
+                )
+        if columns[0]:
+            yield _batch(columns)
+    finally:
+        consumer.close()
+
+
+def _append(columns: list[list[Any]], message: ck.Message, offset: int) -> None:
+    kind, millis = message.timestamp()
+    values = (
+        message.topic(),
+        message.partition(),
+        offset,
+        message.key(),
+        message.value(),
+        None if kind == ck.TIMESTAMP_NOT_AVAILABLE else millis * 1000,
+    )
+    for column, value in zip(columns, values, strict=True):
+        column.append(value)
+
+
+def _batch(columns: list[list[Any]]) -> pa.RecordBatch:
+    arrays = [pa.array(column, type=field.type) for column, field in zip(columns, ARROW_SCHEMA, strict=True)]
+    for column in columns:
+        column.clear()
+    return pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)

@@ -1,0 +1,51 @@
+"""Option parsing of the source and sink: pure, no Spark or broker; every error names its option."""
+
+from __future__ import annotations
+
+import pytest
+
+from reference_impl.spark import OptionError
+from reference_impl.spark.sink import SinkOptions
+from reference_impl.spark.source import SourceOptions
+
+BOOTSTRAP = {"bootstrap.servers": "127.0.0.1:9092"}
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"subscribe": "a"}, "bootstrap.servers"),
+        (BOOTSTRAP, "subscribe"),
+        ({**BOOTSTRAP, "subscribe": "a", "subscribePattern": "a.*"}, "subscribe"),
+        ({**BOOTSTRAP, "subscribe": " , "}, "subscribe"),
+        ({**BOOTSTRAP, "subscribePattern": "("}, "subscribePattern"),
+        ({**BOOTSTRAP, "subscribe": "a", "parallelism": "0"}, "parallelism"),
+        ({**BOOTSTRAP, "subscribe": "a", "parallelism": "two"}, "parallelism"),
+        ({**BOOTSTRAP, "subscribe": "a", "startingOffsets": "middle"}, "startingOffsets"),
+        ({**BOOTSTRAP, "subscribe": "a", "maxRecordsPerTrigger": "-1"}, "maxRecordsPerTrigger"),
+        ({**BOOTSTRAP, "subscribe": "a", "timeoutMs": "0"}, "timeoutMs"),
+    ],
+)
+def test_wrong_source_option_names_itself(options: dict[str, str], named: str) -> None:
+    with pytest.raises(OptionError, match=f"option '{named}'"):
+        SourceOptions.parse(options)
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        (BOOTSTRAP, "topic"),
+        ({**BOOTSTRAP, "topic": "t", "deliveryGuarantee": "at-most-once"}, "deliveryGuarantee"),
+        ({**BOOTSTRAP, "topic": "t", "transactionalIdPrefix": ""}, "transactionalIdPrefix"),
+    ],
+)
+def test_wrong_sink_option_names_itself(options: dict[str, str], named: str) -> None:
+    with pytest.raises(OptionError, match=f"option '{named}'"):
+        SinkOptions.parse(options)
+
+
+def test_kafka_options_pass_through_without_their_prefix() -> None:
+    parsed = SourceOptions.parse({**BOOTSTRAP, "subscribe": "a,b", "kafka.isolation.level": "read_committed"})
+    assert dict(parsed.connection.settings) == {"isolation.level": "read_committed"}
+    assert parsed.subscription.topics == frozenset({"a", "b"})
+    assert (parsed.parallelism, parsed.starting, parsed.max_records) == (1, "latest", None)

@@ -1,0 +1,123 @@
+"""The ``kconform-kafka`` sink on a live broker, fed by the ``kconform-kafka`` source.
+
+What Tansu cannot show (aborted records hidden from read_committed, zombie fencing; see
+``conformance.probe``) is skipped with the probe's reason, never asserted.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from conformance.brokers import Broker
+from conformance.kafka_client import KafkaClient
+from conformance.pipeline import Pipeline, fill, topic_values
+from conformance.probe import Capability
+from reference_impl.ports import Isolation
+from reference_impl.spark.sink import DEFAULT_PREFIX
+from tests.spark.test_source import topic_name
+
+
+def committed_values(client: KafkaClient, topic: str) -> Counter[bytes | None]:
+    return topic_values(client, topic, Isolation.READ_COMMITTED)
+
+
+def produced_values(client: KafkaClient, topic: str) -> Counter[bytes | None]:
+    return topic_values(client, topic, Isolation.READ_UNCOMMITTED)
+
+
+@pytest.fixture
+def topics(client: KafkaClient) -> tuple[str, str]:
+    """A 3-partition input topic with records and an empty 2-partition output topic."""
+    source, sink = topic_name("in"), topic_name("out")
+    client.create_topic(source, 3)
+    client.create_topic(sink, 2)
+    return source, sink
+
+
+def test_exactly_once_output_equals_input_and_a_replayed_batch_is_skipped(
+    spark: SparkSession, broker: Broker, client: KafkaClient, topics: tuple[str, str], tmp_path: Path
+) -> None:
+    """COMMIT-011: output and marker commit together; a batch replayed after its tasks committed
+    (commit-log entry lost) writes nothing again."""
+    source, sink = topics
+    fill(client, source, 3, 15, "a")
+    pipeline = Pipeline(spark, broker.bootstrap_servers, tmp_path, parallelism=2, subscribe=source, sink_topic=sink)
+    pipeline.run_available_now()
+    expected = produced_values(client, source)
+    assert committed_values(client, sink) == expected
+
+    pipeline.forget_last_commit()
+    fill(client, source, 3, 5, "b")
+    replay = Pipeline(spark, broker.bootstrap_servers, tmp_path, parallelism=2, subscribe=source, sink_topic=sink)
+    replay.run_available_now()
+    assert committed_values(client, sink) == produced_values(client, source)
+
+
+def test_at_least_once_loses_nothing(
+    spark: SparkSession, broker: Broker, client: KafkaClient, topics: tuple[str, str], tmp_path: Path
+) -> None:
+    source, sink = topics
+    fill(client, source, 3, 15, "a")
+    pipeline = Pipeline(
+        spark, broker.bootstrap_servers, tmp_path, parallelism=2, subscribe=source, sink_topic=sink,
+        delivery_guarantee="at-least-once",
+    )  # fmt: skip
+    pipeline.run_available_now()
+    assert not produced_values(client, source) - committed_values(client, sink)
+
+
+def test_transaction_left_open_by_a_larger_parallelism_is_fenced_after_rescale(
+    spark: SparkSession, broker: Broker, client: KafkaClient, topics: tuple[str, str],
+    capabilities: dict[str, Capability], tmp_path: Path,
+) -> None:  # fmt: skip
+    """COMMIT-012: task 3 of a run at parallelism 4 left a transaction open; the next run at 2 fences it,
+    so read_committed readers are no longer blocked (and, where the broker hides aborts, never see it)."""
+    source, sink = topics
+    fill(client, source, 3, 5, "a")
+    wide = Pipeline(spark, broker.bootstrap_servers, tmp_path, parallelism=4, subscribe=source, sink_topic=sink)
+    wide.run_available_now()
+    assert wide.query is not None
+    groups = [f"{DEFAULT_PREFIX}-{wide.query.id}-{task}" for task in range(4)]
+    assert all(client.committed(g) for g in groups), "every task index registers its marker group"
+    left_open = client.init_producer(groups[3])
+    left_open.begin_transaction()
+    left_open.produce(sink, 0, None, b"left-open")
+    left_open.flush()
+
+    fill(client, source, 3, 5, "b")
+    Pipeline(
+        spark, broker.bootstrap_servers, tmp_path, parallelism=2, subscribe=source, sink_topic=sink
+    ).run_available_now()
+    assert [bool(client.committed(g)) for g in groups] == [True, True, False, False]
+    visible = committed_values(client, sink)
+    assert not produced_values(client, source) - visible, "read_committed is still blocked by the open transaction"
+    if capabilities["abort_hidden_from_read_committed"].supported:
+        assert b"left-open" not in visible
+
+
+def test_zombie_attempt_of_a_task_is_fenced_and_its_records_hidden(
+    spark: SparkSession, broker: Broker, client: KafkaClient, topics: tuple[str, str],
+    capabilities: dict[str, Capability], tmp_path: Path,
+) -> None:  # fmt: skip
+    """COMMIT-006: a new attempt of task i aborts the open transaction of an earlier one."""
+    missing = [c for c in ("zombie_fencing", "abort_hidden_from_read_committed") if not capabilities[c].supported]
+    if missing:
+        pytest.skip(f"not verifiable on this broker: {', '.join(missing)}")
+    source, sink = topics
+    fill(client, source, 3, 5, "a")
+    pipeline = Pipeline(spark, broker.bootstrap_servers, tmp_path, parallelism=2, subscribe=source, sink_topic=sink)
+    pipeline.run_available_now()
+    assert pipeline.query is not None
+    zombie = client.init_producer(f"{DEFAULT_PREFIX}-{pipeline.query.id}-0")
+    zombie.begin_transaction()
+    zombie.produce(sink, 0, None, b"zombie")
+    zombie.flush()
+    fill(client, source, 3, 5, "b")
+    Pipeline(
+        spark, broker.bootstrap_servers, tmp_path, parallelism=2, subscribe=source, sink_topic=sink
+    ).run_available_now()
+    assert committed_values(client, sink) == produced_values(client, source)
