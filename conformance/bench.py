@@ -112,10 +112,16 @@ def time_to_kill(mutant: Mutant) -> tuple[float, bool]:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="kconform bench", description=__doc__)
-    parser.add_argument("--skip-mutants", action="store_true", help="only the planning and discovery figures")
+    parser.add_argument("--skip-mutants", action="store_true", help="skip the time-to-kill figures")
+    parser.add_argument("--skip-spark", action="store_true", help="skip the Spark source and sink throughput figures")
     args = parser.parse_args(argv)
     figures = [bench_plan(), bench_discovery_diff()]
     print("\n".join(f.row() for f in figures))
+    if not args.skip_spark:
+        from conformance.bench_spark import bench_spark  # pyspark is imported only when needed
+
+        print()
+        bench_spark()
     if args.skip_mutants:
         return 0
     settings.register_profile(

@@ -8,13 +8,14 @@ The suite itself lives in ``conformance.suite``: ``pytest --pyargs conformance.s
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import pytest
 from hypothesis import settings
 
 from conformance.adapter import CAPABILITIES, ProtocolAdapter, guard, load_adapter
+from conformance.brokers import Broker, BrokerUnavailable, broker_from_env
 from conformance.profiles import profile_from_env, register_profiles
 
 register_profiles()
@@ -72,6 +73,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+def live_broker(kind: str | None = None) -> Iterator[Broker]:
+    """Start the broker ``KCONFORM_BROKER`` (or ``kind``) names, yield it, stop it; skip if none can run."""
+    running = broker_from_env(kind)
+    try:
+        running.start()
+    except BrokerUnavailable as reason:
+        pytest.skip(str(reason))
+    try:
+        yield running
+    finally:
+        running.stop()
 
 
 @pytest.fixture(scope="session")

@@ -7,26 +7,18 @@ the broker can do.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import pytest
 
-from conformance.brokers import BROKER_ENV, Broker, BrokerUnavailable, broker_from_env
+from conformance.brokers import Broker
 from conformance.probe import Capability, probe
+from conformance.pytest_plugin import live_broker
 
 
 @pytest.fixture(scope="session")
 def broker() -> Iterator[Broker]:
-    running = broker_from_env(os.environ.get(BROKER_ENV))
-    try:
-        running.start()
-    except BrokerUnavailable as reason:
-        pytest.skip(str(reason))
-    try:
-        yield running
-    finally:
-        running.stop()
+    yield from live_broker()
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from conformance.adapter import ProtocolAdapter
-from conformance.brokers import Broker, BrokerUnavailable, broker_from_env
+from conformance.brokers import Broker
 from conformance.checkers import check_offset_continuity, explain, fail_on
 from conformance.kafka_client import KafkaClient
 from conformance.pipeline import (
@@ -28,7 +28,7 @@ from conformance.pipeline import (
     local_session,
     topic_values,
 )
-from conformance.pytest_plugin import requirement
+from conformance.pytest_plugin import live_broker, requirement
 from reference_impl.ports import Isolation
 
 pytestmark = pytest.mark.pipeline
@@ -43,15 +43,7 @@ def pipeline_capable(adapter_under_test: ProtocolAdapter) -> None:
 
 @pytest.fixture(scope="module")
 def pipeline_broker(pipeline_capable: None) -> Iterator[Broker]:
-    running = broker_from_env()
-    try:
-        running.start()
-    except BrokerUnavailable as reason:
-        pytest.skip(str(reason))
-    try:
-        yield running
-    finally:
-        running.stop()
+    yield from live_broker()
 
 
 @pytest.fixture(scope="module")
