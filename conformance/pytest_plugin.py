@@ -16,11 +16,14 @@ from hypothesis import settings
 
 from conformance.adapter import CAPABILITIES, ProtocolAdapter, guard, load_adapter
 from conformance.brokers import Broker, BrokerUnavailable, broker_from_env
+from conformance.probe import Capability
 from conformance.profiles import profile_from_env, register_profiles
 
 register_profiles()
 
 DEFAULT_ADAPTER = "reference_impl.adapter:ADAPTER"
+BROKER_CAPABILITIES = pytest.StashKey[list[Capability]]()
+"""The probe's measurement of the broker a run used; every report shows it."""
 REQUIREMENT_MARK = "requirement"
 
 F = TypeVar("F", bound=Callable[..., Any])

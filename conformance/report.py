@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from dataclasses import asdict
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from conformance.probe import format_table
 from conformance.runner import RequirementResult, RunResult, Status, TestResult
 
 TITLE_WIDTH = 60
@@ -76,6 +78,8 @@ def render_text(result: RunResult) -> str:
         lines += [f"  replay: {t.replay}"] if t.replay else []
     if any(t.status is Status.FAIL for t in result.tests):
         lines += ["", REPLAY_NOTE]
+    if result.broker:
+        lines += ["", "broker capabilities (kconform probe-broker):", format_table(result.broker)]
     metrics = [f"metric {t.name}: {k} = {v}" for t in result.tests for k, v in t.metrics.items()]
     lines += ["", *metrics] if metrics else []
     lines += ["", *(f"note: {n}" for n in result.notes)]
@@ -114,6 +118,8 @@ def render_markdown(result: RunResult) -> str:
     for t in failures:
         lines += ["", f"### `{t.name}`", "", _violates(t), "", "```text", _evidence(t), "```"]
         lines += ["", "Replay:", "", "```sh", t.replay, "```"] if t.replay else []
+    if result.broker:
+        lines += ["", "## Broker capabilities", "", "```text", format_table(result.broker), "```"]
     if result.notes or result.untested:
         lines += ["", "## Notes", "", *(f"- {n}" for n in result.notes)]
     if result.untested:
@@ -184,6 +190,7 @@ def to_json(result: RunResult) -> dict[str, Any]:
         "tests": [_test_json(t) for t in result.tests],
         "untested": result.untested,
         "notes": result.notes,
+        "broker_capabilities": [asdict(c) for c in result.broker],
     }
 
 

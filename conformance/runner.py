@@ -32,8 +32,9 @@ import pytest
 
 from conformance.adapter import call_in_progress, load_adapter
 from conformance.expectations import Deviation, find_deviation, load_expectations
+from conformance.probe import Capability
 from conformance.profiles import PROFILES, profile_from_env
-from conformance.pytest_plugin import DEFAULT_ADAPTER
+from conformance.pytest_plugin import BROKER_CAPABILITIES, DEFAULT_ADAPTER
 from conformance.requirements import (
     LEVELS,
     Requirement,
@@ -150,6 +151,8 @@ class RunResult:
     pytest_log: str
     interrupted: bool
     """pytest stopped early (Ctrl-C, ``pytest.exit``): the results are incomplete and the run fails."""
+    broker: list[Capability] = field(default_factory=list)
+    """What the run's broker can show, as the probe measured it (pipeline level only)."""
 
     @property
     def failing(self) -> list[TestResult]:
@@ -212,6 +215,7 @@ class Collector:
         self._collect_errors: list[TestResult] = []
 
     def pytest_configure(self, config: pytest.Config) -> None:
+        self.config = config
         config.addinivalue_line("markers", f"{PIPELINE_MARK}: a pipeline-level test (a real streaming query)")
 
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -471,6 +475,7 @@ def run(options: RunOptions, out: IO[str] = sys.stdout) -> RunResult:
         time.time(),
         log.getvalue(),
         interrupted,
+        collector.config.stash.get(BROKER_CAPABILITIES, []),
     )
 
 

@@ -49,6 +49,9 @@ def test_required_reference_adapter_conforms(adapter: str, level: str, tmp_path:
     statuses = {r["id"]: r["status"] for r in report["requirements"]}
     assert statuses, "the report lists no requirement"
     assert set(statuses.values()) == {"PASS"}, statuses
+    if level == "pipeline":
+        probed = {c["name"]: c["supported"] for c in report["broker_capabilities"]}
+        assert "create_partitions" in probed and "zombie_fencing" in probed, probed
     if level == "protocol":
         spread = [t["metrics"] for t in report["tests"] if "ASSIGN-005" in t["requirements"]]
         assert spread and all(f"global_spread_parallelism_{n}" in spread[0] for n in (2, 4, 8, 16)), spread

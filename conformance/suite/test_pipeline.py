@@ -28,7 +28,8 @@ from conformance.pipeline import (
     local_session,
     topic_values,
 )
-from conformance.pytest_plugin import live_broker, requirement
+from conformance.probe import probe
+from conformance.pytest_plugin import BROKER_CAPABILITIES, live_broker, requirement
 from reference_impl.ports import Isolation
 
 pytestmark = pytest.mark.pipeline
@@ -42,8 +43,11 @@ def pipeline_capable(adapter_under_test: ProtocolAdapter) -> None:
 
 
 @pytest.fixture(scope="module")
-def pipeline_broker(pipeline_capable: None) -> Iterator[Broker]:
-    yield from live_broker()
+def pipeline_broker(pipeline_capable: None, request: pytest.FixtureRequest) -> Iterator[Broker]:
+    """The run's broker, probed once: the report shows what it can and cannot show (spec/kafka.md)."""
+    for running in live_broker():
+        request.config.stash[BROKER_CAPABILITIES] = probe(running)
+        yield running
 
 
 @pytest.fixture(scope="module")
