@@ -362,8 +362,18 @@ class KafkaTransactionalProducer:
             if error is not None:
                 self._errors.append(error)
 
+        deadline = time.monotonic() + self._timeout_s
         with _translated(f"produce ({self._transactional_id})"):
-            self._producer.produce(topic, value, key, partition=partition, on_delivery=delivered)
+            while True:
+                try:
+                    self._producer.produce(topic, value, key, partition=partition, on_delivery=delivered)
+                    break
+                except BufferError:  # librdkafka's local queue is full: let deliveries drain it, bounded
+                    if time.monotonic() >= deadline:
+                        raise KafkaError(
+                            f"produce ({self._transactional_id}): local queue still full after {self._timeout_s} s"
+                        ) from None
+                    self._producer.poll(0.1)
             self._producer.poll(0)
 
     def send_offsets_to_transaction(self, group: str, offsets: Mapping[TopicPartition, int]) -> None:
