@@ -36,8 +36,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 
 from conformance.brokers import Broker, broker_from_env
-from conformance.kafka_client import KafkaClient
 from conformance.pipeline import local_session
+from reference_impl.kafka_client import KafkaClient, configure
 from reference_impl.ports import Isolation, KafkaError
 from reference_impl.spark import FORMAT
 from reference_impl.types import TopicPartition
@@ -115,8 +115,8 @@ def count_records(broker: Broker, topic: str, partitions: int, isolation: Isolat
     ``READ_TIMEOUT_S``.
     """
     consumer = ck.Consumer(
-        broker.client_config(
-            "consumer", **{"group.id": f"kconform-bench-{uuid4().hex}", "isolation.level": isolation.value}
+        configure(
+            broker, "consumer", **{"group.id": f"kconform-bench-{uuid4().hex}", "isolation.level": isolation.value}
         )
     )
     consumer.assign([ck.TopicPartition(topic, p, ck.OFFSET_BEGINNING) for p in range(partitions)])

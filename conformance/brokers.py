@@ -22,8 +22,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Literal
 
-from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient
+from reference_impl.kafka_client import ClientRole, await_metadata
+from reference_impl.ports import KafkaError
 
 BrokerKind = Literal["embedded", "external", "testcontainers"]
 BROKER_KINDS: Final[tuple[BrokerKind, ...]] = ("embedded", "external", "testcontainers")
@@ -35,8 +35,6 @@ SECURITY_ENV_PREFIXES: Final = ("KAFKA_SECURITY_", "KAFKA_SASL_", "KAFKA_SSL_")
 START_TIMEOUT_S: Final = 30.0
 STOP_TIMEOUT_S: Final = 5.0
 
-ClientRole = Literal["admin", "producer", "consumer"]
-
 FAST_CLIENT_SETTINGS: Final[Mapping[ClientRole, Mapping[str, Any]]] = {
     "admin": {},
     "producer": {
@@ -47,12 +45,14 @@ FAST_CLIENT_SETTINGS: Final[Mapping[ClientRole, Mapping[str, Any]]] = {
         # Tansu completes a JoinGroup only after session.timeout.ms / 2 (librdkafka default 45 s).
         "session.timeout.ms": 6000,
         "heartbeat.interval.ms": 1000,
-        "enable.auto.commit": False,
-        "enable.partition.eof": True,
         "fetch.wait.max.ms": 100,
     },
 }
-"""Per-role librdkafka settings that make tests fast; applied by ``Broker.client_config``."""
+"""Per-role librdkafka settings that make tests fast; applied by ``Broker.client_config``.
+
+Settings the client's correctness depends on are not here but in
+``reference_impl.kafka_client.SEMANTIC_CLIENT_SETTINGS``: a production Spark job gets them too.
+"""
 
 COMMON_CLIENT_SETTINGS: Final[Mapping[str, Any]] = {
     # New topics must show up in regex subscriptions and metadata quickly.
@@ -123,17 +123,10 @@ class Broker(abc.ABC):
 
     def _wait_healthy(self, deadline: float, alive: Callable[[], None] | None = None) -> None:
         """Poll with metadata requests until the broker answers or ``deadline`` passes."""
-        admin = AdminClient(self.client_config("admin"))
-        last: KafkaException | None = None
-        while time.monotonic() < deadline:
-            if alive is not None:
-                alive()
-            try:
-                admin.list_topics(timeout=min(1.0, max(0.1, deadline - time.monotonic())))
-                return
-            except KafkaException as error:  # transport errors while the broker comes up
-                last = error
-        raise BrokerStartError(f"{self.describe()} did not answer a metadata request in time: {last}")
+        try:
+            await_metadata(self, max(0.0, deadline - time.monotonic()), alive)
+        except KafkaError as error:
+            raise BrokerStartError(f"{self.describe()} did not answer a metadata request in time: {error}") from None
 
 
 def tansu_binary() -> Path:

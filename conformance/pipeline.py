@@ -26,8 +26,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 
 from conformance.checkers import Violation, check_formula, check_plan
-from conformance.kafka_client import KafkaClient
 from reference_impl.adapter import ReferenceAdapter
+from reference_impl.kafka_client import KafkaClient
 from reference_impl.ports import Isolation
 from reference_impl.spark import FORMAT, register
 from reference_impl.spark.offsets import SourceOffsets

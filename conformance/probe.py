@@ -21,7 +21,7 @@ from uuid import uuid4
 import confluent_kafka as ck
 
 from conformance.brokers import BROKER_KINDS, Broker, BrokerStartError, BrokerUnavailable, broker_from_env
-from conformance.kafka_client import KafkaClient, KafkaTransactionalProducer, wait_until
+from reference_impl.kafka_client import KafkaClient, KafkaTransactionalProducer, wait_until
 from reference_impl.ports import (
     Isolation,
     KafkaError,
@@ -297,7 +297,7 @@ class _Probe:
     def regex_subscription(self) -> Capability:
         prefix = f"kconform-probe-{self.run}-rx-"
         first = self.topic("rx-a")
-        config = self.client.broker.client_config("consumer", **{"group.id": f"{prefix}group"})
+        config = self.client.config("consumer", **{"group.id": f"{prefix}group"})
         consumer = ck.Consumer(config)
         try:
             consumer.subscribe([f"^{prefix}.*"])

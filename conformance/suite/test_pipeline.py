@@ -18,7 +18,6 @@ from pyspark.sql import SparkSession
 from conformance.adapter import ProtocolAdapter
 from conformance.brokers import Broker
 from conformance.checkers import check_offset_continuity, explain, fail_on
-from conformance.kafka_client import KafkaClient
 from conformance.pipeline import (
     Pipeline,
     check_output,
@@ -30,6 +29,7 @@ from conformance.pipeline import (
 )
 from conformance.probe import probe
 from conformance.pytest_plugin import BROKER_CAPABILITIES, live_broker, requirement
+from reference_impl.kafka_client import KafkaClient
 from reference_impl.ports import Isolation
 
 pytestmark = pytest.mark.pipeline

@@ -2,7 +2,7 @@
 
 Both sides make every decision through the pure core (``reference_impl.assignment``,
 ``reference_impl.discovery``, ``reference_impl.spark.offsets``) and talk to Kafka through the
-ports' confluent-kafka implementation (``conformance.kafka_client.KafkaClient``), so Spark adds
+ports' confluent-kafka implementation (``reference_impl.kafka_client.KafkaClient``), so Spark adds
 only the mechanics: offsets in the offset log, tasks as subtasks, task-local transactions.
 Options shared by source and sink are parsed here; ``register(spark)`` installs both.
 """
@@ -17,8 +17,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, DataSourceStreamWriter
 from pyspark.sql.types import StructType
 
-from conformance.brokers import BrokerStartError, ExternalBroker
-from conformance.kafka_client import KafkaClient
+from reference_impl.kafka_client import KafkaClient, StaticEndpoint, await_metadata
 from reference_impl.ports import Isolation, KafkaError
 
 FORMAT: Final = "kconform-kafka"
@@ -60,14 +59,17 @@ class Connection:
         except ValueError:
             raise OptionError("option 'kafka.isolation.level' must be read_committed or read_uncommitted") from None
 
+    @property
+    def endpoint(self) -> StaticEndpoint:
+        return StaticEndpoint(self.bootstrap_servers, self.settings)
+
     def client(self) -> KafkaClient:
         """A ``KafkaClient`` on a broker that answered a metadata request; unreachable names the option."""
-        broker = ExternalBroker(self.bootstrap_servers, security=dict(self.settings), start_timeout_s=self.timeout_s)
         try:
-            broker.start()
-        except (BrokerStartError, KafkaError) as error:
+            await_metadata(self.endpoint, self.timeout_s)
+        except KafkaError as error:
             raise OptionError(f"option {BOOTSTRAP!r}: broker {self.bootstrap_servers} not reachable: {error}") from None
-        return KafkaClient(broker, timeout_s=self.timeout_s)
+        return KafkaClient(self.endpoint, timeout_s=self.timeout_s)
 
 
 def positive_int(options: Mapping[str, str], name: str, default: int | None) -> int:

@@ -32,7 +32,7 @@ from pyspark.sql import Row
 from pyspark.sql.datasource import DataSourceStreamWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from conformance.kafka_client import KafkaClient
+from reference_impl.kafka_client import KafkaClient
 from reference_impl.spark import Connection, OptionError
 from reference_impl.types import TopicPartition
 
@@ -166,7 +166,7 @@ def fence_leftovers(kafka: KafkaClient, prefix: str, query: str, tasks: int) -> 
     Forgetting their markers is safe: every batch those tasks ran is in Spark's commit log by now,
     so none of them is replayed. Returns the ids fenced.
     """
-    admin = AdminClient(kafka.broker.client_config("admin"))
+    admin = AdminClient(kafka.config("admin"))
     stem = f"{prefix}-{query}-"
     listed = admin.list_consumer_groups(request_timeout=kafka.timeout_s).result(kafka.timeout_s)
     leftovers = sorted(

@@ -31,9 +31,9 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from conformance.kafka_client import KafkaClient, translate
 from reference_impl.assignment import plan
 from reference_impl.discovery import Subscription
+from reference_impl.kafka_client import KafkaClient, configure, translate
 from reference_impl.ports import KafkaError
 from reference_impl.spark import Connection, OptionError, positive_int
 from reference_impl.spark.offsets import SourceOffsets
@@ -233,6 +233,10 @@ def limit_rows(previous: SourceOffsets, latest: SourceOffsets, max_rows: int) ->
     return replace(latest, offsets={tp: latest.start_of(tp, previous) + share for tp, share in shares.items()})
 
 
+NO_RESET: Final = {"auto.offset.reset": "error"}
+"""A planned offset that is gone fails the read instead of silently jumping (RESTORE-003)."""
+
+
 def read_ranges(connection: Connection, ranges: Sequence[OffsetRange]) -> Iterator[pa.RecordBatch]:
     """Read every range with one consumer, as Arrow batches; bounded by the no-progress timeout.
 
@@ -240,16 +244,13 @@ def read_ranges(connection: Connection, ranges: Sequence[OffsetRange]) -> Iterat
     offset of the last record, because control markers (and, under read_committed, aborted
     records) take offsets that are never returned.
     """
-    settings = {
-        **dict(connection.settings),
-        "bootstrap.servers": connection.bootstrap_servers,
-        "group.id": f"kconform-source-{uuid4().hex}",
-        "enable.auto.commit": False,
-        "enable.partition.eof": True,
-        "auto.offset.reset": "error",
-        "log_level": 0,
-    }
-    consumer = ck.Consumer(settings)
+    consumer = ck.Consumer(
+        configure(
+            connection.endpoint,
+            "consumer",
+            **{"group.id": f"kconform-source-{uuid4().hex}", "auto.offset.reset": "error"},
+        )
+    )
     pending = {(r.tp.topic, r.tp.partition): r for r in ranges}
     position = {key: r.start for key, r in pending.items()}
     consumer.assign([ck.TopicPartition(r.tp.topic, r.tp.partition, r.start) for r in ranges])

@@ -18,7 +18,7 @@ from conformance.brokers import (
     broker_from_env,
     security_from_env,
 )
-from conformance.kafka_client import KafkaClient
+from reference_impl.kafka_client import KafkaClient
 
 
 def child_pids() -> set[int]:

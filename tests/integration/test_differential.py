@@ -19,8 +19,8 @@ from hypothesis import Phase, event, given, settings
 from hypothesis import strategies as st
 
 from conformance.brokers import Broker
-from conformance.kafka_client import KafkaClient
 from conformance.probe import Capability
+from reference_impl.kafka_client import KafkaClient
 from reference_impl.kafka_model import KafkaModel
 from reference_impl.ports import (
     InvalidTxnStateError,

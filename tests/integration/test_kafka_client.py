@@ -5,7 +5,7 @@ from __future__ import annotations
 from uuid import uuid4
 
 from conformance.brokers import Broker, ExternalBroker
-from conformance.kafka_client import KafkaClient
+from reference_impl.kafka_client import KafkaClient
 from reference_impl.ports import Isolation
 from reference_impl.types import TopicPartition
 

@@ -12,8 +12,8 @@ import pytest
 from pyspark.sql import SparkSession
 
 from conformance.brokers import Broker
-from conformance.kafka_client import KafkaClient
 from conformance.pipeline import local_session
+from reference_impl.kafka_client import KafkaClient
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

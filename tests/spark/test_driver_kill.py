@@ -21,9 +21,9 @@ import pytest
 
 from conformance.brokers import Broker
 from conformance.checkers import fail_on
-from conformance.kafka_client import KafkaClient, wait_until
 from conformance.pipeline import check_output, fill, topic_values
 from conformance.probe import Capability
+from reference_impl.kafka_client import KafkaClient, wait_until
 from reference_impl.ports import Isolation
 from tests.spark.test_source import topic_name
 

@@ -13,9 +13,9 @@ import pytest
 from pyspark.sql import SparkSession
 
 from conformance.brokers import Broker
-from conformance.kafka_client import KafkaClient
 from conformance.pipeline import Pipeline, fill, topic_values
 from conformance.probe import Capability
+from reference_impl.kafka_client import KafkaClient
 from reference_impl.ports import Isolation
 from reference_impl.spark.sink import DEFAULT_PREFIX
 from tests.spark.test_source import topic_name

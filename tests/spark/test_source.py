@@ -16,9 +16,9 @@ from pyspark.sql import SparkSession
 
 from conformance.brokers import Broker
 from conformance.checkers import check_offset_continuity, explain
-from conformance.kafka_client import KafkaClient
 from conformance.pipeline import Pipeline, ReadRecord, check_read_once, check_task_plan, fill
 from conformance.probe import Capability
+from reference_impl.kafka_client import KafkaClient
 from reference_impl.types import TopicPartition
 
 

@@ -1,9 +1,15 @@
 """The ports of ``reference_impl.ports`` on a real broker, through confluent-kafka (librdkafka).
 
 ``KafkaClient`` offers the same methods as ``reference_impl.kafka_model.KafkaModel`` so the
-differential test can drive both with one sequence. Every broker call is bounded by
-``timeout_s`` and fails with a ``KafkaError`` naming what did not answer; librdkafka's error
-codes are mapped onto the ports' exception types so fencing and state errors compare directly.
+differential test can drive both with one sequence, and the Spark source and sink use it on the
+executors. Every broker call is bounded by ``timeout_s`` and fails with a ``KafkaError`` naming
+what did not answer; librdkafka's error codes are mapped onto the ports' exception types so
+fencing and state errors compare directly.
+
+Where the broker is and how to reach it comes from an ``Endpoint``: the Spark options
+(``StaticEndpoint``) in production, a test broker (``conformance.brokers``) in the suite, which
+adds settings that only make tests fast. The settings the client's own logic depends on are
+applied here, last, so no endpoint can change them.
 """
 
 from __future__ import annotations
@@ -12,13 +18,13 @@ import contextlib
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, Final, TypeVar
+from dataclasses import dataclass
+from typing import Any, Final, Literal, Protocol, TypeVar
 from uuid import uuid4
 
 import confluent_kafka as ck
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec  # type: ignore[attr-defined]
 
-from conformance.brokers import Broker
 from reference_impl.ports import (
     InvalidTxnStateError,
     Isolation,
@@ -30,6 +36,68 @@ from reference_impl.ports import (
 from reference_impl.types import TopicPartition
 
 DEFAULT_TIMEOUT_S: Final = 10.0
+
+ClientRole = Literal["admin", "producer", "consumer"]
+
+SEMANTIC_CLIENT_SETTINGS: Final[Mapping[ClientRole, Mapping[str, Any]]] = {
+    "admin": {},
+    "producer": {},
+    "consumer": {
+        # Offsets are committed explicitly (OffsetStore, transactions), never behind the client's back.
+        "enable.auto.commit": False,
+        # ``read`` ends a range where the fetcher reports end-of-partition (its position, not a record).
+        "enable.partition.eof": True,
+    },
+}
+"""Per-role librdkafka settings ``KafkaClient`` is correct only with; they override the endpoint's."""
+
+
+class Endpoint(Protocol):
+    """Where a broker is and the librdkafka settings (security, tuning) to reach it as ``role``."""
+
+    @property
+    def bootstrap_servers(self) -> str: ...
+
+    def client_config(self, role: ClientRole, **overrides: Any) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class StaticEndpoint:
+    """A broker named by its bootstrap servers and user settings (picklable: Spark ships it to executors)."""
+
+    bootstrap_servers: str
+    settings: tuple[tuple[str, str], ...] = ()
+
+    def client_config(self, role: ClientRole, **overrides: Any) -> dict[str, Any]:
+        return {**dict(self.settings), "bootstrap.servers": self.bootstrap_servers, **overrides}
+
+
+def configure(endpoint: Endpoint, role: ClientRole, **overrides: Any) -> dict[str, Any]:
+    """librdkafka settings for a client of ``role``: the endpoint's, then the semantic ones, then ``overrides``."""
+    return {**endpoint.client_config(role), **SEMANTIC_CLIENT_SETTINGS[role], **overrides}
+
+
+def await_metadata(endpoint: Endpoint, timeout_s: float, alive: Callable[[], None] | None = None) -> None:
+    """Return once the broker answers a metadata request; a ``KafkaError`` with the last cause after ``timeout_s``.
+
+    ``alive`` is called between attempts so a caller can fail fast when a process it started died.
+    """
+    admin = AdminClient(endpoint.client_config("admin"))
+    deadline = time.monotonic() + timeout_s
+    last: ck.KafkaException | None = None
+    while time.monotonic() < deadline:
+        if alive is not None:
+            alive()
+        try:
+            admin.list_topics(timeout=min(1.0, max(0.1, deadline - time.monotonic())))
+            return
+        except ck.KafkaException as error:  # transport errors while the broker comes up
+            last = error
+    raise KafkaError(
+        f"broker at {endpoint.bootstrap_servers} did not answer a metadata request in {timeout_s} s: {last}"
+    )
+
+
 INTERNAL_TOPICS: Final = frozenset({"__consumer_offsets", "__transaction_state"})
 """Hidden from ``list_topics`` as Kafka's Java ``Admin.listTopics()`` hides them."""
 
@@ -104,10 +172,10 @@ def wait_until(check: Callable[[], T | None], timeout_s: float, what: str, step_
 class KafkaClient:
     """``MetadataSource``, ``TransactionalLog``, ``LogReader`` and ``OffsetStore`` on a live broker."""
 
-    def __init__(self, broker: Broker, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
-        self.broker = broker
+    def __init__(self, endpoint: Endpoint, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        self.endpoint = endpoint
         self.timeout_s = timeout_s
-        self._admin = AdminClient(broker.client_config("admin"))
+        self._admin = AdminClient(self.config("admin"))
         self._consumers: dict[Isolation, ck.Consumer] = {}
         self._group_consumers: dict[str, ck.Consumer] = {}
         self._transactional: list[KafkaTransactionalProducer] = []
@@ -121,6 +189,9 @@ class KafkaClient:
         for producer in self._transactional:
             producer.close()
         self._transactional.clear()
+
+    def config(self, role: ClientRole, **overrides: Any) -> dict[str, Any]:
+        return configure(self.endpoint, role, **overrides)
 
     def __enter__(self) -> KafkaClient:
         return self
@@ -172,7 +243,7 @@ class KafkaClient:
         timestamp_ms: int | None = None,
     ) -> list[int]:  # fmt: skip
         """Produce ``records`` and flush; with ``linger_ms`` > 0 they travel as one multi-record batch."""
-        producer = ck.Producer(self.broker.client_config("producer", **{"linger.ms": linger_ms}))
+        producer = ck.Producer(self.config("producer", **{"linger.ms": linger_ms}))
         offsets: list[int] = []
         errors: list[ck.KafkaError] = []
 
@@ -215,7 +286,7 @@ class KafkaClient:
     def _group_consumer(self, group: str) -> ck.Consumer:
         """A consumer of ``group`` that never joins it: commits as a simple consumer (generation -1)."""
         if group not in self._group_consumers:
-            self._group_consumers[group] = ck.Consumer(self.broker.client_config("consumer", **{"group.id": group}))
+            self._group_consumers[group] = ck.Consumer(self.config("consumer", **{"group.id": group}))
         return self._group_consumers[group]
 
     def group_metadata(self, group: str) -> object:
@@ -243,7 +314,7 @@ class KafkaClient:
 
     def high_watermark(self, tp: TopicPartition) -> int:
         """The HW a fetch response reports: right where ListOffsets latest is not (Tansu, KAFKA-008)."""
-        consumer = ck.Consumer(self.broker.client_config("consumer", **{"group.id": f"kconform-hw-{uuid4().hex}"}))
+        consumer = ck.Consumer(self.config("consumer", **{"group.id": f"kconform-hw-{uuid4().hex}"}))
         partition = ck.TopicPartition(tp.topic, tp.partition)
         try:
             consumer.assign([ck.TopicPartition(tp.topic, tp.partition, ck.OFFSET_BEGINNING)])
@@ -265,7 +336,7 @@ class KafkaClient:
     def _consumer(self, isolation: Isolation) -> ck.Consumer:
         if isolation not in self._consumers:
             self._consumers[isolation] = ck.Consumer(
-                self.broker.client_config(
+                self.config(
                     "consumer",
                     **{
                         "group.id": f"kconform-reader-{uuid4().hex}",
@@ -333,7 +404,7 @@ class KafkaTransactionalProducer:
         self._client = client
         self._timeout_s = client.timeout_s
         self._transactional_id = transactional_id
-        self._producer = ck.Producer(client.broker.client_config("producer", **settings))
+        self._producer = ck.Producer(client.config("producer", **settings))
         self._errors: list[ck.KafkaError] = []
         with _translated(f"init_transactions({transactional_id})"):
             self._producer.init_transactions(self._timeout_s)
