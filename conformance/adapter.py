@@ -2,8 +2,10 @@
 
 Protocol level (in-process, fast): the implementation exposes its assigner, discoverer, source
 state (snapshot / restore) and sink commit protocol over the reference core's ports, and the
-suite drives them against the deterministic Kafka model. Pipeline level (a black box on Spark)
-is declared by the capability ``pipeline`` and filled in by the Spark adapter.
+suite drives them against the deterministic Kafka model. Pipeline level (a black box on Spark):
+the implementation builds its streaming source and sink (``PipelineAdapter``) and the suite runs
+real queries on a real broker, restarts, rescales, kills and fails them, and judges the records.
+An adapter may offer either level or both.
 
 An adapter declares capabilities and variants; a requirement whose capability is not declared is
 a skip with a reason, never a pass. Adapters are loaded only from an explicit ``module:attr``.
@@ -15,7 +17,8 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from reference_impl.commit import NamingStrategy
 from reference_impl.discovery import Metadata, Subscription, ZeroPartitionsPolicy
@@ -23,6 +26,18 @@ from reference_impl.ports import OffsetStore, TransactionalLog
 from reference_impl.restore import RestoreVariant
 from reference_impl.types import TopicPartition
 
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming.readwriter import DataStreamWriter
+
+PIPELINE_CAPABILITIES = {
+    "pipeline": "runs its Spark source as a real streaming query (pipeline level)",
+    "pipeline-assignment": "Spark task i of a batch reads exactly the partitions Flink's assigner gives subtask i",
+    "pipeline-rescale": "a restart from the same checkpoint at another parallelism continues every partition",
+    "pipeline-regex": "subscribes by regular expression; a newly matching topic is read from its first record",
+    "pipeline-sink": "writes a streaming query's rows to Kafka, at least once",
+    "pipeline-exactly-once-sink": "its sink's exactly-once mode: read_committed output equals the input",
+}
 CAPABILITIES = {
     "assignment": "exposes its partition assigner",
     "discovery": "exposes a per-subtask discoverer",
@@ -32,7 +47,7 @@ CAPABILITIES = {
     "rescale": "restores source state at a different parallelism",
     "offset-commit": "commits source offsets to the consumer group on checkpoint completion",
     "exactly-once-sink": "exposes a transactional two-phase-commit sink",
-    "pipeline": "runs a real streaming query (pipeline level)",
+    **PIPELINE_CAPABILITIES,
 }
 
 
@@ -111,7 +126,61 @@ class ProtocolAdapter(Protocol):
     def initial_sink_checkpoint(self, parallelism: int) -> Any: ...
 
 
-def load_adapter(spec: str) -> ProtocolAdapter:
+DEFAULT_MASTER = "local[2,3]"
+"""Where pipeline scenarios run by default: two cores, up to three attempts per task, so Spark
+retries a failed task as it would on a cluster."""
+
+
+@dataclass(frozen=True, slots=True)
+class SourceSpec:
+    """What a pipeline scenario asks the adapter's streaming source to read."""
+
+    bootstrap_servers: str
+    parallelism: int
+    """Flink's n: the number of input partitions (Spark tasks) per batch."""
+    subscribe: tuple[str, ...] = ()
+    subscribe_pattern: str | None = None
+    starting_offsets: str = "earliest"
+    """``earliest`` or ``latest``, for partitions the checkpoint does not know yet."""
+    max_records_per_trigger: int | None = None
+    client_settings: tuple[tuple[str, str], ...] = ()
+    """librdkafka settings the broker needs (security); pass them to every client."""
+
+
+@dataclass(frozen=True, slots=True)
+class SinkSpec:
+    """What a pipeline scenario asks the adapter's sink to write: rows of ``key``, ``value`` (binary)."""
+
+    bootstrap_servers: str
+    topic: str
+    exactly_once: bool
+    client_settings: tuple[tuple[str, str], ...] = ()
+
+
+@runtime_checkable
+class PipelineAdapter(Protocol):
+    """What an implementation provides at pipeline level (capability ``pipeline``).
+
+    ``read_stream`` returns a streaming frame with at least ``topic``, ``partition``, ``offset``,
+    ``key`` and ``value``; ``write_stream`` returns the writer of ``frame`` to Kafka, without a
+    checkpoint location or trigger (the suite sets both).
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def capabilities(self) -> frozenset[str]: ...
+
+    def read_stream(self, spark: SparkSession, source: SourceSpec) -> DataFrame: ...
+
+    def write_stream(self, frame: DataFrame, sink: SinkSpec) -> DataStreamWriter: ...
+
+
+Adapter = ProtocolAdapter | PipelineAdapter
+
+
+def load_adapter(spec: str) -> Adapter:
     """Import ``module:attr``; the attribute may be an adapter or a zero-argument factory of one."""
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
@@ -124,13 +193,21 @@ def load_adapter(spec: str) -> ProtocolAdapter:
         obj = getattr(module, attr)
     except AttributeError as exc:
         raise ValueError(f"--adapter {spec!r}: module {module_name!r} has no attribute {attr!r}") from exc
-    adapter = obj if isinstance(obj, ProtocolAdapter) else obj() if callable(obj) else obj
-    if not isinstance(adapter, ProtocolAdapter):
+    adapter = obj if isinstance(obj, (ProtocolAdapter, PipelineAdapter)) else obj() if callable(obj) else obj
+    if not isinstance(adapter, (ProtocolAdapter, PipelineAdapter)):
         missing = [m for m in ("name", "capabilities", "assign", "source", "sink") if not hasattr(adapter, m)]
         raise ValueError(f"--adapter {spec!r} is not a kconform adapter (missing: {', '.join(missing)})")
     unknown = set(adapter.capabilities) - set(CAPABILITIES)
     if unknown:
         raise ValueError(f"adapter {adapter.name!r} declares unknown capabilities {sorted(unknown)}")
+    pipeline = set(adapter.capabilities) & set(PIPELINE_CAPABILITIES)
+    if pipeline and not isinstance(adapter, PipelineAdapter):
+        raise ValueError(
+            f"adapter {adapter.name!r} declares {sorted(pipeline)} but has no read_stream/write_stream "
+            "(see conformance.adapter.PipelineAdapter)"
+        )
+    if pipeline and "pipeline" not in pipeline:
+        raise ValueError(f"adapter {adapter.name!r} declares {sorted(pipeline)} without 'pipeline'")
     return adapter
 
 
@@ -187,6 +264,6 @@ class Guarded:
         return lambda *args: call(self._adapter_name, label, value, *args)
 
 
-def guard(adapter: ProtocolAdapter) -> Any:
+def guard(adapter: Adapter) -> Any:
     """The suite's view of ``adapter``."""
     return Guarded(adapter, "adapter", adapter.name)

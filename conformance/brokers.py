@@ -87,6 +87,11 @@ class Broker(abc.ABC):
             raise BrokerStartError(f"{self.kind} broker is not started (use it as a context manager)")
         return self._bootstrap
 
+    @property
+    def security(self) -> dict[str, str]:
+        """The librdkafka security settings every client of this broker needs (SASL, TLS)."""
+        return dict(self._security)
+
     def client_config(self, role: ClientRole, **overrides: Any) -> dict[str, Any]:
         """librdkafka settings for ``role``: bootstrap, security, fast-test settings, then overrides."""
         return {

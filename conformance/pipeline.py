@@ -1,4 +1,4 @@
-"""Pipeline level: the ``kconform-kafka`` source (and optionally sink) as a real streaming query.
+"""Pipeline level: an adapter's Spark source (and optionally sink) as a real streaming query.
 
 A ``Pipeline`` is one query definition bound to a checkpoint directory: start it, run it to the
 end of what is available, stop it, or simulate a driver crash after the tasks of the last batch
@@ -6,14 +6,18 @@ committed but before Spark's commit log recorded it (``forget_last_commit``). Re
 ``Pipeline`` on the same checkpoint with another ``parallelism``. Without a sink topic every
 batch's rows are captured with the Spark task that read them, for the pure checkers of
 ``conformance.checkers``; a replayed batch id replaces its earlier capture, as an idempotent
-downstream would.
+downstream would. ``TaskFailures`` makes chosen tasks fail their first attempt mid-stream, so
+Spark (with task retries, e.g. ``local[2,3]``) runs them again.
+
+The query's source and sink come from a ``conformance.adapter.PipelineAdapter``;
+``KCONFORM_KAFKA`` is the reference implementation's (format ``kconform-kafka``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
+import re
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping
@@ -21,29 +25,76 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from pyspark import TaskContext
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
+from pyspark.sql.streaming.readwriter import DataStreamWriter
+from pyspark.sql.types import BooleanType
 
+from conformance.adapter import DEFAULT_MASTER, PipelineAdapter, SinkSpec, SourceSpec
 from conformance.checkers import Violation, check_formula, check_plan
-from reference_impl.adapter import ReferenceAdapter
 from reference_impl.kafka_client import KafkaClient
 from reference_impl.ports import Isolation
-from reference_impl.spark import FORMAT, register
+from reference_impl.spark import KafkaDataSource, register
 from reference_impl.spark.offsets import SourceOffsets
 from reference_impl.types import TopicPartition
 
 QUERY_TIMEOUT_S: Final = 120
 
-SPARK_ADAPTER: Final = dataclasses.replace(
-    ReferenceAdapter(), name="spark-kconform-kafka", capabilities=frozenset({"assignment", "pipeline"})
-)
-"""``--kconform-adapter conformance.pipeline:SPARK_ADAPTER``: the pipeline-level suite on Spark.
 
-Its assigner is the reference one because the Spark source plans with it; every other
-protocol-level capability is left undeclared (the Spark source keeps its state in the offset
-log, not in the protocol's snapshot form), so those tests skip rather than test the reference.
-"""
+@dataclass(frozen=True)
+class KconformKafkaAdapter:
+    """The reference implementation at pipeline level: ``kconform-kafka`` source and sink.
+
+    ``data_source`` is the Python data source registered and used by name: the pipeline mutants
+    (``conformance.pipeline_mutants``) swap in a broken subclass.
+    """
+
+    name: str = "spark-kconform-kafka"
+    data_source: type[KafkaDataSource] = KafkaDataSource
+    capabilities: frozenset[str] = frozenset(
+        {
+            "pipeline",
+            "pipeline-assignment",
+            "pipeline-rescale",
+            "pipeline-regex",
+            "pipeline-sink",
+            "pipeline-exactly-once-sink",
+        }
+    )
+
+    def read_stream(self, spark: SparkSession, source: SourceSpec) -> DataFrame:
+        spark.dataSource.register(self.data_source)
+        reader = (
+            spark.readStream.format(self.data_source.name())
+            .option("bootstrap.servers", source.bootstrap_servers)
+            .option("parallelism", str(source.parallelism))
+            .option("startingOffsets", source.starting_offsets)
+            .options(**{f"kafka.{k}": v for k, v in source.client_settings})
+        )
+        if source.subscribe:
+            reader = reader.option("subscribe", ",".join(source.subscribe))
+        if source.subscribe_pattern is not None:
+            reader = reader.option("subscribePattern", source.subscribe_pattern)
+        if source.max_records_per_trigger is not None:
+            reader = reader.option("maxRecordsPerTrigger", str(source.max_records_per_trigger))
+        return reader.load()
+
+    def write_stream(self, frame: DataFrame, sink: SinkSpec) -> DataStreamWriter:
+        frame.sparkSession.dataSource.register(self.data_source)
+        return (
+            frame.writeStream.format(self.data_source.name())
+            .option("bootstrap.servers", sink.bootstrap_servers)
+            .option("topic", sink.topic)
+            .option("deliveryGuarantee", "exactly-once" if sink.exactly_once else "at-least-once")
+            .options(**{f"kafka.{k}": v for k, v in sink.client_settings})
+        )
+
+
+KCONFORM_KAFKA: Final = KconformKafkaAdapter()
+SPARK_ADAPTER: Final = KCONFORM_KAFKA
+"""``--adapter conformance.pipeline:SPARK_ADAPTER``: the pipeline-level suite on the reference Spark format."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +107,7 @@ class ReadRecord:
     task: int
 
 
-def local_session(master: str = "local[2]") -> SparkSession:
+def local_session(master: str = DEFAULT_MASTER) -> SparkSession:
     """A small local session for the pipeline level, with ``kconform-kafka`` registered.
 
     Loopback only, no UI, one shuffle partition; workers run this interpreter, so they import the
@@ -79,6 +130,51 @@ def local_session(master: str = "local[2]") -> SparkSession:
     return session
 
 
+def task_attempts(spark: SparkSession) -> int:
+    """How many times Spark runs a failing task: ``local[n,f]`` gives f, plain ``local`` 1, clusters their setting."""
+    master = spark.sparkContext.master or ""
+    local = re.fullmatch(r"local(?:\[(?:\d+|\*)(?:,(\d+))?\])?", master)
+    if local is not None:
+        return int(local.group(1) or 1)
+    return int(spark.conf.get("spark.task.maxFailures", "4") or 4)
+
+
+class InjectedTaskFailure(RuntimeError):
+    """Raised on purpose inside a task by ``TaskFailures``; Spark is expected to retry the task."""
+
+
+@dataclass(frozen=True, slots=True)
+class TaskFailures:
+    """The first attempt of each Spark task in ``tasks`` fails after ``after_rows`` of its rows, in every batch."""
+
+    tasks: frozenset[int]
+    after_rows: int
+
+    def inject(self, frame: DataFrame) -> DataFrame:
+        """``frame`` with a pass-through filter that raises ``InjectedTaskFailure`` where planned."""
+        plan = self
+
+        def passes(_offset: int) -> bool:
+            context = TaskContext.get()
+            if context is None or context.attemptNumber() > 0 or context.partitionId() not in plan.tasks:
+                return True
+            key = (context.stageId(), context.partitionId())
+            _ROWS_SEEN[key] = _ROWS_SEEN.get(key, 0) + 1
+            if _ROWS_SEEN[key] > plan.after_rows:
+                raise InjectedTaskFailure(
+                    f"kconform: injected failure of task {key[1]} (stage {key[0]}, attempt 0) after "
+                    f"{plan.after_rows} rows; Spark should retry it"
+                )
+            return True
+
+        check = F.udf(passes, BooleanType()).asNondeterministic()
+        return frame.where(check(F.col("offset")))
+
+
+_ROWS_SEEN: dict[tuple[int, int], int] = {}
+"""Rows a first task attempt passed, per (stage, task), in this Python worker."""
+
+
 @dataclass
 class Pipeline:
     """A source subscription at ``parallelism``, optionally writing to ``sink_topic``, on ``checkpoint``."""
@@ -91,24 +187,26 @@ class Pipeline:
     subscribe_pattern: str | None = None
     starting_offsets: str = "earliest"
     sink_topic: str | None = None
-    delivery_guarantee: str = "exactly-once"
-    extra_options: Mapping[str, str] = field(default_factory=dict)
+    exactly_once: bool = True
+    max_records_per_trigger: int | None = None
+    client_settings: Mapping[str, str] = field(default_factory=dict)
+    adapter: PipelineAdapter = KCONFORM_KAFKA
+    failures: TaskFailures | None = None
     batches: dict[int, list[ReadRecord]] = field(default_factory=dict)
     query: StreamingQuery | None = None
 
     def source(self) -> DataFrame:
-        reader = (
-            self.spark.readStream.format(FORMAT)
-            .option("bootstrap.servers", self.bootstrap_servers)
-            .option("parallelism", str(self.parallelism))
-            .option("startingOffsets", self.starting_offsets)
-            .options(**self.extra_options)
+        spec = SourceSpec(
+            bootstrap_servers=self.bootstrap_servers,
+            parallelism=self.parallelism,
+            subscribe=tuple(self.subscribe.split(",")) if self.subscribe else (),
+            subscribe_pattern=self.subscribe_pattern,
+            starting_offsets=self.starting_offsets,
+            max_records_per_trigger=self.max_records_per_trigger,
+            client_settings=tuple(sorted(self.client_settings.items())),
         )
-        if self.subscribe is not None:
-            reader = reader.option("subscribe", self.subscribe)
-        if self.subscribe_pattern is not None:
-            reader = reader.option("subscribePattern", self.subscribe_pattern)
-        return reader.load()
+        frame = self.adapter.read_stream(self.spark, spec)
+        return frame if self.failures is None else self.failures.inject(frame)
 
     def start(self, available_now: bool = False) -> StreamingQuery:
         """Start the query; ``available_now`` reads what exists now and then terminates."""
@@ -116,13 +214,10 @@ class Pipeline:
         if self.sink_topic is None:
             writer = frame.withColumn("task", F.spark_partition_id()).writeStream.foreachBatch(self._capture)
         else:
-            writer = (
-                frame.select("key", "value")
-                .writeStream.format(FORMAT)
-                .option("bootstrap.servers", self.bootstrap_servers)
-                .option("topic", self.sink_topic)
-                .option("deliveryGuarantee", self.delivery_guarantee)
+            spec = SinkSpec(
+                self.bootstrap_servers, self.sink_topic, self.exactly_once, tuple(sorted(self.client_settings.items()))
             )
+            writer = self.adapter.write_stream(frame.select("key", "value"), spec)
         writer = writer.option("checkpointLocation", str(self.checkpoint))
         writer = writer.trigger(availableNow=True) if available_now else writer
         self.query = writer.start()
@@ -146,6 +241,18 @@ class Pipeline:
         """Wait until the running query has processed everything its source reports now."""
         assert self.query is not None, "start the pipeline first"
         self.query.processAllAvailable()
+
+    def failed_task_attempts(self) -> int:
+        """Task attempts that failed in the jobs of this pipeline's last query (its run id is their job group)."""
+        assert self.query is not None, "start the pipeline first"
+        tracker = self.spark.sparkContext.statusTracker()
+        failed = 0
+        for job in tracker.getJobIdsForGroup(str(self.query.runId)):
+            info = tracker.getJobInfo(job)
+            for stage in info.stageIds if info else ():
+                stage_info = tracker.getStageInfo(stage)
+                failed += stage_info.numFailedTasks if stage_info else 0
+        return failed
 
     def stop(self) -> None:
         if self.query is not None:
@@ -201,13 +308,16 @@ def fill(client: KafkaClient, topic: str, partitions: int, per_partition: int, t
     return ends
 
 
-def check_read_once(records: Iterable[ReadRecord], ends: Mapping[TopicPartition, int]) -> list[Violation]:
-    """RESTORE-003 end to end: every offset below each end was read exactly once, nothing else."""
+def check_read_once(
+    records: Iterable[ReadRecord], ends: Mapping[TopicPartition, int], requirement: str = "RESTORE-003"
+) -> list[Violation]:
+    """Every offset below each end was read exactly once, nothing else: RESTORE-003 end to end, or
+    ``requirement`` when a scenario checks a more specific promise (DISC-005: a new topic from its start)."""
     seen = Counter((r.tp, r.offset) for r in records)
     expected = Counter((tp, o) for tp, end in ends.items() for o in range(end))
-    out = [Violation("RESTORE-003", "offset-gap", f"{tp} offset {o} never read") for tp, o in sorted(expected - seen)]
+    out = [Violation(requirement, "offset-gap", f"{tp} offset {o} never read") for tp, o in sorted(expected - seen)]
     out += [
-        Violation("RESTORE-003", "offset-duplicate", f"{tp} offset {o} read {seen[(tp, o)]} times")
+        Violation(requirement, "offset-duplicate", f"{tp} offset {o} read {seen[(tp, o)]} times")
         for tp, o in sorted(seen)
         if seen[(tp, o)] > expected[(tp, o)]
     ]

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import pytest
 from hypothesis import settings
 
-from conformance.adapter import CAPABILITIES, ProtocolAdapter, guard, load_adapter
+from conformance.adapter import CAPABILITIES, DEFAULT_MASTER, Adapter, guard, load_adapter
 from conformance.brokers import Broker, BrokerUnavailable, broker_from_env
 from conformance.probe import Capability
 from conformance.profiles import profile_from_env, register_profiles
@@ -45,6 +45,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--kconform-adapter",
         default=DEFAULT_ADAPTER,
         help=f"adapter under test, as module:attr (default {DEFAULT_ADAPTER})",
+    )
+    group.addoption(
+        "--kconform-spark-master",
+        default=DEFAULT_MASTER,
+        help=f"Spark master of pipeline-level tests (default {DEFAULT_MASTER}: 2 cores, 3 attempts per task)",
     )
     group.addoption(
         "--kconform-requirement",
@@ -92,7 +97,7 @@ def live_broker(kind: str | None = None) -> Iterator[Broker]:
 
 
 @pytest.fixture(scope="session")
-def adapter_under_test(pytestconfig: pytest.Config) -> ProtocolAdapter:
+def adapter_under_test(pytestconfig: pytest.Config) -> Adapter:
     """The adapter named by ``--kconform-adapter``, loaded once per run."""
     spec = pytestconfig.getoption("kconform_adapter")
     try:
@@ -102,7 +107,7 @@ def adapter_under_test(pytestconfig: pytest.Config) -> ProtocolAdapter:
 
 
 @pytest.fixture
-def adapter(request: pytest.FixtureRequest, adapter_under_test: ProtocolAdapter) -> Any:
+def adapter(request: pytest.FixtureRequest, adapter_under_test: Adapter) -> Any:
     """The adapter as the suite sees it (guarded), after the capability check of the test's mark."""
     mark = request.node.get_closest_marker(REQUIREMENT_MARK)
     capability = mark.kwargs.get("capability") if mark else None

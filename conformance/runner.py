@@ -30,7 +30,7 @@ from typing import IO, Any
 
 import pytest
 
-from conformance.adapter import call_in_progress, load_adapter
+from conformance.adapter import DEFAULT_MASTER, call_in_progress, load_adapter
 from conformance.expectations import Deviation, find_deviation, load_expectations
 from conformance.probe import Capability
 from conformance.profiles import PROFILES, profile_from_env
@@ -85,6 +85,7 @@ class RunOptions:
     timeout: float = DEFAULT_TIMEOUT
     strict: bool = False
     suite: str = DEFAULT_SUITE
+    spark_master: str = DEFAULT_MASTER
 
 
 @dataclass(frozen=True)
@@ -320,6 +321,7 @@ class Collector:
             ("--broker", o.broker, defaults.broker),
             ("--timeout", o.timeout, defaults.timeout),
             ("--suite", o.suite, defaults.suite),
+            ("--spark-master", o.spark_master, defaults.spark_master),
         ):
             if value != default:
                 args += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
@@ -412,6 +414,7 @@ def pytest_args(options: RunOptions, seed: int) -> list[str]:
         f"--hypothesis-profile={options.profile}",
         f"--hypothesis-seed={seed}",
         f"--timeout={options.timeout:g}",
+        f"--kconform-spark-master={options.spark_master}",
     ]
     if options.report is not None:
         args.append(f"--junitxml={options.report / 'junit.xml'}")
@@ -500,6 +503,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--strict", action="store_true", help="SHOULD failures fail the run too")
     parser.add_argument("--suite", default=DEFAULT_SUITE, help="the suite package (default %(default)s)")
+    parser.add_argument(
+        "--spark-master",
+        default=DEFAULT_MASTER,
+        help="Spark master of pipeline-level scenarios (default %(default)s: task retries on, for task failures)",
+    )
     return parser
 
 
@@ -528,6 +536,7 @@ def main(argv: Sequence[str]) -> int:
             timeout=args.timeout,
             strict=args.strict,
             suite=args.suite,
+            spark_master=args.spark_master,
         )
         result = run(options)
     except ValueError as exc:

@@ -15,6 +15,7 @@ import sys
 import pytest
 
 from conformance.mutants import MUTANTS, Mutant
+from conformance.pipeline_mutants import PIPELINE_MUTANTS, PipelineMutant
 
 VIOLATION_LINE = re.compile(r"^E\s+([A-Z]+-\d{3}) [a-z-]+:", re.MULTILINE)
 
@@ -22,6 +23,22 @@ VIOLATION_LINE = re.compile(r"^E\s+([A-Z]+-\d{3}) [a-z-]+:", re.MULTILINE)
 @pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.name)
 def test_required_mutant_is_killed_on_its_requirement(mutant: Mutant) -> None:
     selected = [arg for rid in sorted(mutant.kills_on) for arg in ("--kconform-requirement", rid)]
+    assert_killed(f"conformance.mutants:{mutant.name}", mutant.name, mutant.bug, mutant.kills_on, selected)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("mutant", PIPELINE_MUTANTS, ids=lambda m: m.name)
+def test_required_pipeline_mutant_is_killed_by_its_scenario(mutant: PipelineMutant) -> None:
+    """A broken Spark connector fails the pipeline scenario that targets its bug (quick profile:
+    the explicit example plus one drawn one must be enough)."""
+    adapter = f"conformance.pipeline_mutants:{mutant.name}"
+    assert_killed(adapter, mutant.name, mutant.bug, mutant.kills_on, ["-k", mutant.scenario], profile="quick")
+
+
+def assert_killed(
+    adapter: str, name: str, bug: str, kills_on: frozenset[str], selected: list[str], profile: str = "default"
+) -> None:
+    """Run the selected suite tests against ``adapter``: they must fail, naming only ``kills_on`` ids."""
     run = subprocess.run(
         [
             sys.executable,
@@ -33,11 +50,11 @@ def test_required_mutant_is_killed_on_its_requirement(mutant: Mutant) -> None:
             "-p",
             "no:cacheprovider",
             "--kconform-adapter",
-            f"conformance.mutants:{mutant.name}",
+            adapter,
             "--hypothesis-seed",
             "0",
             "--hypothesis-profile",
-            "default",
+            profile,
             *selected,
         ],
         capture_output=True,
@@ -46,9 +63,7 @@ def test_required_mutant_is_killed_on_its_requirement(mutant: Mutant) -> None:
         check=False,
     )
     output = run.stdout + run.stderr
-    assert run.returncode == 1, f"mutant {mutant.name} ({mutant.bug}) survived:\n{output[-3000:]}"
+    assert run.returncode == 1, f"mutant {name} ({bug}) survived:\n{output[-3000:]}"
     named = set(VIOLATION_LINE.findall(output))
-    assert named, f"mutant {mutant.name} failed without a named violation:\n{output[-3000:]}"
-    assert named <= mutant.kills_on, (
-        f"mutant {mutant.name} blamed on {sorted(named - mutant.kills_on)}:\n{output[-3000:]}"
-    )
+    assert named, f"mutant {name} failed without a named violation:\n{output[-3000:]}"
+    assert named <= kills_on, f"mutant {name} blamed on {sorted(named - kills_on)}:\n{output[-3000:]}"

@@ -1,49 +1,80 @@
-"""Pipeline level: the adapter's Spark source as a real streaming query on a live broker.
+"""Pipeline level: the adapter's Spark source and sink as real streaming queries on a live broker.
 
-Each scenario runs ``kconform-kafka`` queries (``conformance.pipeline``) and judges what Spark's
-tasks read with the pure checkers: the plan of every batch, exactly-once reading, and offset
-continuity across a rescale. ``KCONFORM_BROKER`` chooses the broker (default: embedded Tansu).
+Each scenario runs the adapter's queries (``conformance.pipeline``) and judges what Spark's tasks
+read and what the sink made visible with the pure checkers: the plan of every batch, reading
+every record once across restarts, rescales (2 -> 3 -> 1 -> 4 and drawn sequences), injected
+task failures and drivers killed at drawn points, and the sink's output against its input.
+``KCONFORM_BROKER`` chooses the broker (default: embedded Tansu); what the broker cannot show
+(see ``conformance.probe``) is not asserted, and the test's metrics say so.
+
+Every pipeline example costs seconds, so Hypothesis draws few of them (``pipeline_settings``)
+beside the explicit ``@example``; a failure prints the drawn schedule and its replay blob.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextlib
+import signal
+import subprocess
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 from uuid import uuid4
 
 import pytest
+from hypothesis import Phase, example, given, settings
+from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
-from conformance.adapter import ProtocolAdapter
+from conformance.adapter import DEFAULT_MASTER, PipelineAdapter
 from conformance.brokers import Broker
-from conformance.checkers import check_offset_continuity, explain, fail_on
+from conformance.checkers import Violation, check_offset_continuity, explain, fail_on
 from conformance.pipeline import (
     Pipeline,
+    TaskFailures,
     check_output,
     check_read_once,
     check_task_plan,
     fill,
     local_session,
+    task_attempts,
     topic_values,
 )
-from conformance.probe import probe
+from conformance.pipeline_driver import DriverRun
+from conformance.probe import Capability, probe
 from conformance.pytest_plugin import BROKER_CAPABILITIES, live_broker, requirement
-from reference_impl.kafka_client import KafkaClient
+from reference_impl.kafka_client import KafkaClient, wait_until
 from reference_impl.ports import Isolation
+from reference_impl.types import TopicPartition
 
 pytestmark = pytest.mark.pipeline
 
+EXACTLY_ONCE_NEEDS: Final = ("abort_hidden_from_read_committed", "zombie_fencing")
+"""Broker capabilities without which a duplicate in read_committed output cannot be told from
+the broker's own deviation (KAFKA-001, KAFKA-004)."""
+DRIVER_TIMEOUT_S: Final = 300
+
+
+def pipeline_settings() -> settings:
+    """The loaded profile with about one drawn example per hundred protocol examples, no shrinking
+    (a pipeline example takes seconds to a minute; the failing one is printed and stored as is)."""
+    return settings(
+        max_examples=max(1, settings().max_examples // 100),
+        phases=[Phase.explicit, Phase.reuse, Phase.generate],
+    )
+
 
 @pytest.fixture(scope="module")
-def pipeline_capable(adapter_under_test: ProtocolAdapter) -> None:
+def pipeline_adapter(adapter_under_test: Any) -> PipelineAdapter:
     """Skip before starting Spark or a broker when the adapter has no pipeline level."""
     if "pipeline" not in adapter_under_test.capabilities:
         pytest.skip(f"adapter {adapter_under_test.name!r} does not declare capability 'pipeline'")
+    assert isinstance(adapter_under_test, PipelineAdapter)
+    return adapter_under_test
 
 
 @pytest.fixture(scope="module")
-def pipeline_broker(pipeline_capable: None, request: pytest.FixtureRequest) -> Iterator[Broker]:
+def pipeline_broker(pipeline_adapter: PipelineAdapter, request: pytest.FixtureRequest) -> Iterator[Broker]:
     """The run's broker, probed once: the report shows what it can and cannot show (spec/kafka.md)."""
     for running in live_broker():
         request.config.stash[BROKER_CAPABILITIES] = probe(running)
@@ -51,10 +82,15 @@ def pipeline_broker(pipeline_capable: None, request: pytest.FixtureRequest) -> I
 
 
 @pytest.fixture(scope="module")
-def spark(pipeline_capable: None) -> Iterator[SparkSession]:
-    """The running session if there is one (it is shared), else a local one stopped afterwards."""
+def broker_can(pipeline_broker: Broker, request: pytest.FixtureRequest) -> dict[str, Capability]:
+    return {c.name: c for c in request.config.stash[BROKER_CAPABILITIES]}
+
+
+@pytest.fixture(scope="module")
+def spark(pipeline_adapter: PipelineAdapter, pytestconfig: pytest.Config) -> Iterator[SparkSession]:
+    """The running session if there is one (it is shared), else one on ``--kconform-spark-master``."""
     existing = SparkSession.getActiveSession()
-    session = existing or local_session()
+    session = existing or local_session(pytestconfig.getoption("kconform_spark_master"))
     try:
         yield session
     finally:
@@ -68,19 +104,55 @@ def kafka(pipeline_broker: Broker) -> Iterator[KafkaClient]:
         yield client
 
 
+@pytest.fixture
+def make_pipeline(
+    pipeline_adapter: PipelineAdapter, spark: SparkSession, pipeline_broker: Broker, tmp_path: Path
+) -> Callable[..., Pipeline]:
+    """``make_pipeline(parallelism, checkpoint=..., **fields)``: a ``Pipeline`` of the adapter under test."""
+
+    def make(parallelism: int, checkpoint: Path | None = None, **fields: Any) -> Pipeline:
+        return Pipeline(
+            spark,
+            pipeline_broker.bootstrap_servers,
+            checkpoint or tmp_path / "checkpoint",
+            parallelism,
+            client_settings=pipeline_broker.security,
+            adapter=pipeline_adapter,
+            **fields,
+        )
+
+    return make
+
+
 def new_topic(kafka: KafkaClient, partitions: int) -> str:
     name = f"kc-suite-{uuid4().hex[:8]}"
     kafka.create_topic(name, partitions)
     return name
 
 
-@requirement("ASSIGN-001", "ASSIGN-002", "ASSIGN-004", capability="pipeline")
+def unverifiable(broker_can: dict[str, Capability]) -> list[str]:
+    """The capabilities an exactly-once verdict needs that this broker lacks."""
+    return [name for name in EXACTLY_ONCE_NEEDS if not broker_can[name].supported]
+
+
+def judge_output(
+    kafka: KafkaClient, source: str, sink: str, exactly_once: bool, broker_can: dict[str, Capability], record: Any
+) -> None:
+    """COMMIT-011: nothing lost; with exactly-once, nothing duplicated where the broker can show it."""
+    missing = unverifiable(broker_can) if exactly_once else []
+    record("duplicates_checked", "no: broker lacks " + ", ".join(missing) if missing else str(exactly_once).lower())
+    expected = topic_values(kafka, source, Isolation.READ_UNCOMMITTED)
+    seen = topic_values(kafka, sink, Isolation.READ_COMMITTED)
+    fail_on(check_output(expected, seen, exactly_once=exactly_once and not missing))
+
+
+@requirement("ASSIGN-001", "ASSIGN-002", "ASSIGN-004", capability="pipeline-assignment")
 def test_required_ASSIGN_001_each_task_reads_its_reference_partitions(
-    adapter: Any, spark: SparkSession, pipeline_broker: Broker, kafka: KafkaClient, tmp_path: Path
+    adapter: Any, make_pipeline: Callable[..., Pipeline], kafka: KafkaClient
 ) -> None:
     topic = new_topic(kafka, 6)
     ends = fill(kafka, topic, 6, 10, "a")
-    pipeline = Pipeline(spark, pipeline_broker.bootstrap_servers, tmp_path, parallelism=4, subscribe=topic)
+    pipeline = make_pipeline(4, subscribe=topic, max_records_per_trigger=25)
     pipeline.run_available_now()
     for batch, records in pipeline.batches.items():
         violations = check_task_plan(records, 4)
@@ -88,59 +160,206 @@ def test_required_ASSIGN_001_each_task_reads_its_reference_partitions(
     fail_on(check_read_once(pipeline.records(), ends))
 
 
-@requirement("RESTORE-002", "RESTORE-003", capability="pipeline")
-def test_required_RESTORE_003_rescale_from_the_same_checkpoint_has_no_gap_or_duplicate(
-    adapter: Any, spark: SparkSession, pipeline_broker: Broker, kafka: KafkaClient, tmp_path: Path
+@requirement("RESTORE-003", capability="pipeline")
+def test_required_RESTORE_003_injected_task_failures_are_retried_without_gap_or_duplicate(
+    adapter: Any, make_pipeline: Callable[..., Pipeline], spark: SparkSession, kafka: KafkaClient, record_property: Any
 ) -> None:
-    topic = new_topic(kafka, 5)
-    checkpointed = fill(kafka, topic, 5, 8, "a")
-    first = Pipeline(spark, pipeline_broker.bootstrap_servers, tmp_path, parallelism=3, subscribe=topic)
-    first.run_available_now()
-    ends = fill(kafka, topic, 5, 8, "b")
-    second = Pipeline(spark, pipeline_broker.bootstrap_servers, tmp_path, parallelism=2, subscribe=topic)
-    second.run_available_now()
-    resumed = {tp: min(r.offset for r in second.records() if r.tp == tp) for tp in checkpointed}
-    fail_on([v for tp, end in checkpointed.items() for v in check_offset_continuity(tp, end, resumed[tp])])
-    fail_on(check_task_plan(second.records(), 2))
-    fail_on(check_read_once([*first.records(), *second.records()], ends))
-
-
-@requirement("DISC-002", "DISC-005", capability="pipeline")
-def test_required_DISC_005_newly_matching_topic_is_read_from_earliest(
-    adapter: Any, spark: SparkSession, pipeline_broker: Broker, kafka: KafkaClient, tmp_path: Path
-) -> None:
-    prefix = f"kc-suite-{uuid4().hex[:8]}"
-    pipeline = Pipeline(
-        spark, pipeline_broker.bootstrap_servers, tmp_path, parallelism=2, subscribe_pattern=f"{prefix}-.*",
-        starting_offsets="latest",
-    )  # fmt: skip
-    kafka.create_topic(f"{prefix}-first", 1)
-    pipeline.start()
-    try:
-        pipeline.process_all_available()
-        kafka.create_topic(f"{prefix}-later", 3)
-        ends = fill(kafka, f"{prefix}-later", 3, 4, "later")
-        pipeline.process_all_available()
-    finally:
-        pipeline.stop()
+    """The first attempt of tasks 0 and 1 fails after 3 rows in every batch; Spark's retry must
+    read exactly the same records (a retried task is the same subtask with the same range)."""
+    if task_attempts(spark) < 2:
+        pytest.skip(f"master {spark.sparkContext.master} does not retry tasks; run with --spark-master local[2,3]")
+    topic = new_topic(kafka, 4)
+    ends = fill(kafka, topic, 4, 12, "a")
+    pipeline = make_pipeline(
+        2, subscribe=topic, max_records_per_trigger=20, failures=TaskFailures(frozenset({0, 1}), 3)
+    )
+    pipeline.run_available_now()
+    failed = pipeline.failed_task_attempts()
+    record_property("failed_task_attempts", failed)
+    assert failed > 0, "no task failed: the failure injection did not run, so this run shows nothing"
     fail_on(check_read_once(pipeline.records(), ends))
 
 
-@requirement("COMMIT-011", capability="pipeline")
+@requirement("RESTORE-002", "RESTORE-003", capability="pipeline-rescale")
+@pipeline_settings()
+@given(parallelisms=st.lists(st.integers(1, 4), min_size=2, max_size=4))
+@example(parallelisms=[2, 3, 1, 4])
+def test_required_RESTORE_003_rescale_sequence_continues_every_partition(
+    adapter: Any,
+    make_pipeline: Callable[..., Pipeline],
+    kafka: KafkaClient,
+    tmp_path: Path,
+    parallelisms: list[int],
+) -> None:
+    """Restart from one checkpoint at each parallelism in turn, producing between restarts: every
+    partition resumes exactly where the previous run ended, and each run plans at its own n."""
+    topic = new_topic(kafka, 5)
+    checkpoint = tmp_path / f"rescale-{uuid4().hex[:8]}"
+    runs: list[Pipeline] = []
+    ends: dict[TopicPartition, int] = {}
+    for step, parallelism in enumerate(parallelisms):
+        before = dict(ends)
+        ends = fill(kafka, topic, 5, 6, f"step{step}")
+        run = make_pipeline(parallelism, checkpoint, subscribe=topic)
+        run.run_available_now()
+        runs.append(run)
+        first_read: dict[TopicPartition, int] = {}
+        for r in run.records():
+            first_read[r.tp] = min(r.offset, first_read.get(r.tp, r.offset))
+        fail_on([v for tp, end in before.items() for v in check_offset_continuity(tp, end, first_read.get(tp, end))])
+    fail_on(check_read_once([r for run in runs for r in run.records()], ends))
+
+
+@requirement("DISC-002", "DISC-005", capability="pipeline-regex")
+def test_required_DISC_005_newly_matching_topic_is_read_from_earliest(
+    adapter: Any, make_pipeline: Callable[..., Pipeline], kafka: KafkaClient
+) -> None:
+    """A query subscribed by pattern at ``latest``: a matching topic created while it is stopped
+    (found on restart, with its records already there) and one created while it runs are both
+    read from their first record; a topic that only shares the prefix is not read."""
+    prefix = f"kc-suite-{uuid4().hex[:8]}"
+    lookalike = f"{prefix}x-lookalike"
+    kafka.create_topic(f"{prefix}-first", 1)
+    kafka.create_topic(lookalike, 1)
+    fill(kafka, lookalike, 1, 2, "never")
+    pattern = f"{prefix}-.*"
+    stopped = make_pipeline(2, subscribe_pattern=pattern, starting_offsets="latest")
+    stopped.run_available_now()
+    kafka.create_topic(f"{prefix}-while-stopped", 2)
+    ends = fill(kafka, f"{prefix}-while-stopped", 2, 4, "stopped")
+    running = make_pipeline(2, subscribe_pattern=pattern, starting_offsets="latest")
+    running.start()
+    try:
+        running.process_all_available()
+        kafka.create_topic(f"{prefix}-while-running", 3)
+        ends |= fill(kafka, f"{prefix}-while-running", 3, 4, "running")
+        running.process_all_available()
+    finally:
+        running.stop()
+    records = [*stopped.records(), *running.records()]
+    wrong = sorted({r.tp for r in records if r.tp.topic == lookalike})
+    fail_on([Violation("DISC-002", "unsubscribed-read", f"{tp} does not match {pattern!r}") for tp in wrong])
+    fail_on(check_read_once([r for r in records if r.tp.topic != lookalike], ends, requirement="DISC-005"))
+
+
+@requirement("COMMIT-011", capability="pipeline-exactly-once-sink")
 def test_required_COMMIT_011_batch_replayed_after_its_tasks_committed_writes_nothing_again(
-    adapter: Any, spark: SparkSession, pipeline_broker: Broker, kafka: KafkaClient, tmp_path: Path
+    adapter: Any, make_pipeline: Callable[..., Pipeline], kafka: KafkaClient
 ) -> None:
     """Source to exactly-once sink; the commit-log entry of the last batch is lost (a driver crash
     after the tasks committed), so Spark replays it: read_committed must still see each record once."""
     source, sink = new_topic(kafka, 3), new_topic(kafka, 2)
     fill(kafka, source, 3, 10, "a")
     for run in ("first", "replay"):
-        pipeline = Pipeline(
-            spark, pipeline_broker.bootstrap_servers, tmp_path, parallelism=2, subscribe=source, sink_topic=sink
-        )
+        pipeline = make_pipeline(2, subscribe=source, sink_topic=sink)
         pipeline.run_available_now()
         if run == "first":
             pipeline.forget_last_commit()
             fill(kafka, source, 3, 10, "b")
     expected = topic_values(kafka, source, Isolation.READ_UNCOMMITTED)
     fail_on(check_output(expected, topic_values(kafka, sink, Isolation.READ_COMMITTED), exactly_once=True))
+
+
+@requirement("COMMIT-011", capability="pipeline-sink")
+def test_required_COMMIT_011_sink_task_failures_are_retried_without_loss_or_duplicate(
+    adapter: Any,
+    pipeline_adapter: PipelineAdapter,
+    make_pipeline: Callable[..., Pipeline],
+    spark: SparkSession,
+    kafka: KafkaClient,
+    broker_can: dict[str, Capability],
+    record_property: Any,
+) -> None:
+    """The first attempt of sink task 1 fails mid-stream in every batch; after Spark's retries the
+    output holds every input record (once, in exactly-once mode, where the broker can show it)."""
+    if task_attempts(spark) < 2:
+        pytest.skip(f"master {spark.sparkContext.master} does not retry tasks; run with --spark-master local[2,3]")
+    exactly_once = "pipeline-exactly-once-sink" in pipeline_adapter.capabilities
+    source, sink = new_topic(kafka, 3), new_topic(kafka, 2)
+    fill(kafka, source, 3, 20, "a")
+    pipeline = make_pipeline(
+        2, subscribe=source, sink_topic=sink, exactly_once=exactly_once, max_records_per_trigger=30,
+        failures=TaskFailures(frozenset({1}), 4),
+    )  # fmt: skip
+    pipeline.run_available_now()
+    failed = pipeline.failed_task_attempts()
+    record_property("failed_task_attempts", failed)
+    assert failed > 0, "no task failed: the failure injection did not run, so this run shows nothing"
+    judge_output(kafka, source, sink, exactly_once, broker_can, record_property)
+
+
+KILL_EVENTS: Final = ("offsets", "commits")
+"""Spark checkpoint logs a kill waits on: a batch planned (tasks about to run) or a batch committed."""
+
+
+@requirement("COMMIT-011", "RESTORE-003", capability="pipeline-sink")
+@pytest.mark.timeout(DRIVER_TIMEOUT_S * 4)
+@pipeline_settings()
+@given(
+    kills=st.lists(
+        st.tuples(st.sampled_from(KILL_EVENTS), st.integers(0, 3), st.integers(0, 1500)), min_size=1, max_size=2
+    )
+)
+@example(kills=[("commits", 2, 0)])
+def test_required_COMMIT_011_driver_killed_at_drawn_points_then_restarted_loses_nothing(
+    adapter: Any,
+    pipeline_adapter: PipelineAdapter,
+    pipeline_broker: Broker,
+    spark: SparkSession,
+    kafka: KafkaClient,
+    broker_can: dict[str, Capability],
+    pytestconfig: pytest.Config,
+    tmp_path: Path,
+    record_property: Any,
+    kills: list[tuple[str, int, int]],
+) -> None:
+    """Each kill ``(log, k, delay_ms)``: start a driver process on the checkpoint, wait until its
+    ``k+1``-th new entry appears in the checkpoint's ``log``, wait ``delay_ms`` more (landing inside
+    the batch's tasks), SIGKILL it. A last driver runs to the end. Nothing may be lost; in
+    exactly-once mode nothing may be duplicated (where the broker can show it)."""
+    exactly_once = "pipeline-exactly-once-sink" in pipeline_adapter.capabilities
+    source, sink = new_topic(kafka, 3), new_topic(kafka, 2)
+    fill(kafka, source, 3, 60, "k")
+    checkpoint, log = tmp_path / f"kill-{uuid4().hex[:8]}", tmp_path / "drivers.log"
+    run = DriverRun(
+        adapter=pytestconfig.getoption("kconform_adapter"),
+        master=spark.sparkContext.master or DEFAULT_MASTER,
+        bootstrap_servers=pipeline_broker.bootstrap_servers,
+        source=source,
+        sink=sink,
+        checkpoint=str(checkpoint),
+        parallelism=2,
+        exactly_once=exactly_once,
+        max_records_per_trigger=30,
+        client_settings=pipeline_broker.security,
+    )
+    killed = sum(kill_at(run, log, checkpoint / event, k, delay_ms) for event, k, delay_ms in kills)
+    final = run.start(log)
+    assert final.wait(timeout=DRIVER_TIMEOUT_S) == 0, f"the restarted driver failed; log:\n{log.read_text()[-4000:]}"
+    record_property("drivers_killed", killed)
+    judge_output(kafka, source, sink, exactly_once, broker_can, record_property)
+
+
+def kill_at(run: DriverRun, log: Path, entries: Path, k: int, delay_ms: int) -> bool:
+    """Start a driver, SIGKILL it ``delay_ms`` after its ``k+1``-th new entry in ``entries``; whether
+    it was killed (a driver that finishes first is not)."""
+
+    def count() -> int:
+        return len(list(entries.glob("[0-9]*"))) if entries.exists() else 0
+
+    seen = count()
+    driver = run.start(log)
+    try:
+        wait_until(
+            lambda: True if driver.poll() is not None or count() > seen + k else None,
+            timeout_s=DRIVER_TIMEOUT_S,
+            what=f"entry {seen + k} in {entries} or the driver's exit (log: {log})",
+            step_s=0.01,
+        )
+        assert driver.poll() in (None, 0), f"the driver failed before its kill point; log:\n{log.read_text()[-4000:]}"
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            driver.wait(timeout=delay_ms / 1000)  # the drawn kill point inside the batch, not synchronisation
+    finally:
+        driver.send_signal(signal.SIGKILL)
+        driver.wait(timeout=30)
+    return driver.returncode == -signal.SIGKILL

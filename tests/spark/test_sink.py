@@ -64,7 +64,7 @@ def test_at_least_once_loses_nothing(
     fill(client, source, 3, 15, "a")
     pipeline = Pipeline(
         spark, broker.bootstrap_servers, tmp_path, parallelism=2, subscribe=source, sink_topic=sink,
-        delivery_guarantee="at-least-once",
+        exactly_once=False,
     )  # fmt: skip
     pipeline.run_available_now()
     assert not produced_values(client, source) - committed_values(client, sink)

@@ -87,7 +87,7 @@ def test_max_records_per_trigger_splits_the_backlog_without_gaps(
     ends = fill(client, topic, 2, 10, "a")
     pipeline = Pipeline(
         spark, broker.bootstrap_servers, tmp_path, parallelism=2, subscribe=topic,
-        extra_options={"maxRecordsPerTrigger": "5"},
+        max_records_per_trigger=5,
     )  # fmt: skip
     pipeline.run_available_now()
     assert_exactly(pipeline.records(), ends)

@@ -1,0 +1,176 @@
+"""Pipeline-level mutants: the ``kconform-kafka`` Spark source or sink with one known-wrong mechanism.
+
+Each is a pipeline adapter whose data source subclasses the reference one and breaks exactly one
+thing a real Spark connector can get wrong; ``tests/test_mutants.py`` runs the named pipeline
+scenario against each and asserts it fails on the mutant's requirement and no other. They live
+in the package (not the tests) because Spark's Python workers must import them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import pyarrow as pa  # type: ignore[import-untyped]
+from pyspark import TaskContext
+from pyspark.sql import Row
+from pyspark.sql.datasource import DataSourceStreamReader, DataSourceStreamWriter, InputPartition
+from pyspark.sql.types import StructType
+
+from conformance.pipeline import KconformKafkaAdapter
+from reference_impl.assignment import assign
+from reference_impl.spark import KafkaDataSource
+from reference_impl.spark.offsets import SourceOffsets
+from reference_impl.spark.sink import KafkaStreamWriter, SinkOptions, TaskCommit, TaskIdentity
+from reference_impl.spark.source import KafkaInputPartition, KafkaStreamReader, SourceOptions
+from reference_impl.types import TopicPartition
+
+
+def _retried() -> bool:
+    context = TaskContext.get()
+    return context is not None and context.attemptNumber() > 0
+
+
+# -- source --------------------------------------------------------------------------------------
+
+
+class _RetrySkipsReader(KafkaStreamReader):
+    """A retried task resumes after the failed attempt's first record instead of at its planned start."""
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, KafkaInputPartition)
+        if _retried() and partition.ranges:
+            head, *rest = partition.ranges
+            partition = replace(partition, ranges=(replace(head, start=min(head.start + 1, head.until)), *rest))
+        yield from super().read(partition)
+
+
+class _RotatedPlanReader(KafkaStreamReader):
+    """Input partition ``i`` reads subtask ``i + 1``'s partitions: a plan, but not Flink's."""
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        planned = super().partitions(start, end)
+        n = len(planned)
+        return [KafkaInputPartition(i, planned[(i + 1) % n].ranges) for i in range(n)]  # type: ignore[attr-defined]
+
+
+class _ScaleInForgetsReader(KafkaStreamReader):
+    """Scale-in keeps only the offsets of partitions the remaining subtasks owned before (Flink's
+    list-state restore): the others are rediscovered and read again from their earliest offset."""
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        previous, current = SourceOffsets.from_json(start), SourceOffsets.from_json(end)
+        before, n = previous.parallelism, current.parallelism
+        if before > n:
+            kept = {tp: o for tp, o in previous.offsets.items() if assign(tp.topic, tp.partition, before) < n}
+            lost = {tp: self._kafka().earliest_offset(tp) for tp in previous.offsets.keys() - kept.keys()}
+            start = replace(previous, offsets=kept).to_json()
+            end = replace(current, first={**current.first, **lost}).to_json()
+        return super().partitions(start, end)
+
+
+class _NewTopicAtLatestReader(KafkaStreamReader):
+    """A newly discovered partition starts at its end, not its first record (FLINK-31953 on Spark)."""
+
+    def _discover(self, previous: SourceOffsets) -> SourceOffsets:
+        found = super()._discover(previous)
+        return replace(found, first={tp: found.offsets[tp] for tp in found.first})
+
+
+# -- sink ----------------------------------------------------------------------------------------
+
+
+class _MarkerForgottenWriter(KafkaStreamWriter):
+    """Exactly-once without the progress check: a replayed batch is written and committed again."""
+
+    def write(self, iterator: Iterator[Row]) -> TaskCommit:
+        identity = TaskIdentity.current()
+        transactional_id = identity.transactional_id(self._options.prefix)
+        with self._options.connection.client() as kafka:
+            kafka.commit_offsets(transactional_id, {TopicPartition(self._options.topic, 0): 0})
+        return super().write(iterator)
+
+
+class _RetryDropsRowsWriter(KafkaStreamWriter):
+    """A retried task assumes its failed attempt wrote the rows and reports success without writing."""
+
+    def write(self, iterator: Iterator[Row]) -> TaskCommit:
+        if _retried():
+            return TaskCommit(TaskIdentity.current(), sum(1 for _ in iterator), skipped=True)
+        return super().write(iterator)
+
+
+def _source(name: str, reader: type[KafkaStreamReader]) -> type[KafkaDataSource]:
+    def stream_reader(self: KafkaDataSource, schema: StructType) -> DataSourceStreamReader:
+        return reader(SourceOptions.parse(self.options))
+
+    return type(name, (KafkaDataSource,), {"name": classmethod(lambda cls: name), "streamReader": stream_reader})
+
+
+def _sink(name: str, writer: type[KafkaStreamWriter]) -> type[KafkaDataSource]:
+    def stream_writer(self: KafkaDataSource, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        return writer(SinkOptions.parse(self.options), schema)
+
+    return type(name, (KafkaDataSource,), {"name": classmethod(lambda cls: name), "streamWriter": stream_writer})
+
+
+@dataclass(frozen=True)
+class PipelineMutant:
+    """A broken pipeline adapter, the scenario that must catch it and the requirements it breaks."""
+
+    name: str
+    kills_on: frozenset[str]
+    scenario: str
+    """A substring of the suite test's name: the one scenario the mutant is run against."""
+    bug: str
+    adapter: KconformKafkaAdapter
+
+
+PIPELINE_MUTANTS: tuple[PipelineMutant, ...] = (
+    PipelineMutant(
+        "spark_retry_skips_first_record",
+        frozenset({"RESTORE-003"}),
+        "injected_task_failures",
+        "a retried source task starts one record late",
+        KconformKafkaAdapter(data_source=_source("kc-mutant-retry-skips", _RetrySkipsReader)),
+    ),
+    PipelineMutant(
+        "spark_rotated_plan",
+        frozenset({"ASSIGN-004", "ASSIGN-006"}),
+        "each_task_reads_its_reference_partitions",
+        "Spark task i reads subtask i+1's partitions",
+        KconformKafkaAdapter(data_source=_source("kc-mutant-rotated-plan", _RotatedPlanReader)),
+    ),
+    PipelineMutant(
+        "spark_scale_in_forgets_offsets",
+        frozenset({"RESTORE-003"}),
+        "rescale_sequence",
+        "scale-in keeps only the remaining subtasks' offsets (list state, not union state)",
+        KconformKafkaAdapter(data_source=_source("kc-mutant-scale-in-forgets", _ScaleInForgetsReader)),
+    ),
+    PipelineMutant(
+        "spark_new_topic_at_latest",
+        frozenset({"DISC-005"}),
+        "newly_matching_topic",
+        "a newly matching topic starts at its end",
+        KconformKafkaAdapter(data_source=_source("kc-mutant-new-topic-latest", _NewTopicAtLatestReader)),
+    ),
+    PipelineMutant(
+        "spark_sink_forgets_marker",
+        frozenset({"COMMIT-011"}),
+        "batch_replayed_after_its_tasks_committed",
+        "the exactly-once sink writes a replayed batch again",
+        KconformKafkaAdapter(data_source=_sink("kc-mutant-forgets-marker", _MarkerForgottenWriter)),
+    ),
+    PipelineMutant(
+        "spark_sink_retry_drops_rows",
+        frozenset({"COMMIT-011"}),
+        "sink_task_failures",
+        "a retried sink task reports success without writing",
+        KconformKafkaAdapter(data_source=_sink("kc-mutant-retry-drops", _RetryDropsRowsWriter)),
+    ),
+)
+
+for _mutant in PIPELINE_MUTANTS:
+    globals()[_mutant.name] = _mutant.adapter
