@@ -36,7 +36,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 
 from conformance.brokers import Broker, broker_from_env
-from conformance.pipeline import local_session
+from conformance.pipeline import Pipeline, local_session
 from reference_impl.kafka_client import KafkaClient, configure
 from reference_impl.ports import Isolation, KafkaError
 from reference_impl.spark import FORMAT
@@ -280,27 +280,12 @@ def warm_up(spark: SparkSession, broker: Broker, client: KafkaClient, run: str, 
     importing into its Python workers, which would swamp any rate. Returns its wall time."""
     source, sink = new_topic(client, run, "warm-in"), new_topic(client, run, "warm-out")
     records = fill_topic(client, source, WARM_UP_RECORDS)
-
-    def query() -> list[Any]:
-        writer = (
-            spark.readStream.format(FORMAT)
-            .option("bootstrap.servers", broker.bootstrap_servers)
-            .option("subscribe", source)
-            .option("startingOffsets", "earliest")
-            .option("parallelism", str(PARALLELISM))
-            .load()
-            .select("key", "value")
-            .writeStream.format(FORMAT)
-            .option("bootstrap.servers", broker.bootstrap_servers)
-            .option("topic", sink)
-            .option("deliveryGuarantee", "exactly-once")
-            .option("checkpointLocation", str(work / "warm-up-checkpoint"))
-        )
-        return run_query(writer.trigger(availableNow=True).start())
-
-    progress, seconds = timed(query)
-    inside_batches("warm-up", progress, records)
-    return seconds
+    pipeline = Pipeline(
+        spark, broker.bootstrap_servers, work / "warm-up-checkpoint", PARALLELISM, subscribe=source, sink_topic=sink
+    )
+    _, seconds = timed(pipeline.run_available_now)
+    inside_batches("warm-up", pipeline.progress(), records)
+    return float(seconds)
 
 
 @contextmanager

@@ -241,3 +241,36 @@ def check_offset_commits(
             "RESTORE-007", "offset-commit-mismatch", f"{when}: committed {dict(committed)}, expected {dict(expected)}"
         )
     ]
+
+
+# -- sink output -----------------------------------------------------------------------------
+
+
+def check_order(
+    source: Mapping[bytes | None, tuple[TopicPartition, int]], output: Mapping[int, Sequence[bytes | None]]
+) -> list[Violation]:
+    """COMMIT-013 over ``input value -> (partition, offset)`` and ``output partition -> values in log order``.
+
+    Within each output partition, the first appearances of one input partition's records must
+    follow its offsets; repeats (replays, visible aborted attempts) and values not in ``source``
+    are left to the loss and duplicate checks.
+    """
+    out: list[Violation] = []
+    for partition, values in sorted(output.items()):
+        last: dict[TopicPartition, int] = {}
+        seen: set[bytes | None] = set()
+        for value in values:
+            if value in seen or value not in source:
+                continue
+            seen.add(value)
+            tp, offset = source[value]
+            if offset < last.get(tp, -1):
+                out.append(
+                    Violation(
+                        "COMMIT-013",
+                        "reordered",
+                        f"output partition {partition}: {tp} offset {offset} appears after offset {last[tp]}",
+                    )
+                )
+            last[tp] = max(offset, last.get(tp, -1))
+    return out

@@ -23,7 +23,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from pyspark import TaskContext
 from pyspark.sql import DataFrame, SparkSession
@@ -33,9 +33,10 @@ from pyspark.sql.streaming.readwriter import DataStreamWriter
 from pyspark.sql.types import BooleanType
 
 from conformance.adapter import DEFAULT_MASTER, PipelineAdapter, SinkSpec, SourceSpec
-from conformance.checkers import Violation, check_formula, check_plan
+from conformance.checkers import Violation, check_formula, check_order, check_plan
+from reference_impl.adapter import ReferenceAdapter
 from reference_impl.kafka_client import KafkaClient
-from reference_impl.ports import Isolation
+from reference_impl.ports import Isolation, Record
 from reference_impl.spark import KafkaDataSource, register
 from reference_impl.spark.offsets import SourceOffsets
 from reference_impl.types import TopicPartition
@@ -95,6 +96,25 @@ class KconformKafkaAdapter:
 KCONFORM_KAFKA: Final = KconformKafkaAdapter()
 SPARK_ADAPTER: Final = KCONFORM_KAFKA
 """``--adapter conformance.pipeline:SPARK_ADAPTER``: the pipeline-level suite on the reference Spark format."""
+
+
+@dataclass(frozen=True)
+class ReferenceOnSpark(ReferenceAdapter):
+    """Both levels of the reference implementation: the pure core in-process and ``kconform-kafka``
+    on Spark. ``make conformance`` runs the whole suite against it."""
+
+    pipeline: KconformKafkaAdapter = KCONFORM_KAFKA
+    capabilities: frozenset[str] = ReferenceAdapter.capabilities | KCONFORM_KAFKA.capabilities
+
+    def read_stream(self, spark: SparkSession, source: SourceSpec) -> DataFrame:
+        return self.pipeline.read_stream(spark, source)
+
+    def write_stream(self, frame: DataFrame, sink: SinkSpec) -> DataStreamWriter:
+        return self.pipeline.write_stream(frame, sink)
+
+
+REFERENCE: Final = ReferenceOnSpark()
+"""``--adapter conformance.pipeline:REFERENCE --level all``: what ``make conformance`` checks."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,6 +262,11 @@ class Pipeline:
         assert self.query is not None, "start the pipeline first"
         self.query.processAllAvailable()
 
+    def progress(self) -> list[Any]:
+        """The last query's progress reports (``StreamingQueryProgress``), oldest first."""
+        assert self.query is not None, "start the pipeline first"
+        return list(self.query.recentProgress)
+
     def failed_task_attempts(self) -> int:
         """Task attempts that failed in the jobs of this pipeline's last query (its run id is their job group)."""
         assert self.query is not None, "start the pipeline first"
@@ -333,13 +358,28 @@ def check_task_plan(records: Iterable[ReadRecord], parallelism: int) -> list[Vio
     return out + check_formula({tp: min(tasks) for tp, tasks in claims.items()}, parallelism)
 
 
+def topic_records(client: KafkaClient, topic: str, isolation: Isolation) -> dict[int, list[Record]]:
+    """Partition -> every record of ``topic`` a consumer at ``isolation`` sees, in log order."""
+    return {
+        p: list(client.read(TopicPartition(topic, p), 0, isolation, 1_000_000))
+        for p in sorted(client.list_topics().get(topic, ()))
+    }
+
+
 def topic_values(client: KafkaClient, topic: str, isolation: Isolation) -> Counter[bytes | None]:
     """Every value on every partition of ``topic`` as a consumer at ``isolation`` sees it."""
-    return Counter(
-        r.value
-        for p in sorted(client.list_topics().get(topic, ()))
-        for r in client.read(TopicPartition(topic, p), 0, isolation, 1_000_000)
-    )
+    return Counter(r.value for records in topic_records(client, topic, isolation).values() for r in records)
+
+
+def judge_sink(client: KafkaClient, source: str, sink: str, exactly_once: bool) -> list[Violation]:
+    """COMMIT-011 and COMMIT-013 end to end: the sink topic read ``read_committed`` against the input."""
+    produced = topic_records(client, source, Isolation.READ_UNCOMMITTED)
+    written = topic_records(client, sink, Isolation.READ_COMMITTED)
+    expected = Counter(r.value for records in produced.values() for r in records)
+    seen = Counter(r.value for records in written.values() for r in records)
+    origin = {r.value: (TopicPartition(r.topic, r.partition), r.offset) for rs in produced.values() for r in rs}
+    order = check_order(origin, {p: [r.value for r in records] for p, records in written.items()})
+    return check_output(expected, seen, exactly_once) + order
 
 
 def check_output(expected: Counter[bytes | None], seen: Counter[bytes | None], exactly_once: bool) -> list[Violation]:

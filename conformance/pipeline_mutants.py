@@ -101,6 +101,13 @@ class _RetryDropsRowsWriter(KafkaStreamWriter):
         return super().write(iterator)
 
 
+class _ReversingWriter(KafkaStreamWriter):
+    """Writes a task's rows last to first: nothing lost or duplicated, per-partition order broken."""
+
+    def write(self, iterator: Iterator[Row]) -> TaskCommit:
+        return super().write(iter(list(iterator)[::-1]))
+
+
 def _source(name: str, reader: type[KafkaStreamReader]) -> type[KafkaDataSource]:
     def stream_reader(self: KafkaDataSource, schema: StructType) -> DataSourceStreamReader:
         return reader(SourceOptions.parse(self.options))
@@ -169,6 +176,13 @@ PIPELINE_MUTANTS: tuple[PipelineMutant, ...] = (
         "sink_task_failures",
         "a retried sink task reports success without writing",
         KconformKafkaAdapter(data_source=_sink("kc-mutant-retry-drops", _RetryDropsRowsWriter)),
+    ),
+    PipelineMutant(
+        "spark_sink_reverses_rows",
+        frozenset({"COMMIT-013"}),
+        "sink_task_failures",
+        "the sink writes a task's rows in reverse order",
+        KconformKafkaAdapter(data_source=_sink("kc-mutant-reverses", _ReversingWriter)),
     ),
 )
 

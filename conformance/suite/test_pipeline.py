@@ -32,19 +32,17 @@ from conformance.checkers import Violation, check_offset_continuity, explain, fa
 from conformance.pipeline import (
     Pipeline,
     TaskFailures,
-    check_output,
     check_read_once,
     check_task_plan,
     fill,
+    judge_sink,
     local_session,
     task_attempts,
-    topic_values,
 )
 from conformance.pipeline_driver import DriverRun
 from conformance.probe import Capability, probe
 from conformance.pytest_plugin import BROKER_CAPABILITIES, live_broker, requirement
 from reference_impl.kafka_client import KafkaClient, wait_until
-from reference_impl.ports import Isolation
 from reference_impl.types import TopicPartition
 
 pytestmark = pytest.mark.pipeline
@@ -138,12 +136,11 @@ def unverifiable(broker_can: dict[str, Capability]) -> list[str]:
 def judge_output(
     kafka: KafkaClient, source: str, sink: str, exactly_once: bool, broker_can: dict[str, Capability], record: Any
 ) -> None:
-    """COMMIT-011: nothing lost; with exactly-once, nothing duplicated where the broker can show it."""
+    """COMMIT-011 and COMMIT-013: nothing lost, order kept; with exactly-once, nothing duplicated
+    where the broker can show it."""
     missing = unverifiable(broker_can) if exactly_once else []
     record("duplicates_checked", "no: broker lacks " + ", ".join(missing) if missing else str(exactly_once).lower())
-    expected = topic_values(kafka, source, Isolation.READ_UNCOMMITTED)
-    seen = topic_values(kafka, sink, Isolation.READ_COMMITTED)
-    fail_on(check_output(expected, seen, exactly_once=exactly_once and not missing))
+    fail_on(judge_sink(kafka, source, sink, exactly_once=exactly_once and not missing))
 
 
 @requirement("ASSIGN-001", "ASSIGN-002", "ASSIGN-004", capability="pipeline-assignment")
@@ -242,7 +239,7 @@ def test_required_DISC_005_newly_matching_topic_is_read_from_earliest(
     fail_on(check_read_once([r for r in records if r.tp.topic != lookalike], ends, requirement="DISC-005"))
 
 
-@requirement("COMMIT-011", capability="pipeline-exactly-once-sink")
+@requirement("COMMIT-011", "COMMIT-013", capability="pipeline-exactly-once-sink")
 def test_required_COMMIT_011_batch_replayed_after_its_tasks_committed_writes_nothing_again(
     adapter: Any, make_pipeline: Callable[..., Pipeline], kafka: KafkaClient
 ) -> None:
@@ -256,11 +253,10 @@ def test_required_COMMIT_011_batch_replayed_after_its_tasks_committed_writes_not
         if run == "first":
             pipeline.forget_last_commit()
             fill(kafka, source, 3, 10, "b")
-    expected = topic_values(kafka, source, Isolation.READ_UNCOMMITTED)
-    fail_on(check_output(expected, topic_values(kafka, sink, Isolation.READ_COMMITTED), exactly_once=True))
+    fail_on(judge_sink(kafka, source, sink, exactly_once=True))
 
 
-@requirement("COMMIT-011", capability="pipeline-sink")
+@requirement("COMMIT-011", "COMMIT-013", capability="pipeline-sink")
 def test_required_COMMIT_011_sink_task_failures_are_retried_without_loss_or_duplicate(
     adapter: Any,
     pipeline_adapter: PipelineAdapter,
@@ -292,7 +288,7 @@ KILL_EVENTS: Final = ("offsets", "commits")
 """Spark checkpoint logs a kill waits on: a batch planned (tasks about to run) or a batch committed."""
 
 
-@requirement("COMMIT-011", "RESTORE-003", capability="pipeline-sink")
+@requirement("COMMIT-011", "COMMIT-013", capability="pipeline-sink")
 @pytest.mark.timeout(DRIVER_TIMEOUT_S * 4)
 @pipeline_settings()
 @given(

@@ -1,0 +1,80 @@
+"""The pure checkers of a sink's output: order (COMMIT-013) and loss / duplication (COMMIT-011).
+
+Properties over generated outputs: any interleaving of input partitions that keeps each one's
+order passes, with repeats anywhere after a record's first appearance; swapping two records of
+one input partition in one output partition is named ``reordered``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from conformance.checkers import check_order
+from conformance.pipeline import check_output
+from reference_impl.types import TopicPartition
+
+Origin = dict[bytes | None, tuple[TopicPartition, int]]
+
+
+def origin_of(sizes: list[int]) -> Origin:
+    return {f"{p}-{o}".encode(): (TopicPartition("in", p), o) for p, n in enumerate(sizes) for o in range(n)}
+
+
+@st.composite
+def ordered_output(draw: st.DrawFn) -> tuple[Origin, list[bytes | None]]:
+    """An input of a few partitions and one output partition interleaving them in order, with repeats."""
+    sizes = draw(st.lists(st.integers(1, 6), min_size=1, max_size=4))
+    queues = [[f"{p}-{o}".encode() for o in range(n)] for p, n in enumerate(sizes)]
+    written: list[bytes | None] = []
+    while any(queues):
+        queue = draw(st.sampled_from([q for q in queues if q]))
+        written.append(queue.pop(0))
+        if draw(st.booleans()) and written:
+            written.append(draw(st.sampled_from(written)))  # a replay repeats a record already written
+    return origin_of(sizes), written
+
+
+@given(ordered_output())
+def test_required_COMMIT_013_in_order_interleavings_with_repeats_pass(case: tuple[Origin, list[bytes | None]]) -> None:
+    origin, written = case
+    assert check_order(origin, {0: written}) == []
+
+
+@given(ordered_output(), st.data())
+def test_required_COMMIT_013_two_records_of_one_partition_swapped_are_reordered(
+    case: tuple[Origin, list[bytes | None]], data: st.DataObject
+) -> None:
+    origin, written = case
+    firsts = list(dict.fromkeys(written))
+    by_partition: dict[TopicPartition, list[bytes | None]] = {}
+    for value in firsts:
+        by_partition.setdefault(origin[value][0], []).append(value)
+    candidates = [values for values in by_partition.values() if len(values) >= 2]
+    if not candidates:
+        return
+    values = data.draw(st.sampled_from(candidates))
+    i, j = sorted(data.draw(st.lists(st.sampled_from(range(len(values))), min_size=2, max_size=2, unique=True)))
+    a, b = values[i], values[j]
+    swapped = [b if v == a else a if v == b else v for v in firsts]
+    violations = check_order(origin, {3: swapped})
+    assert violations and {v.kind for v in violations} == {"reordered"}, violations
+    assert all(v.requirement == "COMMIT-013" and "output partition 3" in v.evidence for v in violations)
+
+
+def test_required_COMMIT_013_order_is_per_output_partition() -> None:
+    """The same input partition split over two output partitions (a rescale) is not compared across them."""
+    origin = origin_of([4])
+    assert check_order(origin, {0: [b"0-2", b"0-3"], 1: [b"0-0", b"0-1"]}) == []
+
+
+def test_required_COMMIT_011_loss_and_duplicates_are_named() -> None:
+    expected = Counter({b"a": 1, b"b": 1})
+    seen = Counter({b"a": 2})
+    assert [(v.kind, v.requirement) for v in check_output(expected, seen, exactly_once=True)] == [
+        ("lost-write", "COMMIT-011"),
+        ("duplicate", "COMMIT-011"),
+    ]
+    assert [v.kind for v in check_output(expected, seen, exactly_once=False)] == ["lost-write"]
