@@ -14,7 +14,6 @@ from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
 from pyspark import TaskContext
-from pyspark.sql import Row
 from pyspark.sql.datasource import DataSourceStreamReader, DataSourceStreamWriter, InputPartition
 from pyspark.sql.types import StructType
 
@@ -84,7 +83,7 @@ class _NewTopicAtLatestReader(KafkaStreamReader):
 class _MarkerForgottenWriter(KafkaStreamWriter):
     """Exactly-once without the progress check: a replayed batch is written and committed again."""
 
-    def write(self, iterator: Iterator[Row]) -> TaskCommit:
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskCommit:
         identity = TaskIdentity.current()
         transactional_id = identity.transactional_id(self._options.prefix)
         with self._options.connection.client() as kafka:
@@ -95,17 +94,20 @@ class _MarkerForgottenWriter(KafkaStreamWriter):
 class _RetryDropsRowsWriter(KafkaStreamWriter):
     """A retried task assumes its failed attempt wrote the rows and reports success without writing."""
 
-    def write(self, iterator: Iterator[Row]) -> TaskCommit:
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskCommit:
         if _retried():
-            return TaskCommit(TaskIdentity.current(), sum(1 for _ in iterator), skipped=True)
+            return TaskCommit(TaskIdentity.current(), sum(b.num_rows for b in iterator), skipped=True)
         return super().write(iterator)
 
 
 class _ReversingWriter(KafkaStreamWriter):
     """Writes a task's rows last to first: nothing lost or duplicated, per-partition order broken."""
 
-    def write(self, iterator: Iterator[Row]) -> TaskCommit:
-        return super().write(iter(list(iterator)[::-1]))
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskCommit:
+        batches = list(iterator)
+        rows = pa.Table.from_batches(batches) if batches else None
+        reversed_rows = rows.take(list(range(rows.num_rows - 1, -1, -1))).to_batches() if rows else []
+        return super().write(iter(reversed_rows))
 
 
 def _source(name: str, reader: type[KafkaStreamReader]) -> type[KafkaDataSource]:

@@ -178,7 +178,7 @@ class KafkaClient:
         self._admin = AdminClient(self.config("admin"))
         self._consumers: dict[Isolation, ck.Consumer] = {}
         self._group_consumers: dict[str, ck.Consumer] = {}
-        self._transactional: list[KafkaTransactionalProducer] = []
+        self._producers: list[KafkaProducer] = []
 
     def close(self) -> None:
         """Close every client this object made (bounded by librdkafka's own close)."""
@@ -186,9 +186,9 @@ class KafkaClient:
             consumer.close()
         self._consumers.clear()
         self._group_consumers.clear()
-        for producer in self._transactional:
+        for producer in self._producers:
             producer.close()
-        self._transactional.clear()
+        self._producers.clear()
 
     def config(self, role: ClientRole, **overrides: Any) -> dict[str, Any]:
         return configure(self.endpoint, role, **overrides)
@@ -265,6 +265,12 @@ class KafkaClient:
             raise translate(errors[0], f"produce to {tp}")
         return offsets
 
+    def producer(self, linger_ms: int = 5) -> KafkaProducer:
+        """A plain (non-transactional) streaming producer, closed with this client."""
+        producer = KafkaProducer(self, f"producer-{uuid4().hex[:8]}", {"linger.ms": linger_ms})
+        self._producers.append(producer)
+        return producer
+
     # -- TransactionalLog --------------------------------------------------------------------
 
     def init_producer(
@@ -275,7 +281,7 @@ class KafkaClient:
         if transaction_timeout_ms is not None:
             settings["transaction.timeout.ms"] = transaction_timeout_ms
         producer = KafkaTransactionalProducer(self, transactional_id, settings)
-        self._transactional.append(producer)
+        self._producers.append(producer)
         return producer
 
     def resume_producer(self, transactional_id: str, producer_id: int, epoch: int) -> KafkaTransactionalProducer:
@@ -397,15 +403,61 @@ class KafkaClient:
         return {TopicPartition(p.topic, p.partition): p.metadata or "" for p in self._fetch_committed(group)}
 
 
-class KafkaTransactionalProducer:
+class KafkaProducer:
+    """One librdkafka producer that streams records: a full local queue is drained, not an error."""
+
+    def __init__(self, client: KafkaClient, name: str, settings: Mapping[str, Any]) -> None:
+        self._client = client
+        self._timeout_s = client.timeout_s
+        self._name = name
+        self._producer = ck.Producer(client.config("producer", **settings))
+        self._errors: list[ck.KafkaError] = []
+
+    def _delivered(self, error: ck.KafkaError | None, _message: ck.Message) -> None:
+        if error is not None:
+            self._errors.append(error)
+
+    def produce(self, topic: str, partition: int, key: bytes | None, value: bytes | None) -> None:
+        deadline = time.monotonic() + self._timeout_s
+        with _translated(f"produce ({self._name})"):
+            while True:
+                try:
+                    self._producer.produce(topic, value, key, partition=partition, on_delivery=self._delivered)
+                    break
+                except BufferError:  # librdkafka's local queue is full: let deliveries drain it, bounded
+                    if time.monotonic() >= deadline:
+                        raise KafkaError(
+                            f"produce ({self._name}): local queue still full after {self._timeout_s} s"
+                        ) from None
+                    self._producer.poll(0.1)
+            self._producer.poll(0)
+
+    def flush(self) -> None:
+        """Deliver every produced record; a delivery or fatal (fenced) error surfaces here (COMMIT-007)."""
+        with _translated(f"flush ({self._name})"):
+            undelivered = self._producer.flush(self._timeout_s)
+        if undelivered > 0:
+            raise KafkaError(f"flush ({self._name}): not delivered within {self._timeout_s} s")
+        if self._errors:
+            error, self._errors = self._errors[0], []
+            raise translate(error, f"delivery ({self._name})")
+
+    def close(self) -> None:
+        """Drop queued records without waiting: a zombie's records must not be retried forever.
+
+        A fenced producer repeats its fatal error here; it was surfaced by the call that met it.
+        """
+        with contextlib.suppress(ck.KafkaException):
+            self._producer.purge()
+            self._producer.flush(0)
+
+
+class KafkaTransactionalProducer(KafkaProducer):
     """One librdkafka transactional producer: one incarnation of its transactional id."""
 
     def __init__(self, client: KafkaClient, transactional_id: str, settings: Mapping[str, Any]) -> None:
-        self._client = client
-        self._timeout_s = client.timeout_s
+        super().__init__(client, transactional_id, settings)
         self._transactional_id = transactional_id
-        self._producer = ck.Producer(client.config("producer", **settings))
-        self._errors: list[ck.KafkaError] = []
         with _translated(f"init_transactions({transactional_id})"):
             self._producer.init_transactions(self._timeout_s)
 
@@ -428,25 +480,6 @@ class KafkaTransactionalProducer:
     def begin_transaction(self) -> None:
         self._call("begin_transaction", self._producer.begin_transaction)
 
-    def produce(self, topic: str, partition: int, key: bytes | None, value: bytes | None) -> None:
-        def delivered(error: ck.KafkaError | None, _message: ck.Message) -> None:
-            if error is not None:
-                self._errors.append(error)
-
-        deadline = time.monotonic() + self._timeout_s
-        with _translated(f"produce ({self._transactional_id})"):
-            while True:
-                try:
-                    self._producer.produce(topic, value, key, partition=partition, on_delivery=delivered)
-                    break
-                except BufferError:  # librdkafka's local queue is full: let deliveries drain it, bounded
-                    if time.monotonic() >= deadline:
-                        raise KafkaError(
-                            f"produce ({self._transactional_id}): local queue still full after {self._timeout_s} s"
-                        ) from None
-                    self._producer.poll(0.1)
-            self._producer.poll(0)
-
     def send_offsets_to_transaction(self, group: str, offsets: Mapping[TopicPartition, int]) -> None:
         positions = [ck.TopicPartition(tp.topic, tp.partition, o) for tp, o in offsets.items()]
         metadata = self._client.group_metadata(group)
@@ -455,27 +488,8 @@ class KafkaTransactionalProducer:
             lambda: self._producer.send_offsets_to_transaction(positions, metadata, self._timeout_s),
         )
 
-    def flush(self) -> None:
-        """Deliver every produced record; a delivery or fatal (fenced) error surfaces here (COMMIT-007)."""
-        with _translated(f"flush ({self._transactional_id})"):
-            undelivered = self._producer.flush(self._timeout_s)
-        if undelivered > 0:
-            raise KafkaError(f"flush ({self._transactional_id}): not delivered within {self._timeout_s} s")
-        if self._errors:
-            error, self._errors = self._errors[0], []
-            raise translate(error, f"delivery ({self._transactional_id})")
-
     def commit_transaction(self) -> None:
         self._call("commit_transaction", lambda: self._producer.commit_transaction(self._timeout_s))
 
     def abort_transaction(self) -> None:
         self._call("abort_transaction", lambda: self._producer.abort_transaction(self._timeout_s))
-
-    def close(self) -> None:
-        """Drop queued records without waiting: a zombie's records must not be retried forever.
-
-        A fenced producer repeats its fatal error here; it was surfaced by the call that met it.
-        """
-        with contextlib.suppress(ck.KafkaException):
-            self._producer.purge()
-            self._producer.flush(0)

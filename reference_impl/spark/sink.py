@@ -17,22 +17,24 @@ Exactly-once holds under deterministic replay: every replay of batch ``b`` must 
 the same records (the ``kconform-kafka`` source plans replays from the offset log, so it does).
 Records go to partition ``task % partitions`` (Flink's ``FlinkFixedPartitioner``) unless a
 ``partition`` column says otherwise: both are deterministic, unlike librdkafka's random
-partitioner for null keys.
+partitioner for null keys. A task's rows arrive as Arrow record batches and stream into the
+producer in their order (COMMIT-013), never buffered whole: memory stays bounded by librdkafka's
+queue whatever the batch size.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+import pyarrow as pa  # type: ignore[import-untyped]
 from confluent_kafka.admin import AdminClient
 from pyspark import TaskContext
-from pyspark.sql import Row
-from pyspark.sql.datasource import DataSourceStreamWriter, WriterCommitMessage
+from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from reference_impl.kafka_client import KafkaClient
+from reference_impl.kafka_client import KafkaClient, KafkaProducer
 from reference_impl.spark import Connection, OptionError
 from reference_impl.types import TopicPartition
 
@@ -99,7 +101,7 @@ class TaskCommit(WriterCommitMessage):
     skipped: bool
 
 
-class KafkaStreamWriter(DataSourceStreamWriter):
+class KafkaStreamWriter(DataSourceStreamArrowWriter):
     """Each task writes and commits its rows; the driver's ``commit`` fences ids a rescale left behind."""
 
     def __init__(self, options: SinkOptions, schema: StructType) -> None:
@@ -107,39 +109,49 @@ class KafkaStreamWriter(DataSourceStreamWriter):
         if "value" not in names:
             raise OptionError(f"the sink needs a 'value' column (string or binary); the query has {sorted(names)}")
         self._options = options
+        self._fenced = False
+        """Whether this run fenced its leftovers: none can appear later in the same run."""
 
-    def write(self, iterator: Iterator[Row]) -> TaskCommit:
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskCommit:
         identity = TaskIdentity.current()
         with self._options.connection.client() as kafka:
             partitions = len(kafka.list_topics().get(self._options.topic, ()))
             if partitions == 0:
                 raise OptionError(f"option 'topic': topic {self._options.topic!r} does not exist")
-            by_partition = _route(iterator, identity.task, partitions)
-            records = sum(len(rows) for rows in by_partition.values())
-            topic = self._options.topic
+            records = _records(iterator, identity.task, partitions)
             if self._options.guarantee == AT_LEAST_ONCE:
-                for partition, rows in sorted(by_partition.items()):
-                    kafka.produce_batch(TopicPartition(topic, partition), rows, linger_ms=5)
-                return TaskCommit(identity, records, skipped=False)
-            return _write_transaction(kafka, self._options, identity, by_partition, records)
+                producer = kafka.producer()
+                written = _produce(producer, self._options.topic, records)
+                producer.flush()
+                return TaskCommit(identity, written, skipped=False)
+            return _write_transaction(kafka, self._options, identity, records)
 
     def commit(self, messages: Sequence[WriterCommitMessage | None], batchId: int) -> None:
         """Tasks committed their own transactions; what is left is fencing ids of tasks this batch lacks."""
         commits = [m for m in messages if isinstance(m, TaskCommit)]
-        if self._options.guarantee == EXACTLY_ONCE and commits:
+        if self._options.guarantee == EXACTLY_ONCE and commits and not self._fenced:
             with self._options.connection.client() as kafka:
                 fence_leftovers(kafka, self._options.prefix, commits[0].task.query, len(messages))
+            self._fenced = True
 
     def abort(self, messages: Sequence[WriterCommitMessage | None], batchId: int) -> None:
         """A failed task's transaction was never committed; its retry fences and aborts it."""
 
 
+Routed = tuple[int, bytes | None, bytes | None]
+"""(partition, key, value) of one output record."""
+
+
+def _produce(producer: KafkaProducer, topic: str, records: Iterable[Routed]) -> int:
+    written = 0
+    for partition, key, value in records:
+        producer.produce(topic, partition, key, value)
+        written += 1
+    return written
+
+
 def _write_transaction(
-    kafka: KafkaClient,
-    options: SinkOptions,
-    identity: TaskIdentity,
-    by_partition: Mapping[int, list[tuple[bytes | None, bytes | None]]],
-    records: int,
+    kafka: KafkaClient, options: SinkOptions, identity: TaskIdentity, records: Iterator[Routed]
 ) -> TaskCommit:
     """Records and marker ``batch + 1`` in one transaction, unless the marker shows it done (COMMIT-011)."""
     transactional_id = identity.transactional_id(options.prefix)
@@ -149,15 +161,15 @@ def _write_transaction(
     if marker is None:
         kafka.commit_offsets(transactional_id, {marker_tp: 0})  # findable by fence_leftovers from now on
     elif marker > identity.batch:
+        for _ in records:  # Spark feeds the task's input whether or not it is written
+            pass
         return TaskCommit(identity, 0, skipped=True)
     producer.begin_transaction()
-    for partition, rows in sorted(by_partition.items()):
-        for key, value in rows:
-            producer.produce(options.topic, partition, key, value)
+    written = _produce(producer, options.topic, records)
     producer.send_offsets_to_transaction(transactional_id, {marker_tp: identity.batch + 1})
     producer.flush()
     producer.commit_transaction()
-    return TaskCommit(identity, records, skipped=False)
+    return TaskCommit(identity, written, skipped=False)
 
 
 def fence_leftovers(kafka: KafkaClient, prefix: str, query: str, tasks: int) -> list[str]:
@@ -182,15 +194,14 @@ def fence_leftovers(kafka: KafkaClient, prefix: str, query: str, tasks: int) -> 
     return leftovers
 
 
-def _route(rows: Iterator[Row], task: int, partitions: int) -> dict[int, list[tuple[bytes | None, bytes | None]]]:
-    """Rows by target partition: the ``partition`` column if set, else ``task % partitions``."""
-    routed: dict[int, list[tuple[bytes | None, bytes | None]]] = {}
-    for row in rows:
-        fields: dict[str, Any] = row.asDict()
-        partition = fields.get("partition")
-        target = task % partitions if partition is None else int(partition)
-        routed.setdefault(target, []).append((_bytes(fields.get("key")), _bytes(fields["value"])))
-    return routed
+def _records(batches: Iterable[pa.RecordBatch], task: int, partitions: int) -> Iterator[Routed]:
+    """The task's rows in order, routed: the ``partition`` column if set, else ``task % partitions``."""
+    for batch in batches:
+        names = batch.schema.names
+        keys = batch.column("key").to_pylist() if "key" in names else [None] * batch.num_rows
+        targets = batch.column("partition").to_pylist() if "partition" in names else [None] * batch.num_rows
+        for key, value, target in zip(keys, batch.column("value").to_pylist(), targets, strict=True):
+            yield (task % partitions if target is None else int(target)), _bytes(key), _bytes(value)
 
 
 def _bytes(value: Any) -> bytes | None:
