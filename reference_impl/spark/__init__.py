@@ -25,6 +25,9 @@ BOOTSTRAP: Final = "bootstrap.servers"
 KAFKA_PREFIX: Final = "kafka."
 TIMEOUT_OPTION: Final = "timeoutMs"
 DEFAULT_TIMEOUT_MS: Final = 30_000
+DEFAULT_CLIENT_SETTINGS: Final = {"log_level": "4"}
+"""librdkafka warnings and errors only: its info lines (e.g. on every close) flood executor logs.
+A ``kafka.log_level`` option overrides it."""
 
 
 class OptionError(ValueError):
@@ -45,9 +48,8 @@ class Connection:
         servers = options.get(BOOTSTRAP) or options.get(KAFKA_PREFIX + BOOTSTRAP)
         if not servers:
             raise OptionError(f"option {BOOTSTRAP!r} is required (the Kafka brokers to connect to)")
-        settings = tuple(
-            sorted((k.removeprefix(KAFKA_PREFIX), v) for k, v in options.items() if k.startswith(KAFKA_PREFIX))
-        )
+        given = {k.removeprefix(KAFKA_PREFIX): v for k, v in options.items() if k.startswith(KAFKA_PREFIX)}
+        settings = tuple(sorted({**DEFAULT_CLIENT_SETTINGS, **given}.items()))
         timeout_ms = positive_int(options, TIMEOUT_OPTION, DEFAULT_TIMEOUT_MS)
         return cls(servers, settings, timeout_ms / 1000)
 

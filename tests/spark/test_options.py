@@ -46,6 +46,11 @@ def test_wrong_sink_option_names_itself(options: dict[str, str], named: str) -> 
 
 def test_kafka_options_pass_through_without_their_prefix() -> None:
     parsed = SourceOptions.parse({**BOOTSTRAP, "subscribe": "a,b", "kafka.isolation.level": "read_committed"})
-    assert dict(parsed.connection.settings) == {"isolation.level": "read_committed"}
+    assert dict(parsed.connection.settings) == {"isolation.level": "read_committed", "log_level": "4"}
     assert parsed.subscription.topics == frozenset({"a", "b"})
     assert (parsed.parallelism, parsed.starting, parsed.max_records) == (1, "latest", None)
+
+
+def test_a_kafka_option_overrides_the_connector_s_client_default() -> None:
+    parsed = SourceOptions.parse({**BOOTSTRAP, "subscribe": "a", "kafka.log_level": "7"})
+    assert dict(parsed.connection.settings) == {"log_level": "7"}
