@@ -195,8 +195,17 @@ def load_adapter(spec: str) -> Adapter:
         raise ValueError(f"--adapter {spec!r}: module {module_name!r} has no attribute {attr!r}") from exc
     adapter = obj if isinstance(obj, (ProtocolAdapter, PipelineAdapter)) else obj() if callable(obj) else obj
     if not isinstance(adapter, (ProtocolAdapter, PipelineAdapter)):
-        missing = [m for m in ("name", "capabilities", "assign", "source", "sink") if not hasattr(adapter, m)]
-        raise ValueError(f"--adapter {spec!r} is not a kconform adapter (missing: {', '.join(missing)})")
+        declared = set(getattr(adapter, "capabilities", ()))
+        wanted = ["name", "capabilities"]
+        if declared & set(PIPELINE_CAPABILITIES):
+            wanted += ["read_stream", "write_stream"]
+        if declared - set(PIPELINE_CAPABILITIES) or not declared:
+            wanted += ["assign", "source", "sink"]
+        missing = [m for m in wanted if not hasattr(adapter, m)] or ["a method of the level it declares"]
+        raise ValueError(
+            f"--adapter {spec!r} is not a kconform adapter (missing: {', '.join(missing)}; "
+            "see conformance.adapter.ProtocolAdapter and PipelineAdapter)"
+        )
     unknown = set(adapter.capabilities) - set(CAPABILITIES)
     if unknown:
         raise ValueError(f"adapter {adapter.name!r} declares unknown capabilities {sorted(unknown)}")

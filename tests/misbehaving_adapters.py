@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from typing import Any
 
+from conformance.pipeline import KconformKafkaAdapter
 from reference_impl.adapter import ReferenceAdapter
 
 
@@ -30,3 +32,21 @@ class Hangs(ReferenceAdapter):
 RAISES = Raises(name="raises")
 NEGATIVE_INDEX = NegativeIndex(name="negative-index")
 HANGS = Hangs(name="hangs")
+
+
+@dataclass(frozen=True)
+class ReadStreamRaises(KconformKafkaAdapter):
+    def read_stream(self, spark: Any, source: Any) -> Any:
+        raise RuntimeError("connector bug: no such format 'kafka2'")
+
+
+@dataclass(frozen=True)
+class PipelineWithoutMethods:
+    """Declares the pipeline level but implements neither level."""
+
+    name: str = "pipeline-without-methods"
+    capabilities: frozenset[str] = frozenset({"pipeline"})
+
+
+READ_STREAM_RAISES = ReadStreamRaises(name="read-stream-raises")
+PIPELINE_WITHOUT_METHODS = PipelineWithoutMethods()

@@ -11,7 +11,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run_suite(adapter: str, tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+def run_suite(
+    adapter: str, tmp_path: Path, *extra: str, only: str = "ASSIGN_004_edge_names"
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [
             sys.executable,
@@ -21,7 +23,7 @@ def run_suite(adapter: str, tmp_path: Path, *extra: str) -> subprocess.Completed
             "--adapter",
             f"tests.misbehaving_adapters:{adapter}",
             "--only",
-            "ASSIGN_004_edge_names",
+            only,
             "--profile",
             "quick",
             "--seed",
@@ -33,7 +35,7 @@ def run_suite(adapter: str, tmp_path: Path, *extra: str) -> subprocess.Completed
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
         check=False,
     )
 
@@ -57,3 +59,16 @@ def test_required_a_hanging_adapter_fails_within_the_timeout(tmp_path: Path) -> 
     run = run_suite("HANGS", tmp_path, "--timeout", "3")
     assert run.returncode == 1, run.stdout + run.stderr
     assert "still waiting for adapter 'hangs': adapter.assign(" in run.stdout, run.stdout
+
+
+@pytest.mark.spark
+def test_required_a_raising_pipeline_adapter_fails_naming_read_stream(tmp_path: Path) -> None:
+    run = run_suite("READ_STREAM_RAISES", tmp_path, "--level", "pipeline", only="ASSIGN_001_each_task")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "adapter.read_stream(" in run.stdout and "connector bug: no such format" in run.stdout, run.stdout
+
+
+def test_required_a_pipeline_level_without_read_stream_is_a_usage_error(tmp_path: Path) -> None:
+    run = run_suite("PIPELINE_WITHOUT_METHODS", tmp_path, "--level", "pipeline")
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "missing: read_stream, write_stream" in run.stderr, run.stderr

@@ -104,9 +104,10 @@ def kafka(pipeline_broker: Broker) -> Iterator[KafkaClient]:
 
 @pytest.fixture
 def make_pipeline(
-    pipeline_adapter: PipelineAdapter, spark: SparkSession, pipeline_broker: Broker, tmp_path: Path
+    adapter: Any, spark: SparkSession, pipeline_broker: Broker, tmp_path: Path
 ) -> Callable[..., Pipeline]:
-    """``make_pipeline(parallelism, checkpoint=..., **fields)``: a ``Pipeline`` of the adapter under test."""
+    """``make_pipeline(parallelism, checkpoint=..., **fields)``: a ``Pipeline`` of the adapter under test,
+    guarded, so an exception in ``read_stream`` or ``write_stream`` fails naming the method."""
 
     def make(parallelism: int, checkpoint: Path | None = None, **fields: Any) -> Pipeline:
         return Pipeline(
@@ -115,7 +116,7 @@ def make_pipeline(
             checkpoint or tmp_path / "checkpoint",
             parallelism,
             client_settings=pipeline_broker.security,
-            adapter=pipeline_adapter,
+            adapter=adapter,
             **fields,
         )
 
@@ -178,6 +179,7 @@ def test_required_RESTORE_003_injected_task_failures_are_retried_without_gap_or_
 
 
 @requirement("RESTORE-002", "RESTORE-003", capability="pipeline-rescale")
+@pytest.mark.timeout(DRIVER_TIMEOUT_S * 2)
 @pipeline_settings()
 @given(parallelisms=st.lists(st.integers(1, 4), min_size=2, max_size=4))
 @example(parallelisms=[2, 3, 1, 4])
