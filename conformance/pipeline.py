@@ -349,6 +349,22 @@ def check_read_once(
     return out
 
 
+def check_single_reader(
+    batch: Iterable[ReadRecord], parallelism: int, requirement: str = "RESTORE-002"
+) -> list[Violation]:
+    """Within one batch each partition is read by one task, and only tasks ``0..parallelism-1`` read."""
+    readers: dict[TopicPartition, set[int]] = defaultdict(set)
+    for r in batch:
+        readers[r.tp].add(r.task)
+    out = []
+    for tp, tasks in sorted(readers.items()):
+        if len(tasks) > 1:
+            out.append(Violation(requirement, "double-assignment", f"{tp} read by tasks {sorted(tasks)}"))
+        if any(t >= parallelism for t in tasks):
+            out.append(Violation(requirement, "owner-out-of-range", f"{tp} read by {sorted(tasks)} at n={parallelism}"))
+    return out
+
+
 def check_task_plan(records: Iterable[ReadRecord], parallelism: int) -> list[Violation]:
     """ASSIGN-001/002/004 on what Spark tasks read: task i holds exactly Flink subtask i's partitions."""
     claims: dict[TopicPartition, set[int]] = defaultdict(set)

@@ -33,6 +33,7 @@ from conformance.pipeline import (
     Pipeline,
     TaskFailures,
     check_read_once,
+    check_single_reader,
     check_task_plan,
     fill,
     judge_sink,
@@ -191,7 +192,8 @@ def test_required_RESTORE_003_rescale_sequence_continues_every_partition(
     parallelisms: list[int],
 ) -> None:
     """Restart from one checkpoint at each parallelism in turn, producing between restarts: every
-    partition resumes exactly where the previous run ended, and each run plans at its own n."""
+    partition resumes exactly where the previous run ended, and in every batch of a run each
+    partition is read by one of that run's n tasks."""
     topic = new_topic(kafka, 5)
     checkpoint = tmp_path / f"rescale-{uuid4().hex[:8]}"
     runs: list[Pipeline] = []
@@ -202,6 +204,7 @@ def test_required_RESTORE_003_rescale_sequence_continues_every_partition(
         run = make_pipeline(parallelism, checkpoint, subscribe=topic)
         run.run_available_now()
         runs.append(run)
+        fail_on([v for batch in run.batches.values() for v in check_single_reader(batch, parallelism)])
         first_read: dict[TopicPartition, int] = {}
         for r in run.records():
             first_read[r.tp] = min(r.offset, first_read.get(r.tp, r.offset))

@@ -1,4 +1,5 @@
-"""The pure checkers of a sink's output: order (COMMIT-013) and loss / duplication (COMMIT-011).
+"""The pure checkers of the pipeline level: what tasks read (RESTORE-002/003) and a sink's output
+(COMMIT-011 loss and duplication, COMMIT-013 order).
 
 Properties over generated outputs: any interleaving of input partitions that keeps each one's
 order passes, with repeats anywhere after a record's first appearance; swapping two records of
@@ -13,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance.checkers import check_order
-from conformance.pipeline import check_output
+from conformance.pipeline import ReadRecord, check_output, check_read_once, check_single_reader
 from reference_impl.types import TopicPartition
 
 Origin = dict[bytes | None, tuple[TopicPartition, int]]
@@ -78,3 +79,23 @@ def test_required_COMMIT_011_loss_and_duplicates_are_named() -> None:
         ("duplicate", "COMMIT-011"),
     ]
     assert [v.kind for v in check_output(expected, seen, exactly_once=False)] == ["lost-write"]
+
+
+def read(partition: int, offset: int, task: int) -> ReadRecord:
+    return ReadRecord(TopicPartition("in", partition), offset, None, task)
+
+
+def test_required_RESTORE_002_a_partition_read_by_two_tasks_or_a_task_beyond_n_is_named() -> None:
+    assert check_single_reader([read(0, 0, 0), read(0, 1, 0), read(1, 0, 1)], 2) == []
+    kinds = [(v.requirement, v.kind) for v in check_single_reader([read(0, 0, 0), read(0, 1, 1), read(1, 0, 2)], 2)]
+    assert kinds == [("RESTORE-002", "double-assignment"), ("RESTORE-002", "owner-out-of-range")]
+
+
+def test_required_RESTORE_003_read_once_names_gaps_and_repeats() -> None:
+    ends = {TopicPartition("in", 0): 3}
+    assert check_read_once([read(0, o, 0) for o in range(3)], ends) == []
+    violations = check_read_once([read(0, 0, 0), read(0, 0, 1), read(0, 2, 0)], ends, requirement="DISC-005")
+    assert [(v.requirement, v.kind) for v in violations] == [
+        ("DISC-005", "offset-gap"),
+        ("DISC-005", "offset-duplicate"),
+    ]
