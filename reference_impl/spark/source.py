@@ -37,6 +37,8 @@ from reference_impl.kafka_client import KafkaClient, configure, translate
 from reference_impl.ports import KafkaError
 from reference_impl.spark import Connection, OptionError, positive_int
 from reference_impl.spark.offsets import SourceOffsets
+from reference_impl.spark.starting import OPTION as STARTING_OPTION
+from reference_impl.spark.starting import StartingOffsets, StartingOffsetsError
 from reference_impl.types import TopicPartition
 
 SCHEMA: Final = StructType(
@@ -52,7 +54,6 @@ SCHEMA: Final = StructType(
 """Built from types, not DDL: parsing DDL needs a SparkSession, which worker processes lack."""
 ARROW_SCHEMA: Final = to_arrow_schema(SCHEMA, timezone="UTC")
 ARROW_BATCH_ROWS: Final = 10_000
-STARTING_OFFSETS: Final = ("earliest", "latest")
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +63,7 @@ class SourceOptions:
     connection: Connection
     subscription: Subscription
     parallelism: int
-    starting: str
+    starting: StartingOffsets
     max_records: int | None
 
     @classmethod
@@ -81,9 +82,10 @@ class SourceOptions:
                 subscription = Subscription.regex(pattern)
             except ValueError as error:
                 raise OptionError(f"option 'subscribePattern': {error}") from None
-        starting = options.get("startingOffsets", "latest")
-        if starting not in STARTING_OFFSETS:
-            raise OptionError(f"option 'startingOffsets' must be one of {STARTING_OFFSETS}, got {starting!r}")
+        try:
+            starting = StartingOffsets.parse(options.get(STARTING_OPTION, "latest"))
+        except StartingOffsetsError as error:
+            raise OptionError(str(error)) from None
         max_records = positive_int(options, "maxRecordsPerTrigger", 0) or None
         return cls(
             Connection.parse(options), subscription, positive_int(options, "parallelism", 1), starting, max_records
@@ -142,10 +144,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if missing:
             raise OptionError(f"option 'subscribe': unknown topic(s) {missing}")
         found = subscription.select(metadata)
-        if self._options.starting == "earliest":
-            offsets = {tp: self._kafka().earliest_offset(tp) for tp in found}
-        else:
-            offsets = self._ends(found)
+        ends = self._ends(found)
+        try:
+            offsets = self._options.starting.resolve(found, self._kafka().earliest_offset, ends.__getitem__)
+        except StartingOffsetsError as error:
+            raise OptionError(str(error)) from None
         return SourceOffsets(self._options.parallelism, offsets).to_json()
 
     def _ends(self, partitions: set[TopicPartition]) -> dict[TopicPartition, int]:

@@ -7,6 +7,8 @@ import pytest
 from reference_impl.spark import OptionError
 from reference_impl.spark.sink import SinkOptions
 from reference_impl.spark.source import SourceOptions
+from reference_impl.spark.starting import StartingOffsets
+from reference_impl.types import LATEST
 
 BOOTSTRAP = {"bootstrap.servers": "127.0.0.1:9092"}
 
@@ -22,6 +24,12 @@ BOOTSTRAP = {"bootstrap.servers": "127.0.0.1:9092"}
         ({**BOOTSTRAP, "subscribe": "a", "parallelism": "0"}, "parallelism"),
         ({**BOOTSTRAP, "subscribe": "a", "parallelism": "two"}, "parallelism"),
         ({**BOOTSTRAP, "subscribe": "a", "startingOffsets": "middle"}, "startingOffsets"),
+        ({**BOOTSTRAP, "subscribe": "a", "startingOffsets": '{"a": {"0": 1'}, "startingOffsets"),
+        ({**BOOTSTRAP, "subscribe": "a", "startingOffsets": '{"a": {"x": 1}}'}, "startingOffsets"),
+        ({**BOOTSTRAP, "subscribe": "a", "startingOffsets": '{"a": {"0": -3}}'}, "startingOffsets"),
+        ({**BOOTSTRAP, "subscribe": "a", "startingOffsets": '{"a": {"0": "5"}}'}, "startingOffsets"),
+        ({**BOOTSTRAP, "subscribe": "a", "startingOffsets": '{"a": [1]}'}, "startingOffsets"),
+        ({**BOOTSTRAP, "subscribe": "a", "startingOffsets": "{}"}, "startingOffsets"),
         ({**BOOTSTRAP, "subscribe": "a", "maxRecordsPerTrigger": "-1"}, "maxRecordsPerTrigger"),
         ({**BOOTSTRAP, "subscribe": "a", "timeoutMs": "0"}, "timeoutMs"),
     ],
@@ -48,7 +56,7 @@ def test_kafka_options_pass_through_without_their_prefix() -> None:
     parsed = SourceOptions.parse({**BOOTSTRAP, "subscribe": "a,b", "kafka.isolation.level": "read_committed"})
     assert dict(parsed.connection.settings) == {"isolation.level": "read_committed", "log_level": "4"}
     assert parsed.subscription.topics == frozenset({"a", "b"})
-    assert (parsed.parallelism, parsed.starting, parsed.max_records) == (1, "latest", None)
+    assert (parsed.parallelism, parsed.starting, parsed.max_records) == (1, StartingOffsets(LATEST), None)
 
 
 def test_a_kafka_option_overrides_the_connector_s_client_default() -> None:

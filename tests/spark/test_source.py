@@ -6,6 +6,7 @@ is wrong after multi-record batches (KAFKA-008) and right after a single-record 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from pathlib import Path
 from uuid import uuid4
@@ -165,3 +166,31 @@ def test_wrong_option_fails_the_query_at_start_naming_it(
         error = started.exception()
         assert error is not None, f"query with {options} did not fail"
         raise error
+
+
+def test_starting_offsets_json_starts_each_partition_where_it_says(
+    spark: SparkSession, broker: Broker, client: KafkaClient, tmp_path: Path
+) -> None:
+    """Spark's notation: partition 0 from offset 4, partition 1 from earliest (-2), 2 from latest (-1)."""
+    topic = topic_name("json-start")
+    client.create_topic(topic, 3)
+    ends = fill(client, topic, 3, 10, "a")
+    starting = json.dumps({topic: {"0": 4, "1": -2, "2": -1}})
+    pipeline = Pipeline(spark, broker.bootstrap_servers, tmp_path, parallelism=2, subscribe=topic,
+                        starting_offsets=starting)  # fmt: skip
+    pipeline.run_available_now()
+    read = {(r.tp.partition, r.offset) for r in pipeline.records()}
+    assert read == {(0, o) for o in range(4, ends[TopicPartition(topic, 0)])} | {
+        (1, o) for o in range(ends[TopicPartition(topic, 1)])
+    }
+
+
+def test_starting_offsets_json_naming_a_partition_that_does_not_exist_fails_at_start(
+    spark: SparkSession, broker: Broker, client: KafkaClient, tmp_path: Path
+) -> None:
+    topic = topic_name("json-bad")
+    client.create_topic(topic, 1)
+    pipeline = Pipeline(spark, broker.bootstrap_servers, tmp_path, parallelism=1, subscribe=topic,
+                        starting_offsets=json.dumps({topic: {"0": -2, "5": 0}}))  # fmt: skip
+    with pytest.raises(StreamingQueryException, match=r"option 'startingOffsets' names .* \[5\]"):
+        pipeline.run_available_now()
