@@ -17,6 +17,7 @@ import contextlib
 import signal
 import subprocess
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Final
 from uuid import uuid4
@@ -72,17 +73,28 @@ def pipeline_adapter(adapter_under_test: Any) -> PipelineAdapter:
     return adapter_under_test
 
 
+PROBE_WAIT_S: Final = 180
+PROBED = pytest.StashKey[Future[list[Capability]]]()
+
+
 @pytest.fixture(scope="module")
 def pipeline_broker(pipeline_adapter: PipelineAdapter, request: pytest.FixtureRequest) -> Iterator[Broker]:
-    """The run's broker, probed once: the report shows what it can and cannot show (spec/kafka.md)."""
+    """The run's broker, probed once in the background (the probe mostly waits on the broker, so it
+    overlaps Spark's start and the first scenarios): the report shows what the broker can and cannot
+    show (spec/kafka.md)."""
     for running in live_broker():
-        request.config.stash[BROKER_CAPABILITIES] = probe(running)
-        yield running
+        with ThreadPoolExecutor(1, thread_name_prefix="kconform-probe") as pool:
+            probed = request.config.stash[PROBED] = pool.submit(probe, running)
+            try:
+                yield running
+            finally:
+                request.config.stash[BROKER_CAPABILITIES] = probed.result(timeout=PROBE_WAIT_S)
 
 
 @pytest.fixture(scope="module")
 def broker_can(pipeline_broker: Broker, request: pytest.FixtureRequest) -> dict[str, Capability]:
-    return {c.name: c for c in request.config.stash[BROKER_CAPABILITIES]}
+    """What the broker can show, once the background probe has measured it."""
+    return {c.name: c for c in request.config.stash[PROBED].result(timeout=PROBE_WAIT_S)}
 
 
 @pytest.fixture(scope="module")
