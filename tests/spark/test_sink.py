@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from conformance.brokers import Broker
 from conformance.checkers import fail_on
-from conformance.pipeline import Pipeline, fill, judge_sink, topic_values
+from conformance.pipeline import Pipeline, fill, judge_sink, topic_records, topic_values
 from conformance.probe import Capability
 from reference_impl.kafka_client import KafkaClient
 from reference_impl.ports import Isolation
@@ -106,3 +107,36 @@ def test_zombie_attempt_of_a_task_is_fenced_and_its_records_hidden(
         spark, broker.bootstrap_servers, tmp_path, parallelism=2, subscribe=source, sink_topic=sink
     ).run_available_now()
     assert committed_values(client, sink) == produced_values(client, source)
+
+
+def test_a_partition_column_routes_each_record(
+    spark: SparkSession, broker: Broker, client: KafkaClient, topics: tuple[str, str], tmp_path: Path
+) -> None:
+    """Rows name their output partition: each lands there, in its input order (COMMIT-013)."""
+    source, sink = topics
+    fill(client, source, 3, 6, "a")
+    frame = (
+        spark.readStream.format("kconform-kafka")
+        .option("bootstrap.servers", broker.bootstrap_servers)
+        .option("subscribe", source)
+        .option("startingOffsets", "earliest")
+        .option("parallelism", "2")
+        .load()
+        .select("key", "value", (F.col("offset") % 2).cast("int").alias("partition"))
+    )
+    query = (
+        frame.writeStream.format("kconform-kafka")
+        .option("bootstrap.servers", broker.bootstrap_servers)
+        .option("topic", sink)
+        .option("deliveryGuarantee", "exactly-once")
+        .option("checkpointLocation", str(tmp_path))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(120), "the query did not finish within 120 s"
+    assert query.exception() is None, query.exception()
+    produced = topic_records(client, source, Isolation.READ_UNCOMMITTED)
+    want = {r.value: r.offset % 2 for records in produced.values() for r in records}
+    written = topic_records(client, sink, Isolation.READ_COMMITTED)
+    assert {r.value: p for p, records in written.items() for r in records} == want
+    fail_on(judge_sink(client, source, sink, exactly_once=True))
