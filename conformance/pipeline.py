@@ -10,7 +10,7 @@ downstream would. ``TaskFailures`` makes chosen tasks fail their first attempt m
 Spark (with task retries, e.g. ``local[2,3]``) runs them again.
 
 The query's source and sink come from a ``conformance.adapter.PipelineAdapter``;
-``KCONFORM_KAFKA`` is the reference implementation's (format ``kconform-kafka``).
+``SPARK_ADAPTER`` is the reference implementation's (format ``kconform-kafka``).
 """
 
 from __future__ import annotations
@@ -93,8 +93,7 @@ class KconformKafkaAdapter:
         )
 
 
-KCONFORM_KAFKA: Final = KconformKafkaAdapter()
-SPARK_ADAPTER: Final = KCONFORM_KAFKA
+SPARK_ADAPTER: Final = KconformKafkaAdapter()
 """``--adapter conformance.pipeline:SPARK_ADAPTER``: the pipeline-level suite on the reference Spark format."""
 
 
@@ -103,8 +102,8 @@ class ReferenceOnSpark(ReferenceAdapter):
     """Both levels of the reference implementation: the pure core in-process and ``kconform-kafka``
     on Spark. ``make conformance`` runs the whole suite against it."""
 
-    pipeline: KconformKafkaAdapter = KCONFORM_KAFKA
-    capabilities: frozenset[str] = ReferenceAdapter.capabilities | KCONFORM_KAFKA.capabilities
+    pipeline: KconformKafkaAdapter = SPARK_ADAPTER
+    capabilities: frozenset[str] = ReferenceAdapter.capabilities | SPARK_ADAPTER.capabilities
 
     def read_stream(self, spark: SparkSession, source: SourceSpec) -> DataFrame:
         return self.pipeline.read_stream(spark, source)
@@ -210,7 +209,7 @@ class Pipeline:
     exactly_once: bool = True
     max_records_per_trigger: int | None = None
     client_settings: Mapping[str, str] = field(default_factory=dict)
-    adapter: PipelineAdapter = KCONFORM_KAFKA
+    adapter: PipelineAdapter = SPARK_ADAPTER
     failures: TaskFailures | None = None
     batches: dict[int, list[ReadRecord]] = field(default_factory=dict)
     query: StreamingQuery | None = None
