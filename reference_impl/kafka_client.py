@@ -77,12 +77,15 @@ def configure(endpoint: Endpoint, role: ClientRole, **overrides: Any) -> dict[st
     return {**endpoint.client_config(role), **SEMANTIC_CLIENT_SETTINGS[role], **overrides}
 
 
-def await_metadata(endpoint: Endpoint, timeout_s: float, alive: Callable[[], None] | None = None) -> None:
+def await_metadata(
+    endpoint: Endpoint, timeout_s: float, alive: Callable[[], None] | None = None, admin: AdminClient | None = None
+) -> None:
     """Return once the broker answers a metadata request; a ``KafkaError`` with the last cause after ``timeout_s``.
 
-    ``alive`` is called between attempts so a caller can fail fast when a process it started died.
+    ``alive`` is called between attempts so a caller can fail fast when a process it started died;
+    ``admin`` is a client to ask with (default: a new one for ``endpoint``).
     """
-    admin = AdminClient(endpoint.client_config("admin"))
+    admin = admin or AdminClient(endpoint.client_config("admin"))
     deadline = time.monotonic() + timeout_s
     last: ck.KafkaException | None = None
     while time.monotonic() < deadline:
@@ -192,6 +195,10 @@ class KafkaClient:
 
     def config(self, role: ClientRole, **overrides: Any) -> dict[str, Any]:
         return configure(self.endpoint, role, **overrides)
+
+    def await_metadata(self) -> None:
+        """Return once the broker answers a metadata request, within ``timeout_s``; else a ``KafkaError``."""
+        await_metadata(self.endpoint, self.timeout_s, admin=self._admin)
 
     def __enter__(self) -> KafkaClient:
         return self

@@ -17,7 +17,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, DataSourceStreamWriter
 from pyspark.sql.types import StructType
 
-from reference_impl.kafka_client import KafkaClient, StaticEndpoint, await_metadata
+from reference_impl.kafka_client import KafkaClient, StaticEndpoint
 from reference_impl.ports import Isolation, KafkaError
 
 FORMAT: Final = "kconform-kafka"
@@ -67,11 +67,13 @@ class Connection:
 
     def client(self) -> KafkaClient:
         """A ``KafkaClient`` on a broker that answered a metadata request; unreachable names the option."""
+        client = KafkaClient(self.endpoint, timeout_s=self.timeout_s)
         try:
-            await_metadata(self.endpoint, self.timeout_s)
+            client.await_metadata()
         except KafkaError as error:
+            client.close()
             raise OptionError(f"option {BOOTSTRAP!r}: broker {self.bootstrap_servers} not reachable: {error}") from None
-        return KafkaClient(self.endpoint, timeout_s=self.timeout_s)
+        return client
 
 
 def positive_int(options: Mapping[str, str], name: str, default: int | None) -> int:
