@@ -459,6 +459,9 @@ def run(options: RunOptions, out: IO[str] = sys.stdout) -> RunResult:
     if interrupted:
         notes.append(f"the run was interrupted after {len(collector.results)} of {collector.selected} tests")
     rows, untested = aggregate(collector.results, requirements)
+    broker = collector.config.stash.get(BROKER_CAPABILITIES, [])
+    probed = {c.requirement_id for c in broker}
+    untested = [i for i in untested if i not in probed]  # the broker table shows what the probe measured
     if options.only is None:
         used = {id(t.deviation) for t in collector.results}
         notes += [f"expectation {d.requirement} ({d.link}) matched no result" for d in deviations if id(d) not in used]
@@ -478,7 +481,7 @@ def run(options: RunOptions, out: IO[str] = sys.stdout) -> RunResult:
         time.time(),
         log.getvalue(),
         interrupted,
-        collector.config.stash.get(BROKER_CAPABILITIES, []),
+        broker,
     )
 
 
