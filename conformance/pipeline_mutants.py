@@ -69,6 +69,19 @@ class _ScaleInForgetsReader(KafkaStreamReader):
         return super().partitions(start, end)
 
 
+class _RescaleDoubleReadReader(KafkaStreamReader):
+    """After a rescale the last task also reads the first task's partitions (an off-by-one in the
+    new plan): two tasks of one batch read the same partition."""
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        planned = list(super().partitions(start, end))
+        if SourceOffsets.from_json(start).parallelism != SourceOffsets.from_json(end).parallelism and len(planned) > 1:
+            last, first = planned[-1], planned[0]
+            assert isinstance(last, KafkaInputPartition) and isinstance(first, KafkaInputPartition)
+            planned[-1] = replace(last, ranges=(*last.ranges, *first.ranges))
+        return planned
+
+
 class _NewTopicAtLatestReader(KafkaStreamReader):
     """A newly discovered partition starts at its end, not its first record (FLINK-31953 on Spark)."""
 
@@ -157,6 +170,13 @@ PIPELINE_MUTANTS: tuple[PipelineMutant, ...] = (
         "rescale_sequence",
         "scale-in keeps only the remaining subtasks' offsets (list state, not union state)",
         KconformKafkaAdapter(data_source=_source("kc-mutant-scale-in-forgets", _ScaleInForgetsReader)),
+    ),
+    PipelineMutant(
+        "spark_rescale_double_read",
+        frozenset({"RESTORE-002"}),
+        "rescale_sequence",
+        "after a rescale two tasks of a batch read the same partition",
+        KconformKafkaAdapter(data_source=_source("kc-mutant-rescale-double-read", _RescaleDoubleReadReader)),
     ),
     PipelineMutant(
         "spark_new_topic_at_latest",
