@@ -49,6 +49,16 @@ class Capability:
     observation: str
 
 
+DUPLICATE_VERDICT_NEEDS: Final = ("abort_hidden_from_read_committed", "zombie_fencing")
+"""Capabilities without which a duplicate in read_committed output cannot be told from the
+broker's own deviation (KAFKA-001, KAFKA-004)."""
+
+
+def lacking(capabilities: Mapping[str, Capability], needed: tuple[str, ...]) -> list[str]:
+    """The ``needed`` capabilities this broker was measured not to have."""
+    return [name for name in needed if not capabilities[name].supported]
+
+
 REQUIREMENTS: Final[Mapping[str, str]] = {
     "abort_hidden_from_read_committed": "KAFKA-001",
     "last_stable_offset": "KAFKA-002",

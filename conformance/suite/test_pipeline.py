@@ -42,16 +42,13 @@ from conformance.pipeline import (
     task_attempts,
 )
 from conformance.pipeline_driver import DriverRun
-from conformance.probe import Capability, probe
+from conformance.probe import DUPLICATE_VERDICT_NEEDS, Capability, lacking, probe
 from conformance.pytest_plugin import BROKER_CAPABILITIES, live_broker, requirement
 from reference_impl.kafka_client import KafkaClient, wait_until
 from reference_impl.types import TopicPartition
 
 pytestmark = pytest.mark.pipeline
 
-EXACTLY_ONCE_NEEDS: Final = ("abort_hidden_from_read_committed", "zombie_fencing")
-"""Broker capabilities without which a duplicate in read_committed output cannot be told from
-the broker's own deviation (KAFKA-001, KAFKA-004)."""
 DRIVER_TIMEOUT_S: Final = 300
 
 
@@ -142,17 +139,12 @@ def new_topic(kafka: KafkaClient, partitions: int) -> str:
     return name
 
 
-def unverifiable(broker_can: dict[str, Capability]) -> list[str]:
-    """The capabilities an exactly-once verdict needs that this broker lacks."""
-    return [name for name in EXACTLY_ONCE_NEEDS if not broker_can[name].supported]
-
-
 def judge_output(
     kafka: KafkaClient, source: str, sink: str, exactly_once: bool, broker_can: dict[str, Capability], record: Any
 ) -> None:
     """COMMIT-011 and COMMIT-013: nothing lost, order kept; with exactly-once, nothing duplicated
     where the broker can show it."""
-    missing = unverifiable(broker_can) if exactly_once else []
+    missing = lacking(broker_can, DUPLICATE_VERDICT_NEEDS) if exactly_once else []
     record("duplicates_checked", "no: broker lacks " + ", ".join(missing) if missing else str(exactly_once).lower())
     fail_on(judge_sink(kafka, source, sink, exactly_once=exactly_once and not missing))
 

@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 from conformance.brokers import Broker
 from conformance.checkers import fail_on
 from conformance.pipeline import Pipeline, fill, judge_sink, topic_records, topic_values
-from conformance.probe import Capability
+from conformance.probe import DUPLICATE_VERDICT_NEEDS, Capability, lacking
 from reference_impl.kafka_client import KafkaClient
 from reference_impl.ports import Isolation
 from reference_impl.spark.sink import DEFAULT_PREFIX
@@ -31,6 +31,14 @@ def committed_values(client: KafkaClient, topic: str) -> Counter[bytes | None]:
 
 def produced_values(client: KafkaClient, topic: str) -> Counter[bytes | None]:
     return topic_values(client, topic, Isolation.READ_UNCOMMITTED)
+
+
+def leave_open(client: KafkaClient, transactional_id: str, topic: str, value: bytes) -> None:
+    """An attempt of ``transactional_id`` that wrote ``value`` to partition 0 and never ended its transaction."""
+    producer = client.init_producer(transactional_id)
+    producer.begin_transaction()
+    producer.produce(topic, 0, None, value)
+    producer.flush()
 
 
 @pytest.fixture
@@ -69,10 +77,7 @@ def test_transaction_left_open_by_a_larger_parallelism_is_fenced_after_rescale(
     assert wide.query is not None
     groups = [f"{DEFAULT_PREFIX}-{wide.query.id}-{task}" for task in range(4)]
     assert all(client.committed(g) for g in groups), "every task index registers its marker group"
-    left_open = client.init_producer(groups[3])
-    left_open.begin_transaction()
-    left_open.produce(sink, 0, None, b"left-open")
-    left_open.flush()
+    leave_open(client, groups[3], sink, b"left-open")
 
     fill(client, source, 3, 5, "b")
     Pipeline(
@@ -90,7 +95,7 @@ def test_zombie_attempt_of_a_task_is_fenced_and_its_records_hidden(
     capabilities: dict[str, Capability], tmp_path: Path,
 ) -> None:  # fmt: skip
     """COMMIT-006: a new attempt of task i aborts the open transaction of an earlier one."""
-    missing = [c for c in ("zombie_fencing", "abort_hidden_from_read_committed") if not capabilities[c].supported]
+    missing = lacking(capabilities, DUPLICATE_VERDICT_NEEDS)
     if missing:
         pytest.skip(f"not verifiable on this broker: {', '.join(missing)}")
     source, sink = topics
@@ -98,10 +103,7 @@ def test_zombie_attempt_of_a_task_is_fenced_and_its_records_hidden(
     pipeline = Pipeline(spark, broker.bootstrap_servers, tmp_path, parallelism=2, subscribe=source, sink_topic=sink)
     pipeline.run_available_now()
     assert pipeline.query is not None
-    zombie = client.init_producer(f"{DEFAULT_PREFIX}-{pipeline.query.id}-0")
-    zombie.begin_transaction()
-    zombie.produce(sink, 0, None, b"zombie")
-    zombie.flush()
+    leave_open(client, f"{DEFAULT_PREFIX}-{pipeline.query.id}-0", sink, b"zombie")
     fill(client, source, 3, 5, "b")
     Pipeline(
         spark, broker.bootstrap_servers, tmp_path, parallelism=2, subscribe=source, sink_topic=sink
