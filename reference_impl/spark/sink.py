@@ -118,13 +118,12 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
             partitions = len(kafka.list_topics().get(self._options.topic, ()))
             if partitions == 0:
                 raise OptionError(f"option 'topic': topic {self._options.topic!r} does not exist")
-            records = _records(iterator, identity.task, partitions)
             if self._options.guarantee == AT_LEAST_ONCE:
                 producer = kafka.producer()
-                written = _produce(producer, self._options.topic, records)
+                written = _produce(producer, self._options.topic, _records(iterator, identity.task, partitions))
                 producer.flush()
                 return TaskCommit(identity, written, skipped=False)
-            return _write_transaction(kafka, self._options, identity, records)
+            return _write_transaction(kafka, self._options, identity, iterator, partitions)
 
     def commit(self, messages: Sequence[WriterCommitMessage | None], batchId: int) -> None:
         """Tasks committed their own transactions; what is left is fencing ids of tasks this batch lacks."""
@@ -151,7 +150,11 @@ def _produce(producer: KafkaProducer, topic: str, records: Iterable[Routed]) -> 
 
 
 def _write_transaction(
-    kafka: KafkaClient, options: SinkOptions, identity: TaskIdentity, records: Iterator[Routed]
+    kafka: KafkaClient,
+    options: SinkOptions,
+    identity: TaskIdentity,
+    batches: Iterator[pa.RecordBatch],
+    partitions: int,
 ) -> TaskCommit:
     """Records and marker ``batch + 1`` in one transaction, unless the marker shows it done (COMMIT-011)."""
     transactional_id = identity.transactional_id(options.prefix)
@@ -161,11 +164,11 @@ def _write_transaction(
     if marker is None:
         kafka.commit_offsets(transactional_id, {marker_tp: 0})  # findable by fence_leftovers from now on
     elif marker > identity.batch:
-        for _ in records:  # Spark feeds the task's input whether or not it is written
+        for _ in batches:  # Spark feeds the task's input whether or not it is written; no need to decode it
             pass
         return TaskCommit(identity, 0, skipped=True)
     producer.begin_transaction()
-    written = _produce(producer, options.topic, records)
+    written = _produce(producer, options.topic, _records(batches, identity.task, partitions))
     producer.send_offsets_to_transaction(transactional_id, {marker_tp: identity.batch + 1})
     producer.flush()
     producer.commit_transaction()
