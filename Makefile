@@ -1,5 +1,6 @@
 # kconform: `make conformance` sets up and runs the suite; `make test` runs the project's own tests.
-# Variables: ADAPTER=module:attr  LEVEL=protocol|pipeline|all  BROKER=embedded|external|testcontainers
+# Variables: ADAPTER=module:attr  LEVEL=protocol|pipeline|all
+#            BROKER=kafka|kafka-cluster|tansu|external|testcontainers
 #            PROFILE=quick|default|thorough
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -7,15 +8,18 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 ADAPTER ?= conformance.pipeline:REFERENCE
 LEVEL ?= all
-BROKER ?= embedded
+BROKER ?= kafka
 PROFILE ?= default
 REPORT ?= build/report
+# JVM artifacts (versions pinned in jvm/pom.xml), resolved by Maven into $(JVM_DIR)/<module>/.
+JVM_DIR := .jvm
+JVM_POMS := jvm/pom.xml $(wildcard jvm/*/pom.xml)
 export KCONFORM_PROFILE := $(PROFILE)
 export KCONFORM_BROKER := $(BROKER)
 
 .PHONY: setup conformance test spec bench probe lint docs golden clean
 
-setup: $(VENV)/.installed
+setup: $(VENV)/.installed $(JVM_DIR)/.resolved
 
 $(VENV)/.installed: pyproject.toml
 	@command -v java >/dev/null || { echo "kconform needs Java 17 on PATH (PySpark and TLC run on it): apt-get install openjdk-17-jre-headless" >&2; exit 1; }
@@ -24,6 +28,16 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@touch $@
+
+# Without mvn the Python side still installs; the suite then falls back to Tansu and says what it cannot show.
+$(JVM_DIR)/.resolved: $(JVM_POMS)
+	@if command -v mvn >/dev/null; then \
+	  echo "resolving JVM artifacts (jvm/pom.xml) into $(JVM_DIR)/ with Maven"; \
+	  rm -rf $(JVM_DIR) && mvn -B -q -Dstyle.color=never -f jvm/pom.xml dependency:copy-dependencies && touch $@; \
+	else \
+	  echo "kconform: mvn not found, so Apache Kafka cannot be fetched: install Maven 3.8+ (apt-get install maven)" >&2; \
+	  echo "kconform: and run 'make setup' again; until then the suite runs on the embedded Tansu broker" >&2; \
+	fi
 
 conformance: setup
 	$(BIN)/kconform run --adapter $(ADAPTER) --level $(LEVEL) --broker $(BROKER) --profile $(PROFILE) --report $(REPORT)
@@ -47,6 +61,7 @@ lint: setup
 docs: setup
 	$(BIN)/kconform requirements --markdown > spec/REQUIREMENTS.md
 	@echo "wrote spec/REQUIREMENTS.md"
+	$(BIN)/kconform probe-broker --broker tansu --broker kafka --markdown --update spec/kafka.md
 
 # Regenerate the JVM golden vectors for reference_impl.assignment (needs javac).
 golden:
@@ -55,4 +70,4 @@ golden:
 	java -cp build/golden GoldenAssign fixtures/golden/topics.txt > fixtures/golden/assign_vectors.csv
 
 clean:
-	rm -rf $(VENV) build .hypothesis .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(JVM_DIR) build .hypothesis .pytest_cache .mypy_cache .ruff_cache

@@ -110,13 +110,35 @@ def time_to_kill(mutant: Mutant) -> tuple[float, bool]:
     return timer.seconds, timer.failed
 
 
+def bench_broker_start() -> list[str]:
+    """How long each broker the suite starts itself takes to answer its first metadata request."""
+    from conformance.brokers import CLUSTER_SIZE, KafkaBroker, TansuBroker
+
+    seconds: dict[str, float] = {}
+    brokers = {"tansu": TansuBroker(), "kafka": KafkaBroker(), "kafka-cluster": KafkaBroker(CLUSTER_SIZE)}
+    for name, broker in brokers.items():
+        began = time.perf_counter()
+        with broker:
+            seconds[name] = time.perf_counter() - began
+            version = broker.version
+        print(f"  {name:<14} {seconds[name]:6.1f} s  {version}", flush=True)
+    return [
+        f"  kafka / tansu start x{seconds['kafka'] / seconds['tansu']:.1f}, "
+        f"kafka-cluster / kafka x{seconds['kafka-cluster'] / seconds['kafka']:.1f} (no goal set)"
+    ]
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="kconform bench", description=__doc__)
     parser.add_argument("--skip-mutants", action="store_true", help="skip the time-to-kill figures")
+    parser.add_argument("--skip-brokers", action="store_true", help="skip the broker start times")
     parser.add_argument("--skip-spark", action="store_true", help="skip the Spark source and sink throughput figures")
     args = parser.parse_args(argv)
     figures = [bench_plan(), bench_discovery_diff()]
     print("\n".join(f.row() for f in figures))
+    if not args.skip_brokers:
+        print("\nbroker start, to the first answered metadata request:")
+        print("\n".join(bench_broker_start()))
     if not args.skip_spark:
         from conformance.bench_spark import bench_spark  # pyspark is imported only when needed
 

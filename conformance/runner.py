@@ -31,6 +31,7 @@ from typing import IO, Any
 import pytest
 
 from conformance.adapter import DEFAULT_MASTER, call_in_progress, load_adapter
+from conformance.brokers import BROKER_KINDS, DEFAULT_BROKER
 from conformance.expectations import Deviation, find_deviation, load_expectations
 from conformance.probe import Capability
 from conformance.profiles import PROFILES, profile_from_env
@@ -47,8 +48,6 @@ from conformance.requirements import (
 
 DEFAULT_SUITE = "conformance.suite"
 DEFAULT_TIMEOUT = 120.0
-DEFAULT_BROKER = "embedded"
-BROKERS = ("embedded", "external", "testcontainers")
 SUITE_LEVELS = ("protocol", "pipeline")
 PIPELINE_MARK = "pipeline"
 BROKER_ENV = "KCONFORM_BROKER"
@@ -500,7 +499,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--expectations", type=Path, help="TOML file of known deviations ([[deviation]])")
     parser.add_argument("--only", help="run only tests whose display name contains this")
     parser.add_argument("--seed", type=int, help="Hypothesis seed (default: random, printed)")
-    parser.add_argument("--broker", choices=BROKERS, default=DEFAULT_BROKER, help=f"the suite reads ${BROKER_ENV}")
+    parser.add_argument("--broker", choices=BROKER_KINDS, default=DEFAULT_BROKER, help=f"the suite reads ${BROKER_ENV}")
     parser.add_argument(
         "--timeout", type=float, default=DEFAULT_TIMEOUT, help="per-test seconds; a hang fails (default %(default)g)"
     )

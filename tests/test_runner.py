@@ -253,7 +253,7 @@ def test_seed_is_random_and_printed_when_not_given(tmp_path: Path) -> None:
     assert f"seed {seed} (replay this run with --seed {seed})" in proc.stdout
 
 
-@pytest.mark.parametrize(("broker", "code"), [("external", 0), ("embedded", 1)])
+@pytest.mark.parametrize(("broker", "code"), [("external", 0), ("tansu", 1)])
 def test_broker_is_passed_to_the_suite(tmp_path: Path, broker: str, code: int) -> None:
     env = {"SAMPLE_EXPECTED_BROKER": "external"}
     proc = run_sample(tmp_path, "GOOD", "--only", "sees_the_chosen_broker", "--broker", broker, env=env)

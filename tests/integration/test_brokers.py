@@ -1,24 +1,34 @@
-"""Broker lifecycle: the embedded Tansu starts, answers, stops without leaving a process, and
-every way it can fail to start says why; the other kinds skip with a reason instead of failing."""
+"""Broker lifecycle: Apache Kafka (one node and a three-node cluster) and the embedded Tansu start,
+answer, stop without leaving a process, and every way they can fail to start says why; a cluster
+node killed, paused or restarted comes back; the other kinds skip with a reason instead of failing."""
 
 from __future__ import annotations
 
+import io
 import os
 import socket
+from collections.abc import Iterator
 from pathlib import Path
+from uuid import uuid4
 
 import pytest
+from confluent_kafka.admin import AdminClient
 
+from conformance import jvm
 from conformance.brokers import (
+    CLUSTER_SIZE,
     BrokerStartError,
     BrokerUnavailable,
     ContainerBroker,
-    EmbeddedBroker,
     ExternalBroker,
+    KafkaBroker,
+    TansuBroker,
     broker_from_env,
     security_from_env,
 )
 from reference_impl.kafka_client import KafkaClient
+from reference_impl.ports import Isolation
+from reference_impl.types import TopicPartition
 
 
 def child_pids() -> set[int]:
@@ -34,10 +44,10 @@ def child_pids() -> set[int]:
     return children
 
 
-def test_embedded_broker_starts_answers_and_leaves_no_process() -> None:
+def test_tansu_broker_starts_answers_and_leaves_no_process() -> None:
     before = child_pids()
-    with EmbeddedBroker() as broker, KafkaClient(broker) as client:
-        assert isinstance(broker, EmbeddedBroker) and broker.pid in child_pids()
+    with TansuBroker() as broker, KafkaClient(broker) as client:
+        assert isinstance(broker, TansuBroker) and broker.pid in child_pids()
         assert broker.log_path is not None and broker.log_path.exists()
         client.create_topic("lifecycle", 1)
         assert "lifecycle" in client.list_topics()
@@ -46,18 +56,105 @@ def test_embedded_broker_starts_answers_and_leaves_no_process() -> None:
     assert not workdir.exists()
 
 
+def test_kafka_broker_starts_answers_and_leaves_no_process_nor_directory() -> None:
+    before = child_pids()
+    with KafkaBroker() as broker, KafkaClient(broker) as client:
+        assert broker.kind == "kafka" and set(broker.pids) <= child_pids() and len(broker.pids) == 1
+        assert broker.version.startswith("Apache Kafka 4.")
+        assert broker.start_seconds is not None and broker.start_seconds < 90
+        client.create_topic("lifecycle", 2)
+        assert client.list_topics()["lifecycle"] == frozenset({0, 1})
+        workdir = broker.nodes[0].workdir.parent
+    assert child_pids() <= before
+    assert not workdir.exists()
+
+
+def test_kafka_crash_during_start_shows_the_log_tail_and_keeps_it(tmp_path: Path) -> None:
+    before = child_pids()
+    broken = KafkaBroker(settings={"num.network.threads": "not-a-number"}, tmp_root=tmp_path, start_timeout_s=60)
+    with pytest.raises(BrokerStartError, match=r"(?s)num\.network\.threads.*logs kept in"):
+        broken.start()
+    assert child_pids() <= before
+
+
+def test_kafka_without_its_jars_names_make_setup_and_the_default_falls_back_to_tansu(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(jvm.JVM_DIR_ENV, str(tmp_path))
+    with pytest.raises(jvm.JvmArtifactsMissing, match=r"make setup|install Maven"):
+        KafkaBroker().start()
+    warning = io.StringIO()
+    fallback = broker_from_env("kafka", warn=warning)
+    assert isinstance(fallback, TansuBroker)
+    assert "falling back to the embedded Tansu broker" in warning.getvalue()
+    assert "KAFKA-001 abort_hidden_from_read_committed" in warning.getvalue()
+    assert "never as PASS" in warning.getvalue()
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[KafkaBroker]:
+    with KafkaBroker(nodes=CLUSTER_SIZE) as running:
+        yield running
+
+
+def committed_round(cluster: KafkaBroker, topic: str, value: bytes) -> list[bytes | None]:
+    """Commit one record in a transaction; return what read_committed shows of partition 0.
+
+    Timeouts are generous: after a node dies, leadership and the transaction coordinator move.
+    """
+    with KafkaClient(cluster, timeout_s=60.0) as client:
+        producer = client.init_producer(f"kconform-cluster-{uuid4().hex[:8]}")
+        try:
+            producer.begin_transaction()
+            producer.produce(topic, 0, None, value)
+            producer.commit_transaction()
+        finally:
+            producer.close()
+        return [r.value for r in client.read(TopicPartition(topic, 0), 0, Isolation.READ_COMMITTED, 100)]
+
+
+def test_cluster_of_three_nodes_replicates_and_serves_transactions_after_a_node_is_killed_and_restarted(
+    cluster: KafkaBroker,
+) -> None:
+    assert cluster.kind == "kafka-cluster" and len(cluster.pids) == CLUSTER_SIZE
+    topic = f"replicated-{uuid4().hex[:8]}"
+    with KafkaClient(cluster, timeout_s=60.0) as client:
+        client.create_topic(topic, 1)
+    metadata = AdminClient(cluster.client_config("admin")).list_topics(topic, timeout=30)
+    assert len(metadata.topics[topic].partitions[0].replicas) == CLUSTER_SIZE
+    assert committed_round(cluster, topic, b"before") == [b"before"]
+    victim = cluster.nodes[0].node_id
+    cluster.kill(victim)
+    assert not cluster.node(victim).running
+    assert committed_round(cluster, topic, b"two-of-three") == [b"before", b"two-of-three"]
+    cluster.restart(victim)
+    assert cluster.node(victim).running
+    assert committed_round(cluster, topic, b"after") == [b"before", b"two-of-three", b"after"]
+
+
+def test_cluster_node_paused_and_resumed_rejoins(cluster: KafkaBroker) -> None:
+    topic = f"paused-{uuid4().hex[:8]}"
+    with KafkaClient(cluster, timeout_s=60.0) as client:
+        client.create_topic(topic, 1)
+    victim = cluster.nodes[-1].node_id
+    with cluster.paused(victim):
+        assert committed_round(cluster, topic, b"while-paused") == [b"while-paused"]
+    cluster.restart(victim, clean=False)  # SIGKILL, then back on its ports and directory
+    assert committed_round(cluster, topic, b"after") == [b"while-paused", b"after"]
+
+
 def test_port_in_use_is_named() -> None:
     with socket.socket() as squatter:
         squatter.bind(("127.0.0.1", 0))
         squatter.listen()
         port = squatter.getsockname()[1]
         with pytest.raises(BrokerStartError, match=f"port in use: 127.0.0.1:{port}"):
-            EmbeddedBroker(port=port).start()
+            TansuBroker(port=port).start()
 
 
 def test_missing_binary_is_named(tmp_path: Path) -> None:
     with pytest.raises(BrokerStartError, match="binary missing"):
-        EmbeddedBroker(binary=tmp_path / "tansu").start()
+        TansuBroker(binary=tmp_path / "tansu").start()
 
 
 def test_crash_during_start_is_named_with_the_log(tmp_path: Path) -> None:
@@ -66,7 +163,7 @@ def test_crash_during_start_is_named_with_the_log(tmp_path: Path) -> None:
     crashing.chmod(0o755)
     before = child_pids()
     with pytest.raises(BrokerStartError, match=r"(?s)crash: Tansu exited with code 3.*simulated failure"):
-        EmbeddedBroker(binary=crashing, start_timeout_s=10, tmp_root=tmp_path).start()
+        TansuBroker(binary=crashing, start_timeout_s=10, tmp_root=tmp_path).start()
     assert child_pids() <= before
 
 
@@ -76,7 +173,7 @@ def test_start_timeout_is_bounded_and_names_the_cause(tmp_path: Path) -> None:
     silent.chmod(0o755)
     before = child_pids()
     with pytest.raises(BrokerStartError, match="did not answer a metadata request in time"):
-        EmbeddedBroker(binary=silent, start_timeout_s=1, tmp_root=tmp_path).start()
+        TansuBroker(binary=silent, start_timeout_s=1, tmp_root=tmp_path).start()
     assert child_pids() <= before
 
 
@@ -99,5 +196,5 @@ def test_testcontainers_skips_with_a_reason_when_it_cannot_run() -> None:
 
 
 def test_unknown_broker_kind_is_rejected() -> None:
-    with pytest.raises(ValueError, match="embedded, external, testcontainers"):
+    with pytest.raises(ValueError, match="kafka, kafka-cluster, tansu, external, testcontainers"):
         broker_from_env("kraft")

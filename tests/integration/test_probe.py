@@ -8,19 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from conformance.probe import Capability, format_table, main, not_verifiable
+from conformance.brokers import Broker, KafkaBroker
+from conformance.brokers.tansu import TANSU_CANNOT_SHOW
+from conformance.probe import PROBE_TABLE_BEGIN, PROBE_TABLE_END, Capability, format_table, main, not_verifiable
 from tests.integration.test_brokers import child_pids
 
-KNOWN_TANSU_DEVIATIONS = {
-    "create_partitions": "KAFKA-009",  # _UNSUPPORTED_FEATURE
-    "list_offsets_latest": "KAFKA-008",  # last batch's base offset + 1
-    "abort_hidden_from_read_committed": "KAFKA-001",  # aborted records visible to read_committed
-    "zombie_fencing": "KAFKA-004",  # the fenced producer's records become visible
-    "transaction_timeout": "KAFKA-005",  # transactions never time out
-    "group_offset_metadata": "KAFKA-010",  # the metadata string is dropped
-    "offsets_for_times": "KAFKA-011",  # wrong offsets
-    "resume_transaction": "KAFKA-015",  # librdkafka has no KIP-939 (the client, not Tansu)
-}
+CLIENT_LIMITS = {"resume_transaction": "KAFKA-015"}  # librdkafka has no KIP-939, on every broker
+KNOWN_TANSU_DEVIATIONS = {**TANSU_CANNOT_SHOW, **CLIENT_LIMITS}
 SPEC = Path(__file__).parents[2] / "spec" / "kafka.md"
 
 
@@ -39,11 +33,38 @@ def test_every_spec_requirement_is_probed(capabilities: dict[str, Capability]) -
     assert all(c.observation for c in capabilities.values())
 
 
-def test_probe_cli_on_fresh_embedded_tansu_finds_exactly_the_known_deviations(
+def test_on_apache_kafka_every_capability_is_supported_but_the_clients_limits(
+    broker: Broker, capabilities: dict[str, Capability]
+) -> None:
+    if not isinstance(broker, KafkaBroker):
+        pytest.skip(f"the session broker is {broker.kind}, not Apache Kafka (KCONFORM_BROKER=kafka)")
+    assert {c.name: c.requirement_id for c in capabilities.values() if not c.supported} == CLIENT_LIMITS
+
+
+def test_spec_probe_table_matches_what_the_probe_measures(
+    broker: Broker, capabilities: dict[str, Capability], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """spec/kafka.md's generated table (``make docs``) says what today's brokers do, column by column."""
+    text = SPEC.read_text()
+    block = text.split(PROBE_TABLE_BEGIN, 1)[1].split(PROBE_TABLE_END, 1)[0].strip().splitlines()
+    header = [cell.strip() for cell in block[0].strip("|").split("|")]
+    rows = {row.split("|")[2].strip().strip("`"): [c.strip() for c in row.strip("|").split("|")] for row in block[2:]}
+    assert main(["--broker", "tansu", "--json"]) == 0
+    tansu = {c["name"]: c["supported"] for c in json.loads(capsys.readouterr().out)["capabilities"]}
+    measured = {"tansu": tansu, "Apache Kafka": {c.name: c.supported for c in capabilities.values()}}
+    for column, name in enumerate(header[2:], start=2):
+        product = "tansu" if name.startswith("tansu") else "Apache Kafka"
+        if product == "Apache Kafka" and not isinstance(broker, KafkaBroker):
+            continue
+        documented = {cap: cells[column] == "yes" for cap, cells in rows.items()}
+        assert documented == measured[product], f"spec/kafka.md's {name} column is stale: run `make docs`"
+
+
+def test_probe_cli_on_fresh_tansu_finds_exactly_the_known_deviations(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     before = child_pids()
-    assert main(["--broker", "embedded", "--json"]) == 0
+    assert main(["--broker", "tansu", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert child_pids() <= before, "the probe left a broker process behind"
     found = [Capability(**c) for c in report["capabilities"]]

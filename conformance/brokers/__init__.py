@@ -1,0 +1,84 @@
+"""The Kafka brokers the suite runs against, by kind.
+
+``kafka`` (default) and ``kafka-cluster`` are Apache Kafka started from the jars ``make setup``
+resolved; ``tansu`` is the embedded Kafka-compatible broker from PyPI; ``external`` is a cluster
+someone else runs; ``testcontainers`` is Kafka in Docker. Without the Kafka jars the default
+falls back to Tansu, loudly, naming what Tansu cannot show.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TextIO
+
+from conformance import jvm
+from conformance.brokers.base import (
+    BOOTSTRAP_ENV,
+    BROKER_ENV,
+    BROKER_KINDS,
+    DEFAULT_BROKER,
+    Broker,
+    BrokerKind,
+    BrokerStartError,
+    BrokerUnavailable,
+    free_port,
+)
+from conformance.brokers.external import ContainerBroker, ExternalBroker, security_from_env
+from conformance.brokers.kafka import CLUSTER_SIZE, KafkaBroker
+from conformance.brokers.tansu import TANSU_CANNOT_SHOW, TansuBroker
+
+__all__ = [
+    "BOOTSTRAP_ENV",
+    "BROKER_ENV",
+    "BROKER_KINDS",
+    "CLUSTER_SIZE",
+    "DEFAULT_BROKER",
+    "Broker",
+    "BrokerKind",
+    "BrokerStartError",
+    "BrokerUnavailable",
+    "ContainerBroker",
+    "ExternalBroker",
+    "KafkaBroker",
+    "TansuBroker",
+    "broker_from_env",
+    "free_port",
+    "security_from_env",
+]
+
+
+def broker_from_env(kind: str | None = None, warn: TextIO | None = None) -> Broker:
+    """An unstarted broker of ``kind`` (default: ``$KCONFORM_BROKER``, else ``kafka``).
+
+    ``kafka`` without its jars (no Maven on this machine) becomes Tansu, with a warning on ``warn``
+    (default stderr) that lists what Tansu cannot show; ``kafka-cluster`` has no fallback.
+    """
+    name = kind or os.environ.get(BROKER_ENV) or DEFAULT_BROKER
+    if name == "kafka":
+        try:
+            jvm.classpath(jvm.KAFKA_BROKER)
+        except jvm.JvmArtifactsMissing as missing:
+            print(fallback_warning(str(missing)), file=warn or sys.stderr)
+            return TansuBroker()
+        return KafkaBroker()
+    if name == "kafka-cluster":
+        return KafkaBroker(nodes=CLUSTER_SIZE)
+    if name == "tansu":
+        return TansuBroker()
+    if name == "external":
+        return ExternalBroker()
+    if name == "testcontainers":
+        return ContainerBroker()
+    raise ValueError(f"unknown broker kind {name!r}; choose one of {', '.join(BROKER_KINDS)}")
+
+
+def fallback_warning(cause: str) -> str:
+    """What a run on Tansu instead of Kafka cannot judge, said before anything runs."""
+    lines = [
+        f"kconform: WARNING: Apache Kafka cannot start here ({cause}).",
+        "kconform: falling back to the embedded Tansu broker, which cannot show:",
+        *(f"kconform:   {ident} {capability}" for capability, ident in TANSU_CANNOT_SHOW.items()),
+        "kconform: verdicts that need these are reported as PARTIAL or skipped, never as PASS.",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,146 @@
+"""What every broker the suite runs against offers: a started, health-checked endpoint.
+
+Every kind is a context manager that yields a started, health-checked broker, so a test or the
+probe never talks to a broker that is not answering metadata requests. Client settings that
+make tests fast on real brokers live here, in one place (``client_config``).
+"""
+
+from __future__ import annotations
+
+import abc
+import socket
+import time
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import Any, Final, Literal, Self
+
+from reference_impl.kafka_client import ClientRole, await_metadata
+from reference_impl.ports import KafkaError
+
+BrokerKind = Literal["kafka", "kafka-cluster", "tansu", "external", "testcontainers"]
+BROKER_KINDS: Final[tuple[BrokerKind, ...]] = ("kafka", "kafka-cluster", "tansu", "external", "testcontainers")
+DEFAULT_BROKER: Final[BrokerKind] = "kafka"
+BROKER_ENV: Final = "KCONFORM_BROKER"
+BOOTSTRAP_ENV: Final = "KAFKA_BOOTSTRAP_SERVERS"
+SECURITY_ENV_PREFIXES: Final = ("KAFKA_SECURITY_", "KAFKA_SASL_", "KAFKA_SSL_")
+"""``KAFKA_SASL_USERNAME=u`` becomes ``sasl.username=u``; other ``KAFKA_*`` variables are ignored."""
+
+START_TIMEOUT_S: Final = 30.0
+STOP_TIMEOUT_S: Final = 5.0
+
+FAST_CLIENT_SETTINGS: Final[Mapping[ClientRole, Mapping[str, Any]]] = {
+    "admin": {},
+    "producer": {
+        # One record per request unless a test asks for batches: small, predictable batches.
+        "linger.ms": 0,
+    },
+    "consumer": {
+        # Tansu completes a JoinGroup only after session.timeout.ms / 2 (librdkafka default 45 s).
+        "session.timeout.ms": 6000,
+        "heartbeat.interval.ms": 1000,
+        "fetch.wait.max.ms": 100,
+    },
+}
+"""Per-role librdkafka settings that make tests fast; applied by ``Broker.client_config``.
+
+Settings the client's correctness depends on are not here but in
+``reference_impl.kafka_client.SEMANTIC_CLIENT_SETTINGS``: a production Spark job gets them too.
+"""
+
+COMMON_CLIENT_SETTINGS: Final[Mapping[str, Any]] = {
+    # New topics must show up in regex subscriptions and metadata quickly.
+    "topic.metadata.refresh.interval.ms": 500,
+    "reconnect.backoff.max.ms": 1000,
+    "socket.connection.setup.timeout.ms": 10_000,
+    # A broker that is down is reported by our own bounded waits, not by librdkafka's stderr log.
+    "log_level": 0,
+}
+
+
+class BrokerUnavailable(Exception):
+    """This kind of broker cannot run here (no Docker engine, no bootstrap servers): skip, not fail."""
+
+
+class BrokerStartError(Exception):
+    """The broker was expected to start and did not; the message names the cause."""
+
+
+class Broker(abc.ABC):
+    """A running broker: its bootstrap servers and the client settings to reach it."""
+
+    kind: BrokerKind
+
+    def __init__(self, security: Mapping[str, str] | None = None) -> None:
+        self._security = dict(security or {})
+        self._bootstrap: str | None = None
+        self.version = "unknown version"
+        """The broker's product and version, once started (for reports and the docs' probe table)."""
+
+    @property
+    def bootstrap_servers(self) -> str:
+        if self._bootstrap is None:
+            raise BrokerStartError(f"{self.kind} broker is not started (use it as a context manager)")
+        return self._bootstrap
+
+    @property
+    def security(self) -> dict[str, str]:
+        """The librdkafka security settings every client of this broker needs (SASL, TLS)."""
+        return dict(self._security)
+
+    def client_config(self, role: ClientRole, **overrides: Any) -> dict[str, Any]:
+        """librdkafka settings for ``role``: bootstrap, security, fast-test settings, then overrides."""
+        return {
+            **COMMON_CLIENT_SETTINGS,
+            **FAST_CLIENT_SETTINGS[role],
+            **self._security,
+            "bootstrap.servers": self.bootstrap_servers,
+            **overrides,
+        }
+
+    def describe(self) -> str:
+        """A line for reports; never includes security settings."""
+        return f"{self.kind} broker at {self.bootstrap_servers}"
+
+    @abc.abstractmethod
+    def start(self) -> None:
+        """Start (or connect) and return once the broker answers a metadata request."""
+
+    @abc.abstractmethod
+    def stop(self) -> None:
+        """Release everything ``start`` acquired; safe to call twice."""
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self._bootstrap or 'not started'}>"
+
+    def _wait_healthy(self, deadline: float, alive: Callable[[], None] | None = None) -> None:
+        """Poll with metadata requests until the broker answers or ``deadline`` passes."""
+        try:
+            await_metadata(self, max(0.0, deadline - time.monotonic()), alive)
+        except KafkaError as error:
+            raise BrokerStartError(f"{self.describe()} did not answer a metadata request in time: {error}") from None
+
+
+def free_port() -> int:
+    """A loopback port that is free now (the broker binds it a moment later)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def port_in_use(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+        return False

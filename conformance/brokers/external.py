@@ -1,0 +1,89 @@
+"""Brokers someone else runs: an existing cluster named by ``KAFKA_BOOTSTRAP_SERVERS``, or Docker."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from conformance.brokers.base import (
+    BOOTSTRAP_ENV,
+    SECURITY_ENV_PREFIXES,
+    START_TIMEOUT_S,
+    Broker,
+    BrokerKind,
+    BrokerUnavailable,
+)
+
+
+class ExternalBroker(Broker):
+    """A broker someone else runs, named by ``KAFKA_BOOTSTRAP_SERVERS``; security settings pass through."""
+
+    kind: BrokerKind = "external"
+
+    def __init__(
+        self, bootstrap_servers: str | None = None, security: Mapping[str, str] | None = None,
+        start_timeout_s: float = START_TIMEOUT_S,
+    ) -> None:  # fmt: skip
+        super().__init__(security if security is not None else security_from_env())
+        self._servers = bootstrap_servers or os.environ.get(BOOTSTRAP_ENV)
+        self._start_timeout_s = start_timeout_s
+
+    def start(self) -> None:
+        if not self._servers:
+            raise BrokerUnavailable(f"external broker: set {BOOTSTRAP_ENV}")
+        self._bootstrap = self._servers
+        self._wait_healthy(time.monotonic() + self._start_timeout_s)
+
+    def stop(self) -> None:
+        self._bootstrap = None
+
+
+def security_from_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """librdkafka security settings from ``KAFKA_SECURITY_*``, ``KAFKA_SASL_*``, ``KAFKA_SSL_*``."""
+    env = os.environ if environ is None else environ
+    return {
+        name.removeprefix("KAFKA_").lower().replace("_", "."): value
+        for name, value in env.items()
+        if name.startswith(SECURITY_ENV_PREFIXES)
+    }
+
+
+class ContainerBroker(Broker):
+    """Apache Kafka in Docker through ``testcontainers`` (optional extra ``kconform[docker]``)."""
+
+    kind: BrokerKind = "testcontainers"
+    IMAGE: Final = "apache/kafka:3.9.1"
+
+    def __init__(self, image: str = IMAGE, start_timeout_s: float = 120.0) -> None:
+        super().__init__()
+        self._image = image
+        self._start_timeout_s = start_timeout_s
+        self._container: Any = None
+
+    def start(self) -> None:
+        reasons = []
+        if not (os.environ.get("DOCKER_HOST") or Path("/var/run/docker.sock").exists()):
+            reasons.append("no Docker engine reachable (DOCKER_HOST unset and no /var/run/docker.sock)")
+        try:
+            from testcontainers.kafka import KafkaContainer  # type: ignore[import-not-found,unused-ignore]
+        except ImportError:
+            reasons.append("testcontainers is not installed: pip install kconform[docker]")
+        if reasons:
+            raise BrokerUnavailable("testcontainers broker: " + "; ".join(reasons))
+        try:
+            self._container = KafkaContainer(self._image).with_kraft().start()
+        except Exception as error:  # docker SDK errors: engine refused, image pull failed
+            raise BrokerUnavailable(f"testcontainers broker: Docker engine not usable: {error}") from error
+        self._bootstrap = self._container.get_bootstrap_server()
+        self._wait_healthy(time.monotonic() + self._start_timeout_s)
+
+    def stop(self) -> None:
+        container, self._container = self._container, None
+        if container is not None:
+            with contextlib.suppress(Exception):  # the container may already be gone with the engine
+                container.stop()
+        self._bootstrap = None
