@@ -1,4 +1,5 @@
-"""A live broker for the tests that need one: ``KCONFORM_BROKER`` chooses it (default: Apache Kafka, started from the jars `make setup` resolved).
+"""A live broker for the tests that need one: ``KCONFORM_BROKER`` chooses it (default: Apache Kafka,
+started from the jars ``make setup`` resolved).
 
 The broker is started once per test session, only if a test asks for it, health-checked, and
 probed once; tests that depend on a capability read the probe's answer instead of assuming what
