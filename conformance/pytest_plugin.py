@@ -1,4 +1,4 @@
-"""pytest plugin (entry point ``pytest11: kconform``): profiles, the adapter fixture and requirement marks.
+"""pytest plugin (entry point ``pytest11: kconform``): profiles, requirement marks, ``adapter`` and ``partial``.
 
 Loading it registers the Hypothesis profiles, so ``--hypothesis-profile quick|default|thorough``
 works in a user's own pytest run as in ours; without that flag ``KCONFORM_PROFILE`` decides.
@@ -8,7 +8,7 @@ The suite itself lives in ``conformance.suite``: ``pytest --pyargs conformance.s
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import pytest
@@ -25,6 +25,9 @@ DEFAULT_ADAPTER = "reference_impl.adapter:ADAPTER"
 BROKER_CAPABILITIES = pytest.StashKey[list[Capability]]()
 """The probe's measurement of the broker a run used; every report shows it."""
 REQUIREMENT_MARK = "requirement"
+UNVERIFIED_PROPERTY = "kconform.unverified."
+"""User-property prefix of ``partial``'s declarations: ``kconform.unverified.COMMIT-011 = reason``."""
+Partial = Callable[[Sequence[str] | None, str], None]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -115,3 +118,30 @@ def adapter(request: pytest.FixtureRequest, adapter_under_test: Adapter) -> Any:
         ids = ", ".join(mark.args) if mark else ""
         pytest.skip(f"{ids}: adapter {adapter_under_test.name!r} does not declare capability {capability!r}")
     return guard(adapter_under_test)
+
+
+@pytest.fixture
+def partial(request: pytest.FixtureRequest) -> Partial:
+    """``partial(ids, reason)``: this test could not verify ``ids`` (``None``: every id of its mark) in full.
+
+    ``kconform run`` then reports those ids PARTIAL with ``reason``, never PASS, so a check the broker
+    at hand cannot support is not mistaken for one that held. The declaration travels as user
+    properties (the channel ``record_property`` uses, builtins only), so a plain pytest run's
+    junit.xml shows it too.
+    """
+    mark = request.node.get_closest_marker(REQUIREMENT_MARK)
+    checked: tuple[str, ...] = mark.args if mark else ()
+
+    def declare(ids: Sequence[str] | None, reason: str) -> None:
+        named = list(checked if ids is None else ids)
+        unknown = [i for i in named if i not in checked]
+        if not named or unknown or not reason.strip():
+            raise ValueError(
+                f"partial({ids!r}, {reason!r}): name some of the test's requirement ids {list(checked)} "
+                f"(unknown: {unknown}) and a non-empty reason"
+            )
+        for entry in ((UNVERIFIED_PROPERTY + i, reason) for i in named):
+            if entry not in request.node.user_properties:  # once, though each Hypothesis example declares it
+                request.node.user_properties.append(entry)
+
+    return declare

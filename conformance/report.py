@@ -1,4 +1,5 @@
-"""The reports of ``kconform run``: the console summary, ``report.md``, ``report.json`` and ``pytest.log``.
+"""The reports of ``kconform run``: the console summary, ``report.md``, ``report.json``, ``pytest.log``, and
+the PARTIAL results in pytest's ``junit.xml``.
 
 The summary table is per requirement, because that is what a connector team is asked about; the
 failure blocks are per test, because a test is what is replayed. Every rendering is built from
@@ -8,12 +9,15 @@ the same rows, so the console, the Markdown and the JSON never disagree.
 from __future__ import annotations
 
 import json
+import xml.etree.ElementTree as ET
 from collections import Counter
 from dataclasses import asdict
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
+
+from _pytest.junitxml import mangle_test_address  # how pytest named the testcases it wrote
 
 from conformance.probe import format_table
 from conformance.runner import RequirementResult, RunResult, Status, TestResult
@@ -26,8 +30,8 @@ REPLAY_NOTE = (
 SPEC_DIR = "spec/"
 
 
-def _tally(tests: list[TestResult]) -> str:
-    counts = Counter(t.status for t in tests)
+def _tally(row: RequirementResult) -> str:
+    counts = Counter(t.status_for(row.id) for t in row.tests)
     return ", ".join(f"{n} {status.lower()}" for status, n in sorted(counts.items()))
 
 
@@ -40,6 +44,8 @@ def _note(row: RequirementResult, strict: bool) -> str:
         return "SHOULD: fails the run only with --strict"
     if row.status is Status.XPASS:
         return f"expected to fail but passes: remove it from the expectations file ({row.reason})"
+    if row.status is Status.PARTIAL:
+        return f"not verified in full: {row.reason}"
     return row.reason
 
 
@@ -56,20 +62,26 @@ def _evidence(t: TestResult) -> str:
 
 
 def _verdict(result: RunResult) -> str:
+    """The last line: counts by status, every PARTIAL id with its reason (exit 0 must not read as all green)."""
     counts = Counter(r.status for r in result.requirements)
-    summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+    head = f"{len(result.requirements)} requirements: {', '.join(f'{n} {s}' for s, n in sorted(counts.items()))}."
+    partial = [f"{r.id}: {r.reason}" for r in result.requirements if r.status is Status.PARTIAL]
+    if partial:
+        head += f" NOT FULLY VERIFIED, so not a pass: {'; '.join(partial)}."
     if not result.exit_code:
-        return f"{len(result.requirements)} requirements: {summary}. Every result is as expected: exit 0."
+        if partial:
+            return f"{head} Nothing failed: exit 0 (--strict fails on PARTIAL)."
+        return f"{head} Every result is as expected: exit 0."
     names = [f"{t.name} ({t.status} {t.level})" for t in result.failing]
     why = ", ".join(names + (["the run was interrupted"] if result.interrupted else []))
-    return f"{len(result.requirements)} requirements: {summary}. Not as expected, exit 1: {why}"
+    return f"{head} Not as expected, exit 1: {why}"
 
 
 def render_text(result: RunResult) -> str:
-    lines = ["", f"{'requirement':<12} {'level':<6} {'title':<{TITLE_WIDTH}} {'status':<6} tests"]
+    lines = ["", f"{'requirement':<12} {'level':<6} {'title':<{TITLE_WIDTH}} {'status':<7} tests"]
     for row in result.requirements:
         title = row.title if len(row.title) <= TITLE_WIDTH else row.title[: TITLE_WIDTH - 3] + "..."
-        lines.append(f"{row.id:<12} {row.level:<6} {title:<{TITLE_WIDTH}} {row.status:<6} {_tally(row.tests)}")
+        lines.append(f"{row.id:<12} {row.level:<6} {title:<{TITLE_WIDTH}} {row.status:<7} {_tally(row)}")
         note = _note(row, result.options.strict)
         if note:
             lines.append(f"{'':<12} -> {note}")
@@ -111,7 +123,7 @@ def render_markdown(result: RunResult) -> str:
     for row in result.requirements:
         note = _note(row, o.strict)
         status = f"{row.status} ({_md(note)})" if note else str(row.status)
-        lines.append(f"| {row.id} | {row.level} | {_md(row.title)} | {status} | {_tally(row.tests)} |")
+        lines.append(f"| {row.id} | {row.level} | {_md(row.title)} | {status} | {_tally(row)} |")
     failures = [t for t in result.tests if t.status is Status.FAIL]
     if failures:
         lines += ["", "## Failures", "", REPLAY_NOTE]
@@ -150,6 +162,7 @@ def _test_json(t: TestResult) -> dict[str, Any]:
         "deviation": vars(t.deviation) if t.deviation else None,
         "evidence": t.longrepr,
         "metrics": t.metrics,
+        "unverified": t.unverified,
     }
 
 
@@ -194,9 +207,41 @@ def to_json(result: RunResult) -> dict[str, Any]:
     }
 
 
+def mark_partial_in_junit(result: RunResult, path: Path) -> None:
+    """Show each PARTIAL test in pytest's ``junit.xml`` in terms every JUnit consumer understands.
+
+    JUnit has no partial outcome, and a ``<skipped>`` inside a passing testcase makes it a skip (or
+    invalid) to most readers. So the testcase stays passed, since what it checked held, and gets the
+    property ``kconform.status=PARTIAL``; next to it a skipped testcase ``NAME (unverified: IDS)``
+    carries the reason. CI dashboards count and list skips, so the unverified part shows where a
+    property alone would go unseen.
+    """
+    partial = [t for t in result.tests if t.status is Status.PARTIAL]
+    if not partial:
+        return
+    tree = ET.parse(path)
+    suite = tree.getroot().find("testsuite")
+    assert suite is not None, f"{path}: no <testsuite>"
+    cases = {(c.get("classname"), c.get("name")): c for c in suite.iter("testcase")}
+    for t in partial:
+        *module, name = mangle_test_address(t.nodeid)
+        classname = ".".join(module)
+        unverified = ET.Element("testcase", classname=classname, name=f"{name} (unverified: {', '.join(t.unverified)})")
+        ET.SubElement(unverified, "skipped", type="kconform.partial", message=f"PARTIAL: {t.message}")
+        case = cases[classname, name]
+        properties = case.find("properties")  # pytest wrote the test's kconform.unverified.* properties there
+        assert properties is not None, f"{path}: {t.nodeid} has no <properties>"
+        ET.SubElement(properties, "property", name="kconform.status", value=str(Status.PARTIAL))
+        suite.insert(list(suite).index(case) + 1, unverified)
+        for count in ("tests", "skipped"):
+            suite.set(count, str(int(suite.get(count, "0")) + 1))
+    tree.write(path, encoding="utf-8", xml_declaration=True)
+
+
 def write_reports(result: RunResult, directory: Path) -> None:
     """``report.json``, ``report.md`` and ``pytest.log``; pytest itself wrote ``junit.xml`` there."""
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "report.json").write_text(json.dumps(to_json(result), indent=2) + "\n", encoding="utf-8")
     (directory / "report.md").write_text(render_markdown(result), encoding="utf-8")
     (directory / "pytest.log").write_text(result.pytest_log, encoding="utf-8")
+    mark_partial_in_junit(result, directory / "junit.xml")

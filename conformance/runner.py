@@ -35,7 +35,7 @@ from conformance.brokers import BROKER_KINDS, DEFAULT_BROKER
 from conformance.expectations import Deviation, find_deviation, load_expectations
 from conformance.probe import Capability
 from conformance.profiles import PROFILES, profile_from_env
-from conformance.pytest_plugin import BROKER_CAPABILITIES, DEFAULT_ADAPTER
+from conformance.pytest_plugin import BROKER_CAPABILITIES, DEFAULT_ADAPTER, UNVERIFIED_PROPERTY
 from conformance.requirements import (
     LEVELS,
     Requirement,
@@ -57,6 +57,8 @@ BLOB = re.compile(r"@reproduce_failure\([^)]*\)")
 
 class Status(StrEnum):
     PASS = "PASS"
+    PARTIAL = "PARTIAL"
+    """Passed what it could check; part of a requirement could not be verified here (``partial``)."""
     FAIL = "FAIL"
     SKIP = "SKIP"
     XFAIL = "XFAIL"
@@ -116,12 +118,25 @@ class TestResult:
     """For a failure, the ids its message names (a checker's violation does), else all of ``ids``."""
     metrics: dict[str, object] = field(default_factory=dict)
     """What the test recorded with ``record_property`` (e.g. ASSIGN-005's global spread)."""
+    unverified: dict[str, str] = field(default_factory=dict)
+    """Requirement id -> why the test could not verify it in full (declared with the ``partial`` fixture)."""
 
     def fails(self, strict: bool) -> bool:
-        """MUST failures fail the run, SHOULD failures only when strict, MAY never; an XPASS always does."""
+        """MUST failures fail the run, SHOULD failures and PARTIAL only when strict, MAY never; an XPASS always does.
+
+        PARTIAL alone keeps exit 0 so that a user on a limited broker still gets the safety verdict.
+        """
         if self.status is Status.XPASS:
             return True
+        if self.status is Status.PARTIAL:
+            return strict
         return self.status is Status.FAIL and (self.level == "MUST" or (strict and self.level == "SHOULD"))
+
+    def status_for(self, req_id: str) -> Status:
+        """The test's outcome for one of its ids: a partial test passed the ids it did verify."""
+        if self.status is Status.PARTIAL and req_id not in self.unverified:
+            return Status.PASS
+        return self.status
 
 
 @dataclass
@@ -287,7 +302,12 @@ class Collector:
         failed = [r for r in reports if r.failed]
         skipped = [r for r in reports if r.skipped]
         result = TestResult(item.nodeid, name, ids, level, pipeline, Status.PASS, duration)
-        result.metrics = {k: v for r in reports for k, v in r.user_properties}
+        properties = dict.fromkeys((k, v) for r in reports for k, v in r.user_properties)  # phases repeat them
+        result.metrics = {k: v for k, v in properties if not k.startswith(UNVERIFIED_PROPERTY)}
+        for k, v in properties:
+            if k.startswith(UNVERIFIED_PROPERTY):
+                req_id = k.removeprefix(UNVERIFIED_PROPERTY)
+                result.unverified[req_id] = "; ".join(filter(None, [result.unverified.get(req_id), str(v)]))
         if failed:
             result.status = Status.FAIL
             result.longrepr = "\n\n".join(r.longreprtext for r in failed)
@@ -303,8 +323,13 @@ class Collector:
             longrepr = skipped[0].longrepr
             result.message = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
             result.message = result.message.removeprefix("Skipped: ")
-        deviation = find_deviation(self.deviations, name, result.violated or ids)
-        if deviation is not None and result.status in (Status.PASS, Status.FAIL):
+        elif result.unverified:
+            result.status = Status.PARTIAL
+            result.message = "; ".join(f"{i} not verified: {why}" for i, why in result.unverified.items())
+        # Only what the test verified can show that a listed deviation is gone (XPASS).
+        verified = [i for i in ids if i not in result.unverified]
+        deviation = find_deviation(self.deviations, name, result.violated or verified)
+        if deviation is not None and result.status in (Status.PASS, Status.PARTIAL, Status.FAIL):
             result.deviation = deviation
             result.status = Status.XFAIL if result.status is Status.FAIL else Status.XPASS
         return result
@@ -331,6 +356,8 @@ class Collector:
         shown = f"{result.status} ({result.duration:.1f}s)"
         if result.status is Status.SKIP:
             shown = f"SKIP ({result.message})"
+        elif result.status is Status.PARTIAL:
+            shown = f"PARTIAL ({result.duration:.1f}s; {result.message})"
         elif result.deviation is not None:
             shown = f"{result.status} (expected: {result.deviation.link}) ({result.duration:.1f}s)"
         width = len(str(self.selected))
@@ -352,24 +379,29 @@ def aggregate(
             continue
         ts = by_id[req_id]
         req = requirements.get(req_id)
-        status, reason = _verdict(ts)
+        status, reason = _verdict(req_id, ts)
         level = req.level if req else strongest([t.level for t in ts])
         title = req.title if req else "(not in the spec)"
         rows.append(RequirementResult(req_id, level, title, req.link if req else "", status, ts, reason))
     return rows, [r for r in requirements if r not in by_id]
 
 
-def _verdict(tests: Sequence[TestResult]) -> tuple[Status, str]:
-    """Worst outcome wins; a requirement with any skipped test is a skip, never a pass."""
-    statuses = [t.status for t in tests]
+def _verdict(req_id: str, tests: Sequence[TestResult]) -> tuple[Status, str]:
+    """Worst outcome wins; a requirement with any skipped test is a skip, and one that a test could
+    verify only in part is PARTIAL: never a pass."""
+    statuses = [t.status_for(req_id) for t in tests]
     for status in (Status.FAIL, Status.XPASS, Status.XFAIL):
         if status in statuses:
             deviation = next((t.deviation for t in tests if t.status is status and t.deviation), None)
             return status, f"{deviation.reason} ({deviation.link})" if deviation else ""
+    passed = statuses.count(Status.PASS)
+    partial = sorted({t.unverified[req_id] for t in tests if t.status_for(req_id) is Status.PARTIAL})
     if Status.SKIP in statuses:
-        reasons = sorted({t.message for t in tests if t.status is Status.SKIP})
-        passed = statuses.count(Status.PASS)
+        reasons = sorted({t.message for t in tests if t.status is Status.SKIP}) + [f"partial: {p}" for p in partial]
         return Status.SKIP, "; ".join(reasons) + (f" ({passed} of {len(tests)} tests passed)" if passed else "")
+    if partial:
+        fully = f" ({passed} of {len(tests)} tests verified it fully)" if passed else ""
+        return Status.PARTIAL, "; ".join(partial) + fully
     return Status.PASS, ""
 
 
@@ -485,7 +517,14 @@ def run(options: RunOptions, out: IO[str] = sys.stdout) -> RunResult:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kconform run", description="run the conformance suite against an adapter")
+    parser = argparse.ArgumentParser(
+        prog="kconform run",
+        description="run the conformance suite against an adapter",
+        epilog="Exit 1 when a result fails the run (a MUST failure, an XPASS, an interruption; with --strict also "
+        "SHOULD failures and PARTIAL), else 0; 2 for usage errors. PARTIAL: a test could verify only part of a "
+        "requirement (e.g. duplicates on a broker that shows aborted records); it is reported with the reason, "
+        "never as a pass.",
+    )
     parser.add_argument(
         "--adapter",
         default=DEFAULT_ADAPTER,
@@ -503,7 +542,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--timeout", type=float, default=DEFAULT_TIMEOUT, help="per-test seconds; a hang fails (default %(default)g)"
     )
-    parser.add_argument("--strict", action="store_true", help="SHOULD failures fail the run too")
+    parser.add_argument("--strict", action="store_true", help="SHOULD failures and PARTIAL results fail the run too")
     parser.add_argument("--suite", default=DEFAULT_SUITE, help="the suite package (default %(default)s)")
     parser.add_argument(
         "--spark-master",
@@ -514,7 +553,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str]) -> int:
-    """``kconform run``: 0 when every result is expected, 1 otherwise, 2 for usage errors."""
+    """``kconform run``: 0 when every result is expected (PARTIAL is, unless strict), 1 otherwise, 2 on usage errors."""
     from conformance import report  # here, not at the top: report imports this module's result types
 
     parser = build_parser()

@@ -17,13 +17,15 @@ from typing import Any
 
 import pytest
 
+from conformance import runner
 from conformance.expectations import Deviation, find_deviation, load_expectations
-from conformance.runner import counterexamples
+from conformance.runner import Status, aggregate, counterexamples
 
 SAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "suite_sample"
 SUITE = "kconform_sample_suite"
 ADAPTERS = f"{SUITE}.adapters"
 BUG = "https://example.org/issues/1"
+UNVERIFIED = "the sample broker cannot show it"
 
 
 def kconform(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -62,7 +64,7 @@ def expectations(tmp_path: Path, text: str) -> str:
 def test_conforming_adapter_passes_and_writes_every_report(tmp_path: Path) -> None:
     proc = run_sample(tmp_path, "GOOD", "--seed", "1", "--report", "report")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "[1/6] required_ASSIGN_001_owner_in_range ... PASS (" in proc.stdout
+    assert "[1/7] required_ASSIGN_001_owner_in_range ... PASS (" in proc.stdout
     assert "Every result is as expected: exit 0." in proc.stdout
     rep = report(tmp_path)
     assert rep["adapter"]["name"] == "sample-good"
@@ -72,7 +74,7 @@ def test_conforming_adapter_passes_and_writes_every_report(tmp_path: Path) -> No
     assert by_id(rep)["ASSIGN-001"]["title"] == "Every partition is owned by exactly one subtask"
     assert by_id(rep)["ASSIGN-001"]["spec"].startswith("spec/assignment.md#assign-001-must-")
     junit = ET.parse(tmp_path / "report" / "junit.xml").getroot()
-    assert len(junit.findall(".//testcase")) == 6
+    assert len(junit.findall(".//testcase")) == 7
     markdown = (tmp_path / "report" / "report.md").read_text()
     assert "| requirement | level | title | status | tests |" in markdown
     assert "sample-good" in markdown
@@ -154,6 +156,117 @@ def test_listed_deviation_that_passes_is_xpass_and_fails_the_run(tmp_path: Path)
     assert by_id(report(tmp_path))["ASSIGN-004"]["status"] == "XPASS"
 
 
+def run_partial(tmp_path: Path, adapter: str, unverified: str, *args: str) -> Any:
+    """The sample suite, its ``same_owner_twice`` test declaring ``unverified`` not verified (``partial``);
+    the broker is pinned so that the broker test passes whatever the default broker is."""
+    env = {"SAMPLE_UNVERIFIED": unverified, "SAMPLE_EXPECTED_BROKER": "external"}
+    return run_sample(tmp_path, adapter, "--broker", "external", "--seed", "1", *args, env=env)
+
+
+def test_partially_verified_requirement_is_partial_in_every_report_never_a_pass(tmp_path: Path) -> None:
+    proc = run_partial(tmp_path, "GOOD", "ASSIGN-004", "--report", "report")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    [line] = [line for line in proc.stdout.splitlines() if "required_ASSIGN_003_same_owner_twice ..." in line]
+    assert "same_owner_twice ... PARTIAL (" in line
+    assert line.endswith(f"s; ASSIGN-004 not verified: {UNVERIFIED})")
+    [row] = [line.split() for line in proc.stdout.splitlines() if line.startswith("ASSIGN-004 ")]
+    assert row[-5:] == ["PARTIAL", "1", "partial,", "1", "pass"]
+    reason = f"{UNVERIFIED} (1 of 2 tests verified it fully)"
+    assert f"-> not verified in full: {reason}" in proc.stdout
+    assert (
+        f"6 requirements: 1 PARTIAL, 4 PASS, 1 SKIP. NOT FULLY VERIFIED, so not a pass: ASSIGN-004: {reason}. "
+        "Nothing failed: exit 0 (--strict fails on PARTIAL)." in proc.stdout
+    )
+    assert "Every result is as expected" not in proc.stdout
+    rep = report(tmp_path)
+    assert (by_id(rep)["ASSIGN-004"]["status"], by_id(rep)["ASSIGN-003"]["status"]) == ("PARTIAL", "PASS")
+    assert by_id(rep)["ASSIGN-004"]["reason"] == f"not verified in full: {reason}"
+    test = by_name(rep)["required_ASSIGN_003_same_owner_twice"]
+    assert (test["status"], test["unverified"], test["metrics"]) == ("PARTIAL", {"ASSIGN-004": UNVERIFIED}, {})
+    markdown = (tmp_path / "report" / "report.md").read_text()
+    assert f"| PARTIAL (not verified in full: {reason}) | 1 partial, 1 pass |" in markdown
+    assert f"NOT FULLY VERIFIED, so not a pass: ASSIGN-004: {reason}." in markdown
+    suite = ET.parse(tmp_path / "report" / "junit.xml").getroot().find("testsuite")
+    assert suite is not None
+    cases = {c.get("name"): c for c in suite.iter("testcase")}
+    passed = cases["test_required_ASSIGN_003_same_owner_twice"]
+    assert [child.tag for child in passed] == ["properties"]
+    properties = {p.get("name"): p.get("value") for p in passed.iter("property")}
+    assert properties == {"kconform.unverified.ASSIGN-004": UNVERIFIED, "kconform.status": "PARTIAL"}
+    unverified = cases["test_required_ASSIGN_003_same_owner_twice (unverified: ASSIGN-004)"]
+    [skipped] = list(unverified)
+    assert (skipped.tag, skipped.get("message")) == ("skipped", f"PARTIAL: ASSIGN-004 not verified: {UNVERIFIED}")
+    assert (suite.get("tests"), suite.get("skipped")) == (str(len(cases)), "2")  # and COMMIT-001's skip
+
+
+@pytest.mark.parametrize(("strict", "code"), [((), 0), (("--strict",), 1)])
+def test_partial_fails_the_run_only_when_strict(tmp_path: Path, strict: tuple[str, ...], code: int) -> None:
+    proc = run_partial(tmp_path, "GOOD", "ASSIGN-004", "--only", "same_owner_twice", *strict)
+    assert proc.returncode == code, proc.stdout
+    assert "Every result is as expected" not in proc.stdout
+    assert ("Not as expected, exit 1: required_ASSIGN_003_same_owner_twice (PARTIAL MUST)" in proc.stdout) == bool(
+        strict
+    )
+
+
+def test_failure_wins_over_partial_on_the_same_requirement(tmp_path: Path) -> None:
+    proc = run_partial(tmp_path, "BROKEN", "ASSIGN-004", "--report", "report")
+    assert proc.returncode == 1
+    rep = report(tmp_path)
+    assert by_name(rep)["required_ASSIGN_003_same_owner_twice"]["status"] == "PARTIAL"
+    assert by_name(rep)["required_ASSIGN_004_matches_reference"]["status"] == "FAIL"
+    assert by_id(rep)["ASSIGN-004"]["status"] == "FAIL"
+    assert "NOT FULLY VERIFIED" not in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("unverified", "status", "message"),
+    [
+        ("all", "PARTIAL", f"ASSIGN-003 not verified: {UNVERIFIED}; ASSIGN-004 not verified: {UNVERIFIED}"),
+        ("RESTORE-001", "FAIL", "(unknown: ['RESTORE-001']) and a non-empty reason"),
+    ],
+)
+def test_partial_names_the_tests_own_ids(tmp_path: Path, unverified: str, status: str, message: str) -> None:
+    run_partial(tmp_path, "GOOD", unverified, "--only", "same_owner_twice", "--report", "report")
+    rep = report(tmp_path)
+    test = by_name(rep)["required_ASSIGN_003_same_owner_twice"]
+    assert test["status"] == status
+    assert test["message"].endswith(message)
+    assert {by_id(rep)[i]["status"] for i in ("ASSIGN-003", "ASSIGN-004")} == {status}
+
+
+@pytest.mark.parametrize(("unverified", "status"), [("ASSIGN-004", "PARTIAL"), ("ASSIGN-003", "XPASS")])
+def test_only_a_verified_id_shows_that_a_listed_deviation_is_gone(tmp_path: Path, unverified: str, status: str) -> None:
+    file = expectations(
+        tmp_path, f'[[deviation]]\nrequirement = "ASSIGN-004"\ntest = "same_owner"\nreason = "r"\nlink = "{BUG}"\n'
+    )
+    run_partial(
+        tmp_path, "GOOD", unverified, "--only", "same_owner_twice", "--expectations", file, "--report", "report"
+    )
+    assert by_name(report(tmp_path))["required_ASSIGN_003_same_owner_twice"]["status"] == status
+
+
+def test_requirement_verdict_failure_beats_skip_beats_partial_per_id() -> None:
+    def result(status: Status, unverified: dict[str, str] | None = None, message: str = "") -> runner.TestResult:
+        test = runner.TestResult("n", "n", ["COMMIT-011", "COMMIT-013"], "MUST", True, status, 0.0, message)
+        test.unverified = unverified or {}
+        return test
+
+    def rows(*tests: runner.TestResult) -> dict[str, tuple[Status, str]]:
+        return {r.id: (r.status, r.reason) for r in aggregate(tests, {})[0]}
+
+    partial = result(Status.PARTIAL, {"COMMIT-011": "broker lacks x"})
+    assert rows(partial, result(Status.PASS)) == {
+        "COMMIT-011": (Status.PARTIAL, "broker lacks x (1 of 2 tests verified it fully)"),
+        "COMMIT-013": (Status.PASS, ""),
+    }
+    assert rows(partial, result(Status.FAIL))["COMMIT-011"] == (Status.FAIL, "")
+    assert rows(partial, result(Status.SKIP, message="no retries"))["COMMIT-011"] == (
+        Status.SKIP,
+        "no retries; partial: broker lacks x",
+    )
+
+
 def test_bad_expectations_file_is_a_usage_error(tmp_path: Path) -> None:
     file = expectations(tmp_path, '[[deviation]]\nrequirement = "ASSIGN-004"\nreason = "no link"\n')
     proc = run_sample(tmp_path, "GOOD", "--expectations", file)
@@ -227,7 +340,7 @@ def test_level_pipeline_selects_only_pipeline_tests(tmp_path: Path) -> None:
 
 def test_level_all_runs_both_levels(tmp_path: Path) -> None:
     proc = run_sample(tmp_path, "GOOD", "--level", "all")
-    assert "[7/7] " in proc.stdout
+    assert "[8/8] " in proc.stdout
     assert proc.returncode == 0
 
 

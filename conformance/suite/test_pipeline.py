@@ -43,7 +43,7 @@ from conformance.pipeline import (
 )
 from conformance.pipeline_driver import DriverRun
 from conformance.probe import DUPLICATE_VERDICT_NEEDS, Capability, lacking, probe
-from conformance.pytest_plugin import BROKER_CAPABILITIES, live_broker, requirement
+from conformance.pytest_plugin import BROKER_CAPABILITIES, Partial, live_broker, requirement
 from reference_impl.kafka_client import KafkaClient, wait_until
 from reference_impl.types import TopicPartition
 
@@ -140,12 +140,21 @@ def new_topic(kafka: KafkaClient, partitions: int) -> str:
 
 
 def judge_output(
-    kafka: KafkaClient, source: str, sink: str, exactly_once: bool, broker_can: dict[str, Capability], record: Any
+    kafka: KafkaClient,
+    source: str,
+    sink: str,
+    exactly_once: bool,
+    broker_can: dict[str, Capability],
+    record: Any,
+    partial: Partial,
 ) -> None:
     """COMMIT-011 and COMMIT-013: nothing lost, order kept; with exactly-once, nothing duplicated
-    where the broker can show it."""
+    where the broker can show it (where it cannot, COMMIT-011 is PARTIAL, never a pass)."""
     missing = lacking(broker_can, DUPLICATE_VERDICT_NEEDS) if exactly_once else []
     record("duplicates_checked", "no: broker lacks " + ", ".join(missing) if missing else str(exactly_once).lower())
+    if missing:
+        lacks = ", ".join(f"{name} ({broker_can[name].requirement_id})" for name in missing)
+        partial(["COMMIT-011"], f"duplicates not checked: the broker lacks {lacks}")
     fail_on(judge_sink(kafka, source, sink, exactly_once=exactly_once and not missing))
 
 
@@ -274,6 +283,7 @@ def test_required_COMMIT_011_sink_task_failures_are_retried_without_loss_or_dupl
     kafka: KafkaClient,
     broker_can: dict[str, Capability],
     record_property: Any,
+    partial: Partial,
 ) -> None:
     """The first attempt of sink task 1 fails mid-stream in every batch; after Spark's retries the
     output holds every input record (once, in exactly-once mode, where the broker can show it)."""
@@ -290,7 +300,7 @@ def test_required_COMMIT_011_sink_task_failures_are_retried_without_loss_or_dupl
     failed = pipeline.failed_task_attempts()
     record_property("failed_task_attempts", failed)
     assert failed > 0, "no task failed: the failure injection did not run, so this run shows nothing"
-    judge_output(kafka, source, sink, exactly_once, broker_can, record_property)
+    judge_output(kafka, source, sink, exactly_once, broker_can, record_property, partial)
 
 
 KILL_EVENTS: Final = ("offsets", "commits")
@@ -316,6 +326,7 @@ def test_required_COMMIT_011_driver_killed_at_drawn_points_then_restarted_loses_
     pytestconfig: pytest.Config,
     tmp_path: Path,
     record_property: Any,
+    partial: Partial,
     kills: list[tuple[str, int, int]],
 ) -> None:
     """Each kill ``(log, k, delay_ms)``: start a driver process on the checkpoint, wait until its
@@ -342,7 +353,7 @@ def test_required_COMMIT_011_driver_killed_at_drawn_points_then_restarted_loses_
     final = run.start(log)
     assert final.wait(timeout=DRIVER_TIMEOUT_S) == 0, f"the restarted driver failed; log:\n{log.read_text()[-4000:]}"
     record_property("drivers_killed", killed)
-    judge_output(kafka, source, sink, exactly_once, broker_can, record_property)
+    judge_output(kafka, source, sink, exactly_once, broker_can, record_property, partial)
 
 
 def kill_at(run: DriverRun, log: Path, entries: Path, k: int, delay_ms: int) -> bool:
