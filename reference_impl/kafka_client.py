@@ -233,11 +233,19 @@ class KafkaClient:
         wait_until(lambda: name not in self.list_topics() or None, self.timeout_s, f"topic {name} gone")
 
     def _await_partitions(self, topic: str, count: int) -> None:
-        wait_until(
-            lambda: len(self.list_topics().get(topic, ())) == count or None,
-            self.timeout_s,
-            f"metadata of {topic} with {count} partitions",
-        )
+        """Wait until metadata shows ``count`` partitions of ``topic``, each with a leader.
+
+        Kafka answers CreateTopics/CreatePartitions before leaders are elected; a ListOffsets or a
+        produce in that window fails with NOT_LEADER_FOR_PARTITION.
+        """
+
+        def led() -> bool | None:
+            with _translated(f"metadata of {topic}"):
+                found = self._admin.list_topics(topic, timeout=self.timeout_s).topics.get(topic)
+            partitions = {} if found is None or found.error is not None else found.partitions
+            return (len(partitions) == count and all(p.leader >= 0 for p in partitions.values())) or None
+
+        wait_until(led, self.timeout_s, f"metadata of {topic} with {count} partitions, each with a leader")
 
     # -- plain writes ------------------------------------------------------------------------
 
@@ -309,14 +317,26 @@ class KafkaClient:
     # -- LogReader ---------------------------------------------------------------------------
 
     def _list_offset(self, tp: TopicPartition, spec: Any, isolation: Isolation) -> int:
-        futures = self._admin.list_offsets(
-            {ck.TopicPartition(tp.topic, tp.partition): spec},
-            isolation_level=_ISOLATION[isolation],
-            request_timeout=self.timeout_s,
-        )
-        (future,) = futures.values()
-        info = _result(future, f"ListOffsets {tp}", self.timeout_s)
-        return int(info.offset)
+        """ListOffsets, asked again on a retriable error (a leader moving or not yet known) until ``timeout_s``."""
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            futures = self._admin.list_offsets(
+                {ck.TopicPartition(tp.topic, tp.partition): spec},
+                isolation_level=_ISOLATION[isolation],
+                request_timeout=self.timeout_s,
+            )
+            (future,) = futures.values()
+            try:
+                info = future.result(timeout=max(0.1, deadline - time.monotonic()))
+            except ck.KafkaException as exc:
+                error: ck.KafkaError = exc.args[0]
+                if error.retriable() and time.monotonic() < deadline:
+                    time.sleep(0.05)  # polling interval of a bounded wait
+                    continue
+                raise translate(error, f"ListOffsets {tp}") from exc
+            except TimeoutError as exc:
+                raise KafkaError(f"ListOffsets {tp}: no answer within {self.timeout_s} s") from exc
+            return int(info.offset)
 
     def earliest_offset(self, tp: TopicPartition) -> int:
         return self._list_offset(tp, _EARLIEST, Isolation.READ_UNCOMMITTED)
