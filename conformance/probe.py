@@ -275,9 +275,9 @@ class _Probe:
             producer.begin_transaction()
             producer.produce(tp.topic, 0, None, b"x")
             producer.send_offsets_to_transaction(group, {tp: offset})
-            views.append(dict(self.client.committed(group)))
+            views.append(dict(self.client.committed(group, [tp], stable=False)))  # the transaction is open
             (producer.commit_transaction if commit else producer.abort_transaction)()
-            views.append(dict(self.client.committed(group)))
+            views.append(dict(self.client.committed(group, [tp])))
         want = [{}, {tp: 7}, {tp: 7}, {tp: 7}]
         return _capability(
             "send_offsets_to_transaction",

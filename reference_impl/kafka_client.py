@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol, TypeVar
@@ -104,6 +104,10 @@ def await_metadata(
 INTERNAL_TOPICS: Final = frozenset({"__consumer_offsets", "__transaction_state"})
 """Hidden from ``list_topics`` as Kafka's Java ``Admin.listTopics()`` hides them."""
 
+_LEADER_MOVING: Final = frozenset(
+    {ck.KafkaError.NOT_LEADER_FOR_PARTITION, ck.KafkaError.LEADER_NOT_AVAILABLE, ck.KafkaError.UNKNOWN_TOPIC_OR_PART}
+)
+"""Answers librdkafka does not flag retriable, which Kafka gives while a new partition's leader is elected."""
 _FENCED_CODES: Final = frozenset(
     {ck.KafkaError._FENCED, ck.KafkaError.PRODUCER_FENCED, ck.KafkaError.INVALID_PRODUCER_EPOCH}
 )
@@ -330,7 +334,7 @@ class KafkaClient:
                 info = future.result(timeout=max(0.1, deadline - time.monotonic()))
             except ck.KafkaException as exc:
                 error: ck.KafkaError = exc.args[0]
-                if error.retriable() and time.monotonic() < deadline:
+                if (error.retriable() or error.code() in _LEADER_MOVING) and time.monotonic() < deadline:
                     time.sleep(0.05)  # polling interval of a bounded wait
                     continue
                 raise translate(error, f"ListOffsets {tp}") from exc
@@ -417,17 +421,44 @@ class KafkaClient:
                 asynchronous=False,
             )
 
-    def _fetch_committed(self, group: str) -> list[ck.TopicPartition]:
-        request = ck.ConsumerGroupTopicPartitions(group)
-        futures = self._admin.list_consumer_group_offsets([request], request_timeout=self.timeout_s)
-        answer = _result(futures[group], f"OffsetFetch {group}", self.timeout_s)
-        return [p for p in answer.topic_partitions if p.offset >= 0]
+    def _fetch_committed(
+        self, group: str, partitions: Collection[TopicPartition] | None, stable: bool = True
+    ) -> list[ck.TopicPartition]:
+        """OffsetFetch of stable offsets (KIP-447), asked again while a transaction's are unresolved.
 
-    def committed(self, group: str) -> Mapping[TopicPartition, int]:
-        return {TopicPartition(p.topic, p.partition): p.offset for p in self._fetch_committed(group)}
+        Kafka materialises offsets sent in a transaction when the coordinator writes its markers,
+        after EndTxn has returned; a plain fetch in that window reads the previous value. With
+        ``require_stable`` the broker answers UNSTABLE_OFFSET_COMMIT for such partitions instead;
+        a whole-group fetch cannot see a partition whose only offset is still pending, so name
+        ``partitions`` where they are known. ``stable=False`` answers at once with the last
+        resolved offsets, as a read during an open transaction must.
+        """
+        wanted = None if partitions is None else [ck.TopicPartition(tp.topic, tp.partition) for tp in partitions]
+        request = ck.ConsumerGroupTopicPartitions(group, wanted)
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            futures = self._admin.list_consumer_group_offsets(
+                [request], require_stable=stable, request_timeout=self.timeout_s
+            )
+            answer = _result(futures[group], f"OffsetFetch {group}", self.timeout_s)
+            errors = [p.error for p in answer.topic_partitions if p.error is not None]
+            if not errors:
+                return [p for p in answer.topic_partitions if p.offset >= 0]
+            if all(e.code() == ck.KafkaError.UNSTABLE_OFFSET_COMMIT for e in errors) and time.monotonic() < deadline:
+                time.sleep(0.05)  # polling interval of a bounded wait for the transaction's markers
+                continue
+            raise translate(errors[0], f"OffsetFetch {group}")
+
+    def committed(
+        self, group: str, partitions: Collection[TopicPartition] | None = None, stable: bool = True
+    ) -> Mapping[TopicPartition, int]:
+        """The group's committed offsets (of ``partitions``, or of every partition it has committed);
+        ``stable`` waits for transactions that sent offsets to end (see ``_fetch_committed``)."""
+        fetched = self._fetch_committed(group, partitions, stable)
+        return {TopicPartition(p.topic, p.partition): p.offset for p in fetched}
 
     def committed_metadata(self, group: str) -> Mapping[TopicPartition, str]:
-        return {TopicPartition(p.topic, p.partition): p.metadata or "" for p in self._fetch_committed(group)}
+        return {TopicPartition(p.topic, p.partition): p.metadata or "" for p in self._fetch_committed(group, None)}
 
 
 class KafkaProducer:

@@ -160,7 +160,7 @@ def _write_transaction(
     transactional_id = identity.transactional_id(options.prefix)
     producer = kafka.init_producer(transactional_id)  # fences every earlier attempt of this task
     marker_tp = TopicPartition(options.topic, 0)
-    marker = kafka.committed(transactional_id).get(marker_tp)
+    marker = kafka.committed(transactional_id, [marker_tp]).get(marker_tp)
     if marker is None:
         kafka.commit_offsets(transactional_id, {marker_tp: 0})  # findable by fence_leftovers from now on
     elif marker > identity.batch:
