@@ -83,8 +83,14 @@ logger.request.level = WARN
 
 
 def cluster_id() -> str:
-    """A KRaft cluster id: a random UUID in URL-safe base64 without padding, as ``kafka-storage random-uuid``."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A KRaft cluster id: a random UUID in URL-safe base64 without padding, as ``kafka-storage random-uuid``.
+
+    Like Kafka's ``Uuid.randomUuid``, never one that starts with ``-``: the storage tool's argument
+    parser would read it as an option (seen here: "argument --cluster-id/-t: expected one argument").
+    """
+    while (found := base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")).startswith("-"):
+        pass
+    return found
 
 
 class KafkaNode:
