@@ -1,13 +1,11 @@
 # kconform: `make conformance` sets up and runs the suite; `make test` runs the project's own tests.
-# Variables: ADAPTER=module:attr  LEVEL=protocol|pipeline|all
+# Variables: ADAPTER=module:attr  LEVEL=protocol|pipeline|all  (default: those of kconform run)
 #            BROKER=kafka|kafka-cluster|tansu|external|testcontainers
 #            PROFILE=quick|default|thorough
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-ADAPTER ?= conformance.pipeline:REFERENCE
-LEVEL ?= all
 BROKER ?= kafka
 PROFILE ?= default
 REPORT ?= build/report
@@ -39,8 +37,10 @@ $(JVM_DIR)/.resolved: $(JVM_POMS)
 	  echo "kconform: and run 'make setup' again; until then the suite runs on the embedded Tansu broker" >&2; \
 	fi
 
+# ADAPTER and LEVEL are passed only when set: kconform run's defaults say, in one place, what this runs.
 conformance: setup
-	$(BIN)/kconform run --adapter $(ADAPTER) --level $(LEVEL) --broker $(BROKER) --profile $(PROFILE) --report $(REPORT)
+	$(BIN)/kconform run $(if $(ADAPTER),--adapter $(ADAPTER)) $(if $(LEVEL),--level $(LEVEL)) \
+	  --broker $(BROKER) --profile $(PROFILE) --report $(REPORT)
 
 test: setup
 	$(BIN)/python -m pytest

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import settings
 
 from conformance.adapter import CAPABILITIES, DEFAULT_MASTER, Adapter, guard, load_adapter
-from conformance.brokers import Broker, BrokerUnavailable, broker_from_env
+from conformance.brokers import Broker, BrokerStartError, BrokerUnavailable, broker_from_env
 from conformance.probe import Capability
 from conformance.profiles import profile_from_env, register_profiles
 
@@ -86,13 +86,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = keep
 
 
+class CouldNotCheck(Exception):
+    """What the tests that need it get when the run's broker is unconfigured, cannot run here or does not start.
+
+    Not a skip, which would let a run that checked nothing pass, and not a failure, which would blame
+    the connector under test: ``kconform run`` reports these tests ERROR and exits 3.
+    """
+
+
 def live_broker(kind: str | None = None) -> Iterator[Broker]:
-    """Start the broker ``KCONFORM_BROKER`` (or ``kind``) names, yield it, stop it; skip if none can run."""
+    """Start the broker ``KCONFORM_BROKER`` (or ``kind``) names, yield it, stop it; ``CouldNotCheck`` if it can't.
+
+    The message names the broker (the kind is prefixed when the broker's own message does not say it).
+    """
     running = broker_from_env(kind)
     try:
         running.start()
-    except BrokerUnavailable as reason:
-        pytest.skip(str(reason))
+    except (BrokerUnavailable, BrokerStartError) as error:
+        text = str(error)
+        raise CouldNotCheck(text if running.kind in text.lower() else f"{running.kind} broker: {text}") from error
     try:
         yield running
     finally:

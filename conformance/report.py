@@ -1,5 +1,5 @@
 """The reports of ``kconform run``: the console summary, ``report.md``, ``report.json``, ``pytest.log``, and
-the PARTIAL results in pytest's ``junit.xml``.
+kconform's own verdicts (PARTIAL, ERROR, the ids a failure violates) in pytest's ``junit.xml``.
 
 The summary table is per requirement, because that is what a connector team is asked about; the
 failure blocks are per test, because a test is what is replayed. Every rendering is built from
@@ -20,7 +20,7 @@ from typing import Any
 from _pytest.junitxml import mangle_test_address  # how pytest named the testcases it wrote
 
 from conformance.probe import format_table
-from conformance.runner import RequirementResult, RunResult, Status, TestResult
+from conformance.runner import ERROR_EXIT, RequirementResult, RunResult, Status, TestResult, broker_used
 
 TITLE_WIDTH = 60
 REPLAY_NOTE = (
@@ -46,12 +46,17 @@ def _note(row: RequirementResult, strict: bool) -> str:
         return f"expected to fail but passes: remove it from the expectations file ({row.reason})"
     if row.status is Status.PARTIAL:
         return f"not verified in full: {row.reason}"
+    if row.status is Status.ERROR:
+        return f"could not check: {row.reason}"
     return row.reason
 
 
 def _violates(t: TestResult) -> str:
-    also = f"; the test checks {', '.join(t.ids)}" if t.violated != t.ids else ""
-    return f"violates {', '.join(t.violated)} (counted as {t.level}{also})" if t.ids else "no requirement id"
+    if not t.ids:
+        return "no requirement id"
+    rest = [i for i in t.ids if i not in t.violated]
+    also = f"; {', '.join(rest)} not verified: the test stopped at this violation" if rest else ""
+    return f"violates {', '.join(t.violated)} (counted as {t.level}){also}"
 
 
 def _evidence(t: TestResult) -> str:
@@ -62,19 +67,23 @@ def _evidence(t: TestResult) -> str:
 
 
 def _verdict(result: RunResult) -> str:
-    """The last line: counts by status, every PARTIAL id with its reason (exit 0 must not read as all green)."""
+    """The last line: counts by status, every PARTIAL id with its reason (exit 0 must not read as all green),
+    and every cause of an ERROR, once (one broker down errs every pipeline test)."""
     counts = Counter(r.status for r in result.requirements)
     head = f"{len(result.requirements)} requirements: {', '.join(f'{n} {s}' for s, n in sorted(counts.items()))}."
     partial = [f"{r.id}: {r.reason}" for r in result.requirements if r.status is Status.PARTIAL]
     if partial:
         head += f" NOT FULLY VERIFIED, so not a pass: {'; '.join(partial)}."
+    causes = "; ".join(result.could_not_check)
     if not result.exit_code:
         if partial:
             return f"{head} Nothing failed: exit 0 (--strict fails on PARTIAL)."
         return f"{head} Every result is as expected: exit 0."
+    if result.exit_code == ERROR_EXIT:
+        return f"{head} Could not check, exit {ERROR_EXIT}: {causes}"
     names = [f"{t.name} ({t.status} {t.level})" for t in result.failing]
     why = ", ".join(names + (["the run was interrupted"] if result.interrupted else []))
-    return f"{head} Not as expected, exit 1: {why}"
+    return f"{head} Not as expected, exit 1: {why}" + (f". Could not check: {causes}" if causes else "")
 
 
 def render_text(result: RunResult) -> str:
@@ -83,7 +92,7 @@ def render_text(result: RunResult) -> str:
         title = row.title if len(row.title) <= TITLE_WIDTH else row.title[: TITLE_WIDTH - 3] + "..."
         lines.append(f"{row.id:<12} {row.level:<6} {title:<{TITLE_WIDTH}} {row.status:<7} {_tally(row)}")
         note = _note(row, result.options.strict)
-        if note:
+        if note and row.status is not Status.ERROR:  # its cause ends the summary, once
             lines.append(f"{'':<12} -> {note}")
     for t in (t for t in result.tests if t.status is Status.FAIL):
         lines += ["", f"FAIL {t.name}", f"  {_violates(t)}", *(f"  {line}" for line in _evidence(t).splitlines())]
@@ -112,7 +121,7 @@ def render_markdown(result: RunResult) -> str:
         "",
         f"- adapter: `{o.adapter}` (capabilities: {', '.join(result.capabilities)})",
         f"- variants: {', '.join(f'{k}={v}' for k, v in result.variants.items())}",
-        f"- level `{o.level}`, profile `{o.profile}`, seed `{result.seed}`, broker `{o.broker}`"
+        f"- level `{o.level}`, {broker_used(o)}, profile `{o.profile}`, seed `{result.seed}`"
         + (", strict" if o.strict else ""),
         "",
         f"**{_verdict(result)}**",
@@ -179,7 +188,7 @@ def to_json(result: RunResult) -> dict[str, Any]:
         "seed": result.seed,
         "profile": o.profile,
         "level": o.level,
-        "broker": o.broker,
+        "broker": None if o.level == "protocol" else o.broker,
         "timeout": o.timeout,
         "strict": o.strict,
         "suite": o.suite,
@@ -188,6 +197,7 @@ def to_json(result: RunResult) -> dict[str, Any]:
         "started": datetime.fromtimestamp(result.started, UTC).isoformat(),
         "finished": datetime.fromtimestamp(result.finished, UTC).isoformat(),
         "exit_code": result.exit_code,
+        "could_not_check": result.could_not_check,
         "requirements": [
             {
                 "id": r.id,
@@ -207,34 +217,58 @@ def to_json(result: RunResult) -> dict[str, Any]:
     }
 
 
-def mark_partial_in_junit(result: RunResult, path: Path) -> None:
-    """Show each PARTIAL test in pytest's ``junit.xml`` in terms every JUnit consumer understands.
+def annotate_junit(result: RunResult, path: Path) -> None:
+    """Show kconform's verdicts in pytest's ``junit.xml`` in terms every JUnit consumer understands.
 
-    JUnit has no partial outcome, and a ``<skipped>`` inside a passing testcase makes it a skip (or
-    invalid) to most readers. So the testcase stays passed, since what it checked held, and gets the
-    property ``kconform.status=PARTIAL``; next to it a skipped testcase ``NAME (unverified: IDS)``
-    carries the reason. CI dashboards count and list skips, so the unverified part shows where a
-    property alone would go unseen.
+    JUnit has no partial outcome and no verdict per requirement id, and a ``<skipped>`` inside a
+    passing testcase makes it a skip (or invalid) to most readers. So each testcase keeps pytest's
+    outcome and gets properties: ``kconform.status`` (PARTIAL, ERROR) and ``kconform.violated`` (the
+    ids a failure names, when the test checks more). The ids a test did not verify (PARTIAL, or not
+    reached before its violation) get a skipped testcase ``NAME (unverified: IDS)`` next to it with
+    the reason: CI dashboards count and list skips, where a property alone would go unseen. A test
+    that could not check keeps pytest's ``<error>``, with kconform's message; a cause that is the
+    whole run's (every test skipped, a level with nothing declared) is an errored testcase of its own.
     """
-    partial = [t for t in result.tests if t.status is Status.PARTIAL]
-    if not partial:
-        return
     tree = ET.parse(path)
     suite = tree.getroot().find("testsuite")
     assert suite is not None, f"{path}: no <testsuite>"
     cases = {(c.get("classname"), c.get("name")): c for c in suite.iter("testcase")}
-    for t in partial:
+
+    def count(kind: str) -> None:
+        suite.set(kind, str(int(suite.get(kind, "0")) + 1))
+
+    for t in result.tests:
+        unverified = [i for i in t.ids if t.status_for(i) is Status.PARTIAL]
+        marks = {"kconform.status": str(t.status)} if t.status in (Status.PARTIAL, Status.ERROR) else {}
+        if t.violated != t.ids and t.status in (Status.FAIL, Status.XFAIL):
+            marks["kconform.violated"] = ", ".join(t.violated)
+        if not (unverified or marks):
+            continue
         *module, name = mangle_test_address(t.nodeid)
         classname = ".".join(module)
-        unverified = ET.Element("testcase", classname=classname, name=f"{name} (unverified: {', '.join(t.unverified)})")
-        ET.SubElement(unverified, "skipped", type="kconform.partial", message=f"PARTIAL: {t.message}")
         case = cases[classname, name]
-        properties = case.find("properties")  # pytest wrote the test's kconform.unverified.* properties there
-        assert properties is not None, f"{path}: {t.nodeid} has no <properties>"
-        ET.SubElement(properties, "property", name="kconform.status", value=str(Status.PARTIAL))
-        suite.insert(list(suite).index(case) + 1, unverified)
-        for count in ("tests", "skipped"):
-            suite.set(count, str(int(suite.get(count, "0")) + 1))
+        properties = case.find("properties")  # pytest wrote the test's user properties (partial's) there
+        if properties is None:
+            properties = ET.Element("properties")
+            case.insert(0, properties)
+        for key, value in marks.items():
+            ET.SubElement(properties, "property", name=key, value=value)
+        for error in case.iter("error") if t.status is Status.ERROR else ():
+            error.set("type", "kconform.error")
+            error.set("message", f"could not check: {t.message}")
+        if unverified:
+            label = f"{name} (unverified: {', '.join(unverified)})"
+            companion = ET.Element("testcase", classname=classname, name=label)
+            why = "; ".join(f"{i} not verified: {t.unverified_reason(i)}" for i in unverified)
+            ET.SubElement(companion, "skipped", type="kconform.partial", message=f"PARTIAL: {why}")
+            suite.insert(list(suite).index(case) + 1, companion)
+            count("tests")
+            count("skipped")
+    for cause in result.errors:
+        case = ET.SubElement(suite, "testcase", classname="kconform", name="kconform: could not check")
+        ET.SubElement(case, "error", type="kconform.error", message=cause)
+        count("tests")
+        count("errors")
     tree.write(path, encoding="utf-8", xml_declaration=True)
 
 
@@ -244,4 +278,4 @@ def write_reports(result: RunResult, directory: Path) -> None:
     (directory / "report.json").write_text(json.dumps(to_json(result), indent=2) + "\n", encoding="utf-8")
     (directory / "report.md").write_text(render_markdown(result), encoding="utf-8")
     (directory / "pytest.log").write_text(result.pytest_log, encoding="utf-8")
-    mark_partial_in_junit(result, directory / "junit.xml")
+    annotate_junit(result, directory / "junit.xml")

@@ -30,12 +30,20 @@ from typing import IO, Any
 
 import pytest
 
-from conformance.adapter import DEFAULT_MASTER, call_in_progress, load_adapter
-from conformance.brokers import BROKER_KINDS, DEFAULT_BROKER
+from conformance.adapter import (
+    CAPABILITIES,
+    DEFAULT_MASTER,
+    PIPELINE_CAPABILITIES,
+    Adapter,
+    call_in_progress,
+    load_adapter,
+)
+from conformance.brokers import BOOTSTRAP_ENV, BROKER_KINDS, DEFAULT_BROKER
+from conformance.brokers.base import EXTERNAL_TIMEOUT_ENV, START_TIMEOUT_S
 from conformance.expectations import Deviation, find_deviation, load_expectations
 from conformance.probe import Capability
 from conformance.profiles import PROFILES, profile_from_env
-from conformance.pytest_plugin import BROKER_CAPABILITIES, DEFAULT_ADAPTER, UNVERIFIED_PROPERTY
+from conformance.pytest_plugin import BROKER_CAPABILITIES, UNVERIFIED_PROPERTY, CouldNotCheck
 from conformance.requirements import (
     LEVELS,
     Requirement,
@@ -46,12 +54,21 @@ from conformance.requirements import (
     load_requirements,
 )
 
+DEFAULT_ADAPTER = "conformance.pipeline:REFERENCE"
+DEFAULT_LEVEL = "all"
+"""What ``make conformance`` runs: both levels of the reference implementation."""
 DEFAULT_SUITE = "conformance.suite"
 DEFAULT_TIMEOUT = 120.0
 SUITE_LEVELS = ("protocol", "pipeline")
+LEVEL_CAPABILITIES = {
+    "protocol": frozenset(CAPABILITIES) - frozenset(PIPELINE_CAPABILITIES),
+    "pipeline": frozenset(PIPELINE_CAPABILITIES),
+}
 PIPELINE_MARK = "pipeline"
 BROKER_ENV = "KCONFORM_BROKER"
 USAGE_EXIT = 2
+ERROR_EXIT = 3
+"""Could not check: distinct from a violation (1) and from a usage error (2)."""
 BLOB = re.compile(r"@reproduce_failure\([^)]*\)")
 
 
@@ -60,6 +77,8 @@ class Status(StrEnum):
     PARTIAL = "PARTIAL"
     """Passed what it could check; part of a requirement could not be verified here (``partial``)."""
     FAIL = "FAIL"
+    ERROR = "ERROR"
+    """Could not be checked at all (the broker is unreachable or unconfigured): neither a pass nor a violation."""
     SKIP = "SKIP"
     XFAIL = "XFAIL"
     XPASS = "XPASS"
@@ -76,7 +95,7 @@ class TestTimeoutError(BaseException):
 @dataclass(frozen=True)
 class RunOptions:
     adapter: str
-    level: str = "protocol"
+    level: str = DEFAULT_LEVEL
     profile: str = "default"
     report: Path | None = None
     expectations: Path | None = None
@@ -124,19 +143,33 @@ class TestResult:
     def fails(self, strict: bool) -> bool:
         """MUST failures fail the run, SHOULD failures and PARTIAL only when strict, MAY never; an XPASS always does.
 
-        PARTIAL alone keeps exit 0 so that a user on a limited broker still gets the safety verdict.
+        PARTIAL alone keeps exit 0 so that a user on a limited broker still gets the safety verdict. It
+        counts wherever it shows: the ids a failure (even a MAY or an expected one) never got to verify too.
         """
         if self.status is Status.XPASS:
             return True
-        if self.status is Status.PARTIAL:
-            return strict
+        if strict and any(self.status_for(i) is Status.PARTIAL for i in self.ids):
+            return True
         return self.status is Status.FAIL and (self.level == "MUST" or (strict and self.level == "SHOULD"))
 
     def status_for(self, req_id: str) -> Status:
-        """The test's outcome for one of its ids: a partial test passed the ids it did verify."""
+        """The test's outcome for one of its ids: a partial test passed the ids it did verify.
+
+        A failed test fails only the ids its violation names (``violated``). Its other ids are PARTIAL,
+        not verified: the test stopped at the first violation, so it never showed that they hold (no
+        PASS), nor that they are broken (no FAIL); the id's other tests decide the rest of its verdict.
+        """
         if self.status is Status.PARTIAL and req_id not in self.unverified:
             return Status.PASS
+        if self.status in (Status.FAIL, Status.XFAIL) and req_id not in self.violated:
+            return Status.PARTIAL
         return self.status
+
+    def unverified_reason(self, req_id: str) -> str:
+        """Why ``status_for(req_id)`` is PARTIAL."""
+        if self.status in (Status.FAIL, Status.XFAIL):
+            return f"{self.name} stopped at its violation of {', '.join(self.violated)} before verifying it"
+        return self.unverified[req_id]
 
 
 @dataclass
@@ -168,14 +201,52 @@ class RunResult:
     """pytest stopped early (Ctrl-C, ``pytest.exit``): the results are incomplete and the run fails."""
     broker: list[Capability] = field(default_factory=list)
     """What the run's broker can show, as the probe measured it (pipeline level only)."""
+    errors: list[str] = field(default_factory=list)
+    """Why the run as a whole checked nothing (every test skipped, a level the adapter declares nothing of)."""
 
     @property
     def failing(self) -> list[TestResult]:
         return [t for t in self.tests if t.fails(self.options.strict)]
 
     @property
+    def could_not_check(self) -> list[str]:
+        """Every cause of an ERROR, once: those of the tests (e.g. the broker), then the run's own."""
+        return list(dict.fromkeys([t.message for t in self.tests if t.status is Status.ERROR] + self.errors))
+
+    @property
     def exit_code(self) -> int:
-        return 1 if self.failing or self.interrupted else 0
+        """1 for a result that fails the run (a violation is news even where part could not be checked),
+        else 3 if anything could not be checked, else 0."""
+        if self.failing or self.interrupted:
+            return 1
+        return ERROR_EXIT if self.could_not_check else 0
+
+
+class AdapterLoadError(Exception):
+    """The adapter exists but could not be loaded: its module or factory raised, or a module it imports is
+    missing. Nothing could be checked (exit 3); a spec naming nothing loadable is a usage error (exit 2)."""
+
+
+def load(spec: str) -> Adapter:
+    """``load_adapter``, telling the adapter's own failure to load (``AdapterLoadError``) from a usage error."""
+    module_name = spec.partition(":")[0]
+    try:
+        return load_adapter(spec)
+    except ValueError as exc:
+        cause = exc.__cause__
+        named = isinstance(cause, ModuleNotFoundError) and cause.name is not None
+        if isinstance(cause, ImportError) and not (named and f"{module_name}.".startswith(f"{cause.name}.")):
+            raise AdapterLoadError(str(exc)) from exc
+        raise
+    except Exception as exc:  # the adapter's own code ran (import, factory) and raised: report it, no traceback
+        raise AdapterLoadError(f"--adapter {spec!r} failed to load: {exc!r}") from exc
+
+
+def broker_used(options: RunOptions) -> str:
+    """The run's broker as reports name it: the protocol level has none, whatever ``--broker`` says."""
+    if options.level == "protocol":
+        return f"no broker (the protocol level runs in-process; --broker {options.broker} is not used)"
+    return f"broker {options.broker}"
 
 
 def display_name(item_name: str) -> str:
@@ -227,6 +298,7 @@ class Collector:
         self._items: dict[str, pytest.Item] = {}
         self._reports: dict[str, list[pytest.TestReport]] = {}
         self._evidence: dict[str, list[Counterexample]] = {}
+        self._not_checked: dict[str, str] = {}
         self._collect_errors: list[TestResult] = []
 
     def pytest_configure(self, config: pytest.Config) -> None:
@@ -281,7 +353,9 @@ class Collector:
         return True
 
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> None:
-        if call.excinfo is not None and not call.excinfo.errisinstance(pytest.skip.Exception):
+        if call.excinfo is not None and call.excinfo.errisinstance(CouldNotCheck):
+            self._not_checked[item.nodeid] = str(call.excinfo.value)
+        elif call.excinfo is not None and not call.excinfo.errisinstance(pytest.skip.Exception):
             self._evidence.setdefault(item.nodeid, []).extend(counterexamples(call.excinfo.value))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -293,6 +367,7 @@ class Collector:
     def _result(self, item: pytest.Item, reports: list[pytest.TestReport]) -> TestResult:
         name = display_name(item.name)
         evidence = self._evidence.pop(item.nodeid, [])
+        not_checked = self._not_checked.pop(item.nodeid, None)
         mark = item.get_closest_marker("requirement")
         ids = list(mark.args) if mark and mark.args else ids_in_test_name(getattr(item, "originalname", item.name))
         known = [self.requirements[i].level for i in ids if i in self.requirements]
@@ -308,7 +383,12 @@ class Collector:
             if k.startswith(UNVERIFIED_PROPERTY):
                 req_id = k.removeprefix(UNVERIFIED_PROPERTY)
                 result.unverified[req_id] = "; ".join(filter(None, [result.unverified.get(req_id), str(v)]))
-        if failed:
+        if failed and not_checked is not None:
+            result.status = Status.ERROR
+            first, _, rest = not_checked.partition("\n")  # e.g. a Kafka node's log tail: not for a summary line
+            result.message = first + (" (the rest is in --report's pytest.log)" if rest.strip() else "")
+            result.longrepr = "\n\n".join(r.longreprtext for r in failed)
+        elif failed:
             result.status = Status.FAIL
             result.longrepr = "\n\n".join(r.longreprtext for r in failed)
             crash = getattr(failed[0].longrepr, "reprcrash", None)
@@ -336,9 +416,8 @@ class Collector:
 
     def replay_command(self, name: str, pipeline: bool) -> str:
         o = self.options
-        args = ["kconform", "run", "--adapter", o.adapter, "--only", name, "--seed", str(self.seed)]
-        if pipeline:
-            args += ["--level", PIPELINE_MARK]
+        level = PIPELINE_MARK if pipeline else "protocol"
+        args = ["kconform", "run", "--adapter", o.adapter, "--level", level, "--only", name, "--seed", str(self.seed)]
         defaults = RunOptions(adapter=o.adapter)
         for flag, value, default in (
             ("--profile", o.profile, defaults.profile),
@@ -352,9 +431,12 @@ class Collector:
         return shlex.join(args)
 
     def _finish(self, result: TestResult) -> None:
+        seen = [t.message for t in self.results if t.status is Status.ERROR]
         self.results.append(result)
         shown = f"{result.status} ({result.duration:.1f}s)"
-        if result.status is Status.SKIP:
+        if result.status is Status.ERROR:  # one cause (a broker down) errs many tests: say it once
+            shown = f"ERROR (could not check: {'as above' if result.message in seen else result.message})"
+        elif result.status is Status.SKIP:
             shown = f"SKIP ({result.message})"
         elif result.status is Status.PARTIAL:
             shown = f"PARTIAL ({result.duration:.1f}s; {result.message})"
@@ -387,15 +469,18 @@ def aggregate(
 
 
 def _verdict(req_id: str, tests: Sequence[TestResult]) -> tuple[Status, str]:
-    """Worst outcome wins; a requirement with any skipped test is a skip, and one that a test could
-    verify only in part is PARTIAL: never a pass."""
+    """Worst outcome wins; a requirement with a test that could not check is an ERROR, one with any
+    skipped test a skip, and one that a test could verify only in part is PARTIAL: never a pass."""
     statuses = [t.status_for(req_id) for t in tests]
     for status in (Status.FAIL, Status.XPASS, Status.XFAIL):
         if status in statuses:
             deviation = next((t.deviation for t in tests if t.status is status and t.deviation), None)
             return status, f"{deviation.reason} ({deviation.link})" if deviation else ""
     passed = statuses.count(Status.PASS)
-    partial = sorted({t.unverified[req_id] for t in tests if t.status_for(req_id) is Status.PARTIAL})
+    if Status.ERROR in statuses:
+        causes = "; ".join(sorted({t.message for t in tests if t.status is Status.ERROR}))
+        return Status.ERROR, causes + (f" ({passed} of {len(tests)} tests passed)" if passed else "")
+    partial = sorted({t.unverified_reason(req_id) for t in tests if t.status_for(req_id) is Status.PARTIAL})
     if Status.SKIP in statuses:
         reasons = sorted({t.message for t in tests if t.status is Status.SKIP}) + [f"partial: {p}" for p in partial]
         return Status.SKIP, "; ".join(reasons) + (f" ({passed} of {len(tests)} tests passed)" if passed else "")
@@ -453,8 +538,9 @@ def pytest_args(options: RunOptions, seed: int) -> list[str]:
 
 
 def run(options: RunOptions, out: IO[str] = sys.stdout) -> RunResult:
-    """Run the suite; ``ValueError`` for anything that makes the run meaningless (a usage error)."""
-    adapter = load_adapter(options.adapter)
+    """Run the suite; ``ValueError`` for anything that makes the run meaningless (a usage error),
+    ``AdapterLoadError`` for an adapter that fails to load."""
+    adapter = load(options.adapter)
     seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**32)
     args = pytest_args(options, seed)  # a missing suite package is a usage error before anything runs
     notes: list[str] = []
@@ -465,8 +551,8 @@ def run(options: RunOptions, out: IO[str] = sys.stdout) -> RunResult:
         notes.append(f"{exc}; levels are taken from test names")
     deviations = load_expectations(options.expectations, set(requirements) or None) if options.expectations else []
     print(
-        f"kconform: adapter {adapter.name!r} ({options.adapter}), level {options.level}, profile {options.profile}, "
-        f"seed {seed} (replay this run with --seed {seed})",
+        f"kconform: adapter {adapter.name!r} ({options.adapter}), level {options.level}, {broker_used(options)}, "
+        f"profile {options.profile}, seed {seed} (replay this run with --seed {seed})",
         file=out,
         flush=True,
     )
@@ -489,6 +575,18 @@ def run(options: RunOptions, out: IO[str] = sys.stdout) -> RunResult:
     notes += [f"{note}; it was not checked" for note in empty]
     if interrupted:
         notes.append(f"the run was interrupted after {len(collector.results)} of {collector.selected} tests")
+    undeclared = [
+        f"level {level}: adapter {adapter.name!r} declares no {level} capability, so none of its tests can run"
+        for level in (SUITE_LEVELS if options.level == "all" else (options.level,))
+        if not set(adapter.capabilities) & LEVEL_CAPABILITIES[level]
+    ]
+    # At level all, one level the adapter does not declare is a note (a protocol-only adapter is
+    # checked in full at its level); a selected level with nothing to check is an ERROR.
+    partly = options.level == "all" and len(undeclared) == 1
+    notes += undeclared if partly else []
+    errors = [] if partly else undeclared
+    if not errors and not interrupted and all(t.status is Status.SKIP for t in collector.results):
+        errors.append(f"all {len(collector.results)} selected tests were skipped, so nothing was checked")
     rows, untested = aggregate(collector.results, requirements)
     broker = collector.config.stash.get(BROKER_CAPABILITIES, [])
     probed = {c.requirement_id for c in broker}
@@ -513,24 +611,35 @@ def run(options: RunOptions, out: IO[str] = sys.stdout) -> RunResult:
         log.getvalue(),
         interrupted,
         broker,
+        errors,
     )
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kconform run",
-        description="run the conformance suite against an adapter",
-        epilog="Exit 1 when a result fails the run (a MUST failure, an XPASS, an interruption; with --strict also "
-        "SHOULD failures and PARTIAL), else 0; 2 for usage errors. PARTIAL: a test could verify only part of a "
-        "requirement (e.g. duplicates on a broker that shows aborted records); it is reported with the reason, "
-        "never as a pass.",
+        description="run the conformance suite against an adapter (defaults: what `make conformance` runs)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=f"""exit codes:
+  0  every selected requirement verified as expected (PARTIAL allowed, unless --strict)
+  1  a violation: a MUST failure, an XPASS, an interruption; with --strict also SHOULD failures
+     and PARTIAL (1 wins over 3)
+  {USAGE_EXIT}  usage error: bad arguments, an --adapter or --suite naming nothing loadable, no test selected
+  {ERROR_EXIT}  could not check (ERROR): the broker is unreachable or unconfigured, the adapter failed to
+     load, the selected level has nothing the adapter declares, or every selected test was skipped
+
+PARTIAL: a test could verify only part of a requirement (e.g. duplicates on a broker that shows
+aborted records); it is reported with the reason, never as a pass.""",
     )
     parser.add_argument(
         "--adapter",
         default=DEFAULT_ADAPTER,
-        help=f"the adapter under test, as module:attr (default: the reference implementation, {DEFAULT_ADAPTER})",
+        help="the adapter under test, as module:attr (default: both levels of the reference implementation, "
+        "%(default)s)",
     )
-    parser.add_argument("--level", choices=["protocol", "pipeline", "all"], default="protocol", help="default protocol")
+    parser.add_argument(
+        "--level", choices=["protocol", "pipeline", "all"], default=DEFAULT_LEVEL, help="default %(default)s"
+    )
     parser.add_argument(
         "--profile", choices=list(PROFILES), default=None, help="default: $KCONFORM_PROFILE, else default"
     )
@@ -538,7 +647,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--expectations", type=Path, help="TOML file of known deviations ([[deviation]])")
     parser.add_argument("--only", help="run only tests whose display name contains this")
     parser.add_argument("--seed", type=int, help="Hypothesis seed (default: random, printed)")
-    parser.add_argument("--broker", choices=BROKER_KINDS, default=DEFAULT_BROKER, help=f"the suite reads ${BROKER_ENV}")
+    parser.add_argument(
+        "--broker",
+        choices=BROKER_KINDS,
+        default=DEFAULT_BROKER,
+        help=f"the pipeline level's broker (default %(default)s; the suite reads ${BROKER_ENV}); external reads "
+        f"${BOOTSTRAP_ENV} and waits ${EXTERNAL_TIMEOUT_ENV} seconds (default {START_TIMEOUT_S:g}) for an answer",
+    )
     parser.add_argument(
         "--timeout", type=float, default=DEFAULT_TIMEOUT, help="per-test seconds; a hang fails (default %(default)g)"
     )
@@ -553,7 +668,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str]) -> int:
-    """``kconform run``: 0 when every result is expected (PARTIAL is, unless strict), 1 otherwise, 2 on usage errors."""
+    """``kconform run``: 0 when every result is expected (PARTIAL is, unless strict), 1 for a violation,
+    2 on usage errors, 3 when something could not be checked."""
     from conformance import report  # here, not at the top: report imports this module's result types
 
     parser = build_parser()
@@ -583,6 +699,9 @@ def main(argv: Sequence[str]) -> int:
     except ValueError as exc:
         print(f"kconform run: error: {exc}", file=sys.stderr)
         return USAGE_EXIT
+    except AdapterLoadError as exc:
+        print(f"kconform run: could not check (ERROR): {exc}", file=sys.stderr)
+        return ERROR_EXIT
     print(report.render_text(result))
     if options.report is not None:
         report.write_reports(result, options.report)

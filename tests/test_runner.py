@@ -64,17 +64,17 @@ def expectations(tmp_path: Path, text: str) -> str:
 def test_conforming_adapter_passes_and_writes_every_report(tmp_path: Path) -> None:
     proc = run_sample(tmp_path, "GOOD", "--seed", "1", "--report", "report")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "[1/7] required_ASSIGN_001_owner_in_range ... PASS (" in proc.stdout
+    assert "[ 1/10] required_ASSIGN_001_owner_in_range ... PASS (" in proc.stdout
     assert "Every result is as expected: exit 0." in proc.stdout
     rep = report(tmp_path)
     assert rep["adapter"]["name"] == "sample-good"
     assert rep["adapter"]["capabilities"] == ["assignment", "discovery"]
-    assert (rep["seed"], rep["profile"], rep["level"], rep["exit_code"]) == (1, "quick", "protocol", 0)
+    assert (rep["seed"], rep["profile"], rep["level"], rep["exit_code"]) == (1, "quick", "all", 0)
     assert by_id(rep)["ASSIGN-001"]["status"] == "PASS"
     assert by_id(rep)["ASSIGN-001"]["title"] == "Every partition is owned by exactly one subtask"
     assert by_id(rep)["ASSIGN-001"]["spec"].startswith("spec/assignment.md#assign-001-must-")
     junit = ET.parse(tmp_path / "report" / "junit.xml").getroot()
-    assert len(junit.findall(".//testcase")) == 7
+    assert len(junit.findall(".//testcase")) == 10
     markdown = (tmp_path / "report" / "report.md").read_text()
     assert "| requirement | level | title | status | tests |" in markdown
     assert "sample-good" in markdown
@@ -99,8 +99,8 @@ def test_must_failure_fails_the_run_with_counterexample_blob_and_replay_line(tmp
     assert "partition=2" in example["example"]
     assert example["blob"].startswith("@reproduce_failure(")
     replay = (
-        f"kconform run --adapter {ADAPTERS}:BROKEN --only required_ASSIGN_004_matches_reference --seed 1"
-        f" --profile quick --suite {SUITE}"
+        f"kconform run --adapter {ADAPTERS}:BROKEN --level protocol --only required_ASSIGN_004_matches_reference"
+        f" --seed 1 --profile quick --suite {SUITE}"
     )
     assert failure["replay"] == replay
     assert f"replay: {replay}" in proc.stdout
@@ -174,7 +174,7 @@ def test_partially_verified_requirement_is_partial_in_every_report_never_a_pass(
     reason = f"{UNVERIFIED} (1 of 2 tests verified it fully)"
     assert f"-> not verified in full: {reason}" in proc.stdout
     assert (
-        f"6 requirements: 1 PARTIAL, 4 PASS, 1 SKIP. NOT FULLY VERIFIED, so not a pass: ASSIGN-004: {reason}. "
+        f"10 requirements: 1 PARTIAL, 6 PASS, 3 SKIP. NOT FULLY VERIFIED, so not a pass: ASSIGN-004: {reason}. "
         "Nothing failed: exit 0 (--strict fails on PARTIAL)." in proc.stdout
     )
     assert "Every result is as expected" not in proc.stdout
@@ -196,7 +196,7 @@ def test_partially_verified_requirement_is_partial_in_every_report_never_a_pass(
     unverified = cases["test_required_ASSIGN_003_same_owner_twice (unverified: ASSIGN-004)"]
     [skipped] = list(unverified)
     assert (skipped.tag, skipped.get("message")) == ("skipped", f"PARTIAL: ASSIGN-004 not verified: {UNVERIFIED}")
-    assert (suite.get("tests"), suite.get("skipped")) == (str(len(cases)), "2")  # and COMMIT-001's skip
+    assert (suite.get("tests"), suite.get("skipped")) == (str(len(cases)), "4")  # and COMMIT-001, 011, 013's skips
 
 
 @pytest.mark.parametrize(("strict", "code"), [((), 0), (("--strict",), 1)])
@@ -260,11 +260,57 @@ def test_requirement_verdict_failure_beats_skip_beats_partial_per_id() -> None:
         "COMMIT-011": (Status.PARTIAL, "broker lacks x (1 of 2 tests verified it fully)"),
         "COMMIT-013": (Status.PASS, ""),
     }
-    assert rows(partial, result(Status.FAIL))["COMMIT-011"] == (Status.FAIL, "")
+    failure = result(Status.FAIL)
+    failure.violated = failure.ids
+    assert rows(partial, failure)["COMMIT-011"] == (Status.FAIL, "")
     assert rows(partial, result(Status.SKIP, message="no retries"))["COMMIT-011"] == (
         Status.SKIP,
         "no retries; partial: broker lacks x",
     )
+
+
+def test_failure_fails_only_the_ids_it_violates_and_leaves_the_others_unverified(tmp_path: Path) -> None:
+    proc = run_sample(tmp_path, "SKEWED", "--level", "protocol", "--only", "spread_then_sparse", "--report", "report")
+    assert proc.returncode == 1, proc.stdout
+    rows = {line.split()[0]: line.split()[-3:] for line in proc.stdout.splitlines() if line.startswith("ASSIGN-")}
+    assert rows == {"ASSIGN-002": ["FAIL", "1", "fail"], "ASSIGN-006": ["PARTIAL", "1", "partial"]}
+    why = "required_ASSIGN_002_spread_then_sparse_ids stopped at its violation of ASSIGN-002 before verifying it"
+    assert f"-> not verified in full: {why}" in proc.stdout
+    assert "violates ASSIGN-002 (counted as MUST); ASSIGN-006 not verified: the test stopped at this violation" in (
+        proc.stdout
+    )
+    rep = report(tmp_path)
+    assert (by_id(rep)["ASSIGN-002"]["status"], by_id(rep)["ASSIGN-006"]["status"]) == ("FAIL", "PARTIAL")
+    assert by_name(rep)["required_ASSIGN_002_spread_then_sparse_ids"]["violated"] == ["ASSIGN-002"]
+    markdown = (tmp_path / "report" / "report.md").read_text()
+    assert "| ASSIGN-002 | MUST | Partitions of one topic are spread uniformly | FAIL | 1 fail |" in markdown
+    assert f"| PARTIAL (not verified in full: {why}) | 1 partial |" in markdown
+    suite = ET.parse(tmp_path / "report" / "junit.xml").getroot().find("testsuite")
+    assert suite is not None
+    cases = {c.get("name"): c for c in suite.iter("testcase")}
+    failed = cases["test_required_ASSIGN_002_spread_then_sparse_ids"]
+    assert {p.get("name"): p.get("value") for p in failed.iter("property")} == {"kconform.violated": "ASSIGN-002"}
+    [skipped] = list(cases["test_required_ASSIGN_002_spread_then_sparse_ids (unverified: ASSIGN-006)"])
+    assert (skipped.tag, skipped.get("message")) == ("skipped", f"PARTIAL: ASSIGN-006 not verified: {why}")
+
+
+def test_unviolated_id_of_a_failure_keeps_the_verdict_of_its_other_tests() -> None:
+    def result(status: Status, violated: list[str] | None = None) -> runner.TestResult:
+        test = runner.TestResult("n", "n", ["COMMIT-011", "COMMIT-013"], "MUST", True, status, 0.0)
+        test.violated = violated or []
+        return test
+
+    def rows(*tests: runner.TestResult) -> dict[str, Status]:
+        return {r.id: r.status for r in aggregate(tests, {})[0]}
+
+    blamed = result(Status.FAIL, ["COMMIT-011"])
+    assert rows(blamed) == {"COMMIT-011": Status.FAIL, "COMMIT-013": Status.PARTIAL}
+    assert rows(blamed, result(Status.PASS))["COMMIT-013"] == Status.PARTIAL  # not shown to hold by every test
+    assert rows(blamed, result(Status.FAIL, ["COMMIT-013"]))["COMMIT-013"] == Status.FAIL
+    assert rows(blamed, result(Status.SKIP))["COMMIT-013"] == Status.SKIP
+    assert rows(blamed, result(Status.ERROR))["COMMIT-013"] == Status.ERROR
+    blamed.level = "MAY"  # a MAY failure never fails the run, but what it left unverified is PARTIAL
+    assert (blamed.fails(strict=False), blamed.fails(strict=True)) == (False, True)
 
 
 def test_bad_expectations_file_is_a_usage_error(tmp_path: Path) -> None:
@@ -318,7 +364,25 @@ def test_interrupted_run_fails_even_if_nothing_failed(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("adapter", "message"),
     [
+        (f"{ADAPTERS}:failing_factory", "failed to load: RuntimeError(\"the sample adapter's license server"),
+        (f"{SUITE}.adapter_needs_a_missing_module:ADAPTER", "cannot import 'kconform_sample_suite.adapter_needs_a"),
+    ],
+)
+def test_adapter_that_fails_to_load_is_an_error_not_a_usage_error(tmp_path: Path, adapter: str, message: str) -> None:
+    """The adapter exists but its code raised or lacks a dependency: nothing could be checked (3). A spec
+    naming no adapter at all is the user's typo (2, below)."""
+    proc = kconform(tmp_path, "run", "--adapter", adapter, "--suite", SUITE)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert proc.stderr.startswith("kconform run: could not check (ERROR): ")
+    assert message in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("adapter", "message"),
+    [
         ("no_such_module:ADAPTER", "cannot import 'no_such_module'"),
+        (f"{SUITE}.no_such_module:ADAPTER", f"cannot import '{SUITE}.no_such_module'"),
         (ADAPTERS, "must be 'module:attr'"),
         (f"{ADAPTERS}:MISSING", "has no attribute 'MISSING'"),
         (f"{ADAPTERS}:NOT_AN_ADAPTER", "is not a kconform adapter"),
@@ -332,16 +396,106 @@ def test_bad_adapter_is_a_usage_error_without_traceback(tmp_path: Path, adapter:
     assert "Traceback" not in proc.stderr
 
 
-def test_level_pipeline_selects_only_pipeline_tests(tmp_path: Path) -> None:
-    proc = run_sample(tmp_path, "GOOD", "--level", "pipeline")
-    assert "[1/1] required_COMMIT_011_needs_a_pipeline ... SKIP" in proc.stdout
-    assert proc.returncode == 0
+def test_level_the_adapter_declares_nothing_of_checks_nothing_so_it_is_an_error(tmp_path: Path) -> None:
+    proc = run_sample(tmp_path, "GOOD", "--level", "pipeline", "--strict", "--report", "report")
+    assert "[1/2] required_COMMIT_011_on_the_broker ... SKIP" in proc.stdout
+    assert proc.returncode == 3, proc.stdout
+    cause = "level pipeline: adapter 'sample-good' declares no pipeline capability, so none of its tests can run"
+    assert proc.stdout.splitlines()[-2].endswith(f"2 requirements: 2 SKIP. Could not check, exit 3: {cause}")
+    assert (report(tmp_path)["exit_code"], report(tmp_path)["could_not_check"]) == (3, [cause])
+    assert cause in (tmp_path / "report" / "report.md").read_text()
+    suite = ET.parse(tmp_path / "report" / "junit.xml").getroot().find("testsuite")
+    assert suite is not None
+    [error] = suite.iter("error")
+    assert (error.get("type"), error.get("message"), suite.get("errors")) == ("kconform.error", cause, "1")
 
 
-def test_level_all_runs_both_levels(tmp_path: Path) -> None:
+def test_every_selected_test_skipped_is_an_error_not_a_pass(tmp_path: Path) -> None:
+    proc = run_sample(tmp_path, "GOOD", "--only", "needs_a_sink")
+    assert "SKIP (COMMIT-001: adapter 'sample-good' does not declare capability 'exactly-once-sink')" in proc.stdout
+    assert proc.returncode == 3, proc.stdout
+    assert "Could not check, exit 3: all 1 selected tests were skipped, so nothing was checked" in proc.stdout
+
+
+def test_level_all_runs_both_levels_and_names_the_level_the_adapter_lacks(tmp_path: Path) -> None:
     proc = run_sample(tmp_path, "GOOD", "--level", "all")
-    assert "[8/8] " in proc.stdout
-    assert proc.returncode == 0
+    assert "[10/10] required_COMMIT_013_on_the_broker ... SKIP" in proc.stdout
+    assert "note: level pipeline: adapter 'sample-good' declares no pipeline capability" in proc.stdout
+    assert proc.returncode == 0, proc.stdout
+
+
+def test_cli_defaults_are_what_make_conformance_runs() -> None:
+    args = runner.build_parser().parse_args([])
+    assert (args.adapter, args.level) == ("conformance.pipeline:REFERENCE", "all")
+    makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
+    conformance = makefile.split("\nconformance:", 1)[1].split("\n\n", 1)[0]
+    assert "--adapter" not in conformance.replace("$(if $(ADAPTER),--adapter", "")
+    assert "--level" not in conformance.replace("$(if $(LEVEL),--level", "")
+    help_text = runner.build_parser().format_help()
+    assert "  3  could not check (ERROR)" in help_text
+    assert "  2  usage error" in help_text
+
+
+def test_protocol_level_says_it_uses_no_broker(tmp_path: Path) -> None:
+    proc = run_sample(tmp_path, "GOOD", "--level", "protocol", "--broker", "external", "--only", "owner_in_range")
+    header = proc.stdout.splitlines()[0]
+    assert "level protocol, no broker (the protocol level runs in-process; --broker external is not used)" in header
+    assert proc.returncode == 0, proc.stdout
+
+
+def run_on_external(tmp_path: Path, bootstrap: str, *args: str) -> Any:
+    """The sample with its pipeline level on ``--broker external``, given one second to answer
+    (``bootstrap`` empty: unset, as the broker reads it)."""
+    env = {"KAFKA_BOOTSTRAP_SERVERS": bootstrap, "KCONFORM_EXTERNAL_TIMEOUT_S": "1"}
+    return run_sample(tmp_path, "PIPELINE", "--broker", "external", *args, env=env)
+
+
+def test_unreachable_broker_is_an_error_with_one_line_naming_it_and_the_fix_not_a_failure(tmp_path: Path) -> None:
+    proc = run_on_external(tmp_path, "127.0.0.1:1", "--level", "pipeline", "--report", "report")
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    cause = "external broker at 127.0.0.1:1 did not answer a metadata request in time (1 s): "
+    fix = "fix: check that the cluster is up and that KAFKA_BOOTSTRAP_SERVERS"
+    assert f"[1/2] required_COMMIT_011_on_the_broker ... ERROR (could not check: {cause}" in proc.stdout
+    assert "[2/2] required_COMMIT_013_on_the_broker ... ERROR (could not check: as above)" in proc.stdout
+    summary = proc.stdout.split("\n\n", 1)[1]  # after the progress lines
+    [line] = [line for line in summary.splitlines() if "127.0.0.1:1" in line]
+    assert line.startswith(f"2 requirements: 2 ERROR. Could not check, exit 3: {cause}")
+    assert fix in line
+    assert "FAIL" not in proc.stdout and "Traceback" not in proc.stdout + proc.stderr
+    rows = [row.split()[-3:] for row in summary.splitlines() if row.startswith("COMMIT-")]
+    assert rows == [["ERROR", "1", "error"]] * 2
+    rep = report(tmp_path)
+    assert [(r["id"], r["status"]) for r in rep["requirements"]] == [("COMMIT-011", "ERROR"), ("COMMIT-013", "ERROR")]
+    assert by_id(rep)["COMMIT-011"]["reason"].startswith(f"could not check: {cause}")
+    assert {(t["status"], t["violated"] == [], t["replay"]) for t in rep["tests"]} == {("ERROR", True, None)}
+    assert (rep["exit_code"], len(rep["could_not_check"])) == (3, 1)
+    assert f"| ERROR (could not check: {cause}" in (tmp_path / "report" / "report.md").read_text()
+    cases = ET.parse(tmp_path / "report" / "junit.xml").getroot().iter("testcase")
+    errors = [(c.find("error"), {p.get("name"): p.get("value") for p in c.iter("property")}) for c in cases]
+    assert [(e.get("type"), props) for e, props in errors if e is not None] == [
+        ("kconform.error", {"kconform.status": "ERROR"})
+    ] * 2
+    assert all(str(e.get("message")).startswith(f"could not check: {cause}") for e, _ in errors if e is not None)
+
+
+@pytest.mark.parametrize("strict", [(), ("--strict",)])
+def test_unconfigured_external_broker_is_an_error(tmp_path: Path, strict: tuple[str, ...]) -> None:
+    proc = run_on_external(tmp_path, "", "--level", "pipeline", *strict)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines()[-1] == (
+        "2 requirements: 2 ERROR. Could not check, exit 3: external broker: KAFKA_BOOTSTRAP_SERVERS is not set; "
+        "fix: set it to your cluster's host:port[,host:port...]"
+    )
+
+
+def test_a_violation_wins_over_what_could_not_be_checked(tmp_path: Path) -> None:
+    gone = expectations(tmp_path, f'[[deviation]]\nrequirement = "ASSIGN-003"\nreason = "r"\nlink = "{BUG}"\n')
+    proc = run_on_external(tmp_path, "", "--level", "all", "--expectations", gone)  # XPASS: a result that fails
+    assert proc.returncode == 1, proc.stdout
+    assert proc.stdout.splitlines()[-1].endswith(
+        "(XPASS MUST). Could not check: external broker: KAFKA_BOOTSTRAP_SERVERS is not set; "
+        "fix: set it to your cluster's host:port[,host:port...]"
+    )
 
 
 def test_nothing_selected_is_an_error_not_a_pass(tmp_path: Path) -> None:

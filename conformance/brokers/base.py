@@ -26,6 +26,8 @@ SECURITY_ENV_PREFIXES: Final = ("KAFKA_SECURITY_", "KAFKA_SASL_", "KAFKA_SSL_")
 """``KAFKA_SASL_USERNAME=u`` becomes ``sasl.username=u``; other ``KAFKA_*`` variables are ignored."""
 
 START_TIMEOUT_S: Final = 30.0
+EXTERNAL_TIMEOUT_ENV: Final = "KCONFORM_EXTERNAL_TIMEOUT_S"
+"""Seconds the external broker has to answer (default ``START_TIMEOUT_S``): a gate can fail fast on a dead cluster."""
 STOP_TIMEOUT_S: Final = 5.0
 
 FAST_CLIENT_SETTINGS: Final[Mapping[ClientRole, Mapping[str, Any]]] = {
@@ -58,7 +60,8 @@ COMMON_CLIENT_SETTINGS: Final[Mapping[str, Any]] = {
 
 
 class BrokerUnavailable(Exception):
-    """This kind of broker cannot run here (no Docker engine, no bootstrap servers): skip, not fail."""
+    """This kind of broker cannot run here (no Docker engine, no bootstrap servers): nothing can be checked on it,
+    which is not a failure of the connector under test (``kconform run`` reports ERROR, exit 3)."""
 
 
 class BrokerStartError(Exception):
@@ -123,10 +126,15 @@ class Broker(abc.ABC):
 
     def _wait_healthy(self, deadline: float, alive: Callable[[], None] | None = None) -> None:
         """Poll with metadata requests until the broker answers or ``deadline`` passes."""
+        wait_s = max(0.0, deadline - time.monotonic())
         try:
-            await_metadata(self, max(0.0, deadline - time.monotonic()), alive)
+            await_metadata(self, wait_s, alive)
         except KafkaError as error:
-            raise BrokerStartError(f"{self.describe()} did not answer a metadata request in time: {error}") from None
+            # await_metadata's message repeats this one with the exact float wait; keep only its last cause.
+            cause = str(error).partition(" s: ")[2] or str(error)
+            raise BrokerStartError(
+                f"{self.describe()} did not answer a metadata request in time ({wait_s:.0f} s): {cause}"
+            ) from None
 
 
 def free_port() -> int:

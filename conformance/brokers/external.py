@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import time
 from collections.abc import Mapping
@@ -11,22 +12,27 @@ from typing import Any, Final
 
 from conformance.brokers.base import (
     BOOTSTRAP_ENV,
+    EXTERNAL_TIMEOUT_ENV,
     SECURITY_ENV_PREFIXES,
     START_TIMEOUT_S,
     Broker,
     BrokerKind,
+    BrokerStartError,
     BrokerUnavailable,
 )
 
 
 class ExternalBroker(Broker):
-    """A broker someone else runs, named by ``KAFKA_BOOTSTRAP_SERVERS``; security settings pass through."""
+    """A broker someone else runs, named by ``KAFKA_BOOTSTRAP_SERVERS``; security settings pass through.
+
+    It gets ``start_timeout_s`` (default ``$KCONFORM_EXTERNAL_TIMEOUT_S``, else 30 s) to answer.
+    """
 
     kind: BrokerKind = "external"
 
     def __init__(
         self, bootstrap_servers: str | None = None, security: Mapping[str, str] | None = None,
-        start_timeout_s: float = START_TIMEOUT_S,
+        start_timeout_s: float | None = None,
     ) -> None:  # fmt: skip
         super().__init__(security if security is not None else security_from_env())
         self._servers = bootstrap_servers or os.environ.get(BOOTSTRAP_ENV)
@@ -34,9 +40,32 @@ class ExternalBroker(Broker):
 
     def start(self) -> None:
         if not self._servers:
-            raise BrokerUnavailable(f"external broker: set {BOOTSTRAP_ENV}")
+            raise BrokerUnavailable(
+                f"external broker: {BOOTSTRAP_ENV} is not set; fix: set it to your cluster's host:port[,host:port...]"
+            )
         self._bootstrap = self._servers
-        self._wait_healthy(time.monotonic() + self._start_timeout_s)
+        try:
+            self._wait_healthy(time.monotonic() + self._timeout_s())
+        except BrokerStartError as error:
+            raise BrokerStartError(
+                f"{error}; fix: check that the cluster is up and that {BOOTSTRAP_ENV} (and any KAFKA_SECURITY_*, "
+                "KAFKA_SASL_*, KAFKA_SSL_* settings) reach it from here"
+            ) from None
+
+    def _timeout_s(self) -> float:
+        """Read at start, where a bad value makes the broker unusable like a missing bootstrap (not a crash)."""
+        if self._start_timeout_s is not None:
+            return self._start_timeout_s
+        raw = os.environ.get(EXTERNAL_TIMEOUT_ENV, str(START_TIMEOUT_S))
+        try:
+            timeout = float(raw)
+            if not 0 < timeout < math.inf:
+                raise ValueError(raw)
+        except ValueError:
+            raise BrokerUnavailable(
+                f"external broker: {EXTERNAL_TIMEOUT_ENV}={raw!r} is not a positive number of seconds"
+            ) from None
+        return timeout
 
     def stop(self) -> None:
         self._bootstrap = None
