@@ -145,6 +145,13 @@ def _translated(what: str) -> Iterator[None]:
         yield
     except ck.KafkaException as exc:
         raise translate(exc.args[0], what) from exc
+    except SystemError as exc:
+        # confluent-kafka calls a delivery callback while its own fatal error (e.g. fenced) is
+        # pending, and CPython reports that as a SystemError caused by it (seen on real Kafka when a
+        # fenced producer flushes); the cause is the error that happened.
+        if isinstance(exc.__cause__, ck.KafkaException):
+            raise translate(exc.__cause__.args[0], what) from exc
+        raise KafkaError(f"{what}: the client failed: {exc}") from exc
 
 
 def _result(future: Any, what: str, timeout_s: float) -> Any:
