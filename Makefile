@@ -28,10 +28,10 @@ $(VENV)/.installed: pyproject.toml
 	@touch $@
 
 # Without mvn the Python side still installs; the suite then falls back to Tansu and says what it cannot show.
-$(JVM_DIR)/.resolved: $(JVM_POMS)
+$(JVM_DIR)/.resolved: $(JVM_POMS) $(wildcard jvm/*/src/main/java/*/*.java)
 	@if command -v mvn >/dev/null; then \
 	  echo "resolving JVM artifacts (jvm/pom.xml) into $(JVM_DIR)/ with Maven"; \
-	  rm -rf $(JVM_DIR) && mvn -B -q -Dstyle.color=never -f jvm/pom.xml dependency:copy-dependencies && touch $@; \
+	  rm -rf $(JVM_DIR) && mvn -B -q -Dstyle.color=never -f jvm/pom.xml package dependency:copy-dependencies && touch $@; \
 	else \
 	  echo "kconform: mvn not found, so Apache Kafka cannot be fetched: install Maven 3.8+ (apt-get install maven)" >&2; \
 	  echo "kconform: and run 'make setup' again; until then the suite runs on the embedded Tansu broker" >&2; \

@@ -47,6 +47,8 @@ CAPABILITIES = {
     "rescale": "restores source state at a different parallelism",
     "offset-commit": "commits source offsets to the consumer group on checkpoint completion",
     "exactly-once-sink": "exposes a transactional two-phase-commit sink",
+    "keyed-sink-placement": "exposes its sink's partitioner: partitioner().partition(topic, partition, key, value, n)",
+    "group-assignment": "exposes its consumer-group assignors: assign_group(strategy, group) for assignment_strategies",
     **PIPELINE_CAPABILITIES,
 }
 

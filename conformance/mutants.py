@@ -9,7 +9,8 @@ against every mutant and asserts that requirement fails (``tests/test_mutants.py
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import zlib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -17,6 +18,14 @@ from reference_impl.adapter import ReferenceAdapter
 from reference_impl.assignment import java_string_hash, owner
 from reference_impl.commit import ExactlyOnceSink, NamingStrategy, SinkCheckpoint
 from reference_impl.discovery import Metadata, PartitionDiscoverer, Subscription, ZeroPartitionsPolicy
+from reference_impl.kafka_strategies import (
+    Assignment,
+    Group,
+    KafkaPartitioner,
+    StickyPartitioner,
+    range_assign,
+    sticky_assign,
+)
 from reference_impl.ports import ProducerFencedError, TransactionalLog
 from reference_impl.restore import SourceCheckpoint, SourceJob, redistribute_splits
 from reference_impl.types import LATEST, SubtaskIndex, TopicPartition
@@ -281,6 +290,61 @@ class SinkMutant(ReferenceAdapter):
         return self.sink_class.recover(log, prefix, parallelism, checkpoint, self.naming)
 
 
+# -- Kafka's strategies -------------------------------------------------------------------------
+
+
+class _ConsistentRandomPartitioner(StickyPartitioner):
+    """librdkafka's default partitioner, ``consistent_random``: CRC32 of the key; an empty key goes the keyless way."""
+
+    def partition(
+        self, topic: str, partition: int | None, key: bytes | None, value: bytes | None, num_partitions: int
+    ) -> int:
+        if partition is None and key is not None:
+            return zlib.crc32(key) % num_partitions if key else self.keyless(topic, len(value or b""), num_partitions)
+        return super().partition(topic, partition, key, value, num_partitions)
+
+
+class _NullKeyHashedPartitioner(StickyPartitioner):
+    """A null key hashed as the empty key: every keyless record lands in one partition."""
+
+    def partition(
+        self, topic: str, partition: int | None, key: bytes | None, value: bytes | None, num_partitions: int
+    ) -> int:
+        return super().partition(topic, partition, b"" if key is None else key, value, num_partitions)
+
+
+@dataclass(frozen=True)
+class PartitionerMutant(ReferenceAdapter):
+    """The reference adapter with its sink's partitioner replaced."""
+
+    partitioner_class: type[KafkaPartitioner] = StickyPartitioner
+
+    def partitioner(self) -> KafkaPartitioner:
+        return self.partitioner_class()
+
+
+def _range_in_join_order(group: Group) -> Assignment:
+    """Range over the members in the order they joined, not in member order."""
+    joined = tuple(replace(m, instance_id=f"{i:06d}") for i, m in enumerate(group.members))
+    return range_assign(replace(group, members=joined))
+
+
+def _sticky_from_scratch(group: Group) -> Assignment:
+    """A balanced sticky assignment that ignores what the members owned."""
+    return sticky_assign(replace(group, members=tuple(replace(m, owned=frozenset()) for m in group.members)))
+
+
+@dataclass(frozen=True)
+class AssignorMutant(ReferenceAdapter):
+    """The reference adapter with one consumer-group assignor replaced."""
+
+    strategy: str = "range"
+    assignor: Callable[[Group], Assignment] = range_assign
+
+    def assign_group(self, strategy: str, group: Group) -> Assignment:
+        return self.assignor(group) if strategy == self.strategy else super().assign_group(strategy, group)
+
+
 MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "python_mod_no_mask",
@@ -366,6 +430,36 @@ MUTANTS: tuple[Mutant, ...] = (
         frozenset({"COMMIT-009"}),
         "lost notification strands earlier checkpoints",
         SinkMutant(sink_class=_OwnCheckpointOnlySink),
+    ),
+    Mutant(
+        "librdkafka_default_partitioner",
+        frozenset({"STRAT-001"}),
+        "sink on librdkafka's consistent_random (CRC32) partitioner",
+        PartitionerMutant(partitioner_class=_ConsistentRandomPartitioner),
+    ),
+    Mutant(
+        "null_key_hashed",
+        frozenset({"STRAT-003"}),
+        "a null key hashed as the empty key",
+        PartitionerMutant(partitioner_class=_NullKeyHashedPartitioner),
+    ),
+    Mutant(
+        "range_in_join_order",
+        frozenset({"STRAT-005"}),
+        "Range with members in join order, not sorted",
+        AssignorMutant(strategy="range", assignor=_range_in_join_order),
+    ),
+    Mutant(
+        "sticky_ignores_ownership",
+        frozenset({"STRAT-009"}),
+        "sticky assignor that moves partitions needlessly",
+        AssignorMutant(strategy="sticky", assignor=_sticky_from_scratch),
+    ),
+    Mutant(
+        "cooperative_revokes_and_assigns",
+        frozenset({"STRAT-010"}),
+        "cooperative assignor that revokes and assigns in one rebalance",
+        AssignorMutant(strategy="cooperative-sticky", assignor=sticky_assign),
     ),
 )
 

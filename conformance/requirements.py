@@ -23,7 +23,7 @@ LEVELS = ("MUST", "SHOULD", "MAY")
 
 HEADING = re.compile(r"^### (?P<id>[A-Z]+-\d{3}) \((?P<level>MUST|SHOULD|MAY)\) (?P<title>.+?)\s*$", re.MULTILINE)
 CHECKED_BY = re.compile(r"^\*\*Checked by\.\*\*(?P<text>.*?)(?:\n\s*\n|\Z)", re.MULTILINE | re.DOTALL)
-ID_IN_CODE = re.compile(r"(?<![A-Za-z0-9])(?P<area>ASSIGN|DISC|RESTORE|COMMIT|KAFKA)[-_](?P<num>\d{3})(?!\d)")
+ID_IN_CODE = re.compile(r"(?<![A-Za-z0-9])(?P<area>ASSIGN|DISC|RESTORE|COMMIT|KAFKA|STRAT)[-_](?P<num>\d{3})(?!\d)")
 TEST_NAME = re.compile(r"^test_(?P<kind>required|should|optional)_(?P<ids>[A-Z]+_\d{3}(?:_and_(?:[A-Z]+_)?\d{3})*)")
 TEST_DEF = re.compile(r"\bdef (test_\w+)")
 REQUIREMENT_MARK = re.compile(r"\brequirement\((?P<args>[^)]*)\)")

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from reference_impl.assignment import assign
 from reference_impl.commit import ExactlyOnceSink, NamingStrategy, SinkCheckpoint
 from reference_impl.discovery import Metadata, PartitionDiscoverer, Subscription, ZeroPartitionsPolicy
+from reference_impl.kafka_strategies import ASSIGNORS, Assignment, Group, KafkaPartitioner, StickyPartitioner
 from reference_impl.ports import TransactionalLog
 from reference_impl.restore import RestoreVariant, SourceCheckpoint, SourceJob
 from reference_impl.types import SubtaskIndex
@@ -35,8 +36,12 @@ class ReferenceAdapter:
             "rescale",
             "offset-commit",
             "exactly-once-sink",
+            "keyed-sink-placement",
+            "group-assignment",
         }
     )
+    assignment_strategies: frozenset[str] = frozenset(ASSIGNORS)
+    """The consumer-group assignors ``assign_group`` offers, by Kafka's protocol names."""
 
     def assign(self, topic: str, partition: int, parallelism: int) -> int:
         return assign(topic, partition, parallelism)
@@ -80,6 +85,13 @@ class ReferenceAdapter:
 
     def initial_sink_checkpoint(self, parallelism: int) -> SinkCheckpoint:
         return ExactlyOnceSink.initial_checkpoint(parallelism)
+
+    def partitioner(self) -> KafkaPartitioner:
+        """A fresh partitioner, as a new sink writer has: Java's, keyless records sticky."""
+        return StickyPartitioner()
+
+    def assign_group(self, strategy: str, group: Group) -> Assignment:
+        return ASSIGNORS[strategy](group)
 
 
 ADAPTER = ReferenceAdapter()

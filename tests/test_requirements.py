@@ -68,7 +68,8 @@ def test_spec_pages_parse_into_unique_ids_with_levels_and_titles() -> None:
     assert reqs["RESTORE-005"].level == "SHOULD"
     assert reqs["ASSIGN-005"].level == "MAY"
     assert all(
-        r.page in {"assignment.md", "discovery.md", "restore.md", "commit.md", "kafka.md"} for r in reqs.values()
+        r.page in {"assignment.md", "discovery.md", "restore.md", "commit.md", "kafka.md", "kafka-strategies.md"}
+        for r in reqs.values()
     )
 
 
@@ -169,10 +170,11 @@ def test_every_checker_the_spec_names_exists() -> None:
     """The spec is documentation users read: a checker it names must be a function of the suite."""
     import conformance.checkers
     import conformance.history
+    import conformance.strategy_checkers
 
     spec = Path(requirements.__file__).resolve().parents[1] / "spec"
     named = set(re.findall(r"`(check_[a-z_]+|global_spread)`", "".join(p.read_text() for p in spec.glob("*.md"))))
-    defined = {n for m in (conformance.checkers, conformance.history) for n in dir(m)}
+    defined = {n for m in (conformance.checkers, conformance.history, conformance.strategy_checkers) for n in dir(m)}
     assert named, "the spec names no checker"
     assert named <= defined, f"spec names checkers that do not exist: {sorted(named - defined)}"
 

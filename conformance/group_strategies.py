@@ -1,0 +1,85 @@
+"""Hypothesis strategies for Kafka's strategies (STRAT-*): record keys and consumer groups mid-life.
+
+A drawn group is a rebalance as the leader sees it: some members stayed from the previous
+generation and own what it gave them, some left (their partitions are free), some are new;
+topics may have grown and subscriptions changed. Member and instance ids mix ASCII with
+characters whose UTF-16 order differs from their code point order, so an assignor that sorts
+members as Python does, not as Java's ``String.compareTo`` does, is caught.
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from conformance.strategies import topic_names
+from reference_impl.kafka_strategies import Group, Member
+from reference_impl.types import TopicPartition
+
+ID_ALPHABET = ("a", "b", "C", "0", "-", "é", "\uff21", "\U0001f600")
+"""U+FF21 sorts after U+1F600 in Java (surrogate 0xD83D < 0xFF21), before it in Python."""
+
+
+def keys() -> st.SearchStrategy[bytes]:
+    """Record keys: empty, short, long, UTF-8 text and arbitrary (non-ASCII) bytes."""
+    return st.one_of(
+        st.binary(max_size=12),
+        st.text(max_size=20).map(lambda t: t.encode("utf-8", "surrogatepass")),
+        st.binary(min_size=100, max_size=1500),
+    )
+
+
+def partition_counts() -> st.SearchStrategy[int]:
+    """Partitions of a topic: mostly few, sometimes up to Java's ``Integer.MAX_VALUE``."""
+    return st.one_of(st.integers(1, 64), st.integers(1, 2**31 - 1))
+
+
+def member_ids() -> st.SearchStrategy[str]:
+    return st.text(st.sampled_from(ID_ALPHABET), min_size=1, max_size=4)
+
+
+TOPICS = st.lists(topic_names(8), min_size=1, max_size=4, unique=True)
+TOPIC_SHAPE = st.tuples(st.integers(1, 8), st.integers(0, 8), st.integers(0, 9))
+"""(partitions now, partitions before, 0 when the topic has no metadata now)."""
+
+
+@st.composite
+def groups(draw: st.DrawFn, identical: bool | None = None, max_members: int = 6) -> Group:
+    """A group at a rebalance: members, their subscriptions, what they owned, the partitions now.
+
+    ``identical``: every member subscribes to the same topics (``None``: either). The previous
+    ownership is consistent (no partition owned twice), as it is after any completed rebalance.
+    Few, flat draws keep generating and shrinking fast.
+    """
+    topics = draw(TOPICS, label="topics")
+    shapes = draw(st.lists(TOPIC_SHAPE, min_size=len(topics), max_size=len(topics)), label="topic shapes")
+    now = {t: count for t, (count, _, metadata) in zip(topics, shapes, strict=True) if metadata}
+    before = [
+        TopicPartition(t, p) for t, (count, was, _) in zip(topics, shapes, strict=True) for p in range(min(was, count))
+    ]
+    ids = draw(st.lists(member_ids(), min_size=1, max_size=max_members, unique=True), label="member ids")
+    if identical is None:
+        identical = draw(st.booleans(), label="identical subscriptions")
+    masks = draw(
+        st.lists(st.integers(1, 2 ** len(topics) - 1), min_size=len(ids), max_size=len(ids)),
+        label="subscriptions (bit masks over topics)",
+    )
+    if identical:
+        masks = [masks[0]] * len(ids)
+    stayed = draw(st.lists(st.booleans(), min_size=len(ids), max_size=len(ids)), label="in the previous generation")
+    owners = draw(
+        st.lists(st.integers(-1, len(ids) - 1), min_size=len(before), max_size=len(before)),
+        label="previous owner of each partition (-1: none; a member not in the previous generation: one that left)",
+    )
+    generation = draw(st.integers(1, 5), label="previous generation")
+    instances = draw(st.lists(member_ids(), max_size=len(ids), unique=True), label="group.instance.ids")
+    members = tuple(
+        Member(
+            member_id=m,
+            topics=frozenset(t for bit, t in enumerate(topics) if masks[i] >> bit & 1),
+            owned=frozenset(tp for tp, owner in zip(before, owners, strict=True) if owner == i and stayed[i]),
+            generation=generation if stayed[i] else -1,
+            instance_id=instances[i] if i < len(instances) else None,
+        )
+        for i, m in enumerate(ids)
+    )
+    return Group(members, now)
