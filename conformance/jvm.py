@@ -1,4 +1,4 @@
-"""The JVM pieces kconform runs (the Kafka broker today): where ``make setup`` put their jars.
+"""The JVM pieces kconform runs (the Kafka broker, the kafka-clients oracle): where ``make setup`` put their jars.
 
 ``jvm/pom.xml`` pins every version; ``make setup`` asks Maven to copy each module's dependencies
 into ``.jvm/<module>/``. Nothing here downloads anything: a missing folder is an error that names
