@@ -209,6 +209,8 @@ class Pipeline:
     exactly_once: bool = True
     max_records_per_trigger: int | None = None
     client_settings: Mapping[str, str] = field(default_factory=dict)
+    sink_settings: Mapping[str, str] = field(default_factory=dict)
+    """librdkafka settings for the sink only, over ``client_settings`` (e.g. ``transaction.timeout.ms``)."""
     adapter: PipelineAdapter = SPARK_ADAPTER
     failures: TaskFailures | None = None
     batches: dict[int, list[ReadRecord]] = field(default_factory=dict)
@@ -233,9 +235,8 @@ class Pipeline:
         if self.sink_topic is None:
             writer = frame.withColumn("task", F.spark_partition_id()).writeStream.foreachBatch(self._capture)
         else:
-            spec = SinkSpec(
-                self.bootstrap_servers, self.sink_topic, self.exactly_once, tuple(sorted(self.client_settings.items()))
-            )
+            settings = {**self.client_settings, **self.sink_settings}
+            spec = SinkSpec(self.bootstrap_servers, self.sink_topic, self.exactly_once, tuple(sorted(settings.items())))
             writer = self.adapter.write_stream(frame.select("key", "value"), spec)
         writer = writer.option("checkpointLocation", str(self.checkpoint))
         writer = writer.trigger(availableNow=True) if available_now else writer
@@ -407,3 +408,39 @@ def check_output(expected: Counter[bytes | None], seen: Counter[bytes | None], e
             if n > expected[v]
         ]
     return out
+
+
+def stable_offsets(client: KafkaClient, topic: str) -> dict[TopicPartition, tuple[int, int]]:
+    """Partition -> (last stable offset, high watermark) of ``topic``: where read_committed readers stop, and
+    where the log ends; the first is below the second while a transaction holds records (KAFKA-002)."""
+    partitions = [TopicPartition(topic, p) for p in sorted(client.list_topics().get(topic, ()))]
+    return {
+        tp: (client.latest_offset(tp, Isolation.READ_COMMITTED), client.latest_offset(tp, Isolation.READ_UNCOMMITTED))
+        for tp in partitions
+    }
+
+
+def check_unblocked(
+    stable: Mapping[TopicPartition, int], ends: Mapping[TopicPartition, int], when: str
+) -> list[Violation]:
+    """COMMIT-004: each partition's last stable offset has reached ``ends``, the end of its log when a driver
+    was killed inside a transaction: that transaction no longer blocks read_committed readers."""
+    return [
+        Violation(
+            "COMMIT-004",
+            "lingering-transaction",
+            f"{tp}: last stable offset {stable.get(tp, 0)} is still below {end}, the end of the log when the "
+            f"driver was killed, {when}: read_committed readers are blocked",
+        )
+        for tp, end in sorted(ends.items())
+        if stable.get(tp, 0) < end
+    ]
+
+
+def check_rewritten(timed_out: Counter[bytes | None], seen: Counter[bytes | None]) -> list[Violation]:
+    """COMMIT-007: every record of a transaction the broker timed out is visible after the restart, i.e. the
+    sink did not take the timed-out transaction for a committed one."""
+    return [
+        Violation("COMMIT-007", "lost-write", f"{v!r} was in a transaction the broker timed out, never written again")
+        for v in sorted((timed_out - seen).keys(), key=repr)
+    ]

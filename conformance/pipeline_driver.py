@@ -2,7 +2,8 @@
 
 ``python -m conformance.pipeline_driver '<json>'`` loads the adapter, starts a local session,
 runs the query with ``availableNow`` to the end, and exits 0; any failure exits non-zero with
-the error on stderr. The JSON carries ``DriverRun``'s fields.
+the error on stderr. The JSON carries ``DriverRun``'s fields. The driver leads its own process
+group, so a scenario can kill it together with Spark's JVM, where its tasks run (``os.killpg``).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from conformance.adapter import PipelineAdapter, load_adapter
@@ -32,6 +33,8 @@ class DriverRun:
     exactly_once: bool
     max_records_per_trigger: int
     client_settings: dict[str, str]
+    sink_settings: dict[str, str] = field(default_factory=dict)
+    """librdkafka settings for the sink only (``Pipeline.sink_settings``)."""
 
     def start(self, log: Path) -> subprocess.Popen[bytes]:
         """Start the driver; its output is appended to ``log``. It sees this process's ``sys.path``."""
@@ -42,6 +45,7 @@ class DriverRun:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 env=env,
+                start_new_session=True,
             )
 
 
@@ -61,6 +65,7 @@ def main(argv: list[str]) -> int:
             exactly_once=run.exactly_once,
             max_records_per_trigger=run.max_records_per_trigger,
             client_settings=run.client_settings,
+            sink_settings=run.sink_settings,
             adapter=adapter,
         ).run_available_now()
     finally:

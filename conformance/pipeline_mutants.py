@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
+from uuid import uuid4
 
 import pyarrow as pa  # type: ignore[import-untyped]
 from pyspark import TaskContext
@@ -19,7 +20,8 @@ from pyspark.sql.types import StructType
 
 from conformance.pipeline import KconformKafkaAdapter
 from reference_impl.assignment import assign
-from reference_impl.spark import KafkaDataSource
+from reference_impl.kafka_client import KafkaClient, KafkaTransactionalProducer
+from reference_impl.spark import Connection, KafkaDataSource
 from reference_impl.spark.offsets import SourceOffsets
 from reference_impl.spark.sink import KafkaStreamWriter, SinkOptions, TaskCommit, TaskIdentity
 from reference_impl.spark.source import KafkaInputPartition, KafkaStreamReader, SourceOptions
@@ -123,6 +125,39 @@ class _ReversingWriter(KafkaStreamWriter):
         return super().write(iter(reversed_rows))
 
 
+class _FreshIdClient(KafkaClient):
+    """Gives every transactional producer its own id: the requested one plus a random suffix."""
+
+    def init_producer(
+        self, transactional_id: str, transaction_timeout_ms: int | None = None
+    ) -> KafkaTransactionalProducer:
+        return super().init_producer(f"{transactional_id}-{uuid4().hex[:8]}", transaction_timeout_ms)
+
+
+@dataclass(frozen=True, slots=True)
+class _FreshIdConnection(Connection):
+    """The sink's connection, handing out ``_FreshIdClient``s."""
+
+    def client(self) -> KafkaClient:
+        client = _FreshIdClient(self.endpoint, timeout_s=self.timeout_s)
+        client.await_metadata()
+        return client
+
+
+class _FreshIdsWriter(KafkaStreamWriter):
+    """Each producer gets a fresh transactional id (a random suffix, say to stop overlapping attempts from
+    fencing each other), while the progress marker's group keeps its stable name: nothing ever fences
+    the transactions an earlier run left open. A killed driver's open transactions then block
+    read_committed readers until the broker times them out, and forever on a broker that does not
+    (FLINK-23854). Only a broker that fences zombies shows it: on one that does not (Tansu), the
+    reference's restart cannot end those transactions either, so the scenario skips there."""
+
+    def __init__(self, options: SinkOptions, schema: StructType) -> None:
+        connection = options.connection
+        fresh = _FreshIdConnection(connection.bootstrap_servers, connection.settings, connection.timeout_s)
+        super().__init__(replace(options, connection=fresh), schema)
+
+
 def _source(name: str, reader: type[KafkaStreamReader]) -> type[KafkaDataSource]:
     def stream_reader(self: KafkaDataSource, schema: StructType) -> DataSourceStreamReader:
         return reader(SourceOptions.parse(self.options))
@@ -147,6 +182,9 @@ class PipelineMutant:
     """A substring of the suite test's name: the one scenario the mutant is run against."""
     bug: str
     adapter: KconformKafkaAdapter
+    needs: tuple[str, ...] = ()
+    """Broker capabilities (``conformance.probe``) the scenario needs to show the bug: on a broker without
+    them the scenario skips, naming them, and the mutant is not killed there."""
 
 
 PIPELINE_MUTANTS: tuple[PipelineMutant, ...] = (
@@ -205,6 +243,14 @@ PIPELINE_MUTANTS: tuple[PipelineMutant, ...] = (
         "sink_task_failures",
         "the sink writes a task's rows in reverse order",
         KconformKafkaAdapter(data_source=_sink("kc-mutant-reverses", _ReversingWriter)),
+    ),
+    PipelineMutant(
+        "spark_sink_unfenced_ids",
+        frozenset({"COMMIT-004"}),
+        "restart_aborts_the_transactions",
+        "every producer gets a fresh transactional id: a restart never aborts what a killed driver left open",
+        KconformKafkaAdapter(data_source=_sink("kc-mutant-unfenced-ids", _FreshIdsWriter)),
+        needs=("zombie_fencing", "last_stable_offset"),
     ),
 )
 

@@ -14,7 +14,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance.checkers import check_order
-from conformance.pipeline import ReadRecord, check_output, check_read_once, check_single_reader
+from conformance.pipeline import (
+    ReadRecord,
+    check_output,
+    check_read_once,
+    check_rewritten,
+    check_single_reader,
+    check_unblocked,
+)
 from reference_impl.types import TopicPartition
 
 Origin = dict[bytes | None, tuple[TopicPartition, int]]
@@ -98,4 +105,21 @@ def test_required_RESTORE_003_read_once_names_gaps_and_repeats() -> None:
     assert [(v.requirement, v.kind) for v in violations] == [
         ("DISC-005", "offset-gap"),
         ("DISC-005", "offset-duplicate"),
+    ]
+
+
+def test_required_COMMIT_004_a_stable_offset_short_of_the_end_at_the_kill_is_lingering() -> None:
+    """Only partitions whose last stable offset has not reached their end from the kill are named."""
+    ends = {TopicPartition("out", 0): 5, TopicPartition("out", 1): 3}
+    assert check_unblocked({TopicPartition("out", 0): 6, TopicPartition("out", 1): 3}, ends, "after the restart") == []
+    violations = check_unblocked({TopicPartition("out", 0): 4}, ends, "after the restart")
+    assert [(v.requirement, v.kind) for v in violations] == [("COMMIT-004", "lingering-transaction")] * 2
+    assert "out-0" in violations[0].evidence and "after the restart" in violations[0].evidence
+
+
+def test_required_COMMIT_007_records_of_a_timed_out_transaction_must_be_written_again() -> None:
+    timed_out = Counter({b"a": 1, b"b": 1})
+    assert check_rewritten(timed_out, Counter({b"a": 1, b"b": 1, b"c": 1})) == []
+    assert [(v.requirement, v.kind, v.evidence[:4]) for v in check_rewritten(timed_out, Counter({b"a": 1}))] == [
+        ("COMMIT-007", "lost-write", "b'b'")
     ]

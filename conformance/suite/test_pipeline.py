@@ -14,10 +14,14 @@ beside the explicit ``@example``; a failure prints the drawn schedule and its re
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import subprocess
+import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final
 from uuid import uuid4
@@ -34,17 +38,22 @@ from conformance.pipeline import (
     Pipeline,
     TaskFailures,
     check_read_once,
+    check_rewritten,
     check_single_reader,
     check_task_plan,
+    check_unblocked,
     fill,
     judge_sink,
     local_session,
+    stable_offsets,
     task_attempts,
+    topic_values,
 )
 from conformance.pipeline_driver import DriverRun
-from conformance.probe import DUPLICATE_VERDICT_NEEDS, Capability, lacking, probe
+from conformance.probe import DUPLICATE_VERDICT_NEEDS, TXN_TIMEOUT_WAIT_S, Capability, lacking, probe
 from conformance.pytest_plugin import BROKER_CAPABILITIES, Partial, live_broker, requirement
 from reference_impl.kafka_client import KafkaClient, wait_until
+from reference_impl.ports import Isolation
 from reference_impl.types import TopicPartition
 
 pytestmark = pytest.mark.pipeline
@@ -257,6 +266,44 @@ def test_required_DISC_005_newly_matching_topic_is_read_from_earliest(
     fail_on(check_read_once([r for r in records if r.tp.topic != lookalike], ends, requirement="DISC-005"))
 
 
+def skip_unless_broker_can(broker_can: dict[str, Capability], needed: tuple[str, ...], ids: str) -> None:
+    """Skip with the probe's reason when the broker lacks a capability the scenario's verdict needs."""
+    missing = lacking(broker_can, needed)
+    if missing:
+        seen = "; ".join(f"{name}: {broker_can[name].observation}" for name in missing)
+        pytest.skip(f"{ids}: not verifiable on this broker: {', '.join(missing)} ({seen})")
+
+
+@requirement("DISC-005", "RESTORE-004", "RESTORE-003", capability="pipeline-regex")
+def test_required_DISC_005_partitions_added_to_a_subscribed_topic_are_read_from_earliest(
+    adapter: Any, make_pipeline: Callable[..., Pipeline], kafka: KafkaClient, broker_can: dict[str, Capability]
+) -> None:
+    """A query subscribed to one topic at ``latest``: a partition added while it is stopped (found on
+    restart, its records already there: RESTORE-004) and two added while it runs (DISC-005) are read
+    from offset 0; the first partitions continue where the first run left them (RESTORE-003)."""
+    skip_unless_broker_can(broker_can, ("create_partitions",), "DISC-005, RESTORE-004")
+    topic = new_topic(kafka, 2)
+    stopped = make_pipeline(2, subscribe=topic, starting_offsets="latest")
+    stopped.run_available_now()
+    kafka.create_partitions(topic, 3)
+    fill(kafka, topic, 3, 4, "stopped")
+    running = make_pipeline(2, subscribe=topic, starting_offsets="latest")
+    running.start()
+    try:
+        running.process_all_available()
+        kafka.create_partitions(topic, 5)
+        ends = fill(kafka, topic, 5, 4, "running")
+        running.process_all_available()
+    finally:
+        running.stop()
+    records = [*stopped.records(), *running.records()]
+    violations = []
+    for requirement_id, added in (("RESTORE-003", range(2)), ("RESTORE-004", range(2, 3)), ("DISC-005", range(3, 5))):
+        part = {tp: end for tp, end in ends.items() if tp.partition in added}
+        violations += check_read_once([r for r in records if r.tp in part], part, requirement=requirement_id)
+    fail_on(violations)
+
+
 @requirement("COMMIT-011", "COMMIT-013", capability="pipeline-exactly-once-sink")
 def test_required_COMMIT_011_batch_replayed_after_its_tasks_committed_writes_nothing_again(
     adapter: Any, make_pipeline: Callable[..., Pipeline], kafka: KafkaClient
@@ -337,18 +384,7 @@ def test_required_COMMIT_011_driver_killed_at_drawn_points_then_restarted_loses_
     source, sink = new_topic(kafka, 3), new_topic(kafka, 2)
     fill(kafka, source, 3, 60, "k")
     checkpoint, log = tmp_path / f"kill-{uuid4().hex[:8]}", tmp_path / "drivers.log"
-    run = DriverRun(
-        adapter=pytestconfig.getoption("kconform_adapter"),
-        master=spark.sparkContext.master or DEFAULT_MASTER,
-        bootstrap_servers=pipeline_broker.bootstrap_servers,
-        source=source,
-        sink=sink,
-        checkpoint=str(checkpoint),
-        parallelism=2,
-        exactly_once=exactly_once,
-        max_records_per_trigger=30,
-        client_settings=pipeline_broker.security,
-    )
+    run = sink_driver(pytestconfig, spark, pipeline_broker, source, sink, checkpoint, exactly_once)
     killed = sum(kill_at(run, log, checkpoint / event, k, delay_ms) for event, k, delay_ms in kills)
     final = run.start(log)
     assert final.wait(timeout=DRIVER_TIMEOUT_S) == 0, f"the restarted driver failed; log:\n{log.read_text()[-4000:]}"
@@ -379,3 +415,149 @@ def kill_at(run: DriverRun, log: Path, entries: Path, k: int, delay_ms: int) -> 
         driver.send_signal(signal.SIGKILL)
         driver.wait(timeout=30)
     return driver.returncode == -signal.SIGKILL
+
+
+def sink_driver(
+    pytestconfig: pytest.Config, spark: SparkSession, broker: Broker, source: str, sink: str, checkpoint: Path,
+    exactly_once: bool = True,
+) -> DriverRun:  # fmt: skip
+    """The adapter's source-to-sink query at parallelism 2, run in a driver process a scenario can kill."""
+    return DriverRun(
+        adapter=pytestconfig.getoption("kconform_adapter"),
+        master=spark.sparkContext.master or DEFAULT_MASTER,
+        bootstrap_servers=broker.bootstrap_servers,
+        source=source,
+        sink=sink,
+        checkpoint=str(checkpoint),
+        parallelism=2,
+        exactly_once=exactly_once,
+        max_records_per_trigger=30,
+        client_settings=broker.security,
+    )
+
+
+SLOW_SINK: Final = {"linger.ms": "100", "queue.buffering.max.messages": "1"}
+"""Sink client settings under which its producer sends about one record per 100 ms: a task's
+transaction then holds records for seconds, so a driver can be killed inside it (the task is slowed
+by its own client, not made to sleep)."""
+
+LONG_TXN_TIMEOUT_MS: Final = 300_000
+"""Far longer than a scenario (and within Kafka's default ``transaction.max.timeout.ms``, 15 min):
+only the restart can end what a killed driver left open."""
+
+TXN_TIMEOUT_MS: Final = 5_000
+"""The timeout scenario's ``transaction.timeout.ms``: seconds longer than it takes to see a transaction hold
+records and kill the driver, seconds shorter than the scenario's patience."""
+
+
+def restart(make_pipeline: Callable[..., Pipeline], run: DriverRun, sink_settings: dict[str, str]) -> None:
+    """Run ``run``'s query again on its checkpoint, in this process, to the end."""
+    make_pipeline(
+        run.parallelism, Path(run.checkpoint), subscribe=run.source, sink_topic=run.sink,
+        max_records_per_trigger=run.max_records_per_trigger, sink_settings=sink_settings,
+    ).run_available_now()  # fmt: skip
+
+
+def kill_group(driver: subprocess.Popen[bytes]) -> None:
+    """SIGKILL a driver's process group: the driver and Spark's JVM, whose executor threads run the tasks."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(driver.pid, signal.SIGKILL)
+    driver.wait(timeout=30)
+
+
+def kill_inside_transaction(
+    run: DriverRun, log: Path, kafka: KafkaClient, sink: str
+) -> dict[TopicPartition, tuple[int, int]]:
+    """Start a driver and kill it as soon as a sink transaction holds records (a partition's last stable
+    offset below its end); the sink's (last stable offset, end) per partition after the kill."""
+    driver = run.start(log)
+
+    def open_transaction() -> bool | None:
+        ended = driver.poll() is not None
+        return True if ended or any(lso < end for lso, end in stable_offsets(kafka, sink).values()) else None
+
+    try:
+        wait_until(open_transaction, DRIVER_TIMEOUT_S, f"a transaction holding records on {sink} (log: {log})", 0.05)
+        assert driver.poll() is None, f"driver ended before a transaction held records; log:\n{log.read_text()[-4000:]}"
+    finally:
+        kill_group(driver)
+    after = stable_offsets(kafka, sink)
+    assert any(lso < end for lso, end in after.values()), (
+        f"the kill left no transaction open ({after}), so this run shows nothing: the sink must pass its "
+        f"client settings {SLOW_SINK} to its producer, which keeps a task's transaction open for seconds"
+    )
+    return after
+
+
+@requirement("COMMIT-004", "COMMIT-011", "COMMIT-013", capability="pipeline-exactly-once-sink")
+@pytest.mark.timeout(DRIVER_TIMEOUT_S * 3)
+def test_required_COMMIT_004_restart_aborts_the_transactions_a_killed_driver_left_open(
+    adapter: Any,
+    make_pipeline: Callable[..., Pipeline],
+    pipeline_broker: Broker,
+    spark: SparkSession,
+    kafka: KafkaClient,
+    broker_can: dict[str, Capability],
+    pytestconfig: pytest.Config,
+    tmp_path: Path,
+    record_property: Any,
+    partial: Partial,
+) -> None:
+    """A driver is SIGKILLed while its tasks' transactions hold records (transaction timeout 5 min); the
+    restarted query must abort them (its tasks initialise the same transactional ids again, COMMIT-006),
+    so read_committed readers get past them without waiting for the timeout, and see every record once."""
+    skip_unless_broker_can(broker_can, ("zombie_fencing", "last_stable_offset"), "COMMIT-004")
+    source, sink = new_topic(kafka, 2), new_topic(kafka, 2)
+    fill(kafka, source, 2, 20, "r")
+    checkpoint, log = tmp_path / "checkpoint", tmp_path / "drivers.log"
+    run = sink_driver(pytestconfig, spark, pipeline_broker, source, sink, checkpoint)
+    timeout = {"transaction.timeout.ms": str(LONG_TXN_TIMEOUT_MS)}
+    left = kill_inside_transaction(replace(run, sink_settings={**timeout, **SLOW_SINK}), log, kafka, sink)
+    record_property("partitions_left_blocked", sum(lso < end for lso, end in left.values()))
+    restart(make_pipeline, run, timeout)
+    stable = {tp: lso for tp, (lso, _) in stable_offsets(kafka, sink).items()}
+    fail_on(check_unblocked(stable, {tp: end for tp, (_, end) in left.items()}, "after the restarted query ended"))
+    judge_output(kafka, source, sink, True, broker_can, record_property, partial)
+
+
+@requirement("COMMIT-004", "COMMIT-007", "COMMIT-011", "COMMIT-013", capability="pipeline-exactly-once-sink")
+@pytest.mark.timeout(DRIVER_TIMEOUT_S * 3)
+def test_required_COMMIT_007_transactions_a_killed_driver_left_open_time_out(
+    adapter: Any,
+    make_pipeline: Callable[..., Pipeline],
+    pipeline_broker: Broker,
+    spark: SparkSession,
+    kafka: KafkaClient,
+    broker_can: dict[str, Capability],
+    pytestconfig: pytest.Config,
+    tmp_path: Path,
+    record_property: Any,
+    partial: Partial,
+) -> None:
+    """With ``transaction.timeout.ms`` = 5 s, a driver is SIGKILLed while its tasks' transactions hold
+    records, and not restarted: read_committed readers must get past them once the broker times them out
+    (within the timeout plus the probe's bound on the broker's abort), never seeing their records; a
+    restart after the timeout must write those records again, once (a timed-out transaction is not a
+    committed one)."""
+    skip_unless_broker_can(broker_can, ("transaction_timeout", "last_stable_offset"), "COMMIT-004, COMMIT-007")
+    source, sink = new_topic(kafka, 2), new_topic(kafka, 2)
+    fill(kafka, source, 2, 20, "t")
+    checkpoint, log = tmp_path / "checkpoint", tmp_path / "drivers.log"
+    run = sink_driver(pytestconfig, spark, pipeline_broker, source, sink, checkpoint)
+    timeout = {"transaction.timeout.ms": str(TXN_TIMEOUT_MS)}
+    left = kill_inside_transaction(replace(run, sink_settings={**timeout, **SLOW_SINK}), log, kafka, sink)
+    killed, bound_s = time.monotonic(), TXN_TIMEOUT_MS / 1000 + TXN_TIMEOUT_WAIT_S
+    ends = {tp: end for tp, (_, end) in left.items()}
+    while True:
+        stable = {tp: lso for tp, (lso, _) in stable_offsets(kafka, sink).items()}
+        if all(stable.get(tp, 0) >= end for tp, end in ends.items()) or time.monotonic() - killed > bound_s:
+            break
+        time.sleep(0.2)  # polling interval of a bounded wait
+    record_property("readers_blocked_after_kill_s", round(time.monotonic() - killed, 1))
+    fail_on(check_unblocked(stable, ends, f"{bound_s:.0f} s after the kill (transaction.timeout.ms={TXN_TIMEOUT_MS})"))
+    timed_out = Counter(
+        r.value for tp, (lso, _) in left.items() for r in kafka.read(tp, lso, Isolation.READ_UNCOMMITTED, 1_000_000)
+    )
+    restart(make_pipeline, run, timeout)
+    fail_on(check_rewritten(timed_out, topic_values(kafka, sink, Isolation.READ_COMMITTED)))
+    judge_output(kafka, source, sink, True, broker_can, record_property, partial)
