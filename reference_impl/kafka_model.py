@@ -15,13 +15,16 @@ documents them:
   fences every older incarnation (KAFKA-004, KAFKA-013);
 - the broker aborts a transaction open longer than its timeout and bumps the epoch, so the
   incarnation's next call raises ``TransactionTimeoutError`` (KAFKA-005);
-- offsets sent to a transaction become group offsets only when it commits (KAFKA-006);
+- offsets sent to a transaction become group offsets only when it commits (KAFKA-006), and then
+  only where no offset commit was appended after they were sent (KAFKA-013);
 - ``resume_producer`` takes over a flushed open transaction of the current incarnation, as
   Flink does by reflection and KIP-939 allows (KAFKA-015).
 
 Simplifications, each harmless to the spec: the log start offset is always 0 (no retention),
 a record reaches the log when produced (``flush`` only marks the transaction pre-committed),
-and an epoch is bumped by exactly one per ``init_producer`` or timeout abort.
+markers are written by the call that ends a transaction and a transaction times out the moment
+the clock passes its timeout (Kafka does both a little later), and an epoch is bumped by exactly
+one per ``init_producer`` or timeout abort (spec/kafka.md, "The model against real Kafka").
 """
 
 from __future__ import annotations
@@ -62,6 +65,16 @@ class _Entry:
     control: _Status | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class _GroupOffset:
+    """One partition's offset commit as the group coordinator appended it to ``__consumer_offsets``."""
+
+    offset: int
+    metadata: str
+    appended: int
+    """Position of its commit record in the coordinator's log: of two commits, the later appended wins."""
+
+
 @dataclass(slots=True)
 class _Txn:
     """An open transaction as the coordinator sees it."""
@@ -70,7 +83,8 @@ class _Txn:
     started_ms: int | None = None
     """Set when the first partition or group joins the transaction, as the coordinator does."""
     first_offsets: dict[TopicPartition, int] = field(default_factory=dict)
-    offsets: dict[str, dict[TopicPartition, int]] = field(default_factory=dict)
+    offsets: dict[str, dict[TopicPartition, _GroupOffset]] = field(default_factory=dict)
+    """Offsets sent to the transaction, appended when sent and applied when it commits."""
     flushed: bool = True
 
 
@@ -97,7 +111,9 @@ class KafkaModel:
         self._topics: dict[str, int] = {}
         self._txn_ids: dict[str, _TransactionalId] = {}
         self._status: dict[int, _Status] = {}
-        self._groups: dict[str, dict[TopicPartition, tuple[int, str]]] = {}
+        self._groups: dict[str, dict[TopicPartition, _GroupOffset]] = {}
+        self._offset_commits = 0
+        """Offset commit records appended so far, plain or transactional (``_GroupOffset.appended``)."""
         self._next_producer_id = 1000
 
     # -- clock -------------------------------------------------------------------------------
@@ -185,9 +201,13 @@ class KafkaModel:
         for tp in sorted(txn.first_offsets):
             self._append(tp, _Entry(None, None, self._now_ms, txn.seq, outcome))
         if outcome is _Status.COMMITTED:
+            # Kafka's group coordinator applies a transaction's offsets at its marker, except where a
+            # commit appended after them (plain, or another transaction's) already holds the partition.
             for group, offsets in txn.offsets.items():
                 stored = self._groups.setdefault(group, {})
-                stored.update({tp: (offset, "") for tp, offset in offsets.items()})
+                for tp, sent in offsets.items():
+                    if tp not in stored or stored[tp].appended < sent.appended:
+                        stored[tp] = sent
         self._status[txn.seq] = outcome
         state.txn = None
         state.last_outcome = outcome
@@ -265,7 +285,7 @@ class KafkaModel:
         txn.flushed = False
 
     def _send_offsets(self, handle: ModelProducer, group: str, offsets: Mapping[TopicPartition, int]) -> None:
-        self._open(handle).offsets.setdefault(group, {}).update(offsets)
+        self._open(handle).offsets.setdefault(group, {}).update(self._appended(offsets, ""))
 
     def _flush(self, handle: ModelProducer) -> None:
         state = self._current(handle)
@@ -323,13 +343,21 @@ class KafkaModel:
 
     def commit_offsets(self, group: str, offsets: Mapping[TopicPartition, int], metadata: str = "") -> None:
         """Commit group offsets, each with the same ``metadata`` string (KAFKA-010)."""
-        self._groups.setdefault(group, {}).update({tp: (o, metadata) for tp, o in offsets.items()})
+        self._groups.setdefault(group, {}).update(self._appended(offsets, metadata))
+
+    def _appended(self, offsets: Mapping[TopicPartition, int], metadata: str) -> dict[TopicPartition, _GroupOffset]:
+        """Append one offset commit record per partition, in order."""
+        records = {}
+        for tp, offset in offsets.items():
+            records[tp] = _GroupOffset(offset, metadata, self._offset_commits)
+            self._offset_commits += 1
+        return records
 
     def committed(self, group: str) -> Mapping[TopicPartition, int]:
-        return {tp: offset for tp, (offset, _) in self._groups.get(group, {}).items()}
+        return {tp: stored.offset for tp, stored in self._groups.get(group, {}).items()}
 
     def committed_metadata(self, group: str) -> Mapping[TopicPartition, str]:
-        return {tp: metadata for tp, (_, metadata) in self._groups.get(group, {}).items()}
+        return {tp: stored.metadata for tp, stored in self._groups.get(group, {}).items()}
 
 
 @dataclass(frozen=True, slots=True)

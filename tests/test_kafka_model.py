@@ -226,6 +226,33 @@ def test_required_KAFKA_013_group_offsets_last_commit_wins(commits: list[dict[in
     assert model.committed("other") == {}
 
 
+@given(sent=st.integers(0, 100), other=st.integers(0, 100), other_after=st.booleans(), plain=st.booleans())
+def test_required_KAFKA_013_offset_commit_appended_last_wins_over_a_committing_transaction(
+    sent: int, other: int, other_after: bool, plain: bool
+) -> None:
+    """A transaction's offsets are appended when sent, so a commit of the same partition appended after
+    them (plain, or another transaction's, even one that commits first) wins when it commits, as in Kafka."""
+    model = _model()
+    txn, other_txn = model.init_producer("txn"), model.init_producer("other")
+
+    def commit_other() -> None:
+        if plain:
+            model.commit_offsets("g", {TP: other})
+            return
+        other_txn.begin_transaction()
+        other_txn.send_offsets_to_transaction("g", {TP: other})
+        other_txn.commit_transaction()
+
+    if not other_after:
+        commit_other()
+    txn.begin_transaction()
+    txn.send_offsets_to_transaction("g", {TP: sent})
+    if other_after:
+        commit_other()
+    txn.commit_transaction()
+    assert model.committed("g") == {TP: other if other_after else sent}
+
+
 def test_required_KAFKA_014_illegal_transaction_calls_raise_invalid_state() -> None:
     model = _model()
     producer = model.init_producer("tid")
