@@ -37,6 +37,7 @@ PIPELINE_CAPABILITIES = {
     "pipeline-regex": "subscribes by regular expression; a newly matching topic is read from its first record",
     "pipeline-sink": "writes a streaming query's rows to Kafka, at least once",
     "pipeline-exactly-once-sink": "its sink's exactly-once mode: read_committed output equals the input",
+    "pipeline-keyed-sink": "its sink writes a keyed row (no partition column) where Java's producer puts its key",
 }
 CAPABILITIES = {
     "assignment": "exposes its partition assigner",

@@ -62,6 +62,7 @@ class KconformKafkaAdapter:
             "pipeline-regex",
             "pipeline-sink",
             "pipeline-exactly-once-sink",
+            "pipeline-keyed-sink",
         }
     )
 

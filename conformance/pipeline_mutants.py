@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Final
 from uuid import uuid4
 
 import pyarrow as pa  # type: ignore[import-untyped]
@@ -23,7 +23,7 @@ from reference_impl.assignment import assign
 from reference_impl.kafka_client import KafkaClient, KafkaTransactionalProducer
 from reference_impl.spark import Connection, KafkaDataSource
 from reference_impl.spark.offsets import SourceOffsets
-from reference_impl.spark.sink import KafkaStreamWriter, SinkOptions, TaskCommit, TaskIdentity
+from reference_impl.spark.sink import KafkaStreamWriter, Placement, SinkOptions, TaskCommit, TaskIdentity
 from reference_impl.spark.source import KafkaInputPartition, KafkaStreamReader, SourceOptions
 from reference_impl.types import TopicPartition
 
@@ -158,6 +158,30 @@ class _FreshIdsWriter(KafkaStreamWriter):
         super().__init__(replace(options, connection=fresh), schema)
 
 
+UNASSIGNED: Final = -1
+"""librdkafka's ``RD_KAFKA_PARTITION_UA``: a record produced without a partition, for the partitioner to place."""
+
+
+class _UnplacedKeys(Placement):
+    """Keyed rows carry no partition: the producer's partitioner places them."""
+
+    def keyed(self, key: bytes) -> int:
+        return UNASSIGNED
+
+
+class _LibrdkafkaPartitionerWriter(KafkaStreamWriter):
+    """Keyed rows left to librdkafka's default partitioner, ``consistent_random``: CRC32 of the key, not
+    Java's murmur2, so keys land away from where every JVM producer puts them (a Python sink on
+    confluent-kafka's defaults). Explicit partitions and keyless rows are placed as the reference does."""
+
+    placement = _UnplacedKeys
+
+    def __init__(self, options: SinkOptions, schema: StructType) -> None:
+        connection = options.connection
+        settings = tuple(sorted({**dict(connection.settings), "partitioner": "consistent_random"}.items()))
+        super().__init__(replace(options, connection=replace(connection, settings=settings)), schema)
+
+
 def _source(name: str, reader: type[KafkaStreamReader]) -> type[KafkaDataSource]:
     def stream_reader(self: KafkaDataSource, schema: StructType) -> DataSourceStreamReader:
         return reader(SourceOptions.parse(self.options))
@@ -251,6 +275,13 @@ PIPELINE_MUTANTS: tuple[PipelineMutant, ...] = (
         "every producer gets a fresh transactional id: a restart never aborts what a killed driver left open",
         KconformKafkaAdapter(data_source=_sink("kc-mutant-unfenced-ids", _FreshIdsWriter)),
         needs=("zombie_fencing", "last_stable_offset"),
+    ),
+    PipelineMutant(
+        "spark_sink_librdkafka_partitioner",
+        frozenset({"STRAT-001"}),
+        "keyed_rows_land_where_javas_producer_puts_them",
+        "keyed rows left to librdkafka's default partitioner (consistent_random: CRC32, not Java's murmur2)",
+        KconformKafkaAdapter(data_source=_sink("kc-mutant-librdkafka-partitioner", _LibrdkafkaPartitionerWriter)),
     ),
 )
 

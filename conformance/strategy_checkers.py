@@ -244,3 +244,14 @@ def check_settles(rounds: Sequence[tuple[Group, Observed]]) -> list[Violation]:
             f"{len(rounds)} rebalances in a row revoke partitions; the last revokes {[str(tp) for tp in left]}",
         )
     ]
+
+
+def check_sink_placement(written: Mapping[int, Sequence[bytes | None]], num_partitions: int) -> list[Violation]:
+    """STRAT-001 on a sink's output read back from the broker (partition -> the keys of its records, rows
+    written without a partition column): each keyed record sits where a Java producer puts its key.
+
+    Keyless records are not judged here: their placement is free within STRAT-003's bounds.
+    """
+    return check_keyed_placement(
+        [(None, key, num_partitions, partition) for partition, keys in sorted(written.items()) for key in keys]
+    )

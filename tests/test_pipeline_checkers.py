@@ -1,5 +1,5 @@
 """The pure checkers of the pipeline level: what tasks read (RESTORE-002/003) and a sink's output
-(COMMIT-011 loss and duplication, COMMIT-013 order).
+(COMMIT-011 loss and duplication, COMMIT-013 order, STRAT-001 keyed placement).
 
 Properties over generated outputs: any interleaving of input partitions that keeps each one's
 order passes, with repeats anywhere after a record's first appearance; swapping two records of
@@ -22,6 +22,8 @@ from conformance.pipeline import (
     check_single_reader,
     check_unblocked,
 )
+from conformance.strategy_checkers import check_sink_placement
+from reference_impl.kafka_strategies import partition_for_key
 from reference_impl.types import TopicPartition
 
 Origin = dict[bytes | None, tuple[TopicPartition, int]]
@@ -123,3 +125,19 @@ def test_required_COMMIT_007_records_of_a_timed_out_transaction_must_be_written_
     assert [(v.requirement, v.kind, v.evidence[:4]) for v in check_rewritten(timed_out, Counter({b"a": 1}))] == [
         ("COMMIT-007", "lost-write", "b'b'")
     ]
+
+
+@given(st.lists(st.none() | st.binary(max_size=12), max_size=20), st.integers(1, 64))
+def test_required_STRAT_001_sink_output_placed_by_murmur2_passes(keys: list[bytes | None], partitions: int) -> None:
+    """Keyed records in their murmur2 partition pass; keyless ones pass wherever they are."""
+    written: dict[int, list[bytes | None]] = {}
+    for i, key in enumerate(keys):
+        written.setdefault(i % partitions if key is None else partition_for_key(key, partitions), []).append(key)
+    assert check_sink_placement(written, partitions) == []
+
+
+def test_required_STRAT_001_a_key_placed_by_librdkafkas_crc32_is_named() -> None:
+    """``foobar`` of 10 partitions: Java's producer writes it to 6, librdkafka's default to 9."""
+    violations = check_sink_placement({9: [b"foobar", None], 6: [b"foobar"]}, 10)
+    assert [(v.requirement, v.kind) for v in violations] == [("STRAT-001", "keyed-placement-mismatch")]
+    assert "went to 9" in violations[0].evidence and "writes it to 6" in violations[0].evidence

@@ -48,11 +48,13 @@ from conformance.pipeline import (
     local_session,
     stable_offsets,
     task_attempts,
+    topic_records,
     topic_values,
 )
 from conformance.pipeline_driver import DriverRun
 from conformance.probe import DUPLICATE_VERDICT_NEEDS, TXN_TIMEOUT_WAIT_S, Capability, lacking, probe
 from conformance.pytest_plugin import BROKER_CAPABILITIES, Partial, live_broker, requirement
+from conformance.strategy_checkers import check_sink_placement
 from reference_impl.kafka_client import KafkaClient, wait_until
 from reference_impl.ports import Isolation
 from reference_impl.types import TopicPartition
@@ -349,6 +351,37 @@ def test_required_COMMIT_011_sink_task_failures_are_retried_without_loss_or_dupl
     record_property("failed_task_attempts", failed)
     assert failed > 0, "no task failed: the failure injection did not run, so this run shows nothing"
     judge_output(kafka, source, sink, exactly_once, broker_can, record_property, partial)
+
+
+@requirement("STRAT-001", capability="pipeline-keyed-sink")
+@pytest.mark.timeout(DRIVER_TIMEOUT_S)
+@pipeline_settings()
+@given(keys=st.lists(st.binary(max_size=24), min_size=1, max_size=16), partitions=st.integers(2, 12))
+@example(keys=[b"foobar", b"21", b"abc", b"", "cl\u00e9".encode(), b"foobar"], partitions=10)
+def test_required_STRAT_001_keyed_rows_land_where_javas_producer_puts_them(
+    adapter: Any,
+    pipeline_adapter: PipelineAdapter,
+    make_pipeline: Callable[..., Pipeline],
+    kafka: KafkaClient,
+    tmp_path: Path,
+    keys: list[bytes],
+    partitions: int,
+) -> None:
+    """Keyed rows (the empty key is a key) read from a 2-partition topic and written through the sink,
+    without a partition column, into one of ``partitions``: each record must sit in
+    ``toPositive(murmur2(key)) % partitions``, where every Java producer (Spark's own Kafka sink among
+    them) writes its key. ``foobar`` of the example goes to 6 of 10; librdkafka's default (CRC32) puts it in 9."""
+    exactly_once = "pipeline-exactly-once-sink" in pipeline_adapter.capabilities
+    source, sink = new_topic(kafka, 2), new_topic(kafka, partitions)
+    values = [f"keyed-{i}".encode() for i in range(len(keys))]
+    for i, (key, value) in enumerate(zip(keys, values, strict=True)):
+        kafka.produce(TopicPartition(source, i % 2), key, value)
+    checkpoint = tmp_path / f"keyed-{uuid4().hex[:8]}"
+    make_pipeline(2, checkpoint, subscribe=source, sink_topic=sink, exactly_once=exactly_once).run_available_now()
+    written = topic_records(kafka, sink, Isolation.READ_COMMITTED)
+    seen = {r.value for records in written.values() for r in records}
+    assert seen == set(values), f"the sink wrote {seen}, not the {len(values)} input rows: this run shows nothing"
+    fail_on(check_sink_placement({p: [r.key for r in records] for p, records in written.items()}, partitions))
 
 
 KILL_EVENTS: Final = ("offsets", "commits")

@@ -15,9 +15,11 @@ it; the exactly-once sink therefore commits inside each task (COMMIT-011):
 
 Exactly-once holds under deterministic replay: every replay of batch ``b`` must give task ``i``
 the same records (the ``kconform-kafka`` source plans replays from the offset log, so it does).
-Records go to partition ``task % partitions`` (Flink's ``FlinkFixedPartitioner``) unless a
-``partition`` column says otherwise: both are deterministic, unlike librdkafka's random
-partitioner for null keys. A task's rows arrive as Arrow record batches and stream into the
+A row goes to its ``partition`` column if set (STRAT-002), else, with a non-null key, where Java's
+producer puts it (murmur2, STRAT-001; librdkafka's default would hash with CRC32), else round-robin
+from partition ``task % partitions`` (STRAT-003). All three are deterministic, unlike librdkafka's
+choice for null keys, so a replay writes every row where its earlier attempt did; a task may write
+to any partition. A task's rows arrive as Arrow record batches and stream into the
 producer in their order (COMMIT-013), never buffered whole: memory stays bounded by librdkafka's
 queue whatever the batch size.
 """
@@ -26,7 +28,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from functools import lru_cache
+from typing import Any, ClassVar, Final
 
 import pyarrow as pa  # type: ignore[import-untyped]
 from confluent_kafka.admin import AdminClient
@@ -35,6 +38,7 @@ from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMess
 from pyspark.sql.types import StructType
 
 from reference_impl.kafka_client import KafkaClient, KafkaProducer
+from reference_impl.kafka_strategies import partition_for_key
 from reference_impl.spark import Connection, OptionError
 from reference_impl.types import TopicPartition
 
@@ -101,8 +105,52 @@ class TaskCommit(WriterCommitMessage):
     skipped: bool
 
 
+_placed_by_key: Final = lru_cache(maxsize=4096)(partition_for_key)
+"""``partition_for_key`` memoised per Python worker: murmur2 in Python costs about 10 us per 16 key
+bytes (several times a row's produce), and keyed streams repeat their keys."""
+
+
+class Placement:
+    """Where one task's rows go, in their order (COMMIT-013): deterministic, so every attempt and replay of
+    the task writes each row to the same partition and exactly-once holds."""
+
+    def __init__(self, task: int, partitions: int) -> None:
+        self.partitions = partitions
+        self._keyless = task % partitions
+
+    def keyed(self, key: bytes) -> int:
+        """STRAT-001: the partition a Java producer writes ``key`` to (the empty key is a key)."""
+        return _placed_by_key(key, self.partitions)
+
+    def keyless(self) -> int:
+        """STRAT-003: round-robin from ``task % partitions``, so keyless rows reach every partition even
+        when fewer tasks than partitions write (one partition per task would leave the rest idle)."""
+        partition = self._keyless
+        self._keyless = (partition + 1) % self.partitions
+        return partition
+
+    def records(self, batches: Iterable[pa.RecordBatch]) -> Iterator[Routed]:
+        """The task's rows in order, each with its partition: the ``partition`` column (STRAT-002), else by key."""
+        for batch in batches:
+            names = batch.schema.names
+            keys = batch.column("key").to_pylist() if "key" in names else [None] * batch.num_rows
+            targets = batch.column("partition").to_pylist() if "partition" in names else [None] * batch.num_rows
+            for raw, value, target in zip(keys, batch.column("value").to_pylist(), targets, strict=True):
+                key = _bytes(raw)
+                if target is not None:
+                    partition = int(target)
+                elif key is not None:
+                    partition = self.keyed(key)
+                else:
+                    partition = self.keyless()
+                yield partition, key, _bytes(value)
+
+
 class KafkaStreamWriter(DataSourceStreamArrowWriter):
     """Each task writes and commits its rows; the driver's ``commit`` fences ids a rescale left behind."""
+
+    placement: ClassVar[type[Placement]] = Placement
+    """Where a task's rows go; the pipeline mutants swap in a broken one."""
 
     def __init__(self, options: SinkOptions, schema: StructType) -> None:
         names = set(schema.names)
@@ -118,12 +166,13 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
             partitions = len(kafka.list_topics().get(self._options.topic, ()))
             if partitions == 0:
                 raise OptionError(f"option 'topic': topic {self._options.topic!r} does not exist")
+            placement = self.placement(identity.task, partitions)
             if self._options.guarantee == AT_LEAST_ONCE:
                 producer = kafka.producer()
-                written = _produce(producer, self._options.topic, _records(iterator, identity.task, partitions))
+                written = _produce(producer, self._options.topic, placement.records(iterator))
                 producer.flush()
                 return TaskCommit(identity, written, skipped=False)
-            return _write_transaction(kafka, self._options, identity, iterator, partitions)
+            return _write_transaction(kafka, self._options, identity, iterator, placement)
 
     def commit(self, messages: Sequence[WriterCommitMessage | None], batchId: int) -> None:
         """Tasks committed their own transactions; what is left is fencing ids of tasks this batch lacks."""
@@ -154,7 +203,7 @@ def _write_transaction(
     options: SinkOptions,
     identity: TaskIdentity,
     batches: Iterator[pa.RecordBatch],
-    partitions: int,
+    placement: Placement,
 ) -> TaskCommit:
     """Records and marker ``batch + 1`` in one transaction, unless the marker shows it done (COMMIT-011)."""
     transactional_id = identity.transactional_id(options.prefix)
@@ -168,7 +217,7 @@ def _write_transaction(
             pass
         return TaskCommit(identity, 0, skipped=True)
     producer.begin_transaction()
-    written = _produce(producer, options.topic, _records(batches, identity.task, partitions))
+    written = _produce(producer, options.topic, placement.records(batches))
     producer.send_offsets_to_transaction(transactional_id, {marker_tp: identity.batch + 1})
     producer.flush()
     producer.commit_transaction()
@@ -195,16 +244,6 @@ def fence_leftovers(kafka: KafkaClient, prefix: str, query: str, tasks: int) -> 
         for future in admin.delete_consumer_groups(leftovers, request_timeout=kafka.timeout_s).values():
             future.result(kafka.timeout_s)
     return leftovers
-
-
-def _records(batches: Iterable[pa.RecordBatch], task: int, partitions: int) -> Iterator[Routed]:
-    """The task's rows in order, routed: the ``partition`` column if set, else ``task % partitions``."""
-    for batch in batches:
-        names = batch.schema.names
-        keys = batch.column("key").to_pylist() if "key" in names else [None] * batch.num_rows
-        targets = batch.column("partition").to_pylist() if "partition" in names else [None] * batch.num_rows
-        for key, value, target in zip(keys, batch.column("value").to_pylist(), targets, strict=True):
-            yield (task % partitions if target is None else int(target)), _bytes(key), _bytes(value)
 
 
 def _bytes(value: Any) -> bytes | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+import pyarrow as pa  # type: ignore[import-untyped]
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -19,9 +20,11 @@ from conformance.brokers import Broker
 from conformance.checkers import fail_on
 from conformance.pipeline import Pipeline, fill, judge_sink, topic_records, topic_values
 from conformance.probe import DUPLICATE_VERDICT_NEEDS, Capability, lacking
+from conformance.strategy_checkers import check_keyless_spread
 from reference_impl.kafka_client import KafkaClient
+from reference_impl.kafka_strategies import partition_for_key
 from reference_impl.ports import Isolation
-from reference_impl.spark.sink import DEFAULT_PREFIX
+from reference_impl.spark.sink import DEFAULT_PREFIX, Placement
 from tests.spark.test_source import topic_name
 
 
@@ -111,12 +114,15 @@ def test_zombie_attempt_of_a_task_is_fenced_and_its_records_hidden(
     assert committed_values(client, sink) == produced_values(client, source)
 
 
-def test_a_partition_column_routes_each_record(
+def test_rows_are_routed_by_partition_column_then_by_key(
     spark: SparkSession, broker: Broker, client: KafkaClient, topics: tuple[str, str], tmp_path: Path
 ) -> None:
-    """Rows name their output partition: each lands there, in its input order (COMMIT-013)."""
+    """A third of the rows name their output partition and land there whatever their key (STRAT-002), a
+    third have a key and land where Java's producer puts it (STRAT-001), the rest are keyless; each
+    output partition keeps input order (COMMIT-013)."""
     source, sink = topics
     fill(client, source, 3, 6, "a")
+    kind = F.col("offset") % 3
     frame = (
         spark.readStream.format("kconform-kafka")
         .option("bootstrap.servers", broker.bootstrap_servers)
@@ -124,7 +130,11 @@ def test_a_partition_column_routes_each_record(
         .option("startingOffsets", "earliest")
         .option("parallelism", "2")
         .load()
-        .select("key", "value", (F.col("offset") % 2).cast("int").alias("partition"))
+        .select(
+            F.when(kind < 2, F.col("value")).alias("key"),
+            "value",
+            F.when(kind == 0, (F.col("offset") % 2).cast("int")).alias("partition"),
+        )
     )
     query = (
         frame.writeStream.format("kconform-kafka")
@@ -137,8 +147,21 @@ def test_a_partition_column_routes_each_record(
     )
     assert query.awaitTermination(120), "the query did not finish within 120 s"
     assert query.exception() is None, query.exception()
-    produced = topic_records(client, source, Isolation.READ_UNCOMMITTED)
-    want = {r.value: r.offset % 2 for records in produced.values() for r in records}
+    want: dict[bytes, int] = {}
+    for records in topic_records(client, source, Isolation.READ_UNCOMMITTED).values():
+        for r in records:
+            assert r.value is not None
+            if r.offset % 3 < 2:
+                want[r.value] = r.offset % 2 if r.offset % 3 == 0 else partition_for_key(r.value, 2)
     written = topic_records(client, sink, Isolation.READ_COMMITTED)
-    assert {r.value: p for p, records in written.items() for r in records} == want
+    placed = {r.value: p for p, records in written.items() for r in records}
+    assert {value: placed.get(value) for value in want} == want
     fail_on(judge_sink(client, source, sink, exactly_once=True))
+
+
+def test_keyless_rows_of_one_task_reach_every_partition() -> None:
+    """STRAT-003 with fewer tasks than partitions: a task's keyless rows go round-robin from its own partition."""
+    rows = pa.record_batch({"key": pa.array([None] * 320, pa.binary()), "value": pa.array([b"v"] * 320)})
+    placed = [partition for partition, _, _ in Placement(7, 5).records([rows])]
+    assert placed[:6] == [2, 3, 4, 0, 1, 2]
+    assert check_keyless_spread(placed, 5) == []
