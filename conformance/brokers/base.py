@@ -8,9 +8,10 @@ make tests fast on real brokers live here, in one place (``client_config``).
 from __future__ import annotations
 
 import abc
+import shutil
 import socket
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Final, Literal, Self
 
@@ -135,6 +136,16 @@ class Broker(abc.ABC):
             raise BrokerStartError(
                 f"{self.describe()} did not answer a metadata request in time ({wait_s:.0f} s): {cause}"
             ) from None
+
+
+def dies_with_parent(command: Sequence[str]) -> list[str]:
+    """``command`` run so that the kernel SIGKILLs it when the process that started it dies
+    (``setpriv --pdeathsig``, util-linux): a suite killed by SIGTERM or SIGKILL, before it could stop
+    its brokers, leaves none behind. The signal follows the starting *thread*, so start brokers from
+    a thread that lives as long as they should (the main one). Without ``setpriv``: the command as is.
+    """
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "KILL", "--", *command] if setpriv else list(command)
 
 
 def free_port() -> int:

@@ -25,7 +25,14 @@ from typing import Final
 from confluent_kafka.admin import AdminClient
 
 from conformance import jvm
-from conformance.brokers.base import STOP_TIMEOUT_S, Broker, BrokerKind, BrokerStartError, free_port
+from conformance.brokers.base import (
+    STOP_TIMEOUT_S,
+    Broker,
+    BrokerKind,
+    BrokerStartError,
+    dies_with_parent,
+    free_port,
+)
 
 KAFKA_START_TIMEOUT_S: Final = 90.0
 """A JVM broker on 2 shared cores takes 5-20 s to answer; a cluster's quorum a little longer."""
@@ -162,7 +169,7 @@ class KafkaNode:
         """Start the JVM; the caller waits for it to answer."""
         if self.running:
             return
-        command = self._java("kafka.Kafka", str(self.workdir / "server.properties"))
+        command = dies_with_parent(self._java("kafka.Kafka", str(self.workdir / "server.properties")))
         env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR", "JAVA_HOME")}
         with self.log_path.open("ab") as log:
             self._process = subprocess.Popen(

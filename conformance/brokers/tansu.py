@@ -23,6 +23,7 @@ from conformance.brokers.base import (
     Broker,
     BrokerKind,
     BrokerStartError,
+    dies_with_parent,
     free_port,
     port_in_use,
 )
@@ -98,8 +99,8 @@ class TansuBroker(Broker):
         assert self.log_path is not None
         with self.log_path.open("wb") as log:
             self._process = subprocess.Popen(
-                [binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
-                 "--storage-engine", "memory://tansu/"],
+                dies_with_parent([str(binary), "broker", "--listener-url", url, "--advertised-listener-url", url,
+                                  "--storage-engine", "memory://tansu/"]),
                 cwd=self._workdir, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
             )  # fmt: skip
         self._bootstrap = f"127.0.0.1:{port}"

@@ -7,6 +7,9 @@ from __future__ import annotations
 import io
 import os
 import socket
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from uuid import uuid4
@@ -67,6 +70,43 @@ def test_kafka_broker_starts_answers_and_leaves_no_process_nor_directory() -> No
         workdir = broker.nodes[0].workdir.parent
     assert child_pids() <= before
     assert not workdir.exists()
+
+
+STARTS_AND_WAITS = """
+import sys
+from conformance.brokers import broker_from_env
+broker = broker_from_env(sys.argv[1])
+broker.start()
+print(" ".join(map(str, getattr(broker, "pids", None) or [broker.pid])), flush=True)
+sys.stdin.read()
+"""
+
+
+@pytest.mark.parametrize("kind", ["kafka", "tansu"])
+def test_a_suite_killed_before_it_stops_its_broker_leaves_no_broker_process(kind: str) -> None:
+    """SIGKILL the process that started a broker: the kernel kills the broker too (no orphan JVM)."""
+    starter = subprocess.Popen(
+        [sys.executable, "-c", STARTS_AND_WAITS, kind], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert starter.stdout is not None
+        pids = [int(p) for p in starter.stdout.readline().split()]
+        assert pids and all(Path(f"/proc/{pid}").exists() for pid in pids)
+    finally:
+        starter.kill()
+        starter.wait(30)
+    deadline = time.monotonic() + 30
+    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)  # polling the kernel's reaping, bounded
+    assert not [pid for pid in pids if alive(pid)], f"{kind} broker outlived the process that started it"
+
+
+def alive(pid: int) -> bool:
+    """Running, not a zombie waiting for init to reap it."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def test_kafka_crash_during_start_shows_the_log_tail_and_keeps_it(tmp_path: Path) -> None:
