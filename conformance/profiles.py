@@ -8,6 +8,7 @@ prints the ``@reproduce_failure`` blob so that any failure can be replayed exact
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Final
 
@@ -19,6 +20,12 @@ PROFILES: Final = {"quick": 25, "default": 100, "thorough": 1000}
 
 DEFAULT_PROFILE: Final = "default"
 PROFILE_ENV: Final = "KCONFORM_PROFILE"
+
+
+def examples_dir(adapter: str) -> Path:
+    """Where the failing examples of ``adapter`` (``module:attr``) are kept: one folder per adapter, so
+    one adapter's counterexamples never replay against the next adapter judged from the same place."""
+    return Path(".hypothesis") / "adapters" / re.sub(r"[^A-Za-z0-9_.-]", "_", adapter)
 
 
 def register_profiles(database_dir: Path | None = None) -> None:

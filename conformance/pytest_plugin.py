@@ -17,7 +17,7 @@ from hypothesis import settings
 from conformance.adapter import CAPABILITIES, DEFAULT_MASTER, Adapter, guard, load_adapter
 from conformance.brokers import Broker, BrokerStartError, BrokerUnavailable, broker_from_env
 from conformance.probe import Capability
-from conformance.profiles import profile_from_env, register_profiles
+from conformance.profiles import examples_dir, profile_from_env, register_profiles
 
 register_profiles()
 
@@ -63,13 +63,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
+    # Before Hypothesis's own plugin loads ``--hypothesis-profile``: the profiles get this adapter's database.
+    register_profiles(examples_dir(config.getoption("kconform_adapter", DEFAULT_ADAPTER)))
     config.addinivalue_line(
         "markers", f"{REQUIREMENT_MARK}(*ids, capability=None): requirement ids a suite test checks"
     )
     config.addinivalue_line("markers", "pipeline: a pipeline-level suite test (a real streaming query)")
     if config.getoption("hypothesis_profile", None) is None:
         settings.load_profile(profile_from_env())
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    where = examples_dir(config.getoption("kconform_adapter", DEFAULT_ADAPTER))
+    return f"kconform: failing examples of this adapter are kept in {where}"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
