@@ -8,10 +8,11 @@ make tests fast on real brokers live here, in one place (``client_config``).
 from __future__ import annotations
 
 import abc
+import contextlib
 import shutil
 import socket
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Final, Literal, Self
 
@@ -124,6 +125,25 @@ class Broker(abc.ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self._bootstrap or 'not started'}>"
+
+    @contextlib.contextmanager
+    def _starting(self, logs: Callable[[], str]) -> Iterator[None]:
+        """Around a start: a ``BrokerStartError`` gains ``logs()`` and keeps the files for a look; any
+        other exit (Ctrl-C included) stops what was started. Either way no process is left behind."""
+        try:
+            yield
+        except BrokerStartError as error:
+            message = f"{error}\n{logs()}"
+            self._halt(keep=True)
+            raise BrokerStartError(message) from None
+        except BaseException:
+            self._halt(keep=False)
+            raise
+
+    def _halt(self, keep: bool) -> None:
+        """Stop every process ``start`` began, keeping its files (logs) if ``keep``; brokers that start
+        processes override it, the others have nothing to keep."""
+        self.stop()
 
     def _wait_healthy(self, deadline: float, alive: Callable[[], None] | None = None) -> None:
         """Poll with metadata requests until the broker answers or ``deadline`` passes."""

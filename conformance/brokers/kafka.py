@@ -254,7 +254,7 @@ class KafkaBroker(Broker):
         began = time.monotonic()
         self.version = f"Apache Kafka {jvm.artifact_version(jvm.KAFKA_BROKER, 'kafka_2.13')}"
         self._workdir = Path(tempfile.mkdtemp(prefix=f"kconform-{self.kind}-", dir=self._tmp_root))
-        try:
+        with self._starting(lambda: f"{self._log_tails()}\n(logs kept in {self._workdir})"):
             self._nodes = [self._new_node(i) for i in range(1, self._size + 1)]
             voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self._nodes)
             settings = {**TEST_SETTINGS, **(SINGLE_NODE_SETTINGS if self._size == 1 else CLUSTER_SETTINGS)}
@@ -266,13 +266,6 @@ class KafkaBroker(Broker):
                 node.start()
             self._bootstrap = ",".join(n.address for n in self._nodes)
             self._await_nodes(time.monotonic() + self._start_timeout_s, self._nodes)
-        except BrokerStartError as error:
-            message = f"{error}\n{self._log_tails()}\n(logs kept in {self._workdir})"
-            self._halt(keep=True)
-            raise BrokerStartError(message) from None
-        except BaseException:  # interrupted while starting: never leave a process behind
-            self._halt(keep=False)
-            raise
         self.start_seconds = time.monotonic() - began
 
     def _new_node(self, node_id: int) -> KafkaNode:

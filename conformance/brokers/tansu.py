@@ -104,16 +104,9 @@ class TansuBroker(Broker):
                 cwd=self._workdir, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
             )  # fmt: skip
         self._bootstrap = f"127.0.0.1:{port}"
-        try:
+        with self._starting(lambda: f"--- {self.log_path} (kept) ---\n{self._log_tail()}"):
             self._wait_healthy(time.monotonic() + self._start_timeout_s, self._check_alive)
             version = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10, check=False)
-        except BrokerStartError as error:
-            message = f"{error}\n--- {self.log_path} (kept) ---\n{self._log_tail()}"
-            self._halt(keep_log=True)
-            raise BrokerStartError(message) from None
-        except BaseException:  # interrupted while starting: never leave the process behind
-            self._halt(keep_log=False)
-            raise
         self.version = version.stdout.strip() or "tansu (unknown version)"
 
     def _check_alive(self) -> None:
@@ -130,9 +123,9 @@ class TansuBroker(Broker):
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
 
     def stop(self) -> None:
-        self._halt(keep_log=False)
+        self._halt(keep=False)
 
-    def _halt(self, keep_log: bool) -> None:
+    def _halt(self, keep: bool) -> None:
         """SIGINT (Tansu drains for ~5 s on SIGTERM), then SIGKILL; wait for the pid; drop the temp dir."""
         process, self._process = self._process, None
         if process is not None and process.poll() is None:
@@ -142,7 +135,7 @@ class TansuBroker(Broker):
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(STOP_TIMEOUT_S)
-        if self._workdir is not None and not keep_log:
+        if self._workdir is not None and not keep:
             shutil.rmtree(self._workdir, ignore_errors=True)
             self._workdir = None
         self._bootstrap = None
