@@ -193,13 +193,16 @@ def check_restore(
             holders[tp].append(subtask)
     visible = all_partitions(metadata)
     for tp, offset in sorted(state.items()):
-        wanted = keep_unsubscribed or subscription.matches(tp.topic)
+        subscribed = subscription.matches(tp.topic)
         subtasks = holders.get(tp, [])
-        if not wanted:
+        if not (keep_unsubscribed or subscribed):
             if subtasks:
                 out.append(Violation("RESTORE-005", "unsubscribed-restored", f"{tp} restored on {subtasks}"))
             continue
         lost_state = bool(subtasks) and is_sentinel(restored[subtasks[0]][tp]) and not is_sentinel(offset)
+        if not subscribed and (not subtasks or lost_state):
+            out.append(Violation("RESTORE-005", "kept-topic-dropped", f"{tp}: keep-unsubscribed=true, yet dropped"))
+            continue
         if not subtasks or lost_state:
             requirement = "RESTORE-006" if tp not in visible else "RESTORE-002"
             how = f"only rediscovered at {restored[subtasks[0]][tp]}" if lost_state else "restored nowhere"
@@ -233,14 +236,16 @@ def check_offset_continuity(tp: TopicPartition, before: int, after: int) -> list
 def check_offset_commits(
     committed: Mapping[TopicPartition, int], expected: Mapping[TopicPartition, int], when: str
 ) -> list[Violation]:
-    """RESTORE-007: the group's committed offsets are exactly those of the last completed checkpoint."""
+    """RESTORE-007: the group's committed offsets are exactly those of the newest checkpoint notified so far.
+
+    A late notification of an older checkpoint commits nothing, so a committed offset below the
+    expected one is a move backwards (``offset-commit-backwards``).
+    """
     if dict(committed) == dict(expected):
         return []
-    return [
-        Violation(
-            "RESTORE-007", "offset-commit-mismatch", f"{when}: committed {dict(committed)}, expected {dict(expected)}"
-        )
-    ]
+    backwards = any(tp in committed and committed[tp] < off for tp, off in expected.items())
+    kind = "offset-commit-backwards" if backwards else "offset-commit-mismatch"
+    return [Violation("RESTORE-007", kind, f"{when}: committed {dict(committed)}, expected {dict(expected)}")]
 
 
 # -- sink output -----------------------------------------------------------------------------

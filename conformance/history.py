@@ -35,6 +35,7 @@ ANOMALY_REQUIREMENT = {
     "uncommitted-read": "COMMIT-001",
     "zombie-write": "COMMIT-006",
     "lingering-transaction": "COMMIT-004",
+    "leftover-transaction": "COMMIT-012",
     "notification-lost-write": "COMMIT-009",
     "swallowed-error": "COMMIT-007",
 }
@@ -43,6 +44,7 @@ ANOMALY_REQUIREMENT = {
 _FAMILY = {
     "duplicate": "duplicate",
     "lingering-transaction": "lingering",
+    "leftover-transaction": "lingering",
     "lost-write": "lost",
     "notification-lost-write": "lost",
     "swallowed-error": "lost",
@@ -104,7 +106,7 @@ class _Value:
     checkpoint: int | None = None
     failed: bool = False
     superseded: bool = False
-    """Written by an attempt after a newer attempt had recovered: a zombie's write."""
+    """Written by an attempt after a newer attempt had recovered: a zombie's write, idle before or not."""
     covered: bool = False
     """A completed checkpoint of the same attempt is at or after this value's barrier."""
 
@@ -114,9 +116,10 @@ def check_sink_history(ops: Iterable[Op], guarantee: Guarantee = Guarantee.EXACT
 
     Operations understood: ``write`` (value: (value, subtask)), ``barrier`` (checkpoint id),
     ``complete`` ((checkpoint id, attempt): covers that attempt's barriers up to it), ``notify``
-    (checkpoint id), ``recover`` (invoke value: log high watermarks per partition before
-    recovery; ok value: restored checkpoint id), ``fault`` (a nemesis step), ``read`` (ok value:
-    ``Observation``).
+    (checkpoint id), ``recover`` (invoke value: (log high watermarks per partition before
+    recovery, the new parallelism); ok value: restored checkpoint id), ``fault`` (a nemesis step),
+    ``read`` (ok value: ``Observation``). Once an attempt has recovered, a write by any other
+    attempt is a zombie's, whether or not that attempt did anything before.
     """
     values: dict[bytes, _Value] = {}
     open_values: dict[str, list[bytes]] = {}
@@ -124,6 +127,9 @@ def check_sink_history(ops: Iterable[Op], guarantee: Guarantee = Guarantee.EXACT
     durable_by = "start"
     watermarks_at_recover: Mapping[int, int] = {}
     watermarks_pending: Mapping[int, int] = {}
+    parallelism_at_recover = 0
+    parallelism_pending = 0
+    recovered_by: str | None = None
     crashed: set[str] = set()
     attempts: set[str] = set()
     faulted = False
@@ -142,11 +148,12 @@ def check_sink_history(ops: Iterable[Op], guarantee: Guarantee = Guarantee.EXACT
             attempts.add(op.process)
         if op.type == "invoke":
             if op.f == "recover":
-                watermarks_pending = op.value or {}
+                watermarks_pending, parallelism_pending = op.value
             continue
         if op.f == "write":
             value, subtask = op.value
-            values[value] = _Value(op.process, subtask, failed=op.type == "fail", superseded=op.process in crashed)
+            superseded = recovered_by is not None and op.process != recovered_by
+            values[value] = _Value(op.process, subtask, failed=op.type == "fail", superseded=superseded)
             if op.type == "ok":
                 open_values.setdefault(op.process, []).append(value)
         elif op.f == "barrier" and op.type == "ok":
@@ -161,13 +168,16 @@ def check_sink_history(ops: Iterable[Op], guarantee: Guarantee = Guarantee.EXACT
             if op.value >= durable_upto:
                 durable_upto, durable_by = op.value, op.f
             if op.f == "recover":
-                watermarks_at_recover = watermarks_pending
+                watermarks_at_recover, parallelism_at_recover = watermarks_pending, parallelism_pending
+                recovered_by = op.process
                 crashed |= attempts - {op.process}
                 open_values.clear()
         elif op.f == "fault" and op.type == "ok":
             faulted = True
         elif op.f == "read" and op.type == "ok":
-            context = _Context(crashed, durable_upto, durable_by, watermarks_at_recover, last_action, faulted)
+            context = _Context(
+                crashed, durable_upto, durable_by, watermarks_at_recover, parallelism_at_recover, last_action, faulted
+            )
             _check_read(op, op.value, values, context, report)
             continue
         last_action = op.f
@@ -182,6 +192,7 @@ class _Context:
     durable_upto: int
     durable_by: str
     watermarks_at_recover: Mapping[int, int]
+    parallelism_at_recover: int
     last_action: str
     faulted: bool
 
@@ -222,11 +233,17 @@ def _check_read(
     for partition, watermark in sorted(ctx.watermarks_at_recover.items()):
         stable = seen.stable.get(partition, watermark)
         if stable < watermark:
+            # The record at the last stable offset opened the transaction that pins it: whose was it?
+            holder = next((values.get(v) for v, where in seen.located.items() if where == (partition, stable)), None)
+            if holder is not None and holder.subtask >= ctx.parallelism_at_recover:
+                anomaly, whose = "leftover-transaction", f"subtask {holder.subtask}, beyond the new parallelism,"
+            else:
+                anomaly, whose = "lingering-transaction", "an earlier attempt"
             report(
-                "lingering-transaction",
+                anomaly,
                 partition,
                 f"read #{op.index}: partition {partition} last stable offset {stable} < high watermark {watermark} "
-                "before recovery: a transaction of an earlier attempt is still open",
+                f"before recovery at parallelism {ctx.parallelism_at_recover}: a transaction of {whose} is still open",
             )
     visible = set(counts)
     for value, info in sorted(values.items()):

@@ -9,6 +9,7 @@ against every mutant and asserts that requirement fails (``tests/test_mutants.py
 
 from __future__ import annotations
 
+import re
 import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
@@ -26,8 +27,8 @@ from reference_impl.kafka_strategies import (
     range_assign,
     sticky_assign,
 )
-from reference_impl.ports import ProducerFencedError, TransactionalLog
-from reference_impl.restore import SourceCheckpoint, SourceJob, redistribute_splits
+from reference_impl.ports import ProducerFencedError, TransactionalLog, TransactionalProducer
+from reference_impl.restore import RestoreVariant, SourceCheckpoint, SourceJob, redistribute_splits
 from reference_impl.types import LATEST, SubtaskIndex, TopicPartition
 
 
@@ -275,6 +276,43 @@ class _OwnCheckpointOnlySink(ExactlyOnceSink):
         self._commit(self.pending.pop(checkpoint_id, []))
 
 
+class _CommitAheadSink(ExactlyOnceSink):
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        """Commits every pending transaction, those of later checkpoints that have not completed too."""
+        super().notify_checkpoint_complete(max(self.pending, default=checkpoint_id))
+
+
+class _OwnRangeAbortSink(ExactlyOnceSink):
+    def _abort_lingering(self, checkpoint: SinkCheckpoint) -> None:
+        """Aborts the ids of the new subtasks only: those of a larger earlier parallelism stay open."""
+        for subtask in range(self.parallelism):
+            self._abort_ids_of(subtask, checkpoint.next_txn)
+
+
+class _ReclaimingSink(ExactlyOnceSink):
+    """A fenced writer initialises its transactional id again and carries on: a zombie takes its id back."""
+
+    def write(self, subtask: int, topic: str, partition: int, key: bytes | None, value: bytes | None) -> None:
+        try:
+            super().write(subtask, topic, partition, key, value)
+        except ProducerFencedError:
+            self._writers[subtask] = self._reclaim(self._writers[subtask].transactional_id)
+            super().write(subtask, topic, partition, key, value)
+
+    def checkpoint(self, checkpoint_id: int) -> SinkCheckpoint:
+        for subtask, producer in enumerate(self._writers):
+            try:
+                producer.flush()
+            except ProducerFencedError:
+                self._writers[subtask] = self._reclaim(producer.transactional_id)
+        return super().checkpoint(checkpoint_id)
+
+    def _reclaim(self, transactional_id: str) -> TransactionalProducer:
+        producer = self.log.init_producer(transactional_id)
+        producer.begin_transaction()
+        return producer
+
+
 @dataclass(frozen=True)
 class SinkMutant(ReferenceAdapter):
     """The reference adapter with its sink class replaced."""
@@ -345,6 +383,116 @@ class AssignorMutant(ReferenceAdapter):
         return self.assignor(group) if strategy == self.strategy else super().assign_group(strategy, group)
 
 
+# -- topic matching: near-miss names ------------------------------------------------------------
+
+
+class _SloppyDiscoverer(PartitionDiscoverer):
+    """Decides membership with ``matcher`` instead of the subscription's own full, exact match."""
+
+    matcher: Callable[[Subscription, str], bool] = Subscription.matches
+
+    def discover(self, metadata: Metadata) -> list[TopicPartition]:
+        new = {TopicPartition(t, p) for t, ids in metadata.items() if self.matcher(self.subscription, t) for p in ids}
+        new = {tp for tp in new if tp not in self.seen}
+        self.seen.add(new)
+        return sorted(tp for tp in new if owner(tp, self.parallelism) == self.subtask)
+
+
+@dataclass(frozen=True)
+class SloppyMatching(ReferenceAdapter):
+    """The reference adapter whose discoverers match topics with ``matcher``."""
+
+    matcher: Callable[[Subscription, str], bool] = Subscription.matches
+
+    def discoverer(
+        self, subscription: Subscription, subtask: int, parallelism: int, on_zero: ZeroPartitionsPolicy
+    ) -> PartitionDiscoverer:
+        discoverer = _SloppyDiscoverer(subscription, SubtaskIndex(subtask), parallelism, on_zero)
+        discoverer.matcher = self.matcher
+        return discoverer
+
+
+def _pattern_searched(subscription: Subscription, topic: str) -> bool:
+    """``re.search``: the pattern anywhere in the name, so ``orders`` also subscribes ``eu-orders``."""
+    if subscription.pattern is None:
+        return subscription.matches(topic)
+    return subscription.pattern.search(topic) is not None
+
+
+def _pattern_anchored(subscription: Subscription, topic: str) -> bool:
+    """``re.match('^' + pattern + '$')``: the anchors bind to the alternatives, so ``a|b`` matches ``a-dlq``."""
+    if subscription.pattern is None:
+        return subscription.matches(topic)
+    return re.match(f"^{subscription.pattern.pattern}$", topic) is not None
+
+
+def _fixed_case_insensitive(subscription: Subscription, topic: str) -> bool:
+    """Listed names compared case-insensitively: ``Orders`` also subscribes ``orders``."""
+    if subscription.pattern is not None:
+        return subscription.matches(topic)
+    return topic.casefold() in {t.casefold() for t in subscription.topics}
+
+
+def _fixed_prefix(subscription: Subscription, topic: str) -> bool:
+    """Listed names compared as prefixes: ``orders`` also subscribes ``orders-dlq``."""
+    if subscription.pattern is not None:
+        return subscription.matches(topic)
+    return any(topic.startswith(t) for t in subscription.topics)
+
+
+def _fixed_as_regex(subscription: Subscription, topic: str) -> bool:
+    """The list joined into an unescaped regex: the ``.`` of ``a.b`` also subscribes ``a-b``."""
+    if subscription.pattern is not None:
+        return subscription.matches(topic)
+    return re.fullmatch("|".join(sorted(subscription.topics)), topic) is not None
+
+
+# -- offset commit on late notifications ---------------------------------------------------------
+
+
+class _LastNotifiedWinsJob(SourceJob):
+    """Commits the notified checkpoint's offsets whenever a notification comes, even one older than the last."""
+
+    def notify_checkpoint_complete(self, checkpoint_id: int, store: Any, group: str) -> None:
+        offsets = self.pending_commits.get(checkpoint_id)
+        if offsets:
+            store.commit_offsets(group, offsets)
+
+
+class _KeepIgnoredJob(SourceJob):
+    """Restore drops the entries of unsubscribed topics even when keep-unsubscribed asks to keep them."""
+
+    @classmethod
+    def restore(
+        cls,
+        checkpoint: SourceCheckpoint,
+        parallelism: int,
+        subscription: Subscription,
+        metadata: Metadata,
+        variant: RestoreVariant = RestoreVariant.UNION_FILTER,
+        keep_unsubscribed: bool = False,
+        on_zero: ZeroPartitionsPolicy = ZeroPartitionsPolicy.IGNORE,
+    ) -> SourceJob:
+        return super().restore(checkpoint, parallelism, subscription, metadata, variant, False, on_zero)
+
+
+@dataclass(frozen=True)
+class SourceMutant(ReferenceAdapter):
+    """The reference adapter with its source job class replaced, for fresh and restored sources alike."""
+
+    job_class: type[SourceJob] = SourceJob
+
+    def source(self, subscription: Subscription, parallelism: int, initial_offset: int, keep: bool) -> SourceJob:
+        return self.job_class(
+            subscription, parallelism, self.restore_variant, keep, self.discovery_of_zero, initial_offset
+        )
+
+    def restore_source(
+        self, checkpoint: SourceCheckpoint, parallelism: int, subscription: Subscription, metadata: Metadata, keep: bool
+    ) -> SourceJob:
+        return self.job_class.restore(checkpoint, parallelism, subscription, metadata, self.restore_variant, keep)
+
+
 MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "python_mod_no_mask",
@@ -403,7 +551,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("commit_before_completion", frozenset({"COMMIT-002"}), "commit at the barrier", CommitBeforeCompletion()),
     Mutant(
         "no_abort_lingering",
-        frozenset({"COMMIT-004"}),
+        frozenset({"COMMIT-004", "COMMIT-012"}),
         "FLINK-23854: no abort on recovery",
         SinkMutant(sink_class=_NoAbortSink),
     ),
@@ -460,6 +608,66 @@ MUTANTS: tuple[Mutant, ...] = (
         frozenset({"STRAT-010"}),
         "cooperative assignor that revokes and assigns in one rebalance",
         AssignorMutant(strategy="cooperative-sticky", assignor=sticky_assign),
+    ),
+    Mutant(
+        "pattern_search_match",
+        frozenset({"DISC-002"}),
+        "pattern found anywhere in the name (re.search)",
+        SloppyMatching(matcher=_pattern_searched),
+    ),
+    Mutant(
+        "pattern_anchored_alternation",
+        frozenset({"DISC-002"}),
+        "full match imitated by ^pattern$, wrong for alternations",
+        SloppyMatching(matcher=_pattern_anchored),
+    ),
+    Mutant(
+        "fixed_case_insensitive",
+        frozenset({"DISC-001"}),
+        "listed topics compared case-insensitively",
+        SloppyMatching(matcher=_fixed_case_insensitive),
+    ),
+    Mutant(
+        "fixed_prefix_match",
+        frozenset({"DISC-001"}),
+        "listed topics compared as prefixes",
+        SloppyMatching(matcher=_fixed_prefix),
+    ),
+    Mutant(
+        "fixed_list_as_regex",
+        frozenset({"DISC-001"}),
+        "listed topics joined into an unescaped regex",
+        SloppyMatching(matcher=_fixed_as_regex),
+    ),
+    Mutant(
+        "last_notified_offsets_win",
+        frozenset({"RESTORE-007"}),
+        "a late notification commits its older checkpoint's offsets",
+        SourceMutant(job_class=_LastNotifiedWinsJob),
+    ),
+    Mutant(
+        "commit_ahead_of_notification",
+        frozenset({"COMMIT-002"}),
+        "a notification of N also commits N+1, still pending",
+        SinkMutant(sink_class=_CommitAheadSink),
+    ),
+    Mutant(
+        "keep_unsubscribed_ignored",
+        frozenset({"RESTORE-005"}),
+        "keep-unsubscribed=true, yet unsubscribed topics are dropped on restore",
+        SourceMutant(job_class=_KeepIgnoredJob),
+    ),
+    Mutant(
+        "leftover_ids_not_fenced",
+        frozenset({"COMMIT-012"}),
+        "recovery aborts only the new subtasks' ids (no subtask + k*n walk)",
+        SinkMutant(sink_class=_OwnRangeAbortSink),
+    ),
+    Mutant(
+        "zombie_reclaims_fenced_id",
+        frozenset({"COMMIT-006"}),
+        "a fenced writer re-initialises its id and carries on",
+        SinkMutant(sink_class=_ReclaimingSink),
     ),
 )
 

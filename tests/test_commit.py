@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import settings
+from hypothesis.stateful import run_state_machine_as_test
 
+from conformance.adapter import guard
+from conformance.history import History, Observation, check_sink_history
+from conformance.profiles import PROFILES
+from conformance.strategies import InterleavingMix
+from conformance.suite import STEPS_PER_EXAMPLE
+from conformance.suite.test_sink import INTERLEAVINGS, SinkMachine
+from reference_impl.adapter import ADAPTER
 from reference_impl.commit import ExactlyOnceSink, NamingStrategy, transactional_id
 from reference_impl.kafka_model import KafkaModel
 from reference_impl.ports import Isolation, ProducerFencedError
@@ -85,3 +94,44 @@ def test_required_COMMIT_012_leftover_ids_of_a_larger_parallelism_are_aborted(lo
     narrow.write(0, TOPIC, 0, None, b"new")
     narrow.notify_checkpoint_complete(narrow.checkpoint(2).checkpoint_id)
     assert visible(log) == [b"kept", b"new"]
+
+
+def _recovered(history: History, n: int, watermarks: dict[int, int]) -> None:
+    history.invoke("attempt-1", "recover", (watermarks, n))
+    history.complete("attempt-1", "ok", "recover", 0)
+
+
+def test_required_COMMIT_006_an_idle_zombie_s_visible_write_is_a_zombie_write() -> None:
+    """An attempt that did nothing before a newer one recovered is still a zombie (not COMMIT-002's)."""
+    history = History()
+    _recovered(history, 1, {})
+    history.complete("attempt-0", "ok", "write", (b"z", 0))
+    history.complete("attempt-0", "ok", "barrier", 10**9)
+    history.complete("attempt-0", "ok", "notify", 10**9)
+    history.complete("reader", "ok", "read", Observation((b"z",), {b"z": (0, 0)}, {0: 1}))
+    assert [(v.requirement, v.kind) for v in check_sink_history(history.ops)] == [("COMMIT-006", "zombie-write")]
+
+
+@pytest.mark.parametrize(("subtask", "expected"), [(1, "COMMIT-012"), (0, "COMMIT-004")])
+def test_required_COMMIT_012_a_transaction_of_a_subtask_beyond_the_new_parallelism_is_a_leftover(
+    subtask: int, expected: str
+) -> None:
+    history = History()
+    history.complete("attempt-0", "ok", "write", (b"open", subtask))
+    _recovered(history, 1, {0: 1})
+    history.complete("reader", "ok", "read", Observation((), {b"open": (0, 0)}, {0: 0}))
+    assert [v.requirement for v in check_sink_history(history.ops)] == [expected]
+
+
+def test_required_COMMIT_002_the_sink_machine_reaches_every_interleaving_at_the_default_profile() -> None:
+    """N completes while N+1 is pending, notifications cover several checkpoints or come late (issue 15)."""
+    mix = InterleavingMix(INTERLEAVINGS)
+    machine = type("SinkMachineOnReference", (SinkMachine,), {"mix": mix, "adapter": guard(ADAPTER)})
+    run_state_machine_as_test(
+        machine,
+        settings=settings(
+            max_examples=PROFILES["default"], stateful_step_count=STEPS_PER_EXAMPLE, derandomize=True, database=None
+        ),
+    )
+    assert not mix.missing(), f"never reached: {mix.missing()} ({dict(mix.counts)})"
+    assert mix.counts["recover"] + mix.counts["recover-leaving-zombie"] < 0.35 * sum(mix.counts.values())

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.strategies import metadata_snapshots, parallelisms, topic_names
+from conformance.strategies import KAFKA_TOPIC_ALPHABET, metadata_snapshots, near_misses, parallelisms, topic_names
 from reference_impl.assignment import owner
 from reference_impl.discovery import (
     Enumerator,
@@ -56,6 +58,16 @@ def test_required_DISC_002_partial_match_is_not_a_match_and_new_topic_is_found()
     (d,) = _discoverers(Subscription.regex(r"orders-.*"), 1)
     assert d.discover({"orders-a": frozenset({0})}) == [TopicPartition("orders-a", 0)]
     assert d.discover({"orders-a": frozenset({0}), "orders-b": frozenset({0})}) == [TopicPartition("orders-b", 0)]
+
+
+@given(topic_names(30).flatmap(lambda t: st.tuples(st.just(t), near_misses(t))))
+def test_required_DISC_001_002_near_misses_are_legal_and_never_match_exactly(pair: tuple[str, str]) -> None:
+    """The suite's near-miss names are told apart only by an exact, full match: never by accident."""
+    name, miss = pair
+    assert miss != name and miss not in {".", ".."} and 1 <= len(miss) <= 249
+    assert set(miss) <= set(KAFKA_TOPIC_ALPHABET)
+    assert not Subscription.fixed([name]).matches(miss)
+    assert not Subscription.regex(re.escape(name)).matches(miss)
 
 
 def test_required_DISC_002_bad_pattern_names_the_option() -> None:

@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis.stateful import run_state_machine_as_test
 
-from conformance.strategies import metadata_snapshots, parallelisms
+from conformance.adapter import guard
+from conformance.checkers import check_offset_commits, check_restore
+from conformance.profiles import PROFILES
+from conformance.strategies import InterleavingMix, metadata_snapshots, parallelisms
+from conformance.suite import STEPS_PER_EXAMPLE
+from conformance.suite.test_source import INTERLEAVINGS, SourceMachine
+from reference_impl.adapter import ADAPTER
 from reference_impl.assignment import owner
 from reference_impl.discovery import Subscription
 from reference_impl.kafka_model import KafkaModel
@@ -133,3 +140,32 @@ def test_required_DISC_005_initial_partitions_use_startup_mode_later_ones_earlie
         TopicPartition("a", 1): EARLIEST,
         TopicPartition("b", 0): EARLIEST,
     }
+
+
+def test_should_RESTORE_005_a_kept_topic_dropped_on_restore_is_blamed_on_RESTORE_005() -> None:
+    """Not on RESTORE-002: the partition is unsubscribed, and only the keep option wanted it back."""
+    tp = TopicPartition("drop-me", 0)
+    violations = check_restore(
+        {tp: 7}, [{}], Subscription.fixed(["keep-me"]), True, {"drop-me": frozenset({0})}, RestoreVariant.UNION_FILTER
+    )
+    assert [(v.requirement, v.kind) for v in violations] == [("RESTORE-005", "kept-topic-dropped")]
+
+
+def test_required_RESTORE_007_a_commit_below_the_newest_notified_checkpoint_moved_backwards() -> None:
+    tp = TopicPartition("t", 0)
+    assert [v.kind for v in check_offset_commits({tp: 5}, {tp: 9}, "late notify 1")] == ["offset-commit-backwards"]
+    assert [v.kind for v in check_offset_commits({}, {tp: 9}, "notify 2")] == ["offset-commit-mismatch"]
+    assert check_offset_commits({tp: 9}, {tp: 9}, "late notify 1") == []
+
+
+def test_required_RESTORE_007_the_source_machine_reaches_every_interleaving_at_the_default_profile() -> None:
+    """Late, repeated and out-of-order notifications and every kind of restore occur (issue 15's generator gaps)."""
+    mix = InterleavingMix(INTERLEAVINGS)
+    machine = type("SourceMachineOnReference", (SourceMachine,), {"mix": mix, "adapter": guard(ADAPTER)})
+    run_state_machine_as_test(
+        machine,
+        settings=settings(
+            max_examples=PROFILES["default"], stateful_step_count=STEPS_PER_EXAMPLE, derandomize=True, database=None
+        ),
+    )
+    assert not mix.missing(), f"never reached: {mix.missing()} ({dict(mix.counts)})"

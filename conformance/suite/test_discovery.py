@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from conformance.checkers import Violation, check_discovery, explain
 from conformance.pytest_plugin import requirement
-from conformance.strategies import cluster_histories, parallelisms, topic_names
+from conformance.strategies import cluster_histories, near_misses, parallelisms, topic_names
 from reference_impl.discovery import Metadata, Subscription, ZeroPartitionsPolicy
 
 
@@ -24,11 +24,25 @@ def run_rounds(
 
 
 def subscriptions(rounds: list[Metadata]) -> st.SearchStrategy[Subscription]:
+    """Fixed lists and patterns built from the cluster's names and their near misses.
+
+    Patterns are exact, a prefix with ``.*``, a bare prefix (full match, not ``re.match``), the
+    name unescaped (its ``.`` a wildcard) or an alternation of two names (anchors must not bind
+    to one alternative); listed names may be near misses of existing ones, which must stay out.
+    """
     topics = sorted({t for m in rounds for t in m}) or ["none"]
-    fixed = st.sets(st.sampled_from([*topics, "kconform-absent"]), min_size=1).map(Subscription.fixed)
-    prefix = st.sampled_from(topics).map(lambda t: Subscription.regex(re.escape(t[: max(1, len(t) // 2)]) + ".*"))
-    exact = st.sampled_from(topics).map(lambda t: Subscription.regex(re.escape(t)))
-    return st.one_of(fixed, prefix, exact)
+    existing = st.sampled_from(topics)
+    names = st.one_of(existing, existing.flatmap(near_misses))
+    fixed = st.sets(st.one_of(names, st.just("kconform-absent")), min_size=1).map(Subscription.fixed)
+    prefix = existing.flatmap(lambda t: st.integers(1, len(t)).map(lambda k: re.escape(t[:k])))
+    patterns = st.one_of(
+        names.map(re.escape),
+        prefix.map(lambda p: p + ".*"),
+        prefix,
+        names,
+        st.tuples(names, names).map(lambda ab: "|".join(map(re.escape, ab))),
+    )
+    return st.one_of(fixed, patterns.map(Subscription.regex))
 
 
 @requirement("DISC-001", "DISC-003", "DISC-004", "DISC-006", capability="discovery")

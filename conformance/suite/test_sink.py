@@ -1,10 +1,12 @@
 """COMMIT-001..010 and COMMIT-012: the adapter's exactly-once sink, judged over a recorded history.
 
 A Hypothesis state machine writes, takes barriers, completes checkpoints (sometimes losing the
-notification), crashes and recovers at another parallelism (sometimes leaving a zombie), and
-injects an external abort of a pre-committed transaction. Every step is recorded as a
-Jepsen-style history; after every step a ``read_committed`` read is recorded and the whole
-history is checked by ``check_sink_history``.
+notification, sometimes checkpoint N while N+1 is pending), delivers notifications late or again,
+crashes and recovers at another parallelism (sometimes leaving a zombie), and injects an external
+abort of a pre-committed transaction. A notification of N commits every pending transaction up to
+N and none after it, so the history says exactly which records may be visible. Every step is
+recorded as a Jepsen-style history; after every step a ``read_committed`` read is recorded and the
+whole history is checked by ``check_sink_history``.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from conformance.adapter import AdapterError, Guarded
 from conformance.checkers import Violation, explain, fail_on
 from conformance.history import History, Observation, check_sink_history
 from conformance.pytest_plugin import requirement
+from conformance.strategies import InterleavingMix
 from conformance.suite import run_machine
 from reference_impl.kafka_model import KafkaModel
 from reference_impl.ports import Isolation, KafkaError
@@ -33,6 +36,23 @@ from reference_impl.types import TopicPartition
 TOPIC = "kconform-sink-out"
 PARTITIONS = 3
 PREFIX = "kconform-sink"
+INTERLEAVINGS = (
+    "write",
+    "barrier-complete",
+    "barrier-pending",
+    "barrier-notification-lost",
+    "complete-newest-pending",
+    "complete-older-pending",
+    "notify-covers-several",
+    "notify-late-or-again",
+    "external-abort",
+    "start-over-after-abort",
+    "recover",
+    "recover-leaving-zombie",
+    "zombie-acts",
+)
+"""The interleaving classes the sink machine must reach (``InterleavingMix``); a step may count twice,
+e.g. a completed barrier whose notification also commits an earlier, lost one."""
 
 
 def observe(log: KafkaModel) -> Observation:
@@ -53,19 +73,29 @@ class SinkMachine(RuleBasedStateMachine):
     """One sink and its recoveries; the history is the evidence of every verdict."""
 
     adapter: Any
+    mix = InterleavingMix(INTERLEAVINGS)
 
     def __init__(self) -> None:
         super().__init__()
-        self.log = KafkaModel()
-        self.log.create_topic(TOPIC, PARTITIONS)
-        self.history = History()
         self.incarnation = 0
         self.seq = 0
         self.next_checkpoint = 1
+        self._clean_slate()
+
+    def _clean_slate(self) -> None:
+        """A new topic, log and history: a job whose checkpoint was destroyed starts over from nothing."""
+        self.log = KafkaModel()
+        self.log.create_topic(TOPIC, PARTITIONS)
+        self.history = History()
         self.pending: list[tuple[int, Any]] = []
         self.completed: tuple[int, Any] | None = None
+        self.completed_here: list[int] = []
+        """Checkpoints this attempt completed: the ones it can be notified of, late or again."""
+        self.uncommitted: list[int] = []
+        """Barriers of this attempt that no notification has covered yet."""
         self.zombie: tuple[str, Any] | None = None
         self.broken = False
+        self.faulted = False
 
     @property
     def process(self) -> str:
@@ -97,6 +127,10 @@ class SinkMachine(RuleBasedStateMachine):
     @rule(records=st.lists(st.tuples(st.integers(0, 7), st.integers(0, PARTITIONS - 1)), min_size=1, max_size=4))
     def write(self, records: list[tuple[int, int]]) -> None:
         """A few records, each to some subtask and partition."""
+        self.mix.step("write")
+        self._write(records)
+
+    def _write(self, records: list[tuple[int, int]]) -> None:
         for subtask, partition in records:
             self.seq += 1
             value = f"r{self.seq}".encode()
@@ -104,34 +138,62 @@ class SinkMachine(RuleBasedStateMachine):
             self._do("write", (value, writer), partial(self.sink.write, writer, TOPIC, partition, None, value))
 
     @precondition(lambda self: not self.broken)
-    @rule(skip=st.integers(0, 2), outcome=st.sampled_from(["complete", "pending", "notification-lost"]))
+    @rule(
+        skip=st.integers(0, 2),
+        outcome=st.sampled_from(["complete", "pending", "notification-lost", "complete-previous"]),
+    )
     def barrier(self, skip: int, outcome: str) -> None:
-        """Barrier N (ids may skip, as Flink's do after a declined checkpoint); it may complete at once.
+        """Barrier N (ids may skip, as Flink's do after a declined checkpoint); it may complete at once,
+        or stay pending while the checkpoint before it completes (N-1 completes while N is pending).
 
         Records keep flowing: every writer writes one record just before the barrier.
         """
-        self.write([(subtask, subtask % PARTITIONS) for subtask in range(self.parallelism)])
+        previous = outcome == "complete-previous" and bool(self.pending)
+        self.mix.step("complete-older-pending" if previous else f"barrier-{outcome.replace('-previous', '')}")
+        self._write([(subtask, subtask % PARTITIONS) for subtask in range(self.parallelism)])
         cid = self.next_checkpoint + skip
         self.next_checkpoint = cid + 1
         state: list[Any] = []
         if self._do("barrier", cid, lambda: state.append(self.sink.checkpoint(cid))) is None:
             self.pending.append((cid, state[0]))
-            if outcome != "pending":
-                self._complete(notify=outcome == "complete")
+            self.uncommitted.append(cid)
+            if previous:
+                self._complete(len(self.pending) - 2, notify=True)
+            elif outcome != "pending":
+                self._complete(len(self.pending) - 1, notify=outcome != "notification-lost")
 
     @precondition(lambda self: self.pending and not self.broken)
-    @rule(notify=st.booleans())
-    def complete_pending(self, notify: bool) -> None:
-        """The newest pending checkpoint completes late; its notification may be lost (COMMIT-009)."""
-        self._complete(notify)
+    @rule(data=st.data(), notify=st.booleans())
+    def complete_pending(self, data: st.DataObject, notify: bool) -> None:
+        """A pending checkpoint completes late, perhaps while newer ones stay pending; its notification may
+        be lost (COMMIT-009) and commits every pending transaction up to it, none after it (COMMIT-002)."""
+        index = data.draw(st.integers(0, len(self.pending) - 1), label="pending checkpoint")
+        self.mix.step("complete-newest-pending" if index == len(self.pending) - 1 else "complete-older-pending")
+        self._complete(index, notify)
 
-    def _complete(self, notify: bool) -> None:
-        self.completed = self.pending[-1]
-        self.pending = []
+    @precondition(lambda self: self.completed_here and not self.broken)
+    @rule(data=st.data())
+    def late_notification(self, data: st.DataObject) -> None:
+        """A completed checkpoint's notification arrives late, perhaps after a newer one's, or again."""
+        self.mix.step("notify-late-or-again")
+        self._notify(data.draw(st.sampled_from(self.completed_here), label="checkpoint"))
+
+    def _complete(self, index: int, notify: bool) -> None:
+        """Checkpoint ``pending[index]`` completes: it subsumes the older pending ones, the newer stay pending."""
+        self.completed = self.pending[index]
+        self.pending = self.pending[index + 1 :]
         cid = self.completed[0]
+        self.completed_here.append(cid)
         self.history.invoke("coordinator", "complete", (cid, self.process))
         self.history.complete("coordinator", "ok", "complete", (cid, self.process))
-        if notify and self._do("notify", cid, lambda: self.sink.notify_checkpoint_complete(cid)) is not None:
+        if notify:
+            self._notify(cid)
+
+    def _notify(self, cid: int) -> None:
+        if len([c for c in self.uncommitted if c <= cid]) > 1:
+            self.mix.step("notify-covers-several")
+        self.uncommitted = [c for c in self.uncommitted if c > cid]
+        if self._do("notify", cid, lambda: self.sink.notify_checkpoint_complete(cid)) is not None:
             self.broken = True
 
     @precondition(lambda self: (self.completed or self.pending) and not self.broken)
@@ -141,6 +203,8 @@ class SinkMachine(RuleBasedStateMachine):
 
         Either step must fail loudly: the transactions it would commit are gone (COMMIT-007).
         """
+        self.mix.step("external-abort")
+        self.faulted = True
         self.history.invoke("nemesis", "fault", "init every id of the sink")
         for subtask in range(8):
             for suffix in range(self.next_checkpoint + 2):
@@ -148,27 +212,41 @@ class SinkMachine(RuleBasedStateMachine):
                     self.log.init_producer(tid)
         self.history.complete("nemesis", "ok", "fault", "init every id of the sink")
         if then == "complete-pending" and self.pending:
-            self._complete(notify=True)
+            self._complete(len(self.pending) - 1, notify=True)
         else:
-            self.crash_and_recover(n, keep_zombie=False)
+            self._recover(n, keep_zombie=False)
 
     @rule(n=st.integers(1, 4), keep_zombie=st.booleans())
     def crash_and_recover(self, n: int, keep_zombie: bool) -> None:
         """Crash at any point; restore the last completed checkpoint at parallelism n.
 
         With ``keep_zombie`` the crashed attempt's sink keeps running (a partitioned task manager);
-        it only counts as a zombie once a newer attempt has recovered.
+        it only counts as a zombie once a newer attempt has recovered. A job that surfaced an external
+        abort cannot recover from its checkpoint (its transactions are gone): it starts over instead of
+        failing every step of the rest of the example.
         """
+        if self.broken and self.faulted:
+            self.mix.step("start-over-after-abort")
+            self._clean_slate()
+            self.incarnation += 1
+            self.start(n)
+            return
+        self.mix.step("recover-leaving-zombie" if keep_zombie else "recover")
+        self._recover(n, keep_zombie)
+
+    def _recover(self, n: int, keep_zombie: bool) -> None:
         survivor = (self.sink_process, self.sink) if keep_zombie and self.sink is not None else None
         self.zombie = None
         self.incarnation += 1
         self.parallelism = n
         self.pending = []
+        self.completed_here = []
+        self.uncommitted = []
         cid, state = self.completed if self.completed else (0, self.adapter.initial_sink_checkpoint(n))
         watermarks = {
             p: self.log.latest_offset(TopicPartition(TOPIC, p), Isolation.READ_UNCOMMITTED) for p in range(PARTITIONS)
         }
-        self.history.invoke(self.process, "recover", watermarks)
+        self.history.invoke(self.process, "recover", (watermarks, n))
         try:
             self.sink = self._guard(self.adapter.recover_sink(self.log, PREFIX, n, state))
         except KafkaError:
@@ -186,6 +264,7 @@ class SinkMachine(RuleBasedStateMachine):
     def zombie_writes_and_commits(self, partition: int) -> None:
         """The zombie of an earlier attempt keeps going (COMMIT-006)."""
         assert self.zombie is not None
+        self.mix.step("zombie-acts")
         process, zombie = self.zombie
         self.zombie = None
         self.seq += 1
@@ -215,8 +294,13 @@ class SinkMachine(RuleBasedStateMachine):
     "COMMIT-012",
     capability="exactly-once-sink",
 )
-def test_required_COMMIT_001_to_012_sink_state_machine(adapter: Any) -> None:
-    run_machine(SinkMachine, adapter)
+def test_required_COMMIT_001_to_012_sink_state_machine(adapter: Any, record_property: Any) -> None:
+    """The interleavings the run reached are recorded as metrics (``sink_mix_*``)."""
+    mix = InterleavingMix(INTERLEAVINGS)
+    try:
+        run_machine(type("SinkMachine", (SinkMachine,), {"mix": mix}), adapter)
+    finally:
+        mix.record(record_property, "sink_mix")
 
 
 @requirement("COMMIT-005", capability="exactly-once-sink")

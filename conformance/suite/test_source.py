@@ -3,6 +3,8 @@
 A Hypothesis state machine produces records into the Kafka model, lets the source discover and
 read them, checkpoints, completes checkpoints (committing offsets), crashes and restores at a
 random parallelism with a possibly partial metadata view and a possibly narrower subscription.
+Completion notifications may be lost, arrive late (after newer checkpoints completed) or arrive
+again; group offsets must then follow the newest checkpoint notified so far (RESTORE-007).
 Downstream is modelled as exactly-once state: on restore it rolls back to the checkpoint, so
 after every step each partition's emitted offsets must be exactly ``0 .. next offset - 1``.
 """
@@ -29,6 +31,7 @@ from conformance.checkers import (
     fail_on,
 )
 from conformance.pytest_plugin import requirement
+from conformance.strategies import InterleavingMix
 from conformance.suite import run_machine
 from reference_impl.discovery import Subscription
 from reference_impl.kafka_model import KafkaModel
@@ -38,12 +41,35 @@ from reference_impl.types import EARLIEST, LATEST, TopicPartition, is_sentinel
 GROUP = "kconform-source"
 TOPICS = ("in-a", "in-b", "out-c")
 SUBSCRIPTIONS = {"all-in": Subscription.regex("in-.*"), "only-in-a": Subscription.fixed(["in-a"])}
+INTERLEAVINGS = (
+    "produce",
+    "add-partitions",
+    "add-matching-topic",
+    "discover-full",
+    "discover-partial",
+    "read",
+    "checkpoint-complete",
+    "checkpoint-pending",
+    "checkpoint-notification-lost",
+    "complete-newest-pending",
+    "complete-older-pending",
+    "notify-late",
+    "notify-duplicate",
+    "notify-older-than-notified",
+    "first-start",
+    "restore-full-view",
+    "restore-partial-view",
+    "restore-narrowed",
+    "restore-keep-unsubscribed",
+)
+"""The interleaving classes the source machine must reach (``InterleavingMix``)."""
 
 
 class SourceMachine(RuleBasedStateMachine):
     """One source job and its lineage of restores, checked after every step."""
 
     adapter: Any
+    mix = InterleavingMix(INTERLEAVINGS)
 
     def __init__(self) -> None:
         super().__init__()
@@ -51,6 +77,10 @@ class SourceMachine(RuleBasedStateMachine):
         self.emitted: dict[TopicPartition, list[int]] = {}
         self.checkpoints: dict[int, tuple[Any, dict[TopicPartition, int], dict[TopicPartition, list[int]]]] = {}
         self.completed: int | None = None
+        self.completed_here: list[int] = []
+        """Checkpoints the current source took that completed: the ones it can be notified of."""
+        self.notified = 0
+        """The newest checkpoint whose notification arrived: group offsets are its offsets (RESTORE-007)."""
         self.next_checkpoint = 1
         self.keep_unsubscribed = False
         self.expected_commits: dict[TopicPartition, int] = {}
@@ -79,16 +109,19 @@ class SourceMachine(RuleBasedStateMachine):
     # -- the cluster -------------------------------------------------------------------------
     @rule(topic=st.sampled_from(TOPICS), partition=st.integers(0, 7), count=st.integers(1, 5))
     def produce(self, topic: str, partition: int, count: int) -> None:
+        self.mix.step("produce")
         tp = TopicPartition(topic, partition % len(self.log.list_topics()[topic]))
         for i in range(count):
             self.log.produce(tp, None, f"{tp}@{i}".encode())
 
     @rule(topic=st.sampled_from(TOPICS), more=st.integers(1, 3))
     def add_partitions(self, topic: str, more: int) -> None:
+        self.mix.step("add-partitions")
         self.log.create_partitions(topic, len(self.log.list_topics()[topic]) + more)
 
     @rule(suffix=st.sampled_from(["x", "y"]))
     def add_matching_topic(self, suffix: str) -> None:
+        self.mix.step("add-matching-topic")
         name = f"in-new-{suffix}"
         if name not in self.log.list_topics():
             self.log.create_topic(name, 2)
@@ -97,6 +130,7 @@ class SourceMachine(RuleBasedStateMachine):
     @rule(partial=st.booleans(), data=st.data())
     def discover(self, partial: bool, data: st.DataObject) -> None:
         """Periodic discovery; partitions found now must start at EARLIEST (DISC-005)."""
+        self.mix.step("discover-partial" if partial else "discover-full")
         metadata = self._view(partial, data)
         before = set(self._offsets())
         self.source.discover(metadata)
@@ -105,6 +139,7 @@ class SourceMachine(RuleBasedStateMachine):
 
     @rule(data=st.data(), limit=st.integers(1, 4))
     def read(self, data: st.DataObject, limit: int) -> None:
+        self.mix.step("read")
         offsets = self._offsets()
         if not offsets:
             return
@@ -121,9 +156,12 @@ class SourceMachine(RuleBasedStateMachine):
         if records:
             self.source.advance(tp, records[-1].offset + 1)
 
-    @rule(outcome=st.sampled_from(["complete", "pending", "notification-lost"]))
+    @rule(outcome=st.sampled_from(["complete", "pending", "notification-lost", "complete-previous"]))
     def checkpoint(self, outcome: str) -> None:
-        """Snapshot; most checkpoints complete at once, some stay pending, some lose their notification."""
+        """Snapshot; most checkpoints complete at once, some stay pending, some lose their notification,
+        and some stay pending while the one before them completes."""
+        previous = self._pending() if outcome == "complete-previous" else []
+        self.mix.step("complete-older-pending" if previous else f"checkpoint-{outcome.replace('-previous', '')}")
         cid = self.next_checkpoint
         self.next_checkpoint += 1
         state = self.source.snapshot(cid)
@@ -132,23 +170,47 @@ class SourceMachine(RuleBasedStateMachine):
         if outcome != "pending":
             for tp in sorted(self._offsets()):  # the source keeps reading while the checkpoint completes
                 self._read_from(tp, 1)
-            self._complete(cid, notify=outcome == "complete")
+            self._complete(previous[-1] if previous else cid, notify=outcome != "notification-lost")
 
-    @precondition(lambda self: self.checkpoints)
+    def _pending(self) -> list[int]:
+        return sorted(c for c in self.checkpoints if c > (self.completed or 0))
+
+    @precondition(lambda self: self._pending())
     @rule(data=st.data(), notify=st.booleans())
     def complete_pending(self, data: st.DataObject, notify: bool) -> None:
-        """A pending checkpoint completes late, after newer reads or snapshots (RESTORE-007)."""
-        cid = data.draw(st.sampled_from(sorted(c for c in self.checkpoints if c > (self.completed or 0)) or [0]))
-        if cid:
-            self._complete(cid, notify)
+        """A pending checkpoint completes late, after newer reads or snapshots, perhaps while a newer one
+        is still pending; completing it subsumes the older pending ones (RESTORE-007)."""
+        pending = self._pending()
+        cid = data.draw(st.sampled_from(pending), label="checkpoint")
+        self.mix.step("complete-newest-pending" if cid == pending[-1] else "complete-older-pending")
+        self._complete(cid, notify)
+
+    @precondition(lambda self: self.completed_here)
+    @rule(data=st.data())
+    def late_notification(self, data: st.DataObject) -> None:
+        """A completed checkpoint's notification arrives late or again, perhaps after a newer one's."""
+        cid = data.draw(st.sampled_from(self.completed_here), label="checkpoint")
+        kind = "late" if cid > self.notified else "duplicate" if cid == self.notified else "older-than-notified"
+        self.mix.step(f"notify-{kind}")
+        self._notify(cid)
 
     def _complete(self, cid: int, notify: bool) -> None:
         self.completed = cid
+        self.completed_here.append(cid)
         if notify:
-            self.source.notify_checkpoint_complete(cid, self.log, GROUP)
+            self._notify(cid)
+
+    def _notify(self, cid: int) -> None:
+        """Only a notification newer than every one before commits, and it commits that checkpoint's offsets.
+
+        An older one commits nothing: committed offsets never move backwards (RESTORE-007).
+        """
+        self.source.notify_checkpoint_complete(cid, self.log, GROUP)
+        if cid > self.notified:
+            self.notified = cid
             # Group offsets accumulate in Kafka: partitions no longer read keep their last commit.
             self.expected_commits.update({tp: o for tp, o in self.checkpoints[cid][1].items() if not is_sentinel(o)})
-            fail_on(check_offset_commits(self.log.committed(GROUP), self.expected_commits, f"after notify {cid}"))
+        fail_on(check_offset_commits(self.log.committed(GROUP), self.expected_commits, f"after notify {cid}"))
 
     @rule(m=st.integers(1, 5), partial=st.booleans(), narrow=st.booleans(), keep=st.booleans(), data=st.data())
     def crash_and_restore(self, m: int, partial: bool, narrow: bool, keep: bool, data: st.DataObject) -> None:
@@ -156,10 +218,16 @@ class SourceMachine(RuleBasedStateMachine):
         if narrow:
             self.subscription = SUBSCRIPTIONS["only-in-a"]
         self.keep_unsubscribed = keep
+        self.completed_here = []
         if self.completed is None:
+            self.mix.step("first-start")
             self.checkpoints = {}
             self.source = self._fresh(m)
             return
+        if narrow:
+            self.mix.step("restore-keep-unsubscribed" if keep else "restore-narrowed")
+        else:
+            self.mix.step("restore-partial-view" if partial else "restore-full-view")
         self.checkpoints = {c: v for c, v in self.checkpoints.items() if c <= self.completed}
         state, offsets, emitted = self.checkpoints[self.completed]
         metadata = self._view(partial, data)
@@ -225,8 +293,13 @@ class SourceMachine(RuleBasedStateMachine):
     "DISC-005",
     capability="source-state",
 )
-def test_required_RESTORE_001_to_007_source_state_machine(adapter: Any) -> None:
-    run_machine(SourceMachine, adapter)
+def test_required_RESTORE_001_to_007_source_state_machine(adapter: Any, record_property: Any) -> None:
+    """The interleavings the run reached are recorded as metrics (``source_mix_*``)."""
+    mix = InterleavingMix(INTERLEAVINGS)
+    try:
+        run_machine(type("SourceMachine", (SourceMachine,), {"mix": mix}), adapter)
+    finally:
+        mix.record(record_property, "source_mix")
 
 
 @requirement("DISC-005", capability="partition-growth")
