@@ -29,6 +29,7 @@ from types import FrameType
 from typing import IO, Any
 
 import pytest
+from hypothesis.errors import FailedHealthCheck
 
 from conformance.adapter import (
     CAPABILITIES,
@@ -355,6 +356,12 @@ class Collector:
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> None:
         if call.excinfo is not None and call.excinfo.errisinstance(CouldNotCheck):
             self._not_checked[item.nodeid] = str(call.excinfo.value)
+        elif call.excinfo is not None and call.excinfo.errisinstance(FailedHealthCheck):
+            # Hypothesis could not draw enough inputs: the suite's generator failed, not the adapter.
+            first_line = str(call.excinfo.value).strip().splitlines()[0]
+            self._not_checked[item.nodeid] = (
+                f"kconform's input generator failed ({first_line}): a kconform bug, please report it"
+            )
         elif call.excinfo is not None and not call.excinfo.errisinstance(pytest.skip.Exception):
             self._evidence.setdefault(item.nodeid, []).extend(counterexamples(call.excinfo.value))
 

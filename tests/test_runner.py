@@ -504,13 +504,14 @@ def test_nothing_selected_is_an_error_not_a_pass(tmp_path: Path) -> None:
     assert "matches --only 'no_such_test'; nothing was checked" in proc.stderr
 
 
-def test_suite_module_that_does_not_import_fails_and_empty_level_is_named(tmp_path: Path) -> None:
+def test_suite_module_that_does_not_import_fails_a_failed_generator_is_an_error_and_empty_level_is_named(tmp_path: Path) -> None:
     proc = kconform(tmp_path, "run", "--adapter", f"{ADAPTERS}:GOOD", "--suite", "kconform_sample_broken_suite",
                     "--level", "all")  # fmt: skip
     assert proc.returncode == 1
     assert "kconform_sample_broken_suite/test_broken.py ... FAIL" in proc.stdout
     assert "collection error: ModuleNotFoundError" in proc.stdout
     assert "required_ASSIGN_001_owner_in_range ... PASS" in proc.stdout
+    assert "required_ASSIGN_004_never_drawn ... ERROR (could not check: kconform's input generator failed (" in proc.stdout
     assert "level pipeline: the suite 'kconform_sample_broken_suite' has no pipeline tests yet" in proc.stdout
 
 
