@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from reference_impl.commit import NamingStrategy
 from reference_impl.discovery import Metadata, Subscription, ZeroPartitionsPolicy
-from reference_impl.ports import OffsetStore, TransactionalLog
+from reference_impl.ports import LogReader, OffsetStore, Record, TransactionalLog
 from reference_impl.restore import RestoreVariant
 from reference_impl.types import TopicPartition
 
@@ -74,9 +74,14 @@ class Source(Protocol):
 
     def discover(self, metadata: Metadata) -> Mapping[TopicPartition, int]: ...
 
-    def advance(self, tp: TopicPartition, next_offset: int) -> None: ...
+    def poll(self, reader: LogReader, tp: TopicPartition, max_records: int) -> Sequence[Record]:
+        """Fetch the next records of ``tp`` (at most ``max_records``) and advance past them; the source
+        resolves its own start sentinels and owns its position."""
+        ...
 
-    def snapshot(self, checkpoint_id: int) -> Any: ...
+    def snapshot(self, checkpoint_id: int, store: OffsetStore, group: str) -> Any:
+        """Checkpoint ``checkpoint_id``; ``store`` is the consumer group, there as in a real connector."""
+        ...
 
     def notify_checkpoint_complete(self, checkpoint_id: int, store: OffsetStore, group: str) -> None: ...
 
@@ -105,6 +110,10 @@ class ProtocolAdapter(Protocol):
 
     def assign(self, topic: str, partition: int, parallelism: int) -> int: ...
 
+    # Optional: ``plan(partitions, parallelism) -> {partition: subtask}``, the plan of a whole
+    # partition list at once (an assigner that depends on the list, range-style). The assignment
+    # tests judge it when present, else the plan ``assign`` gives partition by partition.
+
     def discoverer(
         self, subscription: Subscription, subtask: int, parallelism: int, on_zero: ZeroPartitionsPolicy
     ) -> Discoverer: ...
@@ -120,7 +129,10 @@ class ProtocolAdapter(Protocol):
         subscription: Subscription,
         metadata: Metadata,
         keep_unsubscribed: bool,
-    ) -> Source: ...
+        initial_offset: int,
+    ) -> Source:
+        """Restore at ``parallelism``; ``initial_offset`` is the job's configured startup mode."""
+        ...
 
     def sink(self, log: TransactionalLog, prefix: str, parallelism: int) -> Sink: ...
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -27,9 +27,17 @@ from reference_impl.kafka_strategies import (
     range_assign,
     sticky_assign,
 )
-from reference_impl.ports import ProducerFencedError, TransactionalLog, TransactionalProducer
-from reference_impl.restore import RestoreVariant, SourceCheckpoint, SourceJob, redistribute_splits
-from reference_impl.types import LATEST, SubtaskIndex, TopicPartition
+from reference_impl.ports import (
+    Isolation,
+    LogReader,
+    OffsetStore,
+    ProducerFencedError,
+    Record,
+    TransactionalLog,
+    TransactionalProducer,
+)
+from reference_impl.restore import RestoreVariant, SourceCheckpoint, SourceJob, next_offsets, redistribute_splits
+from reference_impl.types import EARLIEST, LATEST, SubtaskIndex, TopicPartition, is_sentinel
 
 
 @dataclass(frozen=True)
@@ -82,6 +90,21 @@ class OrderDependentAssignment(ReferenceAdapter):
         self, subscription: Subscription, subtask: int, parallelism: int, on_zero: ZeroPartitionsPolicy
     ) -> PartitionDiscoverer:
         return _PositionalDiscoverer(subscription, SubtaskIndex(subtask), parallelism, on_zero)
+
+
+@dataclass(frozen=True)
+class RangePlanner(ReferenceAdapter):
+    """Kafka's range assignor as the plan: each topic's sorted partitions in contiguous chunks.
+
+    Safe (one owner, even within a topic) but not Flink's formula, and its owners move when a
+    topic grows; only an adapter's whole-list ``plan`` can express it.
+    """
+
+    def plan(self, partitions: Sequence[TopicPartition], parallelism: int) -> dict[TopicPartition, int]:
+        by_topic: dict[str, list[TopicPartition]] = {}
+        for tp in sorted(partitions):
+            by_topic.setdefault(tp.topic, []).append(tp)
+        return {tp: i * parallelism // len(tps) for tps in by_topic.values() for i, tp in enumerate(tps)}
 
 
 # -- discovery -----------------------------------------------------------------------------------
@@ -152,7 +175,13 @@ class EvenSplitRestore(ReferenceAdapter):
     """``getListState`` instead of ``getUnionListState``: each subtask sees a chunk and keeps what it owns."""
 
     def restore_source(
-        self, checkpoint: SourceCheckpoint, parallelism: int, subscription: Subscription, metadata: Metadata, keep: bool
+        self,
+        checkpoint: SourceCheckpoint,
+        parallelism: int,
+        subscription: Subscription,
+        metadata: Metadata,
+        keep: bool,
+        initial_offset: int,
     ) -> SourceJob:
         job = SourceJob(subscription, parallelism, self.restore_variant, keep, self.discovery_of_zero)
         job._discovered_once = True
@@ -170,13 +199,20 @@ class PartialViewFilter(ReferenceAdapter):
     """FLINK-6006/7195: restored state filtered against the partitions the metadata lists now."""
 
     def restore_source(
-        self, checkpoint: SourceCheckpoint, parallelism: int, subscription: Subscription, metadata: Metadata, keep: bool
+        self,
+        checkpoint: SourceCheckpoint,
+        parallelism: int,
+        subscription: Subscription,
+        metadata: Metadata,
+        keep: bool,
+        initial_offset: int,
     ) -> SourceJob:
         listed = {(t, p) for t, ids in metadata.items() for p in ids}
         kept = tuple(
             tuple(e for e in entries if (e[0].topic, e[0].partition) in listed) for entries in checkpoint.by_subtask
         )
-        return super().restore_source(replace(checkpoint, by_subtask=kept), parallelism, subscription, metadata, keep)
+        kept_checkpoint = replace(checkpoint, by_subtask=kept)
+        return super().restore_source(kept_checkpoint, parallelism, subscription, metadata, keep, initial_offset)
 
 
 @dataclass(frozen=True)
@@ -184,12 +220,19 @@ class RestoredOffsetBackwards(ReferenceAdapter):
     """Treats the stored next offset as the last emitted one minus one: re-reads a record per partition."""
 
     def restore_source(
-        self, checkpoint: SourceCheckpoint, parallelism: int, subscription: Subscription, metadata: Metadata, keep: bool
+        self,
+        checkpoint: SourceCheckpoint,
+        parallelism: int,
+        subscription: Subscription,
+        metadata: Metadata,
+        keep: bool,
+        initial_offset: int,
     ) -> SourceJob:
         moved = tuple(
             tuple((tp, off - 1 if off > 0 else off) for tp, off in entries) for entries in checkpoint.by_subtask
         )
-        return super().restore_source(replace(checkpoint, by_subtask=moved), parallelism, subscription, metadata, keep)
+        moved_checkpoint = replace(checkpoint, by_subtask=moved)
+        return super().restore_source(moved_checkpoint, parallelism, subscription, metadata, keep, initial_offset)
 
 
 class _EagerOffsetCommitJob(SourceJob):
@@ -472,8 +515,65 @@ class _KeepIgnoredJob(SourceJob):
         variant: RestoreVariant = RestoreVariant.UNION_FILTER,
         keep_unsubscribed: bool = False,
         on_zero: ZeroPartitionsPolicy = ZeroPartitionsPolicy.IGNORE,
+        initial_offset: int = EARLIEST,
     ) -> SourceJob:
-        return super().restore(checkpoint, parallelism, subscription, metadata, variant, False, on_zero)
+        return super().restore(checkpoint, parallelism, subscription, metadata, variant, False, on_zero, initial_offset)
+
+
+class _FetchAfterPositionJob(SourceJob):
+    """Reads a known position as the last record read, not the next one: one record skipped per poll."""
+
+    def poll(self, reader: LogReader, tp: TopicPartition, max_records: int) -> list[Record]:
+        position = next_offsets(self.offsets)[tp]
+        if not is_sentinel(position) and position < reader.latest_offset(tp, Isolation.READ_UNCOMMITTED):
+            self.advance(tp, position + 1)
+        return super().poll(reader, tp, max_records)
+
+
+class _EagerSentinelJob(SourceJob):
+    """Resolves every start sentinel at the first poll of any partition, not at each one's own first read."""
+
+    def poll(self, reader: LogReader, tp: TopicPartition, max_records: int) -> list[Record]:
+        for offsets in self.offsets:
+            for other, position in list(offsets.items()):
+                if position == EARLIEST:
+                    offsets[other] = reader.earliest_offset(other)
+                elif position == LATEST:
+                    offsets[other] = reader.latest_offset(other, Isolation.READ_UNCOMMITTED)
+        return super().poll(reader, tp, max_records)
+
+
+class _CommitAtSnapshotJob(SourceJob):
+    """Commits the snapshot's offsets when it is taken, before the checkpoint is known to complete."""
+
+    def snapshot(self, checkpoint_id: int, store: OffsetStore | None = None, group: str = "") -> SourceCheckpoint:
+        state = super().snapshot(checkpoint_id, store, group)
+        if store is not None and self.pending_commits[checkpoint_id]:
+            store.commit_offsets(group, self.pending_commits[checkpoint_id])
+        return state
+
+
+class _StartupModeOnRestoreJob(SourceJob):
+    """FLINK-31953 on restore: partitions the state lacks start at the configured startup mode."""
+
+    @classmethod
+    def restore(
+        cls,
+        checkpoint: SourceCheckpoint,
+        parallelism: int,
+        subscription: Subscription,
+        metadata: Metadata,
+        variant: RestoreVariant = RestoreVariant.UNION_FILTER,
+        keep_unsubscribed: bool = False,
+        on_zero: ZeroPartitionsPolicy = ZeroPartitionsPolicy.IGNORE,
+        initial_offset: int = EARLIEST,
+    ) -> SourceJob:
+        job = super().restore(
+            checkpoint, parallelism, subscription, {}, variant, keep_unsubscribed, on_zero, initial_offset
+        )
+        job._discovered_once = False
+        job.discover(metadata)
+        return job
 
 
 @dataclass(frozen=True)
@@ -488,9 +588,24 @@ class SourceMutant(ReferenceAdapter):
         )
 
     def restore_source(
-        self, checkpoint: SourceCheckpoint, parallelism: int, subscription: Subscription, metadata: Metadata, keep: bool
+        self,
+        checkpoint: SourceCheckpoint,
+        parallelism: int,
+        subscription: Subscription,
+        metadata: Metadata,
+        keep: bool,
+        initial_offset: int,
     ) -> SourceJob:
-        return self.job_class.restore(checkpoint, parallelism, subscription, metadata, self.restore_variant, keep)
+        return self.job_class.restore(
+            checkpoint,
+            parallelism,
+            subscription,
+            metadata,
+            self.restore_variant,
+            keep,
+            self.discovery_of_zero,
+            initial_offset,
+        )
 
 
 MUTANTS: tuple[Mutant, ...] = (
@@ -656,6 +771,36 @@ MUTANTS: tuple[Mutant, ...] = (
         frozenset({"RESTORE-005"}),
         "keep-unsubscribed=true, yet unsubscribed topics are dropped on restore",
         SourceMutant(job_class=_KeepIgnoredJob),
+    ),
+    Mutant(
+        "fetch_after_position",
+        frozenset({"RESTORE-003"}),
+        "the source's fetch starts one past its position: a record skipped per poll",
+        SourceMutant(job_class=_FetchAfterPositionJob),
+    ),
+    Mutant(
+        "sentinels_resolved_eagerly",
+        frozenset({"DISC-005"}),
+        "every start sentinel resolved at the first poll of any partition",
+        SourceMutant(job_class=_EagerSentinelJob),
+    ),
+    Mutant(
+        "offsets_committed_at_snapshot",
+        frozenset({"RESTORE-007"}),
+        "offsets committed when the snapshot is taken, before the checkpoint completes",
+        SourceMutant(job_class=_CommitAtSnapshotJob),
+    ),
+    Mutant(
+        "startup_mode_on_restore",
+        frozenset({"RESTORE-004"}),
+        "on restore, partitions the state lacks start at the configured startup mode",
+        SourceMutant(job_class=_StartupModeOnRestoreJob),
+    ),
+    Mutant(
+        "range_planner",
+        frozenset({"ASSIGN-004", "ASSIGN-006"}),
+        "the plan is Kafka's range assignment, not Flink's formula",
+        RangePlanner(),
     ),
     Mutant(
         "leftover_ids_not_fenced",

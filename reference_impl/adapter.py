@@ -7,6 +7,7 @@ every invariant catches a real bug class.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from reference_impl.assignment import assign
@@ -15,7 +16,7 @@ from reference_impl.discovery import Metadata, PartitionDiscoverer, Subscription
 from reference_impl.kafka_strategies import ASSIGNORS, Assignment, Group, KafkaPartitioner, StickyPartitioner
 from reference_impl.ports import TransactionalLog
 from reference_impl.restore import RestoreVariant, SourceCheckpoint, SourceJob
-from reference_impl.types import SubtaskIndex
+from reference_impl.types import SubtaskIndex, TopicPartition
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,10 @@ class ReferenceAdapter:
     def assign(self, topic: str, partition: int, parallelism: int) -> int:
         return assign(topic, partition, parallelism)
 
+    def plan(self, partitions: Sequence[TopicPartition], parallelism: int) -> dict[TopicPartition, int]:
+        """The whole plan at once: Flink's assigner needs no partition but the one it places."""
+        return {tp: assign(tp.topic, tp.partition, parallelism) for tp in partitions}
+
     def discoverer(
         self, subscription: Subscription, subtask: int, parallelism: int, on_zero: ZeroPartitionsPolicy
     ) -> PartitionDiscoverer:
@@ -70,9 +75,17 @@ class ReferenceAdapter:
         subscription: Subscription,
         metadata: Metadata,
         keep_unsubscribed: bool,
+        initial_offset: int,
     ) -> SourceJob:
         return SourceJob.restore(
-            checkpoint, parallelism, subscription, metadata, self.restore_variant, keep_unsubscribed
+            checkpoint,
+            parallelism,
+            subscription,
+            metadata,
+            self.restore_variant,
+            keep_unsubscribed,
+            self.discovery_of_zero,
+            initial_offset,
         )
 
     def sink(self, log: TransactionalLog, prefix: str, parallelism: int) -> ExactlyOnceSink:

@@ -27,8 +27,8 @@ from reference_impl.discovery import (
     Subscription,
     ZeroPartitionsPolicy,
 )
-from reference_impl.ports import OffsetStore
-from reference_impl.types import EARLIEST, SubtaskIndex, TopicPartition, is_sentinel
+from reference_impl.ports import Isolation, LogReader, OffsetStore, Record
+from reference_impl.types import EARLIEST, LATEST, SubtaskIndex, TopicPartition, is_sentinel
 
 Entry = tuple[TopicPartition, int]
 """One element of the list state: a partition and its next offset (or a sentinel)."""
@@ -159,9 +159,32 @@ class SourceJob:
             raise OffsetRegressionError(f"{tp}: next offset {next_offset} < current {current}")
         self.offsets[subtask][tp] = next_offset
 
+    def poll(self, reader: LogReader, tp: TopicPartition, max_records: int) -> list[Record]:
+        """Read the next records of ``tp`` and advance past them (the fetch a subtask's consumer does).
+
+        A sentinel is resolved here, at the partition's first read and not before (DISC-005): EARLIEST
+        to the log start, LATEST to the high watermark. The resolved position is kept even when
+        nothing is read, as a consumer's position is after its first seek.
+        """
+        subtask = self.owner_of(tp)
+        if subtask is None:
+            raise KeyError(f"{tp} is not assigned to any subtask")
+        position = self.offsets[subtask][tp]
+        if position == EARLIEST:
+            position = reader.earliest_offset(tp)
+        elif position == LATEST:
+            position = reader.latest_offset(tp, Isolation.READ_UNCOMMITTED)
+        records = list(reader.read(tp, position, Isolation.READ_UNCOMMITTED, max_records))
+        self.advance(tp, records[-1].offset + 1 if records else position)
+        return records
+
     # -- checkpoints -------------------------------------------------------------------------
-    def snapshot(self, checkpoint_id: int) -> SourceCheckpoint:
-        """Write every subtask's offsets (sentinels included) and remember them for commit (RESTORE-001)."""
+    def snapshot(self, checkpoint_id: int, store: OffsetStore | None = None, group: str = "") -> SourceCheckpoint:
+        """Write every subtask's offsets (sentinels included) and remember them for commit (RESTORE-001).
+
+        ``store`` and ``group`` are the consumer group a real connector has at hand here; the
+        reference commits nothing at snapshot time, only when the checkpoint completes (RESTORE-007).
+        """
         by_subtask = tuple(tuple(sorted(o.items())) for o in self.offsets)
         self.pending_commits[checkpoint_id] = {
             tp: off for o in self.offsets for tp, off in o.items() if not is_sentinel(off)
@@ -189,13 +212,15 @@ class SourceJob:
         variant: RestoreVariant = RestoreVariant.UNION_FILTER,
         keep_unsubscribed: bool = False,
         on_zero: ZeroPartitionsPolicy = ZeroPartitionsPolicy.IGNORE,
+        initial_offset: int = EARLIEST,
     ) -> SourceJob:
         """A job restored from ``checkpoint`` at ``parallelism`` that has run its first discovery.
 
-        Partitions the metadata shows but the state lacks start at EARLIEST (RESTORE-004);
-        restored partitions missing from a partial metadata view are kept (RESTORE-006).
+        Partitions the metadata shows but the state lacks start at EARLIEST whatever the configured
+        startup mode ``initial_offset`` (RESTORE-004: it applies to a fresh job only); restored
+        partitions missing from a partial metadata view are kept (RESTORE-006).
         """
-        job = cls(subscription, parallelism, variant, keep_unsubscribed, on_zero)
+        job = cls(subscription, parallelism, variant, keep_unsubscribed, on_zero, initial_offset)
         job._discovered_once = True
         if variant is RestoreVariant.UNION_FILTER:
             union = checkpoint.union()

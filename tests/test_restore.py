@@ -169,3 +169,34 @@ def test_required_RESTORE_007_the_source_machine_reaches_every_interleaving_at_t
         ),
     )
     assert not mix.missing(), f"never reached: {mix.missing()} ({dict(mix.counts)})"
+
+
+@pytest.mark.parametrize(("startup", "first_read"), [(EARLIEST, [0, 1]), (LATEST, [])])
+def test_required_DISC_005_poll_resolves_a_sentinel_at_the_first_read_of_its_own_partition(
+    startup: int, first_read: list[int]
+) -> None:
+    log = KafkaModel()
+    log.create_topic("t", 2)
+    a, b = TopicPartition("t", 0), TopicPartition("t", 1)
+    for tp in (a, b):
+        for i in range(3):
+            log.produce(tp, None, f"{tp}@{i}".encode())
+    job = SourceJob(ALL, 1, initial_offset=startup)
+    job.discover(log.list_topics())
+    log.produce(a, None, b"after discovery, before the first read")
+    assert [r.offset for r in job.poll(log, a, 2)] == first_read
+    assert job.offsets[0][a] == (2 if startup == EARLIEST else 4), "the resolved position is kept, read or not"
+    assert job.offsets[0][b] == startup, "the other partition keeps its sentinel until its own first read"
+
+
+def test_required_RESTORE_003_poll_continues_from_the_position_and_never_past_the_log() -> None:
+    log = KafkaModel()
+    log.create_topic("t", 1)
+    tp = TopicPartition("t", 0)
+    for i in range(5):
+        log.produce(tp, None, bytes([i]))
+    job = SourceJob(ALL, 2)
+    job.discover(log.list_topics())
+    batches = [[r.offset for r in job.poll(log, tp, 2)] for _ in range(4)]
+    assert batches == [[0, 1], [2, 3], [4], []]
+    assert {o[tp] for o in job.offsets if tp in o} == {5}

@@ -5,8 +5,11 @@ read them, checkpoints, completes checkpoints (committing offsets), crashes and 
 random parallelism with a possibly partial metadata view and a possibly narrower subscription.
 Completion notifications may be lost, arrive late (after newer checkpoints completed) or arrive
 again; group offsets must then follow the newest checkpoint notified so far (RESTORE-007).
-Downstream is modelled as exactly-once state: on restore it rolls back to the checkpoint, so
-after every step each partition's emitted offsets must be exactly ``0 .. next offset - 1``.
+The source reads through its own ``poll`` (it resolves its start sentinels and owns its
+position) from a job started at EARLIEST or LATEST. Downstream is modelled as exactly-once
+state: on restore it rolls back to the checkpoint, so after every step each partition's emitted
+offsets must be exactly ``start .. next offset - 1``, ``start`` being where the log began (EARLIEST)
+or ended (LATEST) when the partition's sentinel was resolved at its first read.
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ from reference_impl.ports import Isolation
 from reference_impl.types import EARLIEST, LATEST, TopicPartition, is_sentinel
 
 GROUP = "kconform-source"
+Checkpoint = tuple[Any, dict[TopicPartition, int], dict[TopicPartition, list[int]], dict[TopicPartition, int]]
+"""A completed snapshot with what the suite saw then: the adapter's state, offsets, emitted offsets, origins."""
 TOPICS = ("in-a", "in-b", "out-c")
 SUBSCRIPTIONS = {"all-in": Subscription.regex("in-.*"), "only-in-a": Subscription.fixed(["in-a"])}
 INTERLEAVINGS = (
@@ -75,7 +80,7 @@ class SourceMachine(RuleBasedStateMachine):
         super().__init__()
         self.log = KafkaModel()
         self.emitted: dict[TopicPartition, list[int]] = {}
-        self.checkpoints: dict[int, tuple[Any, dict[TopicPartition, int], dict[TopicPartition, list[int]]]] = {}
+        self.checkpoints: dict[int, Checkpoint] = {}
         self.completed: int | None = None
         self.completed_here: list[int] = []
         """Checkpoints the current source took that completed: the ones it can be notified of."""
@@ -84,9 +89,16 @@ class SourceMachine(RuleBasedStateMachine):
         self.next_checkpoint = 1
         self.keep_unsubscribed = False
         self.expected_commits: dict[TopicPartition, int] = {}
+        self.origins: dict[TopicPartition, int] = {}
+        """Where each partition's first read after its sentinel started: its emitted offsets begin there."""
 
-    @initialize(partitions=st.lists(st.integers(1, 4), min_size=len(TOPICS), max_size=len(TOPICS)), n=st.integers(1, 4))
-    def start(self, partitions: list[int], n: int) -> None:
+    @initialize(
+        partitions=st.lists(st.integers(1, 4), min_size=len(TOPICS), max_size=len(TOPICS)),
+        n=st.integers(1, 4),
+        startup=st.sampled_from([EARLIEST, LATEST]),
+    )
+    def start(self, partitions: list[int], n: int, startup: int) -> None:
+        self.startup = startup
         for topic, count in zip(TOPICS, partitions, strict=True):
             self.log.create_topic(topic, count)
             for p in range(count):
@@ -97,10 +109,11 @@ class SourceMachine(RuleBasedStateMachine):
 
     def _fresh(self, n: int) -> Any:
         source = Guarded(
-            self.adapter.source(self.subscription, n, EARLIEST, self.keep_unsubscribed), "source", self.adapter.name
+            self.adapter.source(self.subscription, n, self.startup, self.keep_unsubscribed), "source", self.adapter.name
         )
         source.discover(self.log.list_topics())
         self.emitted = {}
+        self.origins = {}
         return source
 
     def _offsets(self) -> dict[TopicPartition, int]:
@@ -146,15 +159,32 @@ class SourceMachine(RuleBasedStateMachine):
         self._read_from(data.draw(st.sampled_from(sorted(offsets)), label="partition"), limit)
 
     def _read_from(self, tp: TopicPartition, limit: int) -> None:
-        start = self._offsets()[tp]
-        if start == EARLIEST:
-            start = self.log.earliest_offset(tp)
-        elif start == LATEST:
-            start = self.log.latest_offset(tp, Isolation.READ_UNCOMMITTED)
-        records = self.log.read(tp, start, Isolation.READ_UNCOMMITTED, limit)
+        """The source polls ``tp``; what it returns is emitted downstream, and nothing else may move."""
+        before = self._offsets()
+        if before[tp] == EARLIEST:
+            self.origins[tp] = self.log.earliest_offset(tp)
+        elif before[tp] == LATEST:
+            self.origins[tp] = self.log.latest_offset(tp, Isolation.READ_UNCOMMITTED)
+        records = self.source.poll(self.log, tp, limit)
         self.emitted.setdefault(tp, []).extend(r.offset for r in records)
-        if records:
-            self.source.advance(tp, records[-1].offset + 1)
+        after = self._offsets()
+        violations = [
+            Violation("RESTORE-003", "foreign-record", f"a poll of {tp} returned {r.topic_partition}@{r.offset}")
+            for r in records
+            if r.topic_partition != tp
+        ]
+        for other in sorted(before.keys() & after.keys() - {tp}):
+            if before[other] == after[other]:
+                continue
+            if is_sentinel(before[other]):
+                where = (
+                    f"{other}: start sentinel resolved to {after[other]} by a poll of {tp}, before its own first read"
+                )
+                violations.append(Violation("DISC-005", "sentinel-resolved-early", where))
+            else:
+                where = f"{other}: position {before[other]} -> {after[other]} during a poll of {tp}"
+                violations.append(Violation("RESTORE-003", "moved-without-read", where))
+        fail_on(violations)
 
     @rule(outcome=st.sampled_from(["complete", "pending", "notification-lost", "complete-previous"]))
     def checkpoint(self, outcome: str) -> None:
@@ -164,8 +194,9 @@ class SourceMachine(RuleBasedStateMachine):
         self.mix.step("complete-older-pending" if previous else f"checkpoint-{outcome.replace('-previous', '')}")
         cid = self.next_checkpoint
         self.next_checkpoint += 1
-        state = self.source.snapshot(cid)
-        self.checkpoints[cid] = (state, self._offsets(), {tp: list(o) for tp, o in self.emitted.items()})
+        state = self.source.snapshot(cid, self.log, GROUP)
+        emitted = {tp: list(o) for tp, o in self.emitted.items()}
+        self.checkpoints[cid] = (state, self._offsets(), emitted, dict(self.origins))
         fail_on(check_offset_commits(self.log.committed(GROUP), self.expected_commits, "after a snapshot"))
         if outcome != "pending":
             for tp in sorted(self._offsets()):  # the source keeps reading while the checkpoint completes
@@ -229,22 +260,25 @@ class SourceMachine(RuleBasedStateMachine):
         else:
             self.mix.step("restore-partial-view" if partial else "restore-full-view")
         self.checkpoints = {c: v for c, v in self.checkpoints.items() if c <= self.completed}
-        state, offsets, emitted = self.checkpoints[self.completed]
+        state, offsets, emitted, origins = self.checkpoints[self.completed]
         metadata = self._view(partial, data)
         self.source = Guarded(
-            self.adapter.restore_source(state, m, self.subscription, metadata, keep), "source", self.adapter.name
+            self.adapter.restore_source(state, m, self.subscription, metadata, keep, self.startup),
+            "source",
+            self.adapter.name,
         )
         variant = self.adapter.restore_variant
         violations = check_restore(offsets, self.source.offsets, self.subscription, keep, metadata, variant)
         if partial and violations:
             # Tell RESTORE-006 from a bug that loses partitions whatever the view: restore again, fully informed.
             full = dict(self.log.list_topics())
-            probe = self.adapter.restore_source(state, m, self.subscription, full, keep)
+            probe = self.adapter.restore_source(state, m, self.subscription, full, keep, self.startup)
             violations = check_restore(offsets, probe.offsets, self.subscription, keep, full, variant) or violations
         fail_on(violations)
         new = set(self._offsets()) - set(offsets)
         fail_on(check_new_partition_start(self._offsets(), new, "RESTORE-004"))
         self.emitted = {tp: list(o) for tp, o in emitted.items() if tp in self._offsets()}
+        self.origins = {tp: o for tp, o in origins.items() if not is_sentinel(self._offsets().get(tp, EARLIEST))}
 
     def _view(self, partial: bool, data: st.DataObject) -> dict[str, frozenset[int]]:
         full = dict(self.log.list_topics())
@@ -269,11 +303,11 @@ class SourceMachine(RuleBasedStateMachine):
 
     @invariant()
     def emitted_offsets_are_exactly_the_prefix(self) -> None:
-        """No gap, no duplicate, no regression: emitted == 0 .. next-1 for every partition (RESTORE-003)."""
+        """No gap, no duplicate, no regression: emitted == start .. next-1 for every partition (RESTORE-003)."""
         violations = []
         for tp, next_offset in sorted(self._offsets().items()):
             emitted = self.emitted.get(tp, [])
-            expected = [] if is_sentinel(next_offset) else list(range(next_offset))
+            expected = [] if is_sentinel(next_offset) else list(range(self.origins.get(tp, 0), next_offset))
             if emitted != expected:
                 kind = "offset-duplicate" if len(set(emitted)) < len(emitted) else "offset-gap"
                 violations.append(
