@@ -29,11 +29,12 @@ from conformance.report import (
     violates,
 )
 from conformance.requirements import CATEGORIES
-from conformance.runner import RequirementResult, RunResult, Status, TestResult, broker_used
+from conformance.runner import UNSTRUCTURED, RequirementResult, RunResult, Status, TestResult, broker_used
 
 BENCH_FILE = "bench.json"
 """Written by ``kconform bench --json DIR/bench.json``; drawn when it is in the report's directory."""
-VIOLATIONS_LISTED = 50
+VIOLATIONS_LISTED = 12
+VIOLATIONS_FOLDED = 500
 GRID_COLUMNS = 24
 """Task columns a grid draws at most: a wide parallelism shows only the tasks some partition names."""
 CELL = 18
@@ -61,6 +62,7 @@ h3 { font-size: 15px; margin: 18px 0 6px; font-family: ui-monospace, monospace; 
 .summary { font-weight: 600; margin: 8px 0 16px; }
 table { border-collapse: collapse; margin: 6px 0 12px; width: 100%; }
 th, td { border: 1px solid #d8dde6; padding: 4px 8px; text-align: left; vertical-align: top; }
+td:first-child { white-space: nowrap; }
 th { background: #f3f5f8; }
 td.status { font-weight: 700; white-space: nowrap; }
 td.pass, .verdict .pass { color: #1f7a37; } td.fail { color: #c22f2f; } td.partial { color: #a56500; }
@@ -297,15 +299,26 @@ def _pictures(pictures: Iterable[Picture]) -> str:
     )
 
 
+def _violation_list(t: TestResult) -> str:
+    """The first violations in view, the others (up to ``VIOLATIONS_FOLDED``) folded."""
+    lines = [shorten(v.evidence if v.kind == UNSTRUCTURED else str(v)) for v in t.violations]
+    shown = "".join(f"<li>{_e(line)}</li>" for line in lines[:VIOLATIONS_LISTED])
+    html = f'<ul class="violations">{shown}</ul>'
+    folded = lines[VIOLATIONS_LISTED:VIOLATIONS_FOLDED]
+    if folded:
+        rest = "".join(f"<li>{_e(line)}</li>" for line in folded)
+        beyond = len(lines) - VIOLATIONS_FOLDED
+        rest += f"<li>... and {beyond} more (report.json lists them all)</li>" if beyond > 0 else ""
+        summary = f"<summary>{len(lines) - VIOLATIONS_LISTED} more violations</summary>"
+        html += f'<details>{summary}<ul class="violations">{rest}</ul></details>'
+    return html
+
+
 def _failure(t: TestResult) -> str:
-    listed = t.violations[:VIOLATIONS_LISTED]
-    more = len(t.violations) - len(listed)
-    items = "".join(f"<li>{_e(shorten(str(v)))}</li>" for v in listed)
-    items += f"<li>... and {more} more (report.json lists them all)</li>" if more > 0 else ""
     parts = [
         f'<section class="failure" id="test-{_e(t.name)}"><h3>{_e(t.name)}</h3>',
         f"<p>{_e(violates(t))}</p>",
-        f'<ul class="violations">{items}</ul>',
+        _violation_list(t),
         _pictures(t.pictures),
         f"<details><summary>counterexample and traceback</summary><pre>{_e(evidence_text(t))}</pre></details>",
     ]
