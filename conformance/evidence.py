@@ -48,18 +48,23 @@ def offset_step(
     parallelism: int,
     read: Iterable[tuple[TopicPartition, int]],
     expected: Mapping[TopicPartition, tuple[int, int]],
+    resumed: Mapping[TopicPartition, int] | None = None,
 ) -> dict[str, Any]:
     """One run of a restart sequence: per partition the offsets it read (first, last + 1) and should have.
 
     ``event`` is how the run began: ``start``, ``restart`` (from the previous run's checkpoint,
-    perhaps at another parallelism) or ``driver-kill`` (after the previous driver was SIGKILLed).
+    perhaps at another parallelism), ``driver-kill`` (after the previous driver was SIGKILLed) or
+    ``crash`` (the previous job failed and this one restored its last completed checkpoint).
+    ``resumed``: where the run's source said each partition resumes, when the scenario can ask it
+    (a run that fails at its restore has read nothing yet, so only this shows where it went wrong).
     """
+    resumed = resumed or {}
     first: dict[TopicPartition, int] = {}
     last: dict[TopicPartition, int] = {}
     for tp, offset in read:
         first[tp] = min(offset, first.get(tp, offset))
         last[tp] = max(offset + 1, last.get(tp, offset + 1))
-    partitions = sorted(set(first) | set(expected))
+    partitions = sorted(set(first) | set(expected) | set(resumed))
     return {
         "label": label,
         "event": event,
@@ -70,6 +75,7 @@ def offset_step(
                 "partition": tp.partition,
                 "read": [first[tp], last[tp]] if tp in first else None,
                 "expected": list(expected[tp]) if tp in expected else None,
+                "resumed": resumed.get(tp),
             }
             for tp in partitions
         ],

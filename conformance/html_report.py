@@ -10,6 +10,7 @@ failing tests attached to their failures (``conformance.evidence``), never re-de
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from html import escape
 from pathlib import Path
@@ -25,7 +26,6 @@ from conformance.report import (
     shorten,
     skip_groups,
     tally,
-    verdict_line,
     violates,
 )
 from conformance.requirements import CATEGORIES
@@ -190,10 +190,11 @@ def offset_timeline_svg(picture: Picture) -> str:
     steps: list[dict[str, Any]] = picture["steps"]
     partitions = sorted({(r["topic"], r["partition"]) for s in steps for r in s["ranges"]})
     ends = [x for s in steps for r in s["ranges"] for span in (r["read"], r["expected"]) if span for x in span]
+    ends += [r["resumed"] for s in steps for r in s["ranges"] if r.get("resumed") is not None]
     most = max(ends, default=1) or 1
     plot = 560
     lane = 8
-    row_height = lane * len(steps) + 10
+    row_height = lane * len(steps) + 14  # room for a resume marker above the first lane
     top = 30
     legend_top = top + len(partitions) * row_height + 26
     height = legend_top + 18 * len(steps) + 8
@@ -223,6 +224,14 @@ def offset_timeline_svg(picture: Picture) -> str:
                 out.append(
                     f'<rect x="{x(lo)}" y="{y}" width="{max(x(hi) - x(lo), 1)}" height="{lane - 2}" fill="#dde2ea"/>'
                 )
+            resumed = found.get("resumed")
+            if resumed is not None:
+                should = found["expected"][0] if found["expected"] else resumed
+                colour = "#1d2330" if resumed == should else "#c22f2f"
+                out.append(
+                    f'<path class="resumed" d="M{x(resumed)} {y - 1} l-4 -5 h8 z" fill="{colour}">'
+                    f"<title>resumed at {resumed}, should resume at {should}</title></path>"
+                )
             if found["read"]:
                 lo, hi = found["read"]
                 colour = STEP_COLOURS[s_index % len(STEP_COLOURS)]
@@ -236,19 +245,21 @@ def offset_timeline_svg(picture: Picture) -> str:
                         f'<rect x="{x(lo)}" y="{y}" width="{max(x(hi) - x(lo), 1)}" height="{lane - 2}" fill="none" '
                         f'stroke="#c22f2f" stroke-width="1.5"/>'
                     )
-    marks = {"start": "▶", "restart": "⟳", "driver-kill": "✕"}
+    marks = {"start": "▶", "restart": "⟳", "driver-kill": "✕", "crash": "✕"}
     for s_index, step in enumerate(steps):
         y = legend_top + s_index * 18
         colour = STEP_COLOURS[s_index % len(STEP_COLOURS)]
-        kill = step["event"] == "driver-kill"
+        kill = ' fill="#c22f2f"' if step["event"] in ("driver-kill", "crash") else ""
         out.append(f'<rect x="4" y="{y - 10}" width="12" height="12" fill="{colour}"/>')
         out.append(
-            f'<text x="22" y="{y}"{" fill=" + chr(34) + "#c22f2f" + chr(34) if kill else ""}>'
+            f'<text x="22" y="{y}"{kill}>'
             f"{marks.get(step['event'], '•')} {_e(step['label'])}: {_e(step['event'])} at parallelism "
             f"{step['parallelism']}</text>"
         )
     out.append(
-        f'<text x="{LABEL_WIDTH + plot - 260}" y="{legend_top}">grey: should read; red box: read otherwise</text>'
+        f'<text x="{LABEL_WIDTH + plot - 330}" y="{legend_top}">grey: should read; red box: read otherwise</text>'
+        f'<text x="{LABEL_WIDTH + plot - 330}" y="{legend_top + 18}">▼ where a run resumed (red: not where it '
+        "should)</text>"
     )
     out.append("</svg>")
     return "".join(out)
@@ -346,6 +357,19 @@ def _bench(directory: Path) -> dict[str, Any] | None:
     return loaded
 
 
+def _summary(result: RunResult) -> str:
+    """Counts by status and the exit code, the failing tests linked to their sections; the console's
+    verdict line lists every PARTIAL reason too, which the tables here show row by row."""
+    counts = Counter(str(r.status) for r in result.requirements)
+    head = f"{len(result.requirements)} requirements: {', '.join(f'{n} {s}' for s, n in sorted(counts.items()))}"
+    failing = ", ".join(f'<a href="#test-{_e(t.name)}">{_e(t.name)}</a>' for t in result.failing)
+    causes = "; ".join(result.could_not_check)
+    parts = [f"{_e(head)}; exit {result.exit_code}"]
+    parts += [f"not as expected: {failing}"] if failing else []
+    parts += [f"could not check: {_e(causes)}"] if causes else []
+    return f'<p class="summary">{". ".join(parts)}.</p>'
+
+
 def render_html(result: RunResult, bench: dict[str, Any] | None = None) -> str:
     o = result.options
     verdicts = class_verdicts(result)
@@ -354,7 +378,7 @@ def render_html(result: RunResult, bench: dict[str, Any] | None = None) -> str:
         f'<p class="meta">adapter <code>{_e(o.adapter)}</code>, level {_e(o.level)}, {_e(broker_used(o))}, '
         f"profile {_e(o.profile)}, seed {result.seed}{', strict' if o.strict else ''}</p>",
         f'<div class="verdicts">{"".join(_verdict_box(v) for v in verdicts)}</div>',
-        f'<p class="summary">{_e(verdict_line(result))}</p>',
+        _summary(result),
     ]
     for category in CATEGORIES:
         rows = [r for r in result.requirements if r.category == category]

@@ -60,8 +60,6 @@ class ClassVerdict:
     unverified: list[str]
     """``ID STATUS`` of ids checked in part (PARTIAL) or not at all (SKIP, ERROR)."""
     verified: list[str]
-    partly: bool
-    """Some id of the class was at least partly checked (PASS, XPASS or PARTIAL)."""
 
     @property
     def label(self) -> str:
@@ -69,14 +67,14 @@ class ClassVerdict:
 
     @property
     def holds(self) -> bool | None:
-        """False on any violation, None when nothing of the class was checked, else True."""
+        """False on any violation, None when no id of the class was verified in full, else True."""
         if self.violated:
             return False
-        return True if self.partly else None
+        return True if self.verified else None
 
     @property
     def answer(self) -> str:
-        return {False: "no", None: "not checked", True: "yes"}[self.holds]
+        return {False: "no", None: "not verified", True: "yes"}[self.holds]
 
     @property
     def detail(self) -> str:
@@ -85,7 +83,7 @@ class ClassVerdict:
             return f"violated: {', '.join(self.violated)}"
         if self.holds is None:
             why = f"not verified: {', '.join(self.unverified)}" if self.unverified else "none selected"
-            return f"no {self.category} requirement checked; {why}"
+            return f"no {self.category} requirement verified in full; {why}"
         if self.unverified:
             return f"as far as checked; not fully verified: {', '.join(self.unverified)}"
         return f"{len(self.verified)} {self.category} requirements verified"
@@ -114,7 +112,6 @@ def class_verdicts(result: RunResult) -> list[ClassVerdict]:
                 [r.id for r in rows if r.status in VIOLATED],
                 [f"{r.id} {r.status}" for r in rows if r.status in (Status.PARTIAL, Status.SKIP, Status.ERROR)],
                 [r.id for r in rows if r.status in (Status.PASS, Status.XPASS)],
-                any(r.status in (Status.PASS, Status.XPASS, Status.PARTIAL) for r in rows),
             )
         )
     return verdicts

@@ -61,14 +61,15 @@ def mutant_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_report_html_is_self_contained(mutant_report: Path) -> None:
     html = (mutant_report / "report.html").read_text()
     assert html.startswith("<!DOCTYPE html>")
-    assert not re.search(r"<script|<link|<img|<iframe|\b(?:src|href)=|url\(|@import", html, re.IGNORECASE)
+    assert not re.search(r"<script|<link|<img|<iframe|\bsrc=|\bhref=\"(?!#)|url\(|@import", html, re.IGNORECASE)
+    assert '<a href="#test-required_ASSIGN_001_and_002_every_partition_one_owner_spread_uniformly">' in html
     assert set(re.findall(r"https?://[^\s\"'<>]+", html)) == {"http://www.w3.org/2000/svg"}  # a namespace, not a fetch
 
 
 def test_report_html_gives_both_verdicts_and_the_failing_plan_as_a_grid(mutant_report: Path) -> None:
     html = (mutant_report / "report.html").read_text()
     assert '<div class="verdict no" id="verdict-fidelity"><b>Flink-faithful: no</b>' in html
-    assert '<div class="verdict unknown" id="verdict-safety"><b>safe: not checked</b>' in html
+    assert '<div class="verdict unknown" id="verdict-safety"><b>safe: not verified</b>' in html
     assert "<h2>Fidelity requirements</h2>" in html
     assert html.count('<svg class="assignment-grid"') == 1
     assert 'class="diff-row"' in html  # the partition with a negative owner is marked
@@ -106,13 +107,14 @@ def test_offset_timeline_marks_restarts_kills_and_reads_that_differ() -> None:
     tp = TopicPartition("t", 0)
     steps = [
         offset_step("run 1", "start", 2, [(tp, o) for o in range(0, 10)], {tp: (0, 10)}),
-        offset_step("run 2", "driver-kill", 3, [(tp, o) for o in range(8, 20)], {tp: (10, 20)}),
+        offset_step("run 2", "driver-kill", 3, [(tp, o) for o in range(8, 20)], {tp: (10, 20)}, {tp: 8}),
     ]
-    assert steps[1]["ranges"] == [{"topic": "t", "partition": 0, "read": [8, 20], "expected": [10, 20]}]
+    assert steps[1]["ranges"] == [{"topic": "t", "partition": 0, "read": [8, 20], "expected": [10, 20], "resumed": 8}]
     svg = offset_timeline_svg(offset_timeline(steps, "demo"))
     assert svg.count('class="read"') == 2
     assert "✕ run 2: driver-kill at parallelism 3" in svg
     assert svg.count('stroke="#c22f2f"') == 1  # only run 2 read other offsets than it should
+    assert "<title>resumed at 8, should resume at 10</title>" in svg
 
 
 def test_bench_chart_draws_each_figure_against_its_goal() -> None:

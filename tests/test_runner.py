@@ -81,7 +81,7 @@ def test_conforming_adapter_passes_and_writes_every_report(tmp_path: Path) -> No
     assert (rep["safe"], rep["flink_faithful"]) == (None, True)  # its safety ids are pipeline tests, skipped
     assert by_id(rep)["ASSIGN-001"]["class"] == "fidelity"
     assert "Flink-faithful: yes" in proc.stdout
-    assert "- **safe: not checked (no safety requirement checked; not verified: COMMIT-011 SKIP" in markdown
+    assert "- **safe: not verified (no safety requirement verified in full; not verified: COMMIT-011 SKIP" in markdown
     assert not [p for p in junit.iter("property") if p.get("name", "").startswith("hypothesis-statistics")]
     ids = {c.get("name"): p.get("value") for c in junit.iter("testcase") for p in c.iter("property")}
     assert ids["test_required_ASSIGN_001_owner_in_range"] == "ASSIGN-001"
