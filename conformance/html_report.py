@@ -86,10 +86,9 @@ def _e(value: object) -> str:
 def _verdict_box(v: ClassVerdict) -> str:
     css = {True: "yes", False: "no", None: "unknown"}[v.holds]
     title = {"safety": "no record lost, repeated or reordered", "fidelity": "follows Flink's model exactly"}
-    detail = v.detail
     return (
         f'<div class="verdict {css}" id="verdict-{v.category}"><b>{_e(v.label)}: {_e(v.answer)}</b>'
-        f'<span class="note">{_e(title[v.category])}</span><div>{_e(detail)}</div></div>'
+        f'<span class="note">{_e(title[v.category])}</span><div>{_e(v.detail)}</div></div>'
     )
 
 
@@ -107,12 +106,13 @@ def _requirement_table(rows: Sequence[RequirementResult], strict: bool) -> str:
 
 
 def _grid_columns(picture: Picture) -> list[int]:
-    """The task columns of a grid: all of ``0..n-1`` when few, else those some row names (in range or not)."""
+    """The task columns of a grid: all of ``0..n-1`` when few, else the tasks the rows name, owner then
+    claims, in row order (differences first) until ``GRID_COLUMNS``; out-of-range claims are columns too."""
     n: int = picture["parallelism"]
-    named = {r["expected"] for r in picture["rows"]} | {o for r in picture["rows"] for o in r["actual"]}
+    named = dict.fromkeys(task for r in picture["rows"] for task in [r["expected"], *r["actual"]])
     if n <= GRID_COLUMNS:
-        return sorted(set(range(n)) | named)
-    return sorted(named)[:GRID_COLUMNS]
+        return sorted(set(range(n)) | set(named))
+    return sorted(list(named)[:GRID_COLUMNS])
 
 
 def assignment_grid_svg(picture: Picture) -> str:
@@ -123,7 +123,8 @@ def assignment_grid_svg(picture: Picture) -> str:
     n: int = picture["parallelism"]
     width = max(len(columns) * CELL, 130)  # room for the grid's heading
     gap = 36
-    top = 44
+    wide = max(len(str(c)) for c in columns) > 2  # labels of a large parallelism are turned to fit their column
+    top = 70 if wide else 44
     total_width = max(LABEL_WIDTH + 2 * width + gap + 10, 700)  # room for the legend
     height = top + len(rows) * CELL + 34
     out = [
@@ -137,7 +138,9 @@ def assignment_grid_svg(picture: Picture) -> str:
         for i, task in enumerate(columns):
             outside = not 0 <= task < n
             colour = ' fill="#c22f2f"' if outside else ""
-            out.append(f'<text x="{x0 + i * CELL + CELL / 2}" y="{top - 8}" text-anchor="middle"{colour}>{task}</text>')
+            cx = x0 + i * CELL + CELL / 2
+            turn = f' transform="rotate(-60 {cx} {top - 8})" text-anchor="start"' if wide else ' text-anchor="middle"'
+            out.append(f'<text x="{cx}" y="{top - 8}"{turn}{colour}>{task}</text>')
     out.append(f'<text x="4" y="{top - 8}">partition \\ task</text>')
     for y_index, row in enumerate(rows):
         y = top + y_index * CELL
@@ -283,7 +286,7 @@ def bench_svg(bench: dict[str, Any]) -> str:
         y = 24 + i * row
         ratio = f["seconds"] / f["goal_seconds"]
         colour = "#2e9d4a" if ratio <= 1 else "#c22f2f"
-        out.append(f'<text x="4" y="{y + 12}">{_e(shorten(f["name"], 52))}</text>')
+        out.append(f'<text x="4" y="{y + 12}">{_e(f["name"])}</text>')
         out.append(f'<rect x="{label}" y="{y}" width="{max(plot * ratio / scale, 1)}" height="16" fill="{colour}"/>')
         out.append(
             f'<text x="{label + plot + 8}" y="{y + 12}">x{ratio:.2f} ({f["seconds"] * 1000:.0f} of '
