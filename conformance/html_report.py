@@ -368,8 +368,8 @@ def _summary(result: RunResult) -> str:
     failing = ", ".join(f'<a href="#test-{_e(t.name)}">{_e(t.name)}</a>' for t in result.failing)
     causes = "; ".join(result.could_not_check)
     parts = [f"{_e(head)}; exit {result.exit_code}"]
-    parts += [f"not as expected: {failing}"] if failing else []
-    parts += [f"could not check: {_e(causes)}"] if causes else []
+    parts += [f"Not as expected: {failing}"] if failing else []
+    parts += [f"Could not check: {_e(causes)}"] if causes else []
     return f'<p class="summary">{". ".join(parts)}.</p>'
 
 

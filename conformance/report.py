@@ -86,7 +86,8 @@ class ClassVerdict:
             return f"no {self.category} requirement verified in full; {why}"
         if self.unverified:
             return f"as far as checked; not fully verified: {', '.join(self.unverified)}"
-        return f"{len(self.verified)} {self.category} requirements verified"
+        plural = "" if len(self.verified) == 1 else "s"
+        return f"{len(self.verified)} {self.category} requirement{plural} verified"
 
     def text(self) -> str:
         return f"{self.label}: {self.answer} ({self.detail})"
