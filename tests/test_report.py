@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from conformance.report import ClassVerdict, shorten
@@ -49,3 +54,14 @@ def test_skip_causes_drop_the_ids_they_start_with() -> None:
     cause = "adapter 'x' does not declare capability 'pipeline'"
     assert skip_cause(f"COMMIT-011, COMMIT-013: {cause}") == cause
     assert skip_cause(f"DISC-005: {cause}; RESTORE-004: other") == f"{cause}; other"
+
+
+def test_report_md_lists_the_run_s_metrics(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "KCONFORM_PROFILE"}
+    args = ["--adapter", "reference_impl.adapter:ADAPTER", "--level", "protocol", "--only", "optional_ASSIGN_005"]
+    command = [sys.executable, "-m", "conformance.cli", "run", *args, "--profile", "quick", "--report", "report"]
+    proc = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    markdown = (tmp_path / "report" / "report.md").read_text()
+    assert "## Metrics\n\n| test | metric | value |\n| --- | --- | --- |\n" in markdown
+    assert "| `optional_ASSIGN_005_global_spread_is_reported` | global_spread_parallelism_16 | " in markdown

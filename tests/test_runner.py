@@ -205,6 +205,8 @@ def test_partially_verified_requirement_is_partial_in_every_report_never_a_pass(
     markdown = (tmp_path / "report" / "report.md").read_text()
     assert f"| PARTIAL (not verified in full: {reason}) | 1 partial, 1 pass |" in markdown
     assert f"NOT FULLY VERIFIED, so not a pass: ASSIGN-004: {reason}." in markdown
+    partial_section = "## Partial verdicts\n\nNot a pass: what each could not verify, and why.\n\n"
+    assert f"{partial_section}- **ASSIGN-004** PARTIAL: {reason}\n" in markdown
     suite = ET.parse(tmp_path / "report" / "junit.xml").getroot().find("testsuite")
     assert suite is not None
     cases = {c.get("name"): c for c in suite.iter("testcase")}
