@@ -47,10 +47,8 @@ class ViolationError(AssertionError):
     the failure it reports and writes them structured into report.json and the HTML report.
     """
 
-    def __init__(
-        self, violations: Sequence[Violation], pictures: Sequence[Picture] = (), context: str = "", detail: str = ""
-    ) -> None:
-        super().__init__(context + explain(violations) + detail)
+    def __init__(self, violations: Sequence[Violation], pictures: Sequence[Picture] = (), detail: str = "") -> None:
+        super().__init__(explain(violations) + detail)
         self.violations = list(violations)
         self.pictures = list(pictures)
 
@@ -62,17 +60,15 @@ def explain(violations: Sequence[Violation], limit: int = 10) -> str:
     return f"{len(violations)} violation(s):\n{shown}{more}"
 
 
-def fail_on(
-    violations: Sequence[Violation], pictures: Sequence[Picture] = (), context: str = "", detail: str = ""
-) -> None:
+def fail_on(violations: Sequence[Violation], pictures: Sequence[Picture] = (), detail: str = "") -> None:
     """Fail the calling suite test with the violations as its message (one ``ID kind: evidence`` per line),
-    ``context`` before them and ``detail`` (e.g. the history) after.
+    then ``detail`` (e.g. the history).
 
     A ``ViolationError``, not a bare ``assert``: pytest's assertion rewriting would append the
     list's repr (``assert not [Violation(...)]``) to every failure, and the reports need the objects.
     """
     if violations:
-        raise ViolationError(violations, pictures, context, detail)
+        raise ViolationError(violations, pictures, detail)
 
 
 def all_partitions(metadata: Metadata) -> set[TopicPartition]:

@@ -444,9 +444,9 @@ class Collector:
             result.message = where + (crash.message if crash else last_line(failed[0].longreprtext))
             result.counterexamples = evidence
             told = "\n".join([c.error for c in result.counterexamples] or [result.message])
-            named = ids_in_text(told)
-            result.violated = [i for i in ids if i in named] or ids
             result.violations = [v for e in raised for v in e.violations]
+            named = ids_in_text(told) | {v.requirement for v in result.violations}  # the message shows only the first
+            result.violated = [i for i in ids if i in named] or ids
             result.violations = result.violations or violations_in_text(told, result.violated)
             result.pictures = [p for e in raised for p in e.pictures]
             result.replay = self.replay_command(name, pipeline)
