@@ -49,7 +49,7 @@ spec: setup
 	$(BIN)/kconform spec check --profile $(if $(filter thorough,$(PROFILE)),thorough,ci)
 
 bench: setup
-	$(BIN)/kconform bench
+	$(BIN)/kconform bench --json $(REPORT)/bench.json
 
 probe: setup
 	$(BIN)/kconform probe-broker --broker $(BROKER)

@@ -10,10 +10,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import json
 import statistics
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import pytest
 from hypothesis import Phase, settings
@@ -128,11 +130,23 @@ def bench_broker_start() -> list[str]:
     ]
 
 
+def write_json(path: Path | None, figures: Sequence[Figure]) -> None:
+    """The figures that have goals, for the HTML report's chart (``{"figures": [{name, seconds, goal_seconds}]}``)."""
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"figures": [asdict(f) for f in figures]}, indent=2) + "\n", encoding="utf-8")
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="kconform bench", description=__doc__)
     parser.add_argument("--skip-mutants", action="store_true", help="skip the time-to-kill figures")
     parser.add_argument("--skip-brokers", action="store_true", help="skip the broker start times")
     parser.add_argument("--skip-spark", action="store_true", help="skip the Spark source and sink throughput figures")
+    parser.add_argument(
+        "--json",
+        type=Path,
+        help="also write the figures with goals here; kconform run's report.html draws DIR/bench.json as a chart",
+    )
     args = parser.parse_args(argv)
     figures = [bench_plan(), bench_discovery_diff()]
     print("\n".join(f.row() for f in figures))
@@ -145,6 +159,7 @@ def main(argv: list[str]) -> int:
         print()
         bench_spark()
     if args.skip_mutants:
+        write_json(args.json, figures)
         return 0
     settings.register_profile(
         KILL_PROFILE,
@@ -158,6 +173,10 @@ def main(argv: list[str]) -> int:
         seconds, killed = time_to_kill(mutant)
         kills.append(seconds)
         print(f"  {mutant.name:<42} {seconds:7.2f} s  {'killed' if killed else 'SURVIVED'}")
-    print(Figure("median time to kill", statistics.median(kills), 1.0).row())
-    print(Figure("worst time to kill", max(kills), 10.0).row())
+    figures += [
+        Figure("median time to kill", statistics.median(kills), 1.0),
+        Figure("worst time to kill", max(kills), 10.0),
+    ]
+    print("\n".join(f.row() for f in figures[-2:]))
+    write_json(args.json, figures)
     return 0

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from reference_impl.assignment import assign
 from reference_impl.discovery import Metadata, Subscription
@@ -25,9 +26,31 @@ class Violation:
     requirement: str
     kind: str
     evidence: str
+    data: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    """The evidence as fields (topic, partition, got, want, ...), JSON-ready, for reports that draw it."""
 
     def __str__(self) -> str:
         return f"{self.requirement} {self.kind}: {self.evidence}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.requirement, "kind": self.kind, "evidence": self.evidence, "fields": dict(self.data)}
+
+
+Picture = dict[str, Any]
+"""A figure's data (``conformance.evidence`` builds them), JSON-ready: the HTML report draws it."""
+
+
+class ViolationError(AssertionError):
+    """A suite test's failure that keeps its violations (and pictures) as objects, not only as text.
+
+    Hypothesis re-raises the exception of the shrunk example, so ``kconform run`` finds these on
+    the failure it reports and writes them structured into report.json and the HTML report.
+    """
+
+    def __init__(self, violations: Sequence[Violation], pictures: Sequence[Picture] = (), detail: str = "") -> None:
+        super().__init__(explain(violations) + detail)
+        self.violations = list(violations)
+        self.pictures = list(pictures)
 
 
 def explain(violations: Sequence[Violation], limit: int = 10) -> str:
@@ -37,9 +60,15 @@ def explain(violations: Sequence[Violation], limit: int = 10) -> str:
     return f"{len(violations)} violation(s):\n{shown}{more}"
 
 
-def fail_on(violations: Sequence[Violation]) -> None:
-    """Fail the calling suite test with the violations as its message (one ``ID kind: evidence`` per line)."""
-    assert not violations, explain(violations)
+def fail_on(violations: Sequence[Violation], pictures: Sequence[Picture] = (), detail: str = "") -> None:
+    """Fail the calling suite test with the violations as its message (one ``ID kind: evidence`` per line),
+    then ``detail`` (e.g. the history).
+
+    A ``ViolationError``, not a bare ``assert``: pytest's assertion rewriting would append the
+    list's repr (``assert not [Violation(...)]``) to every failure, and the reports need the objects.
+    """
+    if violations:
+        raise ViolationError(violations, pictures, detail)
 
 
 def all_partitions(metadata: Metadata) -> set[TopicPartition]:
@@ -55,11 +84,17 @@ def check_plan(claims: Mapping[TopicPartition, Sequence[int]], parallelism: int)
     for tp, owners in sorted(claims.items()):
         bad = [o for o in owners if not (isinstance(o, int) and 0 <= o < parallelism)]
         if bad:
-            out.append(Violation("ASSIGN-001", "owner-out-of-range", f"{tp} -> {bad} with parallelism {parallelism}"))
+            where = {"topic": tp.topic, "partition": tp.partition, "owners": bad, "parallelism": parallelism}
+            out.append(
+                Violation("ASSIGN-001", "owner-out-of-range", f"{tp} -> {bad} with parallelism {parallelism}", where)
+            )
+        facts = {"topic": tp.topic, "partition": tp.partition, "owners": sorted(owners)}
         if len(owners) > 1:
-            out.append(Violation("ASSIGN-001", "double-assignment", f"{tp} claimed by subtasks {sorted(owners)}"))
+            out.append(
+                Violation("ASSIGN-001", "double-assignment", f"{tp} claimed by subtasks {sorted(owners)}", facts)
+            )
         if not owners:
-            out.append(Violation("ASSIGN-001", "unassigned", f"{tp} is owned by no subtask"))
+            out.append(Violation("ASSIGN-001", "unassigned", f"{tp} is owned by no subtask", facts))
     by_topic: dict[str, list[TopicPartition]] = defaultdict(list)
     for tp in claims:
         by_topic[tp.topic].append(tp)
@@ -70,7 +105,12 @@ def check_plan(claims: Mapping[TopicPartition, Sequence[int]], parallelism: int)
         sizes = [counts.get(i, 0) for i in range(parallelism)]
         if max(sizes) - min(sizes) > 1:
             out.append(
-                Violation("ASSIGN-002", "per-topic-skew", f"{topic!r} ({len(tps)} partitions) per subtask: {sizes}")
+                Violation(
+                    "ASSIGN-002",
+                    "per-topic-skew",
+                    f"{topic!r} ({len(tps)} partitions) per subtask: {sizes}",
+                    {"topic": topic, "partitions": len(tps), "per_subtask": sizes},
+                )
             )
     return out
 
@@ -88,7 +128,16 @@ def check_formula(owners: Mapping[TopicPartition, int], parallelism: int) -> lis
             requirement = "ASSIGN-004" if contiguous else "ASSIGN-006"
             out.append(
                 Violation(
-                    requirement, "formula-mismatch", f"{tp} at parallelism {parallelism}: got {got}, Flink {want}"
+                    requirement,
+                    "formula-mismatch",
+                    f"{tp} at parallelism {parallelism}: got {got}, Flink {want}",
+                    {
+                        "topic": tp.topic,
+                        "partition": tp.partition,
+                        "parallelism": parallelism,
+                        "got": got,
+                        "want": want,
+                    },
                 )
             )
     return out
@@ -97,7 +146,12 @@ def check_formula(owners: Mapping[TopicPartition, int], parallelism: int) -> lis
 def check_determinism(first: Mapping[TopicPartition, int], second: Mapping[TopicPartition, int]) -> list[Violation]:
     """ASSIGN-003: two observations of the same partitions (other order, other company) agree."""
     return [
-        Violation("ASSIGN-003", "order-dependent", f"{tp}: subtask {first[tp]} in one view, {second[tp]} in another")
+        Violation(
+            "ASSIGN-003",
+            "order-dependent",
+            f"{tp}: subtask {first[tp]} in one view, {second[tp]} in another",
+            {"topic": tp.topic, "partition": tp.partition, "first": first[tp], "second": second[tp]},
+        )
         for tp in sorted(first.keys() & second.keys())
         if first[tp] != second[tp]
     ]
@@ -167,7 +221,12 @@ def check_new_partition_start(
 ) -> list[Violation]:
     """DISC-005 / RESTORE-004: partitions found after start, or missing from the state, start at EARLIEST."""
     return [
-        Violation(requirement, "new-partition-not-earliest", f"{tp} starts at {offsets.get(tp)!r}, not EARLIEST")
+        Violation(
+            requirement,
+            "new-partition-not-earliest",
+            f"{tp} starts at {offsets.get(tp)!r}, not EARLIEST",
+            {"topic": tp.topic, "partition": tp.partition, "start": offsets.get(tp)},
+        )
         for tp in sorted(new)
         if offsets.get(tp) != EARLIEST
     ]
@@ -227,10 +286,11 @@ def check_offset_continuity(tp: TopicPartition, before: int, after: int) -> list
     """RESTORE-003: a restored next offset equals the checkpointed one (sentinels stay sentinels)."""
     if after == before:
         return []
+    facts = {"topic": tp.topic, "partition": tp.partition, "checkpointed": before, "restored": after}
     if is_sentinel(before) or is_sentinel(after):
-        return [Violation("RESTORE-003", "offset-changed", f"{tp}: checkpointed {before}, restored {after}")]
+        return [Violation("RESTORE-003", "offset-changed", f"{tp}: checkpointed {before}, restored {after}", facts)]
     kind = "offset-gap" if after > before else "offset-duplicate"
-    return [Violation("RESTORE-003", kind, f"{tp}: checkpointed next offset {before}, restored {after}")]
+    return [Violation("RESTORE-003", kind, f"{tp}: checkpointed next offset {before}, restored {after}", facts)]
 
 
 def check_offset_commits(
@@ -275,6 +335,13 @@ def check_order(
                         "COMMIT-013",
                         "reordered",
                         f"output partition {partition}: {tp} offset {offset} appears after offset {last[tp]}",
+                        {
+                            "output_partition": partition,
+                            "topic": tp.topic,
+                            "partition": tp.partition,
+                            "offset": offset,
+                            "after": last[tp],
+                        },
                     )
                 )
             last[tp] = max(offset, last.get(tp, -1))

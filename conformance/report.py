@@ -1,4 +1,5 @@
-"""The reports of ``kconform run``: the console summary, ``report.md``, ``report.json``, ``pytest.log``, and
+"""The reports of ``kconform run``: the console summary, ``report.md``, ``report.json``, ``report.html``
+(``conformance.html_report``), ``pytest.log``, and
 kconform's own verdicts (PARTIAL, ERROR, the ids a failure violates) in pytest's ``junit.xml``.
 
 The summary table is per requirement, because that is what a connector team is asked about; the
@@ -9,9 +10,10 @@ the same rows, so the console, the Markdown and the JSON never disagree.
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from collections import Counter
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -20,9 +22,28 @@ from typing import Any
 from _pytest.junitxml import mangle_test_address  # how pytest named the testcases it wrote
 
 from conformance.probe import format_table
-from conformance.runner import ERROR_EXIT, RequirementResult, RunResult, Status, TestResult, broker_used
+from conformance.requirements import CATEGORIES
+from conformance.runner import (
+    ERROR_EXIT,
+    UNSTRUCTURED,
+    RequirementResult,
+    RunResult,
+    Status,
+    TestResult,
+    broker_used,
+    skip_cause,
+)
 
 TITLE_WIDTH = 60
+NAME_WIDTH = 64
+"""Longer words (a 249-character topic name) are cut in the middle on the console."""
+VIOLATIONS_SHOWN = 10
+CLASS_LABEL = {"safety": "safe", "fidelity": "Flink-faithful"}
+VIOLATED = (Status.FAIL, Status.XFAIL)
+"""A listed deviation (XFAIL) is still a violation: the verdicts say what the connector does, not what is known."""
+LONG_WORD = re.compile(rf"[^\s'\"\[\](){{}},:]{{{NAME_WIDTH + 1},}}")
+HYPOTHESIS_EXPLANATION = "Explanation:"
+"""Hypothesis's explain phase: the lines only failing examples ran, useful in report.md, noise on a console."""
 REPLAY_NOTE = (
     "A replay in the same directory first re-runs the shrunk example saved in .hypothesis/; "
     "the @reproduce_failure blob replays it anywhere (add it as a decorator to the test)."
@@ -30,12 +51,101 @@ REPLAY_NOTE = (
 SPEC_DIR = "spec/"
 
 
-def _tally(row: RequirementResult) -> str:
+@dataclass(frozen=True)
+class ClassVerdict:
+    """The adapter's verdict on one class of requirements (``safe``, ``Flink-faithful``)."""
+
+    category: str
+    violated: list[str]
+    unverified: list[str]
+    """``ID STATUS`` of ids checked in part (PARTIAL) or not at all (SKIP, ERROR)."""
+    verified: list[str]
+
+    @property
+    def label(self) -> str:
+        return CLASS_LABEL[self.category]
+
+    @property
+    def holds(self) -> bool | None:
+        """False on any violation, None when no id of the class was verified in full, else True."""
+        if self.violated:
+            return False
+        return True if self.verified else None
+
+    @property
+    def answer(self) -> str:
+        return {False: "no", None: "not verified", True: "yes"}[self.holds]
+
+    @property
+    def detail(self) -> str:
+        """Why the answer: the ids violated, or those not (fully) verified, or how many were."""
+        if self.holds is False:
+            return f"violated: {', '.join(self.violated)}"
+        if self.holds is None:
+            why = f"not verified: {', '.join(self.unverified)}" if self.unverified else "none selected"
+            return f"no {self.category} requirement verified in full; {why}"
+        if self.unverified:
+            return f"as far as checked; not fully verified: {', '.join(self.unverified)}"
+        plural = "" if len(self.verified) == 1 else "s"
+        return f"{len(self.verified)} {self.category} requirement{plural} verified"
+
+    def text(self) -> str:
+        return f"{self.label}: {self.answer} ({self.detail})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "holds": self.holds,
+            "text": self.text(),
+            "violated": self.violated,
+            "unverified": self.unverified,
+            "verified": self.verified,
+        }
+
+
+def class_verdicts(result: RunResult) -> list[ClassVerdict]:
+    """Safety and fidelity apart: a connector can lose no record and still not follow Flink's model."""
+    verdicts = []
+    for category in CATEGORIES:
+        rows = [r for r in result.requirements if r.category == category]
+        verdicts.append(
+            ClassVerdict(
+                category,
+                [r.id for r in rows if r.status in VIOLATED],
+                [f"{r.id} {r.status}" for r in rows if r.status in (Status.PARTIAL, Status.SKIP, Status.ERROR)],
+                [r.id for r in rows if r.status in (Status.PASS, Status.XPASS)],
+            )
+        )
+    return verdicts
+
+
+def shorten(text: str, width: int = NAME_WIDTH) -> str:
+    """Every word longer than ``width`` cut in the middle (``kkkk...kkkk``), so its ends stay readable."""
+    keep = (width - 3) // 2
+    return LONG_WORD.sub(lambda m: f"{m.group(0)[:keep]}...{m.group(0)[-keep:]}", text)
+
+
+def _violation_lines(t: TestResult, limit: int = VIOLATIONS_SHOWN) -> list[str]:
+    """One line per violation, the first ``limit`` of them."""
+    lines = [v.evidence if v.kind == UNSTRUCTURED else str(v) for v in t.violations[:limit]]
+    more = len(t.violations) - limit
+    return lines + ([f"... and {more} more (all of them in report.json)"] if more > 0 else [])
+
+
+def _console_evidence(t: TestResult) -> list[str]:
+    """What the console shows of a failure: its violations, then each shrunk example and its blob."""
+    lines = [shorten(line) for v in _violation_lines(t) or [t.message] for line in v.splitlines()]
+    for c in t.counterexamples:
+        example = c.example.split(HYPOTHESIS_EXPLANATION)[0].rstrip()
+        lines += [shorten(line) for line in example.splitlines()] + ([c.blob] if c.blob else [])
+    return lines
+
+
+def tally(row: RequirementResult) -> str:
     counts = Counter(t.status_for(row.id) for t in row.tests)
     return ", ".join(f"{n} {status.lower()}" for status, n in sorted(counts.items()))
 
 
-def _note(row: RequirementResult, strict: bool) -> str:
+def row_note(row: RequirementResult, strict: bool) -> str:
     """Why a row's status does or does not fail the run, when that is not obvious."""
     counted = row.status is Status.FAIL and any(t.fails(strict) for t in row.tests)
     if row.status is Status.FAIL and row.level == "MAY" and not counted:
@@ -51,7 +161,16 @@ def _note(row: RequirementResult, strict: bool) -> str:
     return row.reason
 
 
-def _violates(t: TestResult) -> str:
+def skip_groups(rows: list[RequirementResult]) -> dict[str, list[str]]:
+    """Skipped ids by cause: one missing capability or broker feature skips many ids for one reason."""
+    groups: dict[str, list[str]] = {}
+    for row in rows:
+        if row.status is Status.SKIP:
+            groups.setdefault(skip_cause(row.reason), []).append(row.id)
+    return groups
+
+
+def violates(t: TestResult) -> str:
     if not t.ids:
         return "no requirement id"
     rest = [i for i in t.ids if i not in t.violated]
@@ -59,14 +178,14 @@ def _violates(t: TestResult) -> str:
     return f"violates {', '.join(t.violated)} (counted as {t.level}){also}"
 
 
-def _evidence(t: TestResult) -> str:
+def evidence_text(t: TestResult) -> str:
     """The error and, for a Hypothesis test, the shrunk example and blob exactly as Hypothesis printed them."""
     if not t.counterexamples:
         return t.message
     return "\n\n".join("\n".join([c.error, c.example] + ([c.blob] if c.blob else [])) for c in t.counterexamples)
 
 
-def _verdict(result: RunResult) -> str:
+def verdict_line(result: RunResult) -> str:
     """The last line: counts by status, every PARTIAL id with its reason (exit 0 must not read as all green),
     and every cause of an ERROR, once (one broker down errs every pipeline test)."""
     counts = Counter(r.status for r in result.requirements)
@@ -87,15 +206,20 @@ def _verdict(result: RunResult) -> str:
 
 
 def render_text(result: RunResult) -> str:
-    lines = ["", f"{'requirement':<12} {'level':<6} {'title':<{TITLE_WIDTH}} {'status':<7} tests"]
+    header = f"{'requirement':<12} {'level':<6} {'class':<8} {'title':<{TITLE_WIDTH}} {'status':<7} tests"
+    lines = ["", header]
     for row in result.requirements:
         title = row.title if len(row.title) <= TITLE_WIDTH else row.title[: TITLE_WIDTH - 3] + "..."
-        lines.append(f"{row.id:<12} {row.level:<6} {title:<{TITLE_WIDTH}} {row.status:<7} {_tally(row)}")
-        note = _note(row, result.options.strict)
-        if note and row.status is not Status.ERROR:  # its cause ends the summary, once
+        category = row.category or "-"
+        lines.append(f"{row.id:<12} {row.level:<6} {category:<8} {title:<{TITLE_WIDTH}} {row.status:<7} {tally(row)}")
+        note = row_note(row, result.options.strict)
+        if note and row.status not in (Status.ERROR, Status.SKIP):  # their causes are listed once, below
             lines.append(f"{'':<12} -> {note}")
+    skips = skip_groups(result.requirements)
+    lines += ["", "skipped:"] if skips else []
+    lines += [f"  {', '.join(ids)}: {cause}" for cause, ids in skips.items()]
     for t in (t for t in result.tests if t.status is Status.FAIL):
-        lines += ["", f"FAIL {t.name}", f"  {_violates(t)}", *(f"  {line}" for line in _evidence(t).splitlines())]
+        lines += ["", f"FAIL {t.name}", f"  {violates(t)}", *(f"  {line}" for line in _console_evidence(t))]
         lines += [f"  replay: {t.replay}"] if t.replay else []
     if any(t.status is Status.FAIL for t in result.tests):
         lines += ["", REPLAY_NOTE]
@@ -106,12 +230,18 @@ def render_text(result: RunResult) -> str:
     lines += ["", *(f"note: {n}" for n in result.notes)]
     if result.untested:
         lines.append(f"not checked by any selected test: {', '.join(result.untested)}")
-    lines.append(_verdict(result))
+    lines += [v.text() for v in class_verdicts(result)]
+    lines.append(verdict_line(result))
     return "\n".join(lines)
 
 
 def _md(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _partial_lines(result: RunResult) -> list[str]:
+    """Every PARTIAL verdict with its reasons (each test's that could not verify the id in full)."""
+    return [f"- **{r.id}** PARTIAL: {_md(r.reason)}" for r in result.requirements if r.status is Status.PARTIAL]
 
 
 def render_markdown(result: RunResult) -> str:
@@ -124,20 +254,31 @@ def render_markdown(result: RunResult) -> str:
         f"- level `{o.level}`, {broker_used(o)}, profile `{o.profile}`, seed `{result.seed}`"
         + (", strict" if o.strict else ""),
         "",
-        f"**{_verdict(result)}**",
+        *(f"- **{v.text()}**" for v in class_verdicts(result)),
         "",
-        "| requirement | level | title | status | tests |",
-        "| --- | --- | --- | --- | --- |",
+        f"**{verdict_line(result)}**",
+        "",
+        "| requirement | level | class | title | status | tests |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
     for row in result.requirements:
-        note = _note(row, o.strict)
+        note = row_note(row, o.strict)
         status = f"{row.status} ({_md(note)})" if note else str(row.status)
-        lines.append(f"| {row.id} | {row.level} | {_md(row.title)} | {status} | {_tally(row)} |")
+        lines.append(f"| {row.id} | {row.level} | {row.category or '-'} | {_md(row.title)} | {status} | {tally(row)} |")
+    partial = _partial_lines(result)
+    if partial:
+        lines += ["", "## Partial verdicts", "", "Not a pass: what each could not verify, and why.", "", *partial]
+    metrics = [(t.name, k, v) for t in result.tests for k, v in t.metrics.items()]
+    if metrics:
+        lines += ["", "## Metrics", "", "| test | metric | value |", "| --- | --- | --- |"]
+        lines += [f"| `{name}` | {_md(key)} | {_md(str(value))} |" for name, key, value in metrics]
     failures = [t for t in result.tests if t.status is Status.FAIL]
     if failures:
         lines += ["", "## Failures", "", REPLAY_NOTE]
     for t in failures:
-        lines += ["", f"### `{t.name}`", "", _violates(t), "", "```text", _evidence(t), "```"]
+        lines += ["", f"### `{t.name}`", "", violates(t), ""]
+        lines += [f"- {_md(line)}" for line in _violation_lines(t)]
+        lines += ["", "```text", evidence_text(t), "```"]
         lines += ["", "Replay:", "", "```sh", t.replay, "```"] if t.replay else []
     if result.broker:
         lines += ["", "## Broker capabilities", "", "```text", format_table(result.broker), "```"]
@@ -172,13 +313,19 @@ def _test_json(t: TestResult) -> dict[str, Any]:
         "evidence": t.longrepr,
         "metrics": t.metrics,
         "unverified": t.unverified,
+        "violations": [v.to_json() for v in t.violations],
+        "pictures": t.pictures,
     }
 
 
 def to_json(result: RunResult) -> dict[str, Any]:
     o = result.options
+    verdicts = {v.category: v for v in class_verdicts(result)}
     return {
         "kconform_version": _kconform_version(),
+        "safe": verdicts["safety"].holds,
+        "flink_faithful": verdicts["fidelity"].holds,
+        "verdicts": {category: v.to_json() for category, v in verdicts.items()},
         "adapter": {
             "spec": o.adapter,
             "name": result.adapter_name,
@@ -202,10 +349,11 @@ def to_json(result: RunResult) -> dict[str, Any]:
             {
                 "id": r.id,
                 "level": r.level,
+                "class": r.category or None,
                 "title": r.title,
                 "spec": f"{SPEC_DIR}{r.link}" if r.link else None,
                 "status": str(r.status),
-                "reason": _note(r, o.strict),
+                "reason": row_note(r, o.strict),
                 "tests": [t.name for t in r.tests],
             }
             for r in result.requirements
@@ -222,8 +370,9 @@ def annotate_junit(result: RunResult, path: Path) -> None:
 
     JUnit has no partial outcome and no verdict per requirement id, and a ``<skipped>`` inside a
     passing testcase makes it a skip (or invalid) to most readers. So each testcase keeps pytest's
-    outcome and gets properties: ``kconform.status`` (PARTIAL, ERROR) and ``kconform.violated`` (the
-    ids a failure names, when the test checks more). The ids a test did not verify (PARTIAL, or not
+    outcome and gets properties: ``kconform.requirements`` (the ids it checks), ``kconform.status``
+    (PARTIAL, ERROR), ``kconform.violated`` (the ids a failure names, when the test checks more) and
+    ``kconform.replay`` (a failure's one-line replay). The ids a test did not verify (PARTIAL, or not
     reached before its violation) get a skipped testcase ``NAME (unverified: IDS)`` next to it with
     the reason: CI dashboards count and list skips, where a property alone would go unseen. A test
     that could not check keeps pytest's ``<error>``, with kconform's message; a cause that is the
@@ -232,6 +381,7 @@ def annotate_junit(result: RunResult, path: Path) -> None:
     tree = ET.parse(path)
     suite = tree.getroot().find("testsuite")
     assert suite is not None, f"{path}: no <testsuite>"
+    _drop_hypothesis_statistics(suite)
     cases = {(c.get("classname"), c.get("name")): c for c in suite.iter("testcase")}
 
     def count(kind: str) -> None:
@@ -239,14 +389,18 @@ def annotate_junit(result: RunResult, path: Path) -> None:
 
     for t in result.tests:
         unverified = [i for i in t.ids if t.status_for(i) is Status.PARTIAL]
-        marks = {"kconform.status": str(t.status)} if t.status in (Status.PARTIAL, Status.ERROR) else {}
+        marks = {"kconform.requirements": ", ".join(t.ids)} if t.ids else {}
+        if t.status in (Status.PARTIAL, Status.ERROR):
+            marks["kconform.status"] = str(t.status)
         if t.violated != t.ids and t.status in (Status.FAIL, Status.XFAIL):
             marks["kconform.violated"] = ", ".join(t.violated)
-        if not (unverified or marks):
-            continue
+        if t.replay:
+            marks["kconform.replay"] = t.replay
         *module, name = mangle_test_address(t.nodeid)
         classname = ".".join(module)
-        case = cases[classname, name]
+        case = cases.get((classname, name))
+        if case is None or not (unverified or marks):  # a module that failed to import has no testcase of its own
+            continue
         properties = case.find("properties")  # pytest wrote the test's user properties (partial's) there
         if properties is None:
             properties = ET.Element("properties")
@@ -272,9 +426,23 @@ def annotate_junit(result: RunResult, path: Path) -> None:
     tree.write(path, encoding="utf-8", xml_declaration=True)
 
 
+def _drop_hypothesis_statistics(suite: ET.Element) -> None:
+    """Hypothesis's plugin adds each test's statistics as a base64 suite property: noise to every JUnit
+    reader (pytest.log has them readable)."""
+    for properties in suite.findall("properties"):
+        for prop in properties.findall("property"):
+            if prop.get("name", "").startswith("hypothesis-statistics-"):
+                properties.remove(prop)
+        if not len(properties):
+            suite.remove(properties)
+
+
 def write_reports(result: RunResult, directory: Path) -> None:
-    """``report.json``, ``report.md`` and ``pytest.log``; pytest itself wrote ``junit.xml`` there."""
+    """``report.json``, ``report.md``, ``report.html`` and ``pytest.log``; pytest itself wrote ``junit.xml`` there."""
+    from conformance.html_report import write_html  # it imports this module's renderings
+
     directory.mkdir(parents=True, exist_ok=True)
+    write_html(result, directory)
     (directory / "report.json").write_text(json.dumps(to_json(result), indent=2) + "\n", encoding="utf-8")
     (directory / "report.md").write_text(render_markdown(result), encoding="utf-8")
     (directory / "pytest.log").write_text(result.pytest_log, encoding="utf-8")

@@ -16,6 +16,7 @@ import os
 import random
 import re
 import shlex
+import shutil
 import signal
 import sys
 import threading
@@ -41,6 +42,7 @@ from conformance.adapter import (
 )
 from conformance.brokers import BOOTSTRAP_ENV, BROKER_KINDS, DEFAULT_BROKER
 from conformance.brokers.base import EXTERNAL_TIMEOUT_ENV, START_TIMEOUT_S
+from conformance.checkers import Picture, Violation, ViolationError
 from conformance.expectations import Deviation, find_deviation, load_expectations
 from conformance.probe import Capability
 from conformance.profiles import PROFILES, profile_from_env
@@ -71,6 +73,12 @@ USAGE_EXIT = 2
 ERROR_EXIT = 3
 """Could not check: distinct from a violation (1) and from a usage error (2)."""
 BLOB = re.compile(r"@reproduce_failure\([^)]*\)")
+SKIP_IDS = re.compile(r"(^|; )[A-Z]+-\d{3}(?:, [A-Z]+-\d{3})*: ")
+"""The ids a skip message starts with (the plugin names them); the rest is the cause, shared by many tests."""
+VIOLATION_LINE = re.compile(r"^\s*(?P<id>[A-Z]+-\d{3}) (?P<kind>[a-z][a-z0-9-]*): (?P<evidence>.+)$", re.MULTILINE)
+"""A violation as ``explain`` prints it, for failures that did not raise ``ViolationError``."""
+UNSTRUCTURED = "failure"
+"""The kind of a failure that names no violation (a plain ``assert``, a timeout): its message is the evidence."""
 
 
 class Status(StrEnum):
@@ -140,6 +148,10 @@ class TestResult:
     """What the test recorded with ``record_property`` (e.g. ASSIGN-005's global spread)."""
     unverified: dict[str, str] = field(default_factory=dict)
     """Requirement id -> why the test could not verify it in full (declared with the ``partial`` fixture)."""
+    violations: list[Violation] = field(default_factory=list)
+    """A failure's violations: those its ``ViolationError`` carried, else read from its message."""
+    pictures: list[Picture] = field(default_factory=list)
+    """The data of the failure's figures (``conformance.evidence``), drawn by the HTML report."""
 
     def fails(self, strict: bool) -> bool:
         """MUST failures fail the run, SHOULD failures and PARTIAL only when strict, MAY never; an XPASS always does.
@@ -182,6 +194,8 @@ class RequirementResult:
     status: Status
     tests: list[TestResult]
     reason: str = ""
+    category: str = ""
+    """``safety`` or ``fidelity``, as the spec tags the id; empty for an id the spec does not know."""
 
 
 @dataclass
@@ -243,6 +257,19 @@ def load(spec: str) -> Adapter:
         raise AdapterLoadError(f"--adapter {spec!r} failed to load: {exc!r}") from exc
 
 
+def kconform_program() -> list[str]:
+    """How to call this kconform from a shell, so a printed replay line works as printed.
+
+    ``kconform`` when the one on ``PATH`` is this interpreter's, else that script by its path (a
+    venv that is not activated), else this interpreter with ``-m conformance.cli``.
+    """
+    script = Path(sys.executable).parent / "kconform"
+    on_path = shutil.which("kconform")
+    if on_path and script.exists() and Path(on_path).resolve() == script.resolve():
+        return ["kconform"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "conformance.cli"]
+
+
 def broker_used(options: RunOptions) -> str:
     """The run's broker as reports name it: the protocol level has none, whatever ``--broker`` says."""
     if options.level == "protocol":
@@ -255,6 +282,11 @@ def display_name(item_name: str) -> str:
     return item_name.removeprefix("test_")
 
 
+def skip_cause(message: str) -> str:
+    """A skip's reason without the ids it starts with: tests skipped for one cause share it."""
+    return SKIP_IDS.sub(r"\1", message)
+
+
 def last_line(text: str) -> str:
     """The last non-empty line of pytest's report text (the exception), without its ``E`` gutter."""
     lines = [line for line in text.splitlines() if line.strip()]
@@ -263,6 +295,19 @@ def last_line(text: str) -> str:
 
 def strongest(levels: Sequence[str]) -> str:
     return min(levels, key=LEVELS.index)
+
+
+def violation_errors(exc: BaseException) -> list[ViolationError]:
+    """The ``ViolationError``s of a failure, one per distinct failure of a group."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [e for sub in exc.exceptions for e in violation_errors(sub)]
+    return [exc] if isinstance(exc, ViolationError) else []
+
+
+def violations_in_text(text: str, ids: Sequence[str]) -> list[Violation]:
+    """The ``ID kind: evidence`` lines of a failure message, else the message as one violation of ``ids``."""
+    found = [Violation(m["id"], m["kind"], m["evidence"]) for m in VIOLATION_LINE.finditer(text)]
+    return found or [Violation(", ".join(ids), UNSTRUCTURED, text)]
 
 
 def counterexamples(exc: BaseException) -> list[Counterexample]:
@@ -299,6 +344,7 @@ class Collector:
         self._items: dict[str, pytest.Item] = {}
         self._reports: dict[str, list[pytest.TestReport]] = {}
         self._evidence: dict[str, list[Counterexample]] = {}
+        self._raised: dict[str, list[ViolationError]] = {}
         self._not_checked: dict[str, str] = {}
         self._collect_errors: list[TestResult] = []
 
@@ -364,6 +410,7 @@ class Collector:
             )
         elif call.excinfo is not None and not call.excinfo.errisinstance(pytest.skip.Exception):
             self._evidence.setdefault(item.nodeid, []).extend(counterexamples(call.excinfo.value))
+            self._raised.setdefault(item.nodeid, []).extend(violation_errors(call.excinfo.value))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self._reports.setdefault(report.nodeid, []).append(report)
@@ -374,6 +421,7 @@ class Collector:
     def _result(self, item: pytest.Item, reports: list[pytest.TestReport]) -> TestResult:
         name = display_name(item.name)
         evidence = self._evidence.pop(item.nodeid, [])
+        raised = self._raised.pop(item.nodeid, [])
         not_checked = self._not_checked.pop(item.nodeid, None)
         mark = item.get_closest_marker("requirement")
         ids = list(mark.args) if mark and mark.args else ids_in_test_name(getattr(item, "originalname", item.name))
@@ -402,8 +450,12 @@ class Collector:
             where = "" if failed[0].when == "call" else f"error in {failed[0].when}: "
             result.message = where + (crash.message if crash else last_line(failed[0].longreprtext))
             result.counterexamples = evidence
-            named = ids_in_text("\n".join([c.error for c in result.counterexamples] or [result.message]))
+            told = "\n".join([c.error for c in result.counterexamples] or [result.message])
+            result.violations = [v for e in raised for v in e.violations]
+            named = ids_in_text(told) | {v.requirement for v in result.violations}  # the message shows only the first
             result.violated = [i for i in ids if i in named] or ids
+            result.violations = result.violations or violations_in_text(told, result.violated)
+            result.pictures = [p for e in raised for p in e.pictures]
             result.replay = self.replay_command(name, pipeline)
         elif skipped:
             result.status = Status.SKIP
@@ -424,7 +476,8 @@ class Collector:
     def replay_command(self, name: str, pipeline: bool) -> str:
         o = self.options
         level = PIPELINE_MARK if pipeline else "protocol"
-        args = ["kconform", "run", "--adapter", o.adapter, "--level", level, "--only", name, "--seed", str(self.seed)]
+        args = [*kconform_program(), "run", "--adapter", o.adapter, "--level", level, "--only", name]
+        args += ["--seed", str(self.seed)]
         defaults = RunOptions(adapter=o.adapter)
         for flag, value, default in (
             ("--profile", o.profile, defaults.profile),
@@ -444,7 +497,13 @@ class Collector:
         if result.status is Status.ERROR:  # one cause (a broker down) errs many tests: say it once
             shown = f"ERROR (could not check: {'as above' if result.message in seen else result.message})"
         elif result.status is Status.SKIP:
-            shown = f"SKIP ({result.message})"
+            cause = skip_cause(result.message)
+            same = [
+                n
+                for n, t in enumerate(self.results[:-1], 1)
+                if t.status is Status.SKIP and skip_cause(t.message) == cause
+            ]
+            shown = f"SKIP (same reason as [{same[0]}])" if same else f"SKIP ({result.message})"
         elif result.status is Status.PARTIAL:
             shown = f"PARTIAL ({result.duration:.1f}s; {result.message})"
         elif result.deviation is not None:
@@ -471,7 +530,8 @@ def aggregate(
         status, reason = _verdict(req_id, ts)
         level = req.level if req else strongest([t.level for t in ts])
         title = req.title if req else "(not in the spec)"
-        rows.append(RequirementResult(req_id, level, title, req.link if req else "", status, ts, reason))
+        link, category = (req.link, req.category) if req else ("", "")
+        rows.append(RequirementResult(req_id, level, title, link, status, ts, reason, category))
     return rows, [r for r in requirements if r not in by_id]
 
 
@@ -532,6 +592,8 @@ def pytest_args(options: RunOptions, seed: int) -> list[str]:
         "no:cacheprovider",
         "-o",
         "junit_suite_name=kconform",
+        "-o",
+        "junit_family=xunit1",  # xunit2 drops (and warns about) the properties tests record: ids, metrics
         "--continue-on-collection-errors",
         f"--kconform-adapter={options.adapter}",
         f"--hypothesis-profile={options.profile}",
@@ -650,7 +712,9 @@ aborted records); it is reported with the reason, never as a pass.""",
     parser.add_argument(
         "--profile", choices=list(PROFILES), default=None, help="default: $KCONFORM_PROFILE, else default"
     )
-    parser.add_argument("--report", type=Path, help="write report.json, report.md, junit.xml and pytest.log here")
+    parser.add_argument(
+        "--report", type=Path, help="write report.html, report.md, report.json, junit.xml and pytest.log here"
+    )
     parser.add_argument("--expectations", type=Path, help="TOML file of known deviations ([[deviation]])")
     parser.add_argument("--only", help="run only tests whose display name contains this")
     parser.add_argument("--seed", type=int, help="Hypothesis seed (default: random, printed)")
@@ -712,5 +776,5 @@ def main(argv: Sequence[str]) -> int:
     print(report.render_text(result))
     if options.report is not None:
         report.write_reports(result, options.report)
-        print(f"reports: {options.report / 'report.md'}, report.json, junit.xml, pytest.log")
+        print(f"reports: {options.report / 'report.html'}, report.md, report.json, junit.xml, pytest.log")
     return result.exit_code

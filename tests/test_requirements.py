@@ -29,14 +29,14 @@ PAGE = """# Demo
 
 Intro text, not a requirement.
 
-### DEMO-001 (MUST) Every partition is owned by exactly one subtask
+### DEMO-001 (MUST, fidelity) Every partition is owned by exactly one subtask
 
 The requirement.
 
 **Checked by.** `check_plan` (violations `double-assignment`, `unassigned`);
 `tests/test_demo.py::test_required_DEMO_001_*`.
 
-### DEMO-002 (SHOULD) Entries are filtered, unless kept on request
+### DEMO-002 (SHOULD, safety) Entries are filtered, unless kept on request
 
 **Why.** Because.
 
@@ -64,6 +64,7 @@ def test_spec_pages_parse_into_unique_ids_with_levels_and_titles() -> None:
         "Every partition is owned by exactly one subtask",
         "assignment.md",
         reqs["ASSIGN-001"].checked_by,
+        "fidelity",
     )
     assert reqs["RESTORE-005"].level == "SHOULD"
     assert reqs["ASSIGN-005"].level == "MAY"
@@ -81,12 +82,32 @@ def test_headings_checked_by_and_anchors_are_parsed() -> None:
         "Every partition is owned by exactly one subtask",
         "demo.md",
     )
-    assert first.link == "demo.md#demo-001-must-every-partition-is-owned-by-exactly-one-subtask"
+    assert first.link == "demo.md#demo-001-must-fidelity-every-partition-is-owned-by-exactly-one-subtask"
+    assert (first.category, second.category, third.category) == ("fidelity", "safety", "")
     assert first.checkers == ["check_plan"]
     assert first.checked_by.startswith("`check_plan` (violations")
     assert (second.level, second.checked_by, second.checkers) == ("SHOULD", "", [])
     assert third.anchor == "demo-003-may-global-spread-is-reported-the-global_spread-metric"
     assert third.checkers == []
+
+
+def test_every_spec_requirement_has_exactly_one_class() -> None:
+    """Reports give a safety and a fidelity verdict: an id of neither class (or of both) would be in none."""
+    spec = Path(requirements.__file__).resolve().parents[1] / "spec"
+    for page in spec.glob("*.md"):
+        assert requirements.malformed_headings(page.read_text()) == [], page.name
+    classes = {r.id: r.category for r in load_requirements().values()}
+    assert set(classes.values()) == set(requirements.CATEGORIES), classes
+    assert classes["RESTORE-003"] == "safety"
+    assert classes["ASSIGN-004"] == "fidelity"
+
+
+@pytest.mark.parametrize("tags", ["MUST, safety, fidelity", "MUST, liveness", "safety"])
+def test_a_heading_without_exactly_one_known_class_is_an_error(tmp_path: Path, tags: str) -> None:
+    (tmp_path / "spec").mkdir()
+    (tmp_path / "spec" / "a.md").write_text(PAGE + f"\n### DEMO-004 ({tags}) Two classes\n")
+    with pytest.raises(ValueError, match=r"a\.md: requirement headings not of the form .*DEMO-004"):
+        load_requirements(tmp_path)
 
 
 def test_an_id_defined_twice_is_an_error(tmp_path: Path) -> None:
@@ -150,8 +171,9 @@ def test_tla_properties_are_optional(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_requirements_verb_lists_spec_checker_and_tests(capsys: pytest.CaptureFixture[str]) -> None:
     assert requirements.main([]) == 0
     out = capsys.readouterr().out
-    assert "ASSIGN-001 (MUST) Every partition is owned by exactly one subtask" in out
-    assert "  spec:    spec/assignment.md#assign-001-must-every-partition-is-owned-by-exactly-one-subtask" in out
+    assert "ASSIGN-001 (MUST, fidelity) Every partition is owned by exactly one subtask" in out
+    anchor = "assign-001-must-fidelity-every-partition-is-owned-by-exactly-one-subtask"
+    assert f"  spec:    spec/assignment.md#{anchor}" in out
     assert "  checker: check_plan" in out
     assert "  test:    tests/test_assignment.py::test_required_ASSIGN_001_owner_in_range" in out
 
@@ -159,10 +181,10 @@ def test_requirements_verb_lists_spec_checker_and_tests(capsys: pytest.CaptureFi
 def test_requirements_verb_markdown_is_a_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert requirements.main(["--markdown"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert "| id | level | title | checked by | tests | TLA+ |" in lines
+    assert "| id | level | class | title | checked by | tests | TLA+ |" in lines
     row = next(line for line in lines if line.startswith("| [ASSIGN-001]"))
     assert row.startswith(
-        "| [ASSIGN-001](assignment.md#assign-001-must-every-partition-is-owned-by-exactly-one-subtask)"
+        "| [ASSIGN-001](assignment.md#assign-001-must-fidelity-every-partition-is-owned-by-exactly-one-subtask)"
     )
 
 

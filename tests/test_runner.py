@@ -76,8 +76,15 @@ def test_conforming_adapter_passes_and_writes_every_report(tmp_path: Path) -> No
     junit = ET.parse(tmp_path / "report" / "junit.xml").getroot()
     assert len(junit.findall(".//testcase")) == 10
     markdown = (tmp_path / "report" / "report.md").read_text()
-    assert "| requirement | level | title | status | tests |" in markdown
+    assert "| requirement | level | class | title | status | tests |" in markdown
     assert "sample-good" in markdown
+    assert (rep["safe"], rep["flink_faithful"]) == (None, True)  # its safety ids are pipeline tests, skipped
+    assert by_id(rep)["ASSIGN-001"]["class"] == "fidelity"
+    assert "Flink-faithful: yes" in proc.stdout
+    assert "- **safe: not verified (no safety requirement verified in full; not verified: COMMIT-011 SKIP" in markdown
+    assert not [p for p in junit.iter("property") if p.get("name", "").startswith("hypothesis-statistics")]
+    ids = {c.get("name"): p.get("value") for c in junit.iter("testcase") for p in c.iter("property")}
+    assert ids["test_required_ASSIGN_001_owner_in_range"] == "ASSIGN-001"
 
 
 def test_missing_capability_is_a_skip_with_its_reason_never_a_pass(tmp_path: Path) -> None:
@@ -99,21 +106,33 @@ def test_must_failure_fails_the_run_with_counterexample_blob_and_replay_line(tmp
     assert "partition=2" in example["example"]
     assert example["blob"].startswith("@reproduce_failure(")
     replay = (
-        f"kconform run --adapter {ADAPTERS}:BROKEN --level protocol --only required_ASSIGN_004_matches_reference"
-        f" --seed 1 --profile quick --suite {SUITE}"
+        f"{shlex.join(runner.kconform_program())} run --adapter {ADAPTERS}:BROKEN --level protocol"
+        f" --only required_ASSIGN_004_matches_reference --seed 1 --profile quick --suite {SUITE}"
     )
     assert failure["replay"] == replay
     assert f"replay: {replay}" in proc.stdout
     assert example["blob"] in proc.stdout
     assert example["blob"] in (tmp_path / "report" / "report.md").read_text()
+    [violation] = failure["violations"]
+    assert (violation["id"], violation["kind"]) == ("ASSIGN-004", "failure")
+    assert report(tmp_path)["flink_faithful"] is False
+    [faithful] = [line for line in proc.stdout.splitlines() if line.startswith("Flink-faithful: ")]
+    assert faithful.startswith("Flink-faithful: no (violated: ") and "ASSIGN-004" in faithful
+    cases = {c.get("name"): c for c in ET.parse(tmp_path / "report" / "junit.xml").getroot().iter("testcase")}
+    properties = {
+        p.get("name"): p.get("value") for p in cases["test_required_ASSIGN_004_matches_reference"].iter("property")
+    }
+    assert properties == {"kconform.requirements": "ASSIGN-004", "kconform.replay": replay}
 
 
 def test_replay_line_reruns_only_that_test_and_fails_the_same_way(tmp_path: Path) -> None:
     first = run_sample(tmp_path, "BROKEN", "--seed", "5", "--report", "report")
     failure = by_name(report(tmp_path))["required_ASSIGN_004_matches_reference"]
     replay = shlex.split(failure["replay"])
-    assert replay[:2] == ["kconform", "run"]
-    again = kconform(tmp_path, *replay[1:], "--report", "again")
+    assert replay[: len(runner.kconform_program()) + 1] == [*runner.kconform_program(), "run"]
+    path = os.pathsep.join(p for p in (str(SAMPLE), os.environ.get("PYTHONPATH")) if p)
+    env = {k: v for k, v in os.environ.items() if k != "KCONFORM_PROFILE"} | {"PYTHONPATH": path}
+    again = subprocess.run([*replay, "--report", "again"], cwd=tmp_path, env=env, capture_output=True, timeout=120)
     assert first.returncode == again.returncode == 1
     rerun = json.loads((tmp_path / "again" / "report.json").read_text())
     assert [t["name"] for t in rerun["tests"]] == ["required_ASSIGN_004_matches_reference"]
@@ -186,13 +205,19 @@ def test_partially_verified_requirement_is_partial_in_every_report_never_a_pass(
     markdown = (tmp_path / "report" / "report.md").read_text()
     assert f"| PARTIAL (not verified in full: {reason}) | 1 partial, 1 pass |" in markdown
     assert f"NOT FULLY VERIFIED, so not a pass: ASSIGN-004: {reason}." in markdown
+    partial_section = "## Partial verdicts\n\nNot a pass: what each could not verify, and why.\n\n"
+    assert f"{partial_section}- **ASSIGN-004** PARTIAL: {reason}\n" in markdown
     suite = ET.parse(tmp_path / "report" / "junit.xml").getroot().find("testsuite")
     assert suite is not None
     cases = {c.get("name"): c for c in suite.iter("testcase")}
     passed = cases["test_required_ASSIGN_003_same_owner_twice"]
     assert [child.tag for child in passed] == ["properties"]
     properties = {p.get("name"): p.get("value") for p in passed.iter("property")}
-    assert properties == {"kconform.unverified.ASSIGN-004": UNVERIFIED, "kconform.status": "PARTIAL"}
+    assert properties == {
+        "kconform.unverified.ASSIGN-004": UNVERIFIED,
+        "kconform.status": "PARTIAL",
+        "kconform.requirements": "ASSIGN-003, ASSIGN-004",
+    }
     unverified = cases["test_required_ASSIGN_003_same_owner_twice (unverified: ASSIGN-004)"]
     [skipped] = list(unverified)
     assert (skipped.tag, skipped.get("message")) == ("skipped", f"PARTIAL: ASSIGN-004 not verified: {UNVERIFIED}")
@@ -283,13 +308,16 @@ def test_failure_fails_only_the_ids_it_violates_and_leaves_the_others_unverified
     assert (by_id(rep)["ASSIGN-002"]["status"], by_id(rep)["ASSIGN-006"]["status"]) == ("FAIL", "PARTIAL")
     assert by_name(rep)["required_ASSIGN_002_spread_then_sparse_ids"]["violated"] == ["ASSIGN-002"]
     markdown = (tmp_path / "report" / "report.md").read_text()
-    assert "| ASSIGN-002 | MUST | Partitions of one topic are spread uniformly | FAIL | 1 fail |" in markdown
+    assert "| ASSIGN-002 | MUST | fidelity | Partitions of one topic are spread uniformly | FAIL | 1 fail |" in markdown
     assert f"| PARTIAL (not verified in full: {why}) | 1 partial |" in markdown
     suite = ET.parse(tmp_path / "report" / "junit.xml").getroot().find("testsuite")
     assert suite is not None
     cases = {c.get("name"): c for c in suite.iter("testcase")}
     failed = cases["test_required_ASSIGN_002_spread_then_sparse_ids"]
-    assert {p.get("name"): p.get("value") for p in failed.iter("property")} == {"kconform.violated": "ASSIGN-002"}
+    properties = {p.get("name"): p.get("value") for p in failed.iter("property")}
+    assert properties["kconform.violated"] == "ASSIGN-002"
+    assert properties["kconform.requirements"] == "ASSIGN-002, ASSIGN-006"
+    assert "--only required_ASSIGN_002_spread_then_sparse_ids" in properties["kconform.replay"]
     [skipped] = list(cases["test_required_ASSIGN_002_spread_then_sparse_ids (unverified: ASSIGN-006)"])
     assert (skipped.tag, skipped.get("message")) == ("skipped", f"PARTIAL: ASSIGN-006 not verified: {why}")
 
@@ -472,8 +500,8 @@ def test_unreachable_broker_is_an_error_with_one_line_naming_it_and_the_fix_not_
     assert f"| ERROR (could not check: {cause}" in (tmp_path / "report" / "report.md").read_text()
     cases = ET.parse(tmp_path / "report" / "junit.xml").getroot().iter("testcase")
     errors = [(c.find("error"), {p.get("name"): p.get("value") for p in c.iter("property")}) for c in cases]
-    assert [(e.get("type"), props) for e, props in errors if e is not None] == [
-        ("kconform.error", {"kconform.status": "ERROR"})
+    assert [(e.get("type"), props.get("kconform.status")) for e, props in errors if e is not None] == [
+        ("kconform.error", "ERROR")
     ] * 2
     assert all(str(e.get("message")).startswith(f"could not check: {cause}") for e, _ in errors if e is not None)
 
@@ -504,14 +532,15 @@ def test_nothing_selected_is_an_error_not_a_pass(tmp_path: Path) -> None:
     assert "matches --only 'no_such_test'; nothing was checked" in proc.stderr
 
 
-def test_suite_module_that_does_not_import_fails_a_failed_generator_is_an_error_and_empty_level_is_named(tmp_path: Path) -> None:
+def test_broken_suite_module_fails_broken_generator_is_an_error_empty_level_is_named(tmp_path: Path) -> None:
     proc = kconform(tmp_path, "run", "--adapter", f"{ADAPTERS}:GOOD", "--suite", "kconform_sample_broken_suite",
                     "--level", "all")  # fmt: skip
     assert proc.returncode == 1
     assert "kconform_sample_broken_suite/test_broken.py ... FAIL" in proc.stdout
     assert "collection error: ModuleNotFoundError" in proc.stdout
     assert "required_ASSIGN_001_owner_in_range ... PASS" in proc.stdout
-    assert "required_ASSIGN_004_never_drawn ... ERROR (could not check: kconform's input generator failed (" in proc.stdout
+    generator = "required_ASSIGN_004_never_drawn ... ERROR (could not check: kconform's input generator failed ("
+    assert generator in proc.stdout
     assert "level pipeline: the suite 'kconform_sample_broken_suite' has no pipeline tests yet" in proc.stdout
 
 

@@ -7,7 +7,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.checkers import all_partitions, check_determinism, check_formula, check_plan, explain, global_spread
+from conformance.checkers import all_partitions, check_determinism, check_formula, check_plan, fail_on, global_spread
+from conformance.evidence import assignment_grid
 from conformance.pytest_plugin import requirement
 from conformance.strategies import metadata_snapshots, parallelisms
 from reference_impl.discovery import Subscription, ZeroPartitionsPolicy
@@ -41,8 +42,8 @@ def test_required_ASSIGN_001_and_002_every_partition_one_owner_spread_uniformly(
     adapter: Any, metadata: Metadata, n: int
 ) -> None:
     plan = owners(adapter, metadata, n)
-    violations = check_plan({tp: [plan[tp]] if tp in plan else [] for tp in all_partitions(metadata)}, n)
-    assert not violations, explain(violations)
+    claims = {tp: [plan[tp]] if tp in plan else [] for tp in all_partitions(metadata)}
+    fail_on(check_plan(claims, n), [assignment_grid(claims, n, f"the plan at parallelism {n}")])
 
 
 @requirement("ASSIGN-001", capability="discovery")
@@ -50,8 +51,8 @@ def test_required_ASSIGN_001_and_002_every_partition_one_owner_spread_uniformly(
 def test_required_ASSIGN_001_discoverers_together_claim_each_partition_once(
     adapter: Any, metadata: Metadata, n: int
 ) -> None:
-    violations = check_plan(discovered_plan(adapter, metadata, n), n)
-    assert not violations, explain(violations)
+    claims = discovered_plan(adapter, metadata, n)
+    fail_on(check_plan(claims, n), [assignment_grid(claims, n, f"what {n} discoverers report")])
 
 
 @requirement("ASSIGN-003", capability="discovery")
@@ -71,14 +72,15 @@ def test_required_ASSIGN_003_ownership_independent_of_metadata_order(
     second = single_owner(discovered_plan(adapter, reordered_with_extra, n))
     violations = check_determinism(first, second)
     violations += check_determinism(owners(adapter, metadata, n), owners(adapter, reordered, n))
-    assert not violations, explain(violations)
+    fail_on(violations)
 
 
 @requirement("ASSIGN-004", "ASSIGN-006", capability="assignment")
 @given(metadata_snapshots(), parallelisms(10_000))
 def test_required_ASSIGN_004_and_006_flink_formula_exactly(adapter: Any, metadata: Metadata, n: int) -> None:
-    violations = check_formula(owners(adapter, metadata, n), n)
-    assert not violations, explain(violations)
+    found = owners(adapter, metadata, n)
+    grid = assignment_grid({tp: [o] for tp, o in found.items()}, n, f"assign() at parallelism {n}")
+    fail_on(check_formula(found, n), [grid])
 
 
 @requirement("ASSIGN-004", capability="assignment")
@@ -86,8 +88,13 @@ def test_required_ASSIGN_004_edge_names(adapter: Any) -> None:
     """Names whose hash is Integer.MIN_VALUE or its neighbours, a 249-character name, the seed's example."""
     names = ["polygenelubricants", "polygenelubricantr", "polygenelubricantt", "GydZG_", "test-topic", "k" * 249]
     metadata = {name: frozenset(range(12)) for name in names}
-    violations = [v for n in (1, 2, 3, 5, 6, 7, 31, 32768) for v in check_formula(owners(adapter, metadata, n), n)]
-    assert not violations, explain(violations)
+    violations, grids = [], []
+    for n in (1, 2, 3, 5, 6, 7, 31, 32768):
+        found = owners(adapter, metadata, n)
+        if wrong := check_formula(found, n):
+            violations += wrong
+            grids.append(assignment_grid({tp: [o] for tp, o in found.items()}, n, f"assign() at parallelism {n}"))
+    fail_on(violations, grids)
 
 
 @requirement("ASSIGN-005", capability="assignment")

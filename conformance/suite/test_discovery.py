@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.checkers import Violation, check_discovery, explain
+from conformance.checkers import Violation, check_discovery, fail_on
 from conformance.pytest_plugin import requirement
 from conformance.strategies import cluster_histories, near_misses, parallelisms, topic_names
 from reference_impl.discovery import Metadata, Subscription, ZeroPartitionsPolicy
@@ -61,7 +61,7 @@ def test_required_DISC_001_003_004_006_each_partition_reported_once_by_its_owner
 ) -> None:
     subscription = data.draw(fixed_subscriptions(rounds), label="subscription")
     violations = check_discovery(run_rounds(adapter, subscription, n, rounds), subscription, n)
-    assert not violations, explain(violations)
+    fail_on(violations)
 
 
 @requirement("DISC-002", capability="regex-subscription")
@@ -71,7 +71,7 @@ def test_required_DISC_002_pattern_full_match_and_new_matching_topics(
 ) -> None:
     subscription = data.draw(pattern_subscriptions(rounds), label="subscription")
     violations = check_discovery(run_rounds(adapter, subscription, n, rounds), subscription, n)
-    assert not violations, explain(violations)
+    fail_on(violations)
 
 
 @requirement("DISC-002", capability="regex-subscription")
@@ -80,7 +80,7 @@ def test_required_DISC_002_pattern_does_not_match_a_longer_name(adapter: Any, to
     subscription = Subscription.regex(re.escape(topic))
     rounds = [{topic + "-dlq": frozenset({0}), "x" + topic: frozenset({0})}, {topic: frozenset({0})}]
     violations = check_discovery(run_rounds(adapter, subscription, n, rounds), subscription, n)
-    assert not violations, explain(violations)
+    fail_on(violations)
 
 
 @requirement("DISC-008", "DISC-003", capability="partition-growth")
@@ -90,7 +90,7 @@ def test_required_DISC_008_partial_views_neither_forget_nor_rereport(
 ) -> None:
     subscription = Subscription.regex(".*")
     violations = check_discovery(run_rounds(adapter, subscription, n, rounds), subscription, n)
-    assert not violations, explain(violations)
+    fail_on(violations)
 
 
 @requirement("DISC-007", capability="discovery")
@@ -105,11 +105,11 @@ def test_required_DISC_007_zero_partitions_follow_the_policy(adapter: Any, polic
             outcome.append(Violation("DISC-007", "failed-on-zero", f"policy ignore, yet discover raised {exc!r}"))
         elif "kconform-missing" not in str(exc):
             outcome.append(Violation("DISC-007", "unclear-error", f"error does not name the subscription: {exc!r}"))
-        assert not outcome, explain(outcome)
+        fail_on(outcome)
         return
     violations = []
     if policy is ZeroPartitionsPolicy.FAIL:
         violations.append(Violation("DISC-007", "idle-on-zero", "policy fail, yet discover returned normally"))
     if found:
         violations.append(Violation("DISC-007", "unsubscribed-partition", f"reported {found}"))
-    assert not violations, explain(violations)
+    fail_on(violations)

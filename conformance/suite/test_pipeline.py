@@ -34,7 +34,8 @@ from pyspark.sql import SparkSession
 
 from conformance.adapter import DEFAULT_MASTER, PipelineAdapter
 from conformance.brokers import Broker
-from conformance.checkers import Violation, check_offset_continuity, explain, fail_on
+from conformance.checkers import Violation, check_offset_continuity, fail_on
+from conformance.evidence import assignment_grid, offset_step, offset_timeline
 from conformance.pipeline import (
     Pipeline,
     TaskFailures,
@@ -178,9 +179,15 @@ def test_required_ASSIGN_001_each_task_reads_its_reference_partitions(
     ends = fill(kafka, topic, 6, 10, "a")
     pipeline = make_pipeline(4, subscribe=topic, max_records_per_trigger=25)
     pipeline.run_available_now()
-    for batch, records in pipeline.batches.items():
-        violations = check_task_plan(records, 4)
-        assert not violations, f"batch {batch}: {explain(violations)}"
+    violations: list[Violation] = []
+    grids = []
+    for batch, records in sorted(pipeline.batches.items()):
+        violations += [replace(v, evidence=f"batch {batch}: {v.evidence}") for v in check_task_plan(records, 4)]
+        claims: dict[TopicPartition, set[int]] = {}
+        for r in records:
+            claims.setdefault(r.tp, set()).add(r.task)
+        grids.append(assignment_grid({tp: sorted(ts) for tp, ts in claims.items()}, 4, f"batch {batch}: tasks read"))
+    fail_on(violations, grids)
     fail_on(check_read_once(pipeline.records(), ends))
 
 
@@ -223,18 +230,26 @@ def test_required_RESTORE_003_rescale_sequence_continues_every_partition(
     checkpoint = tmp_path / f"rescale-{uuid4().hex[:8]}"
     runs: list[Pipeline] = []
     ends: dict[TopicPartition, int] = {}
+    steps = []
     for step, parallelism in enumerate(parallelisms):
         before = dict(ends)
         ends = fill(kafka, topic, 5, 6, f"step{step}")
         run = make_pipeline(parallelism, checkpoint, subscribe=topic)
         run.run_available_now()
         runs.append(run)
-        fail_on([v for batch in run.batches.values() for v in check_single_reader(batch, parallelism)])
+        expected = {tp: (before.get(tp, 0), end) for tp, end in ends.items()}
+        read = [(r.tp, r.offset) for r in run.records()]
+        steps.append(offset_step(f"run {step + 1}", "restart" if step else "start", parallelism, read, expected))
+        timeline = [offset_timeline(steps, f"rescale {' -> '.join(map(str, parallelisms))}")]
+        fail_on([v for batch in run.batches.values() for v in check_single_reader(batch, parallelism)], timeline)
         first_read: dict[TopicPartition, int] = {}
-        for r in run.records():
-            first_read[r.tp] = min(r.offset, first_read.get(r.tp, r.offset))
-        fail_on([v for tp, end in before.items() for v in check_offset_continuity(tp, end, first_read.get(tp, end))])
-    fail_on(check_read_once([r for run in runs for r in run.records()], ends))
+        for tp, offset in read:
+            first_read[tp] = min(offset, first_read.get(tp, offset))
+        continuity = [
+            v for tp, end in before.items() for v in check_offset_continuity(tp, end, first_read.get(tp, end))
+        ]
+        fail_on(continuity, timeline)
+    fail_on(check_read_once([r for run in runs for r in run.records()], ends), timeline)
 
 
 @requirement("DISC-002", "DISC-005", capability="pipeline-regex")

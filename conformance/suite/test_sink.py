@@ -24,7 +24,7 @@ from hypothesis.stateful import (
 )
 
 from conformance.adapter import AdapterError, Guarded
-from conformance.checkers import Violation, explain, fail_on
+from conformance.checkers import Violation, fail_on
 from conformance.history import History, Observation, check_sink_history
 from conformance.pytest_plugin import requirement
 from conformance.strategies import InterleavingMix
@@ -278,7 +278,7 @@ class SinkMachine(RuleBasedStateMachine):
         self.history.invoke("reader", "read")
         self.history.complete("reader", "ok", "read", observe(self.log))
         violations = check_sink_history(self.history.ops)
-        assert not violations, explain(violations) + "\nhistory (last operations):\n" + self.history.render()
+        fail_on(violations, detail="\nhistory (last operations):\n" + self.history.render())
 
 
 @requirement(

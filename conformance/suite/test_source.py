@@ -27,12 +27,14 @@ from hypothesis.stateful import (
 
 from conformance.adapter import Guarded
 from conformance.checkers import (
+    Picture,
     Violation,
     check_new_partition_start,
     check_offset_commits,
     check_restore,
     fail_on,
 )
+from conformance.evidence import offset_step, offset_timeline
 from conformance.pytest_plugin import requirement
 from conformance.strategies import InterleavingMix
 from conformance.suite import run_machine
@@ -91,6 +93,8 @@ class SourceMachine(RuleBasedStateMachine):
         self.expected_commits: dict[TopicPartition, int] = {}
         self.origins: dict[TopicPartition, int] = {}
         """Where each partition's first read after its sentinel started: its emitted offsets begin there."""
+        self.runs: list[dict[str, Any]] = []
+        """Each incarnation of the source: how it began, where each partition resumes, what it read, where it ended."""
 
     @initialize(
         partitions=st.lists(st.integers(1, 4), min_size=len(TOPICS), max_size=len(TOPICS)),
@@ -105,15 +109,17 @@ class SourceMachine(RuleBasedStateMachine):
                 for i in range(12):
                     self.log.produce(TopicPartition(topic, p), None, f"{topic}-{p}@{i}".encode())
         self.subscription = SUBSCRIPTIONS["all-in"]
-        self.source = self._fresh(n)
+        self.source = self._fresh(n, "start")
 
-    def _fresh(self, n: int) -> Any:
+    def _fresh(self, n: int, event: str) -> Any:
         source = Guarded(
             self.adapter.source(self.subscription, n, self.startup, self.keep_unsubscribed), "source", self.adapter.name
         )
         source.discover(self.log.list_topics())
         self.emitted = {}
         self.origins = {}
+        label = f"run {len(self.runs) + 1}"
+        self.runs.append({"label": label, "event": event, "parallelism": n, "resume": {}, "read": []})
         return source
 
     def _offsets(self) -> dict[TopicPartition, int]:
@@ -148,7 +154,7 @@ class SourceMachine(RuleBasedStateMachine):
         before = set(self._offsets())
         self.source.discover(metadata)
         new = set(self._offsets()) - before
-        fail_on(check_new_partition_start(self._offsets(), new, "DISC-005"))
+        self._fail_on(check_new_partition_start(self._offsets(), new, "DISC-005"))
 
     @rule(data=st.data(), limit=st.integers(1, 4))
     def read(self, data: st.DataObject, limit: int) -> None:
@@ -167,6 +173,7 @@ class SourceMachine(RuleBasedStateMachine):
             self.origins[tp] = self.log.latest_offset(tp, Isolation.READ_UNCOMMITTED)
         records = self.source.poll(self.log, tp, limit)
         self.emitted.setdefault(tp, []).extend(r.offset for r in records)
+        self.runs[-1]["read"].extend((tp, r.offset) for r in records)
         after = self._offsets()
         violations = [
             Violation("RESTORE-003", "foreign-record", f"a poll of {tp} returned {r.topic_partition}@{r.offset}")
@@ -184,7 +191,7 @@ class SourceMachine(RuleBasedStateMachine):
             else:
                 where = f"{other}: position {before[other]} -> {after[other]} during a poll of {tp}"
                 violations.append(Violation("RESTORE-003", "moved-without-read", where))
-        fail_on(violations)
+        self._fail_on(violations)
 
     @rule(outcome=st.sampled_from(["complete", "pending", "notification-lost", "complete-previous"]))
     def checkpoint(self, outcome: str) -> None:
@@ -197,7 +204,7 @@ class SourceMachine(RuleBasedStateMachine):
         state = self.source.snapshot(cid, self.log, GROUP)
         emitted = {tp: list(o) for tp, o in self.emitted.items()}
         self.checkpoints[cid] = (state, self._offsets(), emitted, dict(self.origins))
-        fail_on(check_offset_commits(self.log.committed(GROUP), self.expected_commits, "after a snapshot"))
+        self._fail_on(check_offset_commits(self.log.committed(GROUP), self.expected_commits, "after a snapshot"))
         if outcome != "pending":
             for tp in sorted(self._offsets()):  # the source keeps reading while the checkpoint completes
                 self._read_from(tp, 1)
@@ -241,7 +248,7 @@ class SourceMachine(RuleBasedStateMachine):
             self.notified = cid
             # Group offsets accumulate in Kafka: partitions no longer read keep their last commit.
             self.expected_commits.update({tp: o for tp, o in self.checkpoints[cid][1].items() if not is_sentinel(o)})
-        fail_on(check_offset_commits(self.log.committed(GROUP), self.expected_commits, f"after notify {cid}"))
+        self._fail_on(check_offset_commits(self.log.committed(GROUP), self.expected_commits, f"after notify {cid}"))
 
     @rule(m=st.integers(1, 5), partial=st.booleans(), narrow=st.booleans(), keep=st.booleans(), data=st.data())
     def crash_and_restore(self, m: int, partial: bool, narrow: bool, keep: bool, data: st.DataObject) -> None:
@@ -250,10 +257,11 @@ class SourceMachine(RuleBasedStateMachine):
             self.subscription = SUBSCRIPTIONS["only-in-a"]
         self.keep_unsubscribed = keep
         self.completed_here = []
+        self.runs[-1]["end"] = self._offsets()
         if self.completed is None:
             self.mix.step("first-start")
             self.checkpoints = {}
-            self.source = self._fresh(m)
+            self.source = self._fresh(m, "crash")
             return
         if narrow:
             self.mix.step("restore-keep-unsubscribed" if keep else "restore-narrowed")
@@ -267,6 +275,10 @@ class SourceMachine(RuleBasedStateMachine):
             "source",
             self.adapter.name,
         )
+        label = f"run {len(self.runs) + 1} from checkpoint {self.completed}"
+        resumed = {tp: self._resolved(tp, off) for tp, off in self._offsets().items()}
+        run = {"label": label, "event": "crash", "parallelism": m, "resume": dict(offsets), "read": []}
+        self.runs.append(run | {"resumed": resumed})
         variant = self.adapter.restore_variant
         violations = check_restore(offsets, self.source.offsets, self.subscription, keep, metadata, variant)
         if partial and violations:
@@ -274,11 +286,36 @@ class SourceMachine(RuleBasedStateMachine):
             full = dict(self.log.list_topics())
             probe = self.adapter.restore_source(state, m, self.subscription, full, keep, self.startup)
             violations = check_restore(offsets, probe.offsets, self.subscription, keep, full, variant) or violations
-        fail_on(violations)
+        self._fail_on(violations)
         new = set(self._offsets()) - set(offsets)
-        fail_on(check_new_partition_start(self._offsets(), new, "RESTORE-004"))
+        self._fail_on(check_new_partition_start(self._offsets(), new, "RESTORE-004"))
         self.emitted = {tp: list(o) for tp, o in emitted.items() if tp in self._offsets()}
         self.origins = {tp: o for tp, o in origins.items() if not is_sentinel(self._offsets().get(tp, EARLIEST))}
+
+    def _fail_on(self, violations: list[Violation]) -> None:
+        """``fail_on``, with the offsets every run of the lineage read beside those it should have."""
+        fail_on(violations, [self._timeline()] if violations else [])
+
+    def _resolved(self, tp: TopicPartition, offset: int) -> int:
+        if offset == EARLIEST:
+            return self.log.earliest_offset(tp)
+        return self.log.latest_offset(tp, Isolation.READ_UNCOMMITTED) if offset == LATEST else offset
+
+    def _timeline(self) -> Picture:
+        """Each run should read from where its checkpoint resumes each partition (its first offset if
+        absent) up to where the run ended or now stands; what it read is what it emitted."""
+        steps = []
+        for run in self.runs:
+            end = run.get("end", self._offsets())
+            expected = {}
+            for tp, off in end.items():
+                start = self._resolved(tp, run["resume"].get(tp, EARLIEST))
+                expected[tp] = (start, max(start, self._resolved(tp, off)))
+            resumed = run.get("resumed")
+            steps.append(offset_step(run["label"], run["event"], run["parallelism"], run["read"], expected, resumed))
+        return offset_timeline(
+            steps, "offsets per partition, run by run (crashes restore the last completed checkpoint)"
+        )
 
     def _view(self, partial: bool, data: st.DataObject) -> dict[str, frozenset[int]]:
         full = dict(self.log.list_topics())
@@ -299,7 +336,7 @@ class SourceMachine(RuleBasedStateMachine):
         doubles = [
             Violation("RESTORE-002", "double-assignment", f"{tp} on {s}") for tp, s in holders.items() if len(s) > 1
         ]
-        fail_on(doubles)
+        self._fail_on(doubles)
 
     @invariant()
     def emitted_offsets_are_exactly_the_prefix(self) -> None:
@@ -313,7 +350,7 @@ class SourceMachine(RuleBasedStateMachine):
                 violations.append(
                     Violation("RESTORE-003", kind, f"{tp}: emitted {emitted[:20]}, next offset {next_offset}")
                 )
-        fail_on(violations)
+        self._fail_on(violations)
 
 
 @requirement(
