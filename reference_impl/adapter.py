@@ -49,7 +49,7 @@ class ReferenceAdapter:
 
     def plan(self, partitions: Sequence[TopicPartition], parallelism: int) -> dict[TopicPartition, int]:
         """The whole plan at once: Flink's assigner needs no partition but the one it places."""
-        return {tp: assign(tp.topic, tp.partition, parallelism) for tp in partitions}
+        return {tp: self.assign(tp.topic, tp.partition, parallelism) for tp in partitions}
 
     def discoverer(
         self, subscription: Subscription, subtask: int, parallelism: int, on_zero: ZeroPartitionsPolicy
