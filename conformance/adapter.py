@@ -16,9 +16,11 @@ of the wrong shape into an ``AdapterError`` naming the adapter method.
 from __future__ import annotations
 
 import importlib
+import inspect
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, runtime_checkable
 
 from reference_impl.commit import NamingStrategy
 from reference_impl.discovery import Metadata, Subscription, ZeroPartitionsPolicy
@@ -195,47 +197,110 @@ class PipelineAdapter(Protocol):
 Adapter = ProtocolAdapter | PipelineAdapter
 
 
+REQUIRED_MEMBERS: dict[str, tuple[str, ...]] = {
+    "assignment": ("assign(topic, partition, parallelism)",),
+    "discovery": ("discoverer(subscription, subtask, parallelism, on_zero)", "discovery_of_zero"),
+    "regex-subscription": ("discoverer(subscription, subtask, parallelism, on_zero)",),
+    "partition-growth": ("source(subscription, parallelism, initial_offset, keep_unsubscribed)",),
+    "source-state": (
+        "source(subscription, parallelism, initial_offset, keep_unsubscribed)",
+        "restore_source(checkpoint, parallelism, subscription, metadata, keep_unsubscribed, initial_offset)",
+        "restore_variant",
+    ),
+    "rescale": ("restore_source(checkpoint, parallelism, subscription, metadata, keep_unsubscribed, initial_offset)",),
+    "offset-commit": ("source(subscription, parallelism, initial_offset, keep_unsubscribed)",),
+    "exactly-once-sink": (
+        "sink(log, prefix, parallelism)",
+        "recover_sink(log, prefix, parallelism, checkpoint)",
+        "initial_sink_checkpoint(parallelism)",
+        "naming",
+    ),
+    "keyed-sink-placement": ("partitioner()",),
+    "group-assignment": ("assign_group(strategy, group)", "assignment_strategies"),
+    "pipeline": ("read_stream(spark, source)", "write_stream(frame, sink)"),
+}
+"""What each capability needs of an adapter; nothing else is required (``AdapterBase`` has the rest)."""
+
+
+class AdapterBase:
+    """Subclass this and define only what your declared capabilities need (``REQUIRED_MEMBERS``).
+
+    The variants default to Flink's legacy consumer's (union-filter restore, incrementing
+    transactional ids, zero partitions ignored); a method of an undeclared capability is never
+    called by the suite.
+    """
+
+    name: str = "my-connector"
+    capabilities: frozenset[str] = frozenset()
+    restore_variant: RestoreVariant = RestoreVariant.UNION_FILTER
+    naming: NamingStrategy = NamingStrategy.INCREMENTING
+    discovery_of_zero: ZeroPartitionsPolicy = ZeroPartitionsPolicy.IGNORE
+
+
+def _member_name(member: str) -> str:
+    return member.split("(", 1)[0]
+
+
+def missing_members(adapter: object) -> list[str]:
+    """The members ``adapter``'s declared capabilities need that it lacks, with their signatures."""
+    needed = ["name", "capabilities"]
+    for capability in sorted(set(getattr(adapter, "capabilities", ()) or ())):
+        needed += [m for m in REQUIRED_MEMBERS.get(capability, ()) if m not in needed]
+    return [m for m in needed if not hasattr(adapter, _member_name(m))]
+
+
+def _import(spec: str, module_name: str) -> Any:
+    """Import the adapter's module; a module that is not on the path gets told where Python looked."""
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and module_name.startswith(exc.name):
+            raise ValueError(
+                f"--adapter {spec!r}: cannot import {module_name!r}: {exc.name!r} is not on the Python path "
+                f"(run kconform from the folder that contains it, add that folder to PYTHONPATH, or pip install "
+                f"the package that provides it; searched {', '.join(sys.path[:4])}, ...)"
+            ) from exc
+        raise ValueError(f"--adapter {spec!r}: cannot import {module_name!r}: {exc}") from exc
+    except ImportError as exc:
+        raise ValueError(f"--adapter {spec!r}: cannot import {module_name!r}: {exc}") from exc
+
+
 def load_adapter(spec: str) -> Adapter:
-    """Import ``module:attr``; the attribute may be an adapter or a zero-argument factory of one."""
+    """Import ``module:attr``; the attribute may be an adapter, or a class or zero-argument factory of one.
+
+    An adapter must have a ``name``, its ``capabilities``, and the members those capabilities need
+    (``REQUIRED_MEMBERS``); a missing one is named with its signature.
+    """
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise ValueError(f"--adapter must be 'module:attr', got {spec!r}")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ValueError(f"--adapter {spec!r}: cannot import {module_name!r}: {exc}") from exc
+    module = _import(spec, module_name)
     try:
         obj = getattr(module, attr)
     except AttributeError as exc:
         raise ValueError(f"--adapter {spec!r}: module {module_name!r} has no attribute {attr!r}") from exc
-    adapter = obj if isinstance(obj, (ProtocolAdapter, PipelineAdapter)) else obj() if callable(obj) else obj
-    if not isinstance(adapter, (ProtocolAdapter, PipelineAdapter)):
-        declared = set(getattr(adapter, "capabilities", ()))
-        wanted = ["name", "capabilities"]
-        if declared & set(PIPELINE_CAPABILITIES):
-            wanted += ["read_stream", "write_stream"]
-        if declared - set(PIPELINE_CAPABILITIES) or not declared:
-            wanted += ["assign", "source", "sink"]
-        missing = [m for m in wanted if not hasattr(adapter, m)] or ["a method of the level it declares"]
+    is_factory = inspect.isclass(obj) or (callable(obj) and not hasattr(obj, "capabilities"))
+    adapter = obj() if is_factory else obj
+    missing = missing_members(adapter)
+    if missing:
+        declared = sorted(getattr(adapter, "capabilities", ()) or ())
         raise ValueError(
-            f"--adapter {spec!r} is not a kconform adapter (missing: {', '.join(missing)}; "
-            "see conformance.adapter.ProtocolAdapter and PipelineAdapter)"
+            f"--adapter {spec!r} is not a kconform adapter: for the capabilities it declares ({', '.join(declared)})"
+            f" it lacks {'; '.join(missing)} (missing: {', '.join(_member_name(m) for m in missing)}; see "
+            "conformance.adapter.AdapterBase and REQUIRED_MEMBERS)"
         )
     unknown = set(adapter.capabilities) - set(CAPABILITIES)
     if unknown:
         raise ValueError(f"adapter {adapter.name!r} declares unknown capabilities {sorted(unknown)}")
     pipeline = set(adapter.capabilities) & set(PIPELINE_CAPABILITIES)
-    if pipeline and not isinstance(adapter, PipelineAdapter):
-        raise ValueError(
-            f"adapter {adapter.name!r} declares {sorted(pipeline)} but has no read_stream/write_stream "
-            "(see conformance.adapter.PipelineAdapter)"
-        )
     if pipeline and "pipeline" not in pipeline:
         raise ValueError(f"adapter {adapter.name!r} declares {sorted(pipeline)} without 'pipeline'")
-    return adapter
+    return cast(Adapter, adapter)
 
 
 T = TypeVar("T")
+SHOWN_ARGUMENTS = 200
+"""Characters of an adapter call's arguments shown in an error or timeout message."""
 
 
 def call(adapter_name: str, method: str, fn: Callable[..., T], *args: Any) -> T:
@@ -246,6 +311,8 @@ def call(adapter_name: str, method: str, fn: Callable[..., T], *args: Any) -> T:
     from reference_impl.ports import KafkaError
 
     shown = ", ".join(repr(a) for a in args)
+    if len(shown) > SHOWN_ARGUMENTS:  # a whole partition list would bury the message
+        shown = f"{shown[: SHOWN_ARGUMENTS - 40]} ... {shown[-30:]}"
     _in_progress.append(f"adapter {adapter_name!r}: {method}({shown})")
     try:
         return fn(*args)

@@ -1,0 +1,76 @@
+"""Loading an adapter: only what its capabilities need, and errors that name what is missing and why."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conformance.adapter import AdapterBase, load_adapter, missing_members
+from reference_impl.assignment import assign
+
+ASSIGNMENT_ONLY = """
+from conformance.adapter import AdapterBase
+from reference_impl.assignment import assign
+
+
+class MyAssigner(AdapterBase):
+    name = "my-assigner"
+    capabilities = frozenset({"assignment"})
+
+    def assign(self, topic, partition, parallelism):
+        return assign(topic, partition, parallelism)
+
+
+ADAPTER = MyAssigner()
+
+
+class Incomplete(AdapterBase):
+    name = "incomplete"
+    capabilities = frozenset({"assignment", "exactly-once-sink"})
+
+    def assign(self, topic, partition, parallelism):
+        return 0
+
+
+INCOMPLETE = Incomplete()
+"""
+
+
+@pytest.fixture
+def user_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A user's adapter module in its own folder, on the path as a user's package would be."""
+    (tmp_path / "kconform_user_adapter.py").write_text(ASSIGNMENT_ONLY)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield "kconform_user_adapter"
+    sys.modules.pop("kconform_user_adapter", None)
+
+
+def test_an_adapter_of_one_capability_defines_only_that_capabilitys_method(user_module: str) -> None:
+    adapter = load_adapter(f"{user_module}:ADAPTER")
+    assert adapter.name == "my-assigner"
+    assert getattr(adapter, "assign")("t", 1, 3) == assign("t", 1, 3)  # noqa: B009  # the protocol union lacks it
+
+
+def test_a_class_is_instantiated(user_module: str) -> None:
+    assert load_adapter(f"{user_module}:MyAssigner").name == "my-assigner"
+
+
+def test_missing_members_are_named_with_their_signatures(user_module: str) -> None:
+    with pytest.raises(ValueError) as error:
+        load_adapter(f"{user_module}:INCOMPLETE")
+    message = str(error.value)
+    assert "for the capabilities it declares (assignment, exactly-once-sink)" in message
+    assert "sink(log, prefix, parallelism); recover_sink(log, prefix, parallelism, checkpoint)" in message
+    assert "missing: sink, recover_sink, initial_sink_checkpoint;" in message
+    assert "naming" not in missing_members(AdapterBase())  # the base class has the variants
+
+
+def test_a_module_not_on_the_path_gets_told_how_to_put_it_there() -> None:
+    with pytest.raises(ValueError) as error:
+        load_adapter("kconform_no_such_user_module:ADAPTER")
+    message = str(error.value)
+    assert "'kconform_no_such_user_module' is not on the Python path" in message
+    assert "add that folder to PYTHONPATH" in message
