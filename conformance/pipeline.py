@@ -146,8 +146,7 @@ def local_session(master: str = DEFAULT_MASTER) -> SparkSession:
     if connector:
         builder = builder.config("spark.jars", connector)
     session = (
-        builder
-        .appName("kconform-pipeline")
+        builder.appName("kconform-pipeline")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "1")
         .config("spark.driver.host", "127.0.0.1")

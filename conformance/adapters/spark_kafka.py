@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from conformance.adapter import SinkSpec, SourceSpec
-from conformance.jvm import JvmArtifactsMissing
+from conformance.jvm import SPARK_KAFKA, JvmArtifactsMissing, artifact_version
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -118,6 +118,10 @@ class SparkKafkaAdapter:
     capabilities: frozenset[str] = frozenset(
         {"pipeline", "pipeline-rescale", "pipeline-regex", "pipeline-sink", "pipeline-keyed-sink"}
     )
+
+    def versions(self) -> dict[str, str]:
+        """The connector's jars judged (for ``kconform verdicts``), as ``make setup`` resolved them."""
+        return {jar: artifact_version(SPARK_KAFKA, jar) for jar in ("spark-sql-kafka-0-10_2.13", "kafka-clients")}
 
     def read_stream(self, spark: SparkSession, source: SourceSpec) -> DataFrame:
         require_connector(spark)
