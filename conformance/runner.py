@@ -43,7 +43,7 @@ from conformance.brokers.base import EXTERNAL_TIMEOUT_ENV, START_TIMEOUT_S
 from conformance.expectations import Deviation, find_deviation, load_expectations
 from conformance.probe import Capability
 from conformance.profiles import PROFILES, profile_from_env
-from conformance.pytest_plugin import BROKER_CAPABILITIES, UNVERIFIED_PROPERTY, CouldNotCheck
+from conformance.pytest_plugin import BROKER_CAPABILITIES, BROKER_VERSION, UNVERIFIED_PROPERTY, CouldNotCheck
 from conformance.requirements import (
     LEVELS,
     Requirement,
@@ -106,6 +106,8 @@ class RunOptions:
     strict: bool = False
     suite: str = DEFAULT_SUITE
     spark_master: str = DEFAULT_MASTER
+    examples: Path | None = None
+    """Hypothesis's example database; ``None``: the adapter's own under ``.hypothesis/adapters/``."""
 
 
 @dataclass(frozen=True)
@@ -203,6 +205,8 @@ class RunResult:
     """What the run's broker can show, as the probe measured it (pipeline level only)."""
     errors: list[str] = field(default_factory=list)
     """Why the run as a whole checked nothing (every test skipped, a level the adapter declares nothing of)."""
+    broker_version: str | None = None
+    """The product and version of the broker the pipeline level ran on (``None``: no broker was started)."""
 
     @property
     def failing(self) -> list[TestResult]:
@@ -534,6 +538,8 @@ def pytest_args(options: RunOptions, seed: int) -> list[str]:
     ]
     if options.report is not None:
         args.append(f"--junitxml={options.report / 'junit.xml'}")
+    if options.examples is not None:
+        args.append(f"--kconform-examples={options.examples}")
     return args
 
 
@@ -612,6 +618,7 @@ def run(options: RunOptions, out: IO[str] = sys.stdout) -> RunResult:
         interrupted,
         broker,
         errors,
+        collector.config.stash.get(BROKER_VERSION, None),
     )
 
 
