@@ -41,6 +41,7 @@ from conformance.adapter import (
 from conformance.brokers import BOOTSTRAP_ENV, BROKER_KINDS, DEFAULT_BROKER
 from conformance.brokers.base import EXTERNAL_TIMEOUT_ENV, START_TIMEOUT_S
 from conformance.expectations import Deviation, find_deviation, load_expectations
+from conformance.jvm import JvmArtifactsMissing
 from conformance.probe import Capability
 from conformance.profiles import PROFILES, profile_from_env
 from conformance.pytest_plugin import BROKER_CAPABILITIES, BROKER_VERSION, UNVERIFIED_PROPERTY, CouldNotCheck
@@ -357,7 +358,7 @@ class Collector:
         return True
 
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> None:
-        if call.excinfo is not None and call.excinfo.errisinstance(CouldNotCheck):
+        if call.excinfo is not None and call.excinfo.errisinstance((CouldNotCheck, JvmArtifactsMissing)):
             self._not_checked[item.nodeid] = str(call.excinfo.value)
         elif call.excinfo is not None and not call.excinfo.errisinstance(pytest.skip.Exception):
             self._evidence.setdefault(item.nodeid, []).extend(counterexamples(call.excinfo.value))

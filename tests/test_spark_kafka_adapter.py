@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.adapter import PIPELINE_CAPABILITIES, SinkSpec, SourceSpec, load_adapter
+from conformance.adapter import PIPELINE_CAPABILITIES, SinkSpec, SourceSpec, call, load_adapter
 from conformance.adapters.spark_kafka import ADAPTER, java_settings, sink_options, source_options
+from conformance.jvm import JvmArtifactsMissing
 
 
 def test_loads_as_a_pipeline_adapter_declaring_only_what_spark_offers() -> None:
@@ -84,3 +85,14 @@ def test_a_setting_java_cannot_take_is_an_error_naming_it(settings: list[tuple[s
 def test_exactly_once_is_refused_the_sink_has_no_transactional_mode() -> None:
     with pytest.raises(ValueError, match="at-least-once only"):
         sink_options(SinkSpec("h:9092", "out", exactly_once=True))
+
+
+def test_missing_connector_jars_pass_through_the_guard_as_a_setup_error_not_a_violation() -> None:
+    """The suite turns an adapter's exception into an ``AdapterError`` (a violation), except a missing
+    ``make setup``: that reaches the runner, which reports the test ERROR (could not check)."""
+
+    def missing() -> None:
+        raise JvmArtifactsMissing("run `make setup`")
+
+    with pytest.raises(JvmArtifactsMissing, match="make setup"):
+        call("spark-sql-kafka-0-10", "read_stream", missing)
