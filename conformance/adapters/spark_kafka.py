@@ -15,7 +15,7 @@ patched. What it does not offer is not declared, so those scenarios are skipped 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -128,7 +128,7 @@ class SparkKafkaAdapter:
         return spark.readStream.format(FORMAT).options(**source_options(source)).load()
 
     def write_stream(self, frame: DataFrame, sink: SinkSpec) -> DataStreamWriter:
-        options: Mapping[str, str] = sink_options(sink)
+        options = sink_options(sink)
         require_connector(frame.sparkSession)
         return frame.writeStream.format(FORMAT).options(**options)
 
