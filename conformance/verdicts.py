@@ -21,6 +21,7 @@ from typing import Final
 from conformance.adapter import DEFAULT_MASTER
 from conformance.brokers import BROKER_KINDS, DEFAULT_BROKER
 from conformance.profiles import DEFAULT_PROFILE, PROFILES
+from conformance.report import _md, _note, _tally, render_text
 from conformance.runner import (
     DEFAULT_TIMEOUT,
     ERROR_EXIT,
@@ -37,8 +38,6 @@ DEFAULT_SEED: Final = 2026
 
 def render(result: RunResult, command: str, versions: dict[str, str]) -> str:
     """The verdict page of ``result``, which ``command`` regenerates."""
-    from conformance.report import _md, _note  # report imports the runner, which this module's callers load first
-
     o = result.options
     judged = "; ".join(f"{name} {v}" for name, v in {"PySpark": version("pyspark"), **versions}.items())
     lines = [
@@ -57,11 +56,12 @@ def render(result: RunResult, command: str, versions: dict[str, str]) -> str:
         f"- expectations: `{o.expectations}`" if o.expectations else "- expectations: none",
         f"- exit code {result.exit_code}",
         "",
-        "| requirement | level | title | verdict | why |",
-        "| --- | --- | --- | --- | --- |",
+        "| requirement | level | title | verdict | tests | why |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
     for row in result.requirements:
-        lines.append(f"| {row.id} | {row.level} | {_md(row.title)} | {row.status} | {_md(_note(row, o.strict))} |")
+        why = _md(_note(row, o.strict))
+        lines.append(f"| {row.id} | {row.level} | {_md(row.title)} | {row.status} | {_tally(row)} | {why} |")
     if result.untested:
         lines += ["", f"Not checked at this level: {', '.join(result.untested)}."]
     return "\n".join(lines) + "\n"
@@ -86,8 +86,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str]) -> int:
     """Write the page, print the run's summary; the exit code is ``kconform run``'s for the same run."""
-    from conformance import report
-
     args = build_parser().parse_args(argv)
     if os.getcwd() not in sys.path:  # as kconform run: the adapter module may live in the working directory
         sys.path.insert(0, os.getcwd())
@@ -114,7 +112,7 @@ def main(argv: Sequence[str]) -> int:
             print(f"kconform verdicts: could not check (ERROR): {exc}", file=sys.stderr)
             return ERROR_EXIT
     versions: dict[str, str] = getattr(adapter, "versions", dict)()  # the connector's jars, if it names them
-    print(report.render_text(result))
+    print(render_text(result))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(render(result, command, versions), encoding="utf-8")
     print(f"verdicts: {args.out}")
