@@ -15,7 +15,7 @@ JVM_POMS := jvm/pom.xml $(wildcard jvm/*/pom.xml)
 export KCONFORM_PROFILE := $(PROFILE)
 export KCONFORM_BROKER := $(BROKER)
 
-.PHONY: setup conformance test spec bench probe lint docs golden clean
+.PHONY: setup conformance test spec bench probe lint docs verdicts golden clean
 
 setup: $(VENV)/.installed $(JVM_DIR)/.resolved
 
@@ -62,6 +62,11 @@ docs: setup
 	$(BIN)/kconform requirements --markdown > spec/REQUIREMENTS.md
 	@echo "wrote spec/REQUIREMENTS.md"
 	$(BIN)/kconform probe-broker --broker tansu --broker kafka --markdown --update spec/kafka.md
+
+# Regenerate the committed verdict tables of the shipped adapters (fixed seed: a clean clone gets the same).
+verdicts: setup
+	$(BIN)/kconform verdicts --adapter conformance.adapters.spark_kafka:ADAPTER \
+	  --expectations conformance/adapters/spark_kafka.expectations.toml --out docs/verdicts/spark-kafka.md
 
 # Regenerate the JVM golden vectors for reference_impl.assignment (needs javac).
 golden:

@@ -306,8 +306,10 @@ SHOWN_ARGUMENTS = 200
 def call(adapter_name: str, method: str, fn: Callable[..., T], *args: Any) -> T:
     """Call an adapter method; anything it raises becomes an ``AdapterError`` naming the method.
 
-    Errors of the Kafka port (fenced, timeout, ...) are part of the protocol and pass through.
+    Errors of the Kafka port (fenced, timeout, ...) are part of the protocol and pass through, and so
+    do missing JVM artifacts (``make setup`` not run): a setup problem, never the adapter's violation.
     """
+    from conformance.jvm import JvmArtifactsMissing
     from reference_impl.ports import KafkaError
 
     shown = ", ".join(repr(a) for a in args)
@@ -316,9 +318,7 @@ def call(adapter_name: str, method: str, fn: Callable[..., T], *args: Any) -> T:
     _in_progress.append(f"adapter {adapter_name!r}: {method}({shown})")
     try:
         return fn(*args)
-    except KafkaError:
-        raise
-    except AdapterError:
+    except (KafkaError, AdapterError, JvmArtifactsMissing):
         raise
     except Exception as exc:  # the adapter is untrusted code: report whatever it raised
         raise AdapterError(f"adapter {adapter_name!r}: {method}({shown}) raised {exc!r}") from exc

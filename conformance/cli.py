@@ -55,6 +55,7 @@ def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
         _delegate("requirements"),
     )
     verb("spec", "TLA+ model checking ('kconform spec check')", _spec)
+    verb("verdicts", "write an adapter's verdict per requirement id (fixed seed) as Markdown", _delegate("verdicts"))
     verb("bench", "run the benchmarks and print ratios against their goals", _delegate("bench"))
     return parser, handlers
 

@@ -1,4 +1,5 @@
-"""The JVM pieces kconform runs (the Kafka broker, the kafka-clients oracle): where ``make setup`` put their jars.
+"""The JVM pieces kconform runs (the Kafka broker, the kafka-clients oracle, Spark's Kafka connector):
+where ``make setup`` put their jars.
 
 ``jvm/pom.xml`` pins every version; ``make setup`` asks Maven to copy each module's dependencies
 into ``.jvm/<module>/``. Nothing here downloads anything: a missing folder is an error that names
@@ -17,6 +18,8 @@ JVM_DIR_ENV: Final = "KCONFORM_JVM_DIR"
 DEFAULT_JVM_DIR: Final = Path(__file__).resolve().parents[1] / ".jvm"
 KAFKA_BROKER: Final = "kafka-broker"
 """The module whose classpath runs Apache Kafka (``jvm/kafka-broker/pom.xml``)."""
+SPARK_KAFKA: Final = "spark-kafka"
+"""Spark's built-in Kafka connector and the jars pyspark lacks for it (``jvm/spark-kafka/pom.xml``)."""
 
 INSTALL_MAVEN: Final = "install Maven 3.8+ (apt-get install maven), then run `make setup`"
 
@@ -32,11 +35,18 @@ def jvm_dir() -> Path:
 
 def classpath(module: str) -> str:
     """The Java classpath of ``module``: a wildcard over its resolved jars."""
+    jars(module)
+    return str(jvm_dir() / module / "*")
+
+
+def jars(module: str) -> list[Path]:
+    """Every resolved jar of ``module``, sorted (Spark's ``spark.jars`` takes files, not a wildcard)."""
     folder = jvm_dir() / module
-    if not any(folder.glob("*.jar")):
+    found = sorted(folder.glob("*.jar"))
+    if not found:
         how = "run `make setup`" if shutil.which("mvn") else INSTALL_MAVEN
         raise JvmArtifactsMissing(f"the JVM module {module!r} is not resolved (no jars in {folder}): {how}")
-    return str(folder / "*")
+    return found
 
 
 def artifact_version(module: str, artifact: str) -> str:

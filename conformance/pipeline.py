@@ -34,6 +34,7 @@ from pyspark.sql.types import BooleanType
 
 from conformance.adapter import DEFAULT_MASTER, PipelineAdapter, SinkSpec, SourceSpec
 from conformance.checkers import Violation, check_formula, check_order, check_plan
+from conformance.jvm import SPARK_KAFKA, JvmArtifactsMissing, jars
 from reference_impl.adapter import ReferenceAdapter
 from reference_impl.kafka_client import KafkaClient
 from reference_impl.ports import Isolation, Record
@@ -131,13 +132,21 @@ def local_session(master: str = DEFAULT_MASTER) -> SparkSession:
     """A small local session for the pipeline level, with ``kconform-kafka`` registered.
 
     Loopback only, no UI, one shuffle partition; workers run this interpreter, so they import the
-    same ``reference_impl`` and confluent-kafka as the driver.
+    same ``reference_impl`` and confluent-kafka as the driver. Spark's own Kafka connector
+    (format ``kafka``) is on the driver's and executors' classpath (``spark.jars``) when
+    ``make setup`` resolved it; the adapter that needs it says so when it is not.
     """
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    try:
+        connector = ",".join(str(jar) for jar in jars(SPARK_KAFKA))
+    except JvmArtifactsMissing:
+        connector = ""  # kconform-kafka needs no jar; conformance.adapters.spark_kafka names the fix
+    builder = SparkSession.builder.master(master)
+    if connector:
+        builder = builder.config("spark.jars", connector)
     session = (
-        SparkSession.builder.master(master)
-        .appName("kconform-pipeline")
+        builder.appName("kconform-pipeline")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "1")
         .config("spark.driver.host", "127.0.0.1")

@@ -9,6 +9,7 @@ The suite itself lives in ``conformance.suite``: ``pytest --pyargs conformance.s
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
@@ -24,6 +25,8 @@ register_profiles()
 DEFAULT_ADAPTER = "reference_impl.adapter:ADAPTER"
 BROKER_CAPABILITIES = pytest.StashKey[list[Capability]]()
 """The probe's measurement of the broker a run used; every report shows it."""
+BROKER_VERSION = pytest.StashKey[str]()
+"""The product and version of the broker a run used (``Broker.version``), for the verdict table."""
 REQUIREMENT_MARK = "requirement"
 UNVERIFIED_PROPERTY = "kconform.unverified."
 """User-property prefix of ``partial``'s declarations: ``kconform.unverified.COMMIT-011 = reason``."""
@@ -55,6 +58,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help=f"Spark master of pipeline-level tests (default {DEFAULT_MASTER}: 2 cores, 3 attempts per task)",
     )
     group.addoption(
+        "--kconform-examples",
+        default=None,
+        metavar="DIR",
+        help="Hypothesis example database (default: .hypothesis/adapters/<adapter>); kconform verdicts uses a "
+        "fresh one, so that examples saved by earlier runs cannot change its verdicts",
+    )
+    group.addoption(
         "--kconform-requirement",
         action="append",
         default=[],
@@ -66,7 +76,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     # Before Hypothesis's own plugin loads ``--hypothesis-profile``: the profiles get this adapter's database.
-    register_profiles(examples_dir(config.getoption("kconform_adapter", DEFAULT_ADAPTER)))
+    register_profiles(_examples(config))
     config.addinivalue_line(
         "markers", f"{REQUIREMENT_MARK}(*ids, capability=None): requirement ids a suite test checks"
     )
@@ -75,8 +85,14 @@ def pytest_configure(config: pytest.Config) -> None:
         settings.load_profile(profile_from_env())
 
 
+def _examples(config: pytest.Config) -> Path:
+    """Where this run keeps and replays its failing examples."""
+    chosen = config.getoption("kconform_examples", None)
+    return Path(chosen) if chosen else examples_dir(config.getoption("kconform_adapter", DEFAULT_ADAPTER))
+
+
 def pytest_report_header(config: pytest.Config) -> str:
-    where = examples_dir(config.getoption("kconform_adapter", DEFAULT_ADAPTER))
+    where = _examples(config)
     return f"kconform: failing examples of this adapter are kept in {where}"
 
 

@@ -44,9 +44,10 @@ from conformance.brokers import BOOTSTRAP_ENV, BROKER_KINDS, DEFAULT_BROKER
 from conformance.brokers.base import EXTERNAL_TIMEOUT_ENV, START_TIMEOUT_S
 from conformance.checkers import Picture, Violation, ViolationError
 from conformance.expectations import Deviation, find_deviation, load_expectations
+from conformance.jvm import JvmArtifactsMissing
 from conformance.probe import Capability
 from conformance.profiles import PROFILES, profile_from_env
-from conformance.pytest_plugin import BROKER_CAPABILITIES, UNVERIFIED_PROPERTY, CouldNotCheck
+from conformance.pytest_plugin import BROKER_CAPABILITIES, BROKER_VERSION, UNVERIFIED_PROPERTY, CouldNotCheck
 from conformance.requirements import (
     LEVELS,
     Requirement,
@@ -115,6 +116,8 @@ class RunOptions:
     strict: bool = False
     suite: str = DEFAULT_SUITE
     spark_master: str = DEFAULT_MASTER
+    examples: Path | None = None
+    """Hypothesis's example database; ``None``: the adapter's own under ``.hypothesis/adapters/``."""
 
 
 @dataclass(frozen=True)
@@ -218,6 +221,8 @@ class RunResult:
     """What the run's broker can show, as the probe measured it (pipeline level only)."""
     errors: list[str] = field(default_factory=list)
     """Why the run as a whole checked nothing (every test skipped, a level the adapter declares nothing of)."""
+    broker_version: str | None = None
+    """The product and version of the broker the pipeline level ran on (``None``: no broker was started)."""
 
     @property
     def failing(self) -> list[TestResult]:
@@ -400,7 +405,7 @@ class Collector:
         return True
 
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> None:
-        if call.excinfo is not None and call.excinfo.errisinstance(CouldNotCheck):
+        if call.excinfo is not None and call.excinfo.errisinstance((CouldNotCheck, JvmArtifactsMissing)):
             self._not_checked[item.nodeid] = str(call.excinfo.value)
         elif call.excinfo is not None and call.excinfo.errisinstance(FailedHealthCheck):
             # Hypothesis could not draw enough inputs: the suite's generator failed, not the adapter.
@@ -603,6 +608,8 @@ def pytest_args(options: RunOptions, seed: int) -> list[str]:
     ]
     if options.report is not None:
         args.append(f"--junitxml={options.report / 'junit.xml'}")
+    if options.examples is not None:
+        args.append(f"--kconform-examples={options.examples}")
     return args
 
 
@@ -681,6 +688,7 @@ def run(options: RunOptions, out: IO[str] = sys.stdout) -> RunResult:
         interrupted,
         broker,
         errors,
+        collector.config.stash.get(BROKER_VERSION, None),
     )
 
 

@@ -54,7 +54,7 @@ from conformance.pipeline import (
 )
 from conformance.pipeline_driver import DriverRun
 from conformance.probe import DUPLICATE_VERDICT_NEEDS, TXN_TIMEOUT_WAIT_S, Capability, lacking, probe
-from conformance.pytest_plugin import BROKER_CAPABILITIES, Partial, live_broker, requirement
+from conformance.pytest_plugin import BROKER_CAPABILITIES, BROKER_VERSION, Partial, live_broker, requirement
 from conformance.strategy_checkers import check_sink_placement
 from reference_impl.kafka_client import KafkaClient, wait_until
 from reference_impl.ports import Isolation
@@ -93,6 +93,7 @@ def pipeline_broker(pipeline_adapter: PipelineAdapter, request: pytest.FixtureRe
     overlaps Spark's start and the first scenarios): the report shows what the broker can and cannot
     show (spec/kafka.md)."""
     for running in live_broker():
+        request.config.stash[BROKER_VERSION] = running.version
         with ThreadPoolExecutor(1, thread_name_prefix="kconform-probe") as pool:
             probed = request.config.stash[PROBED] = pool.submit(probe, running)
             try:

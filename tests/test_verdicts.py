@@ -1,0 +1,48 @@
+"""``kconform verdicts``: the page it writes holds the versions, the seed and a verdict per id, and
+nothing that differs between two identical runs; the run it makes cannot replay saved examples."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conformance import runner, verdicts
+from conformance.expectations import Deviation
+from conformance.runner import RequirementResult, RunOptions, RunResult, Status, pytest_args
+
+
+def result(started: float) -> RunResult:
+    deviation = Deviation("RESTORE-002", "one task per partition", "https://example.org/src")
+    failed = runner.TestResult("n", "rescale", ["RESTORE-002"], "MUST", True, Status.XFAIL, 1.0, deviation=deviation)
+    failed.violated = ["RESTORE-002"]
+    rows = [
+        RequirementResult("RESTORE-002", "MUST", "One owner", "", Status.XFAIL, [failed], "one task (link)"),
+        RequirementResult("DISC-005", "MUST", "New | earliest", "", Status.PASS, []),
+    ]
+    options = RunOptions(adapter="m:A", level="pipeline", seed=7, expectations=Path("x.toml"))
+    return RunResult(
+        options, 7, "spark-sql-kafka-0-10", ["pipeline"], {}, [failed], rows, ["ASSIGN-003"], [],
+        started, started + 60, "", False, broker_version="Apache Kafka 4.1.1",
+    )  # fmt: skip
+
+
+def test_the_page_names_versions_seed_and_each_verdict_and_nothing_that_varies() -> None:
+    command, versions = "kconform verdicts --adapter m:A", {"spark-sql-kafka-0-10_2.13": "4.2.0"}
+    page = verdicts.render(result(1.0), command, versions)
+    assert page == verdicts.render(result(99.0), command, versions)
+    for expected in (
+        "seed `7`",
+        "spark-sql-kafka-0-10_2.13 4.2.0",
+        "PySpark ",
+        "Apache Kafka 4.1.1",
+        "| RESTORE-002 | MUST | One owner | XFAIL | 1 xfail | one task (link) |",
+        "| DISC-005 | MUST | New \\| earliest | PASS |  |  |",
+        "Not checked at this level: ASSIGN-003.",
+        "kconform verdicts --adapter m:A",
+    ):
+        assert expected in page, expected
+
+
+def test_a_run_can_be_given_its_own_example_database(tmp_path: Path) -> None:
+    args = pytest_args(RunOptions(adapter="m:A", examples=tmp_path), seed=3)
+    assert f"--kconform-examples={tmp_path}" in args
+    assert not any(a.startswith("--kconform-examples") for a in pytest_args(RunOptions(adapter="m:A"), seed=3))
