@@ -47,10 +47,18 @@ class ViolationError(AssertionError):
     the failure it reports and writes them structured into report.json and the HTML report.
     """
 
-    def __init__(self, violations: Sequence[Violation], pictures: Sequence[Picture] = (), detail: str = "") -> None:
+    def __init__(
+        self,
+        violations: Sequence[Violation],
+        pictures: Sequence[Picture] = (),
+        detail: str = "",
+        verified: Iterable[str] = (),
+    ) -> None:
         super().__init__(explain(violations) + detail)
         self.violations = list(violations)
         self.pictures = list(pictures)
+        self.verified = frozenset(verified) - {v.requirement for v in violations}
+        """Ids of the test it checked in full before failing: they pass, not PARTIAL."""
 
 
 def explain(violations: Sequence[Violation], limit: int = 10) -> str:
@@ -60,15 +68,18 @@ def explain(violations: Sequence[Violation], limit: int = 10) -> str:
     return f"{len(violations)} violation(s):\n{shown}{more}"
 
 
-def fail_on(violations: Sequence[Violation], pictures: Sequence[Picture] = (), detail: str = "") -> None:
+def fail_on(
+    violations: Sequence[Violation], pictures: Sequence[Picture] = (), detail: str = "", verified: Iterable[str] = ()
+) -> None:
     """Fail the calling suite test with the violations as its message (one ``ID kind: evidence`` per line),
-    then ``detail`` (e.g. the history).
+    then ``detail`` (e.g. the history). ``verified``: the test's other ids, checked in full before it
+    failed (a test that checks everything before failing says so; the runner then passes them).
 
     A ``ViolationError``, not a bare ``assert``: pytest's assertion rewriting would append the
     list's repr (``assert not [Violation(...)]``) to every failure, and the reports need the objects.
     """
     if violations:
-        raise ViolationError(violations, pictures, detail)
+        raise ViolationError(violations, pictures, detail, verified)
 
 
 def all_partitions(metadata: Metadata) -> set[TopicPartition]:

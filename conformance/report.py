@@ -235,13 +235,14 @@ def render_text(result: RunResult) -> str:
     return "\n".join(lines)
 
 
-def _md(text: str) -> str:
+def md_cell(text: str) -> str:
+    """``text`` as one cell of a Markdown table."""
     return text.replace("|", "\\|").replace("\n", " ")
 
 
 def _partial_lines(result: RunResult) -> list[str]:
     """Every PARTIAL verdict with its reasons (each test's that could not verify the id in full)."""
-    return [f"- **{r.id}** PARTIAL: {_md(r.reason)}" for r in result.requirements if r.status is Status.PARTIAL]
+    return [f"- **{r.id}** PARTIAL: {md_cell(r.reason)}" for r in result.requirements if r.status is Status.PARTIAL]
 
 
 def render_markdown(result: RunResult) -> str:
@@ -263,21 +264,22 @@ def render_markdown(result: RunResult) -> str:
     ]
     for row in result.requirements:
         note = row_note(row, o.strict)
-        status = f"{row.status} ({_md(note)})" if note else str(row.status)
-        lines.append(f"| {row.id} | {row.level} | {row.category or '-'} | {_md(row.title)} | {status} | {tally(row)} |")
+        status = f"{row.status} ({md_cell(note)})" if note else str(row.status)
+        title = md_cell(row.title)
+        lines.append(f"| {row.id} | {row.level} | {row.category or '-'} | {title} | {status} | {tally(row)} |")
     partial = _partial_lines(result)
     if partial:
         lines += ["", "## Partial verdicts", "", "Not a pass: what each could not verify, and why.", "", *partial]
     metrics = [(t.name, k, v) for t in result.tests for k, v in t.metrics.items()]
     if metrics:
         lines += ["", "## Metrics", "", "| test | metric | value |", "| --- | --- | --- |"]
-        lines += [f"| `{name}` | {_md(key)} | {_md(str(value))} |" for name, key, value in metrics]
+        lines += [f"| `{name}` | {md_cell(key)} | {md_cell(str(value))} |" for name, key, value in metrics]
     failures = [t for t in result.tests if t.status is Status.FAIL]
     if failures:
         lines += ["", "## Failures", "", REPLAY_NOTE]
     for t in failures:
         lines += ["", f"### `{t.name}`", "", violates(t), ""]
-        lines += [f"- {_md(line)}" for line in _violation_lines(t)]
+        lines += [f"- {md_cell(line)}" for line in _violation_lines(t)]
         lines += ["", "```text", evidence_text(t), "```"]
         lines += ["", "Replay:", "", "```sh", t.replay, "```"] if t.replay else []
     if result.broker:

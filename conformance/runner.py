@@ -155,6 +155,8 @@ class TestResult:
     """A failure's violations: those its ``ViolationError`` carried, else read from its message."""
     pictures: list[Picture] = field(default_factory=list)
     """The data of the failure's figures (``conformance.evidence``), drawn by the HTML report."""
+    verified_before_failing: frozenset[str] = frozenset()
+    """Of a failure's ids it does not violate, those it checked in full anyway (``fail_on(verified=...)``)."""
 
     def fails(self, strict: bool) -> bool:
         """MUST failures fail the run, SHOULD failures and PARTIAL only when strict, MAY never; an XPASS always does.
@@ -174,11 +176,12 @@ class TestResult:
         A failed test fails only the ids its violation names (``violated``). Its other ids are PARTIAL,
         not verified: the test stopped at the first violation, so it never showed that they hold (no
         PASS), nor that they are broken (no FAIL); the id's other tests decide the rest of its verdict.
+        An id the test says it checked in full before failing passes.
         """
         if self.status is Status.PARTIAL and req_id not in self.unverified:
             return Status.PASS
         if self.status in (Status.FAIL, Status.XFAIL) and req_id not in self.violated:
-            return Status.PARTIAL
+            return Status.PASS if req_id in self.verified_before_failing else Status.PARTIAL
         return self.status
 
     def unverified_reason(self, req_id: str) -> str:
@@ -461,6 +464,8 @@ class Collector:
             result.violated = [i for i in ids if i in named] or ids
             result.violations = result.violations or violations_in_text(told, result.violated)
             result.pictures = [p for e in raised for p in e.pictures]
+            if raised:
+                result.verified_before_failing = frozenset.intersection(*(e.verified for e in raised))
             result.replay = self.replay_command(name, pipeline)
         elif skipped:
             result.status = Status.SKIP

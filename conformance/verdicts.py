@@ -21,7 +21,7 @@ from typing import Final
 from conformance.adapter import DEFAULT_MASTER
 from conformance.brokers import BROKER_KINDS, DEFAULT_BROKER
 from conformance.profiles import DEFAULT_PROFILE, PROFILES
-from conformance.report import _md, _note, _tally, render_text
+from conformance.report import class_verdicts, md_cell, render_text, row_note, tally
 from conformance.runner import (
     DEFAULT_TIMEOUT,
     ERROR_EXIT,
@@ -56,12 +56,15 @@ def render(result: RunResult, command: str, versions: dict[str, str]) -> str:
         f"- expectations: `{o.expectations}`" if o.expectations else "- expectations: none",
         f"- exit code {result.exit_code}",
         "",
-        "| requirement | level | title | verdict | tests | why |",
-        "| --- | --- | --- | --- | --- | --- |",
+        *(f"**{v.text()}**  " for v in class_verdicts(result)),
+        "",
+        "| requirement | level | class | title | verdict | tests | why |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for row in result.requirements:
-        why = _md(_note(row, o.strict))
-        lines.append(f"| {row.id} | {row.level} | {_md(row.title)} | {row.status} | {_tally(row)} | {why} |")
+        why = md_cell(row_note(row, o.strict))
+        title = md_cell(row.title)
+        lines.append(f"| {row.id} | {row.level} | {row.category} | {title} | {row.status} | {tally(row)} | {why} |")
     if result.untested:
         lines += ["", f"Not checked at this level: {', '.join(result.untested)}."]
     return "\n".join(lines) + "\n"

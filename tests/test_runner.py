@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from conformance import runner
+from conformance.checkers import Violation, ViolationError
 from conformance.expectations import Deviation, find_deviation, load_expectations
 from conformance.runner import Status, aggregate, counterexamples
 
@@ -339,6 +340,14 @@ def test_unviolated_id_of_a_failure_keeps_the_verdict_of_its_other_tests() -> No
     assert rows(blamed, result(Status.ERROR))["COMMIT-013"] == Status.ERROR
     blamed.level = "MAY"  # a MAY failure never fails the run, but what it left unverified is PARTIAL
     assert (blamed.fails(strict=False), blamed.fails(strict=True)) == (False, True)
+    thorough = result(Status.XFAIL, ["COMMIT-011"])  # a failure that checked COMMIT-013 in full first
+    thorough.verified_before_failing = frozenset({"COMMIT-013"})
+    assert rows(thorough) == {"COMMIT-011": Status.XFAIL, "COMMIT-013": Status.PASS}
+
+
+def test_a_failure_passes_only_the_ids_it_says_it_verified_and_never_one_it_violates() -> None:
+    error = ViolationError([Violation("COMMIT-011", "lost-write", "x")], verified=["COMMIT-013", "COMMIT-011"])
+    assert error.verified == {"COMMIT-013"}
 
 
 def test_bad_expectations_file_is_a_usage_error(tmp_path: Path) -> None:
