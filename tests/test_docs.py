@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from conformance import site
 from conformance.adapter import SinkSpec, SourceSpec, load_adapter, missing_members
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -194,3 +195,60 @@ def test_the_ci_shell_script_exits_with_the_suite_s_code(tmp_path: Path, suite_e
     assert f"kconform: exit {suite_exit}; reports in build/report" in done.stdout
     expected = ["run", *CI_RUN.split(), "--expectations", "kconform-expectations.toml", "--report", "build/report"]
     assert (tmp_path / "run-args").read_text().split() == expected
+
+
+def test_the_site_source_has_the_pages_and_the_files_they_link_to(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    for path, text in {
+        "README.md": "[spec](spec/a.md), [checker](conformance/x.py), [gone](conformance/gone.py)",
+        "spec/a.md": "[test](../tests/test_x.py#L3), [web](https://example.org/a.py), [up](../../outside.py)",
+        "docs/b.md": "[a](../spec/a.md#heading)",
+        "conformance/x.py": "",
+        "conformance/unlinked.py": "",
+        "tests/test_x.py": "",
+    }.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    out = tmp_path / "site-src"
+    (out / "stale.md").parent.mkdir(parents=True)
+    (out / "stale.md").write_text("left by an earlier build")
+    assert site.prepare(out, root) == [Path("conformance/x.py"), Path("tests/test_x.py")]
+    files = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
+    assert files == {"README.md", "spec/a.md", "docs/b.md", "conformance/x.py", "tests/test_x.py"}
+
+
+def test_site_without_mkdocs_names_the_install(monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+    monkeypatch.setattr(site, "mkdocs_installed", lambda: False)
+    assert site.main([]) == 2
+    assert "pip install -e .[dev]" in capsys.readouterr().err
+
+
+@pytest.fixture
+def site_source(tmp_path: Path) -> Path:
+    if not site.mkdocs_installed():
+        pytest.skip("MkDocs is not installed: pip install -e .[dev]")
+    source = tmp_path / "site-src"
+    site.prepare(source)
+    return source
+
+
+def test_the_site_builds_strict_with_the_requirement_table_linked(site_source: Path, tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    assert site.build(site_source, out) == 0
+    for page in ("index.html", "spec/index.html", "docs/adapter-guide.html", "docs/ci-example.html"):
+        assert (out / page).is_file(), page
+    table = (out / "spec" / "REQUIREMENTS.html").read_text(encoding="utf-8")
+    anchor = "assign-001-must-fidelity-every-partition-is-owned-by-exactly-one-subtask"
+    assert f'href="assignment.html#{anchor}"' in table
+    assert f'id="{anchor}"' in (out / "spec" / "assignment.html").read_text(encoding="utf-8")
+    assert 'href="../conformance/checkers.py"' in table and (out / "conformance" / "checkers.py").is_file()
+    assert 'href="tla/TwoPhaseCommitSink.tla"' in table and (out / "spec" / "tla" / "TwoPhaseCommitSink.tla").is_file()
+
+
+@pytest.mark.parametrize(
+    "broken", ["[gone](no-such-page.md)", "[gone](adapter-guide.md#no-such-heading)", "[gone](../no_such_file.py)"]
+)
+def test_a_broken_link_fails_the_site_build(site_source: Path, tmp_path: Path, broken: str) -> None:
+    page = site_source / "docs" / "ci-example.md"
+    page.write_text(page.read_text(encoding="utf-8") + f"\n{broken}\n", encoding="utf-8")
+    assert site.build(site_source, tmp_path / "site") != 0
