@@ -15,7 +15,7 @@ JVM_POMS := jvm/pom.xml $(wildcard jvm/*/pom.xml)
 export KCONFORM_PROFILE := $(PROFILE)
 export KCONFORM_BROKER := $(BROKER)
 
-.PHONY: setup conformance test spec bench probe lint docs verdicts golden clean
+.PHONY: setup conformance test spec bench probe lint docs site verdicts golden clean
 
 setup: $(VENV)/.installed $(JVM_DIR)/.resolved
 
@@ -62,6 +62,10 @@ docs: setup
 	$(BIN)/kconform requirements --markdown > spec/REQUIREMENTS.md
 	@echo "wrote spec/REQUIREMENTS.md"
 	$(BIN)/kconform probe-broker --broker tansu --broker kafka --markdown --update spec/kafka.md
+
+# The spec, docs and requirement table as a static site in build/site (mkdocs build --strict).
+site: setup
+	$(BIN)/kconform site --out build/site
 
 # Regenerate the committed verdict tables of the shipped adapters (fixed seed: a clean clone gets the same).
 verdicts: setup

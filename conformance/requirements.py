@@ -39,6 +39,11 @@ BACKTICKED = re.compile(r"`([^`]+)`")
 IDENTIFIER = re.compile(r"^[a-z][a-z0-9]*(?:[_.][a-z0-9]+)+$")
 """A function name such as ``check_plan``; single words in backticks are violation names."""
 
+DEFINED = re.compile(r"^\s*(?:def|class) (?P<name>\w+)|\b\w*Mutant\(\s*[\"'](?P<mutant>\w+)[\"']", re.MULTILINE)
+"""A function or class definition, or a mutant's registration (``Mutant("name", ...)``, ``PipelineMutant``)."""
+CHECKER_FILES = ("conformance/checkers.py", "conformance/history.py", "conformance/strategy_checkers.py")
+"""Searched first for the definition of a name the spec's "Checked by." gives; then the rest of ``conformance/``."""
+
 NAME_KIND_LEVEL = {"required": "MUST", "should": "SHOULD", "optional": "MAY"}
 TEST_ROOTS = ("tests", "conformance/suite")
 CODE_ROOTS = ("conformance", "reference_impl", "tests", "spec/tla")
@@ -63,8 +68,7 @@ class Requirement:
     def anchor(self) -> str:
         """The GitHub anchor of the requirement's heading."""
         tags = ", ".join(filter(None, [self.level, self.category]))
-        heading = f"{self.id} ({tags}) {self.title}".lower()
-        return re.sub(r"[^\w\- ]", "", heading).replace(" ", "-")
+        return github_slug(f"{self.id} ({tags}) {self.title}")
 
     @property
     def link(self) -> str:
@@ -76,6 +80,11 @@ class Requirement:
         """The functions named in the "Checked by." paragraph, tests excluded."""
         names = (n for n in BACKTICKED.findall(self.checked_by) if IDENTIFIER.match(n))
         return [n for n in names if not n.startswith("test_")]
+
+
+def github_slug(heading: str, separator: str = "-") -> str:
+    """A heading's anchor as GitHub makes it; ``mkdocs.yml`` gives the site's headings the same."""
+    return re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", separator)
 
 
 def spec_dir(root: Path = REPO_ROOT) -> Path:
@@ -194,6 +203,22 @@ def orphans(root: Path = REPO_ROOT) -> tuple[set[str], set[str]]:
     return named - spec_ids, spec_ids - set(tests_by_id(root)) - formalised
 
 
+def definitions(root: Path = REPO_ROOT) -> dict[str, str]:
+    """Name (also ``conformance.module.name``) -> the file under ``conformance/`` that defines it, checkers first."""
+    first = [root / f for f in CHECKER_FILES]
+    found: dict[str, str] = {}
+    for path in first + [p for p in _files(root, ("conformance",), (".py",)) if p not in first]:
+        if not path.is_file():
+            continue
+        where = path.relative_to(root).as_posix()
+        module = where.removesuffix(".py").replace("/", ".")
+        for match in DEFINED.finditer(path.read_text(encoding="utf-8")):
+            name = match.group("name") or match.group("mutant")
+            found.setdefault(name, where)
+            found.setdefault(f"{module}.{name}", where)
+    return found
+
+
 @dataclass(frozen=True)
 class Trace:
     """One row of the traceability matrix."""
@@ -201,6 +226,8 @@ class Trace:
     requirement: Requirement
     tests: list[str] = field(default_factory=list)
     tla: list[str] = field(default_factory=list)
+    sources: dict[str, str] = field(default_factory=dict)
+    """Checker name -> the file that defines it, for those found (``definitions``)."""
 
     @property
     def checker(self) -> str:
@@ -210,7 +237,11 @@ class Trace:
 def traces(root: Path = REPO_ROOT) -> list[Trace]:
     tests = tests_by_id(root)
     tla = tla_properties(root)
-    return [Trace(r, tests.get(r.id, []), tla.get(r.id, [])) for r in load_requirements(root).values()]
+    defined = definitions(root)
+    return [
+        Trace(r, tests.get(r.id, []), tla.get(r.id, []), {c: defined[c] for c in r.checkers if c in defined})
+        for r in load_requirements(root).values()
+    ]
 
 
 def render_text(rows: Sequence[Trace]) -> str:
@@ -227,8 +258,17 @@ def render_text(rows: Sequence[Trace]) -> str:
     return "\n".join(lines)
 
 
+def _checker_cell(trace: Trace) -> str:
+    """Each checker linked to the file that defines it; the "Checked by." text where no checker is named."""
+    names = trace.requirement.checkers
+    if not names:
+        return trace.checker.replace("|", "\\|")
+    return ", ".join(f"[`{n}`](../{trace.sources[n]})" if n in trace.sources else f"`{n}`" for n in names)
+
+
 def render_markdown(rows: Sequence[Trace]) -> str:
-    """The matrix as a GitHub table; links are relative to ``spec/`` (``make docs`` writes it there)."""
+    """The matrix as a GitHub table; links are relative to ``spec/`` (``make docs`` writes it there):
+    each id to its spec section, each checker, test and TLA+ property to the file that holds it."""
     lines = [
         "# Requirements",
         "",
@@ -244,9 +284,9 @@ def render_markdown(rows: Sequence[Trace]) -> str:
             r.level,
             r.category or "-",
             r.title.replace("|", "\\|"),
-            t.checker.replace("|", "\\|"),
-            "<br>".join(f"`{name}`" for name in t.tests) or "-",
-            "<br>".join(f"`{prop}`" for prop in t.tla) or "-",
+            _checker_cell(t),
+            "<br>".join(f"[`{name}`](../{name.partition('::')[0]})" for name in t.tests) or "-",
+            "<br>".join(f"[`{prop}`](tla/{prop.partition('!')[0]}.tla)" for prop in t.tla) or "-",
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)

@@ -14,15 +14,20 @@ import pytest
 
 from conformance import requirements
 from conformance.requirements import (
+    REPO_ROOT,
     Requirement,
     SpecNotFoundError,
+    definitions,
+    github_slug,
     ids_in_test_name,
     ids_in_text,
     level_of_test_name,
     load_requirements,
     orphans,
     parse_page,
+    render_markdown,
     tests_by_id,
+    traces,
 )
 
 PAGE = """# Demo
@@ -186,6 +191,47 @@ def test_requirements_verb_markdown_is_a_table(capsys: pytest.CaptureFixture[str
     assert row.startswith(
         "| [ASSIGN-001](assignment.md#assign-001-must-fidelity-every-partition-is-owned-by-exactly-one-subtask)"
     )
+    assert "| [`check_plan`](../conformance/checkers.py) |" in row
+    test = "tests/test_assignment.py::test_required_ASSIGN_001_owner_in_range"
+    assert f"[`{test}`](../tests/test_assignment.py)" in row
+    row = next(line for line in lines if line.startswith("| [COMMIT-004]"))
+    assert "[`TwoPhaseCommitSink!COMMIT_004_NoTransactionLingers`](tla/TwoPhaseCommitSink.tla)" in row
+
+
+def test_every_link_of_the_requirement_table_reaches_a_file() -> None:
+    """Checkers, tests and TLA+ modules are linked by path from ``spec/``: a moved file breaks the table."""
+    table = render_markdown(traces())
+    targets = set(re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", table))
+    assert {"assignment.md", "../conformance/checkers.py", "tla/TwoPhaseCommitSink.tla"} <= targets
+    missing = sorted(t for t in targets if not (REPO_ROOT / "spec" / t).is_file())
+    assert not missing, f"the requirement table links to files that do not exist: {missing}"
+
+
+def test_spec_requirements_md_is_up_to_date() -> None:
+    committed = (REPO_ROOT / "spec" / "REQUIREMENTS.md").read_text(encoding="utf-8")
+    assert committed == render_markdown(traces()) + "\n", (
+        "spec/REQUIREMENTS.md is stale: regenerate it with `make docs` "
+        "(or `kconform requirements --markdown > spec/REQUIREMENTS.md`)"
+    )
+
+
+def test_checkers_are_found_where_defined_or_registered_as_mutants(tmp_path: Path) -> None:
+    (tmp_path / "conformance").mkdir()
+    (tmp_path / "conformance" / "checkers.py").write_text("def check_demo():\n    pass\n")
+    (tmp_path / "conformance" / "other.py").write_text(
+        "def check_demo():\n    pass\n\n\nclass Helper:\n    def rule(self):\n        pass\n"
+    )
+    (tmp_path / "conformance" / "pipeline_mutants.py").write_text('M = [PipelineMutant(\n    "demo_bug", 1)]\n')
+    found = definitions(tmp_path)
+    assert found["check_demo"] == "conformance/checkers.py"  # the checker modules come first
+    assert found["conformance.other.check_demo"] == "conformance/other.py"
+    assert found["rule"] == found["Helper"] == "conformance/other.py"
+    assert found["demo_bug"] == "conformance/pipeline_mutants.py"
+    assert "conformance.checkers.absent" not in found
+
+
+def test_anchors_are_github_s_which_keeps_each_space() -> None:
+    assert github_slug("STRAT-001 (MUST) `murmur2(key) % n` ok") == "strat-001-must-murmur2key--n-ok"
 
 
 def test_every_checker_the_spec_names_exists() -> None:

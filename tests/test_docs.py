@@ -1,0 +1,254 @@
+"""The docs work as printed: the adapter guide's files load and pass (or fail) as it says.
+
+Every fenced block of ``docs/adapter-guide.md`` preceded by ``<!-- file: NAME -->`` is written to
+a fresh folder under that name, and ``kconform run`` is started there as a user would start it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance import site
+from conformance.adapter import SinkSpec, SourceSpec, load_adapter, missing_members
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+GUIDE = REPO_ROOT / "docs" / "adapter-guide.md"
+FILE_BLOCK = re.compile(r"^<!-- file: (?P<name>[\w.-]+) -->\n```\w+\n(?P<body>.*?)^```$", re.MULTILINE | re.DOTALL)
+GUIDE_MODULES = ("my_adapter", "my_buggy_adapter", "my_pipeline_adapter")
+
+
+def guide_files(text: str) -> dict[str, str]:
+    """File name -> content of each block the guide asks the reader to save."""
+    return {m.group("name"): m.group("body") for m in FILE_BLOCK.finditer(text)}
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A user's folder holding the guide's files, on the path as ``kconform run`` puts the working directory."""
+    for name, body in guide_files(GUIDE.read_text(encoding="utf-8")).items():
+        (tmp_path / name).write_text(body, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield tmp_path
+    for module in GUIDE_MODULES:
+        sys.modules.pop(module, None)
+
+
+def kconform_run(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``kconform run`` in ``cwd``, on this checkout's kconform."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
+    command = [sys.executable, "-m", "conformance.cli", "run", "--level", "protocol", "--profile", "quick", *args]
+    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False)
+
+
+def test_the_guide_has_the_files_and_commands_it_talks_about() -> None:
+    text = GUIDE.read_text(encoding="utf-8")
+    assert set(guide_files(text)) == {f"{m}.py" for m in GUIDE_MODULES} | {"expectations.toml"}
+    commands = re.findall(r"^kconform run --adapter (\w+):ADAPTER", text, re.MULTILINE)
+    assert set(commands) == set(GUIDE_MODULES), commands
+    assert "--expectations expectations.toml" in text
+
+
+def test_the_guide_s_adapters_load_on_the_first_try(workdir: Path) -> None:
+    for module in GUIDE_MODULES:
+        adapter = load_adapter(f"{module}:ADAPTER")
+        assert missing_members(adapter) == [], module
+    assert load_adapter("my_adapter:ADAPTER").capabilities == {"assignment", "discovery"}
+
+
+def test_the_guide_s_adapter_passes_every_protocol_test_it_declares(workdir: Path) -> None:
+    run = kconform_run(workdir, "--adapter", "my_adapter:ADAPTER")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert re.search(r"^ASSIGN-004 .* PASS ", run.stdout, re.MULTILINE), run.stdout
+    assert re.search(r"^DISC-001 .* PASS ", run.stdout, re.MULTILINE), run.stdout
+    assert "Every result is as expected: exit 0." in run.stdout
+
+
+def test_the_guide_s_bug_fails_on_assign_004_with_a_replay_line(workdir: Path) -> None:
+    run = kconform_run(workdir, "--adapter", "my_buggy_adapter:ADAPTER", "--only", "ASSIGN_004_edge_names")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert re.search(r"^ASSIGN-004 .* FAIL ", run.stdout, re.MULTILINE), run.stdout
+    quoted = re.search(r"`(ASSIGN-004 formula-mismatch: [^`]+)`", GUIDE.read_text(encoding="utf-8"))
+    assert quoted is not None, "the guide quotes the evidence of the failure"
+    assert quoted.group(1) in run.stdout
+    assert re.search(r"replay: .* run --adapter my_buggy_adapter:ADAPTER .*--only required_ASSIGN_004_edge", run.stdout)
+
+
+def test_the_guide_s_expectations_file_turns_the_bug_into_xfail(workdir: Path) -> None:
+    run = kconform_run(
+        workdir,
+        "--adapter",
+        "my_buggy_adapter:ADAPTER",
+        "--only",
+        "ASSIGN_004_edge_names",
+        "--expectations",
+        "expectations.toml",
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert re.search(r"^ASSIGN-004 .* XFAIL ", run.stdout, re.MULTILINE), run.stdout
+
+
+class Chain:
+    """A stand-in for Spark's DataStreamReader and DataStreamWriter: records each call, returns itself."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+        self.readStream = self.writeStream = self
+
+    def __getattr__(self, method: str) -> Any:
+        def record(*args: Any, **kwargs: Any) -> Chain:
+            self.calls.append((method, args, kwargs))
+            return self
+
+        return record
+
+    def options_set(self) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        for method, args, kwargs in self.calls:
+            if method == "option":
+                found[args[0]] = args[1]
+            elif method == "options":
+                found |= kwargs
+        return found
+
+
+def test_the_guide_s_pipeline_adapter_maps_the_specs_onto_its_options(workdir: Path) -> None:
+    adapter: Any = load_adapter("my_pipeline_adapter:ADAPTER")
+    spark = Chain()
+    source = SourceSpec("broker:9092", 3, subscribe_pattern="orders-.*", max_records_per_trigger=5)
+    assert adapter.read_stream(spark, source) is spark
+    assert spark.calls[0] == ("format", ("my-kafka",), {})
+    assert spark.calls[-1][0] == "load"
+    assert spark.options_set() == {
+        "bootstrap.servers": "broker:9092",
+        "parallelism": "3",
+        "startingOffsets": "earliest",
+        "subscribePattern": "orders-.*",
+        "maxRecordsPerTrigger": "5",
+    }
+    frame = Chain()
+    sink = SinkSpec("broker:9092", "out", exactly_once=False, client_settings=(("security.protocol", "SSL"),))
+    assert adapter.write_stream(frame, sink) is frame
+    assert frame.options_set() == {"bootstrap.servers": "broker:9092", "topic": "out", "kafka.security.protocol": "SSL"}
+
+
+CI_EXAMPLE = REPO_ROOT / "docs" / "ci-example.md"
+CI_RUN = "--adapter my_connector.kconform_adapter:ADAPTER"
+
+
+def test_the_ci_workflow_is_yaml_that_runs_kconform_and_keeps_the_report() -> None:
+    """Checked line by line (2-space nesting, the steps kconform needs); parsed too where PyYAML is installed."""
+    text = guide_files(CI_EXAMPLE.read_text(encoding="utf-8"))["kconform.yml"]
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert "\t" not in text
+    assert all((len(line) - len(line.lstrip(" "))) % 2 == 0 for line in lines)
+    assert [line for line in lines if not line.startswith(" ")] == ["name: kconform", "on:", "jobs:"]
+    for needed in (
+        "make -C kconform setup",
+        'java-version: "17"',
+        CI_RUN,
+        "--report build/report",
+        "path: build/report",
+    ):
+        assert needed in text, needed
+    try:
+        import yaml  # PyYAML comes with mkdocs, a dev extra
+    except ImportError:
+        return
+    workflow = yaml.safe_load(text)
+    steps = workflow["jobs"]["conformance"]["steps"]
+    run = next(s for s in steps if "kconform run" in s.get("run", ""))
+    assert CI_RUN in run["run"] and "--report build/report" in run["run"]
+    upload = next(s for s in steps if s.get("uses", "").startswith("actions/upload-artifact@"))
+    assert upload["if"] == "always()" and upload["with"]["path"] == "build/report"
+    assert steps.index(run) < steps.index(upload)
+
+
+@pytest.mark.parametrize("suite_exit", [0, 1, 3])
+def test_the_ci_shell_script_exits_with_the_suite_s_code(tmp_path: Path, suite_exit: int) -> None:
+    """The script runs with ``git`` and ``make`` stubbed: the clone is a fake kconform that exits as told."""
+    script = tmp_path / "kconform-gate.sh"
+    script.write_text(guide_files(CI_EXAMPLE.read_text(encoding="utf-8"))["kconform-gate.sh"])
+    fake = tmp_path / "fake-kconform" / ".venv" / "bin"
+    stubs = tmp_path / "stubs"
+    for folder in (fake, stubs):
+        folder.mkdir(parents=True)
+    commands = {
+        fake / "pip": "",
+        fake / "kconform": f'echo "$@" > run-args\nexit {suite_exit}',
+        stubs / "git": f'if [ "$1" = clone ]; then cp -r {tmp_path / "fake-kconform"} kconform; fi',
+        stubs / "make": "",
+    }
+    for path, body in commands.items():
+        path.write_text(f"#!/bin/sh\n{body}\n")
+        path.chmod(0o755)
+    env = {**os.environ, "PATH": f"{stubs}{os.pathsep}{os.environ['PATH']}", "KCONFORM_GIT": "x", "KCONFORM_REF": "y"}
+    done = subprocess.run(["bash", str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == suite_exit, done.stdout + done.stderr
+    assert f"kconform: exit {suite_exit}; reports in build/report" in done.stdout
+    expected = ["run", *CI_RUN.split(), "--expectations", "kconform-expectations.toml", "--report", "build/report"]
+    assert (tmp_path / "run-args").read_text().split() == expected
+
+
+def test_the_site_source_has_the_pages_and_the_files_they_link_to(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    for path, text in {
+        "README.md": "[spec](spec/a.md), [checker](conformance/x.py), [gone](conformance/gone.py)",
+        "spec/a.md": "[test](../tests/test_x.py#L3), [web](https://example.org/a.py), [up](../../outside.py)",
+        "docs/b.md": "[a](../spec/a.md#heading)",
+        "conformance/x.py": "",
+        "conformance/unlinked.py": "",
+        "tests/test_x.py": "",
+    }.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    out = tmp_path / "site-src"
+    (out / "stale.md").parent.mkdir(parents=True)
+    (out / "stale.md").write_text("left by an earlier build")
+    assert site.prepare(out, root) == [Path("conformance/x.py"), Path("tests/test_x.py")]
+    files = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
+    assert files == {"README.md", "spec/a.md", "docs/b.md", "conformance/x.py", "tests/test_x.py"}
+
+
+def test_site_without_mkdocs_names_the_install(monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+    monkeypatch.setattr(site, "mkdocs_installed", lambda: False)
+    assert site.main([]) == 2
+    assert "pip install -e .[dev]" in capsys.readouterr().err
+
+
+@pytest.fixture
+def site_source(tmp_path: Path) -> Path:
+    if not site.mkdocs_installed():
+        pytest.skip("MkDocs is not installed: pip install -e .[dev]")
+    source = tmp_path / "site-src"
+    site.prepare(source)
+    return source
+
+
+def test_the_site_builds_strict_with_the_requirement_table_linked(site_source: Path, tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    assert site.build(site_source, out) == 0
+    for page in ("index.html", "spec/index.html", "docs/adapter-guide.html", "docs/ci-example.html"):
+        assert (out / page).is_file(), page
+    table = (out / "spec" / "REQUIREMENTS.html").read_text(encoding="utf-8")
+    anchor = "assign-001-must-fidelity-every-partition-is-owned-by-exactly-one-subtask"
+    assert f'href="assignment.html#{anchor}"' in table
+    assert f'id="{anchor}"' in (out / "spec" / "assignment.html").read_text(encoding="utf-8")
+    assert 'href="../conformance/checkers.py"' in table and (out / "conformance" / "checkers.py").is_file()
+    assert 'href="tla/TwoPhaseCommitSink.tla"' in table and (out / "spec" / "tla" / "TwoPhaseCommitSink.tla").is_file()
+
+
+@pytest.mark.parametrize(
+    "broken", ["[gone](no-such-page.md)", "[gone](adapter-guide.md#no-such-heading)", "[gone](../no_such_file.py)"]
+)
+def test_a_broken_link_fails_the_site_build(site_source: Path, tmp_path: Path, broken: str) -> None:
+    page = site_source / "docs" / "ci-example.md"
+    page.write_text(page.read_text(encoding="utf-8") + f"\n{broken}\n", encoding="utf-8")
+    assert site.build(site_source, tmp_path / "site") != 0
