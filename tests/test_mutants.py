@@ -8,9 +8,11 @@ PROFILE says), so CI is reproducible.
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -84,3 +86,15 @@ def run_suite(adapter: str, selected: list[str], profile: str) -> tuple[int, str
         check=False,
     )
     return run.returncode, run.stdout + run.stderr
+
+
+def test_required_a_bug_in_one_requirement_fails_that_requirement_and_no_other_in_a_whole_run(tmp_path: Path) -> None:
+    """The whole protocol level against a formula bug: ASSIGN-004 fails; the rest passes, or is PARTIAL
+    where a test stopped at the ASSIGN-004 violation before verifying its other ids (never FAIL)."""
+    command = [sys.executable, "-m", "conformance.cli", "run", "--adapter", "conformance.mutants:python_mod_no_mask",
+               "--level", "protocol", "--profile", "quick", "--seed", "3", "--report", str(tmp_path)]  # fmt: skip
+    run = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    assert run.returncode == 1, run.stdout + run.stderr
+    statuses = {r["id"]: r["status"] for r in json.loads((tmp_path / "report.json").read_text())["requirements"]}
+    assert {i for i, s in statuses.items() if s == "FAIL"} == {"ASSIGN-004"}, statuses
+    assert {s for i, s in statuses.items() if i != "ASSIGN-004"} <= {"PASS", "PARTIAL"}, statuses
