@@ -127,8 +127,22 @@ def test_command(sandbox: Path, links: Sequence[tuple[str, str]], seed: int) -> 
 
 
 def judge(argv: Sequence[str]) -> int:
-    """``kconform run argv`` on the ``reference_impl`` of the working directory, judged by the unmutated formula."""
-    from conformance import checkers, runner
+    """``kconform run argv`` on the ``reference_impl`` of the working directory, judged by the unmutated formula.
+
+    Hypothesis does not shrink: the first failing example kills the mutant (the verdict shrinking would reach
+    too), and a smaller counterexample is of no use here.
+    """
+    from hypothesis import Phase, settings
+
+    from conformance import checkers, profiles, pytest_plugin, runner
+
+    def register_without_shrinking(database_dir: Path | None = None) -> None:
+        profiles.register_profiles(database_dir)
+        for name in profiles.PROFILES:
+            phases = [p for p in settings.get_profile(name).phases if p is not Phase.shrink]
+            settings.register_profile(name, settings.get_profile(name), phases=phases)
+
+    setattr(pytest_plugin, "register_profiles", register_without_shrinking)  # noqa: B010  # its pytest_configure's
 
     formula = ROOT / "reference_impl" / "assignment.py"
     spec = importlib.util.spec_from_file_location("kconform_oracle_assignment", formula)
