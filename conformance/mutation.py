@@ -98,7 +98,10 @@ def load_triage(path: Path) -> TriageTable:
     if not path.exists():
         return {}
     entries = tomllib.loads(path.read_text())["mutant"]
-    return {(e["module"], e["original"], e.get("mutated", "")): Triage(e["verdict"], e["why"].strip()) for e in entries}
+    return {
+        (e["module"], e["original"], e.get("mutated", "")): Triage(e["verdict"], " ".join(e["why"].split()))
+        for e in entries
+    }
 
 
 def verdict(triage: TriageTable, module: str, removed: str, added: str) -> Triage | None:
@@ -224,12 +227,25 @@ def run_module(name: str, sandbox: Path, seed: int, triage: TriageTable) -> None
                 result = mutate_and_test(item.mutations, command, timeout)
                 label += f" {time.monotonic() - t0:.1f}s"
             db.set_result(item.job_id, result)
-            print(f"{label} {outcome_of(result)} (elapsed {time.monotonic() - started:.0f}s)", flush=True)
-    (WORK / f"{name}.json").write_text(json.dumps({"seed": seed, "seconds": time.monotonic() - started}))
+            seconds = time.monotonic() - started
+            meta = {"seed": seed, "seconds": seconds, "mutants": len(items), "judged": i}
+            (WORK / f"{name}.json").write_text(json.dumps(meta))
+            print(f"{label} {outcome_of(result)} (elapsed {seconds:.0f}s)", flush=True)
 
 
-def collect(name: str, sandbox: Path, triage: TriageTable) -> tuple[list[Mutant], float]:
-    """The mutants of a finished session, a survivor triaged equivalent counted as such, and the run's seconds."""
+@dataclass(frozen=True)
+class ModuleRun:
+    """What a module's session holds: its judged mutants, of how many, and the seconds the run took."""
+
+    mutants: list[Mutant]
+    total: int
+    judged: int
+    seconds: float
+    seed: int
+
+
+def collect(name: str, sandbox: Path, triage: TriageTable) -> ModuleRun:
+    """A module's session, finished or stopped, a survivor triaged equivalent counted as such."""
     from cosmic_ray.work_db import WorkDB, use_db
     from cosmic_ray.work_item import WorkerOutcome
 
@@ -244,8 +260,8 @@ def collect(name: str, sandbox: Path, triage: TriageTable) -> tuple[list[Mutant]
                 outcome = "equivalent"
             mutants.append(Mutant(module, line, item.mutations[0].operator_name, removed, added, outcome))
     mutants.sort(key=lambda m: (m.line, m.operator))
-    seconds = float(json.loads((WORK / f"{name}.json").read_text())["seconds"])
-    return mutants, seconds
+    meta = json.loads((WORK / f"{name}.json").read_text())
+    return ModuleRun(mutants, meta["mutants"], meta["judged"], meta["seconds"], meta["seed"])
 
 
 def score(mutants: Sequence[Mutant]) -> tuple[int, int, float]:
@@ -255,13 +271,13 @@ def score(mutants: Sequence[Mutant]) -> tuple[int, int, float]:
     return killed, len(judged), killed / len(judged) if judged else 1.0
 
 
-def render(
-    results: dict[str, tuple[list[Mutant], float]], triage: TriageTable, seed: int
-) -> str:
+def render(results: dict[str, ModuleRun], triage: TriageTable) -> str:
     """``docs/mutation.md``: how it was run, the score per module and overall, every survivor with its triage."""
-    everything = [m for mutants, _ in results.values() for m in mutants]
+    everything = [m for run in results.values() for m in run.mutants]
     killed, judged, ratio = score(everything)
-    total_s = sum(seconds for _, seconds in results.values())
+    total_s = sum(run.seconds for run in results.values())
+    seeds = ", ".join(sorted({str(run.seed) for run in results.values()}))
+    stopped = [f"{name} after {run.judged} of {run.total}" for name, run in results.items() if run.judged < run.total]
     unreached = [m for m in everything if m.outcome == "survived" and verdict(triage, *m.key) == UNREACHED]
     reached = score([m for m in everything if m not in unreached])
     lines = [
@@ -269,13 +285,14 @@ def render(
         "",
         "Written by `make mutation` (`python -m conformance.mutation`); the triage lives in",
         "`docs/mutation-triage.toml`. Cosmic Ray mutates a copy of each module under `build/mutation/`; a",
-        f"mutant is killed when `kconform run --level protocol --profile default --seed {seed}` fails on the",
+        f"mutant is killed when `kconform run --level protocol --profile default --seed {seeds}` fails on the",
         "suite tests keyed to its module (below, run in this order, the first failure ends the mutant's",
         "run) or exceeds its time limit. Mutants triaged *equivalent* are skipped and not counted.",
         "",
         f"**Score: {killed} of {judged} non-equivalent mutants killed, {ratio:.1%}** "
         f"(goal {GOAL:.0%}: {'met' if ratio >= GOAL else 'NOT met'}); {len(everything)} mutants, "
-        f"run time {total_s / 60:.1f} min on this machine.",
+        f"run time {total_s / 60:.1f} min on this machine"
+        + (f"; the run stopped early: {', '.join(stopped)} mutants." if stopped else "."),
         f"Without the {len(unreached)} survivors in code no protocol-level adapter method runs (*unreached*): "
         f"{reached[0]} of {reached[1]}, {reached[2]:.1%}.",
         "",
@@ -283,12 +300,13 @@ def render(
         "| survived | score | minutes |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for name, (mutants, seconds) in results.items():
-        count = {o: sum(m.outcome == o for m in mutants) for o in ("equivalent", "killed", "timeout", "survived")}
+    for name, run in results.items():
+        count = {o: sum(m.outcome == o for m in run.mutants) for o in ("equivalent", "killed", "timeout", "survived")}
         selections = ", ".join(f"{a}: {o}" for a, o in SUITES[name])
+        judged_of = f"{run.total}" if run.judged == run.total else f"{run.judged} of {run.total}"
         lines.append(
-            f"| {name} | {selections} | {len(mutants)} | {count['equivalent']} | {count['killed']} "
-            f"| {count['timeout']} | {count['survived']} | {score(mutants)[2]:.1%} | {seconds / 60:.1f} |"
+            f"| {name} | {selections} | {judged_of} | {count['equivalent']} | {count['killed']} "
+            f"| {count['timeout']} | {count['survived']} | {score(run.mutants)[2]:.1%} | {run.seconds / 60:.1f} |"
         )
     for title, wanted in (
         ("Surviving mutants", ("survived", "incompetent")),
@@ -315,24 +333,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="Hypothesis seed (default %(default)s)")
     parser.add_argument("--doc", type=Path, default=DOC, help="the report to write (default %(default)s)")
     parser.add_argument(
-        "--report-only", action="store_true", help="rewrite the report from the last run's sessions (after triage)"
+        "--report-only", action="store_true", help="rewrite the report from the modules' last sessions (after triage)"
     )
     args = parser.parse_args(argv)
     sandbox = WORK / "src"
     triage = load_triage(TRIAGE)
     if not args.report_only:
-        shutil.rmtree(WORK, ignore_errors=True)
+        shutil.rmtree(sandbox, ignore_errors=True)
         shutil.copytree(
             ROOT / "reference_impl", sandbox / "reference_impl", ignore=shutil.ignore_patterns("__pycache__")
         )
         for name in args.modules:
             run_module(name, sandbox, args.seed, triage)
     results = {name: collect(name, sandbox, triage) for name in args.modules}
-    seed = json.loads((WORK / f"{args.modules[0]}.json").read_text())["seed"]
     args.doc.parent.mkdir(parents=True, exist_ok=True)
-    args.doc.write_text(render(results, triage, seed))
-    survivors = [m for mutants, _ in results.values() for m in mutants if m.outcome in ("survived", "incompetent")]
-    killed, judged, ratio = score([m for mutants, _ in results.values() for m in mutants])
+    args.doc.write_text(render(results, triage))
+    everything = [m for run in results.values() for m in run.mutants]
+    survivors = [m for m in everything if m.outcome in ("survived", "incompetent")]
+    killed, judged, ratio = score(everything)
     print(f"\nscore: {killed}/{judged} non-equivalent mutants killed ({ratio:.1%}, goal {GOAL:.0%}); wrote {args.doc}")
     for m in survivors:
         print(f"survived: {m.module}:{m.line} {m.operator}: {m.removed} -> {m.added}")
