@@ -287,7 +287,10 @@ def render(results: dict[str, ModuleRun], triage: TriageTable) -> str:
         "`docs/mutation-triage.toml`. Cosmic Ray mutates a copy of each module under `build/mutation/`; a",
         f"mutant is killed when `kconform run --level protocol --profile default --seed {seeds}` fails on the",
         "suite tests keyed to its module (below, run in this order, the first failure ends the mutant's",
-        "run) or exceeds its time limit. Mutants triaged *equivalent* are skipped and not counted.",
+        "run) or exceeds its time limit. The checkers take Flink's formula from the unmutated module, and",
+        "Hypothesis does not shrink (the first failing example kills). Verdicts: *equivalent* (no input",
+        "tells it apart: skipped and not counted), *weakness* (the suite could kill it and does not: what",
+        "misses it and how to kill it), *unreached* (no protocol-level adapter method runs the code).",
         "",
         f"**Score: {killed} of {judged} non-equivalent mutants killed, {ratio:.1%}** "
         f"(goal {GOAL:.0%}: {'met' if ratio >= GOAL else 'NOT met'}); {len(everything)} mutants, "
