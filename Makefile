@@ -15,7 +15,7 @@ JVM_POMS := jvm/pom.xml $(wildcard jvm/*/pom.xml)
 export KCONFORM_PROFILE := $(PROFILE)
 export KCONFORM_BROKER := $(BROKER)
 
-.PHONY: setup conformance test spec bench probe lint docs site verdicts golden clean
+.PHONY: setup conformance test spec bench probe lint docs site verdicts golden mutation mutation-report clean
 
 setup: $(VENV)/.installed $(JVM_DIR)/.resolved
 
@@ -71,6 +71,15 @@ site: setup
 verdicts: setup
 	$(BIN)/kconform verdicts --adapter conformance.adapters.spark_kafka:ADAPTER \
 	  --expectations conformance/adapters/spark_kafka.expectations.toml --out docs/verdicts/spark-kafka.md
+
+# Mutation testing of the pure core (assignment, discovery, restore, commit) with the protocol suite as the
+# test set (Cosmic Ray, one mutant at a time); writes docs/mutation.md. MODULES=discovery restricts it.
+# mutation-report rewrites the doc from the last run after docs/mutation-triage.toml changed.
+mutation: setup
+	$(BIN)/python -m conformance.mutation $(if $(MODULES),--modules $(MODULES))
+
+mutation-report: setup
+	$(BIN)/python -m conformance.mutation --report-only $(if $(MODULES),--modules $(MODULES))
 
 # Regenerate the JVM golden vectors for reference_impl.assignment (needs javac).
 golden:
