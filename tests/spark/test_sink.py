@@ -162,6 +162,23 @@ def test_rows_are_routed_by_partition_column_then_by_key(
 def test_keyless_rows_of_one_task_reach_every_partition() -> None:
     """STRAT-003 with fewer tasks than partitions: a task's keyless rows go round-robin from its own partition."""
     rows = pa.record_batch({"key": pa.array([None] * 320, pa.binary()), "value": pa.array([b"v"] * 320)})
-    placed = [partition for partition, _, _ in Placement(7, 5).records([rows])]
+    placed = Placement(7, 5).place(rows)
     assert placed[:6] == [2, 3, 4, 0, 1, 2]
     assert check_keyless_spread(placed, 5) == []
+
+
+def test_rows_are_placed_by_partition_then_key_then_round_robin_across_batches() -> None:
+    """``Placement.place`` works a batch at a time: STRAT-002 before STRAT-001 before STRAT-003, row by row,
+    string keys hashed as their UTF-8 bytes, the empty key hashed, and the round-robin carried across batches."""
+    keys = [None, "a", "", None, "é", None, "a", None]
+    targets = [None, None, None, 1, 0, None, None, None]
+    first = pa.record_batch({"key": pa.array(keys, pa.string()), "partition": pa.array(targets, pa.int32())})
+    second = pa.record_batch({"key": pa.array([None, b"a"], pa.binary())})
+    placement = Placement(2, 3)
+    placed = placement.place(first) + placement.place(second)
+    round_robin = iter([2, 0, 1, 2, 0])
+    want = [
+        target if target is not None else partition_for_key(key.encode(), 3) if key is not None else next(round_robin)
+        for key, target in zip([*keys, None, "a"], [*targets, None, None], strict=True)
+    ]
+    assert placed == want
