@@ -20,13 +20,16 @@ producer puts it (murmur2, STRAT-001; librdkafka's default would hash with CRC32
 from partition ``task % partitions`` (STRAT-003). All three are deterministic, unlike librdkafka's
 choice for null keys, so a replay writes every row where its earlier attempt did; a task may write
 to any partition. A task's rows arrive as Arrow record batches and stream into the
-producer in their order (COMMIT-013), never buffered whole: memory stays bounded by librdkafka's
-queue whatever the batch size.
+producer in their order (COMMIT-013), never buffered whole: while the producer opens (several
+broker round trips) the task reads ahead at most ``READ_AHEAD_BYTES``, then memory stays bounded by
+librdkafka's queue whatever the batch size.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import itertools
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import ClassVar, Final
@@ -40,7 +43,7 @@ from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from reference_impl.kafka_client import KafkaClient, KafkaProducer
+from reference_impl.kafka_client import KafkaClient, KafkaProducer, KafkaTransactionalProducer
 from reference_impl.kafka_strategies import partition_for_key
 from reference_impl.spark import Connection, OptionError
 from reference_impl.types import TopicPartition
@@ -51,6 +54,8 @@ GUARANTEES: Final = (AT_LEAST_ONCE, EXACTLY_ONCE)
 BATCH_ID_PROPERTY: Final = "streaming.sql.batchId"
 QUERY_ID_PROPERTY: Final = "sql.streaming.queryId"
 DEFAULT_PREFIX: Final = "kconform"
+READ_AHEAD_BYTES: Final = 16 << 20
+"""At most this much of a task's input is held while its producer opens; after that rows stream."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,17 +210,37 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskCommit:
         identity = TaskIdentity.current()
+        topic = self._options.topic
         with self._options.connection.client() as kafka:
-            partitions = len(kafka.list_topics().get(self._options.topic, ()))
-            if partitions == 0:
-                raise OptionError(f"option 'topic': topic {self._options.topic!r} does not exist")
-            placement = self.placement(identity.task, partitions)
-            if self._options.guarantee == AT_LEAST_ONCE:
-                producer = kafka.producer()
-                written = _produce(producer, self._options.topic, placement, iterator)
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kconform-sink-open") as pool:
+                opening = pool.submit(self._open, kafka, identity)
+                ahead = _read_ahead(iterator, opening.done)
+                producer, placement = opening.result()
+            batches = itertools.chain(ahead, iterator)
+            if producer is None:
+                for _ in batches:  # Spark feeds the task's input whether or not it is written; no need to decode it
+                    pass
+                return TaskCommit(identity, 0, skipped=True)
+            written = _produce(producer, topic, placement, batches)
+            if isinstance(producer, KafkaTransactionalProducer):  # exactly-once: the marker commits with the rows
+                marker = {TopicPartition(topic, 0): identity.batch + 1}
+                producer.send_offsets_to_transaction(identity.transactional_id(self._options.prefix), marker)
                 producer.flush()
-                return TaskCommit(identity, written, skipped=False)
-            return _write_transaction(kafka, self._options, identity, iterator, placement)
+                producer.commit_transaction()
+            else:
+                producer.flush()
+            return TaskCommit(identity, written, skipped=False)
+
+    def _open(self, kafka: KafkaClient, identity: TaskIdentity) -> tuple[KafkaProducer | None, Placement]:
+        """What must happen before the first record: the topic's partitions and the producer; under
+        exactly-once the producer has its transaction begun, or is ``None`` when the batch committed before."""
+        partitions = len(kafka.list_topics().get(self._options.topic, ()))
+        if partitions == 0:
+            raise OptionError(f"option 'topic': topic {self._options.topic!r} does not exist")
+        placement = self.placement(identity.task, partitions)
+        if self._options.guarantee == AT_LEAST_ONCE:
+            return kafka.producer(), placement
+        return _open_transaction(kafka, self._options, identity), placement
 
     def commit(self, messages: Sequence[WriterCommitMessage | None], batchId: int) -> None:
         """Tasks committed their own transactions; what is left is fencing ids of tasks this batch lacks."""
@@ -238,14 +263,11 @@ def _produce(producer: KafkaProducer, topic: str, placement: Placement, batches:
     return written
 
 
-def _write_transaction(
-    kafka: KafkaClient,
-    options: SinkOptions,
-    identity: TaskIdentity,
-    batches: Iterator[pa.RecordBatch],
-    placement: Placement,
-) -> TaskCommit:
-    """Records and marker ``batch + 1`` in one transaction, unless the marker shows it done (COMMIT-011)."""
+def _open_transaction(
+    kafka: KafkaClient, options: SinkOptions, identity: TaskIdentity
+) -> KafkaTransactionalProducer | None:
+    """The task's producer with its transaction begun, or ``None`` when the marker shows the batch committed
+    (COMMIT-011): records and marker ``batch + 1`` then commit in that transaction."""
     transactional_id = identity.transactional_id(options.prefix)
     producer = kafka.init_producer(transactional_id)  # fences every earlier attempt of this task
     marker_tp = TopicPartition(options.topic, 0)
@@ -253,15 +275,23 @@ def _write_transaction(
     if marker is None:
         kafka.commit_offsets(transactional_id, {marker_tp: 0})  # findable by fence_leftovers from now on
     elif marker > identity.batch:
-        for _ in batches:  # Spark feeds the task's input whether or not it is written; no need to decode it
-            pass
-        return TaskCommit(identity, 0, skipped=True)
+        return None
     producer.begin_transaction()
-    written = _produce(producer, options.topic, placement, batches)
-    producer.send_offsets_to_transaction(transactional_id, {marker_tp: identity.batch + 1})
-    producer.flush()
-    producer.commit_transaction()
-    return TaskCommit(identity, written, skipped=False)
+    return producer
+
+
+def _read_ahead(batches: Iterator[pa.RecordBatch], opened: Callable[[], bool]) -> list[pa.RecordBatch]:
+    """The batches Spark delivers while the producer is being opened, up to ``READ_AHEAD_BYTES``: opening
+    takes several broker round trips, and Spark's feeding stalls on a full socket while nobody reads."""
+    ahead: list[pa.RecordBatch] = []
+    held = 0
+    while not opened() and held < READ_AHEAD_BYTES:
+        batch = next(batches, None)
+        if batch is None:
+            break
+        ahead.append(batch)
+        held += batch.nbytes
+    return ahead
 
 
 def fence_leftovers(kafka: KafkaClient, prefix: str, query: str, tasks: int) -> list[str]:
