@@ -64,10 +64,11 @@ SOURCE_RECORDS: Final = 200_000
 SINK_RECORDS: Final = 100_000
 VALUE_BYTES: Final = 100
 PARALLELISM: Final = 2
-ROUNDS: Final = 3
+ROUNDS: Final = 5
 WARM_UP_RECORDS: Final = 40
 GOAL: Final = 0.5
-"""The source and the exactly-once sink reach at least half their raw client's rate."""
+"""The source reaches at least half the raw consumer's rate, wall and inside the batch; the exactly-once
+sink half the raw transactional producer's inside the batch."""
 QUERY_TIMEOUT_S: Final = 180
 READ_TIMEOUT_S: Final = 60.0
 SPARK_KAFKA_PROVIDER: Final = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
@@ -106,9 +107,12 @@ class Skipped:
 
 @dataclass(frozen=True)
 class Comparison:
+    """The contender's rate as a share of the baseline's, each figure against its goal (``None``: none set)."""
+
     contender: str
     baseline: str
-    goal: float | None
+    wall_goal: float | None = None
+    inside_goal: float | None = None
 
 
 def race(competitors: Sequence[Competitor], rounds: int) -> dict[str, list[Timing]]:
@@ -150,17 +154,15 @@ def race_rows(
         if comparison.contender not in timings or comparison.baseline not in timings:
             continue
         pairs = list(zip(timings[comparison.contender], timings[comparison.baseline], strict=True))
-        for figure, ratios in (
-            ("wall", [b.wall_s / c.wall_s for c, b in pairs]),
-            ("inside the batch", [b.inside_s / c.inside_s for c, b in pairs]),
+        for figure, goal, ratios in (
+            ("wall", comparison.wall_goal, [b.wall_s / c.wall_s for c, b in pairs]),
+            ("inside the batch", comparison.inside_goal, [b.inside_s / c.inside_s for c, b in pairs]),
         ):
             ratio = statistics.median(ratios)
-            if comparison.goal is None:
+            if goal is None:
                 verdict = "no goal set"
             else:
-                verdict = f"goal >= {comparison.goal:.0%}  " + (
-                    "meets goal" if ratio >= comparison.goal else "MISSES goal"
-                )
+                verdict = f"goal >= {goal:.0%}  " + ("meets goal" if ratio >= goal else "MISSES goal")
             name = f"{comparison.contender} / {comparison.baseline}, {figure}"
             rounds = ", ".join(f"{r:.0%}" for r in ratios)
             rows.append(f"    {name:<64} {ratio:>6.1%}  {verdict}  (rounds: {rounds})")
@@ -373,8 +375,8 @@ SOURCE_COMPETITORS: Final[Mapping[str, SourceEntrant]] = {
     SPARK_KAFKA: spark_kafka_source,
 }
 SOURCE_COMPARISONS: Final = (
-    Comparison(REFERENCE, RAW_CONSUMER, GOAL),
-    Comparison(REFERENCE, SPARK_KAFKA, None),
+    Comparison(REFERENCE, RAW_CONSUMER, wall_goal=GOAL, inside_goal=GOAL),
+    Comparison(REFERENCE, SPARK_KAFKA),
 )
 
 
@@ -521,9 +523,9 @@ SINK_COMPETITORS: Final[Mapping[str, SinkEntrant]] = {
     SPARK_KAFKA: spark_kafka_sink,
 }
 SINK_COMPARISONS: Final = (
-    Comparison(REFERENCE, RAW_PRODUCER, GOAL),
-    Comparison(SPARK_KAFKA, RAW_PRODUCER, None),
-    Comparison(REFERENCE, SPARK_KAFKA, None),
+    Comparison(REFERENCE, RAW_PRODUCER, inside_goal=GOAL),
+    Comparison(SPARK_KAFKA, RAW_PRODUCER),
+    Comparison(REFERENCE, SPARK_KAFKA),
 )
 
 

@@ -28,10 +28,11 @@ def test_ratios_are_medians_of_paired_rounds_and_a_skipped_competitor_says_why()
         "ref": [Timing(2, 2), Timing(4, 2), Timing(2, 2)],
     }
     entrants = [Competitor("raw", "", lambda _: Timing(0, 0)), Competitor("ref", "", lambda _: Timing(0, 0))]
-    comparisons = [Comparison("ref", "raw", 0.5), Comparison("spark kafka", "raw", None)]
+    comparisons = [Comparison("ref", "raw", inside_goal=0.5), Comparison("spark kafka", "raw")]
     rows = race_rows(100, [*entrants, Skipped("spark kafka", SPARK_KAFKA_MISSING)], timings, comparisons)
     assert any("spark kafka" in row and SPARK_KAFKA_MISSING in row for row in rows)
     assert not any("spark kafka /" in row for row in rows)
     inside = next(row for row in rows if "ref / raw, inside the batch" in row)
     assert "50.0%" in inside and "meets goal" in inside and "(rounds: 50%, 50%, 450%)" in inside
+    assert "no goal set" in next(row for row in rows if "ref / raw, wall" in row)
     assert any(row.split()[:2] == ["raw", "wall"] and "100 rec/s" in row for row in rows)
