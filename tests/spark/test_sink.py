@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pyarrow as pa  # type: ignore[import-untyped]
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
@@ -24,7 +26,7 @@ from conformance.strategy_checkers import check_keyless_spread
 from reference_impl.kafka_client import KafkaClient
 from reference_impl.kafka_strategies import partition_for_key
 from reference_impl.ports import Isolation
-from reference_impl.spark.sink import DEFAULT_PREFIX, Placement
+from reference_impl.spark.sink import DEFAULT_PREFIX, Placement, partitions_for_keys
 from tests.spark.test_source import topic_name
 
 
@@ -182,3 +184,17 @@ def test_rows_are_placed_by_partition_then_key_then_round_robin_across_batches()
         for key, target in zip([*keys, None, "a"], [*targets, None, None], strict=True)
     ]
     assert placed == want
+
+
+@given(
+    keys=st.lists(st.binary(max_size=40), min_size=1, max_size=30),
+    partitions=st.integers(1, 1000),
+    skip=st.integers(0, 3),
+    large=st.booleans(),
+)
+def test_partitions_for_keys_is_partition_for_key_on_whole_columns(
+    keys: list[bytes], partitions: int, skip: int, large: bool
+) -> None:
+    """The NumPy murmur2 agrees with the reference one key by key, on sliced and large-offset arrays too."""
+    column = pa.array([b"x" * 5] * skip + keys, pa.large_binary() if large else pa.binary()).slice(skip)
+    assert partitions_for_keys(column, partitions).tolist() == [partition_for_key(k, partitions) for k in keys]
