@@ -439,9 +439,9 @@ def raw_transactional_producer(arena: Arena, given: SinkInput) -> Competitor:
                 errors.append(error)
 
         began = time.perf_counter()
-        producer = ck.Producer(
-            {**arena.broker.client_config("producer"), "transactional.id": f"kconform-bench-{uuid4().hex}"}
-        )
+        # librdkafka's default linger, as the sink's producer has (the test settings' is 0)
+        settings = {"linger.ms": 5, "transactional.id": f"kconform-bench-{uuid4().hex}"}
+        producer = ck.Producer({**arena.broker.client_config("producer"), **settings})
         producer.init_transactions(READ_TIMEOUT_S)
         ready = time.perf_counter()
         for k, share in enumerate(given.shares):
