@@ -27,6 +27,7 @@ librdkafka's queue whatever the batch size.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -237,9 +238,9 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskCommit:
         identity = TaskIdentity.current()
         topic = self._options.topic
-        with self._options.connection.client() as kafka:
+        with contextlib.ExitStack() as clients:
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kconform-sink-open") as pool:
-                opening = pool.submit(self._open, kafka, identity)
+                opening = pool.submit(self._open, clients, identity)
                 ahead = _read_ahead(iterator, opening.done)
                 producer, placement = opening.result()
             batches = itertools.chain(ahead, iterator)
@@ -257,9 +258,13 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
                 producer.flush()
             return TaskCommit(identity, written, skipped=False)
 
-    def _open(self, kafka: KafkaClient, identity: TaskIdentity) -> tuple[KafkaProducer | None, Placement]:
-        """What must happen before the first record: the topic's partitions and the producer; under
-        exactly-once the producer has its transaction begun, or is ``None`` when the batch committed before."""
+    def _open(
+        self, clients: contextlib.ExitStack[bool | None], identity: TaskIdentity
+    ) -> tuple[KafkaProducer | None, Placement]:
+        """What must happen before the first record, from connecting (the client joins ``clients``, closed
+        when the task ends) to the topic's partitions and the producer; under exactly-once the producer has
+        its transaction begun, or is ``None`` when the batch committed before."""
+        kafka = clients.enter_context(self._options.connection.client())
         partitions = len(kafka.list_topics().get(self._options.topic, ()))
         if partitions == 0:
             raise OptionError(f"option 'topic': topic {self._options.topic!r} does not exist")
