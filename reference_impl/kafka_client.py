@@ -544,6 +544,11 @@ class KafkaTransactionalProducer(KafkaProducer):
         super().__init__(client, transactional_id, settings)
         self._transactional_id = transactional_id
         with _translated(f"init_transactions({transactional_id})"):
+            # A metadata answer first: librdkafka looks for the transaction coordinator the moment
+            # init_transactions is called, and if no broker connection is up yet (the bootstrap one is
+            # being replaced) it retries on a fixed 500 ms timer. Measured on one Kafka node: 10 of 14
+            # inits took 0.51 s instead of 0.07 s without it, none of 14 with it.
+            self._producer.list_topics(timeout=self._timeout_s)
             self._producer.init_transactions(self._timeout_s)
 
     @property
