@@ -1,29 +1,42 @@
-"""Spark throughput figures for ``kconform bench``: the ``kconform-kafka`` source and sink against raw clients.
+"""Spark throughput races for ``kconform bench``: the ``kconform-kafka`` source and sink against other clients.
 
-Every rate is measured in the same run, on the same broker, so the ratios compare like with like:
+A race runs its competitors on the same data and the same broker in the same run, each once per
+round for ``ROUNDS`` rounds, the order reversed every other round, so drift in the machine's load
+(the project's machines are two shared cores) falls on each alike. Every rate is the median of the
+rounds; every ratio is the median of the rounds' paired ratios. Competitors are looked up by name
+(``SOURCE_COMPETITORS``, ``SINK_COMPETITORS``); one that cannot run here prints why instead.
 
-- source: a streaming query ``readStream.format("kconform-kafka")`` at parallelism 2 with the
-  ``availableNow`` trigger and the ``noop`` sink reads a pre-filled topic, against one raw
-  confluent-kafka consumer counting the same records; goal: source >= 50 % of the raw consumer;
-- sink: ``writeStream.format("kconform-kafka")`` in exactly-once mode writes N records read from
-  Parquet files (two input partitions, so two tasks), against one raw confluent-kafka transactional
-  producer writing the same N records in two transactions; no goal is set.
+- source: ``readStream.format("kconform-kafka")`` at parallelism 2, ``availableNow``, ``noop``
+  sink, reading a pre-filled topic, against one raw confluent-kafka consumer counting the same
+  records (goal: >= 50 %) and against Spark's own ``format("kafka")`` source;
+- sink: ``writeStream.format("kconform-kafka")`` in exactly-once mode writing N records read from
+  Parquet files (one task per file), against one raw confluent-kafka transactional producer
+  writing the same records to the same partitions, one transaction per task's share (goal: >= 50 %
+  inside the batch), and against Spark's own ``format("kafka")`` sink (at-least-once: it has no
+  transactions).
 
-Spark rates come twice: wall time from defining the query to ``stop()`` returning (query start and
-stop included), and inside the batch (the ``addBatch`` durations of the query's progress reports:
-the tasks reading and writing, without planning, offset logging and query start/stop). The
-SparkSession's start and a small warm-up query (the session's first query spends seconds starting
-its Python workers) are in neither. Raw clients take the best of 3 runs, Spark one run, which makes
-the ratios conservative. Every written output is read back (read_committed) and counted outside
-the timed regions: a rate over records that were lost would mean nothing.
+Every competitor has two rates, measured the same way for each:
+
+- wall: a query from its definition to ``stop()`` returning (query start and stop included); a raw
+  client from its construction (``init_transactions`` included) to its last record's end;
+- inside the batch: a query's ``addBatch`` durations (its tasks reading or writing, without
+  planning, offset logging and query start/stop); a raw client's time after it is ready: the
+  consumer's reads, the producer's transactions from the first ``begin_transaction`` to the last
+  ``commit_transaction`` returning.
+
+The SparkSession's start and a small warm-up query (the session's first query spends seconds
+starting its Python workers) are in no figure. Every written output is read back (read_committed)
+and counted outside the timed regions: a rate over records that were lost would mean nothing.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import statistics
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,9 +44,13 @@ from typing import Any, Final
 from uuid import uuid4
 
 import confluent_kafka as ck
-from pyspark.sql import SparkSession
+import pyarrow.parquet as pq  # type: ignore[import-untyped]
+from py4j.protocol import Py4JJavaError  # type: ignore[import-untyped]
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
+from pyspark.sql.streaming.readwriter import DataStreamWriter
+from pyspark.sql.types import StructType
 
 from conformance.brokers import Broker, broker_from_env
 from conformance.pipeline import Pipeline, local_session
@@ -45,40 +62,133 @@ from reference_impl.types import TopicPartition
 PARTITIONS: Final = 4
 SOURCE_RECORDS: Final = 200_000
 SINK_RECORDS: Final = 100_000
-"""Kept equal to the raw producer's count so the two rates compare the same work."""
 VALUE_BYTES: Final = 100
 PARALLELISM: Final = 2
-RAW_TRANSACTIONS: Final = 2
-RAW_REPEAT: Final = 3
-"""Raw clients take the best of 3 runs (about a second each): the figure least disturbed by other load,
-which makes the Spark/raw ratios conservative."""
+ROUNDS: Final = 5
 WARM_UP_RECORDS: Final = 40
-SOURCE_GOAL: Final = 0.5
+GOAL: Final = 0.5
+"""The source reaches at least half the raw consumer's rate, wall and inside the batch; the exactly-once
+sink half the raw transactional producer's inside the batch."""
 QUERY_TIMEOUT_S: Final = 180
 READ_TIMEOUT_S: Final = 60.0
+SPARK_KAFKA_PROVIDER: Final = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
+SPARK_KAFKA_MISSING: Final = "skipped: Spark's Kafka connector jars not on the classpath (make setup)"
+
+RAW_CONSUMER: Final = "raw consumer"
+RAW_PRODUCER: Final = "raw transactional producer"
+REFERENCE: Final = FORMAT
+SPARK_KAFKA: Final = "spark kafka"
 
 
 @dataclass(frozen=True)
-class Rate:
+class Timing:
+    """One run of one competitor: seconds overall and inside the batch (see the module docstring)."""
+
+    wall_s: float
+    inside_s: float
+
+
+@dataclass(frozen=True)
+class Competitor:
     name: str
-    records: int
-    seconds: float
-
-    @property
-    def per_second(self) -> float:
-        return self.records / self.seconds if self.seconds > 0 else float("inf")
-
-    def row(self) -> str:
-        return f"    {self.name:<62} {self.per_second:>9,.0f} rec/s  ({self.records:,} in {self.seconds:.2f} s)"
+    what: str
+    """What it runs, printed beside its rates."""
+    run: Callable[[int], Timing]
+    """Runs round ``n`` on fresh state (topic, checkpoint) and returns its timing."""
+    check: Callable[[], None] = lambda: None
+    """Raises if what the rounds wrote is not all there, read back after every round ran."""
 
 
-def ratio_row(name: str, measured: Rate, baseline: Rate, goal: float | None) -> str:
-    ratio = measured.per_second / baseline.per_second
-    if goal is None:
-        verdict = "no goal set"
-    else:
-        verdict = f"goal >= {goal:.0%}  " + ("meets goal" if ratio >= goal else "MISSES goal")
-    return f"    {name:<62} {ratio:>9.1%}        {verdict}"
+@dataclass(frozen=True)
+class Skipped:
+    name: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The contender's rate as a share of the baseline's, each figure against its goal (``None``: none set)."""
+
+    contender: str
+    baseline: str
+    wall_goal: float | None = None
+    inside_goal: float | None = None
+
+
+def race(competitors: Sequence[Competitor], rounds: int) -> dict[str, list[Timing]]:
+    """Each competitor once per round, in reverse order every other round; then each one's check."""
+    timings: dict[str, list[Timing]] = {c.name: [] for c in competitors}
+    for n in range(rounds):
+        for competitor in competitors if n % 2 == 0 else reversed(competitors):
+            timings[competitor.name].append(competitor.run(n))
+    for competitor in competitors:
+        competitor.check()
+    return timings
+
+
+def rate(records: int, seconds: float) -> float:
+    return records / seconds if seconds > 0 else float("inf")
+
+
+def race_rows(
+    records: int,
+    entrants: Sequence[Competitor | Skipped],
+    timings: Mapping[str, list[Timing]],
+    comparisons: Sequence[Comparison],
+) -> list[str]:
+    """A row per competitor and figure (median of the rounds), then a row per comparison both sides ran."""
+    rows = []
+    for entrant in entrants:
+        if isinstance(entrant, Skipped):
+            rows.append(f"    {entrant.name:<28} {entrant.reason}")
+            continue
+        runs = timings[entrant.name]
+        for figure, seconds in (("wall", [t.wall_s for t in runs]), ("inside the batch", [t.inside_s for t in runs])):
+            median = statistics.median(seconds)
+            rows.append(
+                f"    {entrant.name:<28} {figure:<17} {rate(records, median):>9,.0f} rec/s  "
+                f"({records:,} in {median:.2f} s, median of {len(runs)})"
+            )
+        rows.append(f"    {'':<28} {entrant.what}")
+    for comparison in comparisons:
+        if comparison.contender not in timings or comparison.baseline not in timings:
+            continue
+        pairs = list(zip(timings[comparison.contender], timings[comparison.baseline], strict=True))
+        for figure, goal, ratios in (
+            ("wall", comparison.wall_goal, [b.wall_s / c.wall_s for c, b in pairs]),
+            ("inside the batch", comparison.inside_goal, [b.inside_s / c.inside_s for c, b in pairs]),
+        ):
+            ratio = statistics.median(ratios)
+            if goal is None:
+                verdict = "no goal set"
+            else:
+                verdict = f"goal >= {goal:.0%}  " + ("meets goal" if ratio >= goal else "MISSES goal")
+            name = f"{comparison.contender} / {comparison.baseline}, {figure}"
+            rounds = ", ".join(f"{r:.0%}" for r in ratios)
+            rows.append(f"    {name:<64} {ratio:>6.1%}  {verdict}  (rounds: {rounds})")
+    return rows
+
+
+@dataclass(frozen=True)
+class Arena:
+    """What every competitor of the run shares: the session, the broker and where to put files."""
+
+    spark: SparkSession
+    broker: Broker
+    client: KafkaClient
+    run: str
+    work: Path
+
+    def topic(self, role: str) -> str:
+        return new_topic(self.client, self.run, role)
+
+    def checkpoint(self, role: str) -> str:
+        return str(self.work / f"{role}-checkpoint")
+
+
+def _slug(name: str) -> str:
+    """A competitor's name as a topic or file name."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name)
 
 
 def topic_prefix(run: str) -> str:
@@ -108,17 +218,20 @@ def fill_topic(client: KafkaClient, topic: str, records: int) -> int:
     return per_partition * PARTITIONS + PARTITIONS
 
 
-def count_records(broker: Broker, topic: str, partitions: int, isolation: Isolation) -> dict[int, int]:
-    """Records per partition one raw consumer returns from the start until each partition reports its end.
+def count_records(broker: Broker, topic: str, partitions: int, isolation: Isolation) -> tuple[dict[int, int], Timing]:
+    """Records per partition one raw consumer returns from the start until each partition reports its end,
+    and how long that took (inside: from the assignment on).
 
     The end is the fetch response's high watermark (or LSO), which Tansu gets right; bounded by
     ``READ_TIMEOUT_S``.
     """
+    began = time.perf_counter()
     consumer = ck.Consumer(
         configure(
             broker, "consumer", **{"group.id": f"kconform-bench-{uuid4().hex}", "isolation.level": isolation.value}
         )
     )
+    ready = time.perf_counter()
     consumer.assign([ck.TopicPartition(topic, p, ck.OFFSET_BEGINNING) for p in range(partitions)])
     pending, counts = set(range(partitions)), dict.fromkeys(range(partitions), 0)
     deadline = time.monotonic() + READ_TIMEOUT_S
@@ -134,15 +247,22 @@ def count_records(broker: Broker, topic: str, partitions: int, isolation: Isolat
                     pending.discard(message.partition() or 0)
                 else:
                     raise KafkaError(f"count {topic}: {error.str()}")
+        done = time.perf_counter()
     finally:
         consumer.close()
-    return counts
+    return counts, Timing(done - began, done - ready)
 
 
-def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
-    start = time.perf_counter()
-    value = fn()
-    return value, time.perf_counter() - start
+def expect_committed(broker: Broker, topics: Sequence[str], records: int) -> Callable[[], None]:
+    """A check that each of ``topics`` holds exactly ``records`` committed records."""
+
+    def check() -> None:
+        for topic in topics:
+            written = sum(count_records(broker, topic, PARTITIONS, Isolation.READ_COMMITTED)[0].values())
+            if written != records:
+                raise KafkaError(f"{topic}: {written} committed records read back, expected {records}")
+
+    return check
 
 
 def run_query(query: StreamingQuery) -> list[Any]:
@@ -158,141 +278,298 @@ def run_query(query: StreamingQuery) -> list[Any]:
     return list(query.recentProgress)
 
 
-def inside_batches(name: str, progress: list[Any], expected: int) -> Rate:
-    """The records the progress reports counted over their summed ``addBatch`` time; all must be there."""
+def inside_batches(name: str, progress: list[Any], expected: int) -> float:
+    """The summed ``addBatch`` seconds of the progress reports, which must have counted every record."""
     rows = sum(int(p.numInputRows) for p in progress)
     if rows != expected:
         raise KafkaError(f"{name}: the query processed {rows} records, expected {expected}")
-    seconds = sum(int(p.durationMs.get("addBatch", 0)) for p in progress) / 1000
-    return Rate(f"{name}, inside the batch ({len(progress)} batch, addBatch)", rows, seconds)
+    return sum(int(p.durationMs.get("addBatch", 0)) for p in progress) / 1000
 
 
-def bench_source(spark: SparkSession, broker: Broker, topic: str, records: int, work: Path) -> list[str]:
-    raw_runs = [
-        timed(lambda: sum(count_records(broker, topic, PARTITIONS, Isolation.READ_UNCOMMITTED).values()))
-        for _ in range(RAW_REPEAT)
-    ]
-    if any(count != records for count, _ in raw_runs):
-        raise KafkaError(f"raw consumer read {[c for c, _ in raw_runs]} records of {topic}, expected {records}")
-    raw = Rate(
-        f"raw consumer (1 confluent-kafka consumer counting; best of {RAW_REPEAT})",
-        records,
-        min(s for _, s in raw_runs),
-    )
+def timed_query(name: str, start: Callable[[], StreamingQuery], records: int) -> Timing:
+    began = time.perf_counter()
+    progress = run_query(start())
+    return Timing(time.perf_counter() - began, inside_batches(name, progress, records))
 
-    def query() -> list[Any]:
-        frame = (
-            spark.readStream.format(FORMAT)
-            .option("bootstrap.servers", broker.bootstrap_servers)
+
+def spark_kafka_missing(spark: SparkSession) -> str | None:
+    """Why Spark's own Kafka connector cannot run in this session, or ``None`` when its classes load."""
+    jvm: Any = spark._jvm
+    try:
+        jvm.org.apache.spark.util.Utils.classForName(SPARK_KAFKA_PROVIDER, False, False)
+    except Py4JJavaError:
+        return SPARK_KAFKA_MISSING
+    return None
+
+
+# -- source ----------------------------------------------------------------------------------------
+
+SourceEntrant = Callable[[Arena, str, int], "Competitor | Skipped"]
+"""Builds a source competitor reading ``topic`` (``records`` records) in ``arena``."""
+
+
+def raw_consumer(arena: Arena, topic: str, records: int) -> Competitor:
+    def run(_round: int) -> Timing:
+        counts, timing = count_records(arena.broker, topic, PARTITIONS, Isolation.READ_UNCOMMITTED)
+        if sum(counts.values()) != records:
+            raise KafkaError(f"raw consumer read {sum(counts.values())} records of {topic}, expected {records}")
+        return timing
+
+    return Competitor(RAW_CONSUMER, "1 confluent-kafka consumer counting", run)
+
+
+def reference_source(arena: Arena, topic: str, records: int) -> Competitor:
+    def frame() -> DataFrame:
+        return (
+            arena.spark.readStream.format(FORMAT)
+            .option("bootstrap.servers", arena.broker.bootstrap_servers)
             .option("subscribe", topic)
             .option("startingOffsets", "earliest")
             .option("parallelism", str(PARALLELISM))
             .load()
         )
-        writer = frame.writeStream.format("noop").option("checkpointLocation", str(work / "source-checkpoint"))
-        return run_query(writer.trigger(availableNow=True).start())
 
-    progress, wall_s = timed(query)
-    wall = Rate("source, wall incl. query start/stop", records, wall_s)
-    inside = inside_batches("source", progress, records)
-    return [
-        f"  source: readStream.format({FORMAT!r}), parallelism {PARALLELISM}, availableNow, noop sink",
-        raw.row(),
-        wall.row(),
-        inside.row(),
-        ratio_row("source / raw consumer, wall incl. query start/stop", wall, raw, SOURCE_GOAL),
-        ratio_row("source / raw consumer, inside the batch", inside, raw, SOURCE_GOAL),
-    ]
-
-
-def raw_transactional_write(broker: Broker, topic: str, records: int) -> None:
-    """``records`` values in ``RAW_TRANSACTIONS`` transactions (librdkafka's default linger), transaction
-    ``k`` on partition ``k`` as sink task ``k`` would; every wait bounded."""
-    producer = ck.Producer(
-        {**broker.client_config("producer"), "linger.ms": 5, "transactional.id": f"kconform-bench-{uuid4().hex}"}
+    return Competitor(
+        REFERENCE,
+        f"readStream.format({FORMAT!r}), parallelism {PARALLELISM}, availableNow, noop sink",
+        _noop_query(arena, REFERENCE, frame, records),
     )
-    producer.init_transactions(READ_TIMEOUT_S)
-    errors: list[ck.KafkaError] = []
-
-    def delivered(error: ck.KafkaError | None, _message: ck.Message) -> None:
-        if error is not None:
-            errors.append(error)
-
-    per_transaction = records // RAW_TRANSACTIONS
-    for k in range(RAW_TRANSACTIONS):
-        producer.begin_transaction()
-        for i in range(k * per_transaction, (k + 1) * per_transaction):
-            producer.produce(topic, _value(i), partition=k % PARTITIONS, on_delivery=delivered)
-            producer.poll(0)
-        producer.commit_transaction(READ_TIMEOUT_S)  # flushes first
-    if errors:
-        raise KafkaError(f"raw transactional producer: {errors[0].str()}")
 
 
-def bench_sink(
-    spark: SparkSession, broker: Broker, client: KafkaClient, run: str, records: int, work: Path
-) -> list[str]:
-    raw_topic, sink_topic = new_topic(client, run, "raw"), new_topic(client, run, "sink")
-    raw_s = min(timed(lambda: raw_transactional_write(broker, raw_topic, records))[1] for _ in range(RAW_REPEAT))
-    raw = Rate(f"raw transactional producer ({RAW_TRANSACTIONS} transactions; best of {RAW_REPEAT})", records, raw_s)
+def spark_kafka_source(arena: Arena, topic: str, records: int) -> Competitor | Skipped:
+    missing = spark_kafka_missing(arena.spark)
+    if missing is not None:
+        return Skipped(SPARK_KAFKA, missing)
 
-    parquet = work / "sink-input"
-    values = F.lpad(F.col("id").cast("string"), VALUE_BYTES, "0").cast("binary")
-    spark.range(0, records, 1, PARALLELISM).select(
-        F.lit(None).cast("binary").alias("key"), values.alias("value")
-    ).write.parquet(str(parquet))
-    schema = spark.read.parquet(str(parquet)).schema
-
-    def query() -> list[Any]:
-        writer = (
-            spark.readStream.schema(schema)
-            .parquet(str(parquet))
-            .writeStream.format(FORMAT)
-            .option("bootstrap.servers", broker.bootstrap_servers)
-            .option("topic", sink_topic)
-            .option("deliveryGuarantee", "exactly-once")
-            .option("checkpointLocation", str(work / "sink-checkpoint"))
+    def frame() -> DataFrame:
+        return (
+            arena.spark.readStream.format("kafka")
+            .option("kafka.bootstrap.servers", arena.broker.bootstrap_servers)
+            .option("subscribe", topic)
+            .option("startingOffsets", "earliest")
+            .load()
         )
-        return run_query(writer.trigger(availableNow=True).start())
 
-    progress, wall_s = timed(query)
-    tasks = 0
-    for topic, expected in ((raw_topic, RAW_REPEAT * records), (sink_topic, records)):
-        written = count_records(broker, topic, PARTITIONS, Isolation.READ_COMMITTED)
-        if sum(written.values()) != expected:
-            raise KafkaError(f"{topic}: {sum(written.values())} committed records read back, expected {expected}")
-        tasks = sum(1 for n in written.values() if n)  # sink task i writes to partition i % PARTITIONS
-    wall = Rate("sink, wall incl. query start/stop", records, wall_s)
-    inside = inside_batches("sink", progress, records)
+    return Competitor(
+        SPARK_KAFKA,
+        "readStream.format('kafka') (Spark's own), availableNow, noop sink",
+        _noop_query(arena, SPARK_KAFKA, frame, records),
+    )
+
+
+def _noop_query(arena: Arena, name: str, frame: Callable[[], DataFrame], records: int) -> Callable[[int], Timing]:
+    def run(round_: int) -> Timing:
+        def start() -> StreamingQuery:
+            checkpoint = arena.checkpoint(f"source-{_slug(name)}-{round_}")
+            writer = frame().writeStream.format("noop").option("checkpointLocation", checkpoint)
+            return writer.trigger(availableNow=True).start()
+
+        return timed_query(f"source {name}", start, records)
+
+    return run
+
+
+SOURCE_COMPETITORS: Final[Mapping[str, SourceEntrant]] = {
+    RAW_CONSUMER: raw_consumer,
+    REFERENCE: reference_source,
+    SPARK_KAFKA: spark_kafka_source,
+}
+SOURCE_COMPARISONS: Final = (
+    Comparison(REFERENCE, RAW_CONSUMER, wall_goal=GOAL, inside_goal=GOAL),
+    Comparison(REFERENCE, SPARK_KAFKA),
+)
+
+
+def bench_source(arena: Arena, topic: str, records: int) -> list[str]:
+    entrants = [entrant(arena, topic, records) for entrant in SOURCE_COMPETITORS.values()]
+    timings = race([e for e in entrants if isinstance(e, Competitor)], ROUNDS)
     return [
-        f"  sink: writeStream.format({FORMAT!r}), exactly-once, {tasks} tasks, availableNow, Parquet input; "
-        "all records read back read_committed",
-        raw.row(),
-        wall.row(),
-        inside.row(),
-        ratio_row("sink / raw producer, wall incl. query start/stop", wall, raw, None),
-        ratio_row("sink / raw producer, inside the batch", inside, raw, None),
+        f"  source race: {records:,} records of {PARTITIONS} partitions, {ROUNDS} rounds",
+        *race_rows(records, entrants, timings, SOURCE_COMPARISONS),
     ]
 
 
-def warm_up(spark: SparkSession, broker: Broker, client: KafkaClient, run: str, work: Path) -> float:
+# -- sink ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SinkInput:
+    """The records every sink competitor writes: Parquet files, one per task, and the same values in memory."""
+
+    path: Path
+    schema: StructType
+    shares: list[list[bytes]]
+    """The values of each file, in order: a task's rows."""
+
+    @property
+    def records(self) -> int:
+        return sum(len(share) for share in self.shares)
+
+    def frame(self, spark: SparkSession) -> DataFrame:
+        return spark.readStream.schema(self.schema).parquet(str(self.path))
+
+    @classmethod
+    def write(cls, spark: SparkSession, path: Path, records: int) -> SinkInput:
+        values = F.lpad(F.col("id").cast("string"), VALUE_BYTES, "0").cast("binary")
+        spark.range(0, records, 1, PARALLELISM).select(
+            F.lit(None).cast("binary").alias("key"), values.alias("value")
+        ).write.parquet(str(path))
+        files = sorted(path.glob("*.parquet"))
+        schema = spark.read.parquet(str(path)).schema
+        return cls(path, schema, [pq.read_table(f).column("value").to_pylist() for f in files])
+
+
+SinkEntrant = Callable[[Arena, SinkInput], "Competitor | Skipped"]
+"""Builds a sink competitor writing ``SinkInput`` in ``arena``."""
+
+
+def raw_transactional_producer(arena: Arena, given: SinkInput) -> Competitor:
+    """One librdkafka transactional producer, the confluent-kafka way: a delivery callback per record and
+    ``poll(0)`` after each; share ``k`` in transaction ``k``, record ``j`` of it on partition
+    ``(k + j) % PARTITIONS``, where sink task ``k`` puts it."""
+    topics: list[str] = []
+
+    def run(round_: int) -> Timing:
+        topic = arena.topic(f"raw-{round_}")
+        topics.append(topic)
+        errors: list[ck.KafkaError] = []
+
+        def delivered(error: ck.KafkaError | None, _message: ck.Message) -> None:
+            if error is not None:
+                errors.append(error)
+
+        began = time.perf_counter()
+        # librdkafka's default linger, as the sink's producer has (the test settings' is 0)
+        settings = {"linger.ms": 5, "transactional.id": f"kconform-bench-{uuid4().hex}"}
+        producer = ck.Producer({**arena.broker.client_config("producer"), **settings})
+        producer.init_transactions(READ_TIMEOUT_S)
+        ready = time.perf_counter()
+        for k, share in enumerate(given.shares):
+            producer.begin_transaction()
+            for j, value in enumerate(share):
+                producer.produce(topic, value, partition=(k + j) % PARTITIONS, on_delivery=delivered)
+                producer.poll(0)
+            producer.commit_transaction(READ_TIMEOUT_S)  # flushes first
+        done = time.perf_counter()
+        if errors:
+            raise KafkaError(f"raw transactional producer: {errors[0].str()}")
+        return Timing(done - began, done - ready)
+
+    return Competitor(
+        RAW_PRODUCER,
+        f"1 confluent-kafka producer, {len(given.shares)} transactions, delivery callback and poll(0) per record",
+        run,
+        expect_committed(arena.broker, topics, given.records),
+    )
+
+
+def reference_sink(arena: Arena, given: SinkInput) -> Competitor:
+    def writer(frame: DataFrame, topic: str) -> DataStreamWriter:
+        return (
+            frame.writeStream.format(FORMAT)
+            .option("bootstrap.servers", arena.broker.bootstrap_servers)
+            .option("topic", topic)
+            .option("deliveryGuarantee", "exactly-once")
+        )
+
+    return _sink_query(
+        arena, given, REFERENCE, f"writeStream.format({FORMAT!r}), exactly-once, availableNow, Parquet input", writer
+    )
+
+
+def spark_kafka_sink(arena: Arena, given: SinkInput) -> Competitor | Skipped:
+    missing = spark_kafka_missing(arena.spark)
+    if missing is not None:
+        return Skipped(SPARK_KAFKA, missing)
+
+    def writer(frame: DataFrame, topic: str) -> DataStreamWriter:
+        return (
+            frame.writeStream.format("kafka")
+            .option("kafka.bootstrap.servers", arena.broker.bootstrap_servers)
+            .option("topic", topic)
+        )
+
+    what = "writeStream.format('kafka') (Spark's own, at-least-once), availableNow, Parquet input"
+    return _sink_query(arena, given, SPARK_KAFKA, what, writer)
+
+
+def _sink_query(
+    arena: Arena, given: SinkInput, name: str, what: str, writer: Callable[[DataFrame, str], DataStreamWriter]
+) -> Competitor:
+    topics: list[str] = []
+    slug = _slug(name)
+
+    def run(round_: int) -> Timing:
+        topic = arena.topic(f"{slug}-{round_}")
+        topics.append(topic)
+
+        def start() -> StreamingQuery:
+            checkpoint = arena.checkpoint(f"sink-{slug}-{round_}")
+            return (
+                writer(given.frame(arena.spark), topic)
+                .option("checkpointLocation", checkpoint)
+                .trigger(availableNow=True)
+                .start()
+            )
+
+        return timed_query(f"sink {name}", start, given.records)
+
+    return Competitor(name, what, run, expect_committed(arena.broker, topics, given.records))
+
+
+SINK_COMPETITORS: Final[Mapping[str, SinkEntrant]] = {
+    RAW_PRODUCER: raw_transactional_producer,
+    REFERENCE: reference_sink,
+    SPARK_KAFKA: spark_kafka_sink,
+}
+SINK_COMPARISONS: Final = (
+    Comparison(REFERENCE, RAW_PRODUCER, inside_goal=GOAL),
+    Comparison(SPARK_KAFKA, RAW_PRODUCER),
+    Comparison(REFERENCE, SPARK_KAFKA),
+)
+
+
+def bench_sink(arena: Arena, records: int) -> list[str]:
+    given = SinkInput.write(arena.spark, arena.work / "sink-input", records)
+    entrants = [entrant(arena, given) for entrant in SINK_COMPETITORS.values()]
+    timings = race([e for e in entrants if isinstance(e, Competitor)], ROUNDS)
+    return [
+        f"  sink race: {given.records:,} records in {len(given.shares)} Parquet files (one task each), "
+        f"{ROUNDS} rounds; every round's output read back read_committed",
+        *race_rows(given.records, entrants, timings, SINK_COMPARISONS),
+    ]
+
+
+# -- the run ---------------------------------------------------------------------------------------
+
+
+def warm_up(arena: Arena) -> float:
     """A tiny source-to-sink query, not measured: the session's first query spends ~7 s starting and
     importing into its Python workers, which would swamp any rate. Returns its wall time."""
-    source, sink = new_topic(client, run, "warm-in"), new_topic(client, run, "warm-out")
-    records = fill_topic(client, source, WARM_UP_RECORDS)
+    source, sink = arena.topic("warm-in"), arena.topic("warm-out")
+    records = fill_topic(arena.client, source, WARM_UP_RECORDS)
     pipeline = Pipeline(
-        spark, broker.bootstrap_servers, work / "warm-up-checkpoint", PARALLELISM, subscribe=source, sink_topic=sink
+        arena.spark,
+        arena.broker.bootstrap_servers,
+        arena.work / "warm-up-checkpoint",
+        PARALLELISM,
+        subscribe=source,
+        sink_topic=sink,
     )
-    _, seconds = timed(pipeline.run_available_now)
+    began = time.perf_counter()
+    pipeline.run_available_now()
+    seconds = time.perf_counter() - began
     inside_batches("warm-up", pipeline.progress(), records)
-    return float(seconds)
+    return seconds
 
 
 @contextmanager
 def _session() -> Iterator[tuple[SparkSession, float]]:
     # No console progress bar over the figures (a user's own PYSPARK_SUBMIT_ARGS wins).
     os.environ.setdefault("PYSPARK_SUBMIT_ARGS", "--conf spark.ui.showConsoleProgress=false pyspark-shell")
-    session, seconds = timed(local_session)
+    began = time.perf_counter()
+    session = local_session()
+    seconds = time.perf_counter() - began
     session.sparkContext.setLogLevel("ERROR")
     try:
         yield session, seconds
@@ -301,7 +578,7 @@ def _session() -> Iterator[tuple[SparkSession, float]]:
 
 
 def bench_spark() -> None:
-    """Start a broker (``KCONFORM_BROKER``, default kafka) and a local session; print the figures."""
+    """Start a broker (``KCONFORM_BROKER``, default kafka) and a local session; print the races."""
     run = uuid4().hex[:8]
     with broker_from_env() as broker, KafkaClient(broker, timeout_s=30.0) as client:
         try:
@@ -315,18 +592,20 @@ def bench_spark() -> None:
 
 def _bench_on(broker: Broker, client: KafkaClient, run: str) -> None:
     source_topic = new_topic(client, run, "source")
-    records, fill_s = timed(lambda: fill_topic(client, source_topic, SOURCE_RECORDS))
+    began = time.perf_counter()
+    records = fill_topic(client, source_topic, SOURCE_RECORDS)
     print(
         f"spark throughput on {broker.describe()}: {VALUE_BYTES} B values, {PARTITIONS} partitions "
-        f"(source topic of {records:,} records filled in {fill_s:.2f} s)"
+        f"(source topic of {records:,} records filled in {time.perf_counter() - began:.2f} s)"
     )
     with tempfile.TemporaryDirectory(prefix="kconform-bench-spark-") as tmp, _session() as (spark, start_s):
-        warm_s = warm_up(spark, broker, client, run, Path(tmp))
+        arena = Arena(spark, broker, client, run, Path(tmp))
+        warm_s = warm_up(arena)
         print(
             f"  SparkSession start {start_s:.1f} s, warm-up query ({WARM_UP_RECORDS} records) {warm_s:.1f} s: "
             "in no figure"
         )
-        for line in bench_source(spark, broker, source_topic, records, Path(tmp)):
+        for line in bench_source(arena, source_topic, records):
             print(line, flush=True)
-        for line in bench_sink(spark, broker, client, run, SINK_RECORDS, Path(tmp)):
+        for line in bench_sink(arena, SINK_RECORDS):
             print(line, flush=True)

@@ -13,6 +13,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 from uuid import uuid4
 
+import numpy as np
+import numpy.typing as npt
 import pyarrow as pa  # type: ignore[import-untyped]
 from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceStreamReader, DataSourceStreamWriter, InputPartition
@@ -165,8 +167,8 @@ UNASSIGNED: Final = -1
 class _UnplacedKeys(Placement):
     """Keyed rows carry no partition: the producer's partitioner places them."""
 
-    def keyed(self, key: bytes) -> int:
-        return UNASSIGNED
+    def keyed(self, keys: pa.Array) -> npt.NDArray[np.int64]:
+        return np.full(len(keys), UNASSIGNED, dtype=np.int64)
 
 
 class _LibrdkafkaPartitionerWriter(KafkaStreamWriter):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol, TypeVar
@@ -469,13 +469,19 @@ class KafkaClient:
 
 
 class KafkaProducer:
-    """One librdkafka producer that streams records: a full local queue is drained, not an error."""
+    """One librdkafka producer that streams records: a full local queue is drained, not an error.
+
+    Only failed deliveries are reported (``delivery.report.only.error``, one callback for the
+    producer): a report and a callback object per record would cost more than the produce itself,
+    and ``flush`` still waits for every record and raises the first failure.
+    """
 
     def __init__(self, client: KafkaClient, name: str, settings: Mapping[str, Any]) -> None:
         self._client = client
         self._timeout_s = client.timeout_s
         self._name = name
-        self._producer = ck.Producer(client.config("producer", **settings))
+        reports = {"delivery.report.only.error": True, "on_delivery": self._delivered}
+        self._producer = ck.Producer(client.config("producer", **settings, **reports))
         self._errors: list[ck.KafkaError] = []
 
     def _delivered(self, error: ck.KafkaError | None, _message: ck.Message) -> None:
@@ -483,19 +489,33 @@ class KafkaProducer:
             self._errors.append(error)
 
     def produce(self, topic: str, partition: int, key: bytes | None, value: bytes | None) -> None:
-        deadline = time.monotonic() + self._timeout_s
+        self.produce_all(topic, (partition,), (key,), (value,))
+
+    def produce_all(
+        self, topic: str, partitions: Iterable[int], keys: Iterable[bytes | None], values: Iterable[bytes | None]
+    ) -> None:
+        """Queue the records in their order (the i-th of each iterable is one record), polling once, not per record."""
+        produce = self._producer.produce
         with _translated(f"produce ({self._name})"):
-            while True:
+            for partition, key, value in zip(partitions, keys, values, strict=True):
                 try:
-                    self._producer.produce(topic, value, key, partition=partition, on_delivery=self._delivered)
-                    break
-                except BufferError:  # librdkafka's local queue is full: let deliveries drain it, bounded
-                    if time.monotonic() >= deadline:
-                        raise KafkaError(
-                            f"produce ({self._name}): local queue still full after {self._timeout_s} s"
-                        ) from None
-                    self._producer.poll(0.1)
+                    produce(topic, value, key, partition)
+                except BufferError:
+                    self._produce_when_queue_frees(topic, partition, key, value)
             self._producer.poll(0)
+
+    def _produce_when_queue_frees(self, topic: str, partition: int, key: bytes | None, value: bytes | None) -> None:
+        """librdkafka's local queue is full: let deliveries drain it and queue the record, bounded by the timeout."""
+        deadline = time.monotonic() + self._timeout_s
+        while True:
+            self._producer.poll(0.1)
+            try:
+                self._producer.produce(topic, value, key, partition)
+                return
+            except BufferError:
+                if time.monotonic() >= deadline:
+                    full = f"local queue still full after {self._timeout_s} s"
+                    raise KafkaError(f"produce ({self._name}): {full}") from None
 
     def flush(self) -> None:
         """Deliver every produced record; a delivery or fatal (fenced) error surfaces here (COMMIT-007)."""
@@ -524,6 +544,11 @@ class KafkaTransactionalProducer(KafkaProducer):
         super().__init__(client, transactional_id, settings)
         self._transactional_id = transactional_id
         with _translated(f"init_transactions({transactional_id})"):
+            # A metadata answer first: librdkafka looks for the transaction coordinator the moment
+            # init_transactions is called, and if no broker connection is up yet (the bootstrap one is
+            # being replaced) it retries on a fixed 500 ms timer. Measured on one Kafka node: 10 of 14
+            # inits took 0.51 s instead of 0.07 s without it, none of 14 with it.
+            self._producer.list_topics(timeout=self._timeout_s)
             self._producer.init_transactions(self._timeout_s)
 
     @property

@@ -20,25 +20,31 @@ producer puts it (murmur2, STRAT-001; librdkafka's default would hash with CRC32
 from partition ``task % partitions`` (STRAT-003). All three are deterministic, unlike librdkafka's
 choice for null keys, so a replay writes every row where its earlier attempt did; a task may write
 to any partition. A task's rows arrive as Arrow record batches and stream into the
-producer in their order (COMMIT-013), never buffered whole: memory stays bounded by librdkafka's
-queue whatever the batch size.
+producer in their order (COMMIT-013), never buffered whole: while the producer opens (several
+broker round trips) the task reads ahead at most ``READ_AHEAD_BYTES``, then memory stays bounded by
+librdkafka's queue whatever the batch size.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import contextlib
+import itertools
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any, ClassVar, Final
+from typing import ClassVar, Final
 
+import numpy as np
+import numpy.typing as npt
 import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow.compute as pc  # type: ignore[import-untyped]
 from confluent_kafka.admin import AdminClient
 from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from reference_impl.kafka_client import KafkaClient, KafkaProducer
-from reference_impl.kafka_strategies import partition_for_key
+from reference_impl.kafka_client import KafkaClient, KafkaProducer, KafkaTransactionalProducer
+from reference_impl.kafka_strategies import MURMUR2_SEED
 from reference_impl.spark import Connection, OptionError
 from reference_impl.types import TopicPartition
 
@@ -48,6 +54,8 @@ GUARANTEES: Final = (AT_LEAST_ONCE, EXACTLY_ONCE)
 BATCH_ID_PROPERTY: Final = "streaming.sql.batchId"
 QUERY_ID_PROPERTY: Final = "sql.streaming.queryId"
 DEFAULT_PREFIX: Final = "kconform"
+READ_AHEAD_BYTES: Final = 16 << 20
+"""At most this much of a task's input is held while its producer opens; after that rows stream."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,45 +113,112 @@ class TaskCommit(WriterCommitMessage):
     skipped: bool
 
 
-_placed_by_key: Final = lru_cache(maxsize=4096)(partition_for_key)
-"""``partition_for_key`` memoised per Python worker: murmur2 in Python costs about 10 us per 16 key
-bytes (several times a row's produce), and keyed streams repeat their keys."""
-
-
 class Placement:
     """Where one task's rows go, in their order (COMMIT-013): deterministic, so every attempt and replay of
-    the task writes each row to the same partition and exactly-once holds."""
+    the task writes each row to the same partition and exactly-once holds.
+
+    A record batch is placed at once, with Arrow and NumPy (murmur2 too): per-row Python work here
+    would cost as much as producing the row."""
 
     def __init__(self, task: int, partitions: int) -> None:
         self.partitions = partitions
         self._keyless = task % partitions
 
-    def keyed(self, key: bytes) -> int:
-        """STRAT-001: the partition a Java producer writes ``key`` to (the empty key is a key)."""
-        return _placed_by_key(key, self.partitions)
+    def keyed(self, keys: pa.Array) -> npt.NDArray[np.int64]:
+        """STRAT-001: the partitions a Java producer writes ``keys`` (binary, no nulls) to; the empty key is a key."""
+        return partitions_for_keys(keys, self.partitions)
 
-    def keyless(self) -> int:
+    def keyless(self, rows: int) -> npt.NDArray[np.int64]:
         """STRAT-003: round-robin from ``task % partitions``, so keyless rows reach every partition even
         when fewer tasks than partitions write (one partition per task would leave the rest idle)."""
-        partition = self._keyless
-        self._keyless = (partition + 1) % self.partitions
-        return partition
+        placed = (self._keyless + np.arange(rows, dtype=np.int64)) % self.partitions
+        self._keyless = (self._keyless + rows) % self.partitions
+        return placed
 
-    def records(self, batches: Iterable[pa.RecordBatch]) -> Iterator[Routed]:
-        """The task's rows in order, each with its partition: the ``partition`` column (STRAT-002), else by key."""
-        for batch in batches:
-            names = batch.schema.names
-            keys = batch.column("key").to_pylist() if "key" in names else [None] * batch.num_rows
-            targets = batch.column("partition").to_pylist() if "partition" in names else [None] * batch.num_rows
-            for raw, value, target in zip(keys, batch.column("value").to_pylist(), targets, strict=True):
-                key = _bytes(raw)
-                if target is not None:
-                    partition = int(target)
-                elif key is not None:
-                    partition = self.keyed(key)
-                else:
-                    partition = self.keyless()
-                yield partition, key, _bytes(value)
+    def place(self, batch: pa.RecordBatch) -> list[int]:
+        """The partition of each row of ``batch``: its ``partition`` column (STRAT-002), else by key, else keyless."""
+        names = batch.schema.names
+        free = np.ones(batch.num_rows, dtype=bool)  # rows not placed yet
+        placed = np.empty(batch.num_rows, dtype=np.int64)
+        if "partition" in names:
+            targets = batch.column("partition")
+            explicit = _valid(targets)
+            placed[explicit] = pc.cast(targets.drop_null(), pa.int64(), safe=False).to_numpy()
+            free &= ~explicit
+        if "key" in names:
+            keys = binary(batch.column("key"))
+            keyed = free & _valid(keys)
+            if keyed.any():
+                placed[keyed] = self.keyed(keys.filter(pa.array(keyed)))
+            free &= ~keyed
+        placed[free] = self.keyless(int(np.count_nonzero(free)))
+        return placed.tolist()  # type: ignore[no-any-return]
+
+
+_M: Final = np.uint32(0x5BD1E995)
+"""murmur2's multiplier; uint32 arrays wrap modulo 2**32 as Java's ``int`` products do."""
+
+
+def partitions_for_keys(keys: pa.Array, partitions: int) -> npt.NDArray[np.int64]:
+    """``partition_for_key`` (Kafka's murmur2, STRAT-001) of every key of a binary array without nulls, on
+    whole columns: in Python, murmur2 costs about 10 us per 16 key bytes, several times the key's produce."""
+    _, offsets_buffer, data_buffer = keys.buffers()
+    width = np.int64 if pa.types.is_large_binary(keys.type) else np.int32
+    offsets = np.frombuffer(offsets_buffer, dtype=width)[keys.offset : keys.offset + len(keys) + 1].astype(np.int64)
+    data = np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer is not None else np.zeros(0, np.uint8)
+    data = np.concatenate([data, np.zeros(4, np.uint8)])  # a short key's tail reads stay in bounds
+    starts, lengths = offsets[:-1], np.diff(offsets)
+    h = np.uint32(MURMUR2_SEED) ^ lengths.astype(np.uint32)
+    blocks = lengths // 4
+    for block in range(int(blocks.max(initial=0))):
+        rows = np.flatnonzero(blocks > block)
+        at = starts[rows] + 4 * block
+        k = _byte(data, at, 0) | _byte(data, at, 1) << 8 | _byte(data, at, 2) << 16 | _byte(data, at, 3) << 24
+        k *= _M
+        k ^= k >> np.uint32(24)
+        k *= _M
+        h[rows] = (h[rows] * _M) ^ k
+    tail, rest = starts + 4 * blocks, lengths % 4
+    h ^= np.where(rest == 3, _byte(data, tail, 2) << 16, 0).astype(np.uint32)
+    h ^= np.where(rest >= 2, _byte(data, tail, 1) << 8, 0).astype(np.uint32)
+    last = rest >= 1
+    h[last] = (h[last] ^ _byte(data, tail[last], 0)) * _M
+    h ^= h >> np.uint32(13)
+    h *= _M
+    h ^= h >> np.uint32(15)
+    return ((h & np.uint32(0x7FFFFFFF)) % np.uint32(partitions)).astype(np.int64)
+
+
+def _byte(data: npt.NDArray[np.uint8], at: npt.NDArray[np.int64], byte: int) -> npt.NDArray[np.uint32]:
+    """Byte ``byte`` after each of the positions ``at``, widened for murmur2's 32-bit arithmetic."""
+    return data[at + byte].astype(np.uint32)
+
+
+def _valid(column: pa.Array) -> npt.NDArray[np.bool_]:
+    return column.is_valid().to_numpy(zero_copy_only=False)  # type: ignore[no-any-return]
+
+
+def binary(column: pa.Array) -> pa.Array:
+    """``column`` as Arrow binary: strings as their UTF-8 bytes, other non-binary types as their ``str()``'s."""
+    kind = column.type
+    if pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
+        return column
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        return column.cast(pa.large_binary() if pa.types.is_large_string(kind) else pa.binary())
+    return pa.array([_as_bytes(v) for v in column.to_pylist()], pa.binary())
+
+
+def _as_bytes(value: object) -> bytes | None:
+    if value is None or isinstance(value, bytes):
+        return value
+    return str(value).encode()
+
+
+def _cells(batch: pa.RecordBatch, name: str) -> list[bytes | None]:
+    """The column's values as Python bytes (all ``None`` when the column is absent)."""
+    if name not in batch.schema.names:
+        return [None] * batch.num_rows
+    return binary(batch.column(name)).to_pylist()  # type: ignore[no-any-return]
 
 
 class KafkaStreamWriter(DataSourceStreamArrowWriter):
@@ -162,17 +237,41 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskCommit:
         identity = TaskIdentity.current()
-        with self._options.connection.client() as kafka:
-            partitions = len(kafka.list_topics().get(self._options.topic, ()))
-            if partitions == 0:
-                raise OptionError(f"option 'topic': topic {self._options.topic!r} does not exist")
-            placement = self.placement(identity.task, partitions)
-            if self._options.guarantee == AT_LEAST_ONCE:
-                producer = kafka.producer()
-                written = _produce(producer, self._options.topic, placement.records(iterator))
+        topic = self._options.topic
+        with contextlib.ExitStack() as clients:
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kconform-sink-open") as pool:
+                opening = pool.submit(self._open, clients, identity)
+                ahead = _read_ahead(iterator, opening.done)
+                producer, placement = opening.result()
+            batches = itertools.chain(ahead, iterator)
+            if producer is None:
+                for _ in batches:  # Spark feeds the task's input whether or not it is written; no need to decode it
+                    pass
+                return TaskCommit(identity, 0, skipped=True)
+            written = _produce(producer, topic, placement, batches)
+            if isinstance(producer, KafkaTransactionalProducer):  # exactly-once: the marker commits with the rows
+                marker = {TopicPartition(topic, 0): identity.batch + 1}
+                producer.send_offsets_to_transaction(identity.transactional_id(self._options.prefix), marker)
                 producer.flush()
-                return TaskCommit(identity, written, skipped=False)
-            return _write_transaction(kafka, self._options, identity, iterator, placement)
+                producer.commit_transaction()
+            else:
+                producer.flush()
+            return TaskCommit(identity, written, skipped=False)
+
+    def _open(
+        self, clients: contextlib.ExitStack[bool | None], identity: TaskIdentity
+    ) -> tuple[KafkaProducer | None, Placement]:
+        """What must happen before the first record, from connecting (the client joins ``clients``, closed
+        when the task ends) to the topic's partitions and the producer; under exactly-once the producer has
+        its transaction begun, or is ``None`` when the batch committed before."""
+        kafka = clients.enter_context(self._options.connection.client())
+        partitions = len(kafka.list_topics().get(self._options.topic, ()))
+        if partitions == 0:
+            raise OptionError(f"option 'topic': topic {self._options.topic!r} does not exist")
+        placement = self.placement(identity.task, partitions)
+        if self._options.guarantee == AT_LEAST_ONCE:
+            return kafka.producer(), placement
+        return _open_transaction(kafka, self._options, identity), placement
 
     def commit(self, messages: Sequence[WriterCommitMessage | None], batchId: int) -> None:
         """Tasks committed their own transactions; what is left is fencing ids of tasks this batch lacks."""
@@ -186,26 +285,20 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
         """A failed task's transaction was never committed; its retry fences and aborts it."""
 
 
-Routed = tuple[int, bytes | None, bytes | None]
-"""(partition, key, value) of one output record."""
-
-
-def _produce(producer: KafkaProducer, topic: str, records: Iterable[Routed]) -> int:
+def _produce(producer: KafkaProducer, topic: str, placement: Placement, batches: Iterable[pa.RecordBatch]) -> int:
+    """Queue every row of ``batches`` in order, each where ``placement`` puts it; returns how many."""
     written = 0
-    for partition, key, value in records:
-        producer.produce(topic, partition, key, value)
-        written += 1
+    for batch in batches:
+        producer.produce_all(topic, placement.place(batch), _cells(batch, "key"), _cells(batch, "value"))
+        written += batch.num_rows
     return written
 
 
-def _write_transaction(
-    kafka: KafkaClient,
-    options: SinkOptions,
-    identity: TaskIdentity,
-    batches: Iterator[pa.RecordBatch],
-    placement: Placement,
-) -> TaskCommit:
-    """Records and marker ``batch + 1`` in one transaction, unless the marker shows it done (COMMIT-011)."""
+def _open_transaction(
+    kafka: KafkaClient, options: SinkOptions, identity: TaskIdentity
+) -> KafkaTransactionalProducer | None:
+    """The task's producer with its transaction begun, or ``None`` when the marker shows the batch committed
+    (COMMIT-011): records and marker ``batch + 1`` then commit in that transaction."""
     transactional_id = identity.transactional_id(options.prefix)
     producer = kafka.init_producer(transactional_id)  # fences every earlier attempt of this task
     marker_tp = TopicPartition(options.topic, 0)
@@ -213,15 +306,23 @@ def _write_transaction(
     if marker is None:
         kafka.commit_offsets(transactional_id, {marker_tp: 0})  # findable by fence_leftovers from now on
     elif marker > identity.batch:
-        for _ in batches:  # Spark feeds the task's input whether or not it is written; no need to decode it
-            pass
-        return TaskCommit(identity, 0, skipped=True)
+        return None
     producer.begin_transaction()
-    written = _produce(producer, options.topic, placement.records(batches))
-    producer.send_offsets_to_transaction(transactional_id, {marker_tp: identity.batch + 1})
-    producer.flush()
-    producer.commit_transaction()
-    return TaskCommit(identity, written, skipped=False)
+    return producer
+
+
+def _read_ahead(batches: Iterator[pa.RecordBatch], opened: Callable[[], bool]) -> list[pa.RecordBatch]:
+    """The batches Spark delivers while the producer is being opened, up to ``READ_AHEAD_BYTES``: opening
+    takes several broker round trips, and Spark's feeding stalls on a full socket while nobody reads."""
+    ahead: list[pa.RecordBatch] = []
+    held = 0
+    while not opened() and held < READ_AHEAD_BYTES:
+        batch = next(batches, None)
+        if batch is None:
+            break
+        ahead.append(batch)
+        held += batch.nbytes
+    return ahead
 
 
 def fence_leftovers(kafka: KafkaClient, prefix: str, query: str, tasks: int) -> list[str]:
@@ -244,11 +345,3 @@ def fence_leftovers(kafka: KafkaClient, prefix: str, query: str, tasks: int) -> 
         for future in admin.delete_consumer_groups(leftovers, request_timeout=kafka.timeout_s).values():
             future.result(kafka.timeout_s)
     return leftovers
-
-
-def _bytes(value: Any) -> bytes | None:
-    if value is None or isinstance(value, bytes):
-        return value
-    if isinstance(value, bytearray):
-        return bytes(value)
-    return str(value).encode()

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from uuid import uuid4
 
+import pytest
+
 from conformance.brokers import Broker, ExternalBroker
 from reference_impl.kafka_client import KafkaClient
-from reference_impl.ports import Isolation
+from reference_impl.ports import Isolation, KafkaError
 from reference_impl.types import TopicPartition
 
 
@@ -19,9 +21,21 @@ def test_transactional_produce_waits_for_a_full_local_queue(broker: Broker) -> N
         kafka.create_topic(topic, 1)
         producer = kafka.init_producer(f"{topic}-txn")
         producer.begin_transaction()
-        for i in range(200):
+        producer.produce_all(topic, [0] * 150, [None] * 150, [f"r{i}".encode() for i in range(150)])
+        for i in range(150, 200):
             producer.produce(topic, 0, None, f"r{i}".encode())
         producer.flush()
         producer.commit_transaction()
         records = kafka.read(TopicPartition(topic, 0), 0, Isolation.READ_COMMITTED, 1000)
     assert [r.value for r in records] == [f"r{i}".encode() for i in range(200)]
+
+
+def test_a_failed_delivery_surfaces_at_flush(broker: Broker) -> None:
+    """Only failed deliveries are reported, once per producer, not per record: they must still raise (COMMIT-007)."""
+    topic = f"kc-missing-partition-{uuid4().hex[:8]}"
+    with KafkaClient(broker) as kafka:
+        kafka.create_topic(topic, 1)
+        producer = kafka.producer()
+        with pytest.raises(KafkaError, match="partition"):
+            producer.produce_all(topic, [0, 3], [None, None], [b"lands", b"no such partition"])
+            producer.flush()
