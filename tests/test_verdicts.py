@@ -15,8 +15,8 @@ def result(started: float) -> RunResult:
     failed = runner.TestResult("n", "rescale", ["RESTORE-002"], "MUST", True, Status.XFAIL, 1.0, deviation=deviation)
     failed.violated = ["RESTORE-002"]
     rows = [
-        RequirementResult("RESTORE-002", "MUST", "One owner", "", Status.XFAIL, [failed], "one task (link)"),
-        RequirementResult("DISC-005", "MUST", "New | earliest", "", Status.PASS, []),
+        RequirementResult("RESTORE-002", "MUST", "One owner", "", Status.XFAIL, [failed], "one task", "fidelity"),
+        RequirementResult("DISC-005", "MUST", "New | earliest", "", Status.PASS, [], category="safety"),
     ]
     options = RunOptions(adapter="m:A", level="pipeline", seed=7, expectations=Path("x.toml"))
     return RunResult(
@@ -34,8 +34,10 @@ def test_the_page_names_versions_seed_and_each_verdict_and_nothing_that_varies()
         "spark-sql-kafka-0-10_2.13 4.2.0",
         "PySpark ",
         "Apache Kafka 4.1.1",
-        "| RESTORE-002 | MUST | One owner | XFAIL | 1 xfail | one task (link) |",
-        "| DISC-005 | MUST | New \\| earliest | PASS |  |  |",
+        "**safe: yes (1 safety requirement verified)**",
+        "**Flink-faithful: no (violated: RESTORE-002)**",
+        "| RESTORE-002 | MUST | fidelity | One owner | XFAIL | 1 xfail | one task |",
+        "| DISC-005 | MUST | safety | New \\| earliest | PASS |  |  |",
         "Not checked at this level: ASSIGN-003.",
         "kconform verdicts --adapter m:A",
     ):
