@@ -237,9 +237,9 @@ PIPELINE_MUTANTS: tuple[PipelineMutant, ...] = (
     ),
     PipelineMutant(
         "spark_rescale_double_read",
-        frozenset({"RESTORE-002"}),
+        frozenset({"RESTORE-002", "RESTORE-003"}),
         "rescale_sequence",
-        "after a rescale two tasks of a batch read the same partition",
+        "after a rescale two tasks of a batch read the same partition (its records twice)",
         KconformKafkaAdapter(data_source=_source("kc-mutant-rescale-double-read", _RescaleDoubleReadReader)),
     ),
     PipelineMutant(
