@@ -45,13 +45,14 @@ from uuid import uuid4
 
 import confluent_kafka as ck
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
-from py4j.protocol import Py4JJavaError  # type: ignore[import-untyped]
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.readwriter import DataStreamWriter
 from pyspark.sql.types import StructType
 
+from conformance.adapter import SinkSpec, SourceSpec
+from conformance.adapters import spark_kafka
 from conformance.brokers import Broker, broker_from_env
 from conformance.pipeline import Pipeline, local_session
 from reference_impl.kafka_client import KafkaClient, configure
@@ -71,7 +72,6 @@ GOAL: Final = 0.5
 sink half the raw transactional producer's inside the batch."""
 QUERY_TIMEOUT_S: Final = 180
 READ_TIMEOUT_S: Final = 60.0
-SPARK_KAFKA_PROVIDER: Final = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
 SPARK_KAFKA_MISSING: Final = "skipped: Spark's Kafka connector jars not on the classpath (make setup)"
 
 RAW_CONSUMER: Final = "raw consumer"
@@ -293,13 +293,8 @@ def timed_query(name: str, start: Callable[[], StreamingQuery], records: int) ->
 
 
 def spark_kafka_missing(spark: SparkSession) -> str | None:
-    """Why Spark's own Kafka connector cannot run in this session, or ``None`` when its classes load."""
-    jvm: Any = spark._jvm
-    try:
-        jvm.org.apache.spark.util.Utils.classForName(SPARK_KAFKA_PROVIDER, False, False)
-    except Py4JJavaError:
-        return SPARK_KAFKA_MISSING
-    return None
+    """Why Spark's own Kafka connector cannot run in this session (the adapter's probe), or ``None``."""
+    return SPARK_KAFKA_MISSING if spark_kafka.connector_missing(spark) is not None else None
 
 
 # -- source ----------------------------------------------------------------------------------------
@@ -341,14 +336,9 @@ def spark_kafka_source(arena: Arena, topic: str, records: int) -> Competitor | S
     if missing is not None:
         return Skipped(SPARK_KAFKA, missing)
 
-    def frame() -> DataFrame:
-        return (
-            arena.spark.readStream.format("kafka")
-            .option("kafka.bootstrap.servers", arena.broker.bootstrap_servers)
-            .option("subscribe", topic)
-            .option("startingOffsets", "earliest")
-            .load()
-        )
+    def frame() -> DataFrame:  # through the shipped adapter: the race times what the suite judges
+        source = SourceSpec(arena.broker.bootstrap_servers, PARALLELISM, subscribe=(topic,))
+        return spark_kafka.ADAPTER.read_stream(arena.spark, source)
 
     return Competitor(
         SPARK_KAFKA,
@@ -483,11 +473,8 @@ def spark_kafka_sink(arena: Arena, given: SinkInput) -> Competitor | Skipped:
         return Skipped(SPARK_KAFKA, missing)
 
     def writer(frame: DataFrame, topic: str) -> DataStreamWriter:
-        return (
-            frame.writeStream.format("kafka")
-            .option("kafka.bootstrap.servers", arena.broker.bootstrap_servers)
-            .option("topic", topic)
-        )
+        sink = SinkSpec(arena.broker.bootstrap_servers, topic, exactly_once=False)
+        return spark_kafka.ADAPTER.write_stream(frame, sink)
 
     what = "writeStream.format('kafka') (Spark's own, at-least-once), availableNow, Parquet input"
     return _sink_query(arena, given, SPARK_KAFKA, what, writer)

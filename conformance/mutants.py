@@ -558,19 +558,9 @@ class _StartupModeOnRestoreJob(SourceJob):
 
     @classmethod
     def restore(
-        cls,
-        checkpoint: SourceCheckpoint,
-        parallelism: int,
-        subscription: Subscription,
-        metadata: Metadata,
-        variant: RestoreVariant = RestoreVariant.UNION_FILTER,
-        keep_unsubscribed: bool = False,
-        on_zero: ZeroPartitionsPolicy = ZeroPartitionsPolicy.IGNORE,
-        initial_offset: int = EARLIEST,
+        cls, checkpoint: SourceCheckpoint, parallelism: int, subscription: Subscription, metadata: Metadata, *args: Any
     ) -> SourceJob:
-        job = super().restore(
-            checkpoint, parallelism, subscription, {}, variant, keep_unsubscribed, on_zero, initial_offset
-        )
+        job = super().restore(checkpoint, parallelism, subscription, {}, *args)  # no discovery yet
         job._discovered_once = False
         job.discover(metadata)
         return job

@@ -95,19 +95,27 @@ def sink_options(sink: SinkSpec) -> dict[str, str]:
     return options | {"kafka.bootstrap.servers": sink.bootstrap_servers, "topic": sink.topic}
 
 
-def require_connector(spark: SparkSession) -> None:
-    """Fail naming the fix when the session cannot load the connector (Spark's own error names no command)."""
+def connector_missing(spark: SparkSession) -> str | None:
+    """Why ``spark`` cannot load the connector, naming the fix; ``None`` when its classes load."""
     from py4j.protocol import Py4JJavaError  # type: ignore[import-untyped]
 
     jvm: Any = spark.sparkContext._jvm
     try:
         jvm.java.lang.Class.forName(PROVIDER, False, jvm.org.apache.spark.util.Utils.getContextOrSparkClassLoader())
-    except Py4JJavaError as exc:
-        raise JvmArtifactsMissing(
+    except Py4JJavaError:
+        return (
             f"this SparkSession cannot load Spark's Kafka connector ({PROVIDER}): run `make setup` to resolve "
             "jvm/spark-kafka into .jvm/spark-kafka/ and start the session with conformance.pipeline.local_session "
             "(it sets spark.jars), or put spark-sql-kafka-0-10 on spark.jars yourself"
-        ) from exc
+        )
+    return None
+
+
+def require_connector(spark: SparkSession) -> None:
+    """Fail naming the fix when the session cannot load the connector (Spark's own error names no command)."""
+    missing = connector_missing(spark)
+    if missing is not None:
+        raise JvmArtifactsMissing(missing)
 
 
 @dataclass(frozen=True)
