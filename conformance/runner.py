@@ -290,6 +290,12 @@ def display_name(item_name: str) -> str:
     return item_name.removeprefix("test_")
 
 
+def selected_by(only: str, item: pytest.Item) -> bool:
+    """``--only`` picks tests by part of their display name or by a requirement id they check."""
+    mark = item.get_closest_marker("requirement")
+    return only in display_name(item.name) or (mark is not None and only.upper() in mark.args)
+
+
 def skip_cause(message: str) -> str:
     """A skip's reason without the ids it starts with: tests skipped for one cause share it."""
     return SKIP_IDS.sub(r"\1", message)
@@ -366,7 +372,7 @@ class Collector:
             level = PIPELINE_MARK if item.get_closest_marker(PIPELINE_MARK) else "protocol"
             self.per_level[level] += 1
             wanted = self.options.level in ("all", level)
-            if wanted and (self.options.only is None or self.options.only in display_name(item.name)):
+            if wanted and (self.options.only is None or selected_by(self.options.only, item)):
                 keep.append(item)
             else:
                 drop.append(item)
@@ -729,7 +735,9 @@ aborted records); it is reported with the reason, never as a pass.""",
         "--report", type=Path, help="write report.html, report.md, report.json, junit.xml and pytest.log here"
     )
     parser.add_argument("--expectations", type=Path, help="TOML file of known deviations ([[deviation]])")
-    parser.add_argument("--only", help="run only tests whose display name contains this")
+    parser.add_argument(
+        "--only", help="run only tests whose display name contains this, or that check this requirement id (DISC-002)"
+    )
     parser.add_argument("--seed", type=int, help="Hypothesis seed (default: random, printed)")
     parser.add_argument(
         "--broker",

@@ -147,6 +147,12 @@ def test_should_failure_fails_the_run_only_when_strict(tmp_path: Path, strict: t
     assert proc.returncode == code, proc.stdout
 
 
+def test_only_takes_a_requirement_id_and_selects_the_tests_that_check_it(tmp_path: Path) -> None:
+    proc = run_sample(tmp_path, "BROKEN", "--only", "RESTORE-005", "--report", "report")
+    assert [t["name"] for t in report(tmp_path)["tests"]] == ["should_RESTORE_005_partition_two_on_its_owner"]
+    assert proc.returncode == 0, proc.stdout
+
+
 def test_may_failure_never_fails_the_run(tmp_path: Path) -> None:
     proc = run_sample(tmp_path, "BROKEN", "--only", "optional_ASSIGN_005", "--strict")
     assert "MAY: reported, never fails the run" in proc.stdout

@@ -75,10 +75,15 @@ def test_required_DISC_002_pattern_full_match_and_new_matching_topics(
 
 
 @requirement("DISC-002", capability="regex-subscription")
-@given(topic_names(30), parallelisms(4))
-def test_required_DISC_002_pattern_does_not_match_a_longer_name(adapter: Any, topic: str, n: int) -> None:
-    subscription = Subscription.regex(re.escape(topic))
-    rounds = [{topic + "-dlq": frozenset({0}), "x" + topic: frozenset({0})}, {topic: frozenset({0})}]
+@given(topic_names(30), topic_names(30), st.booleans(), parallelisms(4))
+def test_required_DISC_002_pattern_does_not_match_a_longer_name(
+    adapter: Any, topic: str, other: str, alternation: bool, n: int
+) -> None:
+    """Longer names around an exact pattern, or around each side of ``topic|other``, stay out."""
+    names = [topic, other] if alternation else [topic]
+    subscription = Subscription.regex("|".join(map(re.escape, names)))
+    longer = {name: frozenset({0}) for t in names for name in (t + "-dlq", "x" + t) if name not in names}
+    rounds = [longer, {**longer, **{t: frozenset({0}) for t in names}}]
     violations = check_discovery(run_rounds(adapter, subscription, n, rounds), subscription, n)
     fail_on(violations)
 
