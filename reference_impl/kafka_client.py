@@ -112,6 +112,15 @@ _FENCED_CODES: Final = frozenset(
     {ck.KafkaError._FENCED, ck.KafkaError.PRODUCER_FENCED, ck.KafkaError.INVALID_PRODUCER_EPOCH}
 )
 _STATE_CODES: Final = frozenset({ck.KafkaError._STATE, ck.KafkaError.INVALID_TXN_STATE})
+_FETCH_AGAIN_CODES: Final = frozenset(
+    {
+        ck.KafkaError.UNSTABLE_OFFSET_COMMIT,  # a transaction's offsets await its markers (KIP-447)
+        ck.KafkaError.COORDINATOR_LOAD_IN_PROGRESS,  # a restarted coordinator still reads its log
+        ck.KafkaError.COORDINATOR_NOT_AVAILABLE,
+        ck.KafkaError.NOT_COORDINATOR,  # the group's coordinator moved (a node stopped)
+    }
+)
+"""OffsetFetch answers that mean "not yet": the same request is sent again until the client's deadline."""
 _UNSUPPORTED_CODES: Final = frozenset(
     {ck.KafkaError._UNSUPPORTED_FEATURE, ck.KafkaError.UNSUPPORTED_VERSION, ck.KafkaError._NOT_IMPLEMENTED}
 )
@@ -431,7 +440,8 @@ class KafkaClient:
     def _fetch_committed(
         self, group: str, partitions: Collection[TopicPartition] | None, stable: bool = True
     ) -> list[ck.TopicPartition]:
-        """OffsetFetch of stable offsets (KIP-447), asked again while a transaction's are unresolved.
+        """OffsetFetch of stable offsets (KIP-447), asked again while a transaction's are unresolved
+        or the group's coordinator is loading or moving (after a broker restart).
 
         Kafka materialises offsets sent in a transaction when the coordinator writes its markers,
         after EndTxn has returned; a plain fetch in that window reads the previous value. With
@@ -447,12 +457,17 @@ class KafkaClient:
             futures = self._admin.list_consumer_group_offsets(
                 [request], require_stable=stable, request_timeout=self.timeout_s
             )
-            answer = _result(futures[group], f"OffsetFetch {group}", self.timeout_s)
-            errors = [p.error for p in answer.topic_partitions if p.error is not None]
+            try:
+                answer = futures[group].result(timeout=self.timeout_s)
+                errors = [p.error for p in answer.topic_partitions if p.error is not None]
+            except ck.KafkaException as exc:  # the whole request failed (its coordinator, say)
+                errors = [exc.args[0]]
+            except TimeoutError as exc:
+                raise KafkaError(f"OffsetFetch {group}: no answer within {self.timeout_s} s") from exc
             if not errors:
                 return [p for p in answer.topic_partitions if p.offset >= 0]
-            if all(e.code() == ck.KafkaError.UNSTABLE_OFFSET_COMMIT for e in errors) and time.monotonic() < deadline:
-                time.sleep(0.05)  # polling interval of a bounded wait for the transaction's markers
+            if all(e.code() in _FETCH_AGAIN_CODES for e in errors) and time.monotonic() < deadline:
+                time.sleep(0.05)  # polling interval of a bounded wait for markers or a coordinator
                 continue
             raise translate(errors[0], f"OffsetFetch {group}")
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from concurrent.futures import Future
+from typing import Any
 from uuid import uuid4
 
+import confluent_kafka as ck
 import pytest
 
 from conformance.brokers import Broker, ExternalBroker
@@ -39,3 +42,25 @@ def test_a_failed_delivery_surfaces_at_flush(broker: Broker) -> None:
         with pytest.raises(KafkaError, match="partition"):
             producer.produce_all(topic, [0, 3], [None, None], [b"lands", b"no such partition"])
             producer.flush()
+
+
+def test_offset_fetch_is_asked_again_while_the_coordinator_loads(broker: Broker) -> None:
+    """A restarted coordinator answers COORDINATOR_LOAD_IN_PROGRESS for the whole request: not an error, a wait."""
+    topic = f"kc-coordinator-{uuid4().hex[:8]}"
+    tp = TopicPartition(topic, 0)
+    with KafkaClient(broker) as kafka:
+        kafka.create_topic(topic, 1)
+        kafka.commit_offsets(f"{topic}-group", {tp: 7})
+        real = kafka._admin.list_consumer_group_offsets
+        loading = [ck.KafkaError.COORDINATOR_LOAD_IN_PROGRESS, ck.KafkaError.NOT_COORDINATOR]
+
+        def answer_loading_first(*args: Any, **kwargs: Any) -> dict[str, Future[Any]]:
+            if not loading:
+                return real(*args, **kwargs)  # type: ignore[no-any-return]
+            failed: Future[Any] = Future()
+            failed.set_exception(ck.KafkaException(ck.KafkaError(loading.pop(0))))
+            return {f"{topic}-group": failed}
+
+        kafka._admin.list_consumer_group_offsets = answer_loading_first  # type: ignore[method-assign]
+        assert kafka.committed(f"{topic}-group", [tp]) == {tp: 7}
+        assert not loading
