@@ -55,6 +55,16 @@ def test_required_ASSIGN_001_discoverers_together_claim_each_partition_once(
     fail_on(check_plan(claims, n), [assignment_grid(claims, n, f"what {n} discoverers report")])
 
 
+@requirement("ASSIGN-001", capability="discovery")
+@given(metadata_snapshots(max_topics=2, max_partitions=12), st.integers(257, 300))
+def test_required_ASSIGN_001_discoverers_above_subtask_256_claim_their_partitions(
+    adapter: Any, metadata: Metadata, n: int
+) -> None:
+    """Subtask indexes past CPython's small-int cache: an owner compared with ``is`` loses their partitions."""
+    claims = discovered_plan(adapter, metadata, n)
+    fail_on(check_plan(claims, n), [assignment_grid(claims, n, f"what {n} discoverers report")])
+
+
 @requirement("ASSIGN-003", capability="discovery")
 @given(metadata_snapshots(), parallelisms(16), st.randoms(use_true_random=False))
 def test_required_ASSIGN_003_ownership_independent_of_metadata_order(

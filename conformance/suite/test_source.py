@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -385,3 +386,58 @@ def test_required_DISC_005_startup_mode_only_for_the_first_discovery(adapter: An
             Violation("DISC-005", "startup-mode-ignored", f"a-0 starts at {offsets.get(TopicPartition('a', 0))}")
         )
     fail_on(violations)
+
+
+def _read_everything(source: Any, log: KafkaModel) -> dict[TopicPartition, int]:
+    """Poll every partition of ``source`` until it returns nothing; its offsets after."""
+    for tp in sorted(tp for offsets in source.offsets for tp in offsets):
+        while source.poll(log, tp, 5):
+            pass
+    return {tp: off for offsets in source.offsets for tp, off in offsets.items()}
+
+
+def _small_log(partitions: int) -> KafkaModel:
+    log = KafkaModel()
+    for topic in ("in-a", "in-b"):
+        log.create_topic(topic, partitions)
+        for p in range(partitions):
+            for i in range(p % 3):
+                log.produce(TopicPartition(topic, p), None, f"{topic}-{p}@{i}".encode())
+    return log
+
+
+@requirement("RESTORE-002", "RESTORE-003", capability="source-state")
+@given(st.integers(1, 12), st.integers(257, 320))
+def test_required_RESTORE_002_003_restore_onto_subtasks_above_256(adapter: Any, partitions: int, m: int) -> None:
+    """Subtask indexes past CPython's small-int cache: an owner compared with ``is`` drops their state."""
+    log = _small_log(partitions)
+    source = Guarded(adapter.source(SUBSCRIPTIONS["all-in"], 1, EARLIEST, False), "source", adapter.name)
+    source.discover(log.list_topics())
+    offsets = _read_everything(source, log)
+    state = source.snapshot(1, log, GROUP)
+    metadata = dict(log.list_topics())
+    restored = Guarded(
+        adapter.restore_source(state, m, SUBSCRIPTIONS["all-in"], metadata, False, EARLIEST), "source", adapter.name
+    )
+    fail_on(check_restore(offsets, restored.offsets, SUBSCRIPTIONS["all-in"], False, metadata, adapter.restore_variant))
+
+
+@requirement("RESTORE-007", capability="source-state")
+@given(st.integers(1, 4), st.integers(1, 3))
+def test_required_RESTORE_007_notifications_in_order_commit_each_checkpoint(
+    adapter: Any, partitions: int, n: int
+) -> None:
+    """Two checkpoints pending, then notified oldest first: the group ends at the newer one's offsets."""
+    log = _small_log(partitions)
+    source = Guarded(adapter.source(SUBSCRIPTIONS["all-in"], n, EARLIEST, False), "source", adapter.name)
+    source.discover(log.list_topics())
+    first = _read_everything(source, log)
+    source.snapshot(1, log, GROUP)
+    for tp in sorted(first):
+        log.produce(tp, None, b"after checkpoint 1")
+    second = _read_everything(source, log)
+    source.snapshot(2, log, GROUP)
+    source.notify_checkpoint_complete(1, log, GROUP)
+    violations = check_offset_commits(log.committed(GROUP), first, "after notify 1")
+    source.notify_checkpoint_complete(2, log, GROUP)
+    fail_on(violations + check_offset_commits(log.committed(GROUP), second, "after notify 2"))
