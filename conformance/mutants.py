@@ -148,7 +148,7 @@ class PatternPrefixMatch(ReferenceAdapter):
 
 
 class _LatestForNewJob(SourceJob):
-    """FLINK-31953: partitions discovered while running start at LATEST."""
+    """Before FLINK-32019: partitions discovered while running start at LATEST."""
 
     def discover(self, metadata: Metadata) -> dict[TopicPartition, SubtaskIndex]:
         first = not self._discovered_once
@@ -278,7 +278,8 @@ class _NoAbortSink(ExactlyOnceSink):
 
 class _SwallowFencedSink(ExactlyOnceSink):
     def _commit(self, committables: Iterable[Any]) -> None:
-        """FLINK-23839: a fenced recovery commit is logged as 'already committed' and ignored."""
+        """A fenced recovery commit swallowed as success: Flink's ``KafkaCommitter`` discards it on purpose
+        (FLINK-8086); kconform's COMMIT-007 requires the failure."""
         for c in committables:
             try:
                 super()._commit([c])
@@ -554,7 +555,7 @@ class _CommitAtSnapshotJob(SourceJob):
 
 
 class _StartupModeOnRestoreJob(SourceJob):
-    """FLINK-31953 on restore: partitions the state lacks start at the configured startup mode."""
+    """Before FLINK-32019, on restore: partitions the state lacks start at the configured startup mode."""
 
     @classmethod
     def restore(
@@ -629,7 +630,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "new_partitions_at_latest",
         frozenset({"DISC-005"}),
-        "FLINK-31953: new partitions at LATEST",
+        "new partitions at LATEST (before FLINK-32019)",
         NewPartitionsAtLatest(),
     ),
     Mutant(
@@ -663,7 +664,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "fenced_swallowed",
         frozenset({"COMMIT-007"}),
-        "FLINK-23839: fenced commit ignored",
+        "a fenced recovery commit swallowed as success"
+        " (Flink discards it, FLINK-8086; kconform's COMMIT-007 requires the failure)",
         SinkMutant(sink_class=_SwallowFencedSink),
     ),
     Mutant(

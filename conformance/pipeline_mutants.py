@@ -87,7 +87,7 @@ class _RescaleDoubleReadReader(KafkaStreamReader):
 
 
 class _NewTopicAtLatestReader(KafkaStreamReader):
-    """A newly discovered partition starts at its end, not its first record (FLINK-31953 on Spark)."""
+    """A newly discovered partition starts at its end, not its first record (before FLINK-32019, on Spark)."""
 
     def _discover(self, previous: SourceOffsets) -> SourceOffsets:
         found = super()._discover(previous)

@@ -6,7 +6,8 @@ epoch) to the framework and begins the next transaction. Only when checkpoint N 
 does the committer commit N's transactions. After a crash the sink restores the last
 completed checkpoint, commits the committables that checkpoint holds (they may or may not
 have been committed before the crash: committing again with the same producer id and epoch is
-a no-op in Kafka) and aborts every lingering transaction that no completed checkpoint covers.
+a no-op in Kafka, but only while no newer transaction uses that producer id and epoch,
+FLINK-8132) and aborts every lingering transaction that no completed checkpoint covers.
 
 Transactional-id naming, as named spec options:
 
