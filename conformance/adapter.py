@@ -74,7 +74,10 @@ class Source(Protocol):
     @property
     def offsets(self) -> Sequence[Mapping[TopicPartition, int]]: ...
 
-    def discover(self, metadata: Metadata) -> Mapping[TopicPartition, int]: ...
+    def discover(self, metadata: Metadata, reader: LogReader) -> Mapping[TopicPartition, int]:
+        """Find new partitions and place them; ``reader`` is the log, for the start offsets discovery
+        resolves (a job started at LATEST begins where each partition ended when it was found, DISC-005)."""
+        ...
 
     def poll(self, reader: LogReader, tp: TopicPartition, max_records: int) -> Sequence[Record]:
         """Fetch the next records of ``tp`` (at most ``max_records``) and advance past them; the source

@@ -16,7 +16,7 @@ from typing import Any
 from reference_impl.assignment import assign
 from reference_impl.discovery import Metadata, Subscription
 from reference_impl.restore import RestoreVariant
-from reference_impl.types import EARLIEST, TopicPartition, is_sentinel
+from reference_impl.types import EARLIEST, LATEST, TopicPartition, is_sentinel
 
 
 @dataclass(frozen=True, order=True, slots=True)
@@ -241,6 +241,24 @@ def check_new_partition_start(
         for tp in sorted(new)
         if offsets.get(tp) != EARLIEST
     ]
+
+
+def check_latest_start(offsets: Mapping[TopicPartition, int], ends: Mapping[TopicPartition, int]) -> list[Violation]:
+    """DISC-005: after the first discovery of a job started at LATEST, each partition it found holds its
+    end offset as of that discovery (``ends``), resolved then: never the LATEST sentinel, which a
+    checkpoint taken before the partition's first read would store and a restore resolve past the
+    records written in between (FLINK-28303)."""
+    out = []
+    for tp in sorted(ends):
+        start, end = offsets.get(tp), ends[tp]
+        data = {"topic": tp.topic, "partition": tp.partition, "start": start, "end": end}
+        if start == LATEST:
+            where = f"{tp} holds the LATEST sentinel after discovery, not its end offset then ({end})"
+            out.append(Violation("DISC-005", "latest-unresolved", where, data))
+        elif start != end:
+            where = f"{tp} starts at {start!r}, not at its end offset when discovered ({end}), under LATEST"
+            out.append(Violation("DISC-005", "startup-mode-ignored", where, data))
+    return out
 
 
 # -- restore ---------------------------------------------------------------------------------

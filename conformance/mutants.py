@@ -150,9 +150,9 @@ class PatternPrefixMatch(ReferenceAdapter):
 class _LatestForNewJob(SourceJob):
     """Before FLINK-32019: partitions discovered while running start at LATEST."""
 
-    def discover(self, metadata: Metadata) -> dict[TopicPartition, SubtaskIndex]:
+    def discover(self, metadata: Metadata, reader: LogReader) -> dict[TopicPartition, SubtaskIndex]:
         first = not self._discovered_once
-        new = super().discover(metadata)
+        new = super().discover(metadata, reader)
         if not first:
             for tp, subtask in new.items():
                 self.offsets[subtask][tp] = LATEST
@@ -190,7 +190,8 @@ class EvenSplitRestore(ReferenceAdapter):
                 tp: off for tp, off in chunk if owner(tp, parallelism) == i and (keep or subscription.matches(tp.topic))
             }
             job._discoverers[i].seen.add(tp for tp, _ in chunk)
-        job.discover(metadata)
+        for tp, subtask in job._discover_new(metadata).items():
+            job.offsets[subtask].setdefault(tp, EARLIEST)
         return job
 
 
@@ -532,16 +533,27 @@ class _FetchAfterPositionJob(SourceJob):
 
 
 class _EagerSentinelJob(SourceJob):
-    """Resolves every start sentinel at the first poll of any partition, not at each one's own first read."""
+    """Resolves every EARLIEST sentinel at the first poll of any partition, not at each one's own first read."""
 
     def poll(self, reader: LogReader, tp: TopicPartition, max_records: int) -> list[Record]:
         for offsets in self.offsets:
             for other, position in list(offsets.items()):
                 if position == EARLIEST:
                     offsets[other] = reader.earliest_offset(other)
-                elif position == LATEST:
-                    offsets[other] = reader.latest_offset(other, Isolation.READ_UNCOMMITTED)
         return super().poll(reader, tp, max_records)
+
+
+class _LazyLatestJob(SourceJob):
+    """Before FLINK-28303 (connector < 3.1): LATEST left as a sentinel at discovery, resolved at the
+    partition's first read, so a checkpoint taken before that read stores LATEST."""
+
+    def discover(self, metadata: Metadata, reader: LogReader) -> dict[TopicPartition, SubtaskIndex]:
+        first = not self._discovered_once
+        new = super().discover(metadata, reader)
+        if first and self.initial_offset == LATEST:
+            for tp, subtask in new.items():
+                self.offsets[subtask][tp] = LATEST
+        return new
 
 
 class _CommitAtSnapshotJob(SourceJob):
@@ -555,15 +567,16 @@ class _CommitAtSnapshotJob(SourceJob):
 
 
 class _StartupModeOnRestoreJob(SourceJob):
-    """Before FLINK-32019, on restore: partitions the state lacks start at the configured startup mode."""
+    """Before FLINK-32019, on restore: partitions the state lacks start at the configured startup mode
+    (a LATEST left as a sentinel: restore has no ``LogReader`` to resolve it)."""
 
     @classmethod
     def restore(
         cls, checkpoint: SourceCheckpoint, parallelism: int, subscription: Subscription, metadata: Metadata, *args: Any
     ) -> SourceJob:
         job = super().restore(checkpoint, parallelism, subscription, {}, *args)  # no discovery yet
-        job._discovered_once = False
-        job.discover(metadata)
+        for tp, subtask in job._discover_new(metadata).items():
+            job.offsets[subtask].setdefault(tp, job.initial_offset)
         return job
 
 
@@ -773,8 +786,14 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "sentinels_resolved_eagerly",
         frozenset({"DISC-005"}),
-        "every start sentinel resolved at the first poll of any partition",
+        "every EARLIEST sentinel resolved at the first poll of any partition",
         SourceMutant(job_class=_EagerSentinelJob),
+    ),
+    Mutant(
+        "latest_resolved_at_first_read",
+        frozenset({"DISC-005"}),
+        "LATEST resolved at the partition's first read, not at discovery (before FLINK-28303)",
+        SourceMutant(job_class=_LazyLatestJob),
     ),
     Mutant(
         "offsets_committed_at_snapshot",

@@ -1,8 +1,9 @@
 """Source state: snapshot into union list state, restore at any parallelism (RESTORE-001..007).
 
 Offsets here are always the *next* offset to read (FLIP-27's convention; the legacy consumer
-stores the last emitted offset and adds one on restore). A partition whose start is not yet
-known holds a sentinel (``EARLIEST`` / ``LATEST``) until its first read resolves it.
+stores the last emitted offset and adds one on restore). A partition that starts at EARLIEST holds
+that sentinel until its first read resolves it; LATEST is resolved at discovery, to where the log
+ends then, so no checkpoint holds it (DISC-005, as Flink's enumerator does from connector 3.1 on).
 
 Two restore variants, named by the spec:
 
@@ -129,17 +130,34 @@ class SourceJob:
             self._enumerator = Enumerator(self.subscription, self.parallelism, self.on_zero)
 
     # -- discovery ---------------------------------------------------------------------------
-    def discover(self, metadata: Metadata) -> dict[TopicPartition, SubtaskIndex]:
-        """Run discovery on every subtask; new partitions start at EARLIEST after the first run (DISC-005)."""
-        start = self.initial_offset if not self._discovered_once else EARLIEST
-        self._discovered_once = True
-        if self._enumerator is not None:
-            new = self._enumerator.discover(metadata)
-        else:
-            new = {tp: d.subtask for d in self._discoverers for tp in d.discover(metadata)}
+    def discover(self, metadata: Metadata, reader: LogReader) -> dict[TopicPartition, SubtaskIndex]:
+        """Run discovery on every subtask and place the partitions it finds (DISC-005).
+
+        Those of the very first discovery of a fresh job start at ``initial_offset``, every later one
+        at EARLIEST. LATEST is resolved here, through ``reader``, to the partition's end offset now,
+        as Flink's enumerator does from connector 3.1 on (FLINK-28303): a checkpoint taken before the
+        partition's first read then holds where the log ended at discovery, not a sentinel that a
+        restore would resolve past the records written in between. EARLIEST stays a sentinel until
+        the partition's first read (``poll``): resolved that late, it loses nothing.
+        """
+        first = not self._discovered_once
+        new = self._discover_new(metadata)
         for tp, subtask in new.items():
+            if not first:
+                start = EARLIEST
+            elif self.initial_offset == LATEST:
+                start = reader.latest_offset(tp, Isolation.READ_UNCOMMITTED)
+            else:
+                start = self.initial_offset
             self.offsets[subtask].setdefault(tp, start)
         return new
+
+    def _discover_new(self, metadata: Metadata) -> dict[TopicPartition, SubtaskIndex]:
+        """The partitions discovery finds for the first time, each with the subtask that owns it."""
+        self._discovered_once = True
+        if self._enumerator is not None:
+            return self._enumerator.discover(metadata)
+        return {tp: d.subtask for d in self._discoverers for tp in d.discover(metadata)}
 
     # -- reading -----------------------------------------------------------------------------
     def owner_of(self, tp: TopicPartition) -> SubtaskIndex | None:
@@ -162,9 +180,11 @@ class SourceJob:
     def poll(self, reader: LogReader, tp: TopicPartition, max_records: int) -> list[Record]:
         """Read the next records of ``tp`` and advance past them (the fetch a subtask's consumer does).
 
-        A sentinel is resolved here, at the partition's first read and not before (DISC-005): EARLIEST
-        to the log start, LATEST to the high watermark. The resolved position is kept even when
-        nothing is read, as a consumer's position is after its first seek.
+        EARLIEST is resolved here, to the log start, at the partition's first read and not before
+        (DISC-005). LATEST is resolved at discovery; it can reach ``poll`` only from a checkpoint
+        written without that (before connector 3.1), and is then resolved to the high watermark. The
+        resolved position is kept even when nothing is read, as a consumer's position is after its
+        first seek.
         """
         subtask = self.owner_of(tp)
         if subtask is None:
@@ -217,8 +237,9 @@ class SourceJob:
         """A job restored from ``checkpoint`` at ``parallelism`` that has run its first discovery.
 
         Partitions the metadata shows but the state lacks start at EARLIEST whatever the configured
-        startup mode ``initial_offset`` (RESTORE-004: it applies to a fresh job only); restored
-        partitions missing from a partial metadata view are kept (RESTORE-006).
+        startup mode ``initial_offset`` (RESTORE-004: it applies to a fresh job only), so this
+        discovery never resolves LATEST and needs no ``LogReader``; restored partitions missing from
+        a partial metadata view are kept (RESTORE-006).
         """
         job = cls(subscription, parallelism, variant, keep_unsubscribed, on_zero, initial_offset)
         job._discovered_once = True
@@ -237,7 +258,8 @@ class SourceJob:
             ]
             assert job._enumerator is not None
             job._enumerator.assigned.add(checkpoint.assigned | {tp for tp, _ in checkpoint.union()})
-        job.discover(metadata)
+        for tp, subtask in job._discover_new(metadata).items():
+            job.offsets[subtask].setdefault(tp, EARLIEST)
         return job
 
 

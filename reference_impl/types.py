@@ -32,7 +32,12 @@ between discovery and the first read are never skipped (DISC-005, RESTORE-004).
 """
 
 LATEST: Final = -1
-"""Offset sentinel: start at the log's end (only for partitions known at the very first start)."""
+"""Offset sentinel: start at the log's end (only for partitions known at the very first start).
+
+It is resolved at discovery, to the partition's end offset then (DISC-005, FLINK-28303): left
+until the first read, a checkpoint taken before that read would store it, and a restore would
+resolve it past every record written in between.
+"""
 
 SENTINELS: Final = frozenset({EARLIEST, LATEST})
 

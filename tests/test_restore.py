@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -17,12 +19,32 @@ from reference_impl.adapter import ADAPTER
 from reference_impl.assignment import owner
 from reference_impl.discovery import Subscription
 from reference_impl.kafka_model import KafkaModel
+from reference_impl.ports import Isolation, Record
 from reference_impl.restore import OffsetRegressionError, RestoreVariant, SourceJob
 from reference_impl.types import EARLIEST, LATEST, TopicPartition
 
 Metadata = dict[str, frozenset[int]]
 ALL = Subscription.regex(".*")
 variants = st.sampled_from(list(RestoreVariant))
+
+
+class _LogEndingAt:
+    """A ``LogReader`` whose every partition holds ``end`` records: what LATEST resolves to at discovery."""
+
+    def __init__(self, end: int = 0) -> None:
+        self.end = end
+
+    def earliest_offset(self, tp: TopicPartition) -> int:
+        return 0
+
+    def latest_offset(self, tp: TopicPartition, isolation: Isolation) -> int:
+        return self.end
+
+    def read(self, tp: TopicPartition, start: int, isolation: Isolation, max_records: int) -> Sequence[Record]:
+        return []
+
+
+NO_LOG = _LogEndingAt()
 
 
 def _read_some(job: SourceJob, data: st.DataObject) -> dict[TopicPartition, int]:
@@ -39,7 +61,7 @@ def test_required_RESTORE_001_snapshot_is_the_union_of_all_subtasks(
     metadata: Metadata, n: int, variant: RestoreVariant, data: st.DataObject
 ) -> None:
     job = SourceJob(ALL, n, variant)
-    job.discover(metadata)
+    job.discover(metadata, NO_LOG)
     before_read = job.snapshot(1)
     assert {tp for tp, off in before_read.union()} == {TopicPartition(t, p) for t, ids in metadata.items() for p in ids}
     assert all(off == EARLIEST for _, off in before_read.union())  # sentinels are written too
@@ -52,7 +74,7 @@ def test_required_RESTORE_002_and_003_restore_keeps_every_offset_on_exactly_one_
     metadata: Metadata, n: int, m: int, variant: RestoreVariant, data: st.DataObject
 ) -> None:
     job = SourceJob(ALL, n, variant)
-    job.discover(metadata)
+    job.discover(metadata, NO_LOG)
     expected = _read_some(job, data)
     restored = SourceJob.restore(job.snapshot(1), m, ALL, metadata, variant)
     entries = [(tp, off) for offsets in restored.offsets for tp, off in offsets.items()]
@@ -64,7 +86,7 @@ def test_required_RESTORE_002_and_003_restore_keeps_every_offset_on_exactly_one_
 
 def test_required_RESTORE_003_offsets_never_move_backwards() -> None:
     job = SourceJob(ALL, 2)
-    job.discover({"t": frozenset({0})})
+    job.discover({"t": frozenset({0})}, NO_LOG)
     job.advance(TopicPartition("t", 0), 10)
     with pytest.raises(OffsetRegressionError):
         job.advance(TopicPartition("t", 0), 9)
@@ -75,7 +97,7 @@ def test_required_RESTORE_004_partition_missing_from_state_starts_at_earliest(
     metadata: Metadata, n: int, m: int, variant: RestoreVariant
 ) -> None:
     job = SourceJob(ALL, n, variant, initial_offset=LATEST)
-    job.discover(metadata)
+    job.discover(metadata, NO_LOG)
     grown = {**metadata, "brand-new-topic": frozenset({0, 1, 2})}
     restored = SourceJob.restore(job.snapshot(1), m, ALL, grown, variant)
     for p in range(3):
@@ -90,7 +112,7 @@ def test_should_RESTORE_005_unsubscribed_topics_filtered_unless_kept(
     keep: bool, variant: RestoreVariant, m: int
 ) -> None:
     job = SourceJob(ALL, 2, variant)
-    job.discover({"keep-me": frozenset({0}), "drop-me": frozenset({0})})
+    job.discover({"keep-me": frozenset({0}), "drop-me": frozenset({0})}, NO_LOG)
     only_keep = Subscription.fixed(["keep-me"])
     restored = SourceJob.restore(
         job.snapshot(1), m, only_keep, {"keep-me": frozenset({0})}, variant, keep_unsubscribed=keep
@@ -104,19 +126,19 @@ def test_required_RESTORE_006_partial_metadata_view_never_drops_state(
     metadata: Metadata, n: int, m: int, variant: RestoreVariant, data: st.DataObject
 ) -> None:
     job = SourceJob(ALL, n, variant)
-    job.discover(metadata)
+    job.discover(metadata, NO_LOG)
     expected = _read_some(job, data)
     partial = {t: data.draw(st.frozensets(st.sampled_from(sorted(ids)))) for t, ids in metadata.items()}
     restored = SourceJob.restore(job.snapshot(1), m, ALL, partial, variant)
     assert {tp: off for o in restored.offsets for tp, off in o.items()} == expected
-    assert restored.discover(metadata) == {}  # reappearing partitions are not re-reported
+    assert restored.discover(metadata, NO_LOG) == {}  # reappearing partitions are not re-reported
 
 
 def test_required_RESTORE_007_offsets_committed_only_when_their_checkpoint_completes() -> None:
     log = KafkaModel()
     tp = TopicPartition("t", 0)
     job = SourceJob(Subscription.fixed(["t"]), 1)
-    job.discover({"t": frozenset({0})})
+    job.discover({"t": frozenset({0})}, NO_LOG)
     job.advance(tp, 5)
     job.snapshot(1)
     job.advance(tp, 9)
@@ -132,11 +154,11 @@ def test_required_RESTORE_007_offsets_committed_only_when_their_checkpoint_compl
 
 def test_required_DISC_005_initial_partitions_use_startup_mode_later_ones_earliest() -> None:
     job = SourceJob(ALL, 2, initial_offset=LATEST)
-    job.discover({"a": frozenset({0})})
-    job.discover({"a": frozenset({0, 1}), "b": frozenset({0})})
+    job.discover({"a": frozenset({0})}, _LogEndingAt(7))
+    job.discover({"a": frozenset({0, 1}), "b": frozenset({0})}, _LogEndingAt(9))
     offsets = {tp: off for o in job.offsets for tp, off in o.items()}
     assert offsets == {
-        TopicPartition("a", 0): LATEST,
+        TopicPartition("a", 0): 7,  # LATEST, resolved at the discovery that found it
         TopicPartition("a", 1): EARLIEST,
         TopicPartition("b", 0): EARLIEST,
     }
@@ -171,8 +193,8 @@ def test_required_RESTORE_007_the_source_machine_reaches_every_interleaving_at_t
     assert not mix.missing(), f"never reached: {mix.missing()} ({dict(mix.counts)})"
 
 
-@pytest.mark.parametrize(("startup", "first_read"), [(EARLIEST, [0, 1]), (LATEST, [])])
-def test_required_DISC_005_poll_resolves_a_sentinel_at_the_first_read_of_its_own_partition(
+@pytest.mark.parametrize(("startup", "first_read"), [(EARLIEST, [0, 1]), (LATEST, [3])])
+def test_required_DISC_005_earliest_resolved_at_its_own_first_read_latest_at_discovery(
     startup: int, first_read: list[int]
 ) -> None:
     log = KafkaModel()
@@ -182,11 +204,27 @@ def test_required_DISC_005_poll_resolves_a_sentinel_at_the_first_read_of_its_own
         for i in range(3):
             log.produce(tp, None, f"{tp}@{i}".encode())
     job = SourceJob(ALL, 1, initial_offset=startup)
-    job.discover(log.list_topics())
+    job.discover(log.list_topics(), log)
     log.produce(a, None, b"after discovery, before the first read")
     assert [r.offset for r in job.poll(log, a, 2)] == first_read
     assert job.offsets[0][a] == (2 if startup == EARLIEST else 4), "the resolved position is kept, read or not"
-    assert job.offsets[0][b] == startup, "the other partition keeps its sentinel until its own first read"
+    assert job.offsets[0][b] == (EARLIEST if startup == EARLIEST else 3), (
+        "EARLIEST stays a sentinel until the partition's own first read; LATEST was resolved at discovery"
+    )
+
+
+def test_required_DISC_005_a_checkpoint_before_the_first_read_keeps_the_end_at_discovery() -> None:
+    """FLINK-28303: records produced between such a checkpoint and a restore are read after it."""
+    log = KafkaModel()
+    log.create_topic("t", 1)
+    tp = TopicPartition("t", 0)
+    log.produce(tp, None, b"before discovery")
+    job = SourceJob(ALL, 1, initial_offset=LATEST)
+    job.discover(log.list_topics(), log)
+    checkpoint = job.snapshot(1)
+    log.produce(tp, None, b"after the checkpoint")
+    restored = SourceJob.restore(checkpoint, 2, ALL, log.list_topics(), initial_offset=LATEST)
+    assert [r.offset for r in restored.poll(log, tp, 5)] == [1]
 
 
 def test_required_RESTORE_003_poll_continues_from_the_position_and_never_past_the_log() -> None:
@@ -196,7 +234,7 @@ def test_required_RESTORE_003_poll_continues_from_the_position_and_never_past_th
     for i in range(5):
         log.produce(tp, None, bytes([i]))
     job = SourceJob(ALL, 2)
-    job.discover(log.list_topics())
+    job.discover(log.list_topics(), log)
     batches = [[r.offset for r in job.poll(log, tp, 2)] for _ in range(4)]
     assert batches == [[0, 1], [2, 3], [4], []]
     assert {o[tp] for o in job.offsets if tp in o} == {5}

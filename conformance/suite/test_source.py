@@ -5,11 +5,12 @@ read them, checkpoints, completes checkpoints (committing offsets), crashes and 
 random parallelism with a possibly partial metadata view and a possibly narrower subscription.
 Completion notifications may be lost, arrive late (after newer checkpoints completed) or arrive
 again; group offsets must then follow the newest checkpoint notified so far (RESTORE-007).
-The source reads through its own ``poll`` (it resolves its start sentinels and owns its
+The source reads through its own ``poll`` (it resolves its EARLIEST sentinels and owns its
 position) from a job started at EARLIEST or LATEST. Downstream is modelled as exactly-once
 state: on restore it rolls back to the checkpoint, so after every step each partition's emitted
-offsets must be exactly ``start .. next offset - 1``, ``start`` being where the log began (EARLIEST)
-or ended (LATEST) when the partition's sentinel was resolved at its first read.
+offsets must be exactly ``start .. next offset - 1``, ``start`` being where the log began when an
+EARLIEST partition was first read, or where it ended when a LATEST partition was discovered
+(DISC-005: LATEST is resolved at discovery, so a checkpoint never holds it).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from conformance.adapter import Guarded
 from conformance.checkers import (
     Picture,
     Violation,
+    check_latest_start,
     check_new_partition_start,
     check_offset_commits,
     check_restore,
@@ -93,7 +95,8 @@ class SourceMachine(RuleBasedStateMachine):
         self.keep_unsubscribed = False
         self.expected_commits: dict[TopicPartition, int] = {}
         self.origins: dict[TopicPartition, int] = {}
-        """Where each partition's first read after its sentinel started: its emitted offsets begin there."""
+        """Where each partition's emitted offsets begin: where the log ended when it was discovered
+        (LATEST), or where it began at the partition's first read (EARLIEST)."""
         self.runs: list[dict[str, Any]] = []
         """Each incarnation of the source: how it began, where each partition resumes, what it read, where it ended."""
 
@@ -110,18 +113,22 @@ class SourceMachine(RuleBasedStateMachine):
                 for i in range(12):
                     self.log.produce(TopicPartition(topic, p), None, f"{topic}-{p}@{i}".encode())
         self.subscription = SUBSCRIPTIONS["all-in"]
-        self.source = self._fresh(n, "start")
+        self._fresh(n, "start")
 
-    def _fresh(self, n: int, event: str) -> Any:
-        source = Guarded(
+    def _fresh(self, n: int, event: str) -> None:
+        """A fresh job and its first discovery: a LATEST start begins where each partition ends now."""
+        self.source = Guarded(
             self.adapter.source(self.subscription, n, self.startup, self.keep_unsubscribed), "source", self.adapter.name
         )
-        source.discover(self.log.list_topics())
+        self.source.discover(self.log.list_topics(), self.log)
+        offsets = self._offsets()
         self.emitted = {}
         self.origins = {}
+        if self.startup == LATEST:
+            self.origins = {tp: self.log.latest_offset(tp, Isolation.READ_UNCOMMITTED) for tp in offsets}
         label = f"run {len(self.runs) + 1}"
-        self.runs.append({"label": label, "event": event, "parallelism": n, "resume": {}, "read": []})
-        return source
+        self.runs.append({"label": label, "event": event, "parallelism": n, "resume": dict(self.origins), "read": []})
+        self._fail_on(check_latest_start(offsets, self.origins))
 
     def _offsets(self) -> dict[TopicPartition, int]:
         return {tp: off for offsets in self.source.offsets for tp, off in offsets.items()}
@@ -153,7 +160,7 @@ class SourceMachine(RuleBasedStateMachine):
         self.mix.step("discover-partial" if partial else "discover-full")
         metadata = self._view(partial, data)
         before = set(self._offsets())
-        self.source.discover(metadata)
+        self.source.discover(metadata, self.log)
         new = set(self._offsets()) - before
         self._fail_on(check_new_partition_start(self._offsets(), new, "DISC-005"))
 
@@ -168,10 +175,11 @@ class SourceMachine(RuleBasedStateMachine):
     def _read_from(self, tp: TopicPartition, limit: int) -> None:
         """The source polls ``tp``; what it returns is emitted downstream, and nothing else may move."""
         before = self._offsets()
+        if before[tp] == LATEST:
+            where = f"{tp}: still at the LATEST sentinel at its first read, not resolved when it was discovered"
+            self._fail_on([Violation("DISC-005", "latest-unresolved", where)])
         if before[tp] == EARLIEST:
             self.origins[tp] = self.log.earliest_offset(tp)
-        elif before[tp] == LATEST:
-            self.origins[tp] = self.log.latest_offset(tp, Isolation.READ_UNCOMMITTED)
         records = self.source.poll(self.log, tp, limit)
         self.emitted.setdefault(tp, []).extend(r.offset for r in records)
         self.runs[-1]["read"].extend((tp, r.offset) for r in records)
@@ -184,10 +192,8 @@ class SourceMachine(RuleBasedStateMachine):
         for other in sorted(before.keys() & after.keys() - {tp}):
             if before[other] == after[other]:
                 continue
-            if is_sentinel(before[other]):
-                where = (
-                    f"{other}: start sentinel resolved to {after[other]} by a poll of {tp}, before its own first read"
-                )
+            if before[other] == EARLIEST:
+                where = f"{other}: EARLIEST resolved to {after[other]} by a poll of {tp}, before its own first read"
                 violations.append(Violation("DISC-005", "sentinel-resolved-early", where))
             else:
                 where = f"{other}: position {before[other]} -> {after[other]} during a poll of {tp}"
@@ -262,7 +268,7 @@ class SourceMachine(RuleBasedStateMachine):
         if self.completed is None:
             self.mix.step("first-start")
             self.checkpoints = {}
-            self.source = self._fresh(m, "crash")
+            self._fresh(m, "crash")
             return
         if narrow:
             self.mix.step("restore-keep-unsubscribed" if keep else "restore-narrowed")
@@ -376,15 +382,73 @@ def test_required_RESTORE_001_to_007_source_state_machine(adapter: Any, record_p
 
 @requirement("DISC-005", capability="partition-growth")
 def test_required_DISC_005_startup_mode_only_for_the_first_discovery(adapter: Any) -> None:
+    """LATEST for the first discovery's partitions, resolved then to their end; EARLIEST for later ones."""
+    log = KafkaModel()
+    log.create_topic("a", 1)
+    for i in range(3):
+        log.produce(TopicPartition("a", 0), None, f"a-0@{i}".encode())
     source = Guarded(adapter.source(Subscription.regex(".*"), 2, LATEST, False), "source", adapter.name)
-    source.discover({"a": frozenset({0})})
-    source.discover({"a": frozenset({0, 1}), "b": frozenset({0})})
+    source.discover(log.list_topics(), log)
+    log.produce(TopicPartition("a", 0), None, b"after the first discovery")
+    log.create_partitions("a", 2)
+    log.create_topic("b", 1)
+    source.discover(log.list_topics(), log)
     offsets = {tp: off for o in source.offsets for tp, off in o.items()}
-    violations = check_new_partition_start(offsets, [TopicPartition("a", 1), TopicPartition("b", 0)], "DISC-005")
-    if offsets.get(TopicPartition("a", 0)) != LATEST:
-        violations.append(
-            Violation("DISC-005", "startup-mode-ignored", f"a-0 starts at {offsets.get(TopicPartition('a', 0))}")
+    violations = check_latest_start(offsets, {TopicPartition("a", 0): 3})
+    violations += check_new_partition_start(offsets, [TopicPartition("a", 1), TopicPartition("b", 0)], "DISC-005")
+    fail_on(violations)
+
+
+@requirement("DISC-005", "RESTORE-003", capability="source-state")
+@given(st.integers(1, 4), st.integers(1, 3), st.integers(1, 3), st.integers(1, 4))
+def test_required_DISC_005_latest_checkpointed_before_the_first_read_loses_nothing(
+    adapter: Any, partitions: int, n: int, m: int, produced: int
+) -> None:
+    """Start at LATEST, discover, checkpoint before any read, produce, restore, read: every record
+    produced after discovery is read (FLINK-28303: a checkpoint that stores LATEST loses them)."""
+    log = _small_log(partitions)
+    source = Guarded(adapter.source(SUBSCRIPTIONS["all-in"], n, LATEST, False), "source", adapter.name)
+    source.discover(log.list_topics(), log)
+    found = [TopicPartition(t, p) for t, ids in log.list_topics().items() for p in ids]
+    ends = {tp: log.latest_offset(tp, Isolation.READ_UNCOMMITTED) for tp in sorted(found)}
+    offsets = {tp: off for o in source.offsets for tp, off in o.items()}
+    state = source.snapshot(1, log, GROUP)
+    source.notify_checkpoint_complete(1, log, GROUP)
+    for tp in sorted(ends):
+        for i in range(produced):
+            log.produce(tp, None, f"{tp}@after-checkpoint-{i}".encode())
+    metadata = dict(log.list_topics())
+    restored = Guarded(
+        adapter.restore_source(state, m, SUBSCRIPTIONS["all-in"], metadata, False, LATEST), "source", adapter.name
+    )
+    resumed = {tp: off for o in restored.offsets for tp, off in o.items()}
+    now = {tp: log.latest_offset(tp, Isolation.READ_UNCOMMITTED) for tp in ends}
+    fail_on(
+        [
+            Violation(
+                "DISC-005",
+                "latest-unresolved",
+                f"{tp}: checkpoint 1, taken before its first read, holds LATEST; restored, it starts at {now[tp]}, "
+                f"past offsets {ends[tp]}..{now[tp] - 1} produced after discovery",
+            )
+            for tp in sorted(ends)
+            if resumed.get(tp) == LATEST
+        ]
+    )
+    fail_on(check_restore(offsets, restored.offsets, SUBSCRIPTIONS["all-in"], False, metadata, adapter.restore_variant))
+    read: dict[TopicPartition, list[int]] = {tp: [] for tp in ends}
+    for tp in sorted(ends):
+        while records := restored.poll(log, tp, 3):
+            read[tp].extend(r.offset for r in records)
+    violations = [
+        Violation(
+            "RESTORE-003",
+            "offset-duplicate" if len(set(got)) < len(got) else "offset-gap",
+            f"{tp}: read {got} after the restore, want {ends[tp]}..{now[tp] - 1} (what was produced after discovery)",
         )
+        for tp, got in sorted(read.items())
+        if got != list(range(ends[tp], now[tp]))
+    ]
     fail_on(violations)
 
 
@@ -412,7 +476,7 @@ def test_required_RESTORE_002_003_restore_onto_subtasks_above_256(adapter: Any, 
     """Subtask indexes past CPython's small-int cache: an owner compared with ``is`` drops their state."""
     log = _small_log(partitions)
     source = Guarded(adapter.source(SUBSCRIPTIONS["all-in"], 1, EARLIEST, False), "source", adapter.name)
-    source.discover(log.list_topics())
+    source.discover(log.list_topics(), log)
     offsets = _read_everything(source, log)
     state = source.snapshot(1, log, GROUP)
     metadata = dict(log.list_topics())
@@ -430,7 +494,7 @@ def test_required_RESTORE_007_notifications_in_order_commit_each_checkpoint(
     """Two checkpoints pending, then notified oldest first: the group ends at the newer one's offsets."""
     log = _small_log(partitions)
     source = Guarded(adapter.source(SUBSCRIPTIONS["all-in"], n, EARLIEST, False), "source", adapter.name)
-    source.discover(log.list_topics())
+    source.discover(log.list_topics(), log)
     first = _read_everything(source, log)
     source.snapshot(1, log, GROUP)
     for tp in sorted(first):
