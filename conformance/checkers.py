@@ -311,6 +311,38 @@ def check_restore(
     return out
 
 
+def check_split_redistribution(
+    before: Sequence[Mapping[TopicPartition, int]], restored: Sequence[Mapping[TopicPartition, int]]
+) -> list[Violation]:
+    """RESTORE-002 under ``split-redistribution``: the shares Flink's list-state repartitioning gives.
+
+    ``before`` is each old subtask's state, ``restored`` each new subtask's offsets (partitions the
+    restore's discovery found anew are not counted). Flink's ``RoundRobinOperatorStateRepartitioner``
+    leaves every subtask its own entries when the parallelism is unchanged; otherwise it cuts the
+    entries, in old subtask order, into contiguous chunks whose sizes differ by at most one, the
+    longer ones first. The order inside one subtask's list is the connector's, so a rescale is judged
+    by chunk sizes only. Call it only when the restore kept every entry (nothing unsubscribed dropped).
+    """
+    stated = {tp for offsets in before for tp in offsets}
+    shares = [sorted(tp for tp in offsets if tp in stated) for offsets in restored]
+    if len(before) == len(restored):
+        return [
+            Violation("RESTORE-002", "split-moved", f"subtask {i} kept {share}, it held {sorted(old)}")
+            for i, (old, share) in enumerate(zip(before, shares, strict=True))
+            if share != sorted(old)
+        ]
+    base, extra = divmod(len(stated), len(restored))
+    expected = [base + 1 if i < extra else base for i in range(len(restored))]
+    got = [len(share) for share in shares]
+    if got == expected:
+        return []
+    return [
+        Violation(
+            "RESTORE-002", "uneven-split", f"entries per new subtask {got}, Flink's repartitioner gives {expected}"
+        )
+    ]
+
+
 def check_offset_continuity(tp: TopicPartition, before: int, after: int) -> list[Violation]:
     """RESTORE-003: a restored next offset equals the checkpointed one (sentinels stay sentinels)."""
     if after == before:

@@ -196,6 +196,27 @@ class EvenSplitRestore(ReferenceAdapter):
 
 
 @dataclass(frozen=True)
+class SplitsRechunkedAtSameParallelism(ReferenceAdapter):
+    """Split state cut into even chunks even when the parallelism is unchanged, where Flink's
+    repartitioner leaves every subtask its own list: safe, but partitions move between readers."""
+
+    restore_variant: RestoreVariant = RestoreVariant.SPLIT_REDISTRIBUTION
+
+    def restore_source(
+        self,
+        checkpoint: SourceCheckpoint,
+        parallelism: int,
+        subscription: Subscription,
+        metadata: Metadata,
+        keep: bool,
+        initial_offset: int,
+    ) -> SourceJob:
+        merged = (tuple(e for entries in checkpoint.by_subtask for e in entries),)
+        rechunked = replace(checkpoint, by_subtask=merged) if parallelism > 1 else checkpoint
+        return super().restore_source(rechunked, parallelism, subscription, metadata, keep, initial_offset)
+
+
+@dataclass(frozen=True)
 class PartialViewFilter(ReferenceAdapter):
     """FLINK-6006/7195: restored state filtered against the partitions the metadata lists now."""
 
@@ -651,6 +672,12 @@ MUTANTS: tuple[Mutant, ...] = (
         frozenset({"RESTORE-002", "RESTORE-006"}),
         "getListState instead of union state",
         EvenSplitRestore(),
+    ),
+    Mutant(
+        "splits_rechunked_at_same_parallelism",
+        frozenset({"RESTORE-002"}),
+        "split state re-chunked at an unchanged parallelism (Flink leaves each subtask its own)",
+        SplitsRechunkedAtSameParallelism(),
     ),
     Mutant(
         "partial_view_filter",

@@ -83,7 +83,11 @@ def restore_union_filter(
 
 
 def redistribute_splits(by_subtask: Sequence[Sequence[Entry]], parallelism: int) -> list[list[Entry]]:
-    """Flink's even-split list-state redistribution: the concatenated list in contiguous chunks."""
+    """Flink's list-state redistribution (``RoundRobinOperatorStateRepartitioner``): at an unchanged
+    parallelism every subtask keeps its own list; otherwise the concatenated list in contiguous
+    chunks whose sizes differ by at most one, the longer ones first."""
+    if len(by_subtask) == parallelism:
+        return [list(entries) for entries in by_subtask]
     flat = [e for entries in by_subtask for e in entries]
     base, extra = divmod(len(flat), parallelism)
     chunks: list[list[Entry]] = []

@@ -35,6 +35,7 @@ from conformance.checkers import (
     check_new_partition_start,
     check_offset_commits,
     check_restore,
+    check_split_redistribution,
     fail_on,
 )
 from conformance.evidence import offset_step, offset_timeline
@@ -44,6 +45,7 @@ from conformance.suite import run_machine
 from reference_impl.discovery import Subscription
 from reference_impl.kafka_model import KafkaModel
 from reference_impl.ports import Isolation
+from reference_impl.restore import RestoreVariant
 from reference_impl.types import EARLIEST, LATEST, TopicPartition, is_sentinel
 
 GROUP = "kconform-source"
@@ -97,6 +99,8 @@ class SourceMachine(RuleBasedStateMachine):
         self.origins: dict[TopicPartition, int] = {}
         """Where each partition's emitted offsets begin: where the log ended when it was discovered
         (LATEST), or where it began at the partition's first read (EARLIEST)."""
+        self.held: dict[int, list[dict[TopicPartition, int]]] = {}
+        """Each checkpoint's offsets subtask by subtask, as the source held them at the snapshot."""
         self.runs: list[dict[str, Any]] = []
         """Each incarnation of the source: how it began, where each partition resumes, what it read, where it ended."""
 
@@ -211,6 +215,7 @@ class SourceMachine(RuleBasedStateMachine):
         state = self.source.snapshot(cid, self.log, GROUP)
         emitted = {tp: list(o) for tp, o in self.emitted.items()}
         self.checkpoints[cid] = (state, self._offsets(), emitted, dict(self.origins))
+        self.held[cid] = [dict(offsets) for offsets in self.source.offsets]
         self._fail_on(check_offset_commits(self.log.committed(GROUP), self.expected_commits, "after a snapshot"))
         if outcome != "pending":
             for tp in sorted(self._offsets()):  # the source keeps reading while the checkpoint completes
@@ -293,6 +298,9 @@ class SourceMachine(RuleBasedStateMachine):
             full = dict(self.log.list_topics())
             probe = self.adapter.restore_source(state, m, self.subscription, full, keep, self.startup)
             violations = check_restore(offsets, probe.offsets, self.subscription, keep, full, variant) or violations
+        kept_all = keep or all(self.subscription.matches(tp.topic) for tp in offsets)
+        if not violations and variant is RestoreVariant.SPLIT_REDISTRIBUTION and kept_all:
+            violations = check_split_redistribution(self.held[self.completed], self.source.offsets)
         self._fail_on(violations)
         new = set(self._offsets()) - set(offsets)
         self._fail_on(check_new_partition_start(self._offsets(), new, "RESTORE-004"))
