@@ -81,11 +81,11 @@ mutation: setup
 mutation-report: setup
 	$(BIN)/python -m conformance.mutation --report-only $(if $(MODULES),--modules $(MODULES))
 
-# Regenerate the JVM golden vectors for reference_impl.assignment (needs javac).
-golden:
-	mkdir -p build/golden
-	javac -d build/golden fixtures/golden/GoldenAssign.java
-	java -cp build/golden GoldenAssign fixtures/golden/topics.txt > fixtures/golden/assign_vectors.csv
+# Regenerate the golden vectors for reference_impl.assignment from Flink's own classes (FLIP-27's
+# KafkaSourceEnumerator.getSplitOwner, checked against the legacy KafkaTopicPartitionAssigner) through
+# the Flink oracle that `make setup` builds (jvm/flink-oracle).
+golden: setup
+	$(BIN)/python -m conformance.flink_oracle fixtures/golden/topics.txt fixtures/golden/assign_vectors.csv
 
 clean:
 	rm -rf $(VENV) $(JVM_DIR) build .hypothesis .pytest_cache .mypy_cache .ruff_cache

@@ -6,6 +6,7 @@ that reads JSON requests, one a line, and answers each with what Kafka's classes
 ``RoundRobinAssignor``, ``StickyAssignor`` and ``CooperativeStickyAssignor`` of a group. The
 differential tests start it once per session and send whole batches, so the JVM's start is paid
 once; every wait is bounded and a dead helper is an error that shows what it printed.
+``JvmHelper`` is that machinery for any such helper (``conformance.flink_oracle`` runs the other).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final
+from typing import Any, Final, Self
 
 from conformance.jvm import JvmArtifactsMissing, classpath, java_binary, jvm_dir
 from reference_impl.kafka_strategies import Assignment, Group
@@ -38,35 +39,34 @@ class OracleError(RuntimeError):
     """The helper answered with an error, gave no answer in time, or exited."""
 
 
-def oracle_jar() -> Path:
-    """The helper's jar, or ``JvmArtifactsMissing`` naming ``make setup``."""
-    jars = sorted((jvm_dir() / KAFKA_ORACLE).glob(f"{KAFKA_ORACLE}-*.jar"))
+def oracle_jar(module: str = KAFKA_ORACLE, name: str = "the Kafka oracle") -> Path:
+    """The jar of the helper built by ``module``, or ``JvmArtifactsMissing`` naming ``make setup``."""
+    jars = sorted((jvm_dir() / module).glob(f"{module}-*.jar"))
     if not jars:
-        raise JvmArtifactsMissing(
-            f"the Kafka oracle is not built (no {KAFKA_ORACLE}-*.jar in {jvm_dir() / KAFKA_ORACLE}): run `make setup`"
-        )
+        raise JvmArtifactsMissing(f"{name} is not built (no {module}-*.jar in {jvm_dir() / module}): run `make setup`")
     return jars[-1]
 
 
-class KafkaOracle:
-    """One running helper JVM; use as a context manager, or ``close()`` it."""
+class JvmHelper:
+    """One running helper JVM that answers JSON lines; use as a context manager, or ``close()`` it.
 
-    def __init__(self, timeout_s: float = TIMEOUT_S) -> None:
-        oracle_jar()
+    ``module`` is the ``jvm/`` module whose jar and classpath run ``main_class`` (with ``args``);
+    ``name`` is what its errors call it.
+    """
+
+    def __init__(self, module: str, main_class: str, args: Sequence[str], name: str, timeout_s: float) -> None:
+        oracle_jar(module, name)
+        self.name = name
         self.timeout_s = timeout_s
-        handle, name = tempfile.mkstemp(prefix="kconform-oracle-", suffix=".log")
+        command = [str(java_binary()), HEAP, "-cp", classpath(module), main_class, *args]
+        handle, log_name = tempfile.mkstemp(prefix="kconform-oracle-", suffix=".log")
         os.close(handle)
-        self._log = Path(name)  # the helper's stderr, shown when it fails
+        self._log = Path(log_name)  # the helper's stderr, shown when it fails
         with self._log.open("ab") as log:
-            self._process = subprocess.Popen(
-                [str(java_binary()), HEAP, "-cp", classpath(KAFKA_ORACLE), MAIN_CLASS],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=log,
-            )
+            self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log)
         self._pending = b""
 
-    def __enter__(self) -> KafkaOracle:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(
@@ -88,32 +88,19 @@ class KafkaOracle:
             self._process.stdout.close()
         self._log.unlink(missing_ok=True)
 
-    def keyed(self, keys: Sequence[bytes], num_partitions: Sequence[int]) -> tuple[list[int], list[int]]:
-        """(``Utils.murmur2(key)``, ``BuiltInPartitioner.partitionForKey(key, n)``) for each key and count."""
-        answer = self.request({"op": "hash", "keys": [k.hex() for k in keys], "partitions": list(num_partitions)})
-        return list(answer["murmur2"]), list(answer["partition"])
-
-    def assign(self, strategy: str, groups: Sequence[Group]) -> list[Assignment]:
-        """Kafka's assignor named ``strategy`` (``range``, ``roundrobin``, ``sticky``, ...) on each group."""
-        answer = self.request({"op": "assign", "strategy": strategy, "groups": [_group_json(g) for g in groups]})
-        return [
-            {member: sorted(TopicPartition(t, p) for t, p in tps) for member, tps in assigned.items()}
-            for assigned in answer["assignments"]
-        ]
-
     def request(self, payload: dict[str, Any]) -> dict[str, Any]:
         """Send one request line and wait, at most ``timeout_s``, for its answer line."""
         stdin = self._process.stdin
         if stdin is None or self._process.poll() is not None:
-            raise OracleError(f"the Kafka oracle has exited{self._stderr_tail()}")
+            raise OracleError(f"{self.name} has exited{self._stderr_tail()}")
         try:
             stdin.write(json.dumps(payload).encode("ascii") + b"\n")
             stdin.flush()
         except BrokenPipeError as exc:
-            raise OracleError(f"the Kafka oracle has exited{self._stderr_tail()}") from exc
+            raise OracleError(f"{self.name} has exited{self._stderr_tail()}") from exc
         answer: dict[str, Any] = json.loads(self._read_line())
         if "error" in answer:
-            raise OracleError(f"the Kafka oracle could not answer {payload.get('op')!r}: {answer['error']}")
+            raise OracleError(f"{self.name} could not answer {payload.get('op')!r}: {answer['error']}")
         return answer
 
     def _read_line(self) -> bytes:
@@ -127,10 +114,10 @@ class KafkaOracle:
                 if left <= 0 or not selector.select(left):
                     self._process.kill()  # a late answer must never be read as the next request's
                     self._process.wait(TIMEOUT_S)
-                    raise OracleError(f"the Kafka oracle gave no answer within {self.timeout_s:g} s")
+                    raise OracleError(f"{self.name} gave no answer within {self.timeout_s:g} s")
                 chunk = os.read(stdout.fileno(), 1 << 16)
                 if not chunk:
-                    raise OracleError(f"the Kafka oracle exited before answering{self._stderr_tail()}")
+                    raise OracleError(f"{self.name} exited before answering{self._stderr_tail()}")
                 self._pending += chunk
         line, _, self._pending = self._pending.partition(b"\n")
         return line
@@ -138,6 +125,26 @@ class KafkaOracle:
     def _stderr_tail(self) -> str:
         text = self._log.read_bytes()[-2000:].decode("utf-8", "replace").strip()
         return f"; it printed:\n{text}" if text else ""
+
+
+class KafkaOracle(JvmHelper):
+    """kafka-clients' partitioner and assignors in one running helper JVM."""
+
+    def __init__(self, timeout_s: float = TIMEOUT_S) -> None:
+        super().__init__(KAFKA_ORACLE, MAIN_CLASS, (), "the Kafka oracle", timeout_s)
+
+    def keyed(self, keys: Sequence[bytes], num_partitions: Sequence[int]) -> tuple[list[int], list[int]]:
+        """(``Utils.murmur2(key)``, ``BuiltInPartitioner.partitionForKey(key, n)``) for each key and count."""
+        answer = self.request({"op": "hash", "keys": [k.hex() for k in keys], "partitions": list(num_partitions)})
+        return list(answer["murmur2"]), list(answer["partition"])
+
+    def assign(self, strategy: str, groups: Sequence[Group]) -> list[Assignment]:
+        """Kafka's assignor named ``strategy`` (``range``, ``roundrobin``, ``sticky``, ...) on each group."""
+        answer = self.request({"op": "assign", "strategy": strategy, "groups": [_group_json(g) for g in groups]})
+        return [
+            {member: sorted(TopicPartition(t, p) for t, p in tps) for member, tps in assigned.items()}
+            for assigned in answer["assignments"]
+        ]
 
 
 def _group_json(group: Group) -> dict[str, Any]:

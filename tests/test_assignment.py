@@ -1,4 +1,4 @@
-"""ASSIGN-001..006 against the reference assigner, pinned by JVM golden vectors."""
+"""ASSIGN-001..006 against the reference assigner, pinned by golden vectors from Flink's own classes (`make golden`)."""
 
 from __future__ import annotations
 

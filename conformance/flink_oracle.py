@@ -1,0 +1,145 @@
+"""The Flink oracle: Flink's Kafka connector's own assigner and transaction naming, asked through a helper JVM.
+
+``jvm/flink-oracle`` is a small Java program (built by ``make setup`` into ``.jvm/flink-oracle/``,
+next to the 4.x connector's classpath) that reads JSON requests, one a line, and answers each with
+what Flink's classes compute: the owner of a partition from FLIP-27's
+``KafkaSourceEnumerator.getSplitOwner`` and from the legacy ``KafkaTopicPartitionAssigner.assign``
+(3.x connector, loaded from ``.jvm/flink-legacy/`` by a class loader of its own), and the sink's
+transactional ids from ``TransactionalIdFactory`` (both lines) and ``TransactionNamingStrategyImpl``
+(``INCREMENTING``, ``POOLING``). It runs through ``JvmHelper``: started once per test session,
+every wait bounded, a dead helper an error that shows what it printed.
+
+``python -m conformance.flink_oracle TOPICS OUT`` writes the assigner's golden vectors
+(``make golden``: ``fixtures/golden/assign_vectors.csv``) from Flink's classes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from conformance.jvm import classpath, jvm_dir
+from conformance.jvm_oracle import TIMEOUT_S, JvmHelper, OracleError
+
+FLINK_ORACLE: Final = "flink-oracle"
+"""The module whose jar and classpath (the 4.x connector's) run the helper (``jvm/flink-oracle/pom.xml``)."""
+FLINK_LEGACY: Final = "flink-legacy"
+"""The 3.x connector, whose legacy assigner the helper loads apart (``jvm/flink-legacy/pom.xml``)."""
+MAIN_CLASS: Final = "kconform.FlinkOracle"
+
+GOLDEN_PARALLELISMS: Final = (1, 2, 3, 4, 5, 6, 7, 8, 11, 16, 31, 64, 100, 1000, 10007, 32768)
+GOLDEN_PARTITIONS: Final = (0, 1, 2, 10, 11, 1000, 65535)
+GOLDEN_COLUMNS: Final = ("topic", "hash_code", "parallelism", "start_index", "partition", "owner")
+
+
+@dataclass(frozen=True, slots=True)
+class FlinkOwner:
+    """What Flink computes for one (topic, partition, parallelism)."""
+
+    hash_code: int
+    """``topic.hashCode()`` on the JVM."""
+    split_owner: int
+    """FLIP-27: ``KafkaSourceEnumerator.getSplitOwner(new TopicPartition(topic, partition), n)``."""
+    legacy_owner: int
+    """FlinkKafkaConsumer: ``KafkaTopicPartitionAssigner.assign(topic, partition, n)``."""
+
+
+class FlinkOracle(JvmHelper):
+    """Flink's Kafka connector classes in one running helper JVM."""
+
+    def __init__(self, timeout_s: float = TIMEOUT_S) -> None:
+        legacy = jvm_dir() / FLINK_LEGACY
+        classpath(FLINK_LEGACY)  # JvmArtifactsMissing naming `make setup` if the 3.x connector is absent
+        super().__init__(FLINK_ORACLE, MAIN_CLASS, (str(legacy),), "the Flink oracle", timeout_s)
+
+    def owners(self, cases: Sequence[tuple[str, int, int]]) -> list[FlinkOwner]:
+        """For each (topic, partition, parallelism): its hash code and both Flink assigners' owner."""
+        answer = self.request(
+            {
+                "op": "owners",
+                "topics": [t for t, _, _ in cases],
+                "partitions": [p for _, p, _ in cases],
+                "parallelisms": [n for _, _, n in cases],
+            }
+        )
+        return [
+            FlinkOwner(h, o, legacy)
+            for h, o, legacy in zip(answer["hash_code"], answer["split_owner"], answer["legacy_owner"], strict=True)
+        ]
+
+    def transactional_ids(self, cases: Sequence[tuple[str, int, int]]) -> list[tuple[str, str]]:
+        """For each (prefix, subtask, offset): ``TransactionalIdFactory.buildTransactionalId`` of 4.x and of 3.x."""
+        answer = self.request(
+            {
+                "op": "transactional_ids",
+                "prefixes": [s for s, _, _ in cases],
+                "subtasks": [i for _, i, _ in cases],
+                "offsets": [o for _, _, o in cases],
+            }
+        )
+        return list(zip(answer["ids"], answer["legacy_ids"], strict=True))
+
+    def incrementing(self, prefix: str, subtask: int, last_checkpoint: int, next_checkpoint: int) -> list[str]:
+        """The ids ``INCREMENTING`` asks its producer pool for, in order, for the next checkpoint's
+        transaction: the gap's ids (initialised and recycled), then the one it writes to."""
+        request = {
+            "op": "incrementing",
+            "prefix": prefix,
+            "subtask": subtask,
+            "last_checkpoint": last_checkpoint,
+            "next_checkpoint": next_checkpoint,
+        }
+        return list(self.request(request)["requested"])
+
+    def pooling(self, prefix: str, subtask: int, ongoing: Sequence[str]) -> list[str]:
+        """The ids ``POOLING`` asks its producer pool for while ``ongoing`` transactions are open."""
+        answer = self.request({"op": "pooling", "prefix": prefix, "subtask": subtask, "ongoing": list(ongoing)})
+        return list(answer["requested"])
+
+
+def golden_rows(oracle: FlinkOracle, topics: Sequence[str]) -> list[tuple[str, int, int, int, int, int]]:
+    """``GOLDEN_COLUMNS`` rows for every topic, parallelism and partition, from Flink's classes.
+
+    The owner is FLIP-27's ``getSplitOwner``; the start index is its owner of partition 0. The
+    legacy assigner must agree on every row, or this is an ``OracleError``.
+    """
+    cases = [(t, p, n) for t in topics for n in GOLDEN_PARALLELISMS for p in (0, *GOLDEN_PARTITIONS)]
+    answers = dict(zip(cases, oracle.owners(cases), strict=True))
+    rows = []
+    for topic in topics:
+        for n in GOLDEN_PARALLELISMS:
+            start = answers[(topic, 0, n)].split_owner
+            for partition in GOLDEN_PARTITIONS:
+                found = answers[(topic, partition, n)]
+                if found.legacy_owner != found.split_owner:
+                    raise OracleError(f"Flink's assigners disagree on {(topic, partition, n)}: {found}")
+                rows.append((topic, found.hash_code, n, start, partition, found.split_owner))
+    return rows
+
+
+def write_golden(topics_file: Path, out: Path) -> int:
+    """Write the golden vectors of the topics in ``topics_file`` (one a line) to ``out``; the row count."""
+    topics = [t for t in topics_file.read_text(encoding="utf-8").split("\n") if t]  # lines as Java reads them
+    with FlinkOracle() as oracle:
+        rows = golden_rows(oracle, topics)
+    with out.open("w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f, lineterminator="\n")
+        writer.writerow(GOLDEN_COLUMNS)
+        writer.writerows(rows)
+    return len(rows)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Write the assigner's golden vectors from Flink's own classes.")
+    parser.add_argument("topics", type=Path, help="topic names, one a line")
+    parser.add_argument("out", type=Path, help="the CSV to write")
+    args = parser.parse_args(argv)
+    print(f"wrote {write_golden(args.topics, args.out)} rows to {args.out}")
+
+
+if __name__ == "__main__":
+    main()
