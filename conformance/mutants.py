@@ -293,6 +293,13 @@ class CommitBeforeCompletion(ReferenceAdapter):
         return _CommitAtBarrierSink.recover(log, prefix, parallelism, checkpoint, self.naming)
 
 
+class _EmptyCommittablesSink(ExactlyOnceSink):
+    def checkpoint(self, checkpoint_id: int) -> SinkCheckpoint:
+        """FLINK-31363: every writer's transaction becomes a committable, records or not."""
+        self._written.update(range(self.parallelism))
+        return super().checkpoint(checkpoint_id)
+
+
 class _NoAbortSink(ExactlyOnceSink):
     def _abort_lingering(self, checkpoint: SinkCheckpoint) -> None:
         """FLINK-23854: lingering transactions of the failed attempt are left open."""
@@ -700,6 +707,12 @@ MUTANTS: tuple[Mutant, ...] = (
         frozenset({"COMMIT-004", "COMMIT-012"}),
         "FLINK-23854: no abort on recovery",
         SinkMutant(sink_class=_NoAbortSink),
+    ),
+    Mutant(
+        "empty_transactions_committed",
+        frozenset({"COMMIT-014"}),
+        "FLINK-31363: a transaction without records handed to the committer",
+        SinkMutant(sink_class=_EmptyCommittablesSink),
     ),
     Mutant(
         "fenced_swallowed",

@@ -89,6 +89,8 @@ class ExactlyOnceSink:
     _retained: set[str] = field(default_factory=set)
     """Committed pooled ids that the last completed checkpoint still names: a recovery may resume them."""
     _snapshot_ids: dict[int, set[str]] = field(default_factory=dict)
+    _written: set[int] = field(default_factory=set)
+    """Subtasks whose current transaction holds records: only theirs become committables (COMMIT-014)."""
 
     def __post_init__(self) -> None:
         if not self.prefix:
@@ -132,19 +134,30 @@ class ExactlyOnceSink:
     # -- data path -----------------------------------------------------------------------------
     def write(self, subtask: int, topic: str, partition: int, key: bytes | None, value: bytes | None) -> None:
         self._writers[subtask].produce(topic, partition, key, value)
+        self._written.add(subtask)
 
     def checkpoint(self, checkpoint_id: int) -> SinkCheckpoint:
-        """Barrier N: pre-commit every writer's transaction and begin the next (COMMIT-001)."""
+        """Barrier N: pre-commit every writer's transaction and begin the next (COMMIT-001).
+
+        A transaction without records gives no committable: no partition joined it, so Kafka's
+        coordinator still holds it as Empty and a committer's ``EndTxn`` would fail with
+        INVALID_TXN_STATE (FLINK-31363); it is aborted here, which Kafka's client does locally.
+        """
         if checkpoint_id <= self._last_barrier:
             raise ValueError(f"barrier {checkpoint_id} is not after the last one, {self._last_barrier}")
         self._last_barrier = checkpoint_id
         self._next_txn += 1
         for subtask, producer in enumerate(self._writers):
-            producer.flush()
-            self.pending.setdefault(checkpoint_id, []).append(
-                Committable(checkpoint_id, producer.transactional_id, producer.producer_id, producer.epoch)
-            )
+            if subtask in self._written:
+                producer.flush()
+                self.pending.setdefault(checkpoint_id, []).append(
+                    Committable(checkpoint_id, producer.transactional_id, producer.producer_id, producer.epoch)
+                )
+            else:  # nothing to commit, and the coordinator never saw it: end it here (COMMIT-014)
+                producer.abort_transaction()
+                self._in_use.discard(producer.transactional_id)
             self._writers[subtask] = self._begin(subtask)
+        self._written.clear()
         outstanding = tuple(c for cid in sorted(self.pending) if cid <= checkpoint_id for c in self.pending[cid])
         self._snapshot_ids[checkpoint_id] = {c.transactional_id for c in outstanding}
         return SinkCheckpoint(checkpoint_id, self.parallelism, outstanding, self._next_txn)

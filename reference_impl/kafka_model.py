@@ -245,6 +245,14 @@ class KafkaModel:
             raise InvalidTxnStateError(
                 f"{transactional_id!r} (pid {producer_id}, epoch {epoch}) has no pre-committed transaction"
             )
+        if txn.started_ms is None and state.last_outcome is not _Status.COMMITTED:
+            # No partition or group ever joined it: the coordinator's state is still Empty, and
+            # EndTxn in Empty is INVALID_TXN_STATE (TransactionCoordinator.handleEndTransaction),
+            # which a committer resuming an empty transaction meets (FLINK-31363, COMMIT-014).
+            raise InvalidTxnStateError(
+                f"{transactional_id!r} (pid {producer_id}, epoch {epoch}): its transaction holds nothing, "
+                "so the coordinator never saw it (state Empty) and cannot commit it"
+            )
         return handle
 
     def _current(self, handle: ModelProducer) -> _TransactionalId:

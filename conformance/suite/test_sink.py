@@ -1,4 +1,4 @@
-"""COMMIT-001..010 and COMMIT-012: the adapter's exactly-once sink, judged over a recorded history.
+"""COMMIT-001..010, COMMIT-012 and COMMIT-014: the adapter's exactly-once sink, judged over a recorded history.
 
 A Hypothesis state machine writes, takes barriers, completes checkpoints (sometimes losing the
 notification, sometimes checkpoint N while N+1 is pending), delivers notifications late or again,
@@ -14,6 +14,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
+from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -344,3 +345,40 @@ def test_required_COMMIT_007_timeout_is_surfaced(adapter: Any) -> None:
     except AdapterError as exc:
         fail_on([Violation("COMMIT-007", "swallowed-error", f"the timeout became another error: {exc}")])
     fail_on([Violation("COMMIT-007", "swallowed-error", "committing a timed-out transaction reported success")])
+
+
+@requirement("COMMIT-014", capability="exactly-once-sink")
+@given(
+    st.integers(1, 4),
+    st.lists(st.sets(st.integers(0, 3), max_size=2), min_size=1, max_size=4),
+    st.integers(1, 4),
+    st.booleans(),
+)
+def test_required_COMMIT_014_intervals_without_records_commit_and_recover(
+    adapter: Any, n: int, intervals: list[set[int]], m: int, notify_last: bool
+) -> None:
+    """Some subtasks (often all) write nothing between two barriers; each checkpoint still commits, and a
+    recovery from the last one (its notification perhaps lost) commits what it holds without an error."""
+    log = KafkaModel()
+    log.create_topic(TOPIC, PARTITIONS)
+    sink = Guarded(adapter.sink(log, PREFIX, n), "sink", adapter.name)
+    sink.start()
+    written: list[bytes] = []
+    step = "start"
+    try:
+        state = None
+        for cid, writers in enumerate(intervals, start=1):
+            for subtask in sorted(w % n for w in writers):
+                written.append(f"c{cid}-s{subtask}".encode())
+                sink.write(subtask, TOPIC, subtask % PARTITIONS, None, written[-1])
+            step = f"barrier {cid} (writers {sorted(w % n for w in writers)})"
+            state = sink.checkpoint(cid)
+            if cid < len(intervals) or notify_last:
+                step = f"notify {cid}"
+                sink.notify_checkpoint_complete(cid)
+        step = f"recover checkpoint {len(intervals)} at parallelism {m}"
+        adapter.recover_sink(log, PREFIX, m, state)
+    except KafkaError as exc:
+        fail_on([Violation("COMMIT-014", "empty-transaction-committed", f"{step} failed: {exc}")])
+    missing = sorted(set(written) - set(observe(log).committed))
+    fail_on([Violation("COMMIT-014", "interval-lost", f"committed checkpoints lost {missing}")] if missing else [])
