@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -94,25 +95,27 @@ import sys
 from conformance.spark_cluster import StandaloneCluster
 cluster = StandaloneCluster()
 cluster.start()
-print(" ".join(map(str, sorted(cluster.pids))), flush=True)
+print(cluster.workdir, *sorted(cluster.pids), flush=True)
 sys.stdin.read()
 """
 
 
 def test_a_suite_killed_before_it_stops_its_cluster_leaves_no_spark_process() -> None:
-    """SIGKILL the process that started the cluster: the kernel kills master and workers too."""
+    """SIGKILL the process that started the cluster: the kernel kills master and workers too (its
+    directory stays, as nothing ran to remove it; the test does)."""
     starter = subprocess.Popen(
         [sys.executable, "-c", STARTS_AND_WAITS], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
     )  # fmt: skip
     try:
         assert starter.stdout is not None
-        pids = [int(p) for p in starter.stdout.readline().split()]
-        assert len(pids) >= 3 and all(alive(pid) for pid in pids)
+        workdir, *pids = starter.stdout.readline().split()
+        assert len(pids) >= 3 and all(alive(int(pid)) for pid in pids)
     finally:
         starter.kill()
         starter.wait(30)
     deadline = time.monotonic() + 30
-    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
+    while any(alive(int(pid)) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.1)  # polling the kernel's reaping, bounded
-    assert not [pid for pid in pids if alive(pid)], "the cluster outlived the process that started it"
+    shutil.rmtree(workdir, ignore_errors=True)
+    assert not [pid for pid in pids if alive(int(pid))], "the cluster outlived the process that started it"
