@@ -35,6 +35,7 @@ from pyspark.sql.types import BooleanType
 from conformance.adapter import DEFAULT_MASTER, PipelineAdapter, SinkSpec, SourceSpec
 from conformance.checkers import Violation, check_formula, check_order, check_plan
 from conformance.jvm import SPARK_KAFKA, JvmArtifactsMissing, jars
+from conformance.spark_cluster import STANDALONE, cluster_settings, is_local
 from reference_impl.adapter import ReferenceAdapter
 from reference_impl.kafka_client import KafkaClient
 from reference_impl.ports import Isolation, Record
@@ -135,7 +136,16 @@ def local_session(master: str = DEFAULT_MASTER) -> SparkSession:
     same ``reference_impl`` and confluent-kafka as the driver. Spark's own Kafka connector
     (format ``kafka``) is on the driver's and executors' classpath (``spark.jars``) when
     ``make setup`` resolved it; the adapter that needs it says so when it is not.
+
+    On a cluster master (``spark://...``) executors get this interpreter and ``sys.path``, bounded
+    cores and memory, and three attempts per task (``conformance.spark_cluster.cluster_settings``);
+    checkpoints stay local paths, which holds while driver and workers share one machine.
     """
+    if master == STANDALONE:
+        raise ValueError(
+            f"{STANDALONE!r} is not a master URL: start a conformance.spark_cluster.StandaloneCluster "
+            "and pass its master_url (the suite's spark_master fixture does)"
+        )
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     try:
@@ -145,6 +155,8 @@ def local_session(master: str = DEFAULT_MASTER) -> SparkSession:
     builder = SparkSession.builder.master(master)
     if connector:
         builder = builder.config("spark.jars", connector)
+    for key, value in cluster_settings().items() if not is_local(master) else ():
+        builder = builder.config(key, value)
     session = (
         builder.appName("kconform-pipeline")
         .config("spark.ui.enabled", "false")

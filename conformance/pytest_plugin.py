@@ -19,6 +19,7 @@ from conformance.adapter import CAPABILITIES, DEFAULT_MASTER, Adapter, guard, lo
 from conformance.brokers import Broker, BrokerStartError, BrokerUnavailable, broker_from_env
 from conformance.probe import Capability
 from conformance.profiles import examples_dir, profile_from_env, register_profiles
+from conformance.spark_cluster import STANDALONE, SparkClusterError, StandaloneCluster
 
 register_profiles()
 
@@ -55,7 +56,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--kconform-spark-master",
         default=DEFAULT_MASTER,
-        help=f"Spark master of pipeline-level tests (default {DEFAULT_MASTER}: 2 cores, 3 attempts per task)",
+        help=f"Spark master of pipeline-level tests (default {DEFAULT_MASTER}: 2 cores, 3 attempts per task; "
+        f"{STANDALONE}: a standalone master and two workers on loopback, started for the run)",
     )
     group.addoption(
         "--kconform-examples",
@@ -133,6 +135,25 @@ def live_broker(kind: str | None = None) -> Iterator[Broker]:
         yield running
     finally:
         running.stop()
+
+
+@pytest.fixture(scope="session")
+def spark_master(pytestconfig: pytest.Config) -> Iterator[str]:
+    """The master URL of ``--kconform-spark-master``; for ``standalone`` a cluster started for the run,
+    stopped after it with every process it began (``CouldNotCheck`` if it cannot start)."""
+    master: str = pytestconfig.getoption("kconform_spark_master")
+    if master != STANDALONE:
+        yield master
+        return
+    cluster = StandaloneCluster()
+    try:
+        cluster.start()
+    except SparkClusterError as error:
+        raise CouldNotCheck(f"Spark standalone cluster: {error}") from error
+    try:
+        yield cluster.master_url
+    finally:
+        cluster.stop()
 
 
 @pytest.fixture(scope="session")

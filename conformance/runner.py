@@ -754,7 +754,8 @@ aborted records); it is reported with the reason, never as a pass.""",
     parser.add_argument(
         "--spark-master",
         default=DEFAULT_MASTER,
-        help="Spark master of pipeline-level scenarios (default %(default)s: task retries on, for task failures)",
+        help="Spark master of pipeline-level scenarios (default %(default)s: task retries on, for task failures); "
+        "'standalone' starts a standalone master and two workers on loopback for the run",
     )
     return parser
 

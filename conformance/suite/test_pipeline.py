@@ -109,10 +109,10 @@ def broker_can(pipeline_broker: Broker, request: pytest.FixtureRequest) -> dict[
 
 
 @pytest.fixture(scope="module")
-def spark(pipeline_adapter: PipelineAdapter, pytestconfig: pytest.Config) -> Iterator[SparkSession]:
+def spark(pipeline_adapter: PipelineAdapter, spark_master: str) -> Iterator[SparkSession]:
     """The running session if there is one (it is shared), else one on ``--kconform-spark-master``."""
     existing = SparkSession.getActiveSession()
-    session = existing or local_session(pytestconfig.getoption("kconform_spark_master"))
+    session = existing or local_session(spark_master)
     try:
         yield session
     finally:
