@@ -6,8 +6,10 @@ what Flink's classes compute: the owner of a partition from FLIP-27's
 ``KafkaSourceEnumerator.getSplitOwner`` and from the legacy ``KafkaTopicPartitionAssigner.assign``
 (3.x connector, loaded from ``.jvm/flink-legacy/`` by a class loader of its own), and the sink's
 transactional ids from ``TransactionalIdFactory`` (both lines) and ``TransactionNamingStrategyImpl``
-(``INCREMENTING``, ``POOLING``). It runs through ``JvmHelper``: started once per test session,
-every wait bounded, a dead helper an error that shows what it printed.
+(``INCREMENTING``, ``POOLING``), and what FLIP-27's ``KafkaSourceEnumerator`` assigns, keeps pending
+and checkpoints through a sequence of discoveries, driven in Flink's own test context
+(``MockSplitEnumeratorContext``, flink-core's test jar). It runs through ``JvmHelper``: started once
+per test session, every wait bounded, a dead helper an error that shows what it printed.
 
 ``python -m conformance.flink_oracle TOPICS OUT`` writes the assigner's golden vectors
 (``make golden``: ``fixtures/golden/assign_vectors.csv``) from Flink's classes.
@@ -17,19 +19,23 @@ from __future__ import annotations
 
 import argparse
 import csv
-from collections.abc import Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
-from conformance.jvm import classpath, jvm_dir
+from conformance.jvm import JvmArtifactsMissing, classpath, jvm_dir
 from conformance.jvm_oracle import TIMEOUT_S, JvmHelper, OracleError
+from reference_impl.discovery import Metadata
+from reference_impl.types import EARLIEST, SubtaskIndex, TopicPartition
 
 FLINK_ORACLE: Final = "flink-oracle"
 """The module whose jar and classpath (the 4.x connector's) run the helper (``jvm/flink-oracle/pom.xml``)."""
 FLINK_LEGACY: Final = "flink-legacy"
 """The 3.x connector, whose legacy assigner the helper loads apart (``jvm/flink-legacy/pom.xml``)."""
 MAIN_CLASS: Final = "kconform.FlinkOracle"
+TEST_CONTEXT_JAR: Final = "flink-core-*-tests.jar"
+"""flink-core's test jar, with the ``MockSplitEnumeratorContext`` the enumerator runs in."""
 
 GOLDEN_PARALLELISMS: Final = (1, 2, 3, 4, 5, 6, 7, 8, 11, 16, 31, 64, 100, 1000, 10007, 32768)
 GOLDEN_PARTITIONS: Final = (0, 1, 2, 10, 11, 1000, 65535)
@@ -48,12 +54,58 @@ class FlinkOwner:
     """FlinkKafkaConsumer: ``KafkaTopicPartitionAssigner.assign(topic, partition, n)``."""
 
 
+@dataclass(frozen=True, slots=True)
+class SplitAssignment:
+    """One split Flink's enumerator hands a reader, or keeps for it while it is not registered."""
+
+    reader: SubtaskIndex
+    partition: TopicPartition
+    starting_offset: int
+    """An offset, or Flink's marker (``KafkaPartitionSplit.EARLIEST_OFFSET`` is the reference's ``EARLIEST``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class EnumeratorState:
+    """``KafkaSourceEnumState``: what ``KafkaSourceEnumerator.snapshotState`` checkpoints (connector 3.1 to 4.x)."""
+
+    assigned: frozenset[TopicPartition]
+    """Partitions handed to a reader."""
+    unassigned_initial: frozenset[TopicPartition] = frozenset()
+    """Partitions of the first discovery not handed out yet (their reader was not registered)."""
+    initial_discovery_finished: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class EnumeratorStep:
+    """What Flink's enumerator did in one step: register readers, discover, initialise splits."""
+
+    assigned: tuple[SplitAssignment, ...]
+    """Every split the enumerator asked its context to assign during the step, sorted."""
+    pending: tuple[SplitAssignment, ...]
+    """The splits it holds after the step for readers not registered, sorted."""
+    state: EnumeratorState
+    """``snapshotState`` after the step."""
+
+
+def _pairs(pairs: Iterable[Sequence[Any]]) -> frozenset[TopicPartition]:
+    return frozenset(TopicPartition(t, p) for t, p in pairs)
+
+
+def _splits(rows: Iterable[Sequence[Any]]) -> tuple[SplitAssignment, ...]:
+    return tuple(SplitAssignment(SubtaskIndex(r), TopicPartition(t, p), o) for r, t, p, o in rows)
+
+
 class FlinkOracle(JvmHelper):
     """Flink's Kafka connector classes in one running helper JVM."""
 
     def __init__(self, timeout_s: float = TIMEOUT_S) -> None:
         legacy = jvm_dir() / FLINK_LEGACY
         classpath(FLINK_LEGACY)  # JvmArtifactsMissing naming `make setup` if the 3.x connector is absent
+        if not any((jvm_dir() / FLINK_ORACLE).glob(TEST_CONTEXT_JAR)):
+            raise JvmArtifactsMissing(
+                f"Flink's test context (no {TEST_CONTEXT_JAR} in {jvm_dir() / FLINK_ORACLE}) is not resolved: "
+                "run `make setup`"
+            )
         super().__init__(FLINK_ORACLE, MAIN_CLASS, (str(legacy),), "the Flink oracle", timeout_s)
 
     def owners(self, cases: Sequence[tuple[str, int, int]]) -> list[FlinkOwner]:
@@ -99,6 +151,46 @@ class FlinkOracle(JvmHelper):
         """The ids ``POOLING`` asks its producer pool for while ``ongoing`` transactions are open."""
         answer = self.request({"op": "pooling", "prefix": prefix, "subtask": subtask, "ongoing": list(ongoing)})
         return list(answer["requested"])
+
+    def enumerator(
+        self,
+        parallelism: int,
+        steps: Sequence[tuple[Collection[int], Metadata]],
+        start: int = EARLIEST,
+        restore: EnumeratorState | None = None,
+    ) -> list[EnumeratorStep]:
+        """Flink's ``KafkaSourceEnumerator`` at ``parallelism`` (restored from ``restore``, if given)
+        through ``steps``: in each, the registered readers become those listed, then one periodic
+        discovery lists the metadata. Partitions of the first discovery start at ``start`` (an offset,
+        or ``EARLIEST``), later ones where Flink starts them."""
+        request = {
+            "op": "enumerator",
+            "parallelism": parallelism,
+            "start": start,
+            "restore": None
+            if restore is None
+            else {
+                "assigned": [[tp.topic, tp.partition] for tp in sorted(restore.assigned)],
+                "unassigned_initial": [[tp.topic, tp.partition] for tp in sorted(restore.unassigned_initial)],
+                "initial_discovery_finished": restore.initial_discovery_finished,
+            },
+            "steps": [
+                {"readers": sorted(readers), "metadata": {t: sorted(ids) for t, ids in metadata.items()}}
+                for readers, metadata in steps
+            ],
+        }
+        return [
+            EnumeratorStep(
+                _splits(step["assigned"]),
+                _splits(step["pending"]),
+                EnumeratorState(
+                    _pairs(step["state"]["assigned"]),
+                    _pairs(step["state"]["unassigned_initial"]),
+                    step["state"]["initial_discovery_finished"],
+                ),
+            )
+            for step in self.request(request)["steps"]
+        ]
 
 
 def golden_rows(oracle: FlinkOracle, topics: Sequence[str]) -> list[tuple[str, int, int, int, int, int]]:

@@ -5,6 +5,7 @@ import java.io.BufferedWriter;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.OutputStreamWriter;
+import java.lang.reflect.Field;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.net.URL;
@@ -13,9 +14,17 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.stream.Stream;
 
 import com.fasterxml.jackson.core.json.JsonWriteFeature;
@@ -24,13 +33,25 @@ import com.fasterxml.jackson.databind.json.JsonMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
+import org.apache.flink.api.connector.source.Boundedness;
+import org.apache.flink.api.connector.source.ReaderInfo;
+import org.apache.flink.api.connector.source.SplitsAssignment;
+import org.apache.flink.api.connector.source.mocks.MockSplitEnumeratorContext;
 import org.apache.flink.connector.kafka.sink.internal.CheckpointTransaction;
 import org.apache.flink.connector.kafka.sink.internal.FlinkKafkaInternalProducer;
 import org.apache.flink.connector.kafka.sink.internal.ProducerPool;
 import org.apache.flink.connector.kafka.sink.internal.TransactionNamingStrategyContextImpl;
 import org.apache.flink.connector.kafka.sink.internal.TransactionNamingStrategyImpl;
 import org.apache.flink.connector.kafka.sink.internal.TransactionalIdFactory;
+import org.apache.flink.connector.kafka.source.KafkaSourceOptions;
+import org.apache.flink.connector.kafka.source.enumerator.KafkaSourceEnumState;
 import org.apache.flink.connector.kafka.source.enumerator.KafkaSourceEnumerator;
+import org.apache.flink.connector.kafka.source.enumerator.initializer.NoStoppingOffsetsInitializer;
+import org.apache.flink.connector.kafka.source.enumerator.initializer.OffsetsInitializer;
+import org.apache.flink.connector.kafka.source.enumerator.subscriber.KafkaSubscriber;
+import org.apache.flink.connector.kafka.source.split.KafkaPartitionSplit;
+import org.apache.kafka.clients.CommonClientConfigs;
+import org.apache.kafka.clients.admin.AdminClient;
 import org.apache.kafka.common.TopicPartition;
 
 /**
@@ -49,6 +70,11 @@ import org.apache.kafka.common.TopicPartition;
  *   -> {"requested": [every id TransactionNamingStrategyImpl.INCREMENTING asks the pool for, in order]}
  * {"op": "pooling", "prefix": s, "subtask": i, "ongoing": [id, ...]}
  *   -> {"requested": [the ids TransactionNamingStrategyImpl.POOLING asks the pool for]}
+ * {"op": "enumerator", "parallelism": n, "start": o,
+ *  "restore": null | {"assigned": [[t, p], ...], "unassigned_initial": [[t, p], ...], "initial_discovery_finished": b},
+ *  "steps": [{"readers": [i, ...], "metadata": {t: [p, ...], ...}}, ...]}
+ *   -> {"steps": [{"assigned": [[reader, t, p, starting offset], ...], "pending": [[reader, t, p, starting offset], ...],
+ *                  "state": {"assigned": [[t, p], ...], "unassigned_initial": [[t, p], ...], "initial_discovery_finished": b}}]}
  * </pre>
  *
  * The one argument is the folder of the 3.x connector's jars (.jvm/flink-legacy/): its legacy
@@ -56,6 +82,18 @@ import org.apache.kafka.common.TopicPartition;
  * two connector lines never share a class. The naming strategies run through Flink's own
  * {@code TransactionNamingStrategyContextImpl}, over a producer pool that records each id it is
  * asked for and hands out no producer. A request it cannot answer gets {"error": "..."}.
+ *
+ * <p>{@code enumerator} runs FLIP-27's {@code KafkaSourceEnumerator} in Flink's own test context,
+ * {@code MockSplitEnumeratorContext} (flink-core's test jar), as the connector's
+ * {@code KafkaEnumeratorTest} does, restored from the given state if there is one. Each step first
+ * makes the registered readers those listed (a reader newly listed is registered and added, as a
+ * reader that starts is; one no longer listed is unregistered, as a failed one is), then runs one
+ * periodic discovery, which lists the step's metadata, and the split initialisation it schedules.
+ * It answers, per step, the splits the context was asked to assign during the step, the splits
+ * pending for readers not registered, and {@code snapshotState}. The subscriber lists the
+ * metadata itself (Flink's own ask an admin client); partitions found by the first discovery start
+ * at {@code o} ({@code OffsetsInitializer.offsets}, or {@code earliest()} for -2), later ones where
+ * Flink starts them ({@code OffsetsInitializer.earliest()}): neither asks Kafka.
  */
 public final class FlinkOracle {
     private static final JsonMapper JSON = JsonMapper.builder().enable(JsonWriteFeature.ESCAPE_NON_ASCII).build();
@@ -107,6 +145,7 @@ public final class FlinkOracle {
             case "transactional_ids": return transactionalIds(request);
             case "incrementing": return named(TransactionNamingStrategyImpl.INCREMENTING, request);
             case "pooling": return named(TransactionNamingStrategyImpl.POOLING, request);
+            case "enumerator": return enumerator(request);
             default: throw new IllegalArgumentException("unknown op " + op);
         }
     }
@@ -162,6 +201,125 @@ public final class FlinkOracle {
         ArrayNode requested = answer.putArray("requested");
         pool.requested.forEach(requested::add);
         return answer;
+    }
+
+    /** Flink's enumerator through a sequence of discoveries: see the class comment. */
+    private static ObjectNode enumerator(JsonNode request) throws ReflectiveOperationException {
+        int parallelism = request.path("parallelism").intValue();
+        long start = request.path("start").longValue();
+        JsonNode steps = list(request, "steps");
+        Listed subscriber = new Listed();
+        JsonNode restore = request.path("restore");
+        KafkaSourceEnumState state = restore.isObject()
+                ? new KafkaSourceEnumState(pairs(restore.path("assigned")), pairs(restore.path("unassigned_initial")),
+                        restore.path("initial_discovery_finished").booleanValue())
+                : new KafkaSourceEnumState(Set.of(), Set.of(), false);
+        // Every split initialisation asks for the starting offsets of all unassigned initial
+        // partitions, listed or not: the restored ones have theirs too.
+        Map<TopicPartition, Long> startingOffsets = new HashMap<>();
+        for (JsonNode step : steps)
+            partitions(step.path("metadata")).forEach(tp -> startingOffsets.put(tp, start));
+        state.unassignedInitialPartitions().forEach(tp -> startingOffsets.put(tp, start));
+        OffsetsInitializer starting = start == KafkaPartitionSplit.EARLIEST_OFFSET
+                ? OffsetsInitializer.earliest() : OffsetsInitializer.offsets(startingOffsets);
+        Properties properties = new Properties();
+        properties.setProperty(KafkaSourceOptions.PARTITION_DISCOVERY_INTERVAL_MS.key(), "1");
+        // start() creates an admin client; nothing answers here, and it is closed before it is asked.
+        properties.setProperty(CommonClientConfigs.BOOTSTRAP_SERVERS_CONFIG, "127.0.0.1:1");
+        ObjectNode answer = JSON.createObjectNode();
+        ArrayNode out = answer.putArray("steps");
+        try (MockSplitEnumeratorContext<KafkaPartitionSplit> context = new MockSplitEnumeratorContext<>(parallelism);
+                KafkaSourceEnumerator enumerator = new KafkaSourceEnumerator(subscriber, starting,
+                        new NoStoppingOffsetsInitializer(), properties, context, Boundedness.CONTINUOUS_UNBOUNDED, state)) {
+            enumerator.start();
+            Field admin = KafkaSourceEnumerator.class.getDeclaredField("adminClient");
+            admin.setAccessible(true);
+            ((AdminClient) admin.get(enumerator)).close(Duration.ZERO);
+            Field pendingField = KafkaSourceEnumerator.class.getDeclaredField("pendingPartitionSplitAssignment");
+            pendingField.setAccessible(true);
+            long checkpoint = 0;
+            for (JsonNode step : steps) {
+                int before = context.getSplitsAssignmentSequence().size();
+                Set<Integer> readers = new TreeSet<>();
+                list(step, "readers").forEach(r -> readers.add(r.intValue()));
+                for (int reader : new ArrayList<>(context.registeredReaders().keySet()))
+                    if (!readers.contains(reader))
+                        context.unregisterReader(reader);
+                for (int reader : readers)
+                    if (!context.registeredReaders().containsKey(reader)) {
+                        context.registerReader(new ReaderInfo(reader, "kconform"));
+                        enumerator.addReader(reader);
+                    }
+                subscriber.listed = partitions(step.path("metadata"));
+                context.runPeriodicCallable(0);
+                while (!context.getOneTimeCallables().isEmpty())
+                    context.runNextOneTimeCallable();
+                ObjectNode result = out.addObject();
+                List<Object[]> assigned = new ArrayList<>();
+                for (SplitsAssignment<KafkaPartitionSplit> made :
+                        context.getSplitsAssignmentSequence().subList(before, context.getSplitsAssignmentSequence().size()))
+                    made.assignment().forEach((reader, splits) -> splits.forEach(s -> assigned.add(new Object[] {reader, s})));
+                List<Object[]> pending = new ArrayList<>();
+                @SuppressWarnings("unchecked")
+                Map<Integer, Set<KafkaPartitionSplit>> waiting =
+                        (Map<Integer, Set<KafkaPartitionSplit>>) pendingField.get(enumerator);
+                waiting.forEach((reader, splits) -> splits.forEach(s -> pending.add(new Object[] {reader, s})));
+                splits(result.putArray("assigned"), assigned);
+                splits(result.putArray("pending"), pending);
+                KafkaSourceEnumState snapshot = enumerator.snapshotState(++checkpoint);
+                ObjectNode stateOut = result.putObject("state");
+                pairs(stateOut.putArray("assigned"), snapshot.assignedPartitions());
+                pairs(stateOut.putArray("unassigned_initial"), snapshot.unassignedInitialPartitions());
+                stateOut.put("initial_discovery_finished", snapshot.initialDiscoveryFinished());
+            }
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            throw e;
+        } catch (Throwable e) {
+            throw new IllegalStateException(String.valueOf(e), e);
+        }
+        return answer;
+    }
+
+    private static final Comparator<TopicPartition> BY_TOPIC_PARTITION =
+            Comparator.comparing(TopicPartition::topic).thenComparingInt(TopicPartition::partition);
+
+    /** {t: [p, ...]} as partitions. */
+    private static Set<TopicPartition> partitions(JsonNode metadata) {
+        Set<TopicPartition> found = new HashSet<>();
+        metadata.fields().forEachRemaining(e -> e.getValue().forEach(p -> found.add(new TopicPartition(e.getKey(), p.intValue()))));
+        return found;
+    }
+
+    /** [[t, p], ...] as partitions. */
+    private static Set<TopicPartition> pairs(JsonNode pairs) {
+        Set<TopicPartition> found = new HashSet<>();
+        pairs.forEach(tp -> found.add(new TopicPartition(tp.get(0).textValue(), tp.get(1).intValue())));
+        return found;
+    }
+
+    private static void pairs(ArrayNode out, Set<TopicPartition> partitions) {
+        partitions.stream().sorted(BY_TOPIC_PARTITION).forEach(tp -> out.addArray().add(tp.topic()).add(tp.partition()));
+    }
+
+    /** (reader, split) as [reader, t, p, starting offset], sorted. */
+    private static void splits(ArrayNode out, List<Object[]> splits) {
+        splits.sort(Comparator.comparing((Object[] r) -> (Integer) r[0])
+                .thenComparing(r -> ((KafkaPartitionSplit) r[1]).getTopicPartition(), BY_TOPIC_PARTITION));
+        for (Object[] r : splits) {
+            KafkaPartitionSplit split = (KafkaPartitionSplit) r[1];
+            out.addArray().add((Integer) r[0]).add(split.getTopic()).add(split.getPartition()).add(split.getStartingOffset());
+        }
+    }
+
+    /** A subscriber that lists what the current step's metadata holds: no admin client asked. */
+    private static final class Listed implements KafkaSubscriber {
+        private static final long serialVersionUID = 1L;
+        Set<TopicPartition> listed = Set.of();
+
+        @Override
+        public Set<TopicPartition> getSubscribedTopicPartitions(AdminClient adminClient) {
+            return new HashSet<>(listed); // the enumerator removes the known ones from what it gets
+        }
     }
 
     private static JsonNode list(JsonNode request, String field) {

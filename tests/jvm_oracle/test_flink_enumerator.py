@@ -1,0 +1,279 @@
+"""The reference's FLIP-27 enumerator against Flink's own ``KafkaSourceEnumerator`` (connector 4.0.1),
+driven in Flink's own test context (``MockSplitEnumeratorContext``) through the Flink oracle.
+
+Hypothesis draws discovery sequences: topics that appear, partitions added (non-contiguous ids
+too, DISC-006), partial metadata views that miss known partitions (DISC-008), parallelism 1..8,
+readers that are sometimes not registered, and a startup offset for the first discovery. Each step
+runs on Flink's enumerator and on the reference's ``SourceJob`` under ``split-redistribution``
+(whose ``Enumerator`` decides what is new and whose checkpoint's ``assigned`` is the enumerator
+state); then, from a checkpoint in the middle, both are restored at a drawn parallelism and run
+on. They must hand out the same partitions, each once, to the same reader, at the same starting
+offset, and checkpoint the same set.
+
+Where they differ by design the tests below pin it. Flink hands a split only to a registered
+reader and keeps the others pending, outside ``assignedPartitions``; the reference has no readers
+to register and counts a split as assigned when it is discovered. So the reference's ``assigned``
+is Flink's ``assigned`` plus its pending splits, and a pending split is in Flink's checkpoint only
+if the first discovery found it (``unassignedInitialPartitions``): a later one is found again after
+a restore, at EARLIEST, where the reference restores it, at EARLIEST, from the checkpoint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from conformance.flink_oracle import EnumeratorState, EnumeratorStep, FlinkOracle, SplitAssignment
+from conformance.strategies import KAFKA_TOPIC_ALPHABET
+from reference_impl.assignment import owner
+from reference_impl.discovery import Subscription
+from reference_impl.kafka_model import KafkaModel
+from reference_impl.restore import RestoreVariant, SourceCheckpoint, SourceJob
+from reference_impl.types import EARLIEST, SubtaskIndex, TopicPartition
+
+pytestmark = pytest.mark.flink_oracle
+
+EVERY_TOPIC = Subscription.regex(".*")
+"""The oracle's subscriber lists every topic of a step's metadata: subscriptions are not under test here."""
+
+Step = tuple[frozenset[int], dict[str, frozenset[int]]]
+"""The readers registered for a step, and the metadata its discovery lists."""
+
+
+@dataclass(frozen=True)
+class Scenario:
+    parallelism: int
+    start: int
+    steps: tuple[Step, ...]
+    checkpoint_after: int
+    """The step after which the checkpoint that the restore starts from is taken."""
+    restored_parallelism: int
+    restored_steps: tuple[Step, ...]
+
+
+topic_names = st.one_of(
+    st.sampled_from(["test-topic", "orders", "payments", "a", "polygenelubricants"]),
+    st.text(KAFKA_TOPIC_ALPHABET, min_size=1, max_size=20),
+)
+
+
+@st.composite
+def discovery_steps(draw: st.DrawFn, parallelism: int, cluster: dict[str, set[int]], count: int) -> tuple[Step, ...]:
+    """``count`` steps over a cluster that only grows (``cluster`` is updated): each may create
+    topics and add partitions (any ids, not only the next ones), and lists the cluster or a partial
+    view of it; most steps register every reader, some leave one out."""
+    steps: list[Step] = []
+    for _ in range(count):
+        for topic in draw(st.lists(topic_names, max_size=2)):
+            cluster.setdefault(topic, set())
+        for topic in sorted(cluster):
+            if draw(st.integers(0, 2)) == 0 or not cluster[topic]:
+                cluster[topic] |= draw(st.sets(st.integers(0, 11), max_size=4))
+        view = {t: frozenset(ids) for t, ids in cluster.items()}
+        if draw(st.integers(0, 4)) == 0:  # a partial view: some known partitions missing (DISC-008)
+            view = {
+                t: frozenset(draw(st.sets(st.sampled_from(sorted(ids))))) if ids else ids for t, ids in view.items()
+            }
+        readers = frozenset(range(parallelism))
+        if draw(st.integers(0, 3)) == 0:
+            readers -= {draw(st.integers(0, parallelism - 1))}
+        steps.append((readers, view))
+    return tuple(steps)
+
+
+@st.composite
+def scenarios(draw: st.DrawFn) -> Scenario:
+    n = draw(st.integers(1, 8))
+    cluster: dict[str, set[int]] = {}
+    steps = draw(discovery_steps(n, cluster, draw(st.integers(1, 5))))
+    m = draw(st.one_of(st.just(n), st.integers(1, 8)))
+    restored = draw(discovery_steps(m, cluster, draw(st.integers(1, 4))))
+    return Scenario(
+        n, draw(st.sampled_from([EARLIEST, 0, 42])), steps, draw(st.integers(0, len(steps) - 1)), m, restored
+    )
+
+
+def handed_out(flink: Sequence[EnumeratorStep], upto: int) -> dict[TopicPartition, SplitAssignment]:
+    """Every split Flink's enumerator assigned in steps ``0..upto`` and those pending after ``upto``;
+    a partition assigned twice is an assertion error."""
+    out: dict[TopicPartition, SplitAssignment] = {}
+    for step in flink[: upto + 1]:
+        for split in step.assigned:
+            assert split.partition not in out, f"{split.partition} assigned twice: {out[split.partition]}, {split}"
+            out[split.partition] = split
+    for split in flink[upto].pending:
+        assert split.partition not in out, f"{split.partition} assigned and still pending: {split}"
+        out[split.partition] = split
+    return out
+
+
+def reference_offsets(job: SourceJob) -> dict[TopicPartition, tuple[SubtaskIndex, int]]:
+    """Each partition of the reference job with its subtask and next offset (nothing is read here:
+    the offset it started at)."""
+    return {tp: (SubtaskIndex(i), off) for i, offsets in enumerate(job.offsets) for tp, off in offsets.items()}
+
+
+def check_step(flink: Sequence[EnumeratorStep], k: int, job: SourceJob, checkpoint: SourceCheckpoint) -> None:
+    """Flink's step ``k`` against the reference job after the same discoveries."""
+    step = flink[k]
+    ours = reference_offsets(job)
+    theirs = handed_out(flink, k)
+    assert {tp: (s.reader, s.starting_offset) for tp, s in theirs.items()} == ours
+    pending = {s.partition for s in step.pending}
+    assert step.state.assigned == frozenset(theirs) - pending
+    assert step.state.unassigned_initial <= pending
+    assert step.state.assigned | pending == checkpoint.assigned
+
+
+@given(scenarios())
+def test_required_DISC_003_and_004_and_005_flinks_enumerator_hands_out_what_the_reference_does(
+    flink_oracle: FlinkOracle, scenario: Scenario
+) -> None:
+    """Per step: every partition the reference discovers is assigned or pending in Flink, once in
+    the whole sequence, to the reader the formula names, at the first discovery's start or at
+    EARLIEST after it; Flink's checkpointed assigned set plus its pending splits is the reference's."""
+    n = scenario.parallelism
+    flink = flink_oracle.enumerator(n, scenario.steps, scenario.start)
+    job = SourceJob(EVERY_TOPIC, n, RestoreVariant.SPLIT_REDISTRIBUTION, initial_offset=scenario.start)
+    log = KafkaModel()
+    for k, (readers, metadata) in enumerate(scenario.steps):
+        job.discover(metadata, log)
+        check_step(flink, k, job, job.snapshot(k + 1))
+        assert all(split.reader not in readers for split in flink[k].pending)
+        for tp, split in handed_out(flink, k).items():
+            assert split.reader == owner(tp, n)
+        assert flink[k].state.initial_discovery_finished
+
+
+@given(scenarios())
+def test_required_RESTORE_004_and_006_flinks_restored_enumerator_hands_out_what_the_reference_does(
+    flink_oracle: FlinkOracle, scenario: Scenario
+) -> None:
+    """From a checkpoint taken after step ``c``, restored at parallelism ``m``: Flink never hands out
+    a partition of its restored ``assignedPartitions`` again, even one a partial view missed
+    (RESTORE-006); each partition new since the checkpoint goes to the formula's owner at ``m``,
+    at EARLIEST (RESTORE-004); and every partition's start is the reference's, whether it was
+    restored from the checkpoint or (pending at the checkpoint) found again by Flink."""
+    n, m, c = scenario.parallelism, scenario.restored_parallelism, scenario.checkpoint_after
+    before = flink_oracle.enumerator(n, scenario.steps, scenario.start)
+    job = SourceJob(EVERY_TOPIC, n, RestoreVariant.SPLIT_REDISTRIBUTION, initial_offset=scenario.start)
+    log = KafkaModel()
+    for _, metadata in scenario.steps[: c + 1]:
+        job.discover(metadata, log)
+    checkpoint = job.snapshot(1)
+    saved = before[c].state
+    started = {tp: s.starting_offset for tp, s in handed_out(before, c).items() if tp in saved.assigned}
+
+    after = flink_oracle.enumerator(m, scenario.restored_steps, scenario.start, restore=saved)
+    (_, first), *later = scenario.restored_steps
+    restored = SourceJob.restore(
+        checkpoint, m, EVERY_TOPIC, first, RestoreVariant.SPLIT_REDISTRIBUTION, initial_offset=scenario.start
+    )
+    for _, metadata in later:
+        restored.discover(metadata, log)
+
+    found = handed_out(after, len(after) - 1)
+    assert not saved.assigned & set(found)  # RESTORE-006: restored splits are never handed out again
+    final = after[-1].state
+    # initial partitions pending at the checkpoint that no view since has listed: Flink knows them,
+    # from its restored state, and will start them at the configured start when they are listed
+    unlisted = {tp: scenario.start for tp in final.unassigned_initial - set(found)}
+    # later partitions pending at the checkpoint, which Flink does not checkpoint, that no view since
+    # has listed: Flink has forgotten them and will find them, at EARLIEST, when they are listed; the
+    # reference restored them, at EARLIEST, from its checkpoint
+    forgotten = {s.partition: EARLIEST for s in before[c].pending if s.partition not in saved.unassigned_initial}
+    forgotten = {tp: off for tp, off in forgotten.items() if tp not in found}
+    ours = reference_offsets(restored)
+    assert {tp: s.starting_offset for tp, s in found.items()} | started | unlisted | forgotten == {
+        tp: off for tp, (_, off) in ours.items()
+    }
+    for tp, split in found.items():
+        if tp not in checkpoint.assigned:  # new since the checkpoint: the formula's owner at m, from EARLIEST
+            assert (split.reader, split.starting_offset) == (owner(tp, m), EARLIEST) == ours[tp]
+    assert final.assigned | final.unassigned_initial | {s.partition for s in after[-1].pending} | set(forgotten) == (
+        restored.snapshot(2).assigned
+    )
+
+
+def test_flinks_checkpoint_leaves_out_a_split_pending_for_an_unregistered_reader_and_the_references_holds_it(
+    flink_oracle: FlinkOracle,
+) -> None:
+    """Where the two differ by design (DISC-004). Reader 0 of 2 is not registered: Flink keeps its
+    splits pending and checkpoints those of the first discovery as unassigned initial partitions, a
+    later one not at all; the reference, which has no reader registration, counts every discovered
+    partition as assigned and checkpoints it with its start. Restored, Flink finds the pending ones
+    again and starts them where the reference restores them."""
+    topic = "test-topic"
+    tp0, tp1, tp2 = (TopicPartition(topic, p) for p in range(3))
+    assert [owner(tp, 2) for tp in (tp0, tp1, tp2)] == [0, 1, 0]
+    steps: list[Step] = [(frozenset({1}), {topic: frozenset({0, 1})}), (frozenset({1}), {topic: frozenset({0, 1, 2})})]
+    first, second = flink_oracle.enumerator(2, steps, start=42)
+    assert first.assigned == (SplitAssignment(SubtaskIndex(1), tp1, 42),)
+    assert first.pending == (SplitAssignment(SubtaskIndex(0), tp0, 42),)
+    assert first.state == EnumeratorState(frozenset({tp1}), frozenset({tp0}), True)
+    assert second.pending == (
+        SplitAssignment(SubtaskIndex(0), tp0, 42),
+        SplitAssignment(SubtaskIndex(0), tp2, EARLIEST),
+    )
+    assert second.state == EnumeratorState(frozenset({tp1}), frozenset({tp0}), True)  # tp2 is in no checkpoint
+
+    job = SourceJob(EVERY_TOPIC, 2, RestoreVariant.SPLIT_REDISTRIBUTION, initial_offset=42)
+    for _, metadata in steps:
+        job.discover(metadata, KafkaModel())
+    checkpoint = job.snapshot(1)
+    assert checkpoint.assigned == {tp0, tp1, tp2}
+    assert checkpoint.by_subtask == (((tp0, 42), (tp2, EARLIEST)), ((tp1, 42),))
+
+    (again,) = flink_oracle.enumerator(2, [(frozenset({0, 1}), steps[1][1])], start=42, restore=second.state)
+    assert again.assigned == (
+        SplitAssignment(SubtaskIndex(0), tp0, 42),
+        SplitAssignment(SubtaskIndex(0), tp2, EARLIEST),
+    )
+    assert again.state == EnumeratorState(frozenset({tp0, tp1, tp2}), frozenset(), True)
+
+
+def test_flink_gives_a_split_pending_at_the_checkpoint_to_the_formulas_owner_after_a_rescale(
+    flink_oracle: FlinkOracle,
+) -> None:
+    """Where the two differ by design (RESTORE-002): a split pending at the checkpoint is in no
+    reader's state, so after a restore at another parallelism Flink's enumerator gives it to its
+    owner by the formula there; the reference checkpointed it in its subtask's list, which the
+    list-state repartitioning (``redistribute_splits``) cuts into contiguous chunks."""
+    topic = "test-topic"
+    tp0, tp2 = TopicPartition(topic, 0), TopicPartition(topic, 2)
+    metadata = {topic: frozenset({0, 1, 2})}
+    (first,) = flink_oracle.enumerator(2, [(frozenset({1}), metadata)])
+    assert first.pending == (
+        SplitAssignment(SubtaskIndex(0), tp0, EARLIEST),
+        SplitAssignment(SubtaskIndex(0), tp2, EARLIEST),
+    )
+    (again,) = flink_oracle.enumerator(3, [(frozenset(range(3)), metadata)], restore=first.state)
+    assert again.assigned == (
+        SplitAssignment(SubtaskIndex(0), tp0, EARLIEST),
+        SplitAssignment(SubtaskIndex(2), tp2, EARLIEST),
+    )
+
+    job = SourceJob(EVERY_TOPIC, 2, RestoreVariant.SPLIT_REDISTRIBUTION)
+    job.discover(metadata, KafkaModel())
+    restored = SourceJob.restore(job.snapshot(1), 3, EVERY_TOPIC, metadata, RestoreVariant.SPLIT_REDISTRIBUTION)
+    assert reference_offsets(restored)[tp2] == (1, EARLIEST)
+
+
+def test_required_DISC_005_an_empty_first_discovery_ends_the_initial_phase_in_flink_4_as_in_the_reference(
+    flink_oracle: FlinkOracle,
+) -> None:
+    """kconform's choice (spec/discovery.md, DISC-005) is connector 3.1 to 4.x's: the first discovery
+    run ends the initial phase even when it finds nothing, so a partition found later starts at
+    EARLIEST, not at the configured start (connector 5.0 would start it at the configured start)."""
+    steps: list[Step] = [(frozenset({0}), {}), (frozenset({0}), {"orders": frozenset({0})})]
+    empty, found = flink_oracle.enumerator(1, steps, start=42)
+    assert (empty.assigned, empty.state) == ((), EnumeratorState(frozenset(), frozenset(), True))
+    assert found.assigned == (SplitAssignment(SubtaskIndex(0), TopicPartition("orders", 0), EARLIEST),)
+    job = SourceJob(EVERY_TOPIC, 1, RestoreVariant.SPLIT_REDISTRIBUTION, initial_offset=42)
+    for _, metadata in steps:
+        job.discover(metadata, KafkaModel())
+    assert job.offsets == [{TopicPartition("orders", 0): EARLIEST}]
