@@ -31,7 +31,10 @@ ANY_HEADING = re.compile(r"^### [A-Z]+-\d{3}\b.*$", re.MULTILINE)
 """Every requirement-like heading, to find those ``HEADING`` cannot parse (e.g. two classes)."""
 CHECKED_BY = re.compile(r"^\*\*Checked by\.\*\*(?P<text>.*?)(?:\n\s*\n|\Z)", re.MULTILINE | re.DOTALL)
 ID_IN_CODE = re.compile(r"(?<![A-Za-z0-9])(?P<area>ASSIGN|DISC|RESTORE|COMMIT|KAFKA|STRAT)[-_](?P<num>\d{3})(?!\d)")
-TEST_NAME = re.compile(r"^test_(?P<kind>required|should|optional)_(?P<ids>[A-Z]+_\d{3}(?:_and_(?:[A-Z]+_)?\d{3})*)")
+TEST_NAME = re.compile(
+    r"^test_(?P<kind>required|should|optional)_(?P<ids>[A-Z]+_\d{3}(?:_(?:and_|to_)?(?:[A-Z]+_)?\d{3})*)"
+)
+ID_PART = re.compile(r"(?:(?P<joint>and|to)_)?(?:(?P<area>[A-Z]+)_)?(?P<num>\d{3})")
 TEST_DEF = re.compile(r"\bdef (test_\w+)")
 REQUIREMENT_MARK = re.compile(r"\brequirement\((?P<args>[^)]*)\)")
 QUOTED_ID = re.compile(r"[\"'](?P<id>[A-Z]+-\d{3})[\"']")
@@ -134,16 +137,18 @@ def ids_in_text(text: str) -> set[str]:
 
 
 def ids_in_test_name(name: str) -> list[str]:
-    """``test_required_RESTORE_002_and_003_x`` -> ``['RESTORE-002', 'RESTORE-003']``."""
+    """``test_required_RESTORE_002_and_003_x`` -> ``['RESTORE-002', 'RESTORE-003']``; a list
+    (``DISC_001_003``) names each id, a range (``RESTORE_001_to_004``) every id in it."""
     match = TEST_NAME.match(name)
     if not match:
         return []
     ids: list[str] = []
     area = ""
-    for part in match.group("ids").split("_and_"):
-        *prefix, num = part.split("_")
-        area = prefix[0] if prefix else area
-        ids.append(f"{area}-{num}")
+    for part in ID_PART.finditer(match.group("ids")):
+        area = part.group("area") or area
+        num = int(part.group("num"))
+        first = int(ids[-1].rsplit("-", 1)[1]) + 1 if part.group("joint") == "to" and ids else num
+        ids += [f"{area}-{n:03d}" for n in range(first, num + 1)]
     return ids
 
 
