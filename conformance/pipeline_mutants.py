@@ -160,6 +160,17 @@ class _FreshIdsWriter(KafkaStreamWriter):
         super().__init__(replace(options, connection=fresh), schema)
 
 
+class _DroppedTimeoutWriter(KafkaStreamWriter):
+    """Passes every ``kafka.*`` setting to its producers but ``transaction.timeout.ms``, so they run with
+    librdkafka's default (60 s): the broker never refuses a timeout the user asked for and the sink runs
+    on, its transactions aborted by the broker at a minute where the user planned for longer."""
+
+    def __init__(self, options: SinkOptions, schema: StructType) -> None:
+        connection = options.connection
+        kept = tuple((k, v) for k, v in connection.settings if k != "transaction.timeout.ms")
+        super().__init__(replace(options, connection=replace(connection, settings=kept)), schema)
+
+
 UNASSIGNED: Final = -1
 """librdkafka's ``RD_KAFKA_PARTITION_UA``: a record produced without a partition, for the partitioner to place."""
 
@@ -277,6 +288,13 @@ PIPELINE_MUTANTS: tuple[PipelineMutant, ...] = (
         "every producer gets a fresh transactional id: a restart never aborts what a killed driver left open",
         KconformKafkaAdapter(data_source=_sink("kc-mutant-unfenced-ids", _FreshIdsWriter)),
         needs=("zombie_fencing", "last_stable_offset"),
+    ),
+    PipelineMutant(
+        "spark_sink_drops_transaction_timeout",
+        frozenset({"COMMIT-015"}),
+        "refused_transaction_timeout",
+        "the sink drops the transaction.timeout.ms it was given and runs on with librdkafka's 60 s",
+        KconformKafkaAdapter(data_source=_sink("kc-mutant-drops-txn-timeout", _DroppedTimeoutWriter)),
     ),
     PipelineMutant(
         "spark_sink_librdkafka_partitioner",

@@ -343,6 +343,39 @@ def test_required_COMMIT_011_batch_replayed_after_its_tasks_committed_writes_not
     fail_on(judge_sink(kafka, source, sink, exactly_once=True))
 
 
+REFUSED_TXN_TIMEOUT_MS: Final = 2_147_483_647
+"""librdkafka's largest ``transaction.timeout.ms`` (24.8 days): above any broker's ``transaction.max.timeout.ms``."""
+
+
+@requirement("COMMIT-015", capability="pipeline-exactly-once-sink")
+def test_required_COMMIT_015_a_refused_transaction_timeout_fails_the_query_naming_both_settings(
+    adapter: Any, make_pipeline: Callable[..., Pipeline], kafka: KafkaClient
+) -> None:
+    """The sink asks for a transaction timeout the broker refuses: the query must fail, within its bound,
+    with an error naming ``transaction.timeout.ms`` and ``transaction.max.timeout.ms``, having committed
+    nothing; never run on with another timeout than the one asked for."""
+    source, sink = new_topic(kafka, 2), new_topic(kafka, 1)
+    fill(kafka, source, 2, 5, "t")
+    refused = {"transaction.timeout.ms": str(REFUSED_TXN_TIMEOUT_MS)}
+    try:
+        make_pipeline(1, subscribe=source, sink_topic=sink, sink_settings=refused).run_available_now()
+    except Exception as exc:  # the query's failure, as Spark reports it
+        text = str(exc)
+        unnamed = [name for name in ("transaction.timeout.ms", "transaction.max.timeout.ms") if name not in text]
+        why = f"the error does not name {', '.join(unnamed)}: {last_line_of(text)}"
+        fail_on([Violation("COMMIT-015", "unclear-error", why)] if unnamed else [])
+    else:
+        fail_on([Violation("COMMIT-015", "refused-timeout-ignored", "the query ran to its end without the timeout")])
+    written = sum(topic_values(kafka, sink, Isolation.READ_COMMITTED).values())
+    fail_on([Violation("COMMIT-015", "written-anyway", f"{written} records committed")] if written else [])
+
+
+def last_line_of(text: str) -> str:
+    """The last non-empty line of an error (Spark wraps the task's in pages of stack trace)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:300] if lines else ""
+
+
 @requirement("COMMIT-011", "COMMIT-013", capability="pipeline-sink")
 def test_required_COMMIT_011_sink_task_failures_are_retried_without_loss_or_duplicate(
     adapter: Any,

@@ -10,7 +10,7 @@ import confluent_kafka as ck
 import pytest
 
 from conformance.brokers import Broker, ExternalBroker
-from reference_impl.kafka_client import KafkaClient
+from reference_impl.kafka_client import KafkaClient, TransactionTimeoutRefusedError
 from reference_impl.ports import Isolation, KafkaError
 from reference_impl.types import TopicPartition
 
@@ -64,3 +64,11 @@ def test_offset_fetch_is_asked_again_while_the_coordinator_loads(broker: Broker)
         kafka._admin.list_consumer_group_offsets = answer_loading_first  # type: ignore[method-assign]
         assert kafka.committed(f"{topic}-group", [tp]) == {tp: 7}
         assert not loading
+
+
+def test_a_transaction_timeout_the_broker_refuses_names_both_settings(broker: Broker) -> None:
+    """The broker's own message names ``max.transaction.timeout.ms``, a setting that does not exist (COMMIT-015)."""
+    with KafkaClient(broker) as kafka, pytest.raises(TransactionTimeoutRefusedError) as refused:
+        kafka.init_producer(f"kc-refused-{uuid4().hex[:8]}", 2_147_483_647)
+    assert "transaction.timeout.ms=2147483647" in str(refused.value)
+    assert "raise the broker's transaction.max.timeout.ms" in str(refused.value)
