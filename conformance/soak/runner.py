@@ -145,9 +145,13 @@ class Timeline:
     events: list[str] = field(default_factory=list)
     injected: Counter[str] = field(default_factory=Counter)
     """Fault kind -> how many were injected (a kill whose driver ended first is not)."""
+    echo: Callable[[str], None] = field(default=lambda _: None, repr=False)
+    """Called with every event as it happens (``kconform soak``'s progress lines)."""
 
     def add(self, text: str) -> None:
-        self.events.append(f"{time.monotonic() - self.began:7.1f}s {text}")
+        event = f"{time.monotonic() - self.began:7.1f}s {text}"
+        self.events.append(event)
+        self.echo(event)
 
     def injected_fault(self, fault: Fault, outcome: str) -> None:
         self.injected[str(fault.kind)] += 1
@@ -189,7 +193,7 @@ class SoakContext:
 
 def run_schedule(context: SoakContext, schedule: Schedule, progress: Callable[[str], None] = lambda _: None) -> Outcome:
     """Run ``schedule`` against a fresh topic set and judge it; never leaves a driver process behind."""
-    timeline = Timeline()
+    timeline = Timeline(echo=progress)
     folder = context.workdir / f"schedule-{schedule.index}"
     folder.mkdir(parents=True, exist_ok=True)
     log = folder / "drivers.log"
@@ -223,13 +227,11 @@ def run_schedule(context: SoakContext, schedule: Schedule, progress: Callable[[s
         producer.start()
         try:
             *runs, final = schedule.segments
-            for number, segment in enumerate(runs, 1):
-                progress(f"run {number}/{len(schedule.segments)} at n={segment.parallelism}")
+            for segment in runs:
                 run = replace(base, parallelism=segment.parallelism)
                 _run_segment(context, run, segment, log, kafka, topics, timeline)
             undelivered = producer.stop()
             timeline.add(f"producer stopped: {producer.acknowledged} acknowledged, {undelivered} undelivered")
-            progress(f"final run at n={final.parallelism}")
             final_run = replace(base, parallelism=final.parallelism)
             error = _run_final(context, final_run, final, log, kafka, topics, timeline)
         except Exception as failure:  # any failure of the run is the schedule's error, with its cause
