@@ -56,6 +56,7 @@ def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     )
     verb("spec", "TLA+ model checking ('kconform spec check')", _spec)
     verb("verdicts", "write an adapter's verdict per requirement id (fixed seed) as Markdown", _delegate("verdicts"))
+    verb("soak", "seeded fault schedules on real Kafka: nothing lost, nothing duplicated", _delegate("soak"))
     verb("bench", "run the benchmarks and print ratios against their goals", _delegate("bench"))
     verb("site", "build the spec and docs as a static site with MkDocs (build/site)", _delegate("site"))
     return parser, handlers

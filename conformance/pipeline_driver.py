@@ -35,6 +35,8 @@ class DriverRun:
     client_settings: dict[str, str]
     sink_settings: dict[str, str] = field(default_factory=dict)
     """librdkafka settings for the sink only (``Pipeline.sink_settings``)."""
+    subscribe_pattern: str | None = None
+    """Subscribe by pattern instead of to ``source`` (``kconform soak`` adds topics while it runs)."""
 
     def start(self, log: Path) -> subprocess.Popen[bytes]:
         """Start the driver; its output is appended to ``log``. It sees this process's ``sys.path``."""
@@ -60,7 +62,8 @@ def main(argv: list[str]) -> int:
             run.bootstrap_servers,
             Path(run.checkpoint),
             run.parallelism,
-            subscribe=run.source,
+            subscribe=None if run.subscribe_pattern else run.source,
+            subscribe_pattern=run.subscribe_pattern,
             sink_topic=run.sink,
             exactly_once=run.exactly_once,
             max_records_per_trigger=run.max_records_per_trigger,

@@ -1,0 +1,230 @@
+"""``kconform soak --adapter A --schedules N --seed S``: seeded fault schedules, a progress line each, a summary.
+
+Exit codes as ``kconform run``: 0 every schedule passed and at least one fault was injected; 1 a
+schedule lost, duplicated or reordered records; 2 a usage error; 3 nothing could be checked (no
+Kafka jars, a schedule that could not finish, or a run that injected no fault at all: that run
+shows nothing, so it is not a pass). A failing schedule is saved under ``--out`` with its history,
+fault timeline, driver and broker log tails and the one-line command that replays it alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final
+
+from conformance import jvm
+from conformance.adapter import DEFAULT_MASTER, load_adapter
+from conformance.brokers import CLUSTER_SIZE, BrokerStartError, KafkaBroker
+from conformance.checkers import explain
+from conformance.soak.runner import Outcome, SoakContext, Timeline, run_schedule
+from conformance.soak.schedule import (
+    SOAK_BROKERS,
+    UNSUPPORTED,
+    FaultKind,
+    Schedule,
+    draw_schedule,
+    parse_kinds,
+)
+
+DEFAULT_ADAPTER: Final = "conformance.pipeline:REFERENCE"
+DEFAULT_OUT: Final = Path("build/soak")
+USAGE_EXIT: Final = 2
+ERROR_EXIT: Final = 3
+NEEDED_CAPABILITY: Final = "pipeline-exactly-once-sink"
+LOG_TAIL_LINES: Final = 60
+
+
+def build_parser() -> argparse.ArgumentParser:
+    unsupported = "; ".join(f"{kind}: {why}" for kind, why in UNSUPPORTED.items())
+    parser = argparse.ArgumentParser(
+        prog="kconform soak",
+        description="Seeded fault schedules over a multi-batch exactly-once query on a real Kafka broker: "
+        "nothing lost, nothing duplicated, order and offsets kept.",
+        epilog=f"Fault kinds: {', '.join(FaultKind)}. Not supported here: {unsupported}.",
+    )
+    parser.add_argument("--adapter", default=DEFAULT_ADAPTER, help="module:attr of a pipeline adapter")
+    parser.add_argument("--schedules", type=int, default=10, help="how many schedules to draw (default 10)")
+    parser.add_argument("--seed", type=int, default=None, help="the schedules' seed (default: drawn and printed)")
+    parser.add_argument("--broker", choices=SOAK_BROKERS, default="kafka")
+    parser.add_argument("--only-schedule", type=int, action="append", default=None, metavar="I",
+                        help="run only schedule I of the seed (repeatable): the replay of a failure")  # fmt: skip
+    parser.add_argument("--faults", default=None, help="comma-separated fault kinds to draw (default: all available)")
+    parser.add_argument("--max-runs", type=int, default=3, help="killable driver runs per schedule, at most")
+    parser.add_argument("--rate", type=int, default=20, help="records produced per second during a schedule")
+    parser.add_argument("--spark-master", default=DEFAULT_MASTER)
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where failing schedules are saved")
+    return parser
+
+
+def replay_command(args: argparse.Namespace, index: int) -> str:
+    """The one line that runs schedule ``index`` of this soak again, alone."""
+    words = ["kconform", "soak", "--adapter", args.adapter, "--seed", str(args.seed), "--broker", args.broker]
+    words += ["--only-schedule", str(index), "--max-runs", str(args.max_runs), "--rate", str(args.rate)]
+    words += ["--faults", args.faults] if args.faults else []
+    words += ["--spark-master", args.spark_master] if args.spark_master != DEFAULT_MASTER else []
+    return shlex.join(words)
+
+
+def status(outcome: Outcome) -> str:
+    return "PASS" if outcome.passed else "ERROR" if outcome.error and not outcome.violations else "FAIL"
+
+
+def render_kinds(counts: Counter[str]) -> str:
+    return ", ".join(f"{kind} {n}" for kind, n in sorted(counts.items())) or "none"
+
+
+def render_summary(outcomes: Sequence[Outcome]) -> str:
+    """The table of a soak: one row per schedule, then totals and the faults injected per kind."""
+    header = ("schedule", "result", "time", "produced", "lost", "duplicated", "faults injected")
+    rows = [
+        (str(o.schedule.index), status(o), f"{o.seconds:.0f}s", str(o.produced), str(o.lost), str(o.duplicated),
+         render_kinds(o.timeline.injected))
+        for o in outcomes
+    ]  # fmt: skip
+    injected: Counter[str] = sum((o.timeline.injected for o in outcomes), Counter())
+    drawn: Counter[str] = sum((Counter(str(k) for k in o.schedule.kinds().elements()) for o in outcomes), Counter())
+    totals = (
+        "total", f"{sum(o.passed for o in outcomes)}/{len(outcomes)} pass", f"{sum(o.seconds for o in outcomes):.0f}s",
+        str(sum(o.produced for o in outcomes)), str(sum(o.lost for o in outcomes)),
+        str(sum(o.duplicated for o in outcomes)), str(sum(injected.values())),
+    )  # fmt: skip
+    widths = [max(len(r[i]) for r in (header, *rows, totals)) for i in range(len(header))]
+
+    def line(row: Sequence[str]) -> str:
+        return "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+
+    table = [line(header), line(["-" * w for w in widths]), *map(line, rows), line(totals)]
+    kinds = sorted(set(drawn) | set(injected))
+    width = max((len(k) for k in kinds), default=4)
+    table += ["", f"{'fault kind'.ljust(width)}  drawn  injected"]
+    table += [f"{kind.ljust(width)}  {drawn[kind]:5d}  {injected[kind]:8d}" for kind in kinds]
+    return "\n".join(table)
+
+
+def save_failure(out: Path, outcome: Outcome, replay: str, broker: KafkaBroker) -> Path:
+    """Write a failing schedule's evidence under ``out/schedule-<i>/``; the folder."""
+    folder = out / f"schedule-{outcome.schedule.index}"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "schedule.json").write_text(json.dumps(outcome.schedule.to_json(), indent=2) + "\n")
+    (folder / "timeline.txt").write_text(
+        outcome.schedule.describe() + "\n\n" + "\n".join(outcome.timeline.events) + "\n"
+    )
+    (folder / "history.jsonl").write_text("".join(json.dumps(op) + "\n" for op in outcome.history))
+    verdict = explain(outcome.violations, limit=50) if outcome.violations else "no violation"
+    (folder / "verdict.txt").write_text(f"{verdict}\n{('error: ' + outcome.error) if outcome.error else ''}\n")
+    if outcome.driver_log is not None and outcome.driver_log.exists():
+        lines = outcome.driver_log.read_text(errors="replace").splitlines()[-LOG_TAIL_LINES * 4 :]
+        (folder / "spark-driver-log-tail.txt").write_text("\n".join(lines) + "\n")
+    tails = "\n".join(f"--- node {n.node_id} ---\n{n.log_tail(LOG_TAIL_LINES)}" for n in broker.nodes)
+    (folder / "broker-log-tail.txt").write_text(tails + "\n")
+    (folder / "replay.txt").write_text(replay + "\n")
+    return folder
+
+
+def _clock(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    return f"{minutes}m{secs:02d}s"
+
+
+def main(argv: Sequence[str]) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if os.getcwd() not in sys.path:  # as kconform run: the adapter module may live in the working directory
+        sys.path.insert(0, os.getcwd())
+    if args.seed is None:
+        args.seed = int.from_bytes(os.urandom(4), "big")
+    try:
+        kinds = None if args.faults is None else parse_kinds(args.faults, args.broker)
+        if args.schedules < 1 or args.max_runs < 1 or args.rate < 1:
+            raise ValueError("--schedules, --max-runs and --rate must be at least 1")
+        indices = args.only_schedule or list(range(args.schedules))
+        schedules: list[Schedule] = [draw_schedule(args.seed, i, args.broker, kinds, args.max_runs) for i in indices]
+        adapter = load_adapter(args.adapter)
+    except ValueError as error:
+        print(f"kconform soak: error: {error}", file=sys.stderr)
+        return USAGE_EXIT
+    if NEEDED_CAPABILITY not in adapter.capabilities:
+        print(f"kconform soak: error: adapter {adapter.name!r} does not declare {NEEDED_CAPABILITY!r}: the soak "
+              "judges an exactly-once sink (nothing lost, nothing duplicated)", file=sys.stderr)  # fmt: skip
+        return USAGE_EXIT
+    try:
+        jvm.classpath(jvm.KAFKA_BROKER)
+    except jvm.JvmArtifactsMissing as missing:
+        print(f"kconform soak: could not check (ERROR): {missing}; the soak restarts and kills Apache Kafka "
+              "nodes, which the embedded Tansu broker cannot stand in for", file=sys.stderr)  # fmt: skip
+        return ERROR_EXIT
+    print(f"kconform soak: {len(schedules)} schedule(s) of seed {args.seed} on {args.broker}, adapter {args.adapter}, "
+          f"master {args.spark_master}", flush=True)  # fmt: skip
+    outcomes: list[Outcome] = []
+    began = time.monotonic()
+    workdir = Path(tempfile.mkdtemp(prefix="kconform-soak-"))
+    broker = KafkaBroker(nodes=CLUSTER_SIZE if args.broker == "kafka-cluster" else 1)
+    try:
+        broker.start()
+    except BrokerStartError as error:
+        print(f"kconform soak: could not check (ERROR): {args.broker} broker did not start: {error}", file=sys.stderr)
+        shutil.rmtree(workdir, ignore_errors=True)
+        return ERROR_EXIT
+    context = SoakContext(broker, args.adapter, args.spark_master, workdir, uuid.uuid4().hex[:6])
+    try:
+        for number, schedule in enumerate(schedules, 1):
+            where = f"schedule {schedule.index} ({number}/{len(schedules)})"
+            print(f"{where}: " + schedule.describe().replace("\n", " | "), flush=True)
+
+            def progress(text: str, where: str = where) -> None:
+                print(f"  {where}: {text}", flush=True)
+
+            try:
+                outcome = run_schedule(context, schedule, progress)
+            except Exception as failure:  # a schedule that cannot even be judged is an ERROR row, with its cause
+                outcome = Outcome(schedule, [], Timeline(), error=f"{type(failure).__name__}: {failure}")
+            outcomes.append(outcome)
+            elapsed = time.monotonic() - began
+            eta = elapsed / number * (len(schedules) - number)
+            faults = render_kinds(outcome.timeline.injected)
+            print(f"{where}: {status(outcome)} in {outcome.seconds:.0f}s; faults {faults}; "
+                  f"produced {outcome.produced}, lost {outcome.lost}, duplicated {outcome.duplicated}; "
+                  f"elapsed {_clock(elapsed)}, ETA {_clock(eta)}", flush=True)  # fmt: skip
+            if not outcome.passed:
+                for violation in outcome.violations[:5]:
+                    print(f"    {violation}", flush=True)
+                if outcome.error:
+                    print(f"    error: {outcome.error}", flush=True)
+                saved = save_failure(args.out, outcome, replay_command(args, schedule.index), broker)
+                print(f"    saved {saved}; replay: {replay_command(args, schedule.index)}", flush=True)
+    except KeyboardInterrupt:
+        context.stop.set()
+        print("kconform soak: interrupted", file=sys.stderr)
+        return ERROR_EXIT if not outcomes else _finish(outcomes, interrupted=True)
+    finally:
+        broker.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+    return _finish(outcomes)
+
+
+def _finish(outcomes: Sequence[Outcome], interrupted: bool = False) -> int:
+    print()
+    print(render_summary(outcomes))
+    injected = sum(sum(o.timeline.injected.values()) for o in outcomes)
+    if any(o.violations for o in outcomes):
+        print("kconform soak: FAIL: records lost, duplicated or out of order (see the saved schedules)")
+        return 1
+    if any(o.error for o in outcomes) or interrupted:
+        print("kconform soak: could not check (ERROR): a schedule did not finish")
+        return ERROR_EXIT
+    if injected == 0:
+        print("kconform soak: could not check (ERROR): no fault was injected, so this run shows nothing (not a pass)")
+        return ERROR_EXIT
+    print(f"kconform soak: PASS: {len(outcomes)} schedule(s), {injected} fault(s) injected")
+    return 0

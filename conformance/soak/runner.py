@@ -1,0 +1,358 @@
+"""One soak schedule end to end: fresh topics, records produced throughout, driver runs with faults, a verdict.
+
+The query is the adapter's exactly-once source-to-sink query (``conformance.pipeline_driver``),
+subscribed by pattern to the schedule's source topics, each segment in its own killable driver
+process on one checkpoint. A producer thread writes numbered records (idempotent, ``acks=all``) to
+every source partition in turn while the killable segments run and records what the broker
+acknowledged. Before the final segment it stops; the final driver must then read everything and
+exit 0 (it is started again, up to ``FINAL_ATTEMPTS`` times, if it fails, e.g. on a broker still
+recovering: each failure is in the timeline).
+
+The verdict is a Jepsen-style history: what was produced (acknowledged or not), what the source
+topics hold, what the sink shows ``read_committed``. It is judged with the suite's checkers:
+``check_output`` (COMMIT-011: nothing lost, nothing duplicated), ``check_order`` (COMMIT-013) and
+``check_read_once`` over the source offsets the output covers (RESTORE-003: every source offset
+once, no gap). An acknowledged record missing from its source topic is the broker's loss, reported
+as ``BROKER acknowledged-record-missing``, not blamed on the connector.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Final
+
+import confluent_kafka as ck
+
+from conformance.brokers import KafkaBroker
+from conformance.checkers import Violation, check_order
+from conformance.pipeline import ReadRecord, check_output, check_read_once, topic_records
+from conformance.pipeline_driver import DriverRun
+from conformance.soak.faults import (
+    Topology,
+    apply,
+    checkpoint_entries,
+    kill_group,
+    torn_or_plain,
+)
+from conformance.soak.schedule import Fault, FaultKind, Schedule, Segment
+from reference_impl.kafka_client import KafkaClient, wait_until
+from reference_impl.ports import Isolation
+from reference_impl.types import TopicPartition
+
+DRIVER_TIMEOUT_S: Final = 300.0
+"""A driver that neither reaches its next anchor nor ends within this is a failure of the schedule."""
+FINAL_ATTEMPTS: Final = 3
+FLUSH_TIMEOUT_S: Final = 150.0
+PRODUCER_SETTINGS: Final = {
+    "enable.idempotence": True,
+    "acks": "all",
+    "linger.ms": 5,
+    # Longer than a paused node (15 s) or a restart: a record is retried, not given up, meanwhile.
+    "message.timeout.ms": 120_000,
+}
+
+
+@dataclass
+class Produced:
+    """One produce operation of the history: invoked, then ``ok`` at (tp, offset), ``fail``, or still pending."""
+
+    value: bytes
+    tp: TopicPartition
+    offset: int | None = None
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        status = "ok" if self.offset is not None else "fail" if self.error else "info"
+        return {
+            "op": "produce",
+            "value": self.value.decode(),
+            "topic": self.tp.topic,
+            "partition": self.tp.partition,
+            "offset": self.offset,
+            "status": status,
+            "error": self.error,
+        }
+
+
+class RecordProducer:
+    """A thread producing ``tag-<n>`` records round-robin over the source partitions at ``rate`` per second."""
+
+    def __init__(self, broker: KafkaBroker, tag: str, partitions: list[TopicPartition], rate: int) -> None:
+        self._producer = ck.Producer(broker.client_config("producer", **PRODUCER_SETTINGS))
+        self._tag = tag
+        self._targets = list(partitions)
+        self._interval_s = 1 / max(1, rate)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self.history: list[Produced] = []
+        self._thread = threading.Thread(target=self._run, name=f"kconform-soak-producer-{tag}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def add(self, partitions: list[TopicPartition]) -> None:
+        with self._lock:
+            self._targets += partitions
+
+    def _run(self) -> None:
+        sequence = 0
+        while not self._stop.wait(self._interval_s):  # pacing, and the stop signal
+            with self._lock:
+                tp = self._targets[sequence % len(self._targets)]
+                op = Produced(f"{self._tag}-{sequence}".encode(), tp)
+                self.history.append(op)
+            self._send(op)
+            sequence += 1
+            self._producer.poll(0)
+
+    def _send(self, op: Produced) -> None:
+        def delivered(error: ck.KafkaError | None, message: ck.Message) -> None:
+            if error is None:
+                op.offset = message.offset()
+            else:
+                op.error = str(error)
+
+        try:
+            self._producer.produce(op.tp.topic, op.value, partition=op.tp.partition, on_delivery=delivered)
+        except (BufferError, ck.KafkaException) as error:
+            op.error = f"not sent: {error}"
+
+    def stop(self) -> int:
+        """Stop producing and flush (bounded); how many records are still undelivered (indeterminate)."""
+        self._stop.set()
+        self._thread.join(timeout=10)
+        left: int = self._producer.flush(FLUSH_TIMEOUT_S)
+        return left
+
+    @property
+    def acknowledged(self) -> int:
+        with self._lock:
+            return sum(op.offset is not None for op in self.history)
+
+
+@dataclass
+class Timeline:
+    """What happened, with seconds since the schedule started."""
+
+    began: float = field(default_factory=time.monotonic)
+    events: list[str] = field(default_factory=list)
+    injected: Counter[str] = field(default_factory=Counter)
+    """Fault kind -> how many were injected (a kill whose driver ended first is not)."""
+    echo: Callable[[str], None] = field(default=lambda _: None, repr=False)
+    """Called with every event as it happens (``kconform soak``'s progress lines)."""
+
+    def add(self, text: str) -> None:
+        event = f"{time.monotonic() - self.began:7.1f}s {text}"
+        self.events.append(event)
+        self.echo(event)
+
+    def injected_fault(self, fault: Fault, outcome: str) -> None:
+        self.injected[str(fault.kind)] += 1
+        self.add(f"{fault.describe()}: {outcome}")
+
+
+@dataclass
+class Outcome:
+    """A schedule's verdict and its evidence."""
+
+    schedule: Schedule
+    violations: list[Violation]
+    timeline: Timeline
+    produced: int = 0
+    lost: int = 0
+    duplicated: int = 0
+    error: str | None = None
+    """Set when the schedule could not be judged (the final driver never finished, a broker did not come back)."""
+    history: list[dict[str, Any]] = field(default_factory=list)
+    driver_log: Path | None = None
+    seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return self.error is None and not self.violations
+
+
+@dataclass
+class SoakContext:
+    """What every schedule of a soak shares: the broker, the adapter, where to put files."""
+
+    broker: KafkaBroker
+    adapter: str
+    master: str
+    workdir: Path
+    run_id: str
+    stop: threading.Event = field(default_factory=threading.Event)
+
+
+def run_schedule(context: SoakContext, schedule: Schedule, progress: Callable[[str], None] = lambda _: None) -> Outcome:
+    """Run ``schedule`` against a fresh topic set and judge it; never leaves a driver process behind."""
+    timeline = Timeline(echo=progress)
+    folder = context.workdir / f"schedule-{schedule.index}"
+    folder.mkdir(parents=True, exist_ok=True)
+    log = folder / "drivers.log"
+    prefix = f"kc-soak-{context.run_id}-{schedule.index}"
+    with KafkaClient(context.broker, timeout_s=30) as kafka:
+        first = f"{prefix}-src-0"
+        kafka.create_topic(first, schedule.source_partitions)
+        sink = f"{prefix}-out"
+        kafka.create_topic(sink, schedule.sink_partitions)
+        producer = RecordProducer(
+            context.broker,
+            f"s{schedule.seed}.{schedule.index}",
+            [TopicPartition(first, p) for p in range(schedule.source_partitions)],
+            schedule.records_per_s,
+        )
+        topics = Topology(prefix, sink, {first: schedule.source_partitions}, producer.add)
+        base = DriverRun(
+            adapter=context.adapter,
+            master=context.master,
+            bootstrap_servers=context.broker.bootstrap_servers,
+            source=first,
+            sink=sink,
+            checkpoint=str(folder / "checkpoint"),
+            parallelism=schedule.segments[0].parallelism,
+            exactly_once=True,
+            max_records_per_trigger=schedule.max_records_per_trigger,
+            client_settings=context.broker.security,
+            subscribe_pattern=topics.pattern,
+        )
+        error: str | None = None
+        producer.start()
+        try:
+            *runs, final = schedule.segments
+            for segment in runs:
+                run = replace(base, parallelism=segment.parallelism)
+                _run_segment(context, run, segment, log, kafka, topics, timeline)
+            undelivered = producer.stop()
+            timeline.add(f"producer stopped: {producer.acknowledged} acknowledged, {undelivered} undelivered")
+            final_run = replace(base, parallelism=final.parallelism)
+            error = _run_final(context, final_run, final, log, kafka, topics, timeline)
+        except Exception as failure:  # any failure of the run is the schedule's error, with its cause
+            error = f"{type(failure).__name__}: {failure}"
+            timeline.add(f"error: {error}")
+        finally:
+            producer.stop()
+        outcome = judge(kafka, topics, producer.history, schedule, timeline, error)
+    outcome.driver_log = log
+    outcome.seconds = time.monotonic() - timeline.began
+    return outcome
+
+
+def _run_segment(
+    context: SoakContext, run: DriverRun, segment: Segment, log: Path, kafka: KafkaClient, topics: Topology,
+    timeline: Timeline,
+) -> None:  # fmt: skip
+    """One killable driver: its start faults, then its anchored faults in order, then its kill or its end."""
+    checkpoint = Path(run.checkpoint)
+    for fault in segment.faults:
+        if fault.anchor is None:
+            timeline.injected_fault(fault, apply(fault, context.broker, kafka, topics, context.stop))
+    seen = {log_name: len(checkpoint_entries(checkpoint, log_name)) for log_name in ("offsets", "commits")}
+    timeline.add(f"driver started at n={run.parallelism}")
+    driver = run.start(log)
+    try:
+        for fault in (f for f in segment.faults if f.anchor is not None):
+            anchor = fault.anchor
+            assert anchor is not None
+
+            def reached(name: str = anchor.log, entry: int = anchor.entry) -> bool | None:
+                ended = driver.poll() is not None
+                return True if ended or len(checkpoint_entries(checkpoint, name)) > seen[name] + entry else None
+
+            wait_until(reached, DRIVER_TIMEOUT_S, f"{anchor} or the driver's exit (log: {log})", step_s=0.01)
+            if driver.poll() is not None:
+                if fault.kind is FaultKind.DRIVER_KILL:
+                    timeline.add(f"{fault.describe()}: not injected, the driver ended first (exit {driver.returncode})")
+                else:
+                    timeline.injected_fault(fault, "after the driver ended: " + _apply(context, fault, kafka, topics))
+                continue
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                driver.wait(timeout=anchor.delay_ms / 1000)  # the drawn point inside the batch, not synchronisation
+            if fault.kind is FaultKind.DRIVER_KILL:
+                if kill_group(driver):
+                    timeline.injected_fault(fault, "SIGKILL; " + torn_or_plain(fault.phase, checkpoint))
+                else:
+                    timeline.add(f"{fault.describe()}: not injected, the driver ended first (exit {driver.returncode})")
+            else:
+                timeline.injected_fault(fault, _apply(context, fault, kafka, topics))
+        if segment.kill is None:
+            code = driver.wait(timeout=DRIVER_TIMEOUT_S)
+            timeline.add(f"driver ended (exit {code})")
+    finally:
+        kill_group(driver)
+
+
+def _apply(context: SoakContext, fault: Fault, kafka: KafkaClient, topics: Topology) -> str:
+    return apply(fault, context.broker, kafka, topics, context.stop)
+
+
+def _run_final(
+    context: SoakContext, run: DriverRun, segment: Segment, log: Path, kafka: KafkaClient, topics: Topology,
+    timeline: Timeline,
+) -> str | None:  # fmt: skip
+    """The last driver, with nothing produced any more: it must read everything and exit 0."""
+    for fault in segment.faults:
+        timeline.injected_fault(fault, apply(fault, context.broker, kafka, topics, context.stop))
+    for attempt in range(1, FINAL_ATTEMPTS + 1):
+        timeline.add(f"final driver started at n={run.parallelism} (attempt {attempt})")
+        driver = run.start(log)
+        try:
+            code = driver.wait(timeout=DRIVER_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            code = None
+        finally:
+            kill_group(driver)
+        timeline.add(f"final driver ended ({'timed out' if code is None else f'exit {code}'})")
+        if code == 0:
+            return None
+    return f"the final driver did not finish cleanly in {FINAL_ATTEMPTS} attempts (log: {log})"
+
+
+def judge(
+    kafka: KafkaClient, topics: Topology, produced: list[Produced], schedule: Schedule, timeline: Timeline,
+    error: str | None,
+) -> Outcome:  # fmt: skip
+    """The history's verdict: COMMIT-011 (lost, duplicated), COMMIT-013 (order), RESTORE-003 (continuity)."""
+    source = {
+        TopicPartition(topic, p): records
+        for topic in sorted(topics.sources)
+        for p, records in topic_records(kafka, topic, Isolation.READ_UNCOMMITTED).items()
+    }
+    written = topic_records(kafka, topics.sink, Isolation.READ_COMMITTED)
+    origin = {r.value: (tp, r.offset) for tp, records in source.items() for r in records}
+    expected = Counter(r.value for records in source.values() for r in records)
+    seen = Counter(r.value for records in written.values() for r in records)
+    acknowledged = [op for op in produced if op.offset is not None]
+    violations = [
+        Violation("BROKER", "acknowledged-record-missing", f"{op.value!r} acknowledged at {op.tp}@{op.offset}")
+        for op in acknowledged
+        if op.value not in expected
+    ]
+    violations += check_output(expected, seen, exactly_once=True)
+    violations += check_order(origin, {p: [r.value for r in records] for p, records in written.items()})
+    covered = [ReadRecord(*origin[v], value=v, task=0) for v, n in seen.items() if v in origin for _ in range(n)]
+    ends = {tp: max((r.offset for r in records), default=-1) + 1 for tp, records in source.items()}
+    violations += check_read_once(covered, ends)
+    history = [op.to_json() for op in produced]
+    history += [
+        {"op": "read", "isolation": "read_committed", "topic": topics.sink, "partition": p,
+         "values": [None if r.value is None else r.value.decode(errors="replace") for r in records]}
+        for p, records in written.items()
+    ]  # fmt: skip
+    return Outcome(
+        schedule,
+        violations,
+        timeline,
+        produced=len(acknowledged),
+        lost=sum((expected - seen).values()),
+        duplicated=sum((seen - expected).values()),
+        error=error,
+        history=history,
+    )

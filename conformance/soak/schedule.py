@@ -1,0 +1,293 @@
+"""Seeded fault schedules for ``kconform soak``: pure data, drawn without I/O.
+
+A ``Schedule`` is a list of ``Segment``s, each one driver process of the exactly-once query on one
+checkpoint. A segment runs at a parallelism (``rescale`` when it differs from the previous one's)
+and carries faults in firing order. A fault is anchored to a phase of the driver's micro-batches:
+``offsets+k`` fires when the driver's ``k+1``-th new entry appears in the checkpoint's offset log (a
+batch planned, its tasks about to run), ``commits+k`` on its ``k+1``-th new commit-log entry (a
+batch done), each after ``delay_ms`` more; a fault without an anchor fires before the segment's
+driver starts (between batches). A segment ends with its driver killed (``driver-kill``, always its
+last fault) or run to the end of what was available when it started. The last segment is the
+final run: records are no longer produced, it has no anchored faults and must end cleanly.
+
+Schedule ``i`` of seed ``S`` comes from ``random.Random(f"kconform-soak:{S}:{i}")`` alone, so it
+can be replayed without drawing the ones before it (``--only-schedule i``). Only the kinds the
+broker can do are drawn (``leader-kill`` needs ``kafka-cluster``); ``executor-kill`` needs a
+standalone Spark cluster with executor JVMs to kill and is never drawn here (see
+``UNSUPPORTED``): it is the extension point for ``--spark-master standalone``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Final, Literal
+
+
+class FaultKind(StrEnum):
+    DRIVER_KILL = "driver-kill"
+    BROKER_RESTART_CLEAN = "broker-restart-clean"
+    BROKER_KILL = "broker-kill"
+    LEADER_KILL = "leader-kill"
+    NODE_PAUSE = "node-pause"
+    ADD_PARTITIONS = "add-partitions"
+    ADD_TOPIC = "add-topic"
+    RESCALE = "rescale"
+    EXECUTOR_KILL = "executor-kill"
+
+
+class Phase(StrEnum):
+    """Where in a micro-batch a driver is killed."""
+
+    PLANNED = "planned"
+    """After the batch's offset-log entry (+ delay): its tasks are reading and writing."""
+    COMMITTED = "committed"
+    """After the batch's commit-log entry (+ delay): between batches, or the next one being planned."""
+    TORN = "torn"
+    """After the tasks committed their transactions, before the commit log recorded the batch: the
+    kill lands on the commit-log entry and the entry is removed (it had not been written), so the
+    restart replays a batch whose output is already committed. Never applied once the next batch is
+    planned (a real crash cannot lose an offset-log entry written before it)."""
+
+
+Log = Literal["offsets", "commits"]
+PHASE_LOG: Final[dict[Phase, Log]] = {Phase.PLANNED: "offsets", Phase.COMMITTED: "commits", Phase.TORN: "commits"}
+
+BROKER_FAULTS: Final = frozenset(
+    {FaultKind.BROKER_RESTART_CLEAN, FaultKind.BROKER_KILL, FaultKind.LEADER_KILL, FaultKind.NODE_PAUSE}
+)
+TOPOLOGY_FAULTS: Final = frozenset({FaultKind.ADD_PARTITIONS, FaultKind.ADD_TOPIC})
+SOAK_BROKERS: Final = ("kafka", "kafka-cluster")
+"""Brokers a soak runs on: it restarts, kills and pauses their nodes and adds partitions (Tansu cannot)."""
+NODES: Final = {"kafka": 1, "kafka-cluster": 3}
+
+UNSUPPORTED: Final[dict[FaultKind, str]] = {
+    FaultKind.EXECUTOR_KILL: (
+        "needs executor JVMs to kill: a standalone Spark cluster (--spark-master standalone, not built yet); "
+        "on local[n] the executor is the driver's JVM, which driver-kill already kills"
+    ),
+}
+"""Fault kinds no broker here can draw, with the reason; ``kconform soak --help`` prints it."""
+
+PAUSE_MS: Final = (11_000, 15_000)
+"""A paused node stays stopped longer than the clients' 10 s request timeout (``timeoutMs``)."""
+LEADER_DOWN_MS: Final = (2_000, 6_000)
+MAX_PARALLELISM: Final = 4
+MAX_ENTRY: Final = 3
+MAX_DELAY_MS: Final = 1_500
+
+
+def available_kinds(broker: str, executors: bool = False) -> frozenset[FaultKind]:
+    """The kinds a schedule on ``broker`` may draw (``executors``: a cluster with executor JVMs to kill)."""
+    if broker not in SOAK_BROKERS:
+        raise ValueError(f"a soak runs on {' or '.join(SOAK_BROKERS)}, not {broker!r}")
+    kinds = set(FaultKind) - {FaultKind.EXECUTOR_KILL, FaultKind.LEADER_KILL}
+    if broker == "kafka-cluster":
+        kinds.add(FaultKind.LEADER_KILL)
+    if executors:
+        kinds.add(FaultKind.EXECUTOR_KILL)
+    return frozenset(kinds)
+
+
+@dataclass(frozen=True, order=True)
+class Anchor:
+    """The ``entry + 1``-th new entry of a driver's ``log``, then ``delay_ms``."""
+
+    entry: int
+    log: Log
+    delay_ms: int
+
+    def __str__(self) -> str:
+        return f"{self.log}+{self.entry}+{self.delay_ms}ms"
+
+
+@dataclass(frozen=True)
+class Fault:
+    kind: FaultKind
+    anchor: Anchor | None = None
+    """None: before the segment's driver starts."""
+    phase: Phase | None = None
+    """driver-kill only."""
+    node: int | None = None
+    """The node a broker fault hits (leader-kill: None, the sink partition's leader at that moment)."""
+    duration_ms: int = 0
+    """node-pause: how long the node stays stopped; leader-kill: how long it stays down."""
+    amount: int = 0
+    """add-partitions: partitions added to a source topic; add-topic: the new topic's partitions;
+    rescale: the new parallelism."""
+
+    def label(self) -> str:
+        """``driver-kill@torn``, ``rescale->3``, ``node-pause(node 2, 12000ms)``, ..."""
+        if self.kind is FaultKind.DRIVER_KILL:
+            return f"{self.kind}@{self.phase}"
+        if self.kind is FaultKind.RESCALE:
+            return f"{self.kind}->{self.amount}"
+        if self.kind in TOPOLOGY_FAULTS:
+            return f"{self.kind}(+{self.amount})"
+        detail = [f"node {self.node}"] if self.node is not None else []
+        detail += [f"{self.duration_ms}ms"] if self.duration_ms else []
+        return f"{self.kind}({', '.join(detail)})" if detail else str(self.kind)
+
+    def describe(self) -> str:
+        return f"{self.label()} at {self.anchor or 'start'}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": str(self.kind),
+            "anchor": None if self.anchor is None else str(self.anchor),
+            "phase": None if self.phase is None else str(self.phase),
+            "node": self.node,
+            "duration_ms": self.duration_ms,
+            "amount": self.amount,
+        }
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One driver process: its parallelism and its faults in firing order (a driver-kill last)."""
+
+    parallelism: int
+    faults: tuple[Fault, ...] = ()
+
+    @property
+    def kill(self) -> Fault | None:
+        last = self.faults[-1] if self.faults else None
+        return last if last is not None and last.kind is FaultKind.DRIVER_KILL else None
+
+
+@dataclass(frozen=True)
+class Schedule:
+    seed: int
+    index: int
+    broker: str
+    segments: tuple[Segment, ...]
+    """The last one is the final run (no records produced, no anchored faults, no kill)."""
+    records_per_s: int = 20
+    source_partitions: int = 3
+    sink_partitions: int = 2
+    max_records_per_trigger: int = 40
+    notes: tuple[str, ...] = field(default=())
+
+    def faults(self) -> Iterator[Fault]:
+        for segment in self.segments:
+            yield from segment.faults
+
+    def kinds(self) -> Counter[FaultKind]:
+        return Counter(f.kind for f in self.faults())
+
+    def describe(self) -> str:
+        """One line per segment: ``run 1 (n=2): add-topic(+2) at start; driver-kill@planned at offsets+1+300ms``."""
+        lines = []
+        for number, segment in enumerate(self.segments, 1):
+            what = "; ".join(f.describe() for f in segment.faults) or "no faults"
+            final = ", final: to the end" if number == len(self.segments) else ""
+            lines.append(f"run {number} (n={segment.parallelism}{final}): {what}")
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "seed": self.seed,
+            "index": self.index,
+            "broker": self.broker,
+            "records_per_s": self.records_per_s,
+            "source_partitions": self.source_partitions,
+            "sink_partitions": self.sink_partitions,
+            "max_records_per_trigger": self.max_records_per_trigger,
+            "segments": [
+                {"parallelism": s.parallelism, "faults": [f.to_json() for f in s.faults]} for s in self.segments
+            ],
+        }
+
+
+def schedule_rng(seed: int, index: int) -> random.Random:
+    """The generator of schedule ``index`` of ``seed``, independent of every other schedule's."""
+    return random.Random(f"kconform-soak:{seed}:{index}")
+
+
+def draw_schedule(
+    seed: int, index: int, broker: str = "kafka", kinds: Iterable[FaultKind] | None = None, max_segments: int = 3
+) -> Schedule:
+    """Schedule ``index`` of ``seed`` on ``broker``, drawing only ``kinds`` (default: all the broker can do).
+
+    ``max_segments`` bounds the killable driver runs before the final one (each costs a Spark start).
+    """
+    allowed = available_kinds(broker) if kinds is None else frozenset(kinds)
+    unknown = allowed - available_kinds(broker, executors=FaultKind.EXECUTOR_KILL in allowed)
+    if unknown:
+        raise ValueError(f"{broker} cannot do {', '.join(sorted(unknown))}")
+    if FaultKind.EXECUTOR_KILL in allowed:
+        raise ValueError(f"executor-kill is not supported: {UNSUPPORTED[FaultKind.EXECUTOR_KILL]}")
+    rng = schedule_rng(seed, index)
+    extras = sorted(allowed - {FaultKind.DRIVER_KILL, FaultKind.RESCALE})
+    segments: list[Segment] = []
+    parallelism = rng.randint(1, MAX_PARALLELISM)
+    count = rng.randint(1, max(1, max_segments))
+    for number in range(count + 1):
+        final = number == count
+        faults: list[Fault] = []
+        if number and FaultKind.RESCALE in allowed and rng.random() < 0.45:
+            parallelism = rng.choice([n for n in range(1, MAX_PARALLELISM + 1) if n != parallelism])
+            faults.append(Fault(FaultKind.RESCALE, amount=parallelism))
+        if not final:
+            anchored: list[Fault] = []
+            for kind in rng.sample(extras, k=min(len(extras), rng.choice((0, 1, 1, 2)))):
+                fault = _draw_extra(rng, kind, broker)
+                (anchored if fault.anchor is not None else faults).append(fault)
+            faults += sorted(anchored, key=lambda f: f.anchor or Anchor(-1, "offsets", 0))
+            if FaultKind.DRIVER_KILL in allowed and (rng.random() < 0.8 or not faults):
+                faults.append(_draw_kill(rng, max((f.anchor.entry for f in anchored if f.anchor), default=0)))
+        segments.append(Segment(parallelism, tuple(faults)))
+    return Schedule(seed, index, broker, tuple(segments))
+
+
+def _anchor(rng: random.Random, log: Log, at_least: int = 0) -> Anchor:
+    return Anchor(rng.randint(at_least, max(at_least, MAX_ENTRY)), log, rng.randint(0, MAX_DELAY_MS))
+
+
+def _draw_kill(rng: random.Random, at_least: int) -> Fault:
+    phase = rng.choice(list(Phase))
+    anchor = _anchor(rng, PHASE_LOG[phase], at_least + 1 if at_least else 0)
+    if phase is Phase.TORN:
+        anchor = Anchor(anchor.entry, anchor.log, 0)  # the kill must land on the entry
+    return Fault(FaultKind.DRIVER_KILL, anchor, phase=phase)
+
+
+def _draw_extra(rng: random.Random, kind: FaultKind, broker: str) -> Fault:
+    log: Log = rng.choice(("offsets", "commits"))
+    if kind in TOPOLOGY_FAULTS:
+        anchor = None if rng.random() < 0.35 else _anchor(rng, log)
+        return Fault(kind, anchor, amount=rng.randint(1, 2))
+    node = rng.randint(1, NODES[broker])
+    if kind is FaultKind.NODE_PAUSE:
+        return Fault(kind, _anchor(rng, log), node=node, duration_ms=rng.randint(*PAUSE_MS))
+    if kind is FaultKind.LEADER_KILL:
+        return Fault(kind, _anchor(rng, log), duration_ms=rng.randint(*LEADER_DOWN_MS))
+    return Fault(kind, _anchor(rng, log), node=node)
+
+
+def draw_schedules(
+    seed: int, count: int, broker: str = "kafka", kinds: Iterable[FaultKind] | None = None, max_segments: int = 3
+) -> list[Schedule]:
+    chosen = None if kinds is None else frozenset(kinds)
+    return [draw_schedule(seed, i, broker, chosen, max_segments) for i in range(count)]
+
+
+def parse_kinds(text: str, broker: str) -> frozenset[FaultKind]:
+    """``driver-kill,rescale`` -> the kinds; an unknown, unsupported or impossible one is a ``ValueError``."""
+    kinds: set[FaultKind] = set()
+    for name in filter(None, (part.strip() for part in text.split(","))):
+        try:
+            kind = FaultKind(name)
+        except ValueError:
+            raise ValueError(f"unknown fault kind {name!r}; kinds: {', '.join(FaultKind)}") from None
+        if kind in UNSUPPORTED:
+            raise ValueError(f"{kind} is not supported: {UNSUPPORTED[kind]}")
+        if kind not in available_kinds(broker):
+            raise ValueError(f"{kind} needs a multi-node broker: use --broker kafka-cluster")
+        kinds.add(kind)
+    if not kinds:
+        raise ValueError("--faults names no fault kind")
+    return frozenset(kinds)

@@ -1,0 +1,82 @@
+"""``kconform soak``'s schedules: reproducible one by one, covering every kind the broker can do."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from conformance.soak.schedule import (
+    UNSUPPORTED,
+    FaultKind,
+    Phase,
+    available_kinds,
+    draw_schedule,
+    draw_schedules,
+    parse_kinds,
+)
+
+
+@pytest.mark.parametrize("broker", ["kafka", "kafka-cluster"])
+def test_schedule_i_of_a_seed_is_the_same_drawn_alone_or_among_others(broker: str) -> None:
+    together = draw_schedules(11, 20, broker)
+    assert [draw_schedule(11, i, broker) for i in range(20)] == together
+    assert draw_schedule(11, 7, broker) == together[7]
+    assert draw_schedules(12, 20, broker) != together
+
+
+@pytest.mark.parametrize("broker", ["kafka", "kafka-cluster"])
+def test_over_100_schedules_every_available_kind_and_phase_appears_at_least_10_times(broker: str) -> None:
+    kinds: Counter[FaultKind] = Counter()
+    phases: Counter[Phase | None] = Counter()
+    for schedule in draw_schedules(1, 100, broker):
+        kinds += schedule.kinds()
+        phases.update(f.phase for f in schedule.faults() if f.kind is FaultKind.DRIVER_KILL)
+    assert set(kinds) == available_kinds(broker)
+    assert min(kinds.values()) >= 10, kinds
+    assert min(phases[p] for p in Phase) >= 10, phases
+
+
+def test_a_single_node_never_draws_a_leader_kill_and_nothing_draws_an_executor_kill() -> None:
+    drawn = {f.kind for s in draw_schedules(3, 100, "kafka") for f in s.faults()}
+    assert FaultKind.LEADER_KILL not in drawn
+    assert FaultKind.EXECUTOR_KILL not in drawn | {
+        f.kind for s in draw_schedules(3, 100, "kafka-cluster") for f in s.faults()
+    }
+    with pytest.raises(ValueError, match="standalone"):
+        parse_kinds("executor-kill", "kafka-cluster")
+    with pytest.raises(ValueError, match="kafka-cluster"):
+        parse_kinds("leader-kill", "kafka")
+    with pytest.raises(ValueError, match="unknown fault kind"):
+        parse_kinds("driver-kil", "kafka")
+    assert FaultKind.EXECUTOR_KILL in UNSUPPORTED
+    with pytest.raises(ValueError, match="tansu"):
+        available_kinds("tansu")
+
+
+def test_schedules_are_well_formed() -> None:
+    for schedule in draw_schedules(5, 100, "kafka-cluster"):
+        *runs, final = schedule.segments
+        assert runs, "a schedule has at least one killable run before the final one"
+        assert all(f.anchor is None for f in final.faults) and final.kill is None
+        previous = None
+        for segment in schedule.segments:
+            kills = [f for f in segment.faults if f.kind is FaultKind.DRIVER_KILL]
+            assert kills in ([], list(segment.faults[-1:]))
+            rescales = [f.amount for f in segment.faults if f.kind is FaultKind.RESCALE]
+            assert rescales == ([segment.parallelism] if previous not in (None, segment.parallelism) else [])
+            assert 1 <= segment.parallelism <= 4
+            previous = segment.parallelism
+            anchors = [f.anchor for f in segment.faults if f.anchor is not None and f.kind is not FaultKind.DRIVER_KILL]
+            assert anchors == sorted(anchors)
+        torn = [f for f in schedule.faults() if f.phase is Phase.TORN]
+        assert all(f.anchor is not None and f.anchor.log == "commits" and f.anchor.delay_ms == 0 for f in torn)
+
+
+def test_restricted_kinds_draw_only_those() -> None:
+    kinds = parse_kinds("driver-kill, rescale", "kafka")
+    drawn = {f.kind for s in draw_schedules(2, 50, "kafka", kinds) for f in s.faults()}
+    assert drawn == kinds
+    one = draw_schedule(2, 0, "kafka", kinds, max_segments=1)
+    assert len(one.segments) == 2
+    assert "final: to the end" in one.describe()
