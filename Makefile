@@ -15,7 +15,7 @@ JVM_POMS := jvm/pom.xml $(wildcard jvm/*/pom.xml)
 export KCONFORM_PROFILE := $(PROFILE)
 export KCONFORM_BROKER := $(BROKER)
 
-.PHONY: setup conformance test spec bench probe lint docs site verdicts golden mutation mutation-report clean
+.PHONY: setup conformance test spec bench soak probe lint docs site verdicts golden mutation mutation-report clean
 
 setup: $(VENV)/.installed $(JVM_DIR)/.resolved
 
@@ -50,6 +50,14 @@ spec: setup
 
 bench: setup
 	$(BIN)/kconform bench --json $(REPORT)/bench.json
+
+# Seeded fault soak on Apache Kafka (kconform soak): SCHEDULES, SEED, BROKER=kafka|kafka-cluster;
+# failing schedules are saved under $(REPORT)/soak with their replay command.
+SCHEDULES ?= 10
+SEED ?= 1
+soak: setup
+	$(BIN)/kconform soak $(if $(ADAPTER),--adapter $(ADAPTER)) --schedules $(SCHEDULES) --seed $(SEED) \
+	  --broker $(BROKER) --out $(REPORT)/soak
 
 probe: setup
 	$(BIN)/kconform probe-broker --broker $(BROKER)
