@@ -513,3 +513,28 @@ def test_required_RESTORE_007_notifications_in_order_commit_each_checkpoint(
     violations = check_offset_commits(log.committed(GROUP), first, "after notify 1")
     source.notify_checkpoint_complete(2, log, GROUP)
     fail_on(violations + check_offset_commits(log.committed(GROUP), second, "after notify 2"))
+
+
+@requirement("RESTORE-004", capability="source-state")
+@given(st.integers(1, 3), st.integers(1, 3), st.integers(1, 4), st.booleans())
+def test_required_RESTORE_004_partitions_new_at_a_restore_start_at_earliest_whatever_the_startup_mode(
+    adapter: Any, partitions: int, more: int, m: int, new_topic: bool
+) -> None:
+    """A job started at LATEST checkpoints; partitions (or a matching topic) appear while it is down: the
+    restored job must read them from their first record, not from the startup mode's LATEST."""
+    log = _small_log(partitions)
+    source = Guarded(adapter.source(SUBSCRIPTIONS["all-in"], 1, LATEST, False), "source", adapter.name)
+    source.discover(log.list_topics(), log)
+    state = source.snapshot(1, log, GROUP)
+    before = {tp for offsets in source.offsets for tp in offsets}
+    if new_topic:
+        log.create_topic("in-new-x", more)
+    else:
+        log.create_partitions("in-a", partitions + more)
+    restored = Guarded(
+        adapter.restore_source(state, m, SUBSCRIPTIONS["all-in"], dict(log.list_topics()), False, LATEST),
+        "source",
+        adapter.name,
+    )
+    offsets = {tp: off for o in restored.offsets for tp, off in o.items()}
+    fail_on(check_new_partition_start(offsets, set(offsets) - before, "RESTORE-004"))
