@@ -3,7 +3,8 @@
 The reference adapter passes two schedules of the cheapest faults; a pipeline mutant whose
 exactly-once sink writes a replayed batch again (``spark_sink_forgets_marker``) is caught by a
 schedule whose driver is killed between its tasks' commit and the commit log (``driver-kill@torn``),
-and the failure is saved with its replay line.
+and the failure is saved with its replay line. On a standalone cluster (``--spark-master
+standalone``) an executor killed inside a batch's tasks is survived (about 2 minutes).
 """
 
 from __future__ import annotations
@@ -70,3 +71,22 @@ def test_a_sink_that_rewrites_a_replayed_batch_is_caught_and_saved_with_its_repl
     replay = (saved / "replay.txt").read_text()
     assert f"--seed {TORN_SEED} --broker kafka --only-schedule 0" in replay and adapter in replay
     assert "driver-kill@torn" in (saved / "timeline.txt").read_text()
+
+
+EXECUTOR_SEED = 13
+"""Schedule 0 of this seed on a standalone cluster, executor and driver kills, one killable run:
+``executor-kill`` inside batch 2's tasks, then ``driver-kill@committed`` (about 2 minutes here)."""
+
+
+@pytest.mark.timeout(600)
+def test_an_executor_killed_inside_a_batch_is_survived_on_a_standalone_cluster(tmp_path: Path) -> None:
+    kinds = parse_kinds("executor-kill,driver-kill", "kafka", executors=True)
+    schedule = draw_schedule(EXECUTOR_SEED, 0, "kafka", kinds, 1, executors=True)
+    assert [f.kind for f in schedule.faults()] == [FaultKind.EXECUTOR_KILL, FaultKind.DRIVER_KILL]
+    run = soak(
+        "--spark-master", "standalone", "--faults", "executor-kill,driver-kill", "--schedules", "1",
+        "--max-runs", "1", "--seed", str(EXECUTOR_SEED), "--out", str(tmp_path),
+    )  # fmt: skip
+    output = run.stdout + run.stderr
+    assert run.returncode == 0, output[-6000:]
+    assert "executor-kill 1" in output and "SIGKILLed" in output, output[-6000:]

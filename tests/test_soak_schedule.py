@@ -7,7 +7,8 @@ from collections import Counter
 import pytest
 
 from conformance.soak.schedule import (
-    UNSUPPORTED,
+    EXECUTOR_WORKERS,
+    NEEDS,
     FaultKind,
     Phase,
     available_kinds,
@@ -15,6 +16,7 @@ from conformance.soak.schedule import (
     draw_schedules,
     parse_kinds,
 )
+from conformance.spark_cluster import DEFAULT_SHAPE
 
 
 @pytest.mark.parametrize("broker", ["kafka", "kafka-cluster"])
@@ -25,33 +27,67 @@ def test_schedule_i_of_a_seed_is_the_same_drawn_alone_or_among_others(broker: st
     assert draw_schedules(12, 20, broker) != together
 
 
-@pytest.mark.parametrize("broker", ["kafka", "kafka-cluster"])
-def test_over_100_schedules_every_available_kind_and_phase_appears_at_least_10_times(broker: str) -> None:
+@pytest.mark.parametrize(("broker", "executors"), [("kafka", False), ("kafka-cluster", False), ("kafka", True)])
+def test_over_100_schedules_every_available_kind_and_phase_appears_at_least_10_times(
+    broker: str, executors: bool
+) -> None:
     kinds: Counter[FaultKind] = Counter()
     phases: Counter[Phase | None] = Counter()
-    for schedule in draw_schedules(1, 100, broker):
+    for schedule in draw_schedules(1, 100, broker, executors=executors):
         kinds += schedule.kinds()
         phases.update(f.phase for f in schedule.faults() if f.kind is FaultKind.DRIVER_KILL)
-    assert set(kinds) == available_kinds(broker)
+    assert set(kinds) == available_kinds(broker, executors)
+    assert (FaultKind.EXECUTOR_KILL in kinds) is executors
     assert min(kinds.values()) >= 10, kinds
     assert min(phases[p] for p in Phase) >= 10, phases
 
 
-def test_a_single_node_never_draws_a_leader_kill_and_nothing_draws_an_executor_kill() -> None:
+def test_a_single_node_never_draws_a_leader_kill_and_only_a_standalone_cluster_draws_an_executor_kill() -> None:
     drawn = {f.kind for s in draw_schedules(3, 100, "kafka") for f in s.faults()}
     assert FaultKind.LEADER_KILL not in drawn
     assert FaultKind.EXECUTOR_KILL not in drawn | {
         f.kind for s in draw_schedules(3, 100, "kafka-cluster") for f in s.faults()
     }
-    with pytest.raises(ValueError, match="standalone"):
+    assert FaultKind.EXECUTOR_KILL in {
+        f.kind for s in draw_schedules(3, 100, "kafka-cluster", executors=True) for f in s.faults()
+    }
+    with pytest.raises(ValueError, match="--spark-master standalone"):
         parse_kinds("executor-kill", "kafka-cluster")
+    with pytest.raises(ValueError, match="--spark-master standalone"):
+        draw_schedule(3, 0, "kafka", {FaultKind.EXECUTOR_KILL, FaultKind.DRIVER_KILL})
+    assert parse_kinds("executor-kill", "kafka", executors=True) == {FaultKind.EXECUTOR_KILL}
     with pytest.raises(ValueError, match="kafka-cluster"):
         parse_kinds("leader-kill", "kafka")
     with pytest.raises(ValueError, match="unknown fault kind"):
         parse_kinds("driver-kil", "kafka")
-    assert FaultKind.EXECUTOR_KILL in UNSUPPORTED
+    assert set(NEEDS) == {FaultKind.EXECUTOR_KILL, FaultKind.LEADER_KILL}
     with pytest.raises(ValueError, match="tansu"):
         available_kinds("tansu")
+
+
+def test_an_executor_kill_lands_inside_a_batch_on_a_worker_of_the_cluster() -> None:
+    assert DEFAULT_SHAPE.workers == EXECUTOR_WORKERS
+    kills = [
+        f
+        for s in draw_schedules(6, 100, "kafka", executors=True)
+        for f in s.faults()
+        if f.kind is FaultKind.EXECUTOR_KILL
+    ]
+    assert len(kills) >= 10
+    assert all(f.anchor is not None and f.anchor.log == "offsets" for f in kills)  # as driver-kill@planned
+    assert {f.node for f in kills} == set(range(1, EXECUTOR_WORKERS + 1))
+    assert kills[0].label() == f"executor-kill(worker {kills[0].node})"
+
+
+def test_schedules_without_executors_are_the_same_as_before_executor_kill_existed() -> None:
+    """Adding the kind does not move any other run's draws: a seed replays as it did (drawn before the change)."""
+    assert draw_schedule(8, 3, "kafka-cluster").describe().splitlines() == [
+        "run 1 (n=1): driver-kill@planned at offsets+0+959ms",
+        "run 2 (n=4): rescale->4 at start; driver-kill@planned at offsets+1+689ms",
+        "run 3 (n=1): rescale->1 at start; driver-kill@committed at commits+2+1433ms",
+        "run 4 (n=1, final: to the end): no faults",
+    ]
+    assert draw_schedules(8, 30, "kafka") == draw_schedules(8, 30, "kafka", available_kinds("kafka"))
 
 
 def test_schedules_are_well_formed() -> None:

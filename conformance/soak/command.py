@@ -29,13 +29,14 @@ from conformance.brokers import CLUSTER_SIZE, BrokerStartError, KafkaBroker
 from conformance.checkers import explain
 from conformance.soak.runner import Outcome, SoakContext, Timeline, run_schedule
 from conformance.soak.schedule import (
+    NEEDS,
     SOAK_BROKERS,
-    UNSUPPORTED,
     FaultKind,
     Schedule,
     draw_schedule,
     parse_kinds,
 )
+from conformance.spark_cluster import STANDALONE, SparkClusterError, StandaloneCluster
 
 DEFAULT_ADAPTER: Final = "conformance.pipeline:REFERENCE"
 DEFAULT_OUT: Final = Path("build/soak")
@@ -46,12 +47,12 @@ LOG_TAIL_LINES: Final = 60
 
 
 def build_parser() -> argparse.ArgumentParser:
-    unsupported = "; ".join(f"{kind}: {why}" for kind, why in UNSUPPORTED.items())
+    needs = "; ".join(f"{kind} needs {what}" for kind, what in NEEDS.items())
     parser = argparse.ArgumentParser(
         prog="kconform soak",
         description="Seeded fault schedules over a multi-batch exactly-once query on a real Kafka broker: "
         "nothing lost, nothing duplicated, order and offsets kept.",
-        epilog=f"Fault kinds: {', '.join(FaultKind)}. Not supported here: {unsupported}.",
+        epilog=f"Fault kinds: {', '.join(FaultKind)}. Drawn only where possible: {needs}.",
     )
     parser.add_argument("--adapter", default=DEFAULT_ADAPTER, help="module:attr of a pipeline adapter")
     parser.add_argument("--schedules", type=int, default=10, help="how many schedules to draw (default 10)")
@@ -62,7 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--faults", default=None, help="comma-separated fault kinds to draw (default: all available)")
     parser.add_argument("--max-runs", type=int, default=3, help="killable driver runs per schedule, at most")
     parser.add_argument("--rate", type=int, default=20, help="records produced per second during a schedule")
-    parser.add_argument("--spark-master", default=DEFAULT_MASTER)
+    parser.add_argument("--spark-master", default=DEFAULT_MASTER,
+                        help=f"the drivers' master (default {DEFAULT_MASTER}); {STANDALONE}: a standalone master and "
+                        "two workers on loopback, started for the soak (adds executor-kill)")  # fmt: skip
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where failing schedules are saved")
     return parser
 
@@ -145,11 +148,14 @@ def main(argv: Sequence[str]) -> int:
     if args.seed is None:
         args.seed = int.from_bytes(os.urandom(4), "big")
     try:
-        kinds = None if args.faults is None else parse_kinds(args.faults, args.broker)
+        standalone = args.spark_master == STANDALONE
+        kinds = None if args.faults is None else parse_kinds(args.faults, args.broker, standalone)
         if args.schedules < 1 or args.max_runs < 1 or args.rate < 1:
             raise ValueError("--schedules, --max-runs and --rate must be at least 1")
         indices = args.only_schedule or list(range(args.schedules))
-        schedules: list[Schedule] = [draw_schedule(args.seed, i, args.broker, kinds, args.max_runs) for i in indices]
+        schedules: list[Schedule] = [
+            draw_schedule(args.seed, i, args.broker, kinds, args.max_runs, standalone) for i in indices
+        ]
         adapter = load_adapter(args.adapter)
     except ValueError as error:
         print(f"kconform soak: error: {error}", file=sys.stderr)
@@ -177,7 +183,16 @@ def main(argv: Sequence[str]) -> int:
         shutil.rmtree(workdir, ignore_errors=True)
         return ERROR_EXIT
     context = SoakContext(broker, args.adapter, args.spark_master, workdir, uuid.uuid4().hex[:6])
+    cluster = StandaloneCluster() if standalone else None
     try:
+        if cluster is not None:  # one for the whole soak, stopped in the finally with every process it began
+            try:
+                cluster.start()
+            except SparkClusterError as error:
+                print(f"kconform soak: could not check (ERROR): Spark standalone cluster: {error}", file=sys.stderr)
+                return ERROR_EXIT
+            print(f"kconform soak: {cluster.describe()}, started in {cluster.start_seconds or 0:.0f}s", flush=True)
+            context.master, context.cluster = cluster.master_url, cluster
         for number, schedule in enumerate(schedules, 1):
             where = f"schedule {schedule.index} ({number}/{len(schedules)})"
             print(f"{where}: " + schedule.describe().replace("\n", " | "), flush=True)
@@ -208,8 +223,12 @@ def main(argv: Sequence[str]) -> int:
         print("kconform soak: interrupted", file=sys.stderr)
         return ERROR_EXIT if not outcomes else _finish(outcomes, interrupted=True)
     finally:
-        broker.stop()
-        shutil.rmtree(workdir, ignore_errors=True)
+        try:
+            if cluster is not None:
+                cluster.stop()
+        finally:
+            broker.stop()
+            shutil.rmtree(workdir, ignore_errors=True)
     return _finish(outcomes)
 
 

@@ -3,6 +3,12 @@
 Every fault returns a line for the schedule's timeline saying what was done (or why nothing was).
 A fault's own duration (a node paused for 12 s, a leader down for 3 s) is waited on the soak's
 stop event, so Ctrl-C ends it at once and the ``finally`` resumes or restarts the node.
+
+An ``executor-kill`` SIGKILLs one executor of the running application on a standalone cluster, as
+a lost container or node would: the ``CoarseGrainedExecutorBackend`` JVM with its Python daemon and
+workers. The executors are found in the cluster's process tree (``/proc``): an executor's working
+directory is ``<cluster>/worker-<n>/<app id>/<executor id>`` and application ids grow with time, so
+the newest one is the running driver's (a soak runs one driver at a time).
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ import os
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,14 +28,70 @@ from confluent_kafka.admin import AdminClient
 
 from conformance.brokers import KafkaBroker
 from conformance.soak.schedule import Fault, FaultKind, Phase
+from conformance.spark_cluster import StandaloneCluster, alive, process_tree
 from reference_impl.kafka_client import KafkaClient
 from reference_impl.types import TopicPartition
 
 KILL_WAIT_S: Final = 30.0
+EXECUTOR_MAIN: Final = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
+EXECUTOR_GONE_S: Final = 10.0
 
 
 class FaultNotSupported(Exception):
     """A fault kind this runner cannot inject (``executor-kill`` without a standalone cluster)."""
+
+
+class NotInjected(Exception):
+    """The fault found nothing to act on (no executor of a running application); the timeline says so."""
+
+
+@dataclass(frozen=True)
+class Executor:
+    pid: int
+    worker: int
+    app: str
+    executor: str
+
+
+def executors(cluster: StandaloneCluster) -> list[Executor]:
+    """The cluster's live executor JVMs, each with its worker, application and executor id (bounded:
+    one pass over the cluster's process tree)."""
+    found = []
+    for pid in sorted(cluster.pids):
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            where = Path(os.readlink(f"/proc/{pid}/cwd")).relative_to(cluster.workdir).parts
+        except (OSError, ValueError):  # gone meanwhile, or not under the cluster's directory
+            continue
+        if EXECUTOR_MAIN.encode() in command and len(where) == 3 and where[0].startswith("worker-"):
+            worker = where[0].removeprefix("worker-")
+            if worker.isdigit() and alive(pid):
+                found.append(Executor(pid, int(worker), where[1], where[2]))
+    return found
+
+
+def kill_executor(cluster: StandaloneCluster, worker: int) -> str:
+    """SIGKILL the running application's executor on ``worker`` (or on another worker if it has none
+    there) with its Python processes; what was killed. ``NotInjected`` if the application has none."""
+    live = executors(cluster)
+    if not live:
+        raise NotInjected("no executor is running on the cluster")
+    app = max(e.app for e in live)
+    mine = [e for e in live if e.app == app]
+    target = next((e for e in mine if e.worker == worker), mine[0])
+    tree = process_tree([target.pid])
+    for pid in [target.pid, *sorted(tree - {target.pid})]:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + EXECUTOR_GONE_S
+    while (left := [pid for pid in tree if alive(pid)]) and time.monotonic() < deadline:
+        time.sleep(0.05)  # polling interval of a bounded wait for the kernel to end them
+    moved = "" if target.worker == worker else f" (worker {worker} has none of {app})"
+    survivors = f"; pids {left} still alive after {EXECUTOR_GONE_S:g} s" if left else ""
+    return (
+        f"executor {target.executor} of {app} on worker {target.worker}{moved}, pid {target.pid} "
+        f"and {len(tree) - 1} Python process(es), SIGKILLed{survivors}"
+    )
 
 
 @dataclass
@@ -86,11 +149,17 @@ def leader_of(broker: KafkaBroker, tp: TopicPartition) -> int:
     return leader
 
 
-def apply(fault: Fault, broker: KafkaBroker, kafka: KafkaClient, topics: Topology, stop: threading.Event) -> str:
+def apply(
+    fault: Fault, broker: KafkaBroker, kafka: KafkaClient, topics: Topology, stop: threading.Event,
+    cluster: StandaloneCluster | None = None,
+) -> str:  # fmt: skip
     """Inject ``fault`` (not a driver kill: the runner does those); what was done."""
     kind = fault.kind
     if kind is FaultKind.EXECUTOR_KILL:
-        raise FaultNotSupported("executor-kill needs a standalone Spark cluster (--spark-master standalone)")
+        if cluster is None:
+            raise FaultNotSupported("executor-kill needs a standalone Spark cluster (--spark-master standalone)")
+        assert fault.node is not None
+        return kill_executor(cluster, fault.node)
     if kind is FaultKind.RESCALE:
         return f"next driver at parallelism {fault.amount}"
     if kind is FaultKind.ADD_PARTITIONS:

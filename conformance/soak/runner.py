@@ -35,6 +35,7 @@ from conformance.checkers import Violation, check_order
 from conformance.pipeline import ReadRecord, check_output, check_read_once, topic_records
 from conformance.pipeline_driver import DriverRun
 from conformance.soak.faults import (
+    NotInjected,
     Topology,
     apply,
     checkpoint_entries,
@@ -42,6 +43,7 @@ from conformance.soak.faults import (
     torn_or_plain,
 )
 from conformance.soak.schedule import Fault, FaultKind, Schedule, Segment
+from conformance.spark_cluster import StandaloneCluster
 from reference_impl.kafka_client import KafkaClient, wait_until
 from reference_impl.ports import Isolation
 from reference_impl.types import TopicPartition
@@ -189,6 +191,8 @@ class SoakContext:
     workdir: Path
     run_id: str
     stop: threading.Event = field(default_factory=threading.Event)
+    cluster: StandaloneCluster | None = None
+    """The standalone cluster ``master`` points at, when the soak started one (``executor-kill``)."""
 
 
 def run_schedule(context: SoakContext, schedule: Schedule, progress: Callable[[str], None] = lambda _: None) -> Outcome:
@@ -253,7 +257,7 @@ def _run_segment(
     checkpoint = Path(run.checkpoint)
     for fault in segment.faults:
         if fault.anchor is None:
-            timeline.injected_fault(fault, apply(fault, context.broker, kafka, topics, context.stop))
+            timeline.injected_fault(fault, _apply(context, fault, kafka, topics))
     seen = {log_name: len(checkpoint_entries(checkpoint, log_name)) for log_name in ("offsets", "commits")}
     timeline.add(f"driver started at n={run.parallelism}")
     driver = run.start(log)
@@ -268,7 +272,7 @@ def _run_segment(
 
             wait_until(reached, DRIVER_TIMEOUT_S, f"{anchor} or the driver's exit (log: {log})", step_s=0.01)
             if driver.poll() is not None:
-                if fault.kind is FaultKind.DRIVER_KILL:
+                if fault.kind in (FaultKind.DRIVER_KILL, FaultKind.EXECUTOR_KILL):
                     timeline.add(f"{fault.describe()}: not injected, the driver ended first (exit {driver.returncode})")
                 else:
                     timeline.injected_fault(fault, "after the driver ended: " + _apply(context, fault, kafka, topics))
@@ -281,7 +285,10 @@ def _run_segment(
                 else:
                     timeline.add(f"{fault.describe()}: not injected, the driver ended first (exit {driver.returncode})")
             else:
-                timeline.injected_fault(fault, _apply(context, fault, kafka, topics))
+                try:
+                    timeline.injected_fault(fault, _apply(context, fault, kafka, topics))
+                except NotInjected as nothing:
+                    timeline.add(f"{fault.describe()}: not injected, {nothing}")
         if segment.kill is None:
             code = driver.wait(timeout=DRIVER_TIMEOUT_S)
             timeline.add(f"driver ended (exit {code})")
@@ -290,7 +297,7 @@ def _run_segment(
 
 
 def _apply(context: SoakContext, fault: Fault, kafka: KafkaClient, topics: Topology) -> str:
-    return apply(fault, context.broker, kafka, topics, context.stop)
+    return apply(fault, context.broker, kafka, topics, context.stop, context.cluster)
 
 
 def _run_final(
@@ -299,7 +306,7 @@ def _run_final(
 ) -> str | None:  # fmt: skip
     """The last driver, with nothing produced any more: it must read everything and exit 0."""
     for fault in segment.faults:
-        timeline.injected_fault(fault, apply(fault, context.broker, kafka, topics, context.stop))
+        timeline.injected_fault(fault, _apply(context, fault, kafka, topics))
     for attempt in range(1, FINAL_ATTEMPTS + 1):
         timeline.add(f"final driver started at n={run.parallelism} (attempt {attempt})")
         driver = run.start(log)

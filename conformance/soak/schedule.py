@@ -12,9 +12,10 @@ final run: records are no longer produced, it has no anchored faults and must en
 
 Schedule ``i`` of seed ``S`` comes from ``random.Random(f"kconform-soak:{S}:{i}")`` alone, so it
 can be replayed without drawing the ones before it (``--only-schedule i``). Only the kinds the
-broker can do are drawn (``leader-kill`` needs ``kafka-cluster``); ``executor-kill`` needs a
-standalone Spark cluster with executor JVMs to kill and is never drawn here (see
-``UNSUPPORTED``): it is the extension point for ``--spark-master standalone``.
+run can do are drawn (see ``NEEDS``): ``leader-kill`` needs ``kafka-cluster``, ``executor-kill`` a
+standalone Spark cluster (``--spark-master standalone``) with executor JVMs to kill. An
+executor-kill is anchored like a ``driver-kill@planned`` (an offset-log entry + delay: the batch's
+tasks are running) and names the worker whose executor it kills.
 """
 
 from __future__ import annotations
@@ -64,13 +65,16 @@ SOAK_BROKERS: Final = ("kafka", "kafka-cluster")
 """Brokers a soak runs on: it restarts, kills and pauses their nodes and adds partitions (Tansu cannot)."""
 NODES: Final = {"kafka": 1, "kafka-cluster": 3}
 
-UNSUPPORTED: Final[dict[FaultKind, str]] = {
+NEEDS: Final[dict[FaultKind, str]] = {
+    FaultKind.LEADER_KILL: "--broker kafka-cluster (a multi-node broker)",
     FaultKind.EXECUTOR_KILL: (
-        "needs executor JVMs to kill: a standalone Spark cluster (--spark-master standalone, not built yet); "
-        "on local[n] the executor is the driver's JVM, which driver-kill already kills"
+        "--spark-master standalone (executor JVMs to kill; on local[n] the executor is the driver's JVM, "
+        "which driver-kill already kills)"
     ),
 }
-"""Fault kinds no broker here can draw, with the reason; ``kconform soak --help`` prints it."""
+"""Fault kinds drawn only on some runs, with what they need; ``kconform soak --help`` prints it."""
+EXECUTOR_WORKERS: Final = 2
+"""The standalone cluster's workers (``conformance.spark_cluster.DEFAULT_SHAPE``), one executor each."""
 
 PAUSE_MS: Final = (11_000, 15_000)
 """A paused node stays stopped longer than the clients' 10 s request timeout (``timeoutMs``)."""
@@ -81,7 +85,7 @@ MAX_DELAY_MS: Final = 1_500
 
 
 def available_kinds(broker: str, executors: bool = False) -> frozenset[FaultKind]:
-    """The kinds a schedule on ``broker`` may draw (``executors``: a cluster with executor JVMs to kill)."""
+    """The kinds a schedule on ``broker`` may draw (``executors``: a standalone cluster's executor JVMs to kill)."""
     if broker not in SOAK_BROKERS:
         raise ValueError(f"a soak runs on {' or '.join(SOAK_BROKERS)}, not {broker!r}")
     kinds = set(FaultKind) - {FaultKind.EXECUTOR_KILL, FaultKind.LEADER_KILL}
@@ -112,7 +116,8 @@ class Fault:
     phase: Phase | None = None
     """driver-kill only."""
     node: int | None = None
-    """The node a broker fault hits (leader-kill: None, the sink partition's leader at that moment)."""
+    """The node a broker fault hits (leader-kill: None, the sink partition's leader at that moment);
+    executor-kill: the worker whose executor of the running application is killed."""
     duration_ms: int = 0
     """node-pause: how long the node stays stopped; leader-kill: how long it stays down."""
     amount: int = 0
@@ -127,6 +132,8 @@ class Fault:
             return f"{self.kind}->{self.amount}"
         if self.kind in TOPOLOGY_FAULTS:
             return f"{self.kind}(+{self.amount})"
+        if self.kind is FaultKind.EXECUTOR_KILL:
+            return f"{self.kind}(worker {self.node})"
         detail = [f"node {self.node}"] if self.node is not None else []
         detail += [f"{self.duration_ms}ms"] if self.duration_ms else []
         return f"{self.kind}({', '.join(detail)})" if detail else str(self.kind)
@@ -208,18 +215,19 @@ def schedule_rng(seed: int, index: int) -> random.Random:
 
 
 def draw_schedule(
-    seed: int, index: int, broker: str = "kafka", kinds: Iterable[FaultKind] | None = None, max_segments: int = 3
-) -> Schedule:
-    """Schedule ``index`` of ``seed`` on ``broker``, drawing only ``kinds`` (default: all the broker can do).
+    seed: int, index: int, broker: str = "kafka", kinds: Iterable[FaultKind] | None = None, max_segments: int = 3,
+    executors: bool = False,
+) -> Schedule:  # fmt: skip
+    """Schedule ``index`` of ``seed`` on ``broker``, drawing only ``kinds`` (default: all the run can do).
 
-    ``max_segments`` bounds the killable driver runs before the final one (each costs a Spark start).
+    ``max_segments`` bounds the killable driver runs before the final one (each costs a Spark start);
+    ``executors``: the drivers run on a standalone cluster, whose executors ``executor-kill`` kills.
     """
-    allowed = available_kinds(broker) if kinds is None else frozenset(kinds)
-    unknown = allowed - available_kinds(broker, executors=FaultKind.EXECUTOR_KILL in allowed)
+    allowed = available_kinds(broker, executors) if kinds is None else frozenset(kinds)
+    unknown = allowed - available_kinds(broker, executors)
     if unknown:
-        raise ValueError(f"{broker} cannot do {', '.join(sorted(unknown))}")
-    if FaultKind.EXECUTOR_KILL in allowed:
-        raise ValueError(f"executor-kill is not supported: {UNSUPPORTED[FaultKind.EXECUTOR_KILL]}")
+        needs = "; ".join(f"{kind} needs {NEEDS[kind]}" for kind in sorted(unknown))
+        raise ValueError(f"this run cannot do {', '.join(sorted(unknown))}: {needs}")
     rng = schedule_rng(seed, index)
     extras = sorted(allowed - {FaultKind.DRIVER_KILL, FaultKind.RESCALE})
     segments: list[Segment] = []
@@ -257,6 +265,8 @@ def _draw_kill(rng: random.Random, at_least: int) -> Fault:
 
 def _draw_extra(rng: random.Random, kind: FaultKind, broker: str) -> Fault:
     log: Log = rng.choice(("offsets", "commits"))
+    if kind is FaultKind.EXECUTOR_KILL:  # as driver-kill@planned: inside a batch, its tasks running
+        return Fault(kind, _anchor(rng, PHASE_LOG[Phase.PLANNED]), node=rng.randint(1, EXECUTOR_WORKERS))
     if kind in TOPOLOGY_FAULTS:
         anchor = None if rng.random() < 0.35 else _anchor(rng, log)
         return Fault(kind, anchor, amount=rng.randint(1, 2))
@@ -269,24 +279,23 @@ def _draw_extra(rng: random.Random, kind: FaultKind, broker: str) -> Fault:
 
 
 def draw_schedules(
-    seed: int, count: int, broker: str = "kafka", kinds: Iterable[FaultKind] | None = None, max_segments: int = 3
-) -> list[Schedule]:
+    seed: int, count: int, broker: str = "kafka", kinds: Iterable[FaultKind] | None = None, max_segments: int = 3,
+    executors: bool = False,
+) -> list[Schedule]:  # fmt: skip
     chosen = None if kinds is None else frozenset(kinds)
-    return [draw_schedule(seed, i, broker, chosen, max_segments) for i in range(count)]
+    return [draw_schedule(seed, i, broker, chosen, max_segments, executors) for i in range(count)]
 
 
-def parse_kinds(text: str, broker: str) -> frozenset[FaultKind]:
-    """``driver-kill,rescale`` -> the kinds; an unknown, unsupported or impossible one is a ``ValueError``."""
+def parse_kinds(text: str, broker: str, executors: bool = False) -> frozenset[FaultKind]:
+    """``driver-kill,rescale`` -> the kinds; an unknown or impossible one is a ``ValueError`` naming what it needs."""
     kinds: set[FaultKind] = set()
     for name in filter(None, (part.strip() for part in text.split(","))):
         try:
             kind = FaultKind(name)
         except ValueError:
             raise ValueError(f"unknown fault kind {name!r}; kinds: {', '.join(FaultKind)}") from None
-        if kind in UNSUPPORTED:
-            raise ValueError(f"{kind} is not supported: {UNSUPPORTED[kind]}")
-        if kind not in available_kinds(broker):
-            raise ValueError(f"{kind} needs a multi-node broker: use --broker kafka-cluster")
+        if kind not in available_kinds(broker, executors):
+            raise ValueError(f"{kind} needs {NEEDS[kind]}")
         kinds.add(kind)
     if not kinds:
         raise ValueError("--faults names no fault kind")
