@@ -382,3 +382,38 @@ def test_required_COMMIT_014_intervals_without_records_commit_and_recover(
         fail_on([Violation("COMMIT-014", "empty-transaction-committed", f"{step} failed: {exc}")])
     missing = sorted(set(written) - set(observe(log).committed))
     fail_on([Violation("COMMIT-014", "interval-lost", f"committed checkpoints lost {missing}")] if missing else [])
+
+
+@requirement("COMMIT-003", "COMMIT-010", capability="exactly-once-sink")
+@given(st.integers(1, 3), st.integers(1, 3))
+def test_required_COMMIT_003_and_010_a_second_recovery_commits_nothing_the_first_one_wrote(
+    adapter: Any, n: int, m: int
+) -> None:
+    """FLINK-8132's sequence: checkpoint 1 completes, its notification is lost; the job recovers (committing
+    checkpoint 1's transactions), writes, takes barrier 2, and fails before checkpoint 2 completes; it
+    recovers from checkpoint 1 again. What it wrote after the first recovery was never checkpointed as
+    complete: committing checkpoint 1's transactions again must not make it visible."""
+    log = KafkaModel()
+    log.create_topic(TOPIC, PARTITIONS)
+    sink = Guarded(adapter.sink(log, PREFIX, n), "sink", adapter.name)
+    sink.start()
+    for subtask in range(n):
+        sink.write(subtask, TOPIC, subtask % PARTITIONS, None, f"first-{subtask}".encode())
+    state = sink.checkpoint(1)  # completes; its notification is lost
+    step = "the first recovery"
+    try:
+        again = Guarded(adapter.recover_sink(log, PREFIX, m, state), "sink", adapter.name)
+        for subtask in range(m):
+            again.write(subtask, TOPIC, subtask % PARTITIONS, None, f"after-{subtask}".encode())
+        again.checkpoint(2)  # never completes
+        step = "the second recovery"
+        adapter.recover_sink(log, PREFIX, m, state)
+    except KafkaError as exc:
+        fail_on([Violation("COMMIT-010", "recovery-failed", f"{step} failed: {exc}")])
+    visible = set(observe(log).committed)
+    leaked = sorted(v for v in visible if v.startswith(b"after-"))
+    missing = sorted({f"first-{s}".encode() for s in range(n)} - visible)
+    fail_on(
+        [Violation("COMMIT-010", "recovery-commits-uncheckpointed", f"visible: {leaked}")] * bool(leaked)
+        + [Violation("COMMIT-003", "lost-checkpointed", f"missing: {missing}")] * bool(missing)
+    )
