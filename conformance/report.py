@@ -173,8 +173,10 @@ def skip_groups(rows: list[RequirementResult]) -> dict[str, list[str]]:
 def violates(t: TestResult) -> str:
     if not t.ids:
         return "no requirement id"
-    rest = [i for i in t.ids if i not in t.violated]
-    also = f"; {', '.join(rest)} not verified: the test stopped at this violation" if rest else ""
+    verified = [i for i in t.ids if i not in t.violated and i in t.verified_before_failing]
+    rest = [i for i in t.ids if i not in t.violated and i not in t.verified_before_failing]
+    also = f"; {', '.join(verified)} verified in full before it" if verified else ""
+    also += f"; {', '.join(rest)} not verified: the test stopped at this violation" if rest else ""
     return f"violates {', '.join(t.violated)} (counted as {t.level}){also}"
 
 

@@ -20,6 +20,7 @@ import pytest
 from conformance import runner
 from conformance.checkers import Violation, ViolationError
 from conformance.expectations import Deviation, find_deviation, load_expectations
+from conformance.report import violates
 from conformance.runner import Status, aggregate, counterexamples
 
 SAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "suite_sample"
@@ -349,6 +350,8 @@ def test_unviolated_id_of_a_failure_keeps_the_verdict_of_its_other_tests() -> No
     thorough = result(Status.XFAIL, ["COMMIT-011"])  # a failure that checked COMMIT-013 in full first
     thorough.verified_before_failing = frozenset({"COMMIT-013"})
     assert rows(thorough) == {"COMMIT-011": Status.XFAIL, "COMMIT-013": Status.PASS}
+    assert violates(thorough) == "violates COMMIT-011 (counted as MUST); COMMIT-013 verified in full before it"
+    assert violates(blamed).endswith("; COMMIT-013 not verified: the test stopped at this violation")
 
 
 def test_a_failure_passes_only_the_ids_it_says_it_verified_and_never_one_it_violates() -> None:
