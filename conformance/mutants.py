@@ -19,6 +19,7 @@ from reference_impl.adapter import ReferenceAdapter
 from reference_impl.assignment import java_string_hash, owner
 from reference_impl.commit import ExactlyOnceSink, NamingStrategy, SinkCheckpoint
 from reference_impl.discovery import Metadata, PartitionDiscoverer, Subscription, ZeroPartitionsPolicy
+from reference_impl.kafka_model import KafkaModel
 from reference_impl.kafka_strategies import (
     Assignment,
     Group,
@@ -298,6 +299,17 @@ class _EmptyCommittablesSink(ExactlyOnceSink):
         """FLINK-31363: every writer's transaction becomes a committable, records or not."""
         self._written.update(range(self.parallelism))
         return super().checkpoint(checkpoint_id)
+
+
+class _ListingAbortSink(ExactlyOnceSink):
+    def _abort_lingering(self, checkpoint: SinkCheckpoint) -> None:
+        """Flink's ``TransactionAbortStrategyImpl.LISTING``: abort every open transaction whose id starts with
+        the prefix and whose subtask field this sink owns, so ``job`` also aborts ``job-1``'s transactions."""
+        assert isinstance(self.log, KafkaModel), "the listing mutant lists through the Kafka model"
+        named = {c.transactional_id for c in checkpoint.committables}  # the committer's, skipped as Flink does
+        for tid in self.log.open_transactional_ids():  # one sink here recovers every subtask: it owns them all
+            if tid.startswith(self.prefix) and tid not in named:
+                self.log.init_producer(tid)
 
 
 class _NoAbortSink(ExactlyOnceSink):
@@ -713,6 +725,12 @@ MUTANTS: tuple[Mutant, ...] = (
         frozenset({"COMMIT-014"}),
         "FLINK-31363: a transaction without records handed to the committer",
         SinkMutant(sink_class=_EmptyCommittablesSink),
+    ),
+    Mutant(
+        "listing_abort_by_prefix",
+        frozenset({"COMMIT-016"}),
+        "Flink's LISTING abort: open transactions matched by prefix.startsWith, so sink 'job' aborts sink 'job-1''s",
+        SinkMutant(sink_class=_ListingAbortSink),
     ),
     Mutant(
         "fenced_swallowed",

@@ -214,6 +214,13 @@ class KafkaModel:
 
     # -- TransactionalLog --------------------------------------------------------------------
 
+    def open_transactional_ids(self) -> list[str]:
+        """``ListTransactions`` (KIP-664) filtered to ongoing ones: the ids whose transaction a partition
+        or group joined and that has not ended (what Flink's listing-based abort starts from)."""
+        return sorted(
+            t for t, state in self._txn_ids.items() if state.txn is not None and state.txn.started_ms is not None
+        )
+
     def init_producer(self, transactional_id: str, transaction_timeout_ms: int | None = None) -> ModelProducer:
         """``init_transactions``: same producer id, epoch + 1, open transaction aborted."""
         timeout = self._default_timeout_ms if transaction_timeout_ms is None else transaction_timeout_ms

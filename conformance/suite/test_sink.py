@@ -417,3 +417,32 @@ def test_required_COMMIT_003_and_010_a_second_recovery_commits_nothing_the_first
         [Violation("COMMIT-010", "recovery-commits-uncheckpointed", f"visible: {leaked}")] * bool(leaked)
         + [Violation("COMMIT-003", "lost-checkpointed", f"missing: {missing}")] * bool(missing)
     )
+
+
+@requirement("COMMIT-016", capability="exactly-once-sink")
+@given(st.integers(1, 3), st.integers(1, 3), st.sampled_from([("job", "job-1"), ("job", "job-10"), ("a", "a-0")]))
+def test_required_COMMIT_016_recovery_aborts_no_transaction_of_a_sink_whose_prefix_starts_with_its_own(
+    adapter: Any, n: int, m: int, prefixes: tuple[str, str]
+) -> None:
+    """Two sinks on one cluster, one prefix the start of the other's ids (``job`` and ``job-1``): the first
+    recovers while the second's checkpoint is pending; the second then commits, and every record it
+    wrote must be visible (listing open transactions by prefix would have aborted them)."""
+    mine, theirs = prefixes
+    log = KafkaModel()
+    log.create_topic(TOPIC, PARTITIONS)
+    crashed, other = (Guarded(adapter.sink(log, p, n), "sink", adapter.name) for p in (mine, theirs))
+    crashed.start()
+    other.start()
+    written = []
+    for subtask in range(n):
+        crashed.write(subtask, TOPIC, subtask % PARTITIONS, None, f"{mine}-{subtask}".encode())
+        written.append(f"{theirs}-{subtask}".encode())
+        other.write(subtask, TOPIC, subtask % PARTITIONS, None, written[-1])
+    other.checkpoint(1)
+    try:
+        adapter.recover_sink(log, mine, m, adapter.initial_sink_checkpoint(m))
+        other.notify_checkpoint_complete(1)
+    except KafkaError as exc:
+        fail_on([Violation("COMMIT-016", "foreign-transaction-aborted", f"sink {theirs!r} could not commit: {exc}")])
+    missing = sorted(set(written) - set(observe(log).committed))
+    fail_on([Violation("COMMIT-016", "foreign-transaction-aborted", f"sink {theirs!r} lost {missing}")] * bool(missing))
