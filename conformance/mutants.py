@@ -370,8 +370,15 @@ class _CommitAheadSink(ExactlyOnceSink):
 class _OwnRangeAbortSink(ExactlyOnceSink):
     def _abort_lingering(self, checkpoint: SinkCheckpoint) -> None:
         """Aborts the ids of the new subtasks only: those of a larger earlier parallelism stay open."""
-        for subtask in range(self.parallelism):
-            self._abort_ids_of(subtask, checkpoint.next_txn)
+        for prefix in self._prefixes_to_abort(checkpoint):
+            for subtask in range(self.parallelism):
+                self._abort_ids_of(prefix, subtask, checkpoint.next_txn)
+
+
+class _CurrentPrefixOnlySink(ExactlyOnceSink):
+    def _prefixes_to_abort(self, checkpoint: SinkCheckpoint) -> list[str]:
+        """Recovery probes only the current prefix: a run under a new prefix leaves the old one's open."""
+        return [self.prefix]
 
 
 class _ReclaimingSink(ExactlyOnceSink):
@@ -731,6 +738,12 @@ MUTANTS: tuple[Mutant, ...] = (
         frozenset({"COMMIT-016"}),
         "Flink's LISTING abort: open transactions matched by prefix.startsWith, so sink 'job' aborts sink 'job-1''s",
         SinkMutant(sink_class=_ListingAbortSink),
+    ),
+    Mutant(
+        "old_prefix_left_open",
+        frozenset({"COMMIT-017"}),
+        "recovery under a changed prefix aborts only the new prefix's ids",
+        SinkMutant(sink_class=_CurrentPrefixOnlySink),
     ),
     Mutant(
         "fenced_swallowed",

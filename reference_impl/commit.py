@@ -66,6 +66,9 @@ class SinkCheckpoint:
     committables: tuple[Committable, ...]
     next_txn: int = 1
     """Suffix of the transactions begun after this barrier (``incrementing``): recovery probes from it."""
+    prefix: str = ""
+    """The transactional-id prefix of the sink that took it (none for the initial state): a recovery under
+    another prefix still aborts what this one left open (COMMIT-017)."""
 
 
 INITIAL = 0
@@ -160,7 +163,7 @@ class ExactlyOnceSink:
         self._written.clear()
         outstanding = tuple(c for cid in sorted(self.pending) if cid <= checkpoint_id for c in self.pending[cid])
         self._snapshot_ids[checkpoint_id] = {c.transactional_id for c in outstanding}
-        return SinkCheckpoint(checkpoint_id, self.parallelism, outstanding, self._next_txn)
+        return SinkCheckpoint(checkpoint_id, self.parallelism, outstanding, self._next_txn, self.prefix)
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         """Checkpoint N completed: commit every pending transaction up to N (COMMIT-002, COMMIT-009)."""
@@ -202,14 +205,20 @@ class ExactlyOnceSink:
 
         New subtask i also covers old subtasks i + k*n, so ids left by a larger earlier
         parallelism, checkpointed or not, are aborted too (COMMIT-012). A subtask beyond the
-        checkpoint's parallelism whose first id was never used ends the walk.
+        checkpoint's parallelism whose first id was never used ends the walk. Both this sink's prefix
+        and the one the checkpoint was taken under are walked: a prefix changed between runs must not
+        leave the old one's transactions open (COMMIT-017).
         """
-        for first in range(self.parallelism):
-            subtask = first
-            while self._abort_ids_of(subtask, checkpoint.next_txn) or subtask < checkpoint.parallelism:
-                subtask += self.parallelism
+        for prefix in self._prefixes_to_abort(checkpoint):
+            for first in range(self.parallelism):
+                subtask = first
+                while self._abort_ids_of(prefix, subtask, checkpoint.next_txn) or subtask < checkpoint.parallelism:
+                    subtask += self.parallelism
 
-    def _abort_ids_of(self, subtask: int, first_txn: int) -> bool:
+    def _prefixes_to_abort(self, checkpoint: SinkCheckpoint) -> list[str]:
+        return list(dict.fromkeys(p for p in (self.prefix, checkpoint.prefix) if p))
+
+    def _abort_ids_of(self, prefix: str, subtask: int, first_txn: int) -> bool:
         """Initialise the subtask's ids in order until one was never used (epoch 0); whether any was.
 
         Ids the restored checkpoint names are skipped, not initialised: a later recovery from
@@ -217,7 +226,7 @@ class ExactlyOnceSink:
         """
         start = first_txn if self.naming is NamingStrategy.INCREMENTING else 0
         for suffix in itertools.count(start):
-            tid = transactional_id(self.prefix, subtask, suffix, self.naming)
+            tid = transactional_id(prefix, subtask, suffix, self.naming)
             if tid not in self._in_use and self.log.init_producer(tid).epoch == 0:
                 return suffix > start
         raise AssertionError("unreachable: itertools.count never ends")

@@ -446,3 +446,35 @@ def test_required_COMMIT_016_recovery_aborts_no_transaction_of_a_sink_whose_pref
         fail_on([Violation("COMMIT-016", "foreign-transaction-aborted", f"sink {theirs!r} could not commit: {exc}")])
     missing = sorted(set(written) - set(observe(log).committed))
     fail_on([Violation("COMMIT-016", "foreign-transaction-aborted", f"sink {theirs!r} lost {missing}")] * bool(missing))
+
+
+@requirement("COMMIT-017", capability="exactly-once-sink")
+@given(st.integers(1, 3), st.integers(1, 3), st.booleans())
+def test_required_COMMIT_017_a_prefix_changed_between_runs_leaves_no_transaction_open(
+    adapter: Any, n: int, m: int, notified: bool
+) -> None:
+    """A job under prefix ``old`` completes checkpoint 1 (its notification perhaps lost), writes on, and
+    fails; it is restarted from checkpoint 1 under prefix ``new``. What ``old`` left open must be aborted,
+    so every record the new run commits is visible: none stays behind an open transaction."""
+    log = KafkaModel()
+    log.create_topic(TOPIC, PARTITIONS)
+    first = Guarded(adapter.sink(log, "old", n), "sink", adapter.name)
+    first.start()
+    for subtask in range(n):
+        first.write(subtask, TOPIC, subtask % PARTITIONS, None, f"old-{subtask}".encode())
+    state = first.checkpoint(1)
+    if notified:
+        first.notify_checkpoint_complete(1)
+    for subtask in range(n):  # after checkpoint 1: open when the job fails
+        first.write(subtask, TOPIC, subtask % PARTITIONS, None, f"lost-{subtask}".encode())
+    second = Guarded(adapter.recover_sink(log, "new", m, state), "sink", adapter.name)
+    expected = {f"old-{s}".encode() for s in range(n)}
+    for subtask in range(m):
+        expected.add(f"new-{subtask}".encode())
+        second.write(subtask, TOPIC, subtask % PARTITIONS, None, f"new-{subtask}".encode())
+    second.checkpoint(2)
+    second.notify_checkpoint_complete(2)
+    seen = observe(log)
+    hidden = sorted(expected - set(seen.committed))
+    why = f"not visible read_committed: {hidden}; last stable offsets {seen.stable}"
+    fail_on([Violation("COMMIT-017", "old-prefix-left-open", why)] * bool(hidden))
