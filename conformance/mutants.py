@@ -197,27 +197,6 @@ class EvenSplitRestore(ReferenceAdapter):
 
 
 @dataclass(frozen=True)
-class SplitsRechunkedAtSameParallelism(ReferenceAdapter):
-    """Split state cut into even chunks even when the parallelism is unchanged, where Flink's
-    repartitioner leaves every subtask its own list: safe, but partitions move between readers."""
-
-    restore_variant: RestoreVariant = RestoreVariant.SPLIT_REDISTRIBUTION
-
-    def restore_source(
-        self,
-        checkpoint: SourceCheckpoint,
-        parallelism: int,
-        subscription: Subscription,
-        metadata: Metadata,
-        keep: bool,
-        initial_offset: int,
-    ) -> SourceJob:
-        merged = (tuple(e for entries in checkpoint.by_subtask for e in entries),)
-        rechunked = replace(checkpoint, by_subtask=merged) if parallelism > 1 else checkpoint
-        return super().restore_source(rechunked, parallelism, subscription, metadata, keep, initial_offset)
-
-
-@dataclass(frozen=True)
 class PartialViewFilter(ReferenceAdapter):
     """FLINK-6006/7195: restored state filtered against the partitions the metadata lists now."""
 
@@ -627,6 +606,17 @@ class _StartupModeOnRestoreJob(SourceJob):
         return job
 
 
+class _RechunkingJob(SourceJob):
+    """Split state cut into even chunks even when the parallelism is unchanged, where Flink's
+    repartitioner leaves every subtask its own list: safe, but partitions move between readers."""
+
+    @classmethod
+    def restore(cls, checkpoint: SourceCheckpoint, parallelism: int, *args: Any) -> SourceJob:
+        merged = (tuple(e for entries in checkpoint.by_subtask for e in entries),)
+        rechunked = replace(checkpoint, by_subtask=merged) if parallelism > 1 else checkpoint
+        return super().restore(rechunked, parallelism, *args)
+
+
 @dataclass(frozen=True)
 class SourceMutant(ReferenceAdapter):
     """The reference adapter with its source job class replaced, for fresh and restored sources alike."""
@@ -703,7 +693,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "splits_rechunked_at_same_parallelism",
         frozenset({"RESTORE-002"}),
         "split state re-chunked at an unchanged parallelism (Flink leaves each subtask its own)",
-        SplitsRechunkedAtSameParallelism(),
+        SourceMutant(restore_variant=RestoreVariant.SPLIT_REDISTRIBUTION, job_class=_RechunkingJob),
     ),
     Mutant(
         "partial_view_filter",
