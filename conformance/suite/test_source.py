@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -492,6 +492,31 @@ def test_required_RESTORE_002_003_restore_onto_subtasks_above_256(adapter: Any, 
         adapter.restore_source(state, m, SUBSCRIPTIONS["all-in"], metadata, False, EARLIEST), "source", adapter.name
     )
     fail_on(check_restore(offsets, restored.offsets, SUBSCRIPTIONS["all-in"], False, metadata, adapter.restore_variant))
+
+
+@requirement("RESTORE-002", "RESTORE-003", capability="source-state")
+@given(st.integers(1, 5), st.integers(2, 4))
+@example(partitions=2, n=4)  # subtasks hold 1, 0, 1 and 2 entries: not the even chunks a re-cut would give
+def test_required_RESTORE_002_003_restore_at_an_unchanged_parallelism_keeps_each_subtask_its_own(
+    adapter: Any, partitions: int, n: int
+) -> None:
+    """Restored at the parallelism it ran with, every subtask gets back what it held: Flink's
+    repartitioner leaves each list-state subtask its own entries, union state filters by the assigner."""
+    log = _small_log(partitions)
+    source = Guarded(adapter.source(SUBSCRIPTIONS["all-in"], n, EARLIEST, False), "source", adapter.name)
+    source.discover(log.list_topics(), log)
+    offsets = _read_everything(source, log)
+    held = [dict(o) for o in source.offsets]
+    state = source.snapshot(1, log, GROUP)
+    metadata = dict(log.list_topics())
+    restored = Guarded(
+        adapter.restore_source(state, n, SUBSCRIPTIONS["all-in"], metadata, False, EARLIEST), "source", adapter.name
+    )
+    variant = adapter.restore_variant
+    violations = check_restore(offsets, restored.offsets, SUBSCRIPTIONS["all-in"], False, metadata, variant)
+    if not violations and variant is RestoreVariant.SPLIT_REDISTRIBUTION:
+        violations = check_split_redistribution(held, restored.offsets)
+    fail_on(violations)
 
 
 @requirement("RESTORE-007", capability="source-state")
