@@ -77,23 +77,23 @@ site: setup
 
 # Regenerate the committed verdict tables of the shipped adapters (fixed seed: a clean clone gets the same).
 verdicts: setup
-	$(BIN)/kconform verdicts --adapter conformance.adapters.spark_kafka:ADAPTER \
+	$(BIN)/kconform verdicts --adapter kconform.conformance.adapters.spark_kafka:ADAPTER \
 	  --expectations conformance/adapters/spark_kafka.expectations.toml --out docs/verdicts/spark-kafka.md
 
 # Mutation testing of the pure core (assignment, discovery, restore, commit) with the protocol suite as the
 # test set (Cosmic Ray, one mutant at a time); writes docs/mutation.md. MODULES=discovery restricts it.
 # mutation-report rewrites the doc from the last run after docs/mutation-triage.toml changed.
 mutation: setup
-	$(BIN)/python -m conformance.mutation $(if $(MODULES),--modules $(MODULES))
+	$(BIN)/python -m kconform.conformance.mutation $(if $(MODULES),--modules $(MODULES))
 
 mutation-report: setup
-	$(BIN)/python -m conformance.mutation --report-only $(if $(MODULES),--modules $(MODULES))
+	$(BIN)/python -m kconform.conformance.mutation --report-only $(if $(MODULES),--modules $(MODULES))
 
-# Regenerate the golden vectors for reference_impl.assignment from Flink's own classes (FLIP-27's
+# Regenerate the golden vectors for kconform.reference_impl.assignment from Flink's own classes (FLIP-27's
 # KafkaSourceEnumerator.getSplitOwner, checked against the legacy KafkaTopicPartitionAssigner) through
 # the Flink oracle that `make setup` builds (jvm/flink-oracle).
 golden: setup
-	$(BIN)/python -m conformance.flink_oracle fixtures/golden/topics.txt fixtures/golden/assign_vectors.csv
+	$(BIN)/python -m kconform.conformance.flink_oracle fixtures/golden/topics.txt fixtures/golden/assign_vectors.csv
 
 clean:
 	rm -rf $(VENV) $(JVM_DIR) build .hypothesis .pytest_cache .mypy_cache .ruff_cache

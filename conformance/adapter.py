@@ -22,11 +22,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, runtime_checkable
 
-from reference_impl.commit import NamingStrategy
-from reference_impl.discovery import Metadata, Subscription, ZeroPartitionsPolicy
-from reference_impl.ports import LogReader, OffsetStore, Record, TransactionalLog
-from reference_impl.restore import RestoreVariant
-from reference_impl.types import TopicPartition
+from kconform.reference_impl.commit import NamingStrategy
+from kconform.reference_impl.discovery import Metadata, Subscription, ZeroPartitionsPolicy
+from kconform.reference_impl.ports import LogReader, OffsetStore, Record, TransactionalLog
+from kconform.reference_impl.restore import RestoreVariant
+from kconform.reference_impl.types import TopicPartition
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -69,7 +69,7 @@ class SourceCheckpointLike(Protocol):
 
 
 class Source(Protocol):
-    """All subtasks of one source (see ``reference_impl.restore.SourceJob``)."""
+    """All subtasks of one source (see ``kconform.reference_impl.restore.SourceJob``)."""
 
     @property
     def offsets(self) -> Sequence[Mapping[TopicPartition, int]]: ...
@@ -92,7 +92,7 @@ class Source(Protocol):
 
 
 class Sink(Protocol):
-    """All writers of one sink and its committer (see ``reference_impl.commit.ExactlyOnceSink``)."""
+    """All writers of one sink and its committer (see ``kconform.reference_impl.commit.ExactlyOnceSink``)."""
 
     def start(self) -> None: ...
 
@@ -290,7 +290,7 @@ def load_adapter(spec: str) -> Adapter:
         raise ValueError(
             f"--adapter {spec!r} is not a kconform adapter: for the capabilities it declares ({', '.join(declared)})"
             f" it lacks {'; '.join(missing)} (missing: {', '.join(_member_name(m) for m in missing)}; see "
-            "conformance.adapter.AdapterBase and REQUIRED_MEMBERS)"
+            "kconform.conformance.adapter.AdapterBase and REQUIRED_MEMBERS)"
         )
     unknown = set(adapter.capabilities) - set(CAPABILITIES)
     if unknown:
@@ -312,8 +312,8 @@ def call(adapter_name: str, method: str, fn: Callable[..., T], *args: Any) -> T:
     Errors of the Kafka port (fenced, timeout, ...) are part of the protocol and pass through, and so
     do missing JVM artifacts (``make setup`` not run): a setup problem, never the adapter's violation.
     """
-    from conformance.jvm import JvmArtifactsMissing
-    from reference_impl.ports import KafkaError
+    from kconform.conformance.jvm import JvmArtifactsMissing
+    from kconform.reference_impl.ports import KafkaError
 
     shown = ", ".join(repr(a) for a in args)
     if len(shown) > SHOWN_ARGUMENTS:  # a whole partition list would bury the message

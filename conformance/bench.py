@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 from hypothesis import Phase, settings
 
-from conformance.mutants import MUTANTS, Mutant
-from reference_impl.assignment import plan
-from reference_impl.discovery import PartitionDiscoverer, Subscription, ZeroPartitionsPolicy
-from reference_impl.types import SubtaskIndex, TopicPartition
+from kconform.conformance.mutants import MUTANTS, Mutant
+from kconform.reference_impl.assignment import plan
+from kconform.reference_impl.discovery import PartitionDiscoverer, Subscription, ZeroPartitionsPolicy
+from kconform.reference_impl.types import SubtaskIndex, TopicPartition
 
 KILL_PROFILE = "kconform-bench-kill"
 
@@ -94,7 +94,7 @@ def time_to_kill(mutant: Mutant) -> tuple[float, bool]:
         pytest.main(
             [
                 "--pyargs",
-                "conformance.suite",
+                "kconform.conformance.suite",
                 "-q",
                 "-p",
                 "no:cacheprovider",
@@ -102,7 +102,7 @@ def time_to_kill(mutant: Mutant) -> tuple[float, bool]:
                 "-o",
                 "addopts=",
                 "--kconform-adapter",
-                f"conformance.mutants:{mutant.name}",
+                f"kconform.conformance.mutants:{mutant.name}",
                 "--hypothesis-profile",
                 KILL_PROFILE,
                 *selected,
@@ -114,7 +114,7 @@ def time_to_kill(mutant: Mutant) -> tuple[float, bool]:
 
 def bench_broker_start() -> list[str]:
     """How long each broker the suite starts itself takes to answer its first metadata request."""
-    from conformance.brokers import CLUSTER_SIZE, KafkaBroker, TansuBroker
+    from kconform.conformance.brokers import CLUSTER_SIZE, KafkaBroker, TansuBroker
 
     seconds: dict[str, float] = {}
     brokers = {"tansu": TansuBroker(), "kafka": KafkaBroker(), "kafka-cluster": KafkaBroker(CLUSTER_SIZE)}
@@ -154,7 +154,7 @@ def main(argv: list[str]) -> int:
         print("\nbroker start, to the first answered metadata request:")
         print("\n".join(bench_broker_start()))
     if not args.skip_spark:
-        from conformance.bench_spark import bench_spark  # pyspark is imported only when needed
+        from kconform.conformance.bench_spark import bench_spark  # pyspark is imported only when needed
 
         print()
         bench_spark()

@@ -13,10 +13,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from reference_impl.assignment import assign
-from reference_impl.discovery import Metadata, Subscription
-from reference_impl.restore import RestoreVariant
-from reference_impl.types import EARLIEST, LATEST, TopicPartition, is_sentinel
+from kconform.reference_impl.assignment import assign
+from kconform.reference_impl.discovery import Metadata, Subscription
+from kconform.reference_impl.restore import RestoreVariant
+from kconform.reference_impl.types import EARLIEST, LATEST, TopicPartition, is_sentinel
 
 
 @dataclass(frozen=True, order=True, slots=True)
@@ -37,7 +37,7 @@ class Violation:
 
 
 Picture = dict[str, Any]
-"""A figure's data (``conformance.evidence`` builds them), JSON-ready: the HTML report draws it."""
+"""A figure's data (``kconform.conformance.evidence`` builds them), JSON-ready: the HTML report draws it."""
 
 
 class ViolationError(AssertionError):

@@ -21,7 +21,7 @@ def _delegate(module: str) -> Handler:
     """A handler that passes the verb's arguments to ``conformance.<module>.main``, imported only when used."""
 
     def handler(_args: argparse.Namespace, rest: list[str]) -> int:
-        main: Callable[[list[str]], int] = importlib.import_module(f"conformance.{module}").main
+        main: Callable[[list[str]], int] = importlib.import_module(f"kconform.conformance.{module}").main
         return main(rest)
 
     return handler

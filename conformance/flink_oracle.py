@@ -11,7 +11,7 @@ and checkpoints through a sequence of discoveries, driven in Flink's own test co
 (``MockSplitEnumeratorContext``, flink-core's test jar). It runs through ``JvmHelper``: started once
 per test session, every wait bounded, a dead helper an error that shows what it printed.
 
-``python -m conformance.flink_oracle TOPICS OUT`` writes the assigner's golden vectors
+``python -m kconform.conformance.flink_oracle TOPICS OUT`` writes the assigner's golden vectors
 (``make golden``: ``fixtures/golden/assign_vectors.csv``) from Flink's classes.
 """
 
@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from conformance.jvm import JvmArtifactsMissing, classpath, jvm_dir
-from conformance.jvm_oracle import TIMEOUT_S, JvmHelper, OracleError
-from reference_impl.discovery import Metadata
-from reference_impl.types import EARLIEST, SubtaskIndex, TopicPartition
+from kconform.conformance.jvm import JvmArtifactsMissing, classpath, jvm_dir
+from kconform.conformance.jvm_oracle import TIMEOUT_S, JvmHelper, OracleError
+from kconform.reference_impl.discovery import Metadata
+from kconform.reference_impl.types import EARLIEST, SubtaskIndex, TopicPartition
 
 FLINK_ORACLE: Final = "flink-oracle"
 """The module whose jar and classpath (the 4.x connector's) run the helper (``jvm/flink-oracle/pom.xml``)."""

@@ -6,7 +6,7 @@ that reads JSON requests, one a line, and answers each with what Kafka's classes
 ``RoundRobinAssignor``, ``StickyAssignor`` and ``CooperativeStickyAssignor`` of a group. The
 differential tests start it once per session and send whole batches, so the JVM's start is paid
 once; every wait is bounded and a dead helper is an error that shows what it printed.
-``JvmHelper`` is that machinery for any such helper (``conformance.flink_oracle`` runs the other).
+``JvmHelper`` is that machinery for any such helper (``kconform.conformance.flink_oracle`` runs the other).
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Self
 
-from conformance.jvm import JvmArtifactsMissing, classpath, java_binary, jvm_dir
-from reference_impl.kafka_strategies import Assignment, Group
-from reference_impl.types import TopicPartition
+from kconform.conformance.jvm import JvmArtifactsMissing, classpath, java_binary, jvm_dir
+from kconform.reference_impl.kafka_strategies import Assignment, Group
+from kconform.reference_impl.types import TopicPartition
 
 KAFKA_ORACLE: Final = "kafka-oracle"
 """The module whose jar and classpath run the helper (``jvm/kafka-oracle/pom.xml``)."""

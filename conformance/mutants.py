@@ -4,7 +4,7 @@ Each mutant is the reference adapter with exactly one mechanism replaced by a kn
 ``MUTANTS`` names the requirement whose failure proves the kill; ``make test`` runs the suite
 against every mutant and asserts that requirement fails (``tests/test_mutants.py``), and
 ``make bench`` reports the time to kill each. Load one with
-``kconform run --adapter conformance.mutants:<name>``.
+``kconform run --adapter kconform.conformance.mutants:<name>``.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from reference_impl.adapter import ReferenceAdapter
-from reference_impl.assignment import java_string_hash, owner
-from reference_impl.commit import ExactlyOnceSink, NamingStrategy, SinkCheckpoint
-from reference_impl.discovery import Metadata, PartitionDiscoverer, Subscription, ZeroPartitionsPolicy
-from reference_impl.kafka_model import KafkaModel
-from reference_impl.kafka_strategies import (
+from kconform.reference_impl.adapter import ReferenceAdapter
+from kconform.reference_impl.assignment import java_string_hash, owner
+from kconform.reference_impl.commit import ExactlyOnceSink, NamingStrategy, SinkCheckpoint
+from kconform.reference_impl.discovery import Metadata, PartitionDiscoverer, Subscription, ZeroPartitionsPolicy
+from kconform.reference_impl.kafka_model import KafkaModel
+from kconform.reference_impl.kafka_strategies import (
     Assignment,
     Group,
     KafkaPartitioner,
@@ -28,7 +28,7 @@ from reference_impl.kafka_strategies import (
     range_assign,
     sticky_assign,
 )
-from reference_impl.ports import (
+from kconform.reference_impl.ports import (
     Isolation,
     LogReader,
     OffsetStore,
@@ -37,8 +37,14 @@ from reference_impl.ports import (
     TransactionalLog,
     TransactionalProducer,
 )
-from reference_impl.restore import RestoreVariant, SourceCheckpoint, SourceJob, next_offsets, redistribute_splits
-from reference_impl.types import EARLIEST, LATEST, SubtaskIndex, TopicPartition, is_sentinel
+from kconform.reference_impl.restore import (
+    RestoreVariant,
+    SourceCheckpoint,
+    SourceJob,
+    next_offsets,
+    redistribute_splits,
+)
+from kconform.reference_impl.types import EARLIEST, LATEST, SubtaskIndex, TopicPartition, is_sentinel
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ session per module of ``SUITES``. Each mutant is judged by ``kconform run --leve
 --profile default --seed N`` on the suite tests keyed to its module, runs chained cheapest first so
 that a killed mutant stops at the first failing one; Hypothesis's example database is emptied before
 every mutant, so no mutant is judged by another's counterexamples. The suite's checkers take Flink's
-formula from ``reference_impl.assignment``: ``judge`` runs ``kconform run`` with that oracle loaded
+formula from ``kconform.reference_impl.assignment``: ``judge`` runs ``kconform run`` with that oracle loaded
 from the checkout, unmutated, so a mutant of the formula cannot move the oracle with it. Mutants that
 ``docs/mutation-triage.toml`` calls equivalent are skipped (Cosmic Ray's own ``# pragma: no mutate``
 would skip every mutant of the line); the score is killed / (mutants - equivalent), and
@@ -55,7 +55,7 @@ SUITES: dict[str, tuple[tuple[str, str], ...]] = {
     ),
     "commit": (("ADAPTER", "COMMIT_005"), ("ADAPTER", "COMMIT"), ("FLIP27_POOLING", "COMMIT")),
 }
-"""Module of ``reference_impl`` -> its ``(adapter of reference_impl.adapter, kconform run --only)`` runs.
+"""Module of ``reference_impl`` -> its ``(adapter of kconform.reference_impl.adapter, kconform run --only)`` runs.
 
 ``ADAPTER`` is union-filter restore with incrementing ids, ``FLIP27_POOLING`` split redistribution
 (the FLIP-27 enumerator) with pooled ids: code only one variant runs is judged with that one.
@@ -121,12 +121,33 @@ def is_equivalent(triage: TriageTable, module: str, removed: str, added: str) ->
 
 def test_command(sandbox: Path, links: Sequence[tuple[str, str]], seed: int) -> str:
     """The shell command that judges one mutant: each ``kconform run`` of ``links`` in turn, from an empty database."""
-    judge_run = [sys.executable, "-m", "conformance.mutation", "judge", "--level", "protocol", "--profile", "default"]
+    judge_run = [
+        sys.executable,
+        "-m",
+        "kconform.conformance.mutation",
+        "judge",
+        "--level",
+        "protocol",
+        "--profile",
+        "default",
+    ]
     runs = [
-        shlex.join([*judge_run, "--seed", str(seed), "--adapter", f"reference_impl.adapter:{adapter}", "--only", only])
+        shlex.join(
+            [*judge_run, "--seed", str(seed), "--adapter", f"kconform.reference_impl.adapter:{adapter}", "--only", only]
+        )
         for adapter, only in links
     ]
     return shlex.join(["sh", "-c", " && ".join([f"cd {shlex.quote(str(sandbox))}", "rm -rf .hypothesis", *runs])])
+
+
+def make_sandbox(sandbox: Path) -> None:
+    """A ``kconform`` package whose ``reference_impl`` is a copy to mutate; the rest links to the repository."""
+    package = sandbox / "kconform"
+    shutil.rmtree(sandbox, ignore_errors=True)
+    shutil.copytree(ROOT / "reference_impl", package / "reference_impl", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "kconform" / "__init__.py", package / "__init__.py")
+    for folder in ("conformance", "spec", "fixtures"):
+        (package / folder).symlink_to(ROOT / folder, target_is_directory=True)
 
 
 def judge(argv: Sequence[str]) -> int:
@@ -137,7 +158,7 @@ def judge(argv: Sequence[str]) -> int:
     """
     from hypothesis import Phase, settings
 
-    from conformance import checkers, profiles, pytest_plugin, runner
+    from kconform.conformance import checkers, profiles, pytest_plugin, runner
 
     def register_without_shrinking(database_dir: Path | None = None) -> None:
         profiles.register_profiles(database_dir)
@@ -175,7 +196,7 @@ def describe(spec: Any, sandbox: Path) -> tuple[str, int, str, str]:
     source = Path(spec.module_path).read_text()
     operator = get_operator(spec.operator_name)(**spec.operator_args)
     removed, added = changed_lines(source, mutate_code(source, operator, spec.occurrence) or source)
-    return str(Path(spec.module_path).relative_to(sandbox)), int(spec.start_pos[0]), removed, added
+    return str(Path(spec.module_path).relative_to(sandbox / "kconform")), int(spec.start_pos[0]), removed, added
 
 
 def outcome_of(result: Any) -> str:
@@ -208,7 +229,7 @@ def run_module(name: str, sandbox: Path, seed: int, triage: TriageTable) -> None
     session = WORK / f"{name}.sqlite"
     config.write_text(
         "[cosmic-ray]\n"
-        f"module-path = {str(sandbox / 'reference_impl' / f'{name}.py')!r}\n"
+        f"module-path = {str(sandbox / 'kconform' / 'reference_impl' / f'{name}.py')!r}\n"
         f"timeout = {timeout:.0f}.0\nexcluded-modules = []\ntest-command = {command!r}\n"
         '[cosmic-ray.distributor]\nname = "local"\n'
     )
@@ -283,7 +304,7 @@ def render(results: dict[str, ModuleRun], triage: TriageTable) -> str:
     lines = [
         "# Mutation testing of the reference core",
         "",
-        "Written by `make mutation` (`python -m conformance.mutation`); the triage lives in",
+        "Written by `make mutation` (`python -m kconform.conformance.mutation`); the triage lives in",
         "`docs/mutation-triage.toml`. Cosmic Ray mutates a copy of each module under `build/mutation/`; a",
         f"mutant is killed when `kconform run --level protocol --profile default --seed {seeds}` fails on the",
         "suite tests keyed to its module (below, run in this order, the first failure ends the mutant's",
@@ -331,7 +352,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["judge"]:
         return judge(argv[1:])
-    parser = argparse.ArgumentParser(prog="python -m conformance.mutation", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m kconform.conformance.mutation", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--modules", nargs="+", choices=list(SUITES), default=list(SUITES))
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="Hypothesis seed (default %(default)s)")
     parser.add_argument("--doc", type=Path, default=DOC, help="the report to write (default %(default)s)")
@@ -342,10 +365,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sandbox = WORK / "src"
     triage = load_triage(TRIAGE)
     if not args.report_only:
-        shutil.rmtree(sandbox, ignore_errors=True)
-        shutil.copytree(
-            ROOT / "reference_impl", sandbox / "reference_impl", ignore=shutil.ignore_patterns("__pycache__")
-        )
+        make_sandbox(sandbox)
         for name in args.modules:
             run_module(name, sandbox, args.seed, triage)
     results = {name: collect(name, sandbox, triage) for name in args.modules}

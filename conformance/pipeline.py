@@ -5,11 +5,11 @@ end of what is available, stop it, or simulate a driver crash after the tasks of
 committed but before Spark's commit log recorded it (``forget_last_commit``). Rescale is a new
 ``Pipeline`` on the same checkpoint with another ``parallelism``. Without a sink topic every
 batch's rows are captured with the Spark task that read them, for the pure checkers of
-``conformance.checkers``; a replayed batch id replaces its earlier capture, as an idempotent
+``kconform.conformance.checkers``; a replayed batch id replaces its earlier capture, as an idempotent
 downstream would. ``TaskFailures`` makes chosen tasks fail their first attempt mid-stream, so
 Spark (with task retries, e.g. ``local[2,3]``) runs them again.
 
-The query's source and sink come from a ``conformance.adapter.PipelineAdapter``;
+The query's source and sink come from a ``kconform.conformance.adapter.PipelineAdapter``;
 ``SPARK_ADAPTER`` is the reference implementation's (format ``kconform-kafka``).
 """
 
@@ -32,16 +32,16 @@ from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.readwriter import DataStreamWriter
 from pyspark.sql.types import BooleanType
 
-from conformance.adapter import DEFAULT_MASTER, PipelineAdapter, SinkSpec, SourceSpec
-from conformance.checkers import Violation, check_formula, check_order, check_plan
-from conformance.jvm import SPARK_KAFKA, JvmArtifactsMissing, jars
-from conformance.spark_cluster import STANDALONE, cluster_settings, is_local
-from reference_impl.adapter import ReferenceAdapter
-from reference_impl.kafka_client import KafkaClient
-from reference_impl.ports import Isolation, Record
-from reference_impl.spark import KafkaDataSource, register
-from reference_impl.spark.offsets import SourceOffsets
-from reference_impl.types import TopicPartition
+from kconform.conformance.adapter import DEFAULT_MASTER, PipelineAdapter, SinkSpec, SourceSpec
+from kconform.conformance.checkers import Violation, check_formula, check_order, check_plan
+from kconform.conformance.jvm import SPARK_KAFKA, JvmArtifactsMissing, jars
+from kconform.conformance.spark_cluster import STANDALONE, cluster_settings, is_local
+from kconform.reference_impl.adapter import ReferenceAdapter
+from kconform.reference_impl.kafka_client import KafkaClient
+from kconform.reference_impl.ports import Isolation, Record
+from kconform.reference_impl.spark import KafkaDataSource, register
+from kconform.reference_impl.spark.offsets import SourceOffsets
+from kconform.reference_impl.types import TopicPartition
 
 QUERY_TIMEOUT_S: Final = 120
 
@@ -51,7 +51,7 @@ class KconformKafkaAdapter:
     """The reference implementation at pipeline level: ``kconform-kafka`` source and sink.
 
     ``data_source`` is the Python data source registered and used by name: the pipeline mutants
-    (``conformance.pipeline_mutants``) swap in a broken subclass.
+    (``kconform.conformance.pipeline_mutants``) swap in a broken subclass.
     """
 
     name: str = "spark-kconform-kafka"
@@ -97,7 +97,7 @@ class KconformKafkaAdapter:
 
 
 SPARK_ADAPTER: Final = KconformKafkaAdapter()
-"""``--adapter conformance.pipeline:SPARK_ADAPTER``: the pipeline-level suite on the reference Spark format."""
+"""``--adapter kconform.conformance.pipeline:SPARK_ADAPTER``: the pipeline-level suite on the reference Spark format."""
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,7 @@ class ReferenceOnSpark(ReferenceAdapter):
 
 
 REFERENCE: Final = ReferenceOnSpark()
-"""``--adapter conformance.pipeline:REFERENCE --level all``: what ``make conformance`` checks."""
+"""``--adapter kconform.conformance.pipeline:REFERENCE --level all``: what ``make conformance`` checks."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,12 +138,12 @@ def local_session(master: str = DEFAULT_MASTER) -> SparkSession:
     ``make setup`` resolved it; the adapter that needs it says so when it is not.
 
     On a cluster master (``spark://...``) executors get this interpreter and ``sys.path``, bounded
-    cores and memory, and three attempts per task (``conformance.spark_cluster.cluster_settings``);
+    cores and memory, and three attempts per task (``kconform.conformance.spark_cluster.cluster_settings``);
     checkpoints stay local paths, which holds while driver and workers share one machine.
     """
     if master == STANDALONE:
         raise ValueError(
-            f"{STANDALONE!r} is not a master URL: start a conformance.spark_cluster.StandaloneCluster "
+            f"{STANDALONE!r} is not a master URL: start a kconform.conformance.spark_cluster.StandaloneCluster "
             "and pass its master_url (the suite's spark_master fixture does)"
         )
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -151,7 +151,7 @@ def local_session(master: str = DEFAULT_MASTER) -> SparkSession:
     try:
         connector = ",".join(str(jar) for jar in jars(SPARK_KAFKA))
     except JvmArtifactsMissing:
-        connector = ""  # kconform-kafka needs no jar; conformance.adapters.spark_kafka names the fix
+        connector = ""  # kconform-kafka needs no jar; kconform.conformance.adapters.spark_kafka names the fix
     builder = SparkSession.builder.master(master)
     if connector:
         builder = builder.config("spark.jars", connector)

@@ -20,14 +20,14 @@ from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceStreamReader, DataSourceStreamWriter, InputPartition
 from pyspark.sql.types import StructType
 
-from conformance.pipeline import KconformKafkaAdapter
-from reference_impl.assignment import assign
-from reference_impl.kafka_client import KafkaClient, KafkaTransactionalProducer
-from reference_impl.spark import Connection, KafkaDataSource
-from reference_impl.spark.offsets import SourceOffsets
-from reference_impl.spark.sink import KafkaStreamWriter, Placement, SinkOptions, TaskCommit, TaskIdentity
-from reference_impl.spark.source import KafkaInputPartition, KafkaStreamReader, SourceOptions
-from reference_impl.types import TopicPartition
+from kconform.conformance.pipeline import KconformKafkaAdapter
+from kconform.reference_impl.assignment import assign
+from kconform.reference_impl.kafka_client import KafkaClient, KafkaTransactionalProducer
+from kconform.reference_impl.spark import Connection, KafkaDataSource
+from kconform.reference_impl.spark.offsets import SourceOffsets
+from kconform.reference_impl.spark.sink import KafkaStreamWriter, Placement, SinkOptions, TaskCommit, TaskIdentity
+from kconform.reference_impl.spark.source import KafkaInputPartition, KafkaStreamReader, SourceOptions
+from kconform.reference_impl.types import TopicPartition
 
 
 def _retried() -> bool:
@@ -220,7 +220,7 @@ class PipelineMutant:
     bug: str
     adapter: KconformKafkaAdapter
     needs: tuple[str, ...] = ()
-    """Broker capabilities (``conformance.probe``) the scenario needs to show the bug: on a broker without
+    """Broker capabilities (``kconform.conformance.probe``) the scenario needs to show the bug: on a broker without
     them the scenario skips, naming them, and the mutant is not killed there."""
 
 

@@ -2,7 +2,7 @@
 
 Loading it registers the Hypothesis profiles, so ``--hypothesis-profile quick|default|thorough``
 works in a user's own pytest run as in ours; without that flag ``KCONFORM_PROFILE`` decides.
-The suite itself lives in ``conformance.suite``: ``pytest --pyargs conformance.suite
+The suite itself lives in ``kconform.conformance.suite``: ``pytest --pyargs kconform.conformance.suite
 --kconform-adapter module:attr`` runs it from any pytest setup, as ``kconform run`` does.
 """
 
@@ -15,15 +15,15 @@ from typing import Any, TypeVar
 import pytest
 from hypothesis import settings
 
-from conformance.adapter import CAPABILITIES, DEFAULT_MASTER, Adapter, guard, load_adapter
-from conformance.brokers import Broker, BrokerStartError, BrokerUnavailable, broker_from_env
-from conformance.probe import Capability
-from conformance.profiles import examples_dir, profile_from_env, register_profiles
-from conformance.spark_cluster import STANDALONE, SparkClusterError, StandaloneCluster
+from kconform.conformance.adapter import CAPABILITIES, DEFAULT_MASTER, Adapter, guard, load_adapter
+from kconform.conformance.brokers import Broker, BrokerStartError, BrokerUnavailable, broker_from_env
+from kconform.conformance.probe import Capability
+from kconform.conformance.profiles import examples_dir, profile_from_env, register_profiles
+from kconform.conformance.spark_cluster import STANDALONE, SparkClusterError, StandaloneCluster
 
 register_profiles()
 
-DEFAULT_ADAPTER = "reference_impl.adapter:ADAPTER"
+DEFAULT_ADAPTER = "kconform.reference_impl.adapter:ADAPTER"
 BROKER_CAPABILITIES = pytest.StashKey[list[Capability]]()
 """The probe's measurement of the broker a run used; every report shows it."""
 BROKER_VERSION = pytest.StashKey[str]()

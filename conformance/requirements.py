@@ -189,11 +189,11 @@ def ids_in_code(root: Path = REPO_ROOT) -> set[str]:
 
 
 def tla_properties(root: Path = REPO_ROOT) -> dict[str, list[str]]:
-    """id -> ``Module!Property`` from ``conformance.tlc``, or nothing while that module does not exist."""
+    """id -> ``Module!Property`` from ``kconform.conformance.tlc``, or nothing while that module does not exist."""
     try:
-        tlc = importlib.import_module("conformance.tlc")
+        tlc = importlib.import_module("kconform.conformance.tlc")
     except ModuleNotFoundError as exc:
-        if exc.name != "conformance.tlc":
+        if exc.name != "kconform.conformance.tlc":
             raise
         return {}
     properties: Callable[[Path], dict[str, list[str]]] = tlc.tla_properties
@@ -209,14 +209,14 @@ def orphans(root: Path = REPO_ROOT) -> tuple[set[str], set[str]]:
 
 
 def definitions(root: Path = REPO_ROOT) -> dict[str, str]:
-    """Name (also ``conformance.module.name``) -> the file under ``conformance/`` that defines it, checkers first."""
+    """Name (also ``kconform.conformance.module.name``) -> the file under ``conformance/`` defining it."""
     first = [root / f for f in CHECKER_FILES]
     found: dict[str, str] = {}
     for path in first + [p for p in _files(root, ("conformance",), (".py",)) if p not in first]:
         if not path.is_file():
             continue
         where = path.relative_to(root).as_posix()
-        module = where.removesuffix(".py").replace("/", ".")
+        module = "kconform." + where.removesuffix(".py").replace("/", ".")
         for match in DEFINED.finditer(path.read_text(encoding="utf-8")):
             name = match.group("name") or match.group("mutant")
             found.setdefault(name, where)
@@ -308,6 +308,9 @@ def main(argv: Sequence[str]) -> int:
     except (SpecNotFoundError, ValueError) as exc:
         parser.exit(2, f"kconform requirements: error: {exc}\n")
     print(render_markdown(rows) if args.markdown else render_text(rows))
+    if not (REPO_ROOT / "tests").is_dir():
+        print("note: the project's own tests/ are not installed, so ids only they check list no test", file=sys.stderr)
+        untested = set()
     problems = {"named in code but not in the spec": unknown, "in the spec but named by no test": untested}
     for problem, ids in problems.items():
         if ids:

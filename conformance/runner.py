@@ -32,7 +32,7 @@ from typing import IO, Any
 import pytest
 from hypothesis.errors import FailedHealthCheck
 
-from conformance.adapter import (
+from kconform.conformance.adapter import (
     CAPABILITIES,
     DEFAULT_MASTER,
     PIPELINE_CAPABILITIES,
@@ -40,15 +40,15 @@ from conformance.adapter import (
     call_in_progress,
     load_adapter,
 )
-from conformance.brokers import BOOTSTRAP_ENV, BROKER_KINDS, DEFAULT_BROKER
-from conformance.brokers.base import EXTERNAL_TIMEOUT_ENV, START_TIMEOUT_S
-from conformance.checkers import Picture, Violation, ViolationError
-from conformance.expectations import Deviation, find_deviation, load_expectations
-from conformance.jvm import JvmArtifactsMissing
-from conformance.probe import Capability
-from conformance.profiles import PROFILES, profile_from_env
-from conformance.pytest_plugin import BROKER_CAPABILITIES, BROKER_VERSION, UNVERIFIED_PROPERTY, CouldNotCheck
-from conformance.requirements import (
+from kconform.conformance.brokers import BOOTSTRAP_ENV, BROKER_KINDS, DEFAULT_BROKER
+from kconform.conformance.brokers.base import EXTERNAL_TIMEOUT_ENV, START_TIMEOUT_S
+from kconform.conformance.checkers import Picture, Violation, ViolationError
+from kconform.conformance.expectations import Deviation, find_deviation, load_expectations
+from kconform.conformance.jvm import JvmArtifactsMissing
+from kconform.conformance.probe import Capability
+from kconform.conformance.profiles import PROFILES, profile_from_env
+from kconform.conformance.pytest_plugin import BROKER_CAPABILITIES, BROKER_VERSION, UNVERIFIED_PROPERTY, CouldNotCheck
+from kconform.conformance.requirements import (
     LEVELS,
     Requirement,
     SpecNotFoundError,
@@ -58,10 +58,10 @@ from conformance.requirements import (
     load_requirements,
 )
 
-DEFAULT_ADAPTER = "conformance.pipeline:REFERENCE"
+DEFAULT_ADAPTER = "kconform.conformance.pipeline:REFERENCE"
 DEFAULT_LEVEL = "all"
 """What ``make conformance`` runs: both levels of the reference implementation."""
-DEFAULT_SUITE = "conformance.suite"
+DEFAULT_SUITE = "kconform.conformance.suite"
 DEFAULT_TIMEOUT = 120.0
 SUITE_LEVELS = ("protocol", "pipeline")
 LEVEL_CAPABILITIES = {
@@ -154,7 +154,7 @@ class TestResult:
     violations: list[Violation] = field(default_factory=list)
     """A failure's violations: those its ``ViolationError`` carried, else read from its message."""
     pictures: list[Picture] = field(default_factory=list)
-    """The data of the failure's figures (``conformance.evidence``), drawn by the HTML report."""
+    """The data of the failure's figures (``kconform.conformance.evidence``), drawn by the HTML report."""
     verified_before_failing: frozenset[str] = frozenset()
     """Of a failure's ids it does not violate, those it checked in full anyway (``fail_on(verified=...)``)."""
 
@@ -269,13 +269,13 @@ def kconform_program() -> list[str]:
     """How to call this kconform from a shell, so a printed replay line works as printed.
 
     ``kconform`` when the one on ``PATH`` is this interpreter's, else that script by its path (a
-    venv that is not activated), else this interpreter with ``-m conformance.cli``.
+    venv that is not activated), else this interpreter with ``-m kconform.conformance.cli``.
     """
     script = Path(sys.executable).parent / "kconform"
     on_path = shutil.which("kconform")
     if on_path and script.exists() and Path(on_path).resolve() == script.resolve():
         return ["kconform"]
-    return [str(script)] if script.exists() else [sys.executable, "-m", "conformance.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "kconform.conformance.cli"]
 
 
 def broker_used(options: RunOptions) -> str:
@@ -763,7 +763,7 @@ aborted records); it is reported with the reason, never as a pass.""",
 def main(argv: Sequence[str]) -> int:
     """``kconform run``: 0 when every result is expected (PARTIAL is, unless strict), 1 for a violation,
     2 on usage errors, 3 when something could not be checked."""
-    from conformance import report  # here, not at the top: report imports this module's result types
+    from kconform.conformance import report  # here, not at the top: report imports this module's result types
 
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -1,8 +1,8 @@
 """Checkers of Kafka's strategies (STRAT-001..010): pure functions over what a partitioner or an
-assignor answered, returning named violations in ``conformance.checkers``' style.
+assignor answered, returning named violations in ``kconform.conformance.checkers``' style.
 
 They never call the implementation; where the spec pins an exact answer (murmur2 placement,
-Range, RoundRobin) they compare with the reference in ``reference_impl.kafka_strategies``, which
+Range, RoundRobin) they compare with the reference in ``kconform.reference_impl.kafka_strategies``, which
 the JVM oracle pins to kafka-clients' own classes.
 """
 
@@ -11,15 +11,15 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 
-from conformance.checkers import Violation
-from reference_impl.kafka_strategies import (
+from kconform.conformance.checkers import Violation
+from kconform.reference_impl.kafka_strategies import (
     Group,
     kept_ownership,
     partition_for_key,
     range_assign,
     round_robin_assign,
 )
-from reference_impl.types import TopicPartition
+from kconform.reference_impl.types import TopicPartition
 
 Observed = Mapping[str, Sequence[TopicPartition]]
 """An assignor's answer as observed: member id -> its partitions."""

@@ -102,6 +102,10 @@ class ModelRun:
     workers: int | None = None
 
 
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+"""The checkout, or the installed ``kconform`` package: both hold ``spec/tla``."""
+
+
 def tla_root(root: Path) -> Path:
     """``spec/tla`` under a repository root, or ``root`` itself if it is that folder."""
     nested = root / "spec" / "tla"
@@ -441,7 +445,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--profile", choices=PROFILES, default="ci")
     parser.add_argument("--only", metavar="NAME", help="run only the manifest entry NAME")
     parser.add_argument("--workers", type=int, default=2, help="TLC workers unless the entry fixes them")
-    parser.add_argument("--root", type=Path, default=Path.cwd(), help="repository root (default: cwd)")
+    parser.add_argument(
+        "--root", type=Path, default=PACKAGE_ROOT, help="where spec/tla is (default: this kconform's, %(default)s)"
+    )
     args = parser.parse_args(argv)
     runs = load_manifest(args.root, args.profile)
     if args.only:

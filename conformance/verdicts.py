@@ -18,11 +18,11 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Final
 
-from conformance.adapter import DEFAULT_MASTER
-from conformance.brokers import BROKER_KINDS, DEFAULT_BROKER
-from conformance.profiles import DEFAULT_PROFILE, PROFILES
-from conformance.report import class_verdicts, md_cell, render_text, row_note, tally
-from conformance.runner import (
+from kconform.conformance.adapter import DEFAULT_MASTER
+from kconform.conformance.brokers import BROKER_KINDS, DEFAULT_BROKER
+from kconform.conformance.profiles import DEFAULT_PROFILE, PROFILES
+from kconform.conformance.report import class_verdicts, md_cell, render_text, row_note, tally
+from kconform.conformance.runner import (
     DEFAULT_TIMEOUT,
     ERROR_EXIT,
     USAGE_EXIT,

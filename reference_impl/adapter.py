@@ -1,7 +1,7 @@
 """The reference implementation's protocol-level adapter (``kconform run`` uses it by default).
 
 Each method hands the suite one mechanism of the pure core. Broken variants of this adapter
-(``conformance.mutants``) override exactly one method each, which is how the suite proves that
+(``kconform.conformance.mutants``) override exactly one method each, which is how the suite proves that
 every invariant catches a real bug class.
 """
 
@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from reference_impl.assignment import assign
-from reference_impl.commit import ExactlyOnceSink, NamingStrategy, SinkCheckpoint
-from reference_impl.discovery import Metadata, PartitionDiscoverer, Subscription, ZeroPartitionsPolicy
-from reference_impl.kafka_strategies import ASSIGNORS, Assignment, Group, KafkaPartitioner, StickyPartitioner
-from reference_impl.ports import TransactionalLog
-from reference_impl.restore import RestoreVariant, SourceCheckpoint, SourceJob
-from reference_impl.types import SubtaskIndex, TopicPartition
+from kconform.reference_impl.assignment import assign
+from kconform.reference_impl.commit import ExactlyOnceSink, NamingStrategy, SinkCheckpoint
+from kconform.reference_impl.discovery import Metadata, PartitionDiscoverer, Subscription, ZeroPartitionsPolicy
+from kconform.reference_impl.kafka_strategies import ASSIGNORS, Assignment, Group, KafkaPartitioner, StickyPartitioner
+from kconform.reference_impl.ports import TransactionalLog
+from kconform.reference_impl.restore import RestoreVariant, SourceCheckpoint, SourceJob
+from kconform.reference_impl.types import SubtaskIndex, TopicPartition
 
 
 @dataclass(frozen=True)

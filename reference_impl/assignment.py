@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from reference_impl.types import SubtaskIndex, TopicPartition
+from kconform.reference_impl.types import SubtaskIndex, TopicPartition
 
 _MASK32 = 0xFFFFFFFF
 _SIGN_MASK = 0x7FFFFFFF

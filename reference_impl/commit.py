@@ -29,7 +29,7 @@ import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from reference_impl.ports import TransactionalLog, TransactionalProducer
+from kconform.reference_impl.ports import TransactionalLog, TransactionalProducer
 
 
 class NamingStrategy(enum.Enum):

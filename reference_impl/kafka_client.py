@@ -1,13 +1,13 @@
-"""The ports of ``reference_impl.ports`` on a real broker, through confluent-kafka (librdkafka).
+"""The ports of ``kconform.reference_impl.ports`` on a real broker, through confluent-kafka (librdkafka).
 
-``KafkaClient`` offers the same methods as ``reference_impl.kafka_model.KafkaModel`` so the
+``KafkaClient`` offers the same methods as ``kconform.reference_impl.kafka_model.KafkaModel`` so the
 differential test can drive both with one sequence, and the Spark source and sink use it on the
 executors. Every broker call is bounded by ``timeout_s`` and fails with a ``KafkaError`` naming
 what did not answer; librdkafka's error codes are mapped onto the ports' exception types so
 fencing and state errors compare directly.
 
 Where the broker is and how to reach it comes from an ``Endpoint``: the Spark options
-(``StaticEndpoint``) in production, a test broker (``conformance.brokers``) in the suite, which
+(``StaticEndpoint``) in production, a test broker (``kconform.conformance.brokers``) in the suite, which
 adds settings that only make tests fast. The settings the client's own logic depends on are
 applied here, last, so no endpoint can change them.
 """
@@ -25,7 +25,7 @@ from uuid import uuid4
 import confluent_kafka as ck
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec  # type: ignore[attr-defined]
 
-from reference_impl.ports import (
+from kconform.reference_impl.ports import (
     InvalidTxnStateError,
     Isolation,
     KafkaError,
@@ -33,7 +33,7 @@ from reference_impl.ports import (
     Record,
     UnsupportedFeatureError,
 )
-from reference_impl.types import TopicPartition
+from kconform.reference_impl.types import TopicPartition
 
 DEFAULT_TIMEOUT_S: Final = 10.0
 

@@ -33,7 +33,7 @@ import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from reference_impl.ports import (
+from kconform.reference_impl.ports import (
     InvalidTxnStateError,
     Isolation,
     KafkaError,
@@ -41,7 +41,7 @@ from reference_impl.ports import (
     Record,
     TransactionTimeoutError,
 )
-from reference_impl.types import TopicPartition
+from kconform.reference_impl.types import TopicPartition
 
 DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000
 """Kafka's default ``transaction.timeout.ms``."""

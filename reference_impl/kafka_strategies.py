@@ -14,7 +14,7 @@ code, not from Flink, and spec/kafka-strategies.md states them. This module is t
   (valid, balanced, sticky, cooperative) without copying ``AbstractStickyAssignor``'s algorithm,
   so they may pick other partitions than Kafka's when several answers satisfy them.
 
-The JVM oracle (``conformance.jvm_oracle``) checks all of it against kafka-clients' own classes.
+The JVM oracle (``kconform.conformance.jvm_oracle``) checks all of it against kafka-clients' own classes.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final
 
-from reference_impl.types import TopicPartition
+from kconform.reference_impl.types import TopicPartition
 
 _MASK32: Final = 0xFFFFFFFF
 MURMUR2_SEED: Final = 0x9747B28C

@@ -1,6 +1,6 @@
 """The narrow ports through which the pure core talks to Kafka.
 
-The same core runs on the deterministic model (``reference_impl.kafka_model``), on a real
+The same core runs on the deterministic model (``kconform.reference_impl.kafka_model``), on a real
 broker through confluent-kafka, and inside Spark tasks. Each port names only what the
 mechanism needs, in Kafka's own terms, so a mismatch between the model and a broker shows
 up as a differential-test failure on one method rather than as a vague behaviour change.
@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from reference_impl.types import TopicPartition
+from kconform.reference_impl.types import TopicPartition
 
 
 class KafkaError(Exception):

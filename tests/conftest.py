@@ -12,9 +12,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from conformance.brokers import Broker
-from conformance.probe import Capability, probe
-from conformance.pytest_plugin import live_broker
+from kconform.conformance.brokers import Broker
+from kconform.conformance.probe import Capability, probe
+from kconform.conformance.pytest_plugin import live_broker
 
 
 @pytest.fixture(scope="session")

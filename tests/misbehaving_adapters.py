@@ -6,8 +6,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.pipeline import KconformKafkaAdapter
-from reference_impl.adapter import ReferenceAdapter
+from kconform.conformance.pipeline import KconformKafkaAdapter
+from kconform.reference_impl.adapter import ReferenceAdapter
 
 
 @dataclass(frozen=True)

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from conformance.adapter import AdapterBase, load_adapter, missing_members
-from reference_impl.assignment import assign
+from kconform.conformance.adapter import AdapterBase, load_adapter, missing_members
+from kconform.reference_impl.assignment import assign
 
 ASSIGNMENT_ONLY = """
-from conformance.adapter import AdapterBase
-from reference_impl.assignment import assign
+from kconform.conformance.adapter import AdapterBase
+from kconform.reference_impl.assignment import assign
 
 
 class MyAssigner(AdapterBase):

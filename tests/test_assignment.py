@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.strategies import metadata_snapshots, parallelisms, topic_names
-from reference_impl.assignment import assign, java_string_hash, plan, plan_topics, start_index
-from reference_impl.types import TopicPartition
+from kconform.conformance.strategies import metadata_snapshots, parallelisms, topic_names
+from kconform.reference_impl.assignment import assign, java_string_hash, plan, plan_topics, start_index
+from kconform.reference_impl.types import TopicPartition
 
 GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "golden" / "assign_vectors.csv"
 

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from conformance.bench_spark import SPARK_KAFKA_MISSING, Comparison, Competitor, Skipped, Timing, race, race_rows
+from kconform.conformance.bench_spark import (
+    SPARK_KAFKA_MISSING,
+    Comparison,
+    Competitor,
+    Skipped,
+    Timing,
+    race,
+    race_rows,
+)
 
 
 def test_race_reverses_the_order_every_other_round() -> None:

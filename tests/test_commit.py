@@ -6,17 +6,17 @@ import pytest
 from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from conformance.adapter import guard
-from conformance.history import History, Observation, check_sink_history
-from conformance.profiles import PROFILES
-from conformance.strategies import InterleavingMix
-from conformance.suite import STEPS_PER_EXAMPLE
-from conformance.suite.test_sink import INTERLEAVINGS, SinkMachine
-from reference_impl.adapter import ADAPTER
-from reference_impl.commit import ExactlyOnceSink, NamingStrategy, transactional_id
-from reference_impl.kafka_model import KafkaModel
-from reference_impl.ports import Isolation, ProducerFencedError
-from reference_impl.types import TopicPartition
+from kconform.conformance.adapter import guard
+from kconform.conformance.history import History, Observation, check_sink_history
+from kconform.conformance.profiles import PROFILES
+from kconform.conformance.strategies import InterleavingMix
+from kconform.conformance.suite import STEPS_PER_EXAMPLE
+from kconform.conformance.suite.test_sink import INTERLEAVINGS, SinkMachine
+from kconform.reference_impl.adapter import ADAPTER
+from kconform.reference_impl.commit import ExactlyOnceSink, NamingStrategy, transactional_id
+from kconform.reference_impl.kafka_model import KafkaModel
+from kconform.reference_impl.ports import Isolation, ProducerFencedError
+from kconform.reference_impl.types import TopicPartition
 
 TOPIC = "out"
 

@@ -8,16 +8,22 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.strategies import KAFKA_TOPIC_ALPHABET, metadata_snapshots, near_misses, parallelisms, topic_names
-from reference_impl.assignment import owner
-from reference_impl.discovery import (
+from kconform.conformance.strategies import (
+    KAFKA_TOPIC_ALPHABET,
+    metadata_snapshots,
+    near_misses,
+    parallelisms,
+    topic_names,
+)
+from kconform.reference_impl.assignment import owner
+from kconform.reference_impl.discovery import (
     Enumerator,
     NoPartitionsDiscoveredError,
     PartitionDiscoverer,
     Subscription,
     ZeroPartitionsPolicy,
 )
-from reference_impl.types import SubtaskIndex, TopicPartition
+from kconform.reference_impl.types import SubtaskIndex, TopicPartition
 
 Metadata = dict[str, frozenset[int]]
 

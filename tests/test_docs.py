@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from conformance import site
-from conformance.adapter import SinkSpec, SourceSpec, load_adapter, missing_members
+from kconform.conformance import site
+from kconform.conformance.adapter import SinkSpec, SourceSpec, load_adapter, missing_members
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 GUIDE = REPO_ROOT / "docs" / "adapter-guide.md"
@@ -44,7 +44,17 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 def kconform_run(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """``kconform run`` in ``cwd``, on this checkout's kconform."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
-    command = [sys.executable, "-m", "conformance.cli", "run", "--level", "protocol", "--profile", "quick", *args]
+    command = [
+        sys.executable,
+        "-m",
+        "kconform.conformance.cli",
+        "run",
+        "--level",
+        "protocol",
+        "--profile",
+        "quick",
+        *args,
+    ]
     return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False)
 
 

@@ -23,13 +23,13 @@ from typing import Any
 
 import pytest
 
-from conformance.bench import Figure, write_json
-from conformance.evidence import assignment_grid, offset_step, offset_timeline
-from conformance.html_report import BENCH_FILE, assignment_grid_svg, bench_svg, offset_timeline_svg
-from reference_impl.assignment import assign
-from reference_impl.types import TopicPartition
+from kconform.conformance.bench import Figure, write_json
+from kconform.conformance.evidence import assignment_grid, offset_step, offset_timeline
+from kconform.conformance.html_report import BENCH_FILE, assignment_grid_svg, bench_svg, offset_timeline_svg
+from kconform.reference_impl.assignment import assign
+from kconform.reference_impl.types import TopicPartition
 
-MUTANT = "conformance.mutants:java_remainder_no_mask"
+MUTANT = "kconform.conformance.mutants:java_remainder_no_mask"
 REQUIRE_BROWSER = "KCONFORM_REQUIRE_BROWSER"
 """Set by ``.ci/run``: there a missing Chromium fails the browser test instead of skipping it."""
 CHROMIUM_FLAGS = (
@@ -52,7 +52,7 @@ def mutant_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write_json(cwd / "report" / BENCH_FILE, [Figure("plan", 2.0, 1.0), Figure("discovery diff", 0.01, 0.05)])
     env = {k: v for k, v in os.environ.items() if k != "KCONFORM_PROFILE"}
     args = ["run", "--adapter", MUTANT, "--level", "protocol", "--only", "ASSIGN_001_and_002", "--profile", "quick"]
-    command = [sys.executable, "-m", "conformance.cli", *args, "--seed", "7", "--report", "report"]
+    command = [sys.executable, "-m", "kconform.conformance.cli", *args, "--seed", "7", "--report", "report"]
     proc = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     return cwd / "report"
@@ -73,7 +73,10 @@ def test_report_html_gives_both_verdicts_and_the_failing_plan_as_a_grid(mutant_r
     assert "<h2>Fidelity requirements</h2>" in html
     assert html.count('<svg class="assignment-grid"') == 1
     assert 'class="diff-row"' in html  # the partition with a negative owner is marked
-    assert "/kconform run --adapter conformance.mutants:java_remainder_no_mask" in html or "-m conformance.cli" in html
+    assert (
+        "/kconform run --adapter kconform.conformance.mutants:java_remainder_no_mask" in html
+        or "-m kconform.conformance.cli" in html
+    )
     assert html.count('<svg class="bench-chart"') == 1
 
 

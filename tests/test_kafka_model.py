@@ -16,15 +16,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from reference_impl.kafka_model import KafkaModel, ModelProducer
-from reference_impl.ports import (
+from kconform.reference_impl.kafka_model import KafkaModel, ModelProducer
+from kconform.reference_impl.ports import (
     InvalidTxnStateError,
     Isolation,
     KafkaError,
     ProducerFencedError,
     TransactionTimeoutError,
 )
-from reference_impl.types import TopicPartition
+from kconform.reference_impl.types import TopicPartition
 
 RC = Isolation.READ_COMMITTED
 RU = Isolation.READ_UNCOMMITTED

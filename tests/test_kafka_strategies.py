@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from conformance.checkers import Violation
-from conformance.jvm import JVM_DIR_ENV, JvmArtifactsMissing
-from conformance.jvm_oracle import KafkaOracle
-from conformance.strategy_checkers import (
+from kconform.conformance.checkers import Violation
+from kconform.conformance.jvm import JVM_DIR_ENV, JvmArtifactsMissing
+from kconform.conformance.jvm_oracle import KafkaOracle
+from kconform.conformance.strategy_checkers import (
     check_balance,
     check_cooperative,
     check_exact_assignment,
@@ -28,7 +28,7 @@ from conformance.strategy_checkers import (
     minimal_moves,
     spread,
 )
-from reference_impl.kafka_strategies import (
+from kconform.reference_impl.kafka_strategies import (
     Group,
     Member,
     RoundRobinKeylessPartitioner,
@@ -44,7 +44,7 @@ from reference_impl.kafka_strategies import (
     sticky_assign,
     to_positive,
 )
-from reference_impl.types import TopicPartition
+from kconform.reference_impl.types import TopicPartition
 
 KAFKA_UTILS_TEST_MURMUR2 = {
     b"21": -973932308,

@@ -18,7 +18,7 @@ def run_suite(
         [
             sys.executable,
             "-m",
-            "conformance.cli",
+            "kconform.conformance.cli",
             "run",
             "--adapter",
             f"tests.misbehaving_adapters:{adapter}",

@@ -13,8 +13,8 @@ from collections import Counter
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.checkers import check_order
-from conformance.pipeline import (
+from kconform.conformance.checkers import check_order
+from kconform.conformance.pipeline import (
     ReadRecord,
     check_output,
     check_read_once,
@@ -22,9 +22,9 @@ from conformance.pipeline import (
     check_single_reader,
     check_unblocked,
 )
-from conformance.strategy_checkers import check_sink_placement
-from reference_impl.kafka_strategies import partition_for_key
-from reference_impl.types import TopicPartition
+from kconform.conformance.strategy_checkers import check_sink_placement
+from kconform.reference_impl.kafka_strategies import partition_for_key
+from kconform.reference_impl.types import TopicPartition
 
 Origin = dict[bytes | None, tuple[TopicPartition, int]]
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.report import ClassVerdict, shorten
-from conformance.runner import skip_cause
+from kconform.conformance.report import ClassVerdict, shorten
+from kconform.conformance.runner import skip_cause
 
 
 @pytest.mark.parametrize(
@@ -58,8 +58,25 @@ def test_skip_causes_drop_the_ids_they_start_with() -> None:
 
 def test_report_md_lists_the_run_s_metrics(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "KCONFORM_PROFILE"}
-    args = ["--adapter", "reference_impl.adapter:ADAPTER", "--level", "protocol", "--only", "optional_ASSIGN_005"]
-    command = [sys.executable, "-m", "conformance.cli", "run", *args, "--profile", "quick", "--report", "report"]
+    args = [
+        "--adapter",
+        "kconform.reference_impl.adapter:ADAPTER",
+        "--level",
+        "protocol",
+        "--only",
+        "optional_ASSIGN_005",
+    ]
+    command = [
+        sys.executable,
+        "-m",
+        "kconform.conformance.cli",
+        "run",
+        *args,
+        "--profile",
+        "quick",
+        "--report",
+        "report",
+    ]
     proc = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     markdown = (tmp_path / "report" / "report.md").read_text()

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance import requirements
-from conformance.requirements import (
+from kconform.conformance import requirements
+from kconform.conformance.requirements import (
     REPO_ROOT,
     Requirement,
     SpecNotFoundError,
@@ -172,7 +172,7 @@ def test_tests_are_found_by_name_and_by_requirement_mark(tmp_path: Path) -> None
 
 
 def test_tla_properties_are_optional(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "conformance.tlc", None)
+    monkeypatch.setitem(sys.modules, "kconform.conformance.tlc", None)
     assert requirements.tla_properties() == {}
 
 
@@ -227,10 +227,10 @@ def test_checkers_are_found_where_defined_or_registered_as_mutants(tmp_path: Pat
     (tmp_path / "conformance" / "pipeline_mutants.py").write_text('M = [PipelineMutant(\n    "demo_bug", 1)]\n')
     found = definitions(tmp_path)
     assert found["check_demo"] == "conformance/checkers.py"  # the checker modules come first
-    assert found["conformance.other.check_demo"] == "conformance/other.py"
+    assert found["kconform.conformance.other.check_demo"] == "conformance/other.py"
     assert found["rule"] == found["Helper"] == "conformance/other.py"
     assert found["demo_bug"] == "conformance/pipeline_mutants.py"
-    assert "conformance.checkers.absent" not in found
+    assert "kconform.conformance.checkers.absent" not in found
 
 
 def test_anchors_are_github_s_which_keeps_each_space() -> None:
@@ -239,19 +239,23 @@ def test_anchors_are_github_s_which_keeps_each_space() -> None:
 
 def test_every_checker_the_spec_names_exists() -> None:
     """The spec is documentation users read: a checker it names must be a function of the suite."""
-    import conformance.checkers
-    import conformance.history
-    import conformance.strategy_checkers
+    import kconform.conformance.checkers
+    import kconform.conformance.history
+    import kconform.conformance.strategy_checkers
 
     spec = Path(requirements.__file__).resolve().parents[1] / "spec"
     named = set(re.findall(r"`(check_[a-z_]+|global_spread)`", "".join(p.read_text() for p in spec.glob("*.md"))))
-    defined = {n for m in (conformance.checkers, conformance.history, conformance.strategy_checkers) for n in dir(m)}
+    defined = {
+        n
+        for m in (kconform.conformance.checkers, kconform.conformance.history, kconform.conformance.strategy_checkers)
+        for n in dir(m)
+    }
     assert named, "the spec names no checker"
     assert named <= defined, f"spec names checkers that do not exist: {sorted(named - defined)}"
 
 
 def test_the_anomaly_table_of_the_spec_is_the_checker_s() -> None:
-    from conformance.history import ANOMALY_REQUIREMENT
+    from kconform.conformance.history import ANOMALY_REQUIREMENT
 
     page = (Path(requirements.__file__).resolve().parents[1] / "spec" / "commit.md").read_text()
     rows = dict(re.findall(r"^\| `([a-z-]+)` \| [^|]+ \| ([A-Z]+-\d{3}) \|", page, re.MULTILINE))

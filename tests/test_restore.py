@@ -9,19 +9,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import run_state_machine_as_test
 
-from conformance.adapter import guard
-from conformance.checkers import check_offset_commits, check_restore
-from conformance.profiles import PROFILES
-from conformance.strategies import InterleavingMix, metadata_snapshots, parallelisms
-from conformance.suite import STEPS_PER_EXAMPLE
-from conformance.suite.test_source import INTERLEAVINGS, SourceMachine
-from reference_impl.adapter import ADAPTER
-from reference_impl.assignment import owner
-from reference_impl.discovery import Subscription
-from reference_impl.kafka_model import KafkaModel
-from reference_impl.ports import Isolation, Record
-from reference_impl.restore import OffsetRegressionError, RestoreVariant, SourceJob
-from reference_impl.types import EARLIEST, LATEST, TopicPartition
+from kconform.conformance.adapter import guard
+from kconform.conformance.checkers import check_offset_commits, check_restore
+from kconform.conformance.profiles import PROFILES
+from kconform.conformance.strategies import InterleavingMix, metadata_snapshots, parallelisms
+from kconform.conformance.suite import STEPS_PER_EXAMPLE
+from kconform.conformance.suite.test_source import INTERLEAVINGS, SourceMachine
+from kconform.reference_impl.adapter import ADAPTER
+from kconform.reference_impl.assignment import owner
+from kconform.reference_impl.discovery import Subscription
+from kconform.reference_impl.kafka_model import KafkaModel
+from kconform.reference_impl.ports import Isolation, Record
+from kconform.reference_impl.restore import OffsetRegressionError, RestoreVariant, SourceJob
+from kconform.reference_impl.types import EARLIEST, LATEST, TopicPartition
 
 Metadata = dict[str, frozenset[int]]
 ALL = Subscription.regex(".*")

@@ -1,6 +1,6 @@
 """``kconform run`` end to end, on the sample suite in ``fixtures/suite_sample`` with its sample adapters.
 
-Each run is a subprocess (``python -m conformance.cli run``): the runner calls ``pytest.main``
+Each run is a subprocess (``python -m kconform.conformance.cli run``): the runner calls ``pytest.main``
 in-process, and nesting that inside this pytest session would share plugins, marks and signals.
 """
 
@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
-from conformance import runner
-from conformance.checkers import Violation, ViolationError
-from conformance.expectations import Deviation, find_deviation, load_expectations
-from conformance.report import violates
-from conformance.runner import Status, aggregate, counterexamples
+from kconform.conformance import runner
+from kconform.conformance.checkers import Violation, ViolationError
+from kconform.conformance.expectations import Deviation, find_deviation, load_expectations
+from kconform.conformance.report import violates
+from kconform.conformance.runner import Status, aggregate, counterexamples
 
 SAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "suite_sample"
 SUITE = "kconform_sample_suite"
@@ -35,7 +35,7 @@ def kconform(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subpro
     path = os.pathsep.join(p for p in (str(SAMPLE), os.environ.get("PYTHONPATH")) if p)
     full_env = {**os.environ, "PYTHONPATH": path, **(env or {})}
     full_env.pop("KCONFORM_PROFILE", None)
-    command = [sys.executable, "-m", "conformance.cli", *args]
+    command = [sys.executable, "-m", "kconform.conformance.cli", *args]
     return subprocess.run(command, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=120, check=False)
 
 
@@ -472,7 +472,7 @@ def test_level_all_runs_both_levels_and_names_the_level_the_adapter_lacks(tmp_pa
 
 def test_cli_defaults_are_what_make_conformance_runs() -> None:
     args = runner.build_parser().parse_args([])
-    assert (args.adapter, args.level) == ("conformance.pipeline:REFERENCE", "all")
+    assert (args.adapter, args.level) == ("kconform.conformance.pipeline:REFERENCE", "all")
     makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
     conformance = makefile.split("\nconformance:", 1)[1].split("\n\n", 1)[0]
     assert "--adapter" not in conformance.replace("$(if $(ADAPTER),--adapter", "")

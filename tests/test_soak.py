@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance import jvm
-from conformance.soak.schedule import FaultKind, Phase, draw_schedule, parse_kinds
+from kconform.conformance import jvm
+from kconform.conformance.soak.schedule import FaultKind, Phase, draw_schedule, parse_kinds
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
@@ -35,7 +35,7 @@ def _kafka_jars() -> None:
 def soak(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
     return subprocess.run(
-        [sys.executable, "-m", "conformance.cli", "soak", *args],
+        [sys.executable, "-m", "kconform.conformance.cli", "soak", *args],
         capture_output=True, text=True, timeout=SOAK_TIMEOUT_S, check=False, env=env,
     )  # fmt: skip
 
@@ -59,7 +59,7 @@ TORN_SEED = 4
 def test_a_sink_that_rewrites_a_replayed_batch_is_caught_and_saved_with_its_replay(tmp_path: Path) -> None:
     schedule = draw_schedule(TORN_SEED, 0, "kafka", parse_kinds("driver-kill", "kafka"), 1)
     assert [(f.kind, f.phase) for f in schedule.faults()] == [(FaultKind.DRIVER_KILL, Phase.TORN)]
-    adapter = "conformance.pipeline_mutants:spark_sink_forgets_marker"
+    adapter = "kconform.conformance.pipeline_mutants:spark_sink_forgets_marker"
     run = soak("--adapter", adapter, "--seed", str(TORN_SEED), "--only-schedule", "0", "--max-runs", "1",
                "--faults", "driver-kill", "--out", str(tmp_path))  # fmt: skip
     output = run.stdout + run.stderr

@@ -15,8 +15,8 @@ from typing import cast
 
 import pytest
 
-from conformance.soak.faults import EXECUTOR_MAIN, NotInjected, executors, kill_executor
-from conformance.spark_cluster import StandaloneCluster, alive, process_tree
+from kconform.conformance.soak.faults import EXECUTOR_MAIN, NotInjected, executors, kill_executor
+from kconform.conformance.spark_cluster import StandaloneCluster, alive, process_tree
 
 # An "executor": a process naming Spark's executor main class that starts one child (its "Python daemon").
 EXECUTOR = (

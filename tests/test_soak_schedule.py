@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from conformance.soak.schedule import (
+from kconform.conformance.soak.schedule import (
     EXECUTOR_WORKERS,
     NEEDS,
     FaultKind,
@@ -16,7 +16,7 @@ from conformance.soak.schedule import (
     draw_schedules,
     parse_kinds,
 )
-from conformance.spark_cluster import DEFAULT_SHAPE
+from kconform.conformance.spark_cluster import DEFAULT_SHAPE
 
 
 @pytest.mark.parametrize("broker", ["kafka", "kafka-cluster"])

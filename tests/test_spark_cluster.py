@@ -1,4 +1,4 @@
-"""The pure parts of ``conformance.spark_cluster``: the daemons' commands and environment, a
+"""The pure parts of ``kconform.conformance.spark_cluster``: the daemons' commands and environment, a
 session's cluster settings, the process tree; and the errors that name their fix before any JVM starts."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.pipeline import local_session
-from conformance.spark_cluster import (
+from kconform.conformance.pipeline import local_session
+from kconform.conformance.spark_cluster import (
     DEFAULT_SHAPE,
     STANDALONE,
     TASK_ATTEMPTS,

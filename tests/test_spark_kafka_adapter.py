@@ -1,17 +1,17 @@
-"""Option mapping of ``conformance.adapters.spark_kafka`` (no Spark, no broker): what the suite's
+"""Option mapping of ``kconform.conformance.adapters.spark_kafka`` (no Spark, no broker): what the suite's
 source and sink specs become in Spark's own ``format("kafka")`` options."""
 
 from __future__ import annotations
 
 import pytest
 
-from conformance.adapter import PIPELINE_CAPABILITIES, SinkSpec, SourceSpec, call, load_adapter
-from conformance.adapters.spark_kafka import ADAPTER, java_settings, sink_options, source_options
-from conformance.jvm import JvmArtifactsMissing
+from kconform.conformance.adapter import PIPELINE_CAPABILITIES, SinkSpec, SourceSpec, call, load_adapter
+from kconform.conformance.adapters.spark_kafka import ADAPTER, java_settings, sink_options, source_options
+from kconform.conformance.jvm import JvmArtifactsMissing
 
 
 def test_loads_as_a_pipeline_adapter_declaring_only_what_spark_offers() -> None:
-    loaded = load_adapter("conformance.adapters.spark_kafka:ADAPTER")
+    loaded = load_adapter("kconform.conformance.adapters.spark_kafka:ADAPTER")
     assert loaded is ADAPTER
     assert ADAPTER.capabilities <= set(PIPELINE_CAPABILITIES)
     assert "pipeline-exactly-once-sink" not in ADAPTER.capabilities  # the sink is at-least-once

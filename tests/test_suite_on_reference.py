@@ -19,8 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.parametrize(
     ("adapter", "level"),
     [
-        ("reference_impl.adapter:FLIP27_POOLING", "protocol"),
-        pytest.param("conformance.pipeline:REFERENCE", "all", marks=[pytest.mark.spark]),
+        ("kconform.reference_impl.adapter:FLIP27_POOLING", "protocol"),
+        pytest.param("kconform.conformance.pipeline:REFERENCE", "all", marks=[pytest.mark.spark]),
     ],
 )
 def test_required_reference_adapter_conforms(adapter: str, level: str, tmp_path: Path) -> None:
@@ -28,7 +28,7 @@ def test_required_reference_adapter_conforms(adapter: str, level: str, tmp_path:
         [
             sys.executable,
             "-m",
-            "conformance.cli",
+            "kconform.conformance.cli",
             "run",
             "--adapter",
             adapter,

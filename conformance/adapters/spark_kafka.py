@@ -10,7 +10,7 @@ patched. What it does not offer is not declared, so those scenarios are skipped 
   (Spark's Structured Streaming + Kafka guide), so the suite allows its duplicates, never a loss.
 
 ``make setup`` resolves the connector's jars (``jvm/spark-kafka/pom.xml``) and
-``conformance.pipeline.local_session`` puts them on ``spark.jars``.
+``kconform.conformance.pipeline.local_session`` puts them on ``spark.jars``.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from conformance.adapter import SinkSpec, SourceSpec
-from conformance.jvm import SPARK_KAFKA, JvmArtifactsMissing, artifact_version
+from kconform.conformance.adapter import SinkSpec, SourceSpec
+from kconform.conformance.jvm import SPARK_KAFKA, JvmArtifactsMissing, artifact_version
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -105,8 +105,9 @@ def connector_missing(spark: SparkSession) -> str | None:
     except Py4JJavaError:
         return (
             f"this SparkSession cannot load Spark's Kafka connector ({PROVIDER}): run `make setup` to resolve "
-            "jvm/spark-kafka into .jvm/spark-kafka/ and start the session with conformance.pipeline.local_session "
-            "(it sets spark.jars), or put spark-sql-kafka-0-10 on spark.jars yourself"
+            "jvm/spark-kafka into .jvm/spark-kafka/ and start the session with "
+            "kconform.conformance.pipeline.local_session (it sets spark.jars), "
+            "or put spark-sql-kafka-0-10 on spark.jars yourself"
         )
     return None
 
@@ -142,4 +143,4 @@ class SparkKafkaAdapter:
 
 
 ADAPTER: Final = SparkKafkaAdapter()
-"""``--adapter conformance.adapters.spark_kafka:ADAPTER``."""
+"""``--adapter kconform.conformance.adapters.spark_kafka:ADAPTER``."""

@@ -12,8 +12,8 @@ import os
 import sys
 from typing import TextIO
 
-from conformance import jvm
-from conformance.brokers.base import (
+from kconform.conformance import jvm
+from kconform.conformance.brokers.base import (
     BOOTSTRAP_ENV,
     BROKER_ENV,
     BROKER_KINDS,
@@ -24,9 +24,9 @@ from conformance.brokers.base import (
     BrokerUnavailable,
     free_port,
 )
-from conformance.brokers.external import ContainerBroker, ExternalBroker, security_from_env
-from conformance.brokers.kafka import CLUSTER_SIZE, KafkaBroker
-from conformance.brokers.tansu import TANSU_CANNOT_SHOW, TansuBroker
+from kconform.conformance.brokers.external import ContainerBroker, ExternalBroker, security_from_env
+from kconform.conformance.brokers.kafka import CLUSTER_SIZE, KafkaBroker
+from kconform.conformance.brokers.tansu import TANSU_CANNOT_SHOW, TansuBroker
 
 __all__ = [
     "BOOTSTRAP_ENV",

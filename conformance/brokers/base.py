@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Final, Literal, Self
 
-from reference_impl.kafka_client import ClientRole, await_metadata
-from reference_impl.ports import KafkaError
+from kconform.reference_impl.kafka_client import ClientRole, await_metadata
+from kconform.reference_impl.ports import KafkaError
 
 BrokerKind = Literal["kafka", "kafka-cluster", "tansu", "external", "testcontainers"]
 BROKER_KINDS: Final[tuple[BrokerKind, ...]] = ("kafka", "kafka-cluster", "tansu", "external", "testcontainers")
@@ -48,7 +48,7 @@ FAST_CLIENT_SETTINGS: Final[Mapping[ClientRole, Mapping[str, Any]]] = {
 """Per-role librdkafka settings that make tests fast; applied by ``Broker.client_config``.
 
 Settings the client's correctness depends on are not here but in
-``reference_impl.kafka_client.SEMANTIC_CLIENT_SETTINGS``: a production Spark job gets them too.
+``kconform.reference_impl.kafka_client.SEMANTIC_CLIENT_SETTINGS``: a production Spark job gets them too.
 """
 
 COMMON_CLIENT_SETTINGS: Final[Mapping[str, Any]] = {

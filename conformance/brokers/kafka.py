@@ -24,8 +24,8 @@ from typing import Final
 
 from confluent_kafka.admin import AdminClient
 
-from conformance import jvm
-from conformance.brokers.base import (
+from kconform.conformance import jvm
+from kconform.conformance.brokers.base import (
     STOP_TIMEOUT_S,
     Broker,
     BrokerKind,

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Final
 
-from conformance.brokers.base import (
+from kconform.conformance.brokers.base import (
     START_TIMEOUT_S,
     STOP_TIMEOUT_S,
     Broker,

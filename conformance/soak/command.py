@@ -23,12 +23,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
-from conformance import jvm
-from conformance.adapter import DEFAULT_MASTER, load_adapter
-from conformance.brokers import CLUSTER_SIZE, BrokerStartError, KafkaBroker
-from conformance.checkers import explain
-from conformance.soak.runner import Outcome, SoakContext, Timeline, run_schedule
-from conformance.soak.schedule import (
+from kconform.conformance import jvm
+from kconform.conformance.adapter import DEFAULT_MASTER, load_adapter
+from kconform.conformance.brokers import CLUSTER_SIZE, BrokerStartError, KafkaBroker
+from kconform.conformance.checkers import explain
+from kconform.conformance.soak.runner import Outcome, SoakContext, Timeline, run_schedule
+from kconform.conformance.soak.schedule import (
     NEEDS,
     SOAK_BROKERS,
     FaultKind,
@@ -36,9 +36,9 @@ from conformance.soak.schedule import (
     draw_schedule,
     parse_kinds,
 )
-from conformance.spark_cluster import STANDALONE, SparkClusterError, StandaloneCluster
+from kconform.conformance.spark_cluster import STANDALONE, SparkClusterError, StandaloneCluster
 
-DEFAULT_ADAPTER: Final = "conformance.pipeline:REFERENCE"
+DEFAULT_ADAPTER: Final = "kconform.conformance.pipeline:REFERENCE"
 DEFAULT_OUT: Final = Path("build/soak")
 USAGE_EXIT: Final = 2
 ERROR_EXIT: Final = 3

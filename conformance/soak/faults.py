@@ -26,11 +26,11 @@ from typing import Final
 
 from confluent_kafka.admin import AdminClient
 
-from conformance.brokers import KafkaBroker
-from conformance.soak.schedule import Fault, FaultKind, Phase
-from conformance.spark_cluster import StandaloneCluster, alive, process_tree
-from reference_impl.kafka_client import KafkaClient
-from reference_impl.types import TopicPartition
+from kconform.conformance.brokers import KafkaBroker
+from kconform.conformance.soak.schedule import Fault, FaultKind, Phase
+from kconform.conformance.spark_cluster import StandaloneCluster, alive, process_tree
+from kconform.reference_impl.kafka_client import KafkaClient
+from kconform.reference_impl.types import TopicPartition
 
 KILL_WAIT_S: Final = 30.0
 EXECUTOR_MAIN: Final = "org.apache.spark.executor.CoarseGrainedExecutorBackend"

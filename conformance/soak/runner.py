@@ -1,6 +1,6 @@
 """One soak schedule end to end: fresh topics, records produced throughout, driver runs with faults, a verdict.
 
-The query is the adapter's exactly-once source-to-sink query (``conformance.pipeline_driver``),
+The query is the adapter's exactly-once source-to-sink query (``kconform.conformance.pipeline_driver``),
 subscribed by pattern to the schedule's source topics, each segment in its own killable driver
 process on one checkpoint. A producer thread writes numbered records (idempotent, ``acks=all``) to
 every source partition in turn while the killable segments run and records what the broker
@@ -30,11 +30,11 @@ from typing import Any, Final
 
 import confluent_kafka as ck
 
-from conformance.brokers import KafkaBroker
-from conformance.checkers import Violation, check_order
-from conformance.pipeline import ReadRecord, check_output, check_read_once, topic_records
-from conformance.pipeline_driver import DriverRun
-from conformance.soak.faults import (
+from kconform.conformance.brokers import KafkaBroker
+from kconform.conformance.checkers import Violation, check_order
+from kconform.conformance.pipeline import ReadRecord, check_output, check_read_once, topic_records
+from kconform.conformance.pipeline_driver import DriverRun
+from kconform.conformance.soak.faults import (
     NotInjected,
     Topology,
     apply,
@@ -42,11 +42,11 @@ from conformance.soak.faults import (
     kill_group,
     torn_or_plain,
 )
-from conformance.soak.schedule import Fault, FaultKind, Schedule, Segment
-from conformance.spark_cluster import StandaloneCluster
-from reference_impl.kafka_client import KafkaClient, wait_until
-from reference_impl.ports import Isolation
-from reference_impl.types import TopicPartition
+from kconform.conformance.soak.schedule import Fault, FaultKind, Schedule, Segment
+from kconform.conformance.spark_cluster import StandaloneCluster
+from kconform.reference_impl.kafka_client import KafkaClient, wait_until
+from kconform.reference_impl.ports import Isolation
+from kconform.reference_impl.types import TopicPartition
 
 DRIVER_TIMEOUT_S: Final = 300.0
 """A driver that neither reaches its next anchor nor ends within this is a failure of the schedule."""

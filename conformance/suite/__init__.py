@@ -1,8 +1,8 @@
 """The conformance suite: pytest modules whose test names carry requirement id and level.
 
-Run with ``kconform run --adapter module:attr`` or ``pytest --pyargs conformance.suite
+Run with ``kconform run --adapter module:attr`` or ``pytest --pyargs kconform.conformance.suite
 --kconform-adapter module:attr``. Each test draws its inputs with Hypothesis, asks the adapter,
-and hands the observation to a pure checker in ``conformance.checkers``.
+and hands the observation to a pure checker in ``kconform.conformance.checkers``.
 """
 
 from __future__ import annotations

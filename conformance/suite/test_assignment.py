@@ -7,12 +7,19 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.checkers import all_partitions, check_determinism, check_formula, check_plan, fail_on, global_spread
-from conformance.evidence import assignment_grid
-from conformance.pytest_plugin import requirement
-from conformance.strategies import metadata_snapshots, parallelisms
-from reference_impl.discovery import Subscription, ZeroPartitionsPolicy
-from reference_impl.types import TopicPartition
+from kconform.conformance.checkers import (
+    all_partitions,
+    check_determinism,
+    check_formula,
+    check_plan,
+    fail_on,
+    global_spread,
+)
+from kconform.conformance.evidence import assignment_grid
+from kconform.conformance.pytest_plugin import requirement
+from kconform.conformance.strategies import metadata_snapshots, parallelisms
+from kconform.reference_impl.discovery import Subscription, ZeroPartitionsPolicy
+from kconform.reference_impl.types import TopicPartition
 
 Metadata = dict[str, frozenset[int]]
 

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.checkers import Violation, check_discovery, fail_on
-from conformance.pytest_plugin import requirement
-from conformance.strategies import cluster_histories, near_misses, parallelisms, topic_names
-from reference_impl.discovery import Metadata, Subscription, ZeroPartitionsPolicy
+from kconform.conformance.checkers import Violation, check_discovery, fail_on
+from kconform.conformance.pytest_plugin import requirement
+from kconform.conformance.strategies import cluster_histories, near_misses, parallelisms, topic_names
+from kconform.reference_impl.discovery import Metadata, Subscription, ZeroPartitionsPolicy
 
 
 def run_rounds(

@@ -4,7 +4,7 @@ Capability ``keyed-sink-placement``: ``adapter.partitioner()`` returns a fresh p
 new sink writer has one, whose ``partition(topic, partition, key, value, num_partitions)`` names
 the partition the sink writes that record to (``partition`` is the record's explicit partition or
 ``None``). Capability ``group-assignment``: ``adapter.assign_group(strategy, group)`` answers the
-rebalance of a ``reference_impl.kafka_strategies.Group`` with ``member id -> partitions``, for each
+rebalance of a ``kconform.reference_impl.kafka_strategies.Group`` with ``member id -> partitions``, for each
 strategy of ``adapter.assignment_strategies`` (Kafka's names: ``range``, ``roundrobin``,
 ``sticky``, ``cooperative-sticky``); a strategy it does not offer is a skip.
 
@@ -20,12 +20,12 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from conformance.adapter import Guarded
-from conformance.checkers import Violation, fail_on
-from conformance.group_strategies import groups, keys, partition_counts
-from conformance.pytest_plugin import requirement
-from conformance.strategies import topic_names
-from conformance.strategy_checkers import (
+from kconform.conformance.adapter import Guarded
+from kconform.conformance.checkers import Violation, fail_on
+from kconform.conformance.group_strategies import groups, keys, partition_counts
+from kconform.conformance.pytest_plugin import requirement
+from kconform.conformance.strategies import topic_names
+from kconform.conformance.strategy_checkers import (
     check_balance,
     check_cooperative,
     check_exact_assignment,
@@ -37,7 +37,7 @@ from conformance.strategy_checkers import (
     revoked,
     spread,
 )
-from reference_impl.kafka_strategies import DEFAULT_BATCH_SIZE, Group, Member, next_generation
+from kconform.reference_impl.kafka_strategies import DEFAULT_BATCH_SIZE, Group, Member, next_generation
 
 STRATEGIES = ("range", "roundrobin", "sticky", "cooperative-sticky")
 STICKY = ("sticky", "cooperative-sticky")

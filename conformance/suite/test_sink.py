@@ -24,15 +24,15 @@ from hypothesis.stateful import (
     rule,
 )
 
-from conformance.adapter import AdapterError, Guarded
-from conformance.checkers import Violation, fail_on
-from conformance.history import History, Observation, check_sink_history
-from conformance.pytest_plugin import requirement
-from conformance.strategies import InterleavingMix
-from conformance.suite import run_machine
-from reference_impl.kafka_model import KafkaModel
-from reference_impl.ports import Isolation, KafkaError
-from reference_impl.types import TopicPartition
+from kconform.conformance.adapter import AdapterError, Guarded
+from kconform.conformance.checkers import Violation, fail_on
+from kconform.conformance.history import History, Observation, check_sink_history
+from kconform.conformance.pytest_plugin import requirement
+from kconform.conformance.strategies import InterleavingMix
+from kconform.conformance.suite import run_machine
+from kconform.reference_impl.kafka_model import KafkaModel
+from kconform.reference_impl.ports import Isolation, KafkaError
+from kconform.reference_impl.types import TopicPartition
 
 TOPIC = "kconform-sink-out"
 PARTITIONS = 3

@@ -27,8 +27,8 @@ from hypothesis.stateful import (
     rule,
 )
 
-from conformance.adapter import Guarded
-from conformance.checkers import (
+from kconform.conformance.adapter import Guarded
+from kconform.conformance.checkers import (
     Picture,
     Violation,
     check_latest_start,
@@ -38,15 +38,15 @@ from conformance.checkers import (
     check_split_redistribution,
     fail_on,
 )
-from conformance.evidence import offset_step, offset_timeline
-from conformance.pytest_plugin import requirement
-from conformance.strategies import InterleavingMix
-from conformance.suite import run_machine
-from reference_impl.discovery import Subscription
-from reference_impl.kafka_model import KafkaModel
-from reference_impl.ports import Isolation
-from reference_impl.restore import RestoreVariant
-from reference_impl.types import EARLIEST, LATEST, TopicPartition, is_sentinel
+from kconform.conformance.evidence import offset_step, offset_timeline
+from kconform.conformance.pytest_plugin import requirement
+from kconform.conformance.strategies import InterleavingMix
+from kconform.conformance.suite import run_machine
+from kconform.reference_impl.discovery import Subscription
+from kconform.reference_impl.kafka_model import KafkaModel
+from kconform.reference_impl.ports import Isolation
+from kconform.reference_impl.restore import RestoreVariant
+from kconform.reference_impl.types import EARLIEST, LATEST, TopicPartition, is_sentinel
 
 GROUP = "kconform-source"
 Checkpoint = tuple[Any, dict[TopicPartition, int], dict[TopicPartition, list[int]], dict[TopicPartition, int]]

@@ -1,8 +1,8 @@
 """Flink-style Kafka source and sink for Spark Structured Streaming (format ``kconform-kafka``).
 
-Both sides make every decision through the pure core (``reference_impl.assignment``,
-``reference_impl.discovery``, ``reference_impl.spark.offsets``) and talk to Kafka through the
-ports' confluent-kafka implementation (``reference_impl.kafka_client.KafkaClient``), so Spark adds
+Both sides make every decision through the pure core (``kconform.reference_impl.assignment``,
+``kconform.reference_impl.discovery``, ``kconform.reference_impl.spark.offsets``) and talk to Kafka through the
+ports' confluent-kafka implementation (``kconform.reference_impl.kafka_client.KafkaClient``), so Spark adds
 only the mechanics: offsets in the offset log, tasks as subtasks, task-local transactions.
 Options shared by source and sink are parsed here; ``register(spark)`` installs both.
 """
@@ -17,8 +17,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, DataSourceStreamWriter
 from pyspark.sql.types import StructType
 
-from reference_impl.kafka_client import KafkaClient, StaticEndpoint
-from reference_impl.ports import Isolation, KafkaError
+from kconform.reference_impl.kafka_client import KafkaClient, StaticEndpoint
+from kconform.reference_impl.ports import Isolation, KafkaError
 
 FORMAT: Final = "kconform-kafka"
 BOOTSTRAP: Final = "bootstrap.servers"
@@ -100,18 +100,18 @@ class KafkaDataSource(DataSource):
         return FORMAT
 
     def schema(self) -> StructType:
-        from reference_impl.spark.source import SCHEMA, SourceOptions
+        from kconform.reference_impl.spark.source import SCHEMA, SourceOptions
 
         SourceOptions.parse(self.options)
         return SCHEMA
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        from reference_impl.spark.source import KafkaStreamReader, SourceOptions
+        from kconform.reference_impl.spark.source import KafkaStreamReader, SourceOptions
 
         return KafkaStreamReader(SourceOptions.parse(self.options))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        from reference_impl.spark.sink import KafkaStreamWriter, SinkOptions
+        from kconform.reference_impl.spark.sink import KafkaStreamWriter, SinkOptions
 
         return KafkaStreamWriter(SinkOptions.parse(self.options), schema)
 

@@ -43,10 +43,10 @@ from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from reference_impl.kafka_client import KafkaClient, KafkaProducer, KafkaTransactionalProducer
-from reference_impl.kafka_strategies import MURMUR2_SEED
-from reference_impl.spark import Connection, OptionError
-from reference_impl.types import TopicPartition
+from kconform.reference_impl.kafka_client import KafkaClient, KafkaProducer, KafkaTransactionalProducer
+from kconform.reference_impl.kafka_strategies import MURMUR2_SEED
+from kconform.reference_impl.spark import Connection, OptionError
+from kconform.reference_impl.types import TopicPartition
 
 AT_LEAST_ONCE: Final = "at-least-once"
 EXACTLY_ONCE: Final = "exactly-once"

@@ -3,7 +3,7 @@
 The driver discovers partitions on every trigger (``latestOffset``) with the reference
 ``Subscription`` and plans each batch as exactly ``parallelism`` input partitions with the
 reference assigner, so Spark task ``i`` reads what Flink subtask ``i`` would (ASSIGN-001). The
-offsets JSON (``reference_impl.spark.offsets``) plays the union list state: it only grows, never
+offsets JSON (``kconform.reference_impl.spark.offsets``) plays the union list state: it only grows, never
 moves an offset backwards, and carries the parallelism a batch was planned with, so a replayed
 batch is planned as it first was and a new parallelism starts at the next batch (rescale).
 """
@@ -31,15 +31,15 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from reference_impl.assignment import plan
-from reference_impl.discovery import Subscription
-from reference_impl.kafka_client import KafkaClient, configure, translate
-from reference_impl.ports import KafkaError
-from reference_impl.spark import Connection, OptionError, positive_int
-from reference_impl.spark.offsets import SourceOffsets
-from reference_impl.spark.starting import OPTION as STARTING_OPTION
-from reference_impl.spark.starting import StartingOffsets, StartingOffsetsError
-from reference_impl.types import TopicPartition
+from kconform.reference_impl.assignment import plan
+from kconform.reference_impl.discovery import Subscription
+from kconform.reference_impl.kafka_client import KafkaClient, configure, translate
+from kconform.reference_impl.ports import KafkaError
+from kconform.reference_impl.spark import Connection, OptionError, positive_int
+from kconform.reference_impl.spark.offsets import SourceOffsets
+from kconform.reference_impl.spark.starting import OPTION as STARTING_OPTION
+from kconform.reference_impl.spark.starting import StartingOffsets, StartingOffsetsError
+from kconform.reference_impl.types import TopicPartition
 
 SCHEMA: Final = StructType(
     [

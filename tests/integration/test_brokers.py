@@ -17,8 +17,8 @@ from uuid import uuid4
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from conformance import jvm
-from conformance.brokers import (
+from kconform.conformance import jvm
+from kconform.conformance.brokers import (
     CLUSTER_SIZE,
     BrokerStartError,
     BrokerUnavailable,
@@ -29,9 +29,9 @@ from conformance.brokers import (
     broker_from_env,
     security_from_env,
 )
-from reference_impl.kafka_client import KafkaClient
-from reference_impl.ports import Isolation
-from reference_impl.types import TopicPartition
+from kconform.reference_impl.kafka_client import KafkaClient
+from kconform.reference_impl.ports import Isolation
+from kconform.reference_impl.types import TopicPartition
 
 
 def child_pids() -> set[int]:
@@ -74,7 +74,7 @@ def test_kafka_broker_starts_answers_and_leaves_no_process_nor_directory() -> No
 
 STARTS_AND_WAITS = """
 import sys
-from conformance.brokers import broker_from_env
+from kconform.conformance.brokers import broker_from_env
 broker = broker_from_env(sys.argv[1])
 broker.start()
 print(" ".join(map(str, getattr(broker, "pids", None) or [broker.pid])), flush=True)

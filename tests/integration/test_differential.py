@@ -32,11 +32,11 @@ from hypothesis import Phase, event, find, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 
-from conformance.brokers import Broker
-from conformance.probe import TXN_TIMEOUT_WAIT_S, Capability
-from reference_impl.kafka_client import KafkaClient, wait_until
-from reference_impl.kafka_model import KafkaModel
-from reference_impl.ports import (
+from kconform.conformance.brokers import Broker
+from kconform.conformance.probe import TXN_TIMEOUT_WAIT_S, Capability
+from kconform.reference_impl.kafka_client import KafkaClient, wait_until
+from kconform.reference_impl.kafka_model import KafkaModel
+from kconform.reference_impl.ports import (
     InvalidTxnStateError,
     Isolation,
     KafkaError,
@@ -49,7 +49,7 @@ from reference_impl.ports import (
     TransactionTimeoutError,
     UnsupportedFeatureError,
 )
-from reference_impl.types import TopicPartition
+from kconform.reference_impl.types import TopicPartition
 
 PARTITIONS = 2
 MAX_PARTITIONS = 4

@@ -9,10 +9,10 @@ from uuid import uuid4
 import confluent_kafka as ck
 import pytest
 
-from conformance.brokers import Broker, ExternalBroker
-from reference_impl.kafka_client import KafkaClient, TransactionTimeoutRefusedError
-from reference_impl.ports import Isolation, KafkaError
-from reference_impl.types import TopicPartition
+from kconform.conformance.brokers import Broker, ExternalBroker
+from kconform.reference_impl.kafka_client import KafkaClient, TransactionTimeoutRefusedError
+from kconform.reference_impl.ports import Isolation, KafkaError
+from kconform.reference_impl.types import TopicPartition
 
 
 def test_transactional_produce_waits_for_a_full_local_queue(broker: Broker) -> None:

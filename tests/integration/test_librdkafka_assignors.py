@@ -32,10 +32,10 @@ from confluent_kafka.admin import AdminClient
 from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 
-from conformance.brokers import Broker
-from conformance.checkers import Violation, explain
-from conformance.group_strategies import member_ids
-from conformance.strategy_checkers import (
+from kconform.conformance.brokers import Broker
+from kconform.conformance.checkers import Violation, explain
+from kconform.conformance.group_strategies import member_ids
+from kconform.conformance.strategy_checkers import (
     check_balance,
     check_cooperative,
     check_exact_assignment,
@@ -44,9 +44,9 @@ from conformance.strategy_checkers import (
     check_stickiness,
     revoked,
 )
-from reference_impl.kafka_client import KafkaClient
-from reference_impl.kafka_strategies import ASSIGNORS, Assignment, Group, Member, member_order
-from reference_impl.types import TopicPartition
+from kconform.reference_impl.kafka_client import KafkaClient
+from kconform.reference_impl.kafka_strategies import ASSIGNORS, Assignment, Group, Member, member_order
+from kconform.reference_impl.types import TopicPartition
 
 SETTLE_TIMEOUT_S: Final = 45.0
 """Bound on one group (re)forming; a loaded 2-core machine needs a few seconds, a hung group never ends."""

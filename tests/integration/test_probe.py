@@ -8,9 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from conformance.brokers import Broker, KafkaBroker
-from conformance.brokers.tansu import TANSU_CANNOT_SHOW
-from conformance.probe import PROBE_TABLE_BEGIN, PROBE_TABLE_END, Capability, format_table, main, not_verifiable
+from kconform.conformance.brokers import Broker, KafkaBroker
+from kconform.conformance.brokers.tansu import TANSU_CANNOT_SHOW
+from kconform.conformance.probe import (
+    PROBE_TABLE_BEGIN,
+    PROBE_TABLE_END,
+    Capability,
+    format_table,
+    main,
+    not_verifiable,
+)
 from tests.integration.test_brokers import child_pids
 
 CLIENT_LIMITS = {"resume_transaction": "KAFKA-015"}  # librdkafka has no KIP-939, on every broker

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from conformance.checkers import Violation, explain
-from conformance.group_strategies import groups, keys, partition_counts
-from conformance.jvm_oracle import KafkaOracle, OracleError
-from conformance.strategy_checkers import (
+from kconform.conformance.checkers import Violation, explain
+from kconform.conformance.group_strategies import groups, keys, partition_counts
+from kconform.conformance.jvm_oracle import KafkaOracle, OracleError
+from kconform.conformance.strategy_checkers import (
     check_balance,
     check_cooperative,
     check_group_assignment,
@@ -25,7 +25,7 @@ from conformance.strategy_checkers import (
     check_stickiness,
     revoked,
 )
-from reference_impl.kafka_strategies import (
+from kconform.reference_impl.kafka_strategies import (
     ASSIGNORS,
     STICKY_STRATEGIES,
     Assignment,

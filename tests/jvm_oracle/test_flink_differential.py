@@ -18,12 +18,12 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from conformance.flink_oracle import FLINK_LEGACY, FLINK_ORACLE, FlinkOracle
-from conformance.jvm import JVM_DIR_ENV, JvmArtifactsMissing
-from conformance.jvm_oracle import OracleError
-from conformance.strategies import KAFKA_TOPIC_ALPHABET
-from reference_impl.assignment import assign, java_string_hash
-from reference_impl.commit import NamingStrategy, transactional_id
+from kconform.conformance.flink_oracle import FLINK_LEGACY, FLINK_ORACLE, FlinkOracle
+from kconform.conformance.jvm import JVM_DIR_ENV, JvmArtifactsMissing
+from kconform.conformance.jvm_oracle import OracleError
+from kconform.conformance.strategies import KAFKA_TOPIC_ALPHABET
+from kconform.reference_impl.assignment import assign, java_string_hash
+from kconform.reference_impl.commit import NamingStrategy, transactional_id
 
 pytestmark = pytest.mark.flink_oracle
 

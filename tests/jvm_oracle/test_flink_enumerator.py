@@ -27,13 +27,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.flink_oracle import EnumeratorState, EnumeratorStep, FlinkOracle, SplitAssignment
-from conformance.strategies import KAFKA_TOPIC_ALPHABET
-from reference_impl.assignment import owner
-from reference_impl.discovery import Subscription
-from reference_impl.kafka_model import KafkaModel
-from reference_impl.restore import RestoreVariant, SourceCheckpoint, SourceJob
-from reference_impl.types import EARLIEST, SubtaskIndex, TopicPartition
+from kconform.conformance.flink_oracle import EnumeratorState, EnumeratorStep, FlinkOracle, SplitAssignment
+from kconform.conformance.strategies import KAFKA_TOPIC_ALPHABET
+from kconform.reference_impl.assignment import owner
+from kconform.reference_impl.discovery import Subscription
+from kconform.reference_impl.kafka_model import KafkaModel
+from kconform.reference_impl.restore import RestoreVariant, SourceCheckpoint, SourceJob
+from kconform.reference_impl.types import EARLIEST, SubtaskIndex, TopicPartition
 
 pytestmark = pytest.mark.flink_oracle
 

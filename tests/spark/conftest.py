@@ -11,9 +11,9 @@ from collections.abc import Iterator
 import pytest
 from pyspark.sql import SparkSession
 
-from conformance.brokers import Broker
-from conformance.pipeline import local_session
-from reference_impl.kafka_client import KafkaClient
+from kconform.conformance.brokers import Broker
+from kconform.conformance.pipeline import local_session
+from kconform.reference_impl.kafka_client import KafkaClient
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reference_impl.spark.offsets import VERSION, OffsetsFormatError, SourceOffsets
-from reference_impl.spark.source import limit_rows
-from reference_impl.types import TopicPartition
+from kconform.reference_impl.spark.offsets import VERSION, OffsetsFormatError, SourceOffsets
+from kconform.reference_impl.spark.source import limit_rows
+from kconform.reference_impl.types import TopicPartition
 
 partitions = st.builds(TopicPartition, st.sampled_from(["a", "b", "topic-10"]), st.integers(0, 12))
 offset_maps = st.dictionaries(partitions, st.integers(0, 10**12), max_size=20)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from reference_impl.spark import OptionError
-from reference_impl.spark.sink import SinkOptions
-from reference_impl.spark.source import SourceOptions
-from reference_impl.spark.starting import StartingOffsets
-from reference_impl.types import LATEST
+from kconform.reference_impl.spark import OptionError
+from kconform.reference_impl.spark.sink import SinkOptions
+from kconform.reference_impl.spark.source import SourceOptions
+from kconform.reference_impl.spark.starting import StartingOffsets
+from kconform.reference_impl.types import LATEST
 
 BOOTSTRAP = {"bootstrap.servers": "127.0.0.1:9092"}
 

@@ -3,7 +3,7 @@ pipeline suite (``conformance/suite/test_pipeline.py``, run by ``tests/test_suit
 does not cover: at-least-once mode, rescale fencing and zombies, seen from inside.
 
 What Tansu cannot show (aborted records hidden from read_committed, zombie fencing; see
-``conformance.probe``) is skipped with the probe's reason, never asserted.
+``kconform.conformance.probe``) is skipped with the probe's reason, never asserted.
 """
 
 from __future__ import annotations
@@ -18,15 +18,15 @@ from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from conformance.brokers import Broker
-from conformance.checkers import fail_on
-from conformance.pipeline import Pipeline, fill, judge_sink, topic_records, topic_values
-from conformance.probe import DUPLICATE_VERDICT_NEEDS, Capability, lacking
-from conformance.strategy_checkers import check_keyless_spread
-from reference_impl.kafka_client import KafkaClient
-from reference_impl.kafka_strategies import partition_for_key
-from reference_impl.ports import Isolation
-from reference_impl.spark.sink import DEFAULT_PREFIX, Placement, partitions_for_keys
+from kconform.conformance.brokers import Broker
+from kconform.conformance.checkers import fail_on
+from kconform.conformance.pipeline import Pipeline, fill, judge_sink, topic_records, topic_values
+from kconform.conformance.probe import DUPLICATE_VERDICT_NEEDS, Capability, lacking
+from kconform.conformance.strategy_checkers import check_keyless_spread
+from kconform.reference_impl.kafka_client import KafkaClient
+from kconform.reference_impl.kafka_strategies import partition_for_key
+from kconform.reference_impl.ports import Isolation
+from kconform.reference_impl.spark.sink import DEFAULT_PREFIX, Placement, partitions_for_keys
 from tests.spark.test_source import topic_name
 
 

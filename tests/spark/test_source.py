@@ -15,12 +15,12 @@ import pytest
 from pyspark.errors import AnalysisException, StreamingQueryException
 from pyspark.sql import SparkSession
 
-from conformance.brokers import Broker
-from conformance.checkers import check_offset_continuity, explain
-from conformance.pipeline import Pipeline, ReadRecord, check_read_once, check_task_plan, fill
-from conformance.probe import Capability
-from reference_impl.kafka_client import KafkaClient
-from reference_impl.types import TopicPartition
+from kconform.conformance.brokers import Broker
+from kconform.conformance.checkers import check_offset_continuity, explain
+from kconform.conformance.pipeline import Pipeline, ReadRecord, check_read_once, check_task_plan, fill
+from kconform.conformance.probe import Capability
+from kconform.reference_impl.kafka_client import KafkaClient
+from kconform.reference_impl.types import TopicPartition
 
 
 def topic_name(label: str) -> str:

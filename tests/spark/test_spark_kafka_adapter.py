@@ -1,4 +1,4 @@
-"""Spark's built-in Kafka connector through ``conformance.adapters.spark_kafka`` on a live broker: a small
+"""Spark's built-in Kafka connector through ``kconform.conformance.adapters.spark_kafka`` on a live broker: a small
 source-to-sink scenario, and the one-owner deviation observed from outside (``spark_partition_id``)."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from uuid import uuid4
 
 from pyspark.sql import SparkSession
 
-from conformance.adapters.spark_kafka import ADAPTER
-from conformance.brokers import Broker
-from conformance.checkers import explain
-from conformance.pipeline import Pipeline, check_read_once, check_single_reader, fill, judge_sink
-from reference_impl.kafka_client import KafkaClient
+from kconform.conformance.adapters.spark_kafka import ADAPTER
+from kconform.conformance.brokers import Broker
+from kconform.conformance.checkers import explain
+from kconform.conformance.pipeline import Pipeline, check_read_once, check_single_reader, fill, judge_sink
+from kconform.reference_impl.kafka_client import KafkaClient
 
 
 def test_reads_once_splitting_partitions_and_writes_at_least_once(

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reference_impl.spark.starting import Lookup, StartingOffsets, StartingOffsetsError
-from reference_impl.types import EARLIEST, LATEST, TopicPartition
+from kconform.reference_impl.spark.starting import Lookup, StartingOffsets, StartingOffsetsError
+from kconform.reference_impl.types import EARLIEST, LATEST, TopicPartition
 
 LOGS = {TopicPartition("a", 0): (0, 10), TopicPartition("a", 1): (5, 8), TopicPartition("b", 0): (3, 3)}
 

@@ -1,0 +1,107 @@
+"""The built wheel, installed by pip into a fresh venv outside the repository, is complete.
+
+A user who pip-installs kconform has no checkout: the spec pages, TLA+ models and golden fixtures must
+travel in the wheel, and the import names must not collide with the user's own top-level folders. This
+builds the wheel, installs it (with its dependencies, from the registry or pip's cache) into a venv in
+a directory that holds a ``conformance/`` package of its own, and runs the commands a user runs there.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+COMMAND_TIMEOUT_S = 600
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
+    """(the venv's ``kconform`` script, a user's project directory); the venv is removed afterwards (~1 GB)."""
+    base = tmp_path_factory.mktemp("wheel")
+    dist = base / "dist"
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(dist), str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=COMMAND_TIMEOUT_S,
+        check=False,
+    )
+    assert build.returncode == 0, build.stdout + build.stderr
+    (wheel,) = dist.glob("kconform-*.whl")
+    venv = base / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=COMMAND_TIMEOUT_S)
+    install = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=COMMAND_TIMEOUT_S,
+        check=False,
+    )
+    assert install.returncode == 0, install.stdout + install.stderr
+    project = base / "my-project"
+    (project / "conformance").mkdir(parents=True)
+    (project / "conformance" / "__init__.py").write_text('raise ImportError("the user\'s own conformance/ folder")\n')
+    try:
+        yield venv / "bin" / "kconform", project
+    finally:
+        shutil.rmtree(venv, ignore_errors=True)
+
+
+def kconform(installed: tuple[Path, Path], *args: str) -> subprocess.CompletedProcess[str]:
+    script, project = installed
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "KCONFORM_BROKER")}
+    return subprocess.run(
+        [str(script), *args], cwd=project, env=env, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S
+    )
+
+
+def test_the_wheel_carries_the_spec_the_models_and_the_fixtures(installed: tuple[Path, Path]) -> None:
+    (wheel,) = (installed[0].parents[2] / "dist").glob("kconform-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert {
+        "kconform/spec/assignment.md",
+        "kconform/spec/tla/models.toml",
+        "kconform/fixtures/golden/topics.txt",
+    } <= names
+    assert not [n for n in names if n.split("/")[0] in ("conformance", "reference_impl", "tests")], sorted(names)
+
+
+def test_requirements_from_the_wheel(installed: tuple[Path, Path]) -> None:
+    run = kconform(installed, "requirements")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "ASSIGN-004" in run.stdout and "(not in the spec)" not in run.stdout
+
+
+def test_spec_check_from_the_wheel(installed: tuple[Path, Path]) -> None:
+    run = kconform(installed, "spec", "check", "--only", "restore-union-filter")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "1/1 runs as expected" in run.stdout
+
+
+def test_run_from_the_wheel_beside_a_folder_named_conformance(installed: tuple[Path, Path]) -> None:
+    run = kconform(installed, "run", "--level", "protocol", "--profile", "quick", "--only", "ASSIGN-004")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "Every result is as expected: exit 0." in run.stdout
+
+
+def test_a_violation_from_the_wheel_exits_1(installed: tuple[Path, Path]) -> None:
+    mutant = "kconform.conformance.mutants:python_mod_no_mask"
+    run = kconform(
+        installed, "run", "--adapter", mutant, "--level", "protocol", "--profile", "quick", "--only", "ASSIGN-004"
+    )
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "ASSIGN-004" in run.stdout
+
+
+def test_probe_broker_from_the_wheel(installed: tuple[Path, Path]) -> None:
+    run = kconform(installed, "probe-broker", "--broker", "tansu")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "KAFKA-014" in run.stdout
