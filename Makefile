@@ -63,7 +63,7 @@ probe: setup
 	$(BIN)/kconform probe-broker --broker $(BROKER)
 
 lint: setup
-	$(BIN)/ruff check reference_impl conformance tests
+	$(BIN)/ruff check reference_impl conformance tests fixtures
 	$(BIN)/mypy --strict
 
 docs: setup
@@ -84,16 +84,16 @@ verdicts: setup
 # test set (Cosmic Ray, one mutant at a time); writes docs/mutation.md. MODULES=discovery restricts it.
 # mutation-report rewrites the doc from the last run after docs/mutation-triage.toml changed.
 mutation: setup
-	$(BIN)/python -m kconform.conformance.mutation $(if $(MODULES),--modules $(MODULES))
+	$(BIN)/python -m kconform.conformance.mutants.mutation $(if $(MODULES),--modules $(MODULES))
 
 mutation-report: setup
-	$(BIN)/python -m kconform.conformance.mutation --report-only $(if $(MODULES),--modules $(MODULES))
+	$(BIN)/python -m kconform.conformance.mutants.mutation --report-only $(if $(MODULES),--modules $(MODULES))
 
 # Regenerate the golden vectors for kconform.reference_impl.assignment from Flink's own classes (FLIP-27's
 # KafkaSourceEnumerator.getSplitOwner, checked against the legacy KafkaTopicPartitionAssigner) through
 # the Flink oracle that `make setup` builds (jvm/flink-oracle).
 golden: setup
-	$(BIN)/python -m kconform.conformance.flink_oracle fixtures/golden/topics.txt fixtures/golden/assign_vectors.csv
+	$(BIN)/python -m kconform.conformance.jvm.flink_oracle fixtures/golden/topics.txt fixtures/golden/assign_vectors.csv
 
 clean:
 	rm -rf $(VENV) $(JVM_DIR) build .hypothesis .pytest_cache .mypy_cache .ruff_cache

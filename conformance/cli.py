@@ -31,7 +31,7 @@ def _spec(_args: argparse.Namespace, rest: list[str]) -> int:
     if not rest or rest[0] != "check":
         print("usage: kconform spec check [--profile ci|thorough] [--only NAME] [--workers N]", file=sys.stderr)
         return USAGE_EXIT
-    return _delegate("tlc")(_args, rest[1:])
+    return _delegate("spec_tools.tlc")(_args, rest[1:])
 
 
 def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
@@ -47,18 +47,20 @@ def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
         handlers[name] = handler
         return sub
 
-    verb("run", "run the conformance suite against an adapter", _delegate("runner"))
-    verb("probe-broker", "measure what the Kafka broker can show", _delegate("probe"))
+    verb("run", "run the conformance suite against an adapter", _delegate("gate.runner"))
+    verb("probe-broker", "measure what the Kafka broker can show", _delegate("brokers.probe"))
     verb(
         "requirements",
         "list requirement ids with their spec, checker, tests and TLA+ property",
-        _delegate("requirements"),
+        _delegate("spec_tools.requirements"),
     )
     verb("spec", "TLA+ model checking ('kconform spec check')", _spec)
-    verb("verdicts", "write an adapter's verdict per requirement id (fixed seed) as Markdown", _delegate("verdicts"))
+    verb(
+        "verdicts", "write an adapter's verdict per requirement id (fixed seed) as Markdown", _delegate("gate.verdicts")
+    )
     verb("soak", "seeded fault schedules on real Kafka: nothing lost, nothing duplicated", _delegate("soak"))
-    verb("bench", "run the benchmarks and print ratios against their goals", _delegate("bench"))
-    verb("site", "build the spec and docs as a static site with MkDocs (build/site)", _delegate("site"))
+    verb("bench", "run the benchmarks and print ratios against their goals", _delegate("bench.command"))
+    verb("site", "build the spec and docs as a static site with MkDocs (build/site)", _delegate("spec_tools.site"))
     return parser, handlers
 
 

@@ -1,5 +1,5 @@
 """kconform's reference implementation: a pure core of Flink-style Kafka connector semantics.
 
 Discovery, assignment, union-state restore and the transactional commit protocol are pure
-functions or small state machines over the ports in ``reference_impl.ports``.
+functions or small state machines over the ports in ``kconform.reference_impl.ports``.
 """

@@ -1,7 +1,7 @@
 """The reference implementation's protocol-level adapter (``kconform run`` uses it by default).
 
 Each method hands the suite one mechanism of the pure core. Broken variants of this adapter
-(``kconform.conformance.mutants``) override exactly one method each, which is how the suite proves that
+(``kconform.conformance.mutants.protocol``) override exactly one method each, which is how the suite proves that
 every invariant catches a real bug class.
 """
 

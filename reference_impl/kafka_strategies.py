@@ -14,7 +14,7 @@ code, not from Flink, and spec/kafka-strategies.md states them. This module is t
   (valid, balanced, sticky, cooperative) without copying ``AbstractStickyAssignor``'s algorithm,
   so they may pick other partitions than Kafka's when several answers satisfy them.
 
-The JVM oracle (``kconform.conformance.jvm_oracle``) checks all of it against kafka-clients' own classes.
+The JVM oracle (``kconform.conformance.jvm.kafka_oracle``) checks all of it against kafka-clients' own classes.
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 import pytest
 
 from kconform.conformance.brokers import Broker
-from kconform.conformance.probe import Capability, probe
-from kconform.conformance.pytest_plugin import live_broker
+from kconform.conformance.brokers.probe import Capability, probe
+from kconform.conformance.gate.pytest_plugin import live_broker
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from kconform.conformance.pipeline import KconformKafkaAdapter
+from kconform.conformance.spark.pipeline import KconformKafkaAdapter
 from kconform.reference_impl.adapter import ReferenceAdapter
 
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kconform.conformance.strategies import metadata_snapshots, parallelisms, topic_names
+from kconform.conformance.generators.strategies import metadata_snapshots, parallelisms, topic_names
 from kconform.reference_impl.assignment import assign, java_string_hash, plan, plan_topics, start_index
 from kconform.reference_impl.types import TopicPartition
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kconform.conformance.bench_spark import (
+from kconform.conformance.bench.spark_races import (
     SPARK_KAFKA_MISSING,
     Comparison,
     Competitor,

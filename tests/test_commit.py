@@ -7,9 +7,9 @@ from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from kconform.conformance.adapter import guard
-from kconform.conformance.history import History, Observation, check_sink_history
-from kconform.conformance.profiles import PROFILES
-from kconform.conformance.strategies import InterleavingMix
+from kconform.conformance.checks.history import History, Observation, check_sink_history
+from kconform.conformance.gate.profiles import PROFILES
+from kconform.conformance.generators.strategies import InterleavingMix
 from kconform.conformance.suite import STEPS_PER_EXAMPLE
 from kconform.conformance.suite.test_sink import INTERLEAVINGS, SinkMachine
 from kconform.reference_impl.adapter import ADAPTER

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kconform.conformance.strategies import (
+from kconform.conformance.generators.strategies import (
     KAFKA_TOPIC_ALPHABET,
     metadata_snapshots,
     near_misses,

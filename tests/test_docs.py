@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from kconform.conformance import site
 from kconform.conformance.adapter import SinkSpec, SourceSpec, load_adapter, missing_members
+from kconform.conformance.spec_tools import site
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 GUIDE = REPO_ROOT / "docs" / "adapter-guide.md"
@@ -251,7 +251,10 @@ def test_the_site_builds_strict_with_the_requirement_table_linked(site_source: P
     anchor = "assign-001-must-fidelity-every-partition-is-owned-by-exactly-one-subtask"
     assert f'href="assignment.html#{anchor}"' in table
     assert f'id="{anchor}"' in (out / "spec" / "assignment.html").read_text(encoding="utf-8")
-    assert 'href="../conformance/checkers.py"' in table and (out / "conformance" / "checkers.py").is_file()
+    assert (
+        'href="../conformance/checks/checkers.py"' in table
+        and (out / "conformance" / "checks" / "checkers.py").is_file()
+    )
     assert 'href="tla/TwoPhaseCommitSink.tla"' in table and (out / "spec" / "tla" / "TwoPhaseCommitSink.tla").is_file()
 
 

@@ -23,13 +23,13 @@ from typing import Any
 
 import pytest
 
-from kconform.conformance.bench import Figure, write_json
-from kconform.conformance.evidence import assignment_grid, offset_step, offset_timeline
-from kconform.conformance.html_report import BENCH_FILE, assignment_grid_svg, bench_svg, offset_timeline_svg
+from kconform.conformance.bench.command import Figure, write_json
+from kconform.conformance.checks.evidence import assignment_grid, offset_step, offset_timeline
+from kconform.conformance.gate.html_report import BENCH_FILE, assignment_grid_svg, bench_svg, offset_timeline_svg
 from kconform.reference_impl.assignment import assign
 from kconform.reference_impl.types import TopicPartition
 
-MUTANT = "kconform.conformance.mutants:java_remainder_no_mask"
+MUTANT = "kconform.conformance.mutants.protocol:java_remainder_no_mask"
 REQUIRE_BROWSER = "KCONFORM_REQUIRE_BROWSER"
 """Set by ``.ci/run``: there a missing Chromium fails the browser test instead of skipping it."""
 CHROMIUM_FLAGS = (
@@ -74,7 +74,7 @@ def test_report_html_gives_both_verdicts_and_the_failing_plan_as_a_grid(mutant_r
     assert html.count('<svg class="assignment-grid"') == 1
     assert 'class="diff-row"' in html  # the partition with a negative owner is marked
     assert (
-        "/kconform run --adapter kconform.conformance.mutants:java_remainder_no_mask" in html
+        "/kconform run --adapter kconform.conformance.mutants.protocol:java_remainder_no_mask" in html
         or "-m kconform.conformance.cli" in html
     )
     assert html.count('<svg class="bench-chart"') == 1

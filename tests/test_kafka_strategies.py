@@ -13,10 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from kconform.conformance.checkers import Violation
-from kconform.conformance.jvm import JVM_DIR_ENV, JvmArtifactsMissing
-from kconform.conformance.jvm_oracle import KafkaOracle
-from kconform.conformance.strategy_checkers import (
+from kconform.conformance.checks.checkers import Violation
+from kconform.conformance.checks.strategy_checkers import (
     check_balance,
     check_cooperative,
     check_exact_assignment,
@@ -28,6 +26,8 @@ from kconform.conformance.strategy_checkers import (
     minimal_moves,
     spread,
 )
+from kconform.conformance.jvm import JVM_DIR_ENV, JvmArtifactsMissing
+from kconform.conformance.jvm.kafka_oracle import KafkaOracle
 from kconform.reference_impl.kafka_strategies import (
     Group,
     Member,

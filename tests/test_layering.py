@@ -51,3 +51,64 @@ def test_the_check_sees_an_import_of_the_suite(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
     module.write_text("import os\ndef f():\n    from kconform.conformance.brokers import Broker\n")
     assert "kconform.conformance.brokers" in imported_modules(module)
+
+
+def conformance_imports() -> dict[str, set[str]]:
+    """Which of ``conformance/``'s concerns (its subpackages and top-level modules) each one imports."""
+    root = ROOT / "conformance"
+    graph: dict[str, set[str]] = {}
+    for path in root.rglob("*.py"):
+        unit = path.relative_to(root).parts[0].removesuffix(".py")
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == "kconform.conformance":
+                names = [f"kconform.conformance.{alias.name}" for alias in node.names]
+            else:
+                names = sorted(imported_modules_of(node))
+            for name in names:
+                parts = name.split(".")
+                if parts[:2] == ["kconform", "conformance"] and len(parts) > 2 and parts[2] != unit:
+                    graph.setdefault(unit, set()).add(parts[2])
+    return graph
+
+
+def imported_modules_of(node: ast.AST) -> set[str]:
+    if isinstance(node, ast.Import):
+        return {alias.name for alias in node.names}
+    if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+        return {node.module}
+    return set()
+
+
+def find_circle(graph: dict[str, set[str]]) -> list[str]:
+    """A path of imports that comes back to where it started, or ``[]``."""
+    done: set[str] = set()
+
+    def visit(unit: str, path: list[str]) -> list[str]:
+        if unit in path:
+            return [*path[path.index(unit) :], unit]
+        if unit in done:
+            return []
+        for used in sorted(graph.get(unit, ())):
+            if circle := visit(used, [*path, unit]):
+                return circle
+        done.add(unit)
+        return []
+
+    for unit in sorted(graph):
+        if circle := visit(unit, []):
+            return circle
+    return []
+
+
+def test_the_concerns_of_conformance_import_each_other_without_a_circle() -> None:
+    """The folder layout shows the design only if its dependencies run one way."""
+    graph = conformance_imports()
+    assert {"gate", "spark", "mutants", "suite"} <= set(graph), graph  # the walk sees the imports
+    assert graph["brokers"] == {"jvm"}, graph["brokers"]  # ``from kconform.conformance import jvm`` counts
+    assert find_circle(graph) == [], " -> ".join(find_circle(graph))
+
+
+def test_the_circle_check_finds_a_circle() -> None:
+    assert find_circle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_circle({"a": {"b", "c"}, "b": {"c"}}) == []

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from kconform.conformance.mutants import MUTANTS, Mutant
-from kconform.conformance.pipeline_mutants import PIPELINE_MUTANTS, PipelineMutant
-from kconform.conformance.probe import lacking
+from kconform.conformance.brokers.probe import lacking
+from kconform.conformance.mutants.pipeline import PIPELINE_MUTANTS, PipelineMutant
+from kconform.conformance.mutants.protocol import MUTANTS, Mutant
 
 VIOLATION_LINE = re.compile(r"^E\s+([A-Z]+-\d{3}) [a-z-]+:", re.MULTILINE)
 
@@ -26,7 +26,9 @@ VIOLATION_LINE = re.compile(r"^E\s+([A-Z]+-\d{3}) [a-z-]+:", re.MULTILINE)
 @pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.name)
 def test_required_mutant_is_killed_on_its_requirement(mutant: Mutant) -> None:
     selected = [arg for rid in sorted(mutant.kills_on) for arg in ("--kconform-requirement", rid)]
-    assert_killed(f"kconform.conformance.mutants:{mutant.name}", mutant.name, mutant.bug, mutant.kills_on, selected)
+    assert_killed(
+        f"kconform.conformance.mutants.protocol:{mutant.name}", mutant.name, mutant.bug, mutant.kills_on, selected
+    )
 
 
 @pytest.mark.spark
@@ -38,7 +40,7 @@ def test_required_pipeline_mutant_is_killed_by_its_scenario(
     the explicit example plus one drawn one must be enough). On a broker without the capabilities
     its scenario needs (``needs``, e.g. Tansu's missing zombie fencing) it is not killed: the
     scenario must skip naming them, never fail on a check the broker cannot make."""
-    adapter = f"kconform.conformance.pipeline_mutants:{mutant.name}"
+    adapter = f"kconform.conformance.mutants.pipeline:{mutant.name}"
     selected = ["-k", mutant.scenario]
     missing = lacking(request.getfixturevalue("capabilities"), mutant.needs) if mutant.needs else []
     if missing:
@@ -92,7 +94,7 @@ def test_required_a_bug_in_one_requirement_fails_that_requirement_and_no_other_i
     """The whole protocol level against a formula bug: ASSIGN-004 fails; the rest passes, or is PARTIAL
     where a test stopped at the ASSIGN-004 violation before verifying its other ids (never FAIL)."""
     command = [sys.executable, "-m", "kconform.conformance.cli", "run",
-               "--adapter", "kconform.conformance.mutants:python_mod_no_mask",
+               "--adapter", "kconform.conformance.mutants.protocol:python_mod_no_mask",
                "--level", "protocol", "--profile", "quick", "--seed", "3", "--report", str(tmp_path)]  # fmt: skip
     run = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
     assert run.returncode == 1, run.stdout + run.stderr

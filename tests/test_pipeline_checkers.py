@@ -13,8 +13,9 @@ from collections import Counter
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kconform.conformance.checkers import check_order
-from kconform.conformance.pipeline import (
+from kconform.conformance.checks.checkers import check_order
+from kconform.conformance.checks.strategy_checkers import check_sink_placement
+from kconform.conformance.spark.pipeline import (
     ReadRecord,
     check_output,
     check_read_once,
@@ -22,7 +23,6 @@ from kconform.conformance.pipeline import (
     check_single_reader,
     check_unblocked,
 )
-from kconform.conformance.strategy_checkers import check_sink_placement
 from kconform.reference_impl.kafka_strategies import partition_for_key
 from kconform.reference_impl.types import TopicPartition
 

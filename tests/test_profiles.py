@@ -6,11 +6,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kconform.conformance.profiles import examples_dir
+from kconform.conformance.gate.profiles import examples_dir
 
 
 def test_examples_dir_is_one_folder_per_adapter_spec() -> None:
-    first, second = examples_dir("kconform.conformance.mutants:python_mod_no_mask"), examples_dir("my.pkg:ADAPTER")
+    first, second = (
+        examples_dir("kconform.conformance.mutants.protocol:python_mod_no_mask"),
+        examples_dir("my.pkg:ADAPTER"),
+    )
     assert first != second
     assert first.parent == second.parent == Path(".hypothesis") / "adapters"
     assert "/" not in first.name and ":" not in first.name
@@ -24,8 +27,8 @@ def test_a_failing_adapter_saves_its_examples_in_its_own_folder(tmp_path: Path) 
             cwd=tmp_path, capture_output=True, timeout=300, check=False,
         )  # fmt: skip
 
-    run("kconform.conformance.mutants:python_mod_no_mask")
+    run("kconform.conformance.mutants.protocol:python_mod_no_mask")
     run("kconform.reference_impl.adapter:ADAPTER")
     saved = sorted(p.name for p in (tmp_path / ".hypothesis" / "adapters").iterdir())
-    assert saved == [examples_dir("kconform.conformance.mutants:python_mod_no_mask").name], saved
+    assert saved == [examples_dir("kconform.conformance.mutants.protocol:python_mod_no_mask").name], saved
     assert not (tmp_path / ".hypothesis" / "examples").exists(), "an example was saved in the shared database"

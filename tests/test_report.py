@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from kconform.conformance.report import ClassVerdict, shorten
-from kconform.conformance.runner import skip_cause
+from kconform.conformance.gate.report import ClassVerdict, shorten
+from kconform.conformance.gate.runner import skip_cause
 
 
 @pytest.mark.parametrize(

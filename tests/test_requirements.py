@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from kconform.conformance import requirements
-from kconform.conformance.requirements import (
+from kconform.conformance.spec_tools import requirements
+from kconform.conformance.spec_tools.requirements import (
     REPO_ROOT,
     Requirement,
     SpecNotFoundError,
@@ -98,7 +98,7 @@ def test_headings_checked_by_and_anchors_are_parsed() -> None:
 
 def test_every_spec_requirement_has_exactly_one_class() -> None:
     """Reports give a safety and a fidelity verdict: an id of neither class (or of both) would be in none."""
-    spec = Path(requirements.__file__).resolve().parents[1] / "spec"
+    spec = Path(requirements.__file__).resolve().parents[2] / "spec"
     for page in spec.glob("*.md"):
         assert requirements.malformed_headings(page.read_text()) == [], page.name
     classes = {r.id: r.category for r in load_requirements().values()}
@@ -172,7 +172,7 @@ def test_tests_are_found_by_name_and_by_requirement_mark(tmp_path: Path) -> None
 
 
 def test_tla_properties_are_optional(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "kconform.conformance.tlc", None)
+    monkeypatch.setitem(sys.modules, "kconform.conformance.spec_tools.tlc", None)
     assert requirements.tla_properties() == {}
 
 
@@ -194,7 +194,7 @@ def test_requirements_verb_markdown_is_a_table(capsys: pytest.CaptureFixture[str
     assert row.startswith(
         "| [ASSIGN-001](assignment.md#assign-001-must-fidelity-every-partition-is-owned-by-exactly-one-subtask)"
     )
-    assert "| [`check_plan`](../conformance/checkers.py) |" in row
+    assert "| [`check_plan`](../conformance/checks/checkers.py) |" in row
     test = "tests/test_assignment.py::test_required_ASSIGN_001_owner_in_range"
     assert f"[`{test}`](../tests/test_assignment.py)" in row
     row = next(line for line in lines if line.startswith("| [COMMIT-004]"))
@@ -205,7 +205,7 @@ def test_every_link_of_the_requirement_table_reaches_a_file() -> None:
     """Checkers, tests and TLA+ modules are linked by path from ``spec/``: a moved file breaks the table."""
     table = render_markdown(traces())
     targets = set(re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", table))
-    assert {"assignment.md", "../conformance/checkers.py", "tla/TwoPhaseCommitSink.tla"} <= targets
+    assert {"assignment.md", "../conformance/checks/checkers.py", "tla/TwoPhaseCommitSink.tla"} <= targets
     missing = sorted(t for t in targets if not (REPO_ROOT / "spec" / t).is_file())
     assert not missing, f"the requirement table links to files that do not exist: {missing}"
 
@@ -219,18 +219,19 @@ def test_spec_requirements_md_is_up_to_date() -> None:
 
 
 def test_checkers_are_found_where_defined_or_registered_as_mutants(tmp_path: Path) -> None:
-    (tmp_path / "conformance").mkdir()
-    (tmp_path / "conformance" / "checkers.py").write_text("def check_demo():\n    pass\n")
+    for package in ("checks", "mutants"):
+        (tmp_path / "conformance" / package).mkdir(parents=True)
+    (tmp_path / "conformance" / "checks" / "checkers.py").write_text("def check_demo():\n    pass\n")
     (tmp_path / "conformance" / "other.py").write_text(
         "def check_demo():\n    pass\n\n\nclass Helper:\n    def rule(self):\n        pass\n"
     )
-    (tmp_path / "conformance" / "pipeline_mutants.py").write_text('M = [PipelineMutant(\n    "demo_bug", 1)]\n')
+    (tmp_path / "conformance" / "mutants" / "pipeline.py").write_text('M = [PipelineMutant(\n    "demo_bug", 1)]\n')
     found = definitions(tmp_path)
-    assert found["check_demo"] == "conformance/checkers.py"  # the checker modules come first
+    assert found["check_demo"] == "conformance/checks/checkers.py"  # the checker modules come first
     assert found["kconform.conformance.other.check_demo"] == "conformance/other.py"
     assert found["rule"] == found["Helper"] == "conformance/other.py"
-    assert found["demo_bug"] == "conformance/pipeline_mutants.py"
-    assert "kconform.conformance.checkers.absent" not in found
+    assert found["demo_bug"] == "conformance/mutants/pipeline.py"
+    assert "kconform.conformance.checks.checkers.absent" not in found
 
 
 def test_anchors_are_github_s_which_keeps_each_space() -> None:
@@ -239,15 +240,19 @@ def test_anchors_are_github_s_which_keeps_each_space() -> None:
 
 def test_every_checker_the_spec_names_exists() -> None:
     """The spec is documentation users read: a checker it names must be a function of the suite."""
-    import kconform.conformance.checkers
-    import kconform.conformance.history
-    import kconform.conformance.strategy_checkers
+    import kconform.conformance.checks.checkers
+    import kconform.conformance.checks.history
+    import kconform.conformance.checks.strategy_checkers
 
-    spec = Path(requirements.__file__).resolve().parents[1] / "spec"
+    spec = Path(requirements.__file__).resolve().parents[2] / "spec"
     named = set(re.findall(r"`(check_[a-z_]+|global_spread)`", "".join(p.read_text() for p in spec.glob("*.md"))))
     defined = {
         n
-        for m in (kconform.conformance.checkers, kconform.conformance.history, kconform.conformance.strategy_checkers)
+        for m in (
+            kconform.conformance.checks.checkers,
+            kconform.conformance.checks.history,
+            kconform.conformance.checks.strategy_checkers,
+        )
         for n in dir(m)
     }
     assert named, "the spec names no checker"
@@ -255,8 +260,8 @@ def test_every_checker_the_spec_names_exists() -> None:
 
 
 def test_the_anomaly_table_of_the_spec_is_the_checker_s() -> None:
-    from kconform.conformance.history import ANOMALY_REQUIREMENT
+    from kconform.conformance.checks.history import ANOMALY_REQUIREMENT
 
-    page = (Path(requirements.__file__).resolve().parents[1] / "spec" / "commit.md").read_text()
+    page = (Path(requirements.__file__).resolve().parents[2] / "spec" / "commit.md").read_text()
     rows = dict(re.findall(r"^\| `([a-z-]+)` \| [^|]+ \| ([A-Z]+-\d{3}) \|", page, re.MULTILINE))
     assert rows == ANOMALY_REQUIREMENT

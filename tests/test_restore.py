@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import run_state_machine_as_test
 
 from kconform.conformance.adapter import guard
-from kconform.conformance.checkers import check_offset_commits, check_restore
-from kconform.conformance.profiles import PROFILES
-from kconform.conformance.strategies import InterleavingMix, metadata_snapshots, parallelisms
+from kconform.conformance.checks.checkers import check_offset_commits, check_restore
+from kconform.conformance.gate.profiles import PROFILES
+from kconform.conformance.generators.strategies import InterleavingMix, metadata_snapshots, parallelisms
 from kconform.conformance.suite import STEPS_PER_EXAMPLE
 from kconform.conformance.suite.test_source import INTERLEAVINGS, SourceMachine
 from kconform.reference_impl.adapter import ADAPTER

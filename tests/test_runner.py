@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
-from kconform.conformance import runner
-from kconform.conformance.checkers import Violation, ViolationError
-from kconform.conformance.expectations import Deviation, find_deviation, load_expectations
-from kconform.conformance.report import violates
-from kconform.conformance.runner import Status, aggregate, counterexamples
+from kconform.conformance.checks.checkers import Violation, ViolationError
+from kconform.conformance.gate import runner
+from kconform.conformance.gate.expectations import Deviation, find_deviation, load_expectations
+from kconform.conformance.gate.report import violates
+from kconform.conformance.gate.runner import Status, aggregate, counterexamples
 
 SAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "suite_sample"
 SUITE = "kconform_sample_suite"
@@ -472,7 +472,7 @@ def test_level_all_runs_both_levels_and_names_the_level_the_adapter_lacks(tmp_pa
 
 def test_cli_defaults_are_what_make_conformance_runs() -> None:
     args = runner.build_parser().parse_args([])
-    assert (args.adapter, args.level) == ("kconform.conformance.pipeline:REFERENCE", "all")
+    assert (args.adapter, args.level) == ("kconform.conformance.spark.pipeline:REFERENCE", "all")
     makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
     conformance = makefile.split("\nconformance:", 1)[1].split("\n\n", 1)[0]
     assert "--adapter" not in conformance.replace("$(if $(ADAPTER),--adapter", "")

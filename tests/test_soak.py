@@ -59,7 +59,7 @@ TORN_SEED = 4
 def test_a_sink_that_rewrites_a_replayed_batch_is_caught_and_saved_with_its_replay(tmp_path: Path) -> None:
     schedule = draw_schedule(TORN_SEED, 0, "kafka", parse_kinds("driver-kill", "kafka"), 1)
     assert [(f.kind, f.phase) for f in schedule.faults()] == [(FaultKind.DRIVER_KILL, Phase.TORN)]
-    adapter = "kconform.conformance.pipeline_mutants:spark_sink_forgets_marker"
+    adapter = "kconform.conformance.mutants.pipeline:spark_sink_forgets_marker"
     run = soak("--adapter", adapter, "--seed", str(TORN_SEED), "--only-schedule", "0", "--max-runs", "1",
                "--faults", "driver-kill", "--out", str(tmp_path))  # fmt: skip
     output = run.stdout + run.stderr

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kconform.conformance.checkers import Violation
+from kconform.conformance.checks.checkers import Violation
 from kconform.conformance.soak import command
 from kconform.conformance.soak.command import build_parser, render_summary, replay_command
 from kconform.conformance.soak.faults import tear_last_commit
@@ -43,7 +43,9 @@ def test_the_replay_line_runs_one_schedule_of_the_same_seed_alone() -> None:
         ["--seed", "9", "--schedules", "5", "--faults", "driver-kill", "--broker", "kafka"]
     )
     line = replay_command(args, 3)
-    assert line.startswith("kconform soak --adapter kconform.conformance.pipeline:REFERENCE --seed 9 --broker kafka")
+    assert line.startswith(
+        "kconform soak --adapter kconform.conformance.spark.pipeline:REFERENCE --seed 9 --broker kafka"
+    )
     assert "--only-schedule 3" in line and "--faults driver-kill" in line
     replayed = build_parser().parse_args(line.split()[2:])
     assert (replayed.seed, replayed.only_schedule, replayed.faults) == (9, [3], "driver-kill")
@@ -62,7 +64,7 @@ def test_usage_errors_exit_2_naming_the_fix(capsys: pytest.CaptureFixture[str]) 
     assert "kafka-cluster" in capsys.readouterr().err
     assert command.main(["--faults", "executor-kill", "--seed", "1"]) == 2
     assert "standalone" in capsys.readouterr().err
-    assert command.main(["--adapter", "kconform.conformance.mutants:python_mod_no_mask", "--seed", "1"]) == 2
+    assert command.main(["--adapter", "kconform.conformance.mutants.protocol:python_mod_no_mask", "--seed", "1"]) == 2
     assert "pipeline-exactly-once-sink" in capsys.readouterr().err
 
 

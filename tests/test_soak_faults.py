@@ -16,7 +16,7 @@ from typing import cast
 import pytest
 
 from kconform.conformance.soak.faults import EXECUTOR_MAIN, NotInjected, executors, kill_executor
-from kconform.conformance.spark_cluster import StandaloneCluster, alive, process_tree
+from kconform.conformance.spark.cluster import StandaloneCluster, alive, process_tree
 
 # An "executor": a process naming Spark's executor main class that starts one child (its "Python daemon").
 EXECUTOR = (

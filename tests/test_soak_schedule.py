@@ -16,7 +16,7 @@ from kconform.conformance.soak.schedule import (
     draw_schedules,
     parse_kinds,
 )
-from kconform.conformance.spark_cluster import DEFAULT_SHAPE
+from kconform.conformance.spark.cluster import DEFAULT_SHAPE
 
 
 @pytest.mark.parametrize("broker", ["kafka", "kafka-cluster"])

@@ -1,4 +1,4 @@
-"""The pure parts of ``kconform.conformance.spark_cluster``: the daemons' commands and environment, a
+"""The pure parts of ``kconform.conformance.spark.cluster``: the daemons' commands and environment, a
 session's cluster settings, the process tree; and the errors that name their fix before any JVM starts."""
 
 from __future__ import annotations
@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kconform.conformance.pipeline import local_session
-from kconform.conformance.spark_cluster import (
+from kconform.conformance.spark.cluster import (
     DEFAULT_SHAPE,
     STANDALONE,
     TASK_ATTEMPTS,
@@ -29,6 +28,7 @@ from kconform.conformance.spark_cluster import (
     spark_home,
     worker_args,
 )
+from kconform.conformance.spark.pipeline import local_session
 
 
 def test_masters_that_run_tasks_in_the_driver_are_local() -> None:

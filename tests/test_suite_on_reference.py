@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
     ("adapter", "level"),
     [
         ("kconform.reference_impl.adapter:FLIP27_POOLING", "protocol"),
-        pytest.param("kconform.conformance.pipeline:REFERENCE", "all", marks=[pytest.mark.spark]),
+        pytest.param("kconform.conformance.spark.pipeline:REFERENCE", "all", marks=[pytest.mark.spark]),
     ],
 )
 def test_required_reference_adapter_conforms(adapter: str, level: str, tmp_path: Path) -> None:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kconform.conformance import tlc
-from kconform.conformance.requirements import load_requirements
+from kconform.conformance.spec_tools import tlc
+from kconform.conformance.spec_tools.requirements import load_requirements
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures" / "tlc"

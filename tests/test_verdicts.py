@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kconform.conformance import runner, verdicts
-from kconform.conformance.expectations import Deviation
-from kconform.conformance.runner import RequirementResult, RunOptions, RunResult, Status, pytest_args
+from kconform.conformance.gate import runner, verdicts
+from kconform.conformance.gate.expectations import Deviation
+from kconform.conformance.gate.runner import RequirementResult, RunOptions, RunResult, Status, pytest_args
 
 
 def result(started: float) -> RunResult:

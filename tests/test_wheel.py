@@ -93,7 +93,7 @@ def test_run_from_the_wheel_beside_a_folder_named_conformance(installed: tuple[P
 
 
 def test_a_violation_from_the_wheel_exits_1(installed: tuple[Path, Path]) -> None:
-    mutant = "kconform.conformance.mutants:python_mod_no_mask"
+    mutant = "kconform.conformance.mutants.protocol:python_mod_no_mask"
     run = kconform(
         installed, "run", "--adapter", mutant, "--level", "protocol", "--profile", "quick", "--only", "ASSIGN-004"
     )

@@ -10,7 +10,7 @@ patched. What it does not offer is not declared, so those scenarios are skipped 
   (Spark's Structured Streaming + Kafka guide), so the suite allows its duplicates, never a loss.
 
 ``make setup`` resolves the connector's jars (``jvm/spark-kafka/pom.xml``) and
-``kconform.conformance.pipeline.local_session`` puts them on ``spark.jars``.
+``kconform.conformance.spark.pipeline.local_session`` puts them on ``spark.jars``.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def connector_missing(spark: SparkSession) -> str | None:
         return (
             f"this SparkSession cannot load Spark's Kafka connector ({PROVIDER}): run `make setup` to resolve "
             "jvm/spark-kafka into .jvm/spark-kafka/ and start the session with "
-            "kconform.conformance.pipeline.local_session (it sets spark.jars), "
+            "kconform.conformance.spark.pipeline.local_session (it sets spark.jars), "
             "or put spark-sql-kafka-0-10 on spark.jars yourself"
         )
     return None

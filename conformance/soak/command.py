@@ -26,7 +26,7 @@ from typing import Final
 from kconform.conformance import jvm
 from kconform.conformance.adapter import DEFAULT_MASTER, load_adapter
 from kconform.conformance.brokers import CLUSTER_SIZE, BrokerStartError, KafkaBroker
-from kconform.conformance.checkers import explain
+from kconform.conformance.checks.checkers import explain
 from kconform.conformance.soak.runner import Outcome, SoakContext, Timeline, run_schedule
 from kconform.conformance.soak.schedule import (
     NEEDS,
@@ -36,9 +36,9 @@ from kconform.conformance.soak.schedule import (
     draw_schedule,
     parse_kinds,
 )
-from kconform.conformance.spark_cluster import STANDALONE, SparkClusterError, StandaloneCluster
+from kconform.conformance.spark.cluster import STANDALONE, SparkClusterError, StandaloneCluster
 
-DEFAULT_ADAPTER: Final = "kconform.conformance.pipeline:REFERENCE"
+DEFAULT_ADAPTER: Final = "kconform.conformance.spark.pipeline:REFERENCE"
 DEFAULT_OUT: Final = Path("build/soak")
 USAGE_EXIT: Final = 2
 ERROR_EXIT: Final = 3

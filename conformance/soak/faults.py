@@ -28,7 +28,7 @@ from confluent_kafka.admin import AdminClient
 
 from kconform.conformance.brokers import KafkaBroker
 from kconform.conformance.soak.schedule import Fault, FaultKind, Phase
-from kconform.conformance.spark_cluster import StandaloneCluster, alive, process_tree
+from kconform.conformance.spark.cluster import StandaloneCluster, alive, process_tree
 from kconform.reference_impl.kafka_client import KafkaClient
 from kconform.reference_impl.types import TopicPartition
 

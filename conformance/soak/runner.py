@@ -1,6 +1,6 @@
 """One soak schedule end to end: fresh topics, records produced throughout, driver runs with faults, a verdict.
 
-The query is the adapter's exactly-once source-to-sink query (``kconform.conformance.pipeline_driver``),
+The query is the adapter's exactly-once source-to-sink query (``kconform.conformance.spark.driver``),
 subscribed by pattern to the schedule's source topics, each segment in its own killable driver
 process on one checkpoint. A producer thread writes numbered records (idempotent, ``acks=all``) to
 every source partition in turn while the killable segments run and records what the broker
@@ -31,9 +31,7 @@ from typing import Any, Final
 import confluent_kafka as ck
 
 from kconform.conformance.brokers import KafkaBroker
-from kconform.conformance.checkers import Violation, check_order
-from kconform.conformance.pipeline import ReadRecord, check_output, check_read_once, topic_records
-from kconform.conformance.pipeline_driver import DriverRun
+from kconform.conformance.checks.checkers import Violation, check_order
 from kconform.conformance.soak.faults import (
     NotInjected,
     Topology,
@@ -43,7 +41,9 @@ from kconform.conformance.soak.faults import (
     torn_or_plain,
 )
 from kconform.conformance.soak.schedule import Fault, FaultKind, Schedule, Segment
-from kconform.conformance.spark_cluster import StandaloneCluster
+from kconform.conformance.spark.cluster import StandaloneCluster
+from kconform.conformance.spark.driver import DriverRun
+from kconform.conformance.spark.pipeline import ReadRecord, check_output, check_read_once, topic_records
 from kconform.reference_impl.kafka_client import KafkaClient, wait_until
 from kconform.reference_impl.ports import Isolation
 from kconform.reference_impl.types import TopicPartition

@@ -74,7 +74,7 @@ NEEDS: Final[dict[FaultKind, str]] = {
 }
 """Fault kinds drawn only on some runs, with what they need; ``kconform soak --help`` prints it."""
 EXECUTOR_WORKERS: Final = 2
-"""The standalone cluster's workers (``conformance.spark_cluster.DEFAULT_SHAPE``), one executor each."""
+"""The standalone cluster's workers (``kconform.conformance.spark.cluster.DEFAULT_SHAPE``), one executor each."""
 
 PAUSE_MS: Final = (11_000, 15_000)
 """A paused node stays stopped longer than the clients' 10 s request timeout (``timeoutMs``)."""

@@ -2,7 +2,7 @@
 
 Run with ``kconform run --adapter module:attr`` or ``pytest --pyargs kconform.conformance.suite
 --kconform-adapter module:attr``. Each test draws its inputs with Hypothesis, asks the adapter,
-and hands the observation to a pure checker in ``kconform.conformance.checkers``.
+and hands the observation to a pure checker in ``kconform.conformance.checks.checkers``.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kconform.conformance.checkers import (
+from kconform.conformance.checks.checkers import (
     all_partitions,
     check_determinism,
     check_formula,
@@ -15,9 +15,9 @@ from kconform.conformance.checkers import (
     fail_on,
     global_spread,
 )
-from kconform.conformance.evidence import assignment_grid
-from kconform.conformance.pytest_plugin import requirement
-from kconform.conformance.strategies import metadata_snapshots, parallelisms
+from kconform.conformance.checks.evidence import assignment_grid
+from kconform.conformance.gate.pytest_plugin import requirement
+from kconform.conformance.generators.strategies import metadata_snapshots, parallelisms
 from kconform.reference_impl.discovery import Subscription, ZeroPartitionsPolicy
 from kconform.reference_impl.types import TopicPartition
 

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kconform.conformance.checkers import Violation, check_discovery, fail_on
-from kconform.conformance.pytest_plugin import requirement
-from kconform.conformance.strategies import cluster_histories, near_misses, parallelisms, topic_names
+from kconform.conformance.checks.checkers import Violation, check_discovery, fail_on
+from kconform.conformance.gate.pytest_plugin import requirement
+from kconform.conformance.generators.strategies import cluster_histories, near_misses, parallelisms, topic_names
 from kconform.reference_impl.discovery import Metadata, Subscription, ZeroPartitionsPolicy
 
 

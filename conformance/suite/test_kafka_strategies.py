@@ -21,11 +21,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from kconform.conformance.adapter import Guarded
-from kconform.conformance.checkers import Violation, fail_on
-from kconform.conformance.group_strategies import groups, keys, partition_counts
-from kconform.conformance.pytest_plugin import requirement
-from kconform.conformance.strategies import topic_names
-from kconform.conformance.strategy_checkers import (
+from kconform.conformance.checks.checkers import Violation, fail_on
+from kconform.conformance.checks.strategy_checkers import (
     check_balance,
     check_cooperative,
     check_exact_assignment,
@@ -37,6 +34,9 @@ from kconform.conformance.strategy_checkers import (
     revoked,
     spread,
 )
+from kconform.conformance.gate.pytest_plugin import requirement
+from kconform.conformance.generators.group_strategies import groups, keys, partition_counts
+from kconform.conformance.generators.strategies import topic_names
 from kconform.reference_impl.kafka_strategies import DEFAULT_BATCH_SIZE, Group, Member, next_generation
 
 STRATEGIES = ("range", "roundrobin", "sticky", "cooperative-sticky")

@@ -1,11 +1,11 @@
 """Pipeline level: the adapter's Spark source and sink as real streaming queries on a live broker.
 
-Each scenario runs the adapter's queries (``kconform.conformance.pipeline``) and judges what Spark's tasks
+Each scenario runs the adapter's queries (``kconform.conformance.spark.pipeline``) and judges what Spark's tasks
 read and what the sink made visible with the pure checkers: the plan of every batch, reading
 every record once across restarts, rescales (2 -> 3 -> 1 -> 4 and drawn sequences), injected
 task failures and drivers killed at drawn points, and the sink's output against its input.
 ``KCONFORM_BROKER`` chooses the broker (default: Apache Kafka, started by the suite); what the
-broker cannot show (see ``kconform.conformance.probe``) is not asserted: the check is skipped or reported
+broker cannot show (see ``kconform.conformance.brokers.probe``) is not asserted: the check is skipped or reported
 PARTIAL with the probe's reason.
 
 Every pipeline example costs seconds, so Hypothesis draws few of them (``pipeline_settings``)
@@ -34,9 +34,19 @@ from pyspark.sql import SparkSession
 
 from kconform.conformance.adapter import DEFAULT_MASTER, PipelineAdapter
 from kconform.conformance.brokers import Broker
-from kconform.conformance.checkers import Violation, check_offset_continuity, fail_on
-from kconform.conformance.evidence import assignment_grid, offset_step, offset_timeline
-from kconform.conformance.pipeline import (
+from kconform.conformance.brokers.probe import DUPLICATE_VERDICT_NEEDS, TXN_TIMEOUT_WAIT_S, Capability, lacking, probe
+from kconform.conformance.checks.checkers import Violation, check_offset_continuity, fail_on
+from kconform.conformance.checks.evidence import assignment_grid, offset_step, offset_timeline
+from kconform.conformance.checks.strategy_checkers import check_sink_placement
+from kconform.conformance.gate.pytest_plugin import (
+    BROKER_CAPABILITIES,
+    BROKER_VERSION,
+    Partial,
+    live_broker,
+    requirement,
+)
+from kconform.conformance.spark.driver import DriverRun
+from kconform.conformance.spark.pipeline import (
     Pipeline,
     TaskFailures,
     check_read_once,
@@ -52,10 +62,6 @@ from kconform.conformance.pipeline import (
     topic_records,
     topic_values,
 )
-from kconform.conformance.pipeline_driver import DriverRun
-from kconform.conformance.probe import DUPLICATE_VERDICT_NEEDS, TXN_TIMEOUT_WAIT_S, Capability, lacking, probe
-from kconform.conformance.pytest_plugin import BROKER_CAPABILITIES, BROKER_VERSION, Partial, live_broker, requirement
-from kconform.conformance.strategy_checkers import check_sink_placement
 from kconform.reference_impl.kafka_client import KafkaClient, wait_until
 from kconform.reference_impl.ports import Isolation
 from kconform.reference_impl.types import TopicPartition

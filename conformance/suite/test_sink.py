@@ -25,10 +25,10 @@ from hypothesis.stateful import (
 )
 
 from kconform.conformance.adapter import AdapterError, Guarded
-from kconform.conformance.checkers import Violation, fail_on
-from kconform.conformance.history import History, Observation, check_sink_history
-from kconform.conformance.pytest_plugin import requirement
-from kconform.conformance.strategies import InterleavingMix
+from kconform.conformance.checks.checkers import Violation, fail_on
+from kconform.conformance.checks.history import History, Observation, check_sink_history
+from kconform.conformance.gate.pytest_plugin import requirement
+from kconform.conformance.generators.strategies import InterleavingMix
 from kconform.conformance.suite import run_machine
 from kconform.reference_impl.kafka_model import KafkaModel
 from kconform.reference_impl.ports import Isolation, KafkaError

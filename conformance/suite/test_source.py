@@ -28,7 +28,7 @@ from hypothesis.stateful import (
 )
 
 from kconform.conformance.adapter import Guarded
-from kconform.conformance.checkers import (
+from kconform.conformance.checks.checkers import (
     Picture,
     Violation,
     check_latest_start,
@@ -38,9 +38,9 @@ from kconform.conformance.checkers import (
     check_split_redistribution,
     fail_on,
 )
-from kconform.conformance.evidence import offset_step, offset_timeline
-from kconform.conformance.pytest_plugin import requirement
-from kconform.conformance.strategies import InterleavingMix
+from kconform.conformance.checks.evidence import offset_step, offset_timeline
+from kconform.conformance.gate.pytest_plugin import requirement
+from kconform.conformance.generators.strategies import InterleavingMix
 from kconform.conformance.suite import run_machine
 from kconform.reference_impl.discovery import Subscription
 from kconform.reference_impl.kafka_model import KafkaModel

@@ -5,7 +5,7 @@ kafka-clients' assignors are called directly by ``tests/jvm_oracle/test_differen
 subscribes, gets) can only be watched at work. Each drawn example starts a group of
 ``confluent_kafka.Consumer`` members in this process on the suite's broker, polls every member until
 the group is stable, records every assign/revoke callback with the generation it belongs to, and
-judges what the members were given with the checkers of ``conformance/strategy_checkers.py``: the
+judges what the members were given with the checkers of ``conformance/checks/strategy_checkers.py``: the
 invariants, and for Range and RoundRobin the reference's exact answer for the same members (their
 broker-assigned member ids, read with ``memberid()``).
 
@@ -33,9 +33,8 @@ from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 
 from kconform.conformance.brokers import Broker
-from kconform.conformance.checkers import Violation, explain
-from kconform.conformance.group_strategies import member_ids
-from kconform.conformance.strategy_checkers import (
+from kconform.conformance.checks.checkers import Violation, explain
+from kconform.conformance.checks.strategy_checkers import (
     check_balance,
     check_cooperative,
     check_exact_assignment,
@@ -44,6 +43,7 @@ from kconform.conformance.strategy_checkers import (
     check_stickiness,
     revoked,
 )
+from kconform.conformance.generators.group_strategies import member_ids
 from kconform.reference_impl.kafka_client import KafkaClient
 from kconform.reference_impl.kafka_strategies import ASSIGNORS, Assignment, Group, Member, member_order
 from kconform.reference_impl.types import TopicPartition

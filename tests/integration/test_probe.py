@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from kconform.conformance.brokers import Broker, KafkaBroker
-from kconform.conformance.brokers.tansu import TANSU_CANNOT_SHOW
-from kconform.conformance.probe import (
+from kconform.conformance.brokers.probe import (
     PROBE_TABLE_BEGIN,
     PROBE_TABLE_END,
     Capability,
@@ -18,6 +17,7 @@ from kconform.conformance.probe import (
     main,
     not_verifiable,
 )
+from kconform.conformance.brokers.tansu import TANSU_CANNOT_SHOW
 from tests.integration.test_brokers import child_pids
 
 CLIENT_LIMITS = {"resume_transaction": "KAFKA-015"}  # librdkafka has no KIP-939, on every broker

@@ -16,14 +16,14 @@ from typing import Any, Final
 
 import pytest
 
-from kconform.conformance.spark_cluster import SparkClusterError, StandaloneCluster, alive, process_tree
+from kconform.conformance.spark.cluster import SparkClusterError, StandaloneCluster, alive, process_tree
 
 DRIVER_TIMEOUT_S: Final = 240
 
 TINY_JOB = """
 import json, os, sys
 from pyspark import TaskContext
-from kconform.conformance.pipeline import local_session, task_attempts
+from kconform.conformance.spark.pipeline import local_session, task_attempts
 
 spark = local_session(sys.argv[1])
 try:
@@ -92,7 +92,7 @@ def test_a_failed_start_shows_the_logs_keeps_them_and_leaves_no_process(tmp_path
 
 STARTS_AND_WAITS = """
 import sys
-from kconform.conformance.spark_cluster import StandaloneCluster
+from kconform.conformance.spark.cluster import StandaloneCluster
 cluster = StandaloneCluster()
 cluster.start()
 print(cluster.workdir, *sorted(cluster.pids), flush=True)

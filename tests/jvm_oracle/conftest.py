@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from kconform.conformance.flink_oracle import FlinkOracle
-from kconform.conformance.jvm_oracle import KafkaOracle
+from kconform.conformance.jvm.flink_oracle import FlinkOracle
+from kconform.conformance.jvm.kafka_oracle import KafkaOracle
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -14,10 +14,8 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from kconform.conformance.checkers import Violation, explain
-from kconform.conformance.group_strategies import groups, keys, partition_counts
-from kconform.conformance.jvm_oracle import KafkaOracle, OracleError
-from kconform.conformance.strategy_checkers import (
+from kconform.conformance.checks.checkers import Violation, explain
+from kconform.conformance.checks.strategy_checkers import (
     check_balance,
     check_cooperative,
     check_group_assignment,
@@ -25,6 +23,8 @@ from kconform.conformance.strategy_checkers import (
     check_stickiness,
     revoked,
 )
+from kconform.conformance.generators.group_strategies import groups, keys, partition_counts
+from kconform.conformance.jvm.kafka_oracle import KafkaOracle, OracleError
 from kconform.reference_impl.kafka_strategies import (
     ASSIGNORS,
     STICKY_STRATEGIES,

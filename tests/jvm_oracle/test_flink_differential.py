@@ -18,10 +18,10 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from kconform.conformance.flink_oracle import FLINK_LEGACY, FLINK_ORACLE, FlinkOracle
+from kconform.conformance.generators.strategies import KAFKA_TOPIC_ALPHABET
 from kconform.conformance.jvm import JVM_DIR_ENV, JvmArtifactsMissing
-from kconform.conformance.jvm_oracle import OracleError
-from kconform.conformance.strategies import KAFKA_TOPIC_ALPHABET
+from kconform.conformance.jvm.flink_oracle import FLINK_LEGACY, FLINK_ORACLE, FlinkOracle
+from kconform.conformance.jvm.kafka_oracle import OracleError
 from kconform.reference_impl.assignment import assign, java_string_hash
 from kconform.reference_impl.commit import NamingStrategy, transactional_id
 

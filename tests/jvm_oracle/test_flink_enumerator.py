@@ -27,8 +27,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kconform.conformance.flink_oracle import EnumeratorState, EnumeratorStep, FlinkOracle, SplitAssignment
-from kconform.conformance.strategies import KAFKA_TOPIC_ALPHABET
+from kconform.conformance.generators.strategies import KAFKA_TOPIC_ALPHABET
+from kconform.conformance.jvm.flink_oracle import EnumeratorState, EnumeratorStep, FlinkOracle, SplitAssignment
 from kconform.reference_impl.assignment import owner
 from kconform.reference_impl.discovery import Subscription
 from kconform.reference_impl.kafka_model import KafkaModel

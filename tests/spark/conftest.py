@@ -12,7 +12,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from kconform.conformance.brokers import Broker
-from kconform.conformance.pipeline import local_session
+from kconform.conformance.spark.pipeline import local_session
 from kconform.reference_impl.kafka_client import KafkaClient
 
 

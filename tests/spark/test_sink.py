@@ -3,7 +3,7 @@ pipeline suite (``conformance/suite/test_pipeline.py``, run by ``tests/test_suit
 does not cover: at-least-once mode, rescale fencing and zombies, seen from inside.
 
 What Tansu cannot show (aborted records hidden from read_committed, zombie fencing; see
-``kconform.conformance.probe``) is skipped with the probe's reason, never asserted.
+``kconform.conformance.brokers.probe``) is skipped with the probe's reason, never asserted.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from kconform.conformance.brokers import Broker
-from kconform.conformance.checkers import fail_on
-from kconform.conformance.pipeline import Pipeline, fill, judge_sink, topic_records, topic_values
-from kconform.conformance.probe import DUPLICATE_VERDICT_NEEDS, Capability, lacking
-from kconform.conformance.strategy_checkers import check_keyless_spread
+from kconform.conformance.brokers.probe import DUPLICATE_VERDICT_NEEDS, Capability, lacking
+from kconform.conformance.checks.checkers import fail_on
+from kconform.conformance.checks.strategy_checkers import check_keyless_spread
+from kconform.conformance.spark.pipeline import Pipeline, fill, judge_sink, topic_records, topic_values
 from kconform.reference_impl.kafka_client import KafkaClient
 from kconform.reference_impl.kafka_strategies import partition_for_key
 from kconform.reference_impl.ports import Isolation

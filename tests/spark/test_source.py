@@ -16,9 +16,9 @@ from pyspark.errors import AnalysisException, StreamingQueryException
 from pyspark.sql import SparkSession
 
 from kconform.conformance.brokers import Broker
-from kconform.conformance.checkers import check_offset_continuity, explain
-from kconform.conformance.pipeline import Pipeline, ReadRecord, check_read_once, check_task_plan, fill
-from kconform.conformance.probe import Capability
+from kconform.conformance.brokers.probe import Capability
+from kconform.conformance.checks.checkers import check_offset_continuity, explain
+from kconform.conformance.spark.pipeline import Pipeline, ReadRecord, check_read_once, check_task_plan, fill
 from kconform.reference_impl.kafka_client import KafkaClient
 from kconform.reference_impl.types import TopicPartition
 

@@ -6,7 +6,7 @@ that reads JSON requests, one a line, and answers each with what Kafka's classes
 ``RoundRobinAssignor``, ``StickyAssignor`` and ``CooperativeStickyAssignor`` of a group. The
 differential tests start it once per session and send whole batches, so the JVM's start is paid
 once; every wait is bounded and a dead helper is an error that shows what it printed.
-``JvmHelper`` is that machinery for any such helper (``kconform.conformance.flink_oracle`` runs the other).
+``JvmHelper`` is that machinery for any such helper (``kconform.conformance.jvm.flink_oracle`` runs the other).
 """
 
 from __future__ import annotations

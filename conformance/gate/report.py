@@ -1,5 +1,5 @@
 """The reports of ``kconform run``: the console summary, ``report.md``, ``report.json``, ``report.html``
-(``kconform.conformance.html_report``), ``pytest.log``, and
+(``kconform.conformance.gate.html_report``), ``pytest.log``, and
 kconform's own verdicts (PARTIAL, ERROR, the ids a failure violates) in pytest's ``junit.xml``.
 
 The summary table is per requirement, because that is what a connector team is asked about; the
@@ -21,9 +21,8 @@ from typing import Any
 
 from _pytest.junitxml import mangle_test_address  # how pytest named the testcases it wrote
 
-from kconform.conformance.probe import format_table
-from kconform.conformance.requirements import CATEGORIES
-from kconform.conformance.runner import (
+from kconform.conformance.brokers.probe import format_table
+from kconform.conformance.gate.runner import (
     ERROR_EXIT,
     UNSTRUCTURED,
     RequirementResult,
@@ -33,6 +32,7 @@ from kconform.conformance.runner import (
     broker_used,
     skip_cause,
 )
+from kconform.conformance.spec_tools.requirements import CATEGORIES
 
 TITLE_WIDTH = 60
 NAME_WIDTH = 64
@@ -443,7 +443,7 @@ def _drop_hypothesis_statistics(suite: ET.Element) -> None:
 
 def write_reports(result: RunResult, directory: Path) -> None:
     """``report.json``, ``report.md``, ``report.html`` and ``pytest.log``; pytest itself wrote ``junit.xml`` there."""
-    from kconform.conformance.html_report import write_html  # it imports this module's renderings
+    from kconform.conformance.gate.html_report import write_html  # it imports this module's renderings
 
     directory.mkdir(parents=True, exist_ok=True)
     write_html(result, directory)

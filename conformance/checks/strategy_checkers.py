@@ -1,5 +1,5 @@
 """Checkers of Kafka's strategies (STRAT-001..010): pure functions over what a partitioner or an
-assignor answered, returning named violations in ``kconform.conformance.checkers``' style.
+assignor answered, returning named violations in ``kconform.conformance.checks.checkers``' style.
 
 They never call the implementation; where the spec pins an exact answer (murmur2 placement,
 Range, RoundRobin) they compare with the reference in ``kconform.reference_impl.kafka_strategies``, which
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 
-from kconform.conformance.checkers import Violation
+from kconform.conformance.checks.checkers import Violation
 from kconform.reference_impl.kafka_strategies import (
     Group,
     kept_ownership,

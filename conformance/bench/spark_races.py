@@ -55,7 +55,7 @@ from pyspark.sql.types import StructType
 from kconform.conformance.adapter import SinkSpec, SourceSpec
 from kconform.conformance.adapters import spark_kafka
 from kconform.conformance.brokers import Broker, broker_from_env
-from kconform.conformance.pipeline import Pipeline, local_session
+from kconform.conformance.spark.pipeline import Pipeline, local_session
 from kconform.reference_impl.kafka_client import KafkaClient, configure
 from kconform.reference_impl.ports import Isolation, KafkaError
 from kconform.reference_impl.spark import FORMAT

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from kconform.conformance.checkers import Picture
+from kconform.conformance.checks.checkers import Picture
 from kconform.reference_impl.assignment import assign
 from kconform.reference_impl.types import TopicPartition
 

@@ -5,7 +5,7 @@ end of what is available, stop it, or simulate a driver crash after the tasks of
 committed but before Spark's commit log recorded it (``forget_last_commit``). Rescale is a new
 ``Pipeline`` on the same checkpoint with another ``parallelism``. Without a sink topic every
 batch's rows are captured with the Spark task that read them, for the pure checkers of
-``kconform.conformance.checkers``; a replayed batch id replaces its earlier capture, as an idempotent
+``kconform.conformance.checks.checkers``; a replayed batch id replaces its earlier capture, as an idempotent
 downstream would. ``TaskFailures`` makes chosen tasks fail their first attempt mid-stream, so
 Spark (with task retries, e.g. ``local[2,3]``) runs them again.
 
@@ -33,9 +33,9 @@ from pyspark.sql.streaming.readwriter import DataStreamWriter
 from pyspark.sql.types import BooleanType
 
 from kconform.conformance.adapter import DEFAULT_MASTER, PipelineAdapter, SinkSpec, SourceSpec
-from kconform.conformance.checkers import Violation, check_formula, check_order, check_plan
+from kconform.conformance.checks.checkers import Violation, check_formula, check_order, check_plan
 from kconform.conformance.jvm import SPARK_KAFKA, JvmArtifactsMissing, jars
-from kconform.conformance.spark_cluster import STANDALONE, cluster_settings, is_local
+from kconform.conformance.spark.cluster import STANDALONE, cluster_settings, is_local
 from kconform.reference_impl.adapter import ReferenceAdapter
 from kconform.reference_impl.kafka_client import KafkaClient
 from kconform.reference_impl.ports import Isolation, Record
@@ -51,7 +51,7 @@ class KconformKafkaAdapter:
     """The reference implementation at pipeline level: ``kconform-kafka`` source and sink.
 
     ``data_source`` is the Python data source registered and used by name: the pipeline mutants
-    (``kconform.conformance.pipeline_mutants``) swap in a broken subclass.
+    (``kconform.conformance.mutants.pipeline``) swap in a broken subclass.
     """
 
     name: str = "spark-kconform-kafka"
@@ -97,7 +97,7 @@ class KconformKafkaAdapter:
 
 
 SPARK_ADAPTER: Final = KconformKafkaAdapter()
-"""``--adapter kconform.conformance.pipeline:SPARK_ADAPTER``: the pipeline-level suite on the reference Spark format."""
+"""``--adapter kconform.conformance.spark.pipeline:SPARK_ADAPTER``: the pipeline level on the reference Spark format."""
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,7 @@ class ReferenceOnSpark(ReferenceAdapter):
 
 
 REFERENCE: Final = ReferenceOnSpark()
-"""``--adapter kconform.conformance.pipeline:REFERENCE --level all``: what ``make conformance`` checks."""
+"""``--adapter kconform.conformance.spark.pipeline:REFERENCE --level all``: what ``make conformance`` checks."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,12 +138,12 @@ def local_session(master: str = DEFAULT_MASTER) -> SparkSession:
     ``make setup`` resolved it; the adapter that needs it says so when it is not.
 
     On a cluster master (``spark://...``) executors get this interpreter and ``sys.path``, bounded
-    cores and memory, and three attempts per task (``kconform.conformance.spark_cluster.cluster_settings``);
+    cores and memory, and three attempts per task (``kconform.conformance.spark.cluster.cluster_settings``);
     checkpoints stay local paths, which holds while driver and workers share one machine.
     """
     if master == STANDALONE:
         raise ValueError(
-            f"{STANDALONE!r} is not a master URL: start a kconform.conformance.spark_cluster.StandaloneCluster "
+            f"{STANDALONE!r} is not a master URL: start a kconform.conformance.spark.cluster.StandaloneCluster "
             "and pass its master_url (the suite's spark_master fixture does)"
         )
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 LEVELS = ("MUST", "SHOULD", "MAY")
 """Strongest first."""
 CATEGORIES = ("safety", "fidelity")
@@ -44,7 +44,11 @@ IDENTIFIER = re.compile(r"^[a-z][a-z0-9]*(?:[_.][a-z0-9]+)+$")
 
 DEFINED = re.compile(r"^\s*(?:def|class) (?P<name>\w+)|\b\w*Mutant\(\s*[\"'](?P<mutant>\w+)[\"']", re.MULTILINE)
 """A function or class definition, or a mutant's registration (``Mutant("name", ...)``, ``PipelineMutant``)."""
-CHECKER_FILES = ("conformance/checkers.py", "conformance/history.py", "conformance/strategy_checkers.py")
+CHECKER_FILES = (
+    "conformance/checks/checkers.py",
+    "conformance/checks/history.py",
+    "conformance/checks/strategy_checkers.py",
+)
 """Searched first for the definition of a name the spec's "Checked by." gives; then the rest of ``conformance/``."""
 
 NAME_KIND_LEVEL = {"required": "MUST", "should": "SHOULD", "optional": "MAY"}
@@ -189,11 +193,11 @@ def ids_in_code(root: Path = REPO_ROOT) -> set[str]:
 
 
 def tla_properties(root: Path = REPO_ROOT) -> dict[str, list[str]]:
-    """id -> ``Module!Property`` from ``kconform.conformance.tlc``, or nothing while that module does not exist."""
+    """id -> ``Module!Property`` from ``kconform.conformance.spec_tools.tlc``, or nothing without that module."""
     try:
-        tlc = importlib.import_module("kconform.conformance.tlc")
+        tlc = importlib.import_module("kconform.conformance.spec_tools.tlc")
     except ModuleNotFoundError as exc:
-        if exc.name != "kconform.conformance.tlc":
+        if exc.name != "kconform.conformance.spec_tools.tlc":
             raise
         return {}
     properties: Callable[[Path], dict[str, list[str]]] = tlc.tla_properties

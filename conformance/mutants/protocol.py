@@ -4,7 +4,7 @@ Each mutant is the reference adapter with exactly one mechanism replaced by a kn
 ``MUTANTS`` names the requirement whose failure proves the kill; ``make test`` runs the suite
 against every mutant and asserts that requirement fails (``tests/test_mutants.py``), and
 ``make bench`` reports the time to kill each. Load one with
-``kconform run --adapter kconform.conformance.mutants:<name>``.
+``kconform run --adapter kconform.conformance.mutants.protocol:<name>``.
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ class Violation:
 
 
 Picture = dict[str, Any]
-"""A figure's data (``kconform.conformance.evidence`` builds them), JSON-ready: the HTML report draws it."""
+"""A figure's data (``kconform.conformance.checks.evidence`` builds them), JSON-ready: the HTML report draws it."""
 
 
 class ViolationError(AssertionError):

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kconform.conformance.checkers import Violation
+from kconform.conformance.checks.checkers import Violation
 
 
 class Guarantee(enum.Enum):

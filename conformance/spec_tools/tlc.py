@@ -102,7 +102,7 @@ class ModelRun:
     workers: int | None = None
 
 
-PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 """The checkout, or the installed ``kconform`` package: both hold ``spec/tla``."""
 
 

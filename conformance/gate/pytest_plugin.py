@@ -17,9 +17,9 @@ from hypothesis import settings
 
 from kconform.conformance.adapter import CAPABILITIES, DEFAULT_MASTER, Adapter, guard, load_adapter
 from kconform.conformance.brokers import Broker, BrokerStartError, BrokerUnavailable, broker_from_env
-from kconform.conformance.probe import Capability
-from kconform.conformance.profiles import examples_dir, profile_from_env, register_profiles
-from kconform.conformance.spark_cluster import STANDALONE, SparkClusterError, StandaloneCluster
+from kconform.conformance.brokers.probe import Capability
+from kconform.conformance.gate.profiles import examples_dir, profile_from_env, register_profiles
+from kconform.conformance.spark.cluster import STANDALONE, SparkClusterError, StandaloneCluster
 
 register_profiles()
 

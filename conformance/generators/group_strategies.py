@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from kconform.conformance.strategies import topic_names
+from kconform.conformance.generators.strategies import topic_names
 from kconform.reference_impl.kafka_strategies import Group, Member
 from kconform.reference_impl.types import TopicPartition
 

@@ -54,7 +54,7 @@ class ClusterShape:
 
     Two applications fit at once (``workers * worker_cores >= 2 * app_cores``): the suite's own
     session holds its executors for the whole run while a driver it starts and kills
-    (``kconform.conformance.pipeline_driver``) gets its own. Cores are task slots, not physical cores.
+    (``kconform.conformance.spark.driver``) gets its own. Cores are task slots, not physical cores.
     """
 
     workers: int = 2
@@ -131,7 +131,7 @@ def cluster_settings(
 ) -> dict[str, str]:
     """A session's settings on a cluster master: executors run ``python`` with the driver's ``path``
     (so they import the adapter under test and ``reference_impl``), bounded executors, and task
-    retries stated, so ``kconform.conformance.pipeline.task_attempts`` reads what the cluster does."""
+    retries stated, so ``kconform.conformance.spark.pipeline.task_attempts`` reads what the cluster does."""
     python_path = os.pathsep.join(dict.fromkeys(os.path.abspath(p) for p in path if p))
     return {
         "spark.task.maxFailures": str(TASK_ATTEMPTS),

@@ -1,6 +1,6 @@
 """One pipeline run in its own driver process, so a scenario can kill the driver with SIGKILL.
 
-``python -m kconform.conformance.pipeline_driver '<json>'`` loads the adapter, starts a local session,
+``python -m kconform.conformance.spark.driver '<json>'`` loads the adapter, starts a local session,
 runs the query with ``availableNow`` to the end, and exits 0; any failure exits non-zero with
 the error on stderr. The JSON carries ``DriverRun``'s fields. The driver leads its own process
 group, so a scenario can kill it together with Spark's JVM, where its tasks run (``os.killpg``).
@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from kconform.conformance.adapter import PipelineAdapter, load_adapter
-from kconform.conformance.pipeline import Pipeline, local_session
+from kconform.conformance.spark.pipeline import Pipeline, local_session
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ class DriverRun:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         with log.open("ab") as out:
             return subprocess.Popen(
-                [sys.executable, "-m", "kconform.conformance.pipeline_driver", json.dumps(asdict(self))],
+                [sys.executable, "-m", "kconform.conformance.spark.driver", json.dumps(asdict(self))],
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 env=env,

@@ -20,9 +20,9 @@ from typing import Final
 
 from kconform.conformance.adapter import DEFAULT_MASTER
 from kconform.conformance.brokers import BROKER_KINDS, DEFAULT_BROKER
-from kconform.conformance.profiles import DEFAULT_PROFILE, PROFILES
-from kconform.conformance.report import class_verdicts, md_cell, render_text, row_note, tally
-from kconform.conformance.runner import (
+from kconform.conformance.gate.profiles import DEFAULT_PROFILE, PROFILES
+from kconform.conformance.gate.report import class_verdicts, md_cell, render_text, row_note, tally
+from kconform.conformance.gate.runner import (
     DEFAULT_TIMEOUT,
     ERROR_EXIT,
     USAGE_EXIT,

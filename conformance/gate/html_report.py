@@ -4,7 +4,7 @@ It says what report.md says, split the way a connector team asks it (is it safe,
 to Flink), and draws what text describes badly: the task x partition grid of a failing plan,
 expected beside actual; the offsets each run of a restart sequence read, restarts and driver
 kills marked; the benchmark figures against their goals. The pictures are drawn from the data the
-failing tests attached to their failures (``kconform.conformance.evidence``), never re-derived here.
+failing tests attached to their failures (``kconform.conformance.checks.evidence``), never re-derived here.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from kconform.conformance.checkers import Picture
-from kconform.conformance.report import (
+from kconform.conformance.checks.checkers import Picture
+from kconform.conformance.gate.report import (
     REPLAY_NOTE,
     ClassVerdict,
     class_verdicts,
@@ -28,8 +28,8 @@ from kconform.conformance.report import (
     tally,
     violates,
 )
-from kconform.conformance.requirements import CATEGORIES
-from kconform.conformance.runner import UNSTRUCTURED, RequirementResult, RunResult, Status, TestResult, broker_used
+from kconform.conformance.gate.runner import UNSTRUCTURED, RequirementResult, RunResult, Status, TestResult, broker_used
+from kconform.conformance.spec_tools.requirements import CATEGORIES
 
 BENCH_FILE = "bench.json"
 """Written by ``kconform bench --json DIR/bench.json``; drawn when it is in the report's directory."""

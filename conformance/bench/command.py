@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from hypothesis import Phase, settings
 
-from kconform.conformance.mutants import MUTANTS, Mutant
+from kconform.conformance.mutants.protocol import MUTANTS, Mutant
 from kconform.reference_impl.assignment import plan
 from kconform.reference_impl.discovery import PartitionDiscoverer, Subscription, ZeroPartitionsPolicy
 from kconform.reference_impl.types import SubtaskIndex, TopicPartition
@@ -102,7 +102,7 @@ def time_to_kill(mutant: Mutant) -> tuple[float, bool]:
                 "-o",
                 "addopts=",
                 "--kconform-adapter",
-                f"kconform.conformance.mutants:{mutant.name}",
+                f"kconform.conformance.mutants.protocol:{mutant.name}",
                 "--hypothesis-profile",
                 KILL_PROFILE,
                 *selected,
@@ -154,7 +154,7 @@ def main(argv: list[str]) -> int:
         print("\nbroker start, to the first answered metadata request:")
         print("\n".join(bench_broker_start()))
     if not args.skip_spark:
-        from kconform.conformance.bench_spark import bench_spark  # pyspark is imported only when needed
+        from kconform.conformance.bench.spark_races import bench_spark  # pyspark is imported only when needed
 
         print()
         bench_spark()

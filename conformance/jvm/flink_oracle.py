@@ -11,7 +11,7 @@ and checkpoints through a sequence of discoveries, driven in Flink's own test co
 (``MockSplitEnumeratorContext``, flink-core's test jar). It runs through ``JvmHelper``: started once
 per test session, every wait bounded, a dead helper an error that shows what it printed.
 
-``python -m kconform.conformance.flink_oracle TOPICS OUT`` writes the assigner's golden vectors
+``python -m kconform.conformance.jvm.flink_oracle TOPICS OUT`` writes the assigner's golden vectors
 (``make golden``: ``fixtures/golden/assign_vectors.csv``) from Flink's classes.
 """
 
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from kconform.conformance.jvm import JvmArtifactsMissing, classpath, jvm_dir
-from kconform.conformance.jvm_oracle import TIMEOUT_S, JvmHelper, OracleError
+from kconform.conformance.jvm.kafka_oracle import TIMEOUT_S, JvmHelper, OracleError
 from kconform.reference_impl.discovery import Metadata
 from kconform.reference_impl.types import EARLIEST, SubtaskIndex, TopicPartition
 

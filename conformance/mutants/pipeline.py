@@ -20,7 +20,7 @@ from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceStreamReader, DataSourceStreamWriter, InputPartition
 from pyspark.sql.types import StructType
 
-from kconform.conformance.pipeline import KconformKafkaAdapter
+from kconform.conformance.spark.pipeline import KconformKafkaAdapter
 from kconform.reference_impl.assignment import assign
 from kconform.reference_impl.kafka_client import KafkaClient, KafkaTransactionalProducer
 from kconform.reference_impl.spark import Connection, KafkaDataSource
@@ -220,8 +220,8 @@ class PipelineMutant:
     bug: str
     adapter: KconformKafkaAdapter
     needs: tuple[str, ...] = ()
-    """Broker capabilities (``kconform.conformance.probe``) the scenario needs to show the bug: on a broker without
-    them the scenario skips, naming them, and the mutant is not killed there."""
+    """Broker capabilities (``kconform.conformance.brokers.probe``) the scenario needs to show the bug: on a broker
+    without them the scenario skips, naming them, and the mutant is not killed there."""
 
 
 PIPELINE_MUTANTS: tuple[PipelineMutant, ...] = (

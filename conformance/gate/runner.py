@@ -42,13 +42,18 @@ from kconform.conformance.adapter import (
 )
 from kconform.conformance.brokers import BOOTSTRAP_ENV, BROKER_KINDS, DEFAULT_BROKER
 from kconform.conformance.brokers.base import EXTERNAL_TIMEOUT_ENV, START_TIMEOUT_S
-from kconform.conformance.checkers import Picture, Violation, ViolationError
-from kconform.conformance.expectations import Deviation, find_deviation, load_expectations
+from kconform.conformance.brokers.probe import Capability
+from kconform.conformance.checks.checkers import Picture, Violation, ViolationError
+from kconform.conformance.gate.expectations import Deviation, find_deviation, load_expectations
+from kconform.conformance.gate.profiles import PROFILES, profile_from_env
+from kconform.conformance.gate.pytest_plugin import (
+    BROKER_CAPABILITIES,
+    BROKER_VERSION,
+    UNVERIFIED_PROPERTY,
+    CouldNotCheck,
+)
 from kconform.conformance.jvm import JvmArtifactsMissing
-from kconform.conformance.probe import Capability
-from kconform.conformance.profiles import PROFILES, profile_from_env
-from kconform.conformance.pytest_plugin import BROKER_CAPABILITIES, BROKER_VERSION, UNVERIFIED_PROPERTY, CouldNotCheck
-from kconform.conformance.requirements import (
+from kconform.conformance.spec_tools.requirements import (
     LEVELS,
     Requirement,
     SpecNotFoundError,
@@ -58,7 +63,7 @@ from kconform.conformance.requirements import (
     load_requirements,
 )
 
-DEFAULT_ADAPTER = "kconform.conformance.pipeline:REFERENCE"
+DEFAULT_ADAPTER = "kconform.conformance.spark.pipeline:REFERENCE"
 DEFAULT_LEVEL = "all"
 """What ``make conformance`` runs: both levels of the reference implementation."""
 DEFAULT_SUITE = "kconform.conformance.suite"
@@ -154,7 +159,7 @@ class TestResult:
     violations: list[Violation] = field(default_factory=list)
     """A failure's violations: those its ``ViolationError`` carried, else read from its message."""
     pictures: list[Picture] = field(default_factory=list)
-    """The data of the failure's figures (``kconform.conformance.evidence``), drawn by the HTML report."""
+    """The data of the failure's figures (``kconform.conformance.checks.evidence``), drawn by the HTML report."""
     verified_before_failing: frozenset[str] = frozenset()
     """Of a failure's ids it does not violate, those it checked in full anyway (``fail_on(verified=...)``)."""
 
@@ -763,7 +768,7 @@ aborted records); it is reported with the reason, never as a pass.""",
 def main(argv: Sequence[str]) -> int:
     """``kconform run``: 0 when every result is expected (PARTIAL is, unless strict), 1 for a violation,
     2 on usage errors, 3 when something could not be checked."""
-    from kconform.conformance import report  # here, not at the top: report imports this module's result types
+    from kconform.conformance.gate import report  # here, not at the top: report imports this module's result types
 
     parser = build_parser()
     args = parser.parse_args(argv)

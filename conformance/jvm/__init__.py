@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Final
 
 JVM_DIR_ENV: Final = "KCONFORM_JVM_DIR"
-DEFAULT_JVM_DIR: Final = Path(__file__).resolve().parents[1] / ".jvm"
+DEFAULT_JVM_DIR: Final = Path(__file__).resolve().parents[2] / ".jvm"
 KAFKA_BROKER: Final = "kafka-broker"
 """The module whose classpath runs Apache Kafka (``jvm/kafka-broker/pom.xml``)."""
 SPARK_KAFKA: Final = "spark-kafka"

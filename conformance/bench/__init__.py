@@ -1,0 +1,1 @@
+"""``kconform bench``: speed goals measured as ratios in one run."""
