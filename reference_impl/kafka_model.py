@@ -221,6 +221,11 @@ class KafkaModel:
             t for t, state in self._txn_ids.items() if state.txn is not None and state.txn.started_ms is not None
         )
 
+    def transactional_ids(self) -> list[str]:
+        """``ListTransactions`` without a state filter: every id the coordinator holds state for, ended
+        transactions included (the broker keeps them until ``transactional.id.expiration.ms``)."""
+        return sorted(self._txn_ids)
+
     def init_producer(self, transactional_id: str, transaction_timeout_ms: int | None = None) -> ModelProducer:
         """``init_transactions``: same producer id, epoch + 1, open transaction aborted."""
         timeout = self._default_timeout_ms if transaction_timeout_ms is None else transaction_timeout_ms

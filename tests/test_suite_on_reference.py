@@ -47,6 +47,8 @@ def test_required_reference_adapter_conforms(adapter: str, level: str, tmp_path:
     report = json.loads((tmp_path / "report.json").read_text())
     statuses = {r["id"]: r["status"] for r in report["requirements"]}
     assert statuses, "the report lists no requirement"
+    if "POOLING" not in adapter:  # COMMIT-018 bounds pooled ids; an incrementing sink is exempt, a skip says so
+        assert statuses.pop("COMMIT-018") == "SKIP"
     assert set(statuses.values()) == {"PASS"}, statuses
     if level == "all":
         probed = {c["name"]: c["supported"] for c in report["broker_capabilities"]}

@@ -407,3 +407,29 @@ def check_order(
                 )
             last[tp] = max(offset, last.get(tp, -1))
     return out
+
+
+def check_pooled_ids(ids: Sequence[str], prefix: str, max_pending: int) -> list[Violation]:
+    """COMMIT-018 over every transactional id of ``prefix`` the cluster holds after a run under pooled naming.
+
+    ``max_pending`` is the most checkpoints the run ever had taken and not yet committed at once. Each
+    subtask may use ``2 * max_pending + 1`` ids: one open transaction, the pending ones, and as many
+    again kept for the last completed checkpoint (kconform's reuse rule; Flink's ``POOLING`` needs only
+    ``max_pending + 1``). More means the pool grows with the checkpoints taken, as ``incrementing`` does.
+    """
+    by_subtask: dict[str, list[str]] = {}
+    for tid in ids:
+        subtask, _, _ = tid.removeprefix(f"{prefix}-").partition("-")
+        by_subtask.setdefault(subtask, []).append(tid)
+    bound = 2 * max_pending + 1
+    return [
+        Violation(
+            "COMMIT-018",
+            "unbounded-ids",
+            f"subtask {subtask} used {len(used)} transactional ids ({', '.join(sorted(used)[:4])}, ...) with at "
+            f"most {max_pending} checkpoints pending at once; pooled naming allows {bound}",
+            {"subtask": subtask, "ids": len(used), "max_pending": max_pending, "bound": bound},
+        )
+        for subtask, used in sorted(by_subtask.items())
+        if len(used) > bound
+    ]

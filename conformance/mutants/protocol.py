@@ -302,6 +302,15 @@ class _NoAbortSink(ExactlyOnceSink):
         """FLINK-23854: lingering transactions of the failed attempt are left open."""
 
 
+class _PoolNeverFreedSink(ExactlyOnceSink):
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        """Pooled ids never given back after their commit: every checkpoint takes a new slot, so the ids
+        grow with the checkpoints taken, the broker load FLINK-34554 introduced pooling against."""
+        held = set(self._in_use)
+        super().notify_checkpoint_complete(checkpoint_id)
+        self._in_use |= held
+
+
 class _SwallowFencedSink(ExactlyOnceSink):
     def _commit(self, committables: Iterable[Any]) -> None:
         """A fenced recovery commit swallowed as success: Flink's ``KafkaCommitter`` discards it on purpose
@@ -717,6 +726,12 @@ MUTANTS: tuple[Mutant, ...] = (
         OffsetsCommittedFromCurrentPosition(),
     ),
     Mutant("commit_before_completion", frozenset({"COMMIT-002"}), "commit at the barrier", CommitBeforeCompletion()),
+    Mutant(
+        "pooled_ids_never_freed",
+        frozenset({"COMMIT-018"}),
+        "pooled transactional ids never reused: one new id per checkpoint (FLINK-34554)",
+        SinkMutant(naming=NamingStrategy.POOLING, sink_class=_PoolNeverFreedSink),
+    ),
     Mutant(
         "no_abort_lingering",
         frozenset({"COMMIT-004", "COMMIT-012"}),

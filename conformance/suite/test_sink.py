@@ -14,7 +14,8 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from hypothesis import given
+import pytest
+from hypothesis import example, given
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -25,11 +26,12 @@ from hypothesis.stateful import (
 )
 
 from kconform.conformance.adapter import AdapterError, Guarded
-from kconform.conformance.checks.checkers import Violation, fail_on
+from kconform.conformance.checks.checkers import Violation, check_pooled_ids, fail_on
 from kconform.conformance.checks.history import History, Observation, check_sink_history
 from kconform.conformance.gate.pytest_plugin import requirement
 from kconform.conformance.generators.strategies import InterleavingMix
 from kconform.conformance.suite import run_machine
+from kconform.reference_impl.commit import NamingStrategy
 from kconform.reference_impl.kafka_model import KafkaModel
 from kconform.reference_impl.ports import Isolation, KafkaError
 from kconform.reference_impl.types import TopicPartition
@@ -478,3 +480,37 @@ def test_required_COMMIT_017_a_prefix_changed_between_runs_leaves_no_transaction
     hidden = sorted(expected - set(seen.committed))
     why = f"not visible read_committed: {hidden}; last stable offsets {seen.stable}"
     fail_on([Violation("COMMIT-017", "old-prefix-left-open", why)] * bool(hidden))
+
+
+@requirement("COMMIT-018", capability="exactly-once-sink")
+@given(st.integers(1, 3), st.lists(st.tuples(st.booleans(), st.booleans()), min_size=6, max_size=20))
+@example(n=2, steps=[(True, True)] * 8)  # eight checkpoints, each committed before the next: three ids at most
+def test_required_COMMIT_018_pooled_ids_are_bounded_by_the_checkpoints_pending(
+    adapter: Any, n: int, steps: list[tuple[bool, bool]]
+) -> None:
+    """Many checkpoints, few pending at once (each step writes or not, and is committed at once or stays
+    pending until a later one is): under pooled naming the ids each subtask uses stay few, however many
+    checkpoints the run takes (FLINK-34554: a new id per checkpoint fills the transaction coordinator)."""
+    if adapter.naming is not NamingStrategy.POOLING:
+        pytest.skip(
+            f"COMMIT-018 bounds pooled naming; {adapter.name!r} names ids {adapter.naming.value!r} "
+            "(a new id per checkpoint, as Flink's default INCREMENTING does)"
+        )
+    log = KafkaModel()
+    log.create_topic(TOPIC, PARTITIONS)
+    sink = Guarded(adapter.sink(log, PREFIX, n), "sink", adapter.name)
+    sink.start()
+    pending = 0
+    max_pending = 0
+    for cid, (write, commit) in enumerate(steps, start=1):
+        if write:
+            for subtask in range(n):
+                sink.write(subtask, TOPIC, subtask % PARTITIONS, None, f"c{cid}-s{subtask}".encode())
+        sink.checkpoint(cid)
+        pending += 1
+        max_pending = max(max_pending, pending)
+        if commit:
+            sink.notify_checkpoint_complete(cid)
+            pending = 0
+    ids = [tid for tid in log.transactional_ids() if tid.startswith(f"{PREFIX}-")]
+    fail_on(check_pooled_ids(ids, PREFIX, max_pending))
