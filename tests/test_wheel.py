@@ -3,7 +3,8 @@
 A user who pip-installs kconform has no checkout: the spec pages, TLA+ models and golden fixtures must
 travel in the wheel, and the import names must not collide with the user's own top-level folders. This
 builds the wheel, installs it (with its dependencies, from the registry or pip's cache) into a venv in
-a directory that holds a ``conformance/`` package of its own, and runs the commands a user runs there.
+a directory that holds a ``conformance/`` package of its own, and runs the commands a user runs there:
+``run``, ``requirements``, ``spec check``, ``verdicts`` and ``probe-broker``.
 """
 
 from __future__ import annotations
@@ -99,6 +100,16 @@ def test_a_violation_from_the_wheel_exits_1(installed: tuple[Path, Path]) -> Non
     )
     assert run.returncode == 1, run.stdout + run.stderr
     assert "ASSIGN-004" in run.stdout
+
+
+def test_verdicts_from_the_wheel(installed: tuple[Path, Path]) -> None:
+    page = installed[1] / "verdicts.md"
+    adapter = "kconform.reference_impl.adapter:ADAPTER"
+    run = kconform(
+        installed, "verdicts", "--adapter", adapter, "--level", "protocol", "--profile", "quick", "--out", str(page)
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "ASSIGN-004" in page.read_text() and "(not in the spec)" not in page.read_text()
 
 
 def test_probe_broker_from_the_wheel(installed: tuple[Path, Path]) -> None:
