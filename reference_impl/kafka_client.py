@@ -26,6 +26,7 @@ import confluent_kafka as ck
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec  # type: ignore[attr-defined]
 
 from kconform.reference_impl.ports import (
+    InvalidPidMappingError,
     InvalidTxnStateError,
     Isolation,
     KafkaError,
@@ -136,9 +137,11 @@ T = TypeVar("T")
 
 
 def translate(error: ck.KafkaError, what: str) -> KafkaError:
-    """The ports' exception for a librdkafka error (fenced, invalid state, unsupported, other)."""
+    """The ports' exception for a librdkafka error (fenced, invalid state, expired id, unsupported, other)."""
     code = error.code()
     message = f"{what}: {error.name()}: {error.str()}"
+    if code == ck.KafkaError.INVALID_PRODUCER_ID_MAPPING:
+        return InvalidPidMappingError(message)
     if code in _FENCED_CODES:
         return ProducerFencedError(message)
     if code in _STATE_CODES:

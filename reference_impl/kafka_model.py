@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kconform.reference_impl.ports import (
+    InvalidPidMappingError,
     InvalidTxnStateError,
     Isolation,
     KafkaError,
@@ -45,6 +46,9 @@ from kconform.reference_impl.types import TopicPartition
 
 DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000
 """Kafka's default ``transaction.timeout.ms``."""
+TRANSACTIONAL_ID_EXPIRATION_MS = 7 * 24 * 3600 * 1000
+"""Kafka's default ``transactional.id.expiration.ms``: an id with no transaction in progress is
+forgotten once it goes this long without use (``TransactionStateManager``)."""
 
 
 class _Status(enum.Enum):
@@ -99,6 +103,8 @@ class _TransactionalId:
     timed_out_epochs: set[int] = field(default_factory=set)
     last_outcome: _Status | None = None
     """How the current epoch's last transaction ended: a resumed commit of a committed one is a retry."""
+    updated_ms: int = 0
+    """The coordinator's ``txnLastUpdateTimestamp``: the id expires this long after it, if no transaction is open."""
 
 
 class KafkaModel:
@@ -133,6 +139,11 @@ class KafkaModel:
                 self._end(state, _Status.ABORTED)
                 state.timed_out_epochs.add(state.epoch)
                 state.epoch += 1
+        # An id whose transaction ended (or that never joined one) is forgotten after the expiration.
+        for tid, state in list(self._txn_ids.items()):
+            idle = state.txn is None or state.txn.started_ms is None
+            if idle and self._now_ms - state.updated_ms >= TRANSACTIONAL_ID_EXPIRATION_MS:  # shouldExpire
+                del self._txn_ids[tid]
 
     # -- admin -------------------------------------------------------------------------------
 
@@ -211,6 +222,7 @@ class KafkaModel:
         self._status[txn.seq] = outcome
         state.txn = None
         state.last_outcome = outcome
+        state.updated_ms = self._now_ms
 
     # -- TransactionalLog --------------------------------------------------------------------
 
@@ -231,7 +243,7 @@ class KafkaModel:
         timeout = self._default_timeout_ms if transaction_timeout_ms is None else transaction_timeout_ms
         state = self._txn_ids.get(transactional_id)
         if state is None:
-            state = _TransactionalId(self._next_producer_id, 0, timeout)
+            state = _TransactionalId(self._next_producer_id, 0, timeout, updated_ms=self._now_ms)
             self._next_producer_id += 1
             self._txn_ids[transactional_id] = state
         else:
@@ -240,6 +252,7 @@ class KafkaModel:
             state.epoch += 1
             state.last_outcome = None
             state.timeout_ms = timeout
+            state.updated_ms = self._now_ms
         return ModelProducer(self, transactional_id, state.producer_id, state.epoch)
 
     def resume_producer(self, transactional_id: str, producer_id: int, epoch: int) -> ModelProducer:
@@ -270,8 +283,15 @@ class KafkaModel:
     def _current(self, handle: ModelProducer) -> _TransactionalId:
         """The id's coordinator state if ``handle`` is its current incarnation; else the fatal error."""
         state = self._txn_ids.get(handle.transactional_id)
-        if state is None or state.producer_id != handle.producer_id or state.epoch < handle.epoch:
-            raise ProducerFencedError(f"{handle.transactional_id!r}: unknown producer id or epoch")
+        if state is None or state.producer_id != handle.producer_id:
+            # TransactionCoordinator answers INVALID_PRODUCER_ID_MAPPING when it has no state for the
+            # id, or holds it under another producer id (it expired and was initialised again).
+            raise InvalidPidMappingError(
+                f"{handle.transactional_id!r}: the coordinator holds no producer id {handle.producer_id} for it "
+                "(expired after transactional.id.expiration.ms without use, or never initialised)"
+            )
+        if state.epoch < handle.epoch:
+            raise ProducerFencedError(f"{handle.transactional_id!r}: unknown producer epoch {handle.epoch}")
         if handle.epoch in state.timed_out_epochs:
             raise TransactionTimeoutError(
                 f"{handle.transactional_id!r} epoch {handle.epoch}: transaction aborted after {state.timeout_ms} ms"
@@ -286,6 +306,7 @@ class KafkaModel:
             raise InvalidTxnStateError(f"{handle.transactional_id!r}: no transaction in progress")
         if txn.started_ms is None:
             txn.started_ms = self._now_ms
+            self._current(handle).updated_ms = self._now_ms
         return txn
 
     def _begin(self, handle: ModelProducer) -> None:

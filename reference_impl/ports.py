@@ -28,6 +28,11 @@ class InvalidTxnStateError(KafkaError):
     """The call is not legal in the producer's current transaction state."""
 
 
+class InvalidPidMappingError(KafkaError):
+    """The coordinator holds no state for this transactional id under this producer id: it expired
+    (``transactional.id.expiration.ms`` without use) or was initialised again after expiring."""
+
+
 class TransactionTimeoutError(KafkaError):
     """The broker aborted the open transaction because it exceeded its timeout."""
 

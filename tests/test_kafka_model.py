@@ -16,8 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from kconform.reference_impl.kafka_model import KafkaModel, ModelProducer
+from kconform.reference_impl.kafka_model import TRANSACTIONAL_ID_EXPIRATION_MS, KafkaModel, ModelProducer
 from kconform.reference_impl.ports import (
+    InvalidPidMappingError,
     InvalidTxnStateError,
     Isolation,
     KafkaError,
@@ -460,3 +461,24 @@ class KafkaModelMachine(RuleBasedStateMachine):
 
 TestKafkaModelMachine = KafkaModelMachine.TestCase
 TestKafkaModelMachine.settings = settings(max_examples=200, stateful_step_count=40, deadline=None)
+
+
+def test_an_idle_transactional_id_expires_and_its_producer_id_is_then_unknown() -> None:
+    """TransactionStateManager.shouldExpire: an id with no transaction in progress is forgotten after
+    transactional.id.expiration.ms; EndTxn for it is then INVALID_PRODUCER_ID_MAPPING, also once the id
+    is initialised again (under a new producer id). An open transaction times out before it can expire."""
+    model = _model()
+    done = _txn(model, "done", [b"a"])
+    done.flush()
+    done.commit_transaction()
+    open_ = _txn(model, "open", [b"b"])
+    open_.flush()
+    model.advance_clock(TRANSACTIONAL_ID_EXPIRATION_MS - 1)
+    assert "done" in model.transactional_ids()  # not yet
+    model.advance_clock(1)
+    assert model.transactional_ids() == ["open"]  # it timed out a moment ago: expires only a week from now
+    with pytest.raises(InvalidPidMappingError, match="'done'"):
+        model.resume_producer("done", done.producer_id, done.epoch)
+    model.init_producer("done")
+    with pytest.raises(InvalidPidMappingError):
+        model.resume_producer("done", done.producer_id, done.epoch)

@@ -9,6 +9,7 @@ against every mutant and asserts that requirement fails (``tests/test_mutants.py
 
 from __future__ import annotations
 
+import contextlib
 import re
 import zlib
 from collections.abc import Callable, Iterable, Sequence
@@ -29,6 +30,7 @@ from kconform.reference_impl.kafka_strategies import (
     sticky_assign,
 )
 from kconform.reference_impl.ports import (
+    InvalidPidMappingError,
     Isolation,
     LogReader,
     OffsetStore,
@@ -309,6 +311,15 @@ class _PoolNeverFreedSink(ExactlyOnceSink):
         held = set(self._in_use)
         super().notify_checkpoint_complete(checkpoint_id)
         self._in_use |= held
+
+
+class _ExpiredIdsAsCommittedSink(ExactlyOnceSink):
+    def _commit(self, committables: Iterable[Any]) -> None:
+        """A committable whose id the broker forgot is dropped as if committed: what FLINK-39072 proposes
+        for Flink (a known failure, the committable discarded), silent where it never committed."""
+        for c in committables:
+            with contextlib.suppress(InvalidPidMappingError):
+                super()._commit([c])
 
 
 class _SwallowFencedSink(ExactlyOnceSink):
@@ -731,6 +742,12 @@ MUTANTS: tuple[Mutant, ...] = (
         frozenset({"COMMIT-018"}),
         "pooled transactional ids never reused: one new id per checkpoint (FLINK-34554)",
         SinkMutant(naming=NamingStrategy.POOLING, sink_class=_PoolNeverFreedSink),
+    ),
+    Mutant(
+        "expired_ids_as_committed",
+        frozenset({"COMMIT-019"}),
+        "a recovered committable whose id expired is discarded as committed (FLINK-39072's proposal)",
+        SinkMutant(sink_class=_ExpiredIdsAsCommittedSink),
     ),
     Mutant(
         "no_abort_lingering",

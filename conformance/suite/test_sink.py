@@ -32,7 +32,11 @@ from kconform.conformance.gate.pytest_plugin import requirement
 from kconform.conformance.generators.strategies import InterleavingMix
 from kconform.conformance.suite import run_machine
 from kconform.reference_impl.commit import NamingStrategy
-from kconform.reference_impl.kafka_model import KafkaModel
+from kconform.reference_impl.kafka_model import (
+    DEFAULT_TRANSACTION_TIMEOUT_MS,
+    TRANSACTIONAL_ID_EXPIRATION_MS,
+    KafkaModel,
+)
 from kconform.reference_impl.ports import Isolation, KafkaError
 from kconform.reference_impl.types import TopicPartition
 
@@ -514,3 +518,36 @@ def test_required_COMMIT_018_pooled_ids_are_bounded_by_the_checkpoints_pending(
             pending = 0
     ids = [tid for tid in log.transactional_ids() if tid.startswith(f"{PREFIX}-")]
     fail_on(check_pooled_ids(ids, PREFIX, max_pending))
+
+
+@requirement("COMMIT-019", capability="exactly-once-sink")
+@given(st.integers(1, 3), st.integers(1, 3), st.booleans())
+def test_required_COMMIT_019_a_checkpoint_whose_ids_expired_fails_recovery_naming_the_id(
+    adapter: Any, n: int, m: int, committed: bool
+) -> None:
+    """FLINK-39072's sequence: checkpoint 1 is taken and committed (as a stop with a savepoint does) or
+    not (its transactions then time out); the job stays down past ``transactional.id.expiration.ms``, so
+    the broker forgets the ids; restored from checkpoint 1, the sink meets ids the broker no longer knows.
+    Recovery must fail with that error, naming an id, not report checkpoint 1 committed."""
+    log = KafkaModel()
+    log.create_topic(TOPIC, PARTITIONS)
+    sink = Guarded(adapter.sink(log, PREFIX, n), "sink", adapter.name)
+    sink.start()
+    for subtask in range(n):
+        sink.write(subtask, TOPIC, subtask % PARTITIONS, None, f"checkpoint-1-{subtask}".encode())
+    state = sink.checkpoint(1)
+    if committed:
+        sink.notify_checkpoint_complete(1)
+    ids = [tid for tid in log.transactional_ids() if tid.startswith(f"{PREFIX}-")]
+    log.advance_clock(DEFAULT_TRANSACTION_TIMEOUT_MS + 1)  # what is still open times out ...
+    log.advance_clock(TRANSACTIONAL_ID_EXPIRATION_MS + 1)  # ... and then every id expires
+    lost = "" if committed else " (it never committed: its records are lost)"
+    try:
+        adapter.recover_sink(log, PREFIX, m, state)
+    except KafkaError as exc:
+        named = any(tid in str(exc) for tid in ids)
+        where = f"recovery failed with {type(exc).__name__}: {exc}, naming none of {ids}"
+        fail_on([] if named else [Violation("COMMIT-019", "expired-id-unnamed", where)])
+        return
+    where = f"recovery of checkpoint 1 succeeded though the broker had forgotten its ids {ids}{lost}"
+    fail_on([Violation("COMMIT-019", "expired-id-swallowed", where)])
