@@ -135,6 +135,25 @@ class RereportingDiscovery(ReferenceAdapter):
         return _ForgetfulDiscoverer(subscription, SubtaskIndex(subtask), parallelism, on_zero)
 
 
+class _ViewBoundDiscoverer(PartitionDiscoverer):
+    """Known partitions pruned to the current view: one a view lacks (a restarting broker, a deleted
+    topic) is forgotten, and reported again, to be read from EARLIEST, if it comes back."""
+
+    def discover(self, metadata: Metadata) -> list[TopicPartition]:
+        kept = [tp for tp in self.seen if tp.partition in metadata.get(tp.topic, ())]
+        self.seen.clear()
+        self.seen.add(kept)
+        return super().discover(metadata)
+
+
+@dataclass(frozen=True)
+class ViewBoundDiscovery(ReferenceAdapter):
+    def discoverer(
+        self, subscription: Subscription, subtask: int, parallelism: int, on_zero: ZeroPartitionsPolicy
+    ) -> PartitionDiscoverer:
+        return _ViewBoundDiscoverer(subscription, SubtaskIndex(subtask), parallelism, on_zero)
+
+
 class _PrefixMatchDiscoverer(PartitionDiscoverer):
     """``re.match`` instead of a full match: ``orders`` also subscribes ``orders-dlq``."""
 
@@ -632,6 +651,18 @@ class _StartupModeOnRestoreJob(SourceJob):
         return job
 
 
+class _PruningJob(SourceJob):
+    """Offsets of partitions the metadata no longer lists are dropped at each discovery: a deleted topic's
+    progress is forgotten, so a topic re-created under its name is read again from its start."""
+
+    def discover(self, metadata: Metadata, reader: Any) -> dict[TopicPartition, SubtaskIndex]:
+        new = super().discover(metadata, reader)
+        for offsets in self.offsets:
+            for tp in [tp for tp in offsets if tp.partition not in metadata.get(tp.topic, ())]:
+                del offsets[tp]
+        return new
+
+
 class _RechunkingJob(SourceJob):
     """Split state cut into even chunks even when the parallelism is unchanged, where Flink's
     repartitioner leaves every subtask its own list: safe, but partitions move between readers."""
@@ -699,6 +730,18 @@ MUTANTS: tuple[Mutant, ...] = (
         frozenset({"DISC-003"}),
         "discovery re-reports known partitions",
         RereportingDiscovery(),
+    ),
+    Mutant(
+        "view_bound_discovery",
+        frozenset({"DISC-008"}),
+        "partitions a metadata view lacks are forgotten, and re-reported when they return",
+        ViewBoundDiscovery(),
+    ),
+    Mutant(
+        "vanished_partitions_pruned",
+        frozenset({"DISC-008"}),
+        "a deleted topic's partitions dropped from the source's state at the next discovery",
+        SourceMutant(job_class=_PruningJob),
     ),
     Mutant(
         "pattern_prefix_match", frozenset({"DISC-002"}), "pattern matched as a prefix (re.match)", PatternPrefixMatch()

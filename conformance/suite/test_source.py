@@ -519,6 +519,40 @@ def test_required_RESTORE_002_003_restore_at_an_unchanged_parallelism_keeps_each
     fail_on(violations)
 
 
+@requirement("DISC-008", capability="source-state")
+@given(st.integers(1, 3), st.integers(1, 3))
+def test_required_DISC_008_a_deleted_topic_stops_nothing_else_and_keeps_its_state(
+    adapter: Any, partitions: int, n: int
+) -> None:
+    """A topic the pattern matches is deleted while the source runs: discovery goes on, the other topic's
+    partitions are still read, and the deleted ones keep their offsets (Flink's enumerator only logs
+    removed partitions; their splits stay, so nothing re-reads them if the topic comes back)."""
+    log = _small_log(partitions)
+    source = Guarded(adapter.source(SUBSCRIPTIONS["all-in"], n, EARLIEST, False), "source", adapter.name)
+    source.discover(log.list_topics(), log)
+    before = _read_everything(source, log)
+    log.delete_topic("in-b")
+    for _ in range(2):
+        source.discover(log.list_topics(), log)
+    for p in range(partitions):
+        log.produce(TopicPartition("in-a", p), None, b"after in-b was deleted")
+    for tp in sorted(tp for offsets in source.offsets for tp in offsets if tp.topic == "in-a"):
+        while source.poll(log, tp, 5):
+            pass
+    now = {tp: off for offsets in source.offsets for tp, off in offsets.items()}
+    violations = [
+        Violation("DISC-008", "forgotten", f"{tp}: offset {before[tp]} before in-b was deleted, {now.get(tp)} after")
+        for tp in sorted(before)
+        if tp.topic == "in-b" and now.get(tp) != before[tp]
+    ]
+    violations += [
+        Violation("DISC-008", "stalled", f"{tp}: at {now.get(tp)} after in-b was deleted, want {before[tp] + 1}")
+        for tp in sorted(before)
+        if tp.topic == "in-a" and now.get(tp) != before[tp] + 1
+    ]
+    fail_on(violations)
+
+
 @requirement("RESTORE-007", capability="source-state")
 @given(st.integers(1, 4), st.integers(1, 3))
 def test_required_RESTORE_007_notifications_in_order_commit_each_checkpoint(
