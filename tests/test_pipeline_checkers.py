@@ -17,6 +17,7 @@ from kconform.conformance.checks.checkers import check_order
 from kconform.conformance.checks.strategy_checkers import check_sink_placement
 from kconform.conformance.spark.pipeline import (
     ReadRecord,
+    check_discovered,
     check_output,
     check_read_once,
     check_rewritten,
@@ -108,6 +109,17 @@ def test_required_RESTORE_003_read_once_names_gaps_and_repeats() -> None:
         ("DISC-005", "offset-gap"),
         ("DISC-005", "offset-duplicate"),
     ]
+
+
+def test_required_DISC_009_a_partition_added_while_running_and_never_read_was_never_discovered() -> None:
+    """Nothing read of an added partition is DISC-009 alone (not a gap per offset); one read from
+    past its start is DISC-005's gap; an added partition without records cannot show either."""
+    added = {TopicPartition("in", 0): 3, TopicPartition("in", 1): 2, TopicPartition("in", 2): 0}
+    assert check_discovered([*(read(0, o, 0) for o in range(3)), *(read(1, o, 1) for o in range(2))], added) == []
+    violations = check_discovered([read(0, o, 0) for o in range(1, 3)], added)
+    kinds = [(v.requirement, v.kind) for v in violations]
+    assert kinds == [("DISC-009", "never-discovered"), ("DISC-005", "offset-gap")]
+    assert violations[0].evidence.startswith("in-1:")
 
 
 def test_required_COMMIT_004_a_stable_offset_short_of_the_end_at_the_kill_is_lingering() -> None:

@@ -94,6 +94,24 @@ class _NewTopicAtLatestReader(KafkaStreamReader):
         return replace(found, first={tp: found.offsets[tp] for tp in found.first})
 
 
+class _DiscoveryOnceReader(KafkaStreamReader):
+    """Discovery runs once per query run, as with no interval set before FLINK-36780 (the builder
+    wrote -1 for unbounded sources too): partitions added while the query runs are never read."""
+
+    _first_found: frozenset[TopicPartition] | None = None
+
+    def _discover(self, previous: SourceOffsets) -> SourceOffsets:
+        found = super()._discover(previous)
+        if self._first_found is None:
+            self._first_found = frozenset(found.offsets)
+        known = self._first_found | previous.offsets.keys()
+        return replace(
+            found,
+            offsets={tp: o for tp, o in found.offsets.items() if tp in known},
+            first={tp: o for tp, o in found.first.items() if tp in known},
+        )
+
+
 # -- sink ----------------------------------------------------------------------------------------
 
 
@@ -259,6 +277,14 @@ PIPELINE_MUTANTS: tuple[PipelineMutant, ...] = (
         "newly_matching_topic",
         "a newly matching topic starts at its end",
         KconformKafkaAdapter(data_source=_source("kc-mutant-new-topic-latest", _NewTopicAtLatestReader)),
+    ),
+    PipelineMutant(
+        "spark_discovery_off_by_default",
+        frozenset({"DISC-009"}),
+        "partitions_added_to_a_subscribed_topic",
+        "with no discovery option the source discovers once per query run (FLINK-36780)",
+        KconformKafkaAdapter(data_source=_source("kc-mutant-discovery-once", _DiscoveryOnceReader)),
+        needs=("create_partitions",),
     ),
     PipelineMutant(
         "spark_sink_forgets_marker",

@@ -371,6 +371,23 @@ def check_read_once(
     return out
 
 
+def check_discovered(
+    records: Iterable[ReadRecord], added: Mapping[TopicPartition, int], requirement: str = "DISC-005"
+) -> list[Violation]:
+    """DISC-009 then ``requirement``: each partition in ``added`` (found while the query ran, with
+    records produced before and after the query had caught up) was read at all, and then read once
+    from its first record. Nothing read of it at all is DISC-009's ``never-discovered``, not a gap."""
+    records = list(records)
+    seen = {r.tp for r in records}
+    out = [
+        Violation("DISC-009", "never-discovered", f"{tp}: none of its {end} records read; discovery never found it")
+        for tp, end in sorted(added.items())
+        if end > 0 and tp not in seen
+    ]
+    found = {tp: end for tp, end in added.items() if tp in seen}
+    return out + check_read_once([r for r in records if r.tp in found], found, requirement=requirement)
+
+
 def check_single_reader(
     batch: Iterable[ReadRecord], parallelism: int, requirement: str = "RESTORE-002"
 ) -> list[Violation]:

@@ -49,6 +49,7 @@ from kconform.conformance.spark.driver import DriverRun
 from kconform.conformance.spark.pipeline import (
     Pipeline,
     TaskFailures,
+    check_discovered,
     check_read_once,
     check_rewritten,
     check_single_reader,
@@ -262,13 +263,14 @@ def test_required_RESTORE_003_rescale_sequence_continues_every_partition(
     fail_on(readers + read_once, timeline, verified=["RESTORE-003"])
 
 
-@requirement("DISC-002", "DISC-005", capability="pipeline-regex")
-def test_required_DISC_005_newly_matching_topic_is_read_from_earliest(
+@requirement("DISC-002", "DISC-005", "DISC-009", capability="pipeline-regex")
+def test_required_DISC_005_009_newly_matching_topic_is_found_and_read_from_earliest(
     adapter: Any, make_pipeline: Callable[..., Pipeline], kafka: KafkaClient
 ) -> None:
-    """A query subscribed by pattern at ``latest``: a matching topic created while it is stopped
-    (found on restart, with its records already there) and one created while it runs are both
-    read from their first record; a topic that only shares the prefix is not read."""
+    """A query subscribed by pattern at ``latest``, with no discovery option: a matching topic
+    created while it is stopped (found on restart, with its records already there) and one created
+    while it runs (DISC-009: found without being asked, records produced before and after the query
+    caught up) are both read from their first record; a topic that only shares the prefix is not read."""
     prefix = f"kc-suite-{uuid4().hex[:8]}"
     lookalike = f"{prefix}x-lookalike"
     kafka.create_topic(f"{prefix}-first", 1)
@@ -284,14 +286,20 @@ def test_required_DISC_005_newly_matching_topic_is_read_from_earliest(
     try:
         running.process_all_available()
         kafka.create_topic(f"{prefix}-while-running", 3)
-        ends |= fill(kafka, f"{prefix}-while-running", 3, 4, "running")
+        fill(kafka, f"{prefix}-while-running", 3, 4, "running")
+        running.process_all_available()
+        added = fill(kafka, f"{prefix}-while-running", 3, 2, "running-later")
         running.process_all_available()
     finally:
         running.stop()
     records = [*stopped.records(), *running.records()]
     wrong = sorted({r.tp for r in records if r.tp.topic == lookalike})
     fail_on([Violation("DISC-002", "unsubscribed-read", f"{tp} does not match {pattern!r}") for tp in wrong])
-    fail_on(check_read_once([r for r in records if r.tp.topic != lookalike], ends, requirement="DISC-005"))
+    subscribed = [r for r in records if r.tp.topic != lookalike]
+    fail_on(
+        check_read_once([r for r in subscribed if r.tp in ends], ends, requirement="DISC-005")
+        + check_discovered([r for r in subscribed if r.tp in added], added)
+    )
 
 
 def skip_unless_broker_can(broker_can: dict[str, Capability], needed: tuple[str, ...], ids: str) -> None:
@@ -302,14 +310,16 @@ def skip_unless_broker_can(broker_can: dict[str, Capability], needed: tuple[str,
         pytest.skip(f"{ids}: not verifiable on this broker: {', '.join(missing)} ({seen})")
 
 
-@requirement("DISC-005", "RESTORE-004", "RESTORE-003", capability="pipeline-regex")
-def test_required_DISC_005_partitions_added_to_a_subscribed_topic_are_read_from_earliest(
+@requirement("DISC-005", "DISC-009", "RESTORE-004", "RESTORE-003", capability="pipeline-regex")
+def test_required_DISC_005_009_partitions_added_to_a_subscribed_topic_are_found_and_read_from_earliest(
     adapter: Any, make_pipeline: Callable[..., Pipeline], kafka: KafkaClient, broker_can: dict[str, Capability]
 ) -> None:
-    """A query subscribed to one topic at ``latest``: a partition added while it is stopped (found on
-    restart, its records already there: RESTORE-004) and two added while it runs (DISC-005) are read
-    from offset 0; the first partitions continue where the first run left them (RESTORE-003)."""
-    skip_unless_broker_can(broker_can, ("create_partitions",), "DISC-005, RESTORE-004")
+    """A query subscribed to one topic at ``latest``, with no discovery option: a partition added
+    while it is stopped (found on restart, its records already there: RESTORE-004) and two added
+    while it runs (found without being asked: DISC-009; records produced before and after the query
+    caught up) are read from offset 0 (DISC-005); the first partitions continue where the first run
+    left them (RESTORE-003)."""
+    skip_unless_broker_can(broker_can, ("create_partitions",), "DISC-005, DISC-009, RESTORE-004")
     topic = new_topic(kafka, 2)
     stopped = make_pipeline(2, subscribe=topic, starting_offsets="latest")
     stopped.run_available_now()
@@ -320,16 +330,19 @@ def test_required_DISC_005_partitions_added_to_a_subscribed_topic_are_read_from_
     try:
         running.process_all_available()
         kafka.create_partitions(topic, 5)
-        ends = fill(kafka, topic, 5, 4, "running")
+        fill(kafka, topic, 5, 4, "running")
+        running.process_all_available()
+        ends = fill(kafka, topic, 5, 2, "running-later")
         running.process_all_available()
     finally:
         running.stop()
     records = [*stopped.records(), *running.records()]
     violations = []
-    for requirement_id, added in (("RESTORE-003", range(2)), ("RESTORE-004", range(2, 3)), ("DISC-005", range(3, 5))):
-        part = {tp: end for tp, end in ends.items() if tp.partition in added}
+    for requirement_id, partitions in (("RESTORE-003", range(2)), ("RESTORE-004", range(2, 3))):
+        part = {tp: end for tp, end in ends.items() if tp.partition in partitions}
         violations += check_read_once([r for r in records if r.tp in part], part, requirement=requirement_id)
-    fail_on(violations)
+    added = {tp: end for tp, end in ends.items() if tp.partition >= 3}
+    fail_on(violations + check_discovered([r for r in records if r.tp in added], added))
 
 
 @requirement("COMMIT-011", "COMMIT-013", capability="pipeline-exactly-once-sink")
