@@ -50,6 +50,7 @@ CAPABILITIES = {
     "rescale": "restores source state at a different parallelism",
     "offset-commit": "commits source offsets to the consumer group on checkpoint completion",
     "exactly-once-sink": "exposes a transactional two-phase-commit sink",
+    "sink-close": "its exactly-once sink's close(): what stopping the job without a restart does to its transactions",
     "keyed-sink-placement": "exposes its sink's partitioner: partitioner().partition(topic, partition, key, value, n)",
     "group-assignment": "exposes its consumer-group assignors: assign_group(strategy, group) for assignment_strategies",
     **PIPELINE_CAPABILITIES,
@@ -101,6 +102,10 @@ class Sink(Protocol):
     def checkpoint(self, checkpoint_id: int) -> Any: ...
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None: ...
+
+    def close(self) -> None:
+        """The job stops without a restart (capability ``sink-close``, COMMIT-020)."""
+        ...
 
 
 @runtime_checkable

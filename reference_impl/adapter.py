@@ -37,6 +37,7 @@ class ReferenceAdapter:
             "rescale",
             "offset-commit",
             "exactly-once-sink",
+            "sink-close",
             "keyed-sink-placement",
             "group-assignment",
         }

@@ -24,12 +24,13 @@ Errors from the log (fenced, invalid state, timeout) propagate unchanged (COMMIT
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from kconform.reference_impl.ports import TransactionalLog, TransactionalProducer
+from kconform.reference_impl.ports import ProducerFencedError, TransactionalLog, TransactionalProducer
 
 
 class NamingStrategy(enum.Enum):
@@ -178,6 +179,22 @@ class ExactlyOnceSink:
         ended = committed | self._retained
         self._retained = ended & named
         self._in_use -= ended - named
+
+    def close(self) -> None:
+        """The job stops (cancelled, or stopped without a restart): abort each writer's open transaction.
+
+        Records written since the last barrier belong to no checkpoint, so nothing may ever commit
+        them; left open they would hold back every ``read_committed`` reader of their partitions until
+        the broker's transaction timeout (COMMIT-020). Transactions pre-committed for a pending
+        checkpoint stay open: a restart from that checkpoint commits them. As Flink's
+        ``ExactlyOnceKafkaWriter.close`` (``abortCurrentProducer``), a writer fenced meanwhile has
+        nothing left to abort.
+        """
+        for producer in self._writers:
+            with contextlib.suppress(ProducerFencedError):  # a newer incarnation has aborted it already
+                producer.abort_transaction()
+        self._writers = []
+        self._written.clear()
 
     # -- internals -----------------------------------------------------------------------------
     def _begin(self, subtask: int) -> TransactionalProducer:

@@ -433,3 +433,33 @@ def check_pooled_ids(ids: Sequence[str], prefix: str, max_pending: int) -> list[
         for subtask, used in sorted(by_subtask.items())
         if len(used) > bound
     ]
+
+
+def check_stopped_sink(open_at_stop: Iterable[str], pending: Iterable[str], stable: str) -> list[Violation]:
+    """COMMIT-020 on the transactions a sink leaves open when the job stops without a restart.
+
+    ``pending`` are the ids holding transactions pre-committed for checkpoints not yet committed (a
+    restart from them commits them); ``open_at_stop`` the ids still open right after ``close()``. Any
+    other id left open holds records no checkpoint covers, which nothing will ever commit: it blocks
+    ``read_committed`` readers until the broker's timeout. A pending one aborted at the stop loses
+    records its checkpoint covers. ``stable`` (the partitions' last stable offsets and ends) is evidence.
+    """
+    left, kept = set(open_at_stop), set(pending)
+    out = [
+        Violation(
+            "COMMIT-020",
+            "open-after-stop",
+            f"{tid} still open after close(), though no checkpoint covers its records; read_committed: {stable}",
+        )
+        for tid in sorted(left - kept)
+    ]
+    out += [
+        Violation(
+            "COMMIT-020",
+            "pending-aborted-at-stop",
+            f"{tid} was pre-committed for a pending checkpoint and is no longer open after close(): "
+            "a restart from that checkpoint cannot commit it",
+        )
+        for tid in sorted(kept - left)
+    ]
+    return out

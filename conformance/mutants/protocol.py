@@ -341,6 +341,23 @@ class _ExpiredIdsAsCommittedSink(ExactlyOnceSink):
                 super()._commit([c])
 
 
+class _CloseLeavesOpenSink(ExactlyOnceSink):
+    """Stopping the job ends nothing: the writers' open transactions wait for the broker's timeout."""
+
+    def close(self) -> None:
+        self._writers = []
+
+
+class _CloseAbortsPendingSink(ExactlyOnceSink):
+    """Stopping the job also aborts what pending checkpoints pre-committed: a restart cannot commit it."""
+
+    def close(self) -> None:
+        for batch in self.pending.values():
+            for c in batch:
+                self.log.resume_producer(c.transactional_id, c.producer_id, c.epoch).abort_transaction()
+        super().close()
+
+
 class _SwallowFencedSink(ExactlyOnceSink):
     def _commit(self, committables: Iterable[Any]) -> None:
         """A fenced recovery commit swallowed as success: Flink's ``KafkaCommitter`` discards it on purpose
@@ -791,6 +808,18 @@ MUTANTS: tuple[Mutant, ...] = (
         frozenset({"COMMIT-019"}),
         "a recovered committable whose id expired is discarded as committed (FLINK-39072's proposal)",
         SinkMutant(sink_class=_ExpiredIdsAsCommittedSink),
+    ),
+    Mutant(
+        "close_leaves_transactions_open",
+        frozenset({"COMMIT-020"}),
+        "a stopped job's open transactions are left to the broker's timeout, blocking read_committed readers",
+        SinkMutant(sink_class=_CloseLeavesOpenSink),
+    ),
+    Mutant(
+        "close_aborts_pending",
+        frozenset({"COMMIT-020"}),
+        "a stopped job also aborts the transactions pending checkpoints pre-committed (lost on restart)",
+        SinkMutant(sink_class=_CloseAbortsPendingSink),
     ),
     Mutant(
         "no_abort_lingering",

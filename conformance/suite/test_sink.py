@@ -1,4 +1,4 @@
-"""COMMIT-001..010, COMMIT-012 and COMMIT-014: the adapter's exactly-once sink, judged over a recorded history.
+"""COMMIT-001..010, COMMIT-012, COMMIT-014 and later: the adapter's exactly-once sink, judged over a recorded history.
 
 A Hypothesis state machine writes, takes barriers, completes checkpoints (sometimes losing the
 notification, sometimes checkpoint N while N+1 is pending), delivers notifications late or again,
@@ -26,7 +26,7 @@ from hypothesis.stateful import (
 )
 
 from kconform.conformance.adapter import AdapterError, Guarded
-from kconform.conformance.checks.checkers import Violation, check_pooled_ids, fail_on
+from kconform.conformance.checks.checkers import Violation, check_pooled_ids, check_stopped_sink, fail_on
 from kconform.conformance.checks.history import History, Observation, check_sink_history
 from kconform.conformance.gate.pytest_plugin import requirement
 from kconform.conformance.generators.strategies import InterleavingMix
@@ -551,3 +551,36 @@ def test_required_COMMIT_019_a_checkpoint_whose_ids_expired_fails_recovery_namin
         return
     where = f"recovery of checkpoint 1 succeeded though the broker had forgotten its ids {ids}{lost}"
     fail_on([Violation("COMMIT-019", "expired-id-swallowed", where)])
+
+
+@requirement("COMMIT-020", capability="sink-close")
+@given(st.integers(1, 3), st.integers(0, 3), st.booleans(), st.booleans())
+@example(n=2, barriers=2, completed=False, written_after=True)
+def test_required_COMMIT_020_a_stopped_sink_leaves_open_only_what_a_checkpoint_may_still_commit(
+    adapter: Any, n: int, barriers: int, completed: bool, written_after: bool
+) -> None:
+    """The job takes ``barriers`` checkpoints, the last one completed or still pending (or its
+    notification lost: the same to the sink); it writes on after the last barrier (or not) and is
+    stopped, not restarted
+    (``close()``). Right after the stop, exactly the transactions pre-committed for checkpoints not yet
+    committed may stay open (a restart commits them; the broker's timeout ends them if none comes):
+    what was written after the last barrier must no longer hold back ``read_committed`` readers."""
+    log = KafkaModel()
+    log.create_topic(TOPIC, PARTITIONS)
+    sink = Guarded(adapter.sink(log, PREFIX, n), "sink", adapter.name)
+    sink.start()
+    for cid in range(1, barriers + 1):
+        for subtask in range(n):
+            sink.write(subtask, TOPIC, subtask % PARTITIONS, None, f"checkpoint-{cid}-{subtask}".encode())
+        sink.checkpoint(cid)
+    if barriers and completed:
+        sink.notify_checkpoint_complete(barriers)
+    pending = set(log.open_transactional_ids())  # only pre-committed ones: nothing written since the barrier
+    if written_after:
+        for subtask in range(n):
+            sink.write(subtask, TOPIC, subtask % PARTITIONS, None, f"after-{subtask}".encode())
+    sink.close()
+    seen = observe(log)
+    ends = {p: log.latest_offset(TopicPartition(TOPIC, p), Isolation.READ_UNCOMMITTED) for p in range(PARTITIONS)}
+    stable = f"last stable offsets {seen.stable}, ends {ends}"
+    fail_on(check_stopped_sink(log.open_transactional_ids(), pending, stable))
