@@ -8,8 +8,9 @@ what Flink's classes compute: the owner of a partition from FLIP-27's
 transactional ids from ``TransactionalIdFactory`` (both lines) and ``TransactionNamingStrategyImpl``
 (``INCREMENTING``, ``POOLING``), and what FLIP-27's ``KafkaSourceEnumerator`` assigns, keeps pending
 and checkpoints through a sequence of discoveries, driven in Flink's own test context
-(``MockSplitEnumeratorContext``, flink-core's test jar). It runs through ``JvmHelper``: started once
-per test session, every wait bounded, a dead helper an error that shows what it printed.
+(``MockSplitEnumeratorContext``, flink-core's test jar), its starting offsets initializer (LATEST
+too) answered from each step's given log offsets. It runs through ``JvmHelper``: started once per
+test session, every wait bounded, a dead helper an error that shows what it printed.
 
 ``python -m kconform.conformance.jvm.flink_oracle TOPICS OUT`` writes the assigner's golden vectors
 (``make golden``: ``fixtures/golden/assign_vectors.csv``) from Flink's classes.
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import argparse
 import csv
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -27,7 +28,7 @@ from typing import Any, Final
 from kconform.conformance.jvm import JvmArtifactsMissing, classpath, jvm_dir
 from kconform.conformance.jvm.kafka_oracle import TIMEOUT_S, JvmHelper, OracleError
 from kconform.reference_impl.discovery import Metadata
-from kconform.reference_impl.types import EARLIEST, SubtaskIndex, TopicPartition
+from kconform.reference_impl.types import EARLIEST, LATEST, SubtaskIndex, TopicPartition
 
 FLINK_ORACLE: Final = "flink-oracle"
 """The module whose jar and classpath (the 4.x connector's) run the helper (``jvm/flink-oracle/pom.xml``)."""
@@ -40,6 +41,9 @@ TEST_CONTEXT_JAR: Final = "flink-core-*-tests.jar"
 GOLDEN_PARALLELISMS: Final = (1, 2, 3, 4, 5, 6, 7, 8, 11, 16, 31, 64, 100, 1000, 10007, 32768)
 GOLDEN_PARTITIONS: Final = (0, 1, 2, 10, 11, 1000, 65535)
 GOLDEN_COLUMNS: Final = ("topic", "hash_code", "parallelism", "start_index", "partition", "owner")
+
+LogOffsets = Mapping[TopicPartition, tuple[int, int]]
+"""Each partition's earliest and end offset (read_uncommitted: the high watermark) at one step."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +89,11 @@ class EnumeratorStep:
     """The splits it holds after the step for readers not registered, sorted."""
     state: EnumeratorState
     """``snapshotState`` after the step."""
+    end_offsets_asked: frozenset[TopicPartition] = frozenset()
+    """The partitions whose end offset the starting offsets initializer looked up during the step
+    (``PartitionOffsetsRetriever.endOffsets``: how LATEST is resolved)."""
+    beginning_offsets_asked: frozenset[TopicPartition] = frozenset()
+    """The partitions whose earliest offset it looked up (``beginningOffsets``)."""
 
 
 def _pairs(pairs: Iterable[Sequence[Any]]) -> frozenset[TopicPartition]:
@@ -158,11 +167,23 @@ class FlinkOracle(JvmHelper):
         steps: Sequence[tuple[Collection[int], Metadata]],
         start: int = EARLIEST,
         restore: EnumeratorState | None = None,
+        offsets: Sequence[LogOffsets] | None = None,
     ) -> list[EnumeratorStep]:
         """Flink's ``KafkaSourceEnumerator`` at ``parallelism`` (restored from ``restore``, if given)
         through ``steps``: in each, the registered readers become those listed, then one periodic
         discovery lists the metadata. Partitions of the first discovery start at ``start`` (an offset,
-        or ``EARLIEST``), later ones where Flink starts them."""
+        ``EARLIEST`` or ``LATEST``), later ones where Flink starts them.
+
+        ``offsets[k]``, if given, is what Kafka answers during step ``k`` when Flink's starting
+        offsets initializer looks a partition's offsets up (LATEST: its end offset); it should hold
+        every partition of the cluster, not only those the step's metadata lists, since the
+        enumerator looks up partitions it knows from a restored state too. A partition looked up but
+        not given is an ``OracleError``.
+        """
+        if offsets is not None and len(offsets) != len(steps):
+            raise ValueError(f"{len(offsets)} offsets for {len(steps)} steps")
+        if start == LATEST and offsets is None:
+            raise ValueError("LATEST is resolved from log offsets: give offsets for every step")
         request = {
             "op": "enumerator",
             "parallelism": parallelism,
@@ -175,8 +196,14 @@ class FlinkOracle(JvmHelper):
                 "initial_discovery_finished": restore.initial_discovery_finished,
             },
             "steps": [
-                {"readers": sorted(readers), "metadata": {t: sorted(ids) for t, ids in metadata.items()}}
-                for readers, metadata in steps
+                {
+                    "readers": sorted(readers),
+                    "metadata": {t: sorted(ids) for t, ids in metadata.items()},
+                    "offsets": []
+                    if offsets is None
+                    else [[tp.topic, tp.partition, first, end] for tp, (first, end) in sorted(offsets[k].items())],
+                }
+                for k, (readers, metadata) in enumerate(steps)
             ],
         }
         return [
@@ -188,6 +215,8 @@ class FlinkOracle(JvmHelper):
                     _pairs(step["state"]["unassigned_initial"]),
                     step["state"]["initial_discovery_finished"],
                 ),
+                _pairs(step["end_offsets_asked"]),
+                _pairs(step["beginning_offsets_asked"]),
             )
             for step in self.request(request)["steps"]
         ]

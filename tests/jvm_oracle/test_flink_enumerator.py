@@ -16,15 +16,29 @@ to register and counts a split as assigned when it is discovered. So the referen
 is Flink's ``assigned`` plus its pending splits, and a pending split is in Flink's checkpoint only
 if the first discovery found it (``unassignedInitialPartitions``): a later one is found again after
 a restore, at EARLIEST, where the reference restores it, at EARLIEST, from the checkpoint.
+
+At LATEST (DISC-005) the cluster's log offsets are drawn too: each partition's end offset and its
+earliest one (above 0 after retention), both moving from step to step as records are produced and
+deleted. Flink's own ``LatestOffsetsInitializer`` looks the end offsets up, through an offsets
+retriever the oracle answers from the step's offsets; the reference's ``SourceJob.discover`` reads
+them through a ``LogReader`` over the same offsets. Both must start each partition of the first
+discovery at its end offset as of that discovery (no LATEST sentinel in any split or checkpoint),
+every later one at EARLIEST, left to the reader in both (Flink's ``earliest()`` is
+reader-handled: its enumerator never looks a beginning offset up). One difference is by design,
+pinned below: Flink 4.x checkpoints a first-discovery partition still pending for an unregistered
+reader as a bare partition (``unassignedInitialPartitions``), without the offset LATEST resolved
+to, and resolves LATEST again when a restore finds it, to the end offset then, so the records
+written in between are skipped (FLINK-38453, fixed in connector 5.0, which checkpoints the split);
+the reference checkpoints the end offset its first discovery resolved, and restores that.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pytest
-from hypothesis import given
+from hypothesis import event, given
 from hypothesis import strategies as st
 
 from kconform.conformance.generators.strategies import KAFKA_TOPIC_ALPHABET
@@ -32,8 +46,9 @@ from kconform.conformance.jvm.flink_oracle import EnumeratorState, EnumeratorSte
 from kconform.reference_impl.assignment import owner
 from kconform.reference_impl.discovery import Subscription
 from kconform.reference_impl.kafka_model import KafkaModel
+from kconform.reference_impl.ports import Isolation, Record
 from kconform.reference_impl.restore import RestoreVariant, SourceCheckpoint, SourceJob
-from kconform.reference_impl.types import EARLIEST, SubtaskIndex, TopicPartition
+from kconform.reference_impl.types import EARLIEST, LATEST, SubtaskIndex, TopicPartition
 
 pytestmark = pytest.mark.flink_oracle
 
@@ -95,6 +110,87 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     return Scenario(
         n, draw(st.sampled_from([EARLIEST, 0, 42])), steps, draw(st.integers(0, len(steps) - 1)), m, restored
     )
+
+
+Offsets = Mapping[TopicPartition, tuple[int, int]]
+"""Each partition of the cluster with its earliest and end offset at one step."""
+
+
+@dataclass(frozen=True)
+class LatestScenario:
+    """A scenario started at LATEST, with the cluster's log offsets at each step of either run."""
+
+    scenario: Scenario
+    offsets: tuple[Offsets, ...]
+    restored_offsets: tuple[Offsets, ...]
+
+
+@st.composite
+def log_offsets(draw: st.DrawFn, cluster: dict[str, set[int]], before: Offsets) -> Offsets:
+    """The offsets of every partition of ``cluster`` after those of ``before``: a new partition
+    holds records or none, some maybe deleted already (its earliest offset above 0); records are
+    produced to a few others, and retention may delete some of them."""
+    offsets = dict(before)
+    for tp in (TopicPartition(t, p) for t in sorted(cluster) for p in sorted(cluster[t])):
+        if tp not in offsets:
+            end = draw(st.integers(0, 1000))
+            offsets[tp] = (draw(st.one_of(st.just(0), st.integers(0, end))), end)
+    if offsets:
+        for tp in sorted(draw(st.sets(st.sampled_from(sorted(offsets)), max_size=3))):
+            earliest, end = offsets[tp]
+            end += draw(st.integers(1, 20))
+            offsets[tp] = (draw(st.one_of(st.just(earliest), st.integers(earliest, end))), end)
+    return offsets
+
+
+@st.composite
+def logged_steps(
+    draw: st.DrawFn, parallelism: int, cluster: dict[str, set[int]], before: Offsets, count: int
+) -> tuple[tuple[Step, ...], tuple[Offsets, ...]]:
+    """``discovery_steps``, each with the cluster's offsets when its discovery runs."""
+    steps: list[Step] = []
+    offsets: list[Offsets] = []
+    for _ in range(count):
+        steps += draw(discovery_steps(parallelism, cluster, 1))
+        offsets.append(draw(log_offsets(cluster, offsets[-1] if offsets else before)))
+    return tuple(steps), tuple(offsets)
+
+
+@st.composite
+def latest_scenarios(draw: st.DrawFn) -> LatestScenario:
+    """``scenarios`` at LATEST, with log offsets: a topic with partitions from the start, so that the
+    first discovery mostly finds some for LATEST to resolve, and often the owner of one of those
+    left out of every step up to the checkpoint, so that its split is pending at the checkpoint."""
+    n = draw(st.integers(1, 8))
+    cluster = {draw(topic_names): draw(st.sets(st.integers(0, 11), min_size=1, max_size=4))}
+    steps, offsets = draw(logged_steps(n, cluster, {}, draw(st.integers(1, 5))))
+    c = draw(st.integers(0, len(steps) - 1))
+    initial = sorted(TopicPartition(t, p) for t, ids in steps[0][1].items() for p in ids)
+    if draw(st.booleans()) and initial:
+        late = owner(draw(st.sampled_from(initial)), n)
+        steps = tuple(
+            (readers - {late}, view) if k <= c else (readers, view) for k, (readers, view) in enumerate(steps)
+        )
+    m = draw(st.one_of(st.just(n), st.integers(1, 8)))
+    restored, restored_offsets = draw(logged_steps(m, cluster, offsets[-1], draw(st.integers(1, 4))))
+    return LatestScenario(Scenario(n, LATEST, steps, c, m, restored), offsets, restored_offsets)
+
+
+@dataclass(frozen=True)
+class Log:
+    """The reference's ``LogReader`` over one step's drawn offsets: where each partition starts and
+    ends (read_uncommitted; no transactions here). Nothing is read."""
+
+    offsets: Offsets
+
+    def earliest_offset(self, tp: TopicPartition) -> int:
+        return self.offsets[tp][0]
+
+    def latest_offset(self, tp: TopicPartition, isolation: Isolation) -> int:
+        return self.offsets[tp][1]
+
+    def read(self, tp: TopicPartition, start: int, isolation: Isolation, max_records: int) -> Sequence[Record]:
+        raise AssertionError(f"the enumerator differential reads nothing, yet {tp} was read from {start}")
 
 
 def handed_out(flink: Sequence[EnumeratorStep], upto: int) -> dict[TopicPartition, SplitAssignment]:
@@ -277,3 +373,158 @@ def test_required_DISC_005_an_empty_first_discovery_ends_the_initial_phase_in_fl
     for _, metadata in steps:
         job.discover(metadata, KafkaModel())
     assert job.offsets == [{TopicPartition("orders", 0): EARLIEST}]
+
+
+def first_found(flink: Sequence[EnumeratorStep]) -> dict[TopicPartition, int]:
+    """The step at which Flink's enumerator made each split it assigned or kept pending."""
+    found: dict[TopicPartition, int] = {}
+    for k, step in enumerate(flink):
+        for split in (*step.assigned, *step.pending):
+            found.setdefault(split.partition, k)
+    return found
+
+
+def checkpointed(checkpoint: SourceCheckpoint) -> dict[TopicPartition, int]:
+    return {tp: off for entries in checkpoint.by_subtask for tp, off in entries}
+
+
+@given(latest_scenarios())
+def test_required_DISC_005_flinks_enumerator_at_latest_starts_the_first_discovery_at_its_end_offsets_as_the_reference(
+    flink_oracle: FlinkOracle, drawn: LatestScenario
+) -> None:
+    """Started at LATEST: per step, Flink hands out the reference's partitions, to the same readers,
+    each partition of the first discovery at its end offset as of that discovery (resolved in the
+    enumerator: no split holds LATEST), each later one at EARLIEST, which neither resolves before
+    the reader does (however far retention has moved the earliest offset); the reference
+    checkpoints exactly those starts, and Flink's checkpoint the same partitions."""
+    scenario = drawn.scenario
+    n = scenario.parallelism
+    flink = flink_oracle.enumerator(n, scenario.steps, LATEST, offsets=drawn.offsets)
+    job = SourceJob(EVERY_TOPIC, n, RestoreVariant.SPLIT_REDISTRIBUTION, initial_offset=LATEST)
+    initial = {TopicPartition(t, p) for t, ids in scenario.steps[0][1].items() for p in ids}
+    unassigned_initial: frozenset[TopicPartition] = frozenset(initial)
+    for k, (_, metadata) in enumerate(scenario.steps):
+        job.discover(metadata, Log(drawn.offsets[k]))
+        checkpoint = job.snapshot(k + 1)
+        check_step(flink, k, job, checkpoint)
+        starts = {tp: drawn.offsets[0][tp][1] if tp in initial else EARLIEST for tp in handed_out(flink, k)}
+        assert {tp: s.starting_offset for tp, s in handed_out(flink, k).items()} == starts == checkpointed(checkpoint)
+        # LATEST is looked up by Flink's starting offsets initializer only, for partitions of the
+        # first discovery it has not handed out (again at every later split initialisation); no
+        # beginning offset is ever looked up: EARLIEST is the reader's to resolve
+        assert flink[k].end_offsets_asked <= unassigned_initial
+        assert not flink[k].beginning_offsets_asked
+        unassigned_initial = flink[k].state.unassigned_initial
+    assert flink[0].end_offsets_asked == initial
+    event("first discovery finds partitions", str(bool(initial)))
+    event("an empty partition at the first discovery", str(any(drawn.offsets[0][tp][1] == 0 for tp in initial)))
+    event("an earliest offset above 0 at the first discovery", str(any(drawn.offsets[0][tp][0] for tp in initial)))
+    event("partitions found later", str(len(handed_out(flink, len(flink) - 1)) > len(initial)))
+
+
+@given(latest_scenarios())
+def test_required_RESTORE_004_and_DISC_005_flinks_restored_enumerator_at_latest_hands_out_what_the_reference_does(
+    flink_oracle: FlinkOracle, drawn: LatestScenario
+) -> None:
+    """Started at LATEST, checkpointed after step ``c``, restored at parallelism ``m``, with records
+    produced and deleted all along: a partition new since the checkpoint starts at EARLIEST, not
+    LATEST, at the formula's owner at ``m`` (RESTORE-004); a partition handed out before the
+    checkpoint is not handed out again; every start is the reference's, but for the difference
+    by design: a first-discovery partition pending at the checkpoint, which Flink 4.x resolves
+    again when the restore finds it, to its end offset then, where the reference restores the end
+    offset its first discovery resolved."""
+    scenario = drawn.scenario
+    n, m, c = scenario.parallelism, scenario.restored_parallelism, scenario.checkpoint_after
+    before = flink_oracle.enumerator(n, scenario.steps, LATEST, offsets=drawn.offsets)
+    job = SourceJob(EVERY_TOPIC, n, RestoreVariant.SPLIT_REDISTRIBUTION, initial_offset=LATEST)
+    for k, (_, metadata) in enumerate(scenario.steps[: c + 1]):
+        job.discover(metadata, Log(drawn.offsets[k]))
+    checkpoint = job.snapshot(1)
+    saved = before[c].state
+    started = {tp: s.starting_offset for tp, s in handed_out(before, c).items() if tp in saved.assigned}
+
+    after = flink_oracle.enumerator(m, scenario.restored_steps, LATEST, restore=saved, offsets=drawn.restored_offsets)
+    (_, first), *later = scenario.restored_steps
+    restored = SourceJob.restore(
+        checkpoint, m, EVERY_TOPIC, first, RestoreVariant.SPLIT_REDISTRIBUTION, initial_offset=LATEST
+    )
+    for k, (_, metadata) in enumerate(later, 1):
+        restored.discover(metadata, Log(drawn.restored_offsets[k]))
+
+    found = handed_out(after, len(after) - 1)
+    assert not saved.assigned & set(found)  # restored splits are never handed out again (RESTORE-006)
+    ours = {tp: off for tp, (_, off) in reference_offsets(restored).items()}
+    first_end = {tp: drawn.offsets[0][tp][1] for tp in saved.unassigned_initial}
+    # the difference by design (FLINK-38453, connector < 5.0): Flink checkpointed these as bare
+    # partitions and resolves LATEST again when it finds them, to the end offset at that step; the
+    # reference checkpointed, and restores, the end offset of the first discovery
+    at_step = first_found(after)
+    again = {tp: at_step[tp] for tp in found if tp in saved.unassigned_initial}
+    for tp, k in again.items():
+        assert found[tp].starting_offset == drawn.restored_offsets[k][tp][1]
+        assert ours[tp] == first_end[tp]
+    skipped = any(found[tp].starting_offset != first_end[tp] for tp in again)
+    event(
+        "LATEST resolved again at the restore", "no" if not again else "past records" if skipped else "to the same end"
+    )
+    final = after[-1].state
+    # initial partitions pending at the checkpoint that no view since has listed: Flink has not
+    # resolved them yet; the reference holds their first discovery's end offset
+    unlisted = {tp: first_end[tp] for tp in final.unassigned_initial - set(found)}
+    # later partitions pending at the checkpoint, which Flink does not checkpoint and has not found
+    # again: EARLIEST in the reference's checkpoint, and when Flink finds them
+    forgotten = {s.partition: EARLIEST for s in before[c].pending if s.partition not in saved.unassigned_initial}
+    forgotten = {tp: off for tp, off in forgotten.items() if tp not in found}
+    theirs = {tp: s.starting_offset for tp, s in found.items() if tp not in again}
+    assert theirs | started | unlisted | forgotten == {tp: off for tp, off in ours.items() if tp not in again}
+    for tp, split in found.items():
+        if tp not in checkpoint.assigned:  # new since the checkpoint: the formula's owner at m, from EARLIEST
+            assert (split.reader, split.starting_offset) == (owner(tp, m), EARLIEST)
+            assert reference_offsets(restored)[tp] == (owner(tp, m), EARLIEST)
+    assert LATEST not in {s.starting_offset for s in found.values()} | set(checkpointed(restored.snapshot(2)).values())
+    for step in after:  # only restored first-discovery partitions are looked up, and only their end
+        assert step.end_offsets_asked <= saved.unassigned_initial
+        assert not step.beginning_offsets_asked
+    assert final.assigned | final.unassigned_initial | {s.partition for s in after[-1].pending} | set(forgotten) == (
+        restored.snapshot(2).assigned
+    )
+
+
+def test_flink_4_resolves_latest_again_for_an_initial_split_pending_at_a_checkpoint_and_the_reference_keeps_its_end(
+    flink_oracle: FlinkOracle,
+) -> None:
+    """Where the two differ by design (DISC-005). Started at LATEST with reader 0 of 2 not
+    registered: the first discovery resolves both partitions, ``tp0`` to 5 and ``tp1`` to 7, and
+    keeps ``tp0``'s split pending; run on, Flink hands it out at 5 when the reader registers. But
+    its checkpoint holds ``tp0`` as a bare unassigned initial partition: restored after 4 more
+    records were written to it, Flink resolves LATEST again, to 9, and skips them (FLINK-38453,
+    fixed in connector 5.0). The reference checkpoints 5, and restores 5."""
+    topic = "test-topic"
+    tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
+    assert [owner(tp, 2) for tp in (tp0, tp1)] == [0, 1]
+    metadata = {topic: frozenset({0, 1})}
+    at_start: Offsets = {tp0: (0, 5), tp1: (3, 7)}  # tp1's first 3 records deleted by retention
+    written: Offsets = {tp0: (0, 9), tp1: (3, 7)}
+    first, second = flink_oracle.enumerator(
+        2, [(frozenset({1}), metadata), (frozenset({0, 1}), metadata)], LATEST, offsets=[at_start, written]
+    )
+    assert first.assigned == (SplitAssignment(SubtaskIndex(1), tp1, 7),)
+    assert first.pending == (SplitAssignment(SubtaskIndex(0), tp0, 5),)
+    assert (first.end_offsets_asked, first.beginning_offsets_asked) == (frozenset({tp0, tp1}), frozenset())
+    assert first.state == EnumeratorState(frozenset({tp1}), frozenset({tp0}), True)  # no offset for tp0
+    assert second.assigned == (SplitAssignment(SubtaskIndex(0), tp0, 5),)
+
+    (again,) = flink_oracle.enumerator(
+        2, [(frozenset({0, 1}), metadata)], LATEST, restore=first.state, offsets=[written]
+    )
+    assert again.assigned == (SplitAssignment(SubtaskIndex(0), tp0, 9),)
+    assert again.end_offsets_asked == frozenset({tp0})
+
+    job = SourceJob(EVERY_TOPIC, 2, RestoreVariant.SPLIT_REDISTRIBUTION, initial_offset=LATEST)
+    job.discover(metadata, Log(at_start))
+    checkpoint = job.snapshot(1)
+    assert checkpoint.by_subtask == (((tp0, 5),), ((tp1, 7),))
+    restored = SourceJob.restore(
+        checkpoint, 2, EVERY_TOPIC, metadata, RestoreVariant.SPLIT_REDISTRIBUTION, initial_offset=LATEST
+    )
+    assert reference_offsets(restored) == {tp0: (0, 5), tp1: (1, 7)}

@@ -52,6 +52,8 @@ import org.apache.flink.connector.kafka.source.enumerator.subscriber.KafkaSubscr
 import org.apache.flink.connector.kafka.source.split.KafkaPartitionSplit;
 import org.apache.kafka.clients.CommonClientConfigs;
 import org.apache.kafka.clients.admin.AdminClient;
+import org.apache.kafka.clients.consumer.OffsetAndTimestamp;
+import org.apache.kafka.clients.consumer.OffsetResetStrategy;
 import org.apache.kafka.common.TopicPartition;
 
 /**
@@ -72,9 +74,10 @@ import org.apache.kafka.common.TopicPartition;
  *   -> {"requested": [the ids TransactionNamingStrategyImpl.POOLING asks the pool for]}
  * {"op": "enumerator", "parallelism": n, "start": o,
  *  "restore": null | {"assigned": [[t, p], ...], "unassigned_initial": [[t, p], ...], "initial_discovery_finished": b},
- *  "steps": [{"readers": [i, ...], "metadata": {t: [p, ...], ...}}, ...]}
+ *  "steps": [{"readers": [i, ...], "metadata": {t: [p, ...], ...}, "offsets": [[t, p, earliest, end], ...]}, ...]}
  *   -> {"steps": [{"assigned": [[reader, t, p, starting offset], ...], "pending": [[reader, t, p, starting offset], ...],
- *                  "state": {"assigned": [[t, p], ...], "unassigned_initial": [[t, p], ...], "initial_discovery_finished": b}}]}
+ *                  "state": {"assigned": [[t, p], ...], "unassigned_initial": [[t, p], ...], "initial_discovery_finished": b},
+ *                  "end_offsets_asked": [[t, p], ...], "beginning_offsets_asked": [[t, p], ...]}]}
  * </pre>
  *
  * The one argument is the folder of the 3.x connector's jars (.jvm/flink-legacy/): its legacy
@@ -92,14 +95,22 @@ import org.apache.kafka.common.TopicPartition;
  * It answers, per step, the splits the context was asked to assign during the step, the splits
  * pending for readers not registered, and {@code snapshotState}. The subscriber lists the
  * metadata itself (Flink's own ask an admin client); partitions found by the first discovery start
- * at {@code o} ({@code OffsetsInitializer.offsets}, or {@code earliest()} for -2), later ones where
- * Flink starts them ({@code OffsetsInitializer.earliest()}): neither asks Kafka.
+ * at {@code o} ({@code OffsetsInitializer.offsets}, or {@code earliest()} for -2, or {@code latest()}
+ * for -1), later ones where Flink starts them ({@code OffsetsInitializer.earliest()}). The starting
+ * offsets initializer is Flink's own, handed an offsets retriever that answers from the step's
+ * {@code offsets} (each partition's earliest and end offset, as the admin client's ListOffsets
+ * would, read_uncommitted) instead of the enumerator's, whose admin client has no broker behind it;
+ * the enumerator still decides when it is asked and for which partitions. Each step answers which
+ * partitions' end and beginning offsets were asked for; a partition asked for but not given is an
+ * error, as an unknown partition is to ListOffsets.
  */
 public final class FlinkOracle {
     private static final JsonMapper JSON = JsonMapper.builder().enable(JsonWriteFeature.ESCAPE_NON_ASCII).build();
     private static final String LEGACY_ASSIGNER =
             "org.apache.flink.streaming.connectors.kafka.internals.KafkaTopicPartitionAssigner";
     private static final String LEGACY_ID_FACTORY = "org.apache.flink.connector.kafka.sink.TransactionalIdFactory";
+    /** {@code KafkaPartitionSplit.LATEST_OFFSET}, deprecated in the 4.x connector. */
+    private static final long LATEST_OFFSET = -1;
 
     private final Method splitOwner;
     private final Method legacyAssign;
@@ -220,8 +231,10 @@ public final class FlinkOracle {
         for (JsonNode step : steps)
             partitions(step.path("metadata")).forEach(tp -> startingOffsets.put(tp, start));
         state.unassignedInitialPartitions().forEach(tp -> startingOffsets.put(tp, start));
-        OffsetsInitializer starting = start == KafkaPartitionSplit.EARLIEST_OFFSET
-                ? OffsetsInitializer.earliest() : OffsetsInitializer.offsets(startingOffsets);
+        Retriever retriever = new Retriever();
+        OffsetsInitializer starting = new Fed(start == KafkaPartitionSplit.EARLIEST_OFFSET ? OffsetsInitializer.earliest()
+                : start == LATEST_OFFSET ? OffsetsInitializer.latest() : OffsetsInitializer.offsets(startingOffsets),
+                retriever);
         Properties properties = new Properties();
         properties.setProperty(KafkaSourceOptions.PARTITION_DISCOVERY_INTERVAL_MS.key(), "1");
         // start() creates an admin client; nothing answers here, and it is closed before it is asked.
@@ -251,6 +264,7 @@ public final class FlinkOracle {
                         enumerator.addReader(reader);
                     }
                 subscriber.listed = partitions(step.path("metadata"));
+                retriever.step(step.path("offsets"));
                 context.runPeriodicCallable(0);
                 while (!context.getOneTimeCallables().isEmpty())
                     context.runNextOneTimeCallable();
@@ -271,6 +285,8 @@ public final class FlinkOracle {
                 pairs(stateOut.putArray("assigned"), snapshot.assignedPartitions());
                 pairs(stateOut.putArray("unassigned_initial"), snapshot.unassignedInitialPartitions());
                 stateOut.put("initial_discovery_finished", snapshot.initialDiscoveryFinished());
+                pairs(result.putArray("end_offsets_asked"), retriever.endAsked);
+                pairs(result.putArray("beginning_offsets_asked"), retriever.beginningAsked);
             }
         } catch (ReflectiveOperationException | RuntimeException e) {
             throw e;
@@ -319,6 +335,86 @@ public final class FlinkOracle {
         @Override
         public Set<TopicPartition> getSubscribedTopicPartitions(AdminClient adminClient) {
             return new HashSet<>(listed); // the enumerator removes the known ones from what it gets
+        }
+    }
+
+    /**
+     * Flink's starting offsets initializer, handed {@link Retriever} instead of the retriever the
+     * enumerator passes (whose admin client has no broker to ask): which partitions it resolves, and
+     * when, is still the enumerator's choice, and how it resolves them the initializer's own.
+     */
+    private static final class Fed implements OffsetsInitializer {
+        private static final long serialVersionUID = 1L;
+        private final OffsetsInitializer initializer;
+        private final transient Retriever retriever;
+
+        Fed(OffsetsInitializer initializer, Retriever retriever) {
+            this.initializer = initializer;
+            this.retriever = retriever;
+        }
+
+        @Override
+        public Map<TopicPartition, Long> getPartitionOffsets(
+                Collection<TopicPartition> partitions, PartitionOffsetsRetriever ignored) {
+            return initializer.getPartitionOffsets(partitions, retriever);
+        }
+
+        @Override
+        public OffsetResetStrategy getAutoOffsetResetStrategy() {
+            return initializer.getAutoOffsetResetStrategy();
+        }
+    }
+
+    /**
+     * Answers offset lookups from the current step's offsets, as ListOffsets would (earliest, and
+     * end: the high watermark, read_uncommitted), and records what it was asked during the step. No
+     * consumer group has committed offsets; timestamps are not drawn.
+     */
+    private static final class Retriever implements OffsetsInitializer.PartitionOffsetsRetriever {
+        private Map<TopicPartition, long[]> offsets = Map.of();
+        final Set<TopicPartition> endAsked = new HashSet<>();
+        final Set<TopicPartition> beginningAsked = new HashSet<>();
+
+        /** [[t, p, earliest, end], ...] of the next step (none if absent), and nothing asked yet. */
+        void step(JsonNode rows) {
+            Map<TopicPartition, long[]> next = new HashMap<>();
+            rows.forEach(r -> next.put(new TopicPartition(r.get(0).textValue(), r.get(1).intValue()),
+                    new long[] {r.get(2).longValue(), r.get(3).longValue()}));
+            offsets = next;
+            endAsked.clear();
+            beginningAsked.clear();
+        }
+
+        private Map<TopicPartition, Long> lookUp(Collection<TopicPartition> partitions, Set<TopicPartition> asked, int which) {
+            Map<TopicPartition, Long> found = new HashMap<>();
+            for (TopicPartition tp : partitions) {
+                long[] known = offsets.get(tp);
+                if (known == null)
+                    throw new IllegalArgumentException("no offsets given for " + tp);
+                asked.add(tp);
+                found.put(tp, known[which]);
+            }
+            return found;
+        }
+
+        @Override
+        public Map<TopicPartition, Long> committedOffsets(Collection<TopicPartition> partitions) {
+            return Map.of();
+        }
+
+        @Override
+        public Map<TopicPartition, Long> endOffsets(Collection<TopicPartition> partitions) {
+            return lookUp(partitions, endAsked, 1);
+        }
+
+        @Override
+        public Map<TopicPartition, Long> beginningOffsets(Collection<TopicPartition> partitions) {
+            return lookUp(partitions, beginningAsked, 0);
+        }
+
+        @Override
+        public Map<TopicPartition, OffsetAndTimestamp> offsetsForTimes(Map<TopicPartition, Long> timestampsToSearch) {
+            throw new UnsupportedOperationException("no timestamps are drawn: " + timestampsToSearch);
         }
     }
 
