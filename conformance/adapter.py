@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -255,6 +256,13 @@ def missing_members(adapter: object) -> list[str]:
     for capability in sorted(set(getattr(adapter, "capabilities", ()) or ())):
         needed += [m for m in REQUIRED_MEMBERS.get(capability, ()) if m not in needed]
     return [m for m in needed if not hasattr(adapter, _member_name(m))]
+
+
+def search_working_directory() -> None:
+    """Let ``--adapter`` name a module in the user's working directory, which a console script such
+    as ``kconform`` does not put on ``sys.path`` (``python -m`` does)."""
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
 
 
 def _import(spec: str, module_name: str) -> Any:

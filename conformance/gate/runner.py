@@ -39,6 +39,7 @@ from kconform.conformance.adapter import (
     Adapter,
     call_in_progress,
     load_adapter,
+    search_working_directory,
 )
 from kconform.conformance.brokers import BOOTSTRAP_ENV, BROKER_KINDS, DEFAULT_BROKER
 from kconform.conformance.brokers.base import EXTERNAL_TIMEOUT_ENV, START_TIMEOUT_S
@@ -774,10 +775,7 @@ def main(argv: Sequence[str]) -> int:
     args = parser.parse_args(argv)
     if args.timeout <= 0:
         parser.error("--timeout must be positive")
-    # The adapter module usually lives in the user's working directory, which a console script
-    # does not put on sys.path (``python -m`` does).
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
+    search_working_directory()
     try:
         options = RunOptions(
             adapter=args.adapter,

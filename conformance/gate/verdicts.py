@@ -9,7 +9,6 @@ adapter reports them, the broker) and nothing that changes between identical run
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
 import sys
 import tempfile
@@ -18,7 +17,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Final
 
-from kconform.conformance.adapter import DEFAULT_MASTER
+from kconform.conformance.adapter import DEFAULT_MASTER, search_working_directory
 from kconform.conformance.brokers import BROKER_KINDS, DEFAULT_BROKER
 from kconform.conformance.gate.profiles import DEFAULT_PROFILE, PROFILES
 from kconform.conformance.gate.report import class_verdicts, md_cell, render_text, row_note, tally
@@ -90,8 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str]) -> int:
     """Write the page, print the run's summary; the exit code is ``kconform run``'s for the same run."""
     args = build_parser().parse_args(argv)
-    if os.getcwd() not in sys.path:  # as kconform run: the adapter module may live in the working directory
-        sys.path.insert(0, os.getcwd())
+    search_working_directory()
     command = shlex.join(["kconform", "verdicts", *argv])
     with tempfile.TemporaryDirectory(prefix="kconform-examples-") as examples:
         options = RunOptions(

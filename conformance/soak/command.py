@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Final
 
 from kconform.conformance import jvm
-from kconform.conformance.adapter import DEFAULT_MASTER, load_adapter
+from kconform.conformance.adapter import DEFAULT_MASTER, load_adapter, search_working_directory
 from kconform.conformance.brokers import CLUSTER_SIZE, BrokerStartError, KafkaBroker
 from kconform.conformance.checks.checkers import explain
 from kconform.conformance.soak.runner import Outcome, SoakContext, Timeline, run_schedule
@@ -143,8 +143,7 @@ def _clock(seconds: float) -> str:
 def main(argv: Sequence[str]) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if os.getcwd() not in sys.path:  # as kconform run: the adapter module may live in the working directory
-        sys.path.insert(0, os.getcwd())
+    search_working_directory()
     if args.seed is None:
         args.seed = int.from_bytes(os.urandom(4), "big")
     try:
