@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kconform.reference_impl.assignment import assign
+from kconform.reference_impl.assignment import assign, plan
 from kconform.reference_impl.commit import ExactlyOnceSink, NamingStrategy, SinkCheckpoint
 from kconform.reference_impl.discovery import Metadata, PartitionDiscoverer, Subscription, ZeroPartitionsPolicy
 from kconform.reference_impl.kafka_strategies import ASSIGNORS, Assignment, Group, KafkaPartitioner, StickyPartitioner
@@ -49,8 +49,11 @@ class ReferenceAdapter:
         return assign(topic, partition, parallelism)
 
     def plan(self, partitions: Sequence[TopicPartition], parallelism: int) -> dict[TopicPartition, int]:
-        """The whole plan at once: Flink's assigner needs no partition but the one it places."""
-        return {tp: self.assign(tp.topic, tp.partition, parallelism) for tp in partitions}
+        """The whole plan at once: the core's ``assignment.plan``, as the Spark source plans each batch; in a
+        subclass that overrides ``assign`` (a connector's own assigner), that assigner partition by partition."""
+        if type(self).assign is not ReferenceAdapter.assign:
+            return {tp: self.assign(tp.topic, tp.partition, parallelism) for tp in partitions}
+        return dict(plan(partitions, parallelism).owner_of())
 
     def discoverer(
         self, subscription: Subscription, subtask: int, parallelism: int, on_zero: ZeroPartitionsPolicy
