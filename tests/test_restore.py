@@ -167,9 +167,8 @@ def test_required_DISC_005_initial_partitions_use_startup_mode_later_ones_earlie
 def test_should_RESTORE_005_a_kept_topic_dropped_on_restore_is_blamed_on_RESTORE_005() -> None:
     """Not on RESTORE-002: the partition is unsubscribed, and only the keep option wanted it back."""
     tp = TopicPartition("drop-me", 0)
-    violations = check_restore(
-        {tp: 7}, [{}], Subscription.fixed(["keep-me"]), True, {"drop-me": frozenset({0})}, RestoreVariant.UNION_FILTER
-    )
+    keep_me, metadata = Subscription.fixed(["keep-me"]), {"drop-me": frozenset({0})}
+    violations = check_restore({tp: 7}, [{}], keep_me, True, metadata, RestoreVariant.UNION_FILTER, 1)
     assert [(v.requirement, v.kind) for v in violations] == [("RESTORE-005", "kept-topic-dropped")]
 
 

@@ -244,10 +244,10 @@ def check_new_partition_start(
 
 
 def check_latest_start(offsets: Mapping[TopicPartition, int], ends: Mapping[TopicPartition, int]) -> list[Violation]:
-    """DISC-005: after the first discovery of a job started at LATEST, each partition it found holds its
-    end offset as of that discovery (``ends``), resolved then: never the LATEST sentinel, which a
-    checkpoint taken before the partition's first read would store and a restore resolve past the
-    records written in between (FLINK-28303)."""
+    """DISC-005: after the first discovery, each partition it found holds where the startup mode puts it
+    (``ends``): under LATEST its end offset as of that discovery, resolved then, never the LATEST
+    sentinel, which a checkpoint taken before the partition's first read would store and a restore
+    resolve past the records written in between (FLINK-28303); under a specific offset, that offset."""
     out = []
     for tp in sorted(ends):
         start, end = offsets.get(tp), ends[tp]
@@ -256,7 +256,7 @@ def check_latest_start(offsets: Mapping[TopicPartition, int], ends: Mapping[Topi
             where = f"{tp} holds the LATEST sentinel after discovery, not its end offset then ({end})"
             out.append(Violation("DISC-005", "latest-unresolved", where, data))
         elif start != end:
-            where = f"{tp} starts at {start!r}, not at its end offset when discovered ({end}), under LATEST"
+            where = f"{tp} starts at {start!r}, not where the startup mode puts it when discovered ({end})"
             out.append(Violation("DISC-005", "startup-mode-ignored", where, data))
     return out
 
@@ -271,10 +271,14 @@ def check_restore(
     keep_unsubscribed: bool,
     metadata: Metadata,
     variant: RestoreVariant,
+    parallelism: int,
 ) -> list[Violation]:
-    """RESTORE-002, 003, 005, 006: ``state`` is the checkpointed union; ``restored`` each new subtask's offsets."""
+    """RESTORE-002, 003, 005, 006: ``state`` is the checkpointed union; ``restored`` each new subtask's offsets
+    after a restore at ``parallelism``, which must give exactly that many subtasks."""
     out: list[Violation] = []
-    parallelism = len(restored)
+    if len(restored) != parallelism:
+        where = f"restored onto {len(restored)} subtasks, asked for parallelism {parallelism}"
+        out.append(Violation("RESTORE-002", "wrong-parallelism", where))
     holders: dict[TopicPartition, list[int]] = defaultdict(list)
     for subtask, offsets in enumerate(restored):
         for tp in offsets:

@@ -691,6 +691,15 @@ class _RechunkingJob(SourceJob):
         return super().restore(rechunked, parallelism, *args)
 
 
+class _ScaleInIgnoredJob(SourceJob):
+    """A restore at a lower parallelism keeps the checkpoint's: every split stays on its old subtask, so
+    the job runs more readers than it was given (safe, but not the parallelism asked for)."""
+
+    @classmethod
+    def restore(cls, checkpoint: SourceCheckpoint, parallelism: int, *args: Any) -> SourceJob:
+        return super().restore(checkpoint, max(parallelism, checkpoint.parallelism), *args)
+
+
 @dataclass(frozen=True)
 class SourceMutant(ReferenceAdapter):
     """The reference adapter with its source job class replaced, for fresh and restored sources alike."""
@@ -780,6 +789,12 @@ MUTANTS: tuple[Mutant, ...] = (
         frozenset({"RESTORE-002"}),
         "split state re-chunked at an unchanged parallelism (Flink leaves each subtask its own)",
         SourceMutant(restore_variant=RestoreVariant.SPLIT_REDISTRIBUTION, job_class=_RechunkingJob),
+    ),
+    Mutant(
+        "scale_in_ignored",
+        frozenset({"RESTORE-002"}),
+        "a restore at a lower parallelism keeps the checkpoint's subtasks and their splits",
+        SourceMutant(restore_variant=RestoreVariant.SPLIT_REDISTRIBUTION, job_class=_ScaleInIgnoredJob),
     ),
     Mutant(
         "partial_view_filter",

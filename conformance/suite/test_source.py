@@ -292,12 +292,12 @@ class SourceMachine(RuleBasedStateMachine):
         run = {"label": label, "event": "crash", "parallelism": m, "resume": dict(offsets), "read": []}
         self.runs.append(run | {"resumed": resumed})
         variant = self.adapter.restore_variant
-        violations = check_restore(offsets, self.source.offsets, self.subscription, keep, metadata, variant)
+        violations = check_restore(offsets, self.source.offsets, self.subscription, keep, metadata, variant, m)
         if partial and violations:
             # Tell RESTORE-006 from a bug that loses partitions whatever the view: restore again, fully informed.
             full = dict(self.log.list_topics())
             probe = self.adapter.restore_source(state, m, self.subscription, full, keep, self.startup)
-            violations = check_restore(offsets, probe.offsets, self.subscription, keep, full, variant) or violations
+            violations = check_restore(offsets, probe.offsets, self.subscription, keep, full, variant, m) or violations
         kept_all = keep or all(self.subscription.matches(tp.topic) for tp in offsets)
         if not violations and variant is RestoreVariant.SPLIT_REDISTRIBUTION and kept_all:
             violations = check_split_redistribution(self.held[self.completed], self.source.offsets)
@@ -389,20 +389,24 @@ def test_required_RESTORE_001_to_007_source_state_machine(adapter: Any, record_p
 
 
 @requirement("DISC-005", capability="partition-growth")
-def test_required_DISC_005_startup_mode_only_for_the_first_discovery(adapter: Any) -> None:
-    """LATEST for the first discovery's partitions, resolved then to their end; EARLIEST for later ones."""
+@given(st.just(LATEST) | st.integers(0, 3))
+@example(startup=LATEST)
+@example(startup=1)
+def test_required_DISC_005_startup_mode_only_for_the_first_discovery(adapter: Any, startup: int) -> None:
+    """The startup mode for the first discovery's partitions (LATEST resolved then to their end, a
+    specific offset as given, as Flink's ``OffsetsInitializer.offsets``); EARLIEST for later ones."""
     log = KafkaModel()
     log.create_topic("a", 1)
     for i in range(3):
         log.produce(TopicPartition("a", 0), None, f"a-0@{i}".encode())
-    source = Guarded(adapter.source(Subscription.regex(".*"), 2, LATEST, False), "source", adapter.name)
+    source = Guarded(adapter.source(Subscription.regex(".*"), 2, startup, False), "source", adapter.name)
     source.discover(log.list_topics(), log)
     log.produce(TopicPartition("a", 0), None, b"after the first discovery")
     log.create_partitions("a", 2)
     log.create_topic("b", 1)
     source.discover(log.list_topics(), log)
     offsets = {tp: off for o in source.offsets for tp, off in o.items()}
-    violations = check_latest_start(offsets, {TopicPartition("a", 0): 3})
+    violations = check_latest_start(offsets, {TopicPartition("a", 0): 3 if startup == LATEST else startup})
     violations += check_new_partition_start(offsets, [TopicPartition("a", 1), TopicPartition("b", 0)], "DISC-005")
     fail_on(violations)
 
@@ -443,7 +447,9 @@ def test_required_DISC_005_latest_checkpointed_before_the_first_read_loses_nothi
             if resumed.get(tp) == LATEST
         ]
     )
-    fail_on(check_restore(offsets, restored.offsets, SUBSCRIPTIONS["all-in"], False, metadata, adapter.restore_variant))
+    fail_on(
+        check_restore(offsets, restored.offsets, SUBSCRIPTIONS["all-in"], False, metadata, adapter.restore_variant, m)
+    )
     read: dict[TopicPartition, list[int]] = {tp: [] for tp in ends}
     for tp in sorted(ends):
         while records := restored.poll(log, tp, 3):
@@ -491,12 +497,15 @@ def test_required_RESTORE_002_003_restore_onto_subtasks_above_256(adapter: Any, 
     restored = Guarded(
         adapter.restore_source(state, m, SUBSCRIPTIONS["all-in"], metadata, False, EARLIEST), "source", adapter.name
     )
-    fail_on(check_restore(offsets, restored.offsets, SUBSCRIPTIONS["all-in"], False, metadata, adapter.restore_variant))
+    fail_on(
+        check_restore(offsets, restored.offsets, SUBSCRIPTIONS["all-in"], False, metadata, adapter.restore_variant, m)
+    )
 
 
 @requirement("RESTORE-002", "RESTORE-003", capability="source-state")
-@given(st.integers(1, 5), st.integers(2, 4))
+@given(st.integers(1, 5), st.integers(2, 4) | st.integers(257, 300))
 @example(partitions=2, n=4)  # subtasks hold 1, 0, 1 and 2 entries: not the even chunks a re-cut would give
+@example(partitions=3, n=300)  # past CPython's small-int cache: a parallelism compared with 'is' re-cuts
 def test_required_RESTORE_002_003_restore_at_an_unchanged_parallelism_keeps_each_subtask_its_own(
     adapter: Any, partitions: int, n: int
 ) -> None:
@@ -513,7 +522,7 @@ def test_required_RESTORE_002_003_restore_at_an_unchanged_parallelism_keeps_each
         adapter.restore_source(state, n, SUBSCRIPTIONS["all-in"], metadata, False, EARLIEST), "source", adapter.name
     )
     variant = adapter.restore_variant
-    violations = check_restore(offsets, restored.offsets, SUBSCRIPTIONS["all-in"], False, metadata, variant)
+    violations = check_restore(offsets, restored.offsets, SUBSCRIPTIONS["all-in"], False, metadata, variant, n)
     if not violations and variant is RestoreVariant.SPLIT_REDISTRIBUTION:
         violations = check_split_redistribution(held, restored.offsets)
     fail_on(violations)
