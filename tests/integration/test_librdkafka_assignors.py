@@ -187,6 +187,11 @@ def _generation(consumer: ck.Consumer) -> int:
     return generation
 
 
+_STILL_CLOSING: list[ck.Consumer] = []
+"""Consumers whose ``close()`` did not return in time: kept alive, so that none is deallocated (which
+destroys its librdkafka handle) while its close still runs in the helper thread."""
+
+
 def _close_bounded(consumer: ck.Consumer, timeout_s: float) -> str | None:
     """Close in a helper thread (``close()`` takes no timeout); a message if it failed or hung."""
     outcome: list[str | None] = []
@@ -201,6 +206,8 @@ def _close_bounded(consumer: ck.Consumer, timeout_s: float) -> str | None:
     closer = threading.Thread(target=run, daemon=True)
     closer.start()
     closer.join(timeout_s)
+    if closer.is_alive():
+        _STILL_CLOSING.append(consumer)
     return outcome[0] if outcome else f"close did not return within {timeout_s} s"
 
 
