@@ -700,6 +700,19 @@ class _ScaleInIgnoredJob(SourceJob):
         return super().restore(checkpoint, max(parallelism, checkpoint.parallelism), *args)
 
 
+class _RestoreWithoutDiscoveryJob(SourceJob):
+    """The restore runs no discovery of its own: partitions new since the checkpoint wait for the next one."""
+
+    @classmethod
+    def restore(
+        cls, checkpoint: SourceCheckpoint, parallelism: int, subscription: Subscription, metadata: Metadata, *args: Any
+    ) -> SourceJob:
+        stated: dict[str, set[int]] = {}
+        for tp, _ in checkpoint.union():
+            stated.setdefault(tp.topic, set()).add(tp.partition)
+        return super().restore(checkpoint, parallelism, subscription, stated, *args)
+
+
 @dataclass(frozen=True)
 class SourceMutant(ReferenceAdapter):
     """The reference adapter with its source job class replaced, for fresh and restored sources alike."""
@@ -795,6 +808,12 @@ MUTANTS: tuple[Mutant, ...] = (
         frozenset({"RESTORE-002"}),
         "a restore at a lower parallelism keeps the checkpoint's subtasks and their splits",
         SourceMutant(restore_variant=RestoreVariant.SPLIT_REDISTRIBUTION, job_class=_ScaleInIgnoredJob),
+    ),
+    Mutant(
+        "restore_without_discovery",
+        frozenset({"RESTORE-004"}),
+        "the restore discovers nothing itself: partitions new since the checkpoint wait for the next discovery",
+        SourceMutant(job_class=_RestoreWithoutDiscoveryJob),
     ),
     Mutant(
         "partial_view_filter",
