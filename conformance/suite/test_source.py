@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import example, given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -523,6 +523,32 @@ def test_required_RESTORE_002_003_restore_at_an_unchanged_parallelism_keeps_each
     )
     variant = adapter.restore_variant
     violations = check_restore(offsets, restored.offsets, SUBSCRIPTIONS["all-in"], False, metadata, variant, n)
+    if not violations and variant is RestoreVariant.SPLIT_REDISTRIBUTION:
+        violations = check_split_redistribution(held, restored.offsets)
+    fail_on(violations)
+
+
+@requirement("RESTORE-002", "RESTORE-003", capability="rescale")
+@given(st.integers(1, 5), st.integers(1, 4), st.integers(1, 5))
+@example(partitions=5, n=1, m=3)  # 10 entries onto 3 subtasks: chunks of 4, 3 and 3, no other cut
+def test_required_RESTORE_002_003_a_rescale_cuts_split_state_into_even_chunks(
+    adapter: Any, partitions: int, n: int, m: int
+) -> None:
+    """Restored at another parallelism, split state is cut as Flink's repartitioner cuts it: contiguous
+    chunks whose sizes differ by at most one, the longer ones first; union state by the assigner."""
+    assume(m != n)
+    log = _small_log(partitions)
+    source = Guarded(adapter.source(SUBSCRIPTIONS["all-in"], n, EARLIEST, False), "source", adapter.name)
+    source.discover(log.list_topics(), log)
+    offsets = _read_everything(source, log)
+    held = [dict(o) for o in source.offsets]
+    state = source.snapshot(1, log, GROUP)
+    metadata = dict(log.list_topics())
+    restored = Guarded(
+        adapter.restore_source(state, m, SUBSCRIPTIONS["all-in"], metadata, False, EARLIEST), "source", adapter.name
+    )
+    variant = adapter.restore_variant
+    violations = check_restore(offsets, restored.offsets, SUBSCRIPTIONS["all-in"], False, metadata, variant, m)
     if not violations and variant is RestoreVariant.SPLIT_REDISTRIBUTION:
         violations = check_split_redistribution(held, restored.offsets)
     fail_on(violations)
