@@ -33,6 +33,15 @@ def owners(adapter: Any, metadata: Metadata, n: int) -> dict[TopicPartition, int
     return {tp: adapter.assign(tp.topic, tp.partition, n) for tp in partitions}
 
 
+def placements(adapter: Any, metadata: Metadata, n: int) -> list[tuple[str, dict[TopicPartition, int]]]:
+    """Each way the adapter places partitions: ``assign`` one by one, and its whole-list ``plan`` if it has one."""
+    partitions = [TopicPartition(t, p) for t, ids in metadata.items() for p in ids]
+    out = [("assign()", {tp: adapter.assign(tp.topic, tp.partition, n) for tp in partitions})]
+    if hasattr(adapter, "plan"):
+        out.append(("plan()", dict(adapter.plan(partitions, n))))
+    return out
+
+
 def discovered_plan(adapter: Any, metadata: Metadata, n: int) -> dict[TopicPartition, list[int]]:
     """partition -> subtasks whose discoverer reported it (the plan as the source runs it)."""
     claims: dict[TopicPartition, list[int]] = {tp: [] for tp in all_partitions(metadata)}
@@ -95,9 +104,14 @@ def test_required_ASSIGN_003_ownership_independent_of_metadata_order(
 @requirement("ASSIGN-004", "ASSIGN-006", capability="assignment")
 @given(metadata_snapshots(), parallelisms(10_000))
 def test_required_ASSIGN_004_and_006_flink_formula_exactly(adapter: Any, metadata: Metadata, n: int) -> None:
-    found = owners(adapter, metadata, n)
-    grid = assignment_grid({tp: [o] for tp, o in found.items()}, n, f"assign() at parallelism {n}")
-    fail_on(check_formula(found, n), [grid])
+    """Flink's owner for every partition, as the adapter's ``assign`` places it one by one and as its
+    whole ``plan`` places it, when it has one: a connector may run either, so both must be Flink's."""
+    violations, grids = [], []
+    for how, found in placements(adapter, metadata, n):
+        if wrong := check_formula(found, n):
+            violations += wrong
+            grids.append(assignment_grid({tp: [o] for tp, o in found.items()}, n, f"{how} at parallelism {n}"))
+    fail_on(violations, grids)
 
 
 @requirement("ASSIGN-004", capability="assignment")
@@ -107,10 +121,10 @@ def test_required_ASSIGN_004_edge_names(adapter: Any) -> None:
     metadata = {name: frozenset(range(12)) for name in names}
     violations, grids = [], []
     for n in (1, 2, 3, 5, 6, 7, 31, 32768):
-        found = owners(adapter, metadata, n)
-        if wrong := check_formula(found, n):
-            violations += wrong
-            grids.append(assignment_grid({tp: [o] for tp, o in found.items()}, n, f"assign() at parallelism {n}"))
+        for how, found in placements(adapter, metadata, n):
+            if wrong := check_formula(found, n):
+                violations += wrong
+                grids.append(assignment_grid({tp: [o] for tp, o in found.items()}, n, f"{how} at parallelism {n}"))
     fail_on(violations, grids)
 
 
