@@ -34,12 +34,10 @@ def owners(adapter: Any, metadata: Metadata, n: int) -> dict[TopicPartition, int
 
 
 def placements(adapter: Any, metadata: Metadata, n: int) -> list[tuple[str, dict[TopicPartition, int]]]:
-    """Each way the adapter places partitions: ``assign`` one by one, and its whole-list ``plan`` if it has one."""
+    """Each way the adapter places partitions: its whole-list ``plan`` if it has one, and ``assign`` one by one."""
     partitions = [TopicPartition(t, p) for t, ids in metadata.items() for p in ids]
-    out = [("assign()", {tp: adapter.assign(tp.topic, tp.partition, n) for tp in partitions})]
-    if hasattr(adapter, "plan"):
-        out.append(("plan()", dict(adapter.plan(partitions, n))))
-    return out
+    out = [("plan()", dict(adapter.plan(partitions, n)))] if hasattr(adapter, "plan") else []
+    return [*out, ("assign()", {tp: adapter.assign(tp.topic, tp.partition, n) for tp in partitions})]
 
 
 def discovered_plan(adapter: Any, metadata: Metadata, n: int) -> dict[TopicPartition, list[int]]:
