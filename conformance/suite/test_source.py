@@ -502,41 +502,9 @@ def test_required_RESTORE_002_003_restore_onto_subtasks_above_256(adapter: Any, 
     )
 
 
-@requirement("RESTORE-002", "RESTORE-003", capability="source-state")
-@given(st.integers(1, 5), st.integers(2, 4) | st.integers(257, 300))
-@example(partitions=2, n=4)  # subtasks hold 1, 0, 1 and 2 entries: not the even chunks a re-cut would give
-@example(partitions=3, n=300)  # past CPython's small-int cache: a parallelism compared with 'is' re-cuts
-def test_required_RESTORE_002_003_restore_at_an_unchanged_parallelism_keeps_each_subtask_its_own(
-    adapter: Any, partitions: int, n: int
-) -> None:
-    """Restored at the parallelism it ran with, every subtask gets back what it held: Flink's
-    repartitioner leaves each list-state subtask its own entries, union state filters by the assigner."""
-    log = _small_log(partitions)
-    source = Guarded(adapter.source(SUBSCRIPTIONS["all-in"], n, EARLIEST, False), "source", adapter.name)
-    source.discover(log.list_topics(), log)
-    offsets = _read_everything(source, log)
-    held = [dict(o) for o in source.offsets]
-    state = source.snapshot(1, log, GROUP)
-    metadata = dict(log.list_topics())
-    restored = Guarded(
-        adapter.restore_source(state, n, SUBSCRIPTIONS["all-in"], metadata, False, EARLIEST), "source", adapter.name
-    )
-    variant = adapter.restore_variant
-    violations = check_restore(offsets, restored.offsets, SUBSCRIPTIONS["all-in"], False, metadata, variant, n)
-    if not violations and variant is RestoreVariant.SPLIT_REDISTRIBUTION:
-        violations = check_split_redistribution(held, restored.offsets)
-    fail_on(violations)
-
-
-@requirement("RESTORE-002", "RESTORE-003", capability="rescale")
-@given(st.integers(1, 5), st.integers(1, 4), st.integers(1, 5))
-@example(partitions=5, n=1, m=3)  # 10 entries onto 3 subtasks: chunks of 4, 3 and 3, no other cut
-def test_required_RESTORE_002_003_a_rescale_cuts_split_state_into_even_chunks(
-    adapter: Any, partitions: int, n: int, m: int
-) -> None:
-    """Restored at another parallelism, split state is cut as Flink's repartitioner cuts it: contiguous
-    chunks whose sizes differ by at most one, the longer ones first; union state by the assigner."""
-    assume(m != n)
+def _restore_and_judge_shares(adapter: Any, partitions: int, n: int, m: int) -> None:
+    """Read everything at parallelism ``n``, checkpoint, restore at ``m``: every partition on one subtask
+    with its offset (``check_restore``) and, for split state, the shares Flink's repartitioner gives."""
     log = _small_log(partitions)
     source = Guarded(adapter.source(SUBSCRIPTIONS["all-in"], n, EARLIEST, False), "source", adapter.name)
     source.discover(log.list_topics(), log)
@@ -552,6 +520,30 @@ def test_required_RESTORE_002_003_a_rescale_cuts_split_state_into_even_chunks(
     if not violations and variant is RestoreVariant.SPLIT_REDISTRIBUTION:
         violations = check_split_redistribution(held, restored.offsets)
     fail_on(violations)
+
+
+@requirement("RESTORE-002", "RESTORE-003", capability="source-state")
+@given(st.integers(1, 5), st.integers(2, 4) | st.integers(257, 300))
+@example(partitions=2, n=4)  # subtasks hold 1, 0, 1 and 2 entries: not the even chunks a re-cut would give
+@example(partitions=3, n=300)  # past CPython's small-int cache: a parallelism compared with 'is' re-cuts
+def test_required_RESTORE_002_003_restore_at_an_unchanged_parallelism_keeps_each_subtask_its_own(
+    adapter: Any, partitions: int, n: int
+) -> None:
+    """Restored at the parallelism it ran with, every subtask gets back what it held: Flink's
+    repartitioner leaves each list-state subtask its own entries, union state filters by the assigner."""
+    _restore_and_judge_shares(adapter, partitions, n, n)
+
+
+@requirement("RESTORE-002", "RESTORE-003", capability="rescale")
+@given(st.integers(1, 5), st.integers(1, 4), st.integers(1, 5))
+@example(partitions=5, n=1, m=3)  # 10 entries onto 3 subtasks: chunks of 4, 3 and 3, no other cut
+def test_required_RESTORE_002_003_a_rescale_cuts_split_state_into_even_chunks(
+    adapter: Any, partitions: int, n: int, m: int
+) -> None:
+    """Restored at another parallelism, split state is cut as Flink's repartitioner cuts it: contiguous
+    chunks whose sizes differ by at most one, the longer ones first; union state by the assigner."""
+    assume(m != n)
+    _restore_and_judge_shares(adapter, partitions, n, m)
 
 
 @requirement("DISC-008", capability="source-state")
