@@ -33,6 +33,7 @@ from kconform.conformance.brokers.base import (
     dies_with_parent,
     free_port,
 )
+from kconform.conformance.brokers.proxy import ResponseHold, StallingProxy
 
 KAFKA_START_TIMEOUT_S: Final = 90.0
 """A JVM broker on 2 shared cores takes 5-20 s to answer; a cluster's quorum a little longer."""
@@ -109,10 +110,13 @@ class KafkaNode:
         self.port = free_port()
         self.controller_port = free_port()
         self._process: subprocess.Popen[bytes] | None = None
+        self.proxy: StallingProxy | None = None
+        """Set before ``configure``: the node advertises the proxy, so every client goes through it."""
 
     @property
     def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        """Where clients reach the node: its proxy's address if it has one."""
+        return self.proxy.address if self.proxy is not None else f"127.0.0.1:{self.port}"
 
     @property
     def pid(self) -> int | None:
@@ -132,7 +136,7 @@ class KafkaNode:
             "process.roles": "broker,controller",
             "node.id": str(self.node_id),
             "controller.quorum.voters": voters,
-            "listeners": f"PLAINTEXT://{self.address},CONTROLLER://127.0.0.1:{self.controller_port}",
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
             "advertised.listeners": f"PLAINTEXT://{self.address}",
             "controller.listener.names": "CONTROLLER",
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
@@ -220,10 +224,11 @@ class KafkaBroker(Broker):
 
     def __init__(
         self, nodes: int = 1, start_timeout_s: float = KAFKA_START_TIMEOUT_S, tmp_root: Path | None = None,
-        settings: Mapping[str, str] | None = None,
+        settings: Mapping[str, str] | None = None, proxied: bool = False,
     ) -> None:  # fmt: skip
         """``settings`` override the broker properties (tests); ``tmp_root`` holds the nodes' directory,
-        kept there with its logs when the start fails."""
+        kept there with its logs when the start fails; ``proxied``: every node behind a ``StallingProxy``
+        (``hold_next_answer``)."""
         super().__init__()
         if nodes < 1:
             raise ValueError("a Kafka cluster needs at least one node")
@@ -232,6 +237,7 @@ class KafkaBroker(Broker):
         self._start_timeout_s = start_timeout_s
         self._tmp_root = tmp_root
         self._settings = dict(settings or {})
+        self._proxied = proxied
         self._workdir: Path | None = None
         self._nodes: list[KafkaNode] = []
         self.version = "Apache Kafka (not started)"
@@ -260,6 +266,9 @@ class KafkaBroker(Broker):
             settings = {**TEST_SETTINGS, **(SINGLE_NODE_SETTINGS if self._size == 1 else CLUSTER_SETTINGS)}
             cluster = cluster_id()
             for node in self._nodes:
+                if self._proxied:
+                    node.proxy = StallingProxy(node.port, f"node {node.node_id}")
+                    node.proxy.start()
                 node.configure(voters, {**settings, **self._settings})
                 node.format(cluster)
             for node in self._nodes:
@@ -340,14 +349,31 @@ class KafkaBroker(Broker):
         finally:
             self.resume(node_id)
 
+    def hold_next_answer(self, api_key: int, seconds: float) -> ResponseHold:
+        """Arm every node's proxy: the answer to the next request of ``api_key`` is held for ``seconds``."""
+        proxies = [n.proxy for n in self._nodes if n.proxy is not None]
+        if not proxies:
+            raise BrokerStartError("holding an answer needs a broker started with proxied=True")
+        hold = ResponseHold(api_key, seconds)
+        for proxy in proxies:
+            proxy.arm(hold)
+        return hold
+
+    def disarm(self) -> None:
+        for node in self._nodes:
+            if node.proxy is not None:
+                node.proxy.arm(None)
+
     def stop(self) -> None:
         self._halt(keep=False)
 
     def _halt(self, keep: bool) -> None:
-        """Stop every node (SIGKILL: its data is thrown away anyway), then remove the directory."""
+        """Stop every node (SIGKILL: its data is thrown away anyway) and its proxy, then remove the directory."""
         nodes, self._nodes = self._nodes, []
         for node in nodes:
             node.kill()
+            if node.proxy is not None:
+                node.proxy.close()
         if self._workdir is not None and not keep:
             shutil.rmtree(self._workdir, ignore_errors=True)
         self._workdir = None
