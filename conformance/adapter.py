@@ -171,6 +171,9 @@ class SourceSpec:
     max_records_per_trigger: int | None = None
     client_settings: tuple[tuple[str, str], ...] = ()
     """librdkafka settings the broker needs (security); pass them to every client."""
+    client_timeout_ms: int | None = None
+    """How long one client call may block before the connector gives up on it (``kconform soak`` sets it
+    below its node pauses and commit stalls, which must outlast it); None: the connector's default."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +184,8 @@ class SinkSpec:
     topic: str
     exactly_once: bool
     client_settings: tuple[tuple[str, str], ...] = ()
+    client_timeout_ms: int | None = None
+    """As ``SourceSpec.client_timeout_ms``: e.g. how long a transaction's commit may go unanswered."""
 
 
 @runtime_checkable

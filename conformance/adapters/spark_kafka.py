@@ -84,6 +84,8 @@ def source_options(source: SourceSpec) -> dict[str, str]:
         options["subscribePattern"] = str(source.subscribe_pattern)
     if source.max_records_per_trigger is not None:
         options["maxOffsetsPerTrigger"] = str(source.max_records_per_trigger)
+    if source.client_timeout_ms is not None:
+        options["kafkaConsumer.pollTimeoutMs"] = str(source.client_timeout_ms)
     return options
 
 
@@ -92,6 +94,8 @@ def sink_options(sink: SinkSpec) -> dict[str, str]:
     if sink.exactly_once:
         raise ValueError("spark-sql-kafka's sink is at-least-once only: it has no transactional (exactly-once) mode")
     options = {f"kafka.{k}": v for k, v in java_settings(sink.client_settings).items()}
+    if sink.client_timeout_ms is not None:
+        options["kafka.request.timeout.ms"] = str(sink.client_timeout_ms)
     return options | {"kafka.bootstrap.servers": sink.bootstrap_servers, "topic": sink.topic}
 
 

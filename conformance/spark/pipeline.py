@@ -39,7 +39,7 @@ from kconform.conformance.spark.cluster import STANDALONE, cluster_settings, is_
 from kconform.reference_impl.adapter import ReferenceAdapter
 from kconform.reference_impl.kafka_client import KafkaClient
 from kconform.reference_impl.ports import Isolation, Record
-from kconform.reference_impl.spark import KafkaDataSource, register
+from kconform.reference_impl.spark import TIMEOUT_OPTION, KafkaDataSource, register
 from kconform.reference_impl.spark.offsets import SourceOffsets
 from kconform.reference_impl.types import TopicPartition
 
@@ -83,6 +83,8 @@ class KconformKafkaAdapter:
             reader = reader.option("subscribePattern", source.subscribe_pattern)
         if source.max_records_per_trigger is not None:
             reader = reader.option("maxRecordsPerTrigger", str(source.max_records_per_trigger))
+        if source.client_timeout_ms is not None:
+            reader = reader.option(TIMEOUT_OPTION, str(source.client_timeout_ms))
         return reader.load()
 
     def write_stream(self, frame: DataFrame, sink: SinkSpec) -> DataStreamWriter:
@@ -93,6 +95,7 @@ class KconformKafkaAdapter:
             .option("topic", sink.topic)
             .option("deliveryGuarantee", "exactly-once" if sink.exactly_once else "at-least-once")
             .options(**{f"kafka.{k}": v for k, v in sink.client_settings})
+            .options(**({TIMEOUT_OPTION: str(sink.client_timeout_ms)} if sink.client_timeout_ms is not None else {}))
         )
 
 
@@ -160,6 +163,7 @@ def local_session(master: str = DEFAULT_MASTER) -> SparkSession:
     session = (
         builder.appName("kconform-pipeline")
         .config("spark.ui.enabled", "false")
+        .config("spark.python.worker.faulthandler.enabled", "true")
         .config("spark.sql.shuffle.partitions", "1")
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.driver.bindAddress", "127.0.0.1")
@@ -233,6 +237,8 @@ class Pipeline:
     client_settings: Mapping[str, str] = field(default_factory=dict)
     sink_settings: Mapping[str, str] = field(default_factory=dict)
     """librdkafka settings for the sink only, over ``client_settings`` (e.g. ``transaction.timeout.ms``)."""
+    client_timeout_ms: int | None = None
+    """``SourceSpec.client_timeout_ms`` and ``SinkSpec.client_timeout_ms``; None: the adapter's default."""
     adapter: PipelineAdapter = SPARK_ADAPTER
     failures: TaskFailures | None = None
     batches: dict[int, list[ReadRecord]] = field(default_factory=dict)
@@ -247,6 +253,7 @@ class Pipeline:
             starting_offsets=self.starting_offsets,
             max_records_per_trigger=self.max_records_per_trigger,
             client_settings=tuple(sorted(self.client_settings.items())),
+            client_timeout_ms=self.client_timeout_ms,
         )
         frame = self.adapter.read_stream(self.spark, spec)
         return frame if self.failures is None else self.failures.inject(frame)
@@ -258,7 +265,10 @@ class Pipeline:
             writer = frame.withColumn("task", F.spark_partition_id()).writeStream.foreachBatch(self._capture)
         else:
             settings = {**self.client_settings, **self.sink_settings}
-            spec = SinkSpec(self.bootstrap_servers, self.sink_topic, self.exactly_once, tuple(sorted(settings.items())))
+            spec = SinkSpec(
+                self.bootstrap_servers, self.sink_topic, self.exactly_once, tuple(sorted(settings.items())),
+                self.client_timeout_ms,
+            )  # fmt: skip
             writer = self.adapter.write_stream(frame.select("key", "value"), spec)
         writer = writer.option("checkpointLocation", str(self.checkpoint))
         writer = writer.trigger(availableNow=True) if available_now else writer
