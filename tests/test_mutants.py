@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from kconform.conformance.brokers.probe import lacking
-from kconform.conformance.mutants.pipeline import PIPELINE_MUTANTS, PipelineMutant
+from kconform.conformance.mutants.pipeline import FAULT_ONLY_MUTANTS, PIPELINE_MUTANTS, FaultOnlyMutant, PipelineMutant
 from kconform.conformance.mutants.protocol import MUTANTS, Mutant
 
 VIOLATION_LINE = re.compile(r"^E\s+([A-Z]+-\d{3}) [a-z-]+:", re.MULTILINE)
@@ -102,3 +102,14 @@ def test_required_a_bug_in_one_requirement_fails_that_requirement_and_no_other_i
     assert {i for i, s in statuses.items() if s == "FAIL"} == {"ASSIGN-004"}, statuses
     assert statuses.pop("COMMIT-018") == "SKIP"  # it bounds pooled ids; this sink names them incrementing
     assert {s for i, s in statuses.items() if i != "ASSIGN-004"} <= {"PASS", "PARTIAL"}, statuses
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("mutant", FAULT_ONLY_MUTANTS, ids=lambda m: m.name)
+def test_a_fault_only_mutant_passes_every_pipeline_scenario_of_its_requirements(mutant: FaultOnlyMutant) -> None:
+    """Task failures, driver kills and replays do not show its bug: only ``kconform soak``'s broker and
+    network faults do (``tests/test_soak.py`` shows the soak catching it)."""
+    adapter = f"kconform.conformance.mutants.pipeline:{mutant.name}"
+    selected = [arg for rid in sorted(mutant.kills_on) for arg in ("--kconform-requirement", rid)]
+    returncode, output = run_suite(adapter, selected, "quick")
+    assert returncode == 0 and " passed" in output, f"{mutant.name} was caught without a fault:\n{output[-3000:]}"

@@ -1,6 +1,8 @@
 """``kconform soak`` end to end on Apache Kafka and local Spark: short schedules, a few minutes each test.
 
-The reference adapter passes two schedules of the cheapest faults; a pipeline mutant whose
+The reference adapter passes two schedules of the cheapest faults and a commit whose answer is
+held back past its timeout (``commit-stall``), which a sink that then writes the batch again under a
+fresh transactional id fails, as does that failure's saved replay; a pipeline mutant whose
 exactly-once sink writes a replayed batch again (``spark_sink_forgets_marker``) is caught by a
 schedule whose driver is killed between its tasks' commit and the commit log (``driver-kill@torn``),
 and the failure is saved with its replay line. On a standalone cluster (``--spark-master
@@ -10,14 +12,18 @@ standalone``) an executor killed inside a batch's tasks is survived (about 2 min
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from kconform.conformance import jvm
+from kconform.conformance.adapter import DEFAULT_MASTER
 from kconform.conformance.soak.schedule import FaultKind, Phase, draw_schedule, parse_kinds
+from kconform.conformance.spark.driver import DriverRun, StandbyDrivers
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
@@ -73,6 +79,30 @@ def test_a_sink_that_rewrites_a_replayed_batch_is_caught_and_saved_with_its_repl
     assert "driver-kill@torn" in (saved / "timeline.txt").read_text()
 
 
+STALL_SEED = 1
+"""Schedule 0 of this seed, commit stalls only, one killable run: ``commit-stall`` after the first batch."""
+FAULT_ONLY = "kconform.conformance.mutants.pipeline:spark_sink_rewrites_timed_out_commit"
+
+
+@pytest.mark.timeout(3 * SOAK_TIMEOUT_S)
+def test_a_sink_that_rewrites_a_timed_out_commit_is_caught_only_by_the_stall_and_its_replay_fails_again(
+    tmp_path: Path,
+) -> None:
+    schedule = draw_schedule(STALL_SEED, 0, "kafka", parse_kinds("commit-stall", "kafka"), 1)
+    assert [f.kind for f in schedule.faults()] == [FaultKind.COMMIT_STALL]
+    args = ("--seed", str(STALL_SEED), "--only-schedule", "0", "--max-runs", "1", "--faults", "commit-stall")
+    reference = soak(*args, "--out", str(tmp_path / "reference"))
+    assert reference.returncode == 0, (reference.stdout + reference.stderr)[-6000:]
+    assert "commit-stall 1" in reference.stdout and "the node had committed" in reference.stdout
+    caught = soak("--adapter", FAULT_ONLY, *args, "--out", str(tmp_path / "mutant"))
+    output = caught.stdout + caught.stderr
+    assert caught.returncode == 1 and "COMMIT-011 duplicate" in output, output[-6000:]
+    replay = shlex.split((tmp_path / "mutant" / "schedule-0" / "replay.txt").read_text())
+    assert replay[:2] == ["kconform", "soak"] and FAULT_ONLY in replay
+    again = soak(*replay[2:], "--out", str(tmp_path / "replayed"))
+    assert again.returncode == 1 and "COMMIT-011 duplicate" in again.stdout, (again.stdout + again.stderr)[-6000:]
+
+
 EXECUTOR_SEED = 13
 """Schedule 0 of this seed on a standalone cluster, executor and driver kills, one killable run:
 ``executor-kill`` inside batch 2's tasks, then ``driver-kill@committed`` (about 2 minutes here)."""
@@ -90,3 +120,23 @@ def test_an_executor_killed_inside_a_batch_is_survived_on_a_standalone_cluster(t
     output = run.stdout + run.stderr
     assert run.returncode == 0, output[-6000:]
     assert "executor-kill 1" in output and "SIGKILLed" in output, output[-6000:]
+
+
+@pytest.mark.timeout(300)
+def test_standby_drivers_run_what_they_are_handed_and_close_leaves_no_process(tmp_path: Path) -> None:
+    drivers = StandbyDrivers(DEFAULT_MASTER, tmp_path)
+    run = DriverRun(
+        adapter="kconform.no_such_module:ADAPTER", master=DEFAULT_MASTER, bootstrap_servers="127.0.0.1:9",
+        source="s", sink="o", checkpoint=str(tmp_path / "checkpoint"), parallelism=1, exactly_once=True,
+        max_records_per_trigger=1, client_settings={},
+    )  # fmt: skip
+    driver, log = drivers.start(run)
+    waiting, _ = drivers._ready or (None, None)
+    try:
+        assert driver.wait(timeout=240) != 0
+        assert "kconform.no_such_module" in log.read_text(), log.read_text()[-3000:]
+    finally:
+        drivers.close()
+    assert waiting is not None and waiting.returncode == 0, "the standby ends cleanly when nothing is handed to it"
+    with pytest.raises(ValueError, match="local"):
+        StandbyDrivers(DEFAULT_MASTER, tmp_path).start(replace(run, master="spark://127.0.0.1:7077"))

@@ -7,6 +7,7 @@ from collections import Counter
 import pytest
 
 from kconform.conformance.soak.schedule import (
+    BROKER_FAULTS,
     EXECUTOR_WORKERS,
     NEEDS,
     FaultKind,
@@ -79,13 +80,12 @@ def test_an_executor_kill_lands_inside_a_batch_on_a_worker_of_the_cluster() -> N
     assert kills[0].label() == f"executor-kill(worker {kills[0].node})"
 
 
-def test_schedules_without_executors_are_the_same_as_before_executor_kill_existed() -> None:
-    """Adding the kind does not move any other run's draws: a seed replays as it did (drawn before the change)."""
+def test_a_seed_replays_as_pinned_and_no_kinds_given_means_every_available_one() -> None:
+    """Pinned as drawn when ``commit-stall`` was added: a generator change must re-pin it knowingly,
+    since it changes what every saved replay line runs."""
     assert draw_schedule(8, 3, "kafka-cluster").describe().splitlines() == [
-        "run 1 (n=1): driver-kill@planned at offsets+0+959ms",
-        "run 2 (n=4): rescale->4 at start; driver-kill@planned at offsets+1+689ms",
-        "run 3 (n=1): rescale->1 at start; driver-kill@committed at commits+2+1433ms",
-        "run 4 (n=1, final: to the end): no faults",
+        "run 1 (n=1): leader-kill(4281ms) at offsets+3+13ms; driver-kill@planned at offsets+4+689ms",
+        "run 2 (n=2, final: to the end): rescale->2 at start",
     ]
     assert draw_schedules(8, 30, "kafka") == draw_schedules(8, 30, "kafka", available_kinds("kafka"))
 
@@ -116,3 +116,13 @@ def test_restricted_kinds_draw_only_those() -> None:
     one = draw_schedule(2, 0, "kafka", kinds, max_segments=1)
     assert len(one.segments) == 2
     assert "final: to the end" in one.describe()
+
+
+def test_about_half_the_broker_faults_land_inside_a_transactional_write_and_nothing_else_does() -> None:
+    faults = [f for s in draw_schedules(1, 100, "kafka-cluster") for f in s.faults() if f.anchor is not None]
+    inside = [f for f in faults if f.anchor is not None and f.anchor.log == "txn"]
+    assert {f.kind for f in inside} == BROKER_FAULTS
+    assert all(f.anchor is not None and f.anchor.delay_ms == 0 for f in inside)
+    broker = [f for f in faults if f.kind in BROKER_FAULTS]
+    assert 0.35 < len(inside) / len(broker) < 0.65, (len(inside), len(broker))
+    assert "txn+" in draw_schedule(1, 1, "kafka", parse_kinds("node-pause", "kafka")).describe()

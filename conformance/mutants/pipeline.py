@@ -8,6 +8,7 @@ in the package (not the tests) because Spark's Python workers must import them.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final
@@ -23,9 +24,18 @@ from pyspark.sql.types import StructType
 from kconform.conformance.spark.pipeline import KconformKafkaAdapter
 from kconform.reference_impl.assignment import assign
 from kconform.reference_impl.kafka_client import KafkaClient, KafkaTransactionalProducer
+from kconform.reference_impl.ports import KafkaError
 from kconform.reference_impl.spark import Connection, KafkaDataSource
 from kconform.reference_impl.spark.offsets import SourceOffsets
-from kconform.reference_impl.spark.sink import KafkaStreamWriter, Placement, SinkOptions, TaskCommit, TaskIdentity
+from kconform.reference_impl.spark.sink import (
+    KafkaStreamWriter,
+    Placement,
+    SinkOptions,
+    TaskCommit,
+    TaskIdentity,
+    _open_transaction,
+    _produce,
+)
 from kconform.reference_impl.spark.source import KafkaInputPartition, KafkaStreamReader, SourceOptions
 from kconform.reference_impl.types import TopicPartition
 
@@ -189,6 +199,41 @@ class _DroppedTimeoutWriter(KafkaStreamWriter):
         super().__init__(replace(options, connection=replace(connection, settings=kept)), schema)
 
 
+class _TimedOutCommitRewritesWriter(KafkaStreamWriter):
+    """Takes a commit that timed out for a failed one and writes the batch again in a new transaction,
+    under a fresh transactional id (the first producer looks stuck). When the first commit reached the
+    broker and only its answer was late (a network stall: ``kconform soak``'s ``commit-stall``) the
+    batch is in the output twice; the reference lets the task fail instead, and its retry's
+    ``init_transactions`` on the same id finds the commit done (the marker). Without a fault no commit
+    times out, so no gentler scenario can tell it from the reference (``FAULT_ONLY_MUTANTS``)."""
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskCommit:
+        identity = TaskIdentity.current()
+        rows = list(iterator)  # kept for the rewrite
+        topic = self._options.topic
+        with contextlib.ExitStack() as clients:
+            kafka = clients.enter_context(self._options.connection.client())
+            placement = self.placement(identity.task, len(kafka.list_topics()[topic]))
+            producer = _open_transaction(kafka, self._options, identity)
+            if producer is None:
+                return TaskCommit(identity, 0, skipped=True)
+            group = identity.transactional_id(self._options.prefix)
+            marker = {TopicPartition(topic, 0): identity.batch + 1}
+            written = _produce(producer, topic, placement, rows)
+            try:
+                producer.send_offsets_to_transaction(group, marker)
+                producer.commit_transaction()
+            except KafkaError as error:
+                if "TIMED_OUT" not in str(error):
+                    raise
+                rewrite = kafka.init_producer(f"{group}-rewrite-{uuid4().hex[:8]}")
+                rewrite.begin_transaction()
+                _produce(rewrite, topic, placement, rows)
+                rewrite.send_offsets_to_transaction(group, marker)
+                rewrite.commit_transaction()
+            return TaskCommit(identity, written, skipped=False)
+
+
 UNASSIGNED: Final = -1
 """librdkafka's ``RD_KAFKA_PARTITION_UA``: a record produced without a partition, for the partitioner to place."""
 
@@ -331,5 +376,33 @@ PIPELINE_MUTANTS: tuple[PipelineMutant, ...] = (
     ),
 )
 
-for _mutant in PIPELINE_MUTANTS:
-    globals()[_mutant.name] = _mutant.adapter
+
+@dataclass(frozen=True)
+class FaultOnlyMutant:
+    """A broken pipeline adapter whose bug shows only under a broker fault: ``kconform soak`` catches it,
+    the pipeline suite's gentler faults (task failures, driver kills) cannot."""
+
+    name: str
+    kills_on: frozenset[str]
+    bug: str
+    adapter: KconformKafkaAdapter
+    faults: str
+    """The fault kinds (``kconform soak --faults``) that expose it."""
+
+
+FAULT_ONLY_MUTANTS: tuple[FaultOnlyMutant, ...] = (
+    FaultOnlyMutant(
+        "spark_sink_rewrites_timed_out_commit",
+        frozenset({"COMMIT-011"}),
+        "a commit that timed out is taken for failed: the batch is written again in a new transaction under a "
+        "fresh id while the first commit completes",
+        KconformKafkaAdapter(data_source=_sink("kc-mutant-rewrites-timed-out-commit", _TimedOutCommitRewritesWriter)),
+        faults="commit-stall",
+    ),
+)
+
+ADAPTERS: Final[dict[str, KconformKafkaAdapter]] = {m.name: m.adapter for m in PIPELINE_MUTANTS} | {
+    m.name: m.adapter for m in FAULT_ONLY_MUTANTS
+}
+"""Every mutant's adapter by name; each is also this module's attribute, for ``--adapter module:name``."""
+globals().update(ADAPTERS)

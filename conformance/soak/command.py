@@ -36,7 +36,8 @@ from kconform.conformance.soak.schedule import (
     draw_schedule,
     parse_kinds,
 )
-from kconform.conformance.spark.cluster import STANDALONE, SparkClusterError, StandaloneCluster
+from kconform.conformance.spark.cluster import STANDALONE, SparkClusterError, StandaloneCluster, is_local
+from kconform.conformance.spark.driver import StandbyDrivers
 
 DEFAULT_ADAPTER: Final = "kconform.conformance.spark.pipeline:REFERENCE"
 DEFAULT_OUT: Final = Path("build/soak")
@@ -61,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--only-schedule", type=int, action="append", default=None, metavar="I",
                         help="run only schedule I of the seed (repeatable): the replay of a failure")  # fmt: skip
     parser.add_argument("--faults", default=None, help="comma-separated fault kinds to draw (default: all available)")
-    parser.add_argument("--max-runs", type=int, default=3, help="killable driver runs per schedule, at most")
+    parser.add_argument("--max-runs", type=int, default=2, help="killable driver runs per schedule, at most")
     parser.add_argument("--rate", type=int, default=20, help="records produced per second during a schedule")
     parser.add_argument("--spark-master", default=DEFAULT_MASTER,
                         help=f"the drivers' master (default {DEFAULT_MASTER}); {STANDALONE}: a standalone master and "
@@ -126,9 +127,12 @@ def save_failure(out: Path, outcome: Outcome, replay: str, broker: KafkaBroker) 
     (folder / "history.jsonl").write_text("".join(json.dumps(op) + "\n" for op in outcome.history))
     verdict = explain(outcome.violations, limit=50) if outcome.violations else "no violation"
     (folder / "verdict.txt").write_text(f"{verdict}\n{('error: ' + outcome.error) if outcome.error else ''}\n")
-    if outcome.driver_log is not None and outcome.driver_log.exists():
-        lines = outcome.driver_log.read_text(errors="replace").splitlines()[-LOG_TAIL_LINES * 4 :]
-        (folder / "spark-driver-log-tail.txt").write_text("\n".join(lines) + "\n")
+    drivers = []
+    for number, log in enumerate(outcome.driver_logs, 1):
+        lines = log.read_text(errors="replace").splitlines()[-LOG_TAIL_LINES:] if log.exists() else ["(no log)"]
+        drivers.append(f"--- driver {number} of the schedule ({log.name}) ---\n" + "\n".join(lines))
+    if drivers:
+        (folder / "spark-driver-log-tail.txt").write_text("\n".join(drivers) + "\n")
     tails = "\n".join(f"--- node {n.node_id} ---\n{n.log_tail(LOG_TAIL_LINES)}" for n in broker.nodes)
     (folder / "broker-log-tail.txt").write_text(tails + "\n")
     (folder / "replay.txt").write_text(replay + "\n")
@@ -174,7 +178,7 @@ def main(argv: Sequence[str]) -> int:
     outcomes: list[Outcome] = []
     began = time.monotonic()
     workdir = Path(tempfile.mkdtemp(prefix="kconform-soak-"))
-    broker = KafkaBroker(nodes=CLUSTER_SIZE if args.broker == "kafka-cluster" else 1)
+    broker = KafkaBroker(nodes=CLUSTER_SIZE if args.broker == "kafka-cluster" else 1, proxied=True)
     try:
         broker.start()
     except BrokerStartError as error:
@@ -183,6 +187,9 @@ def main(argv: Sequence[str]) -> int:
         return ERROR_EXIT
     context = SoakContext(broker, args.adapter, args.spark_master, workdir, uuid.uuid4().hex[:6])
     cluster = StandaloneCluster() if standalone else None
+    if is_local(args.spark_master):
+        (workdir / "drivers").mkdir()
+        context.standby = StandbyDrivers(args.spark_master, workdir / "drivers")
     try:
         if cluster is not None:  # one for the whole soak, stopped in the finally with every process it began
             try:
@@ -223,6 +230,8 @@ def main(argv: Sequence[str]) -> int:
         return ERROR_EXIT if not outcomes else _finish(outcomes, interrupted=True)
     finally:
         try:
+            if context.standby is not None:
+                context.standby.close()
             if cluster is not None:
                 cluster.stop()
         finally:

@@ -24,9 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+import confluent_kafka as ck
 from confluent_kafka.admin import AdminClient
 
 from kconform.conformance.brokers import KafkaBroker
+from kconform.conformance.brokers.proxy import END_TXN
 from kconform.conformance.soak.schedule import Fault, FaultKind, Phase
 from kconform.conformance.spark.cluster import StandaloneCluster, alive, process_tree
 from kconform.reference_impl.kafka_client import KafkaClient
@@ -35,6 +37,9 @@ from kconform.reference_impl.types import TopicPartition
 KILL_WAIT_S: Final = 30.0
 EXECUTOR_MAIN: Final = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
 EXECUTOR_GONE_S: Final = 10.0
+WATCH_TIMEOUT_S: Final = 1.0
+COMMIT_WAIT_S: Final = 20.0
+"""How long a ``commit-stall`` waits for a task to send a commit before it is not injected."""
 
 
 class FaultNotSupported(Exception):
@@ -112,6 +117,37 @@ class Topology:
         return f"{self.prefix}-src-{number}"
 
 
+class OpenTransactionWatch:
+    """Whether the sink holds an open transaction with records now: a partition whose high watermark
+    (what a read_uncommitted consumer may read) is above its last stable offset (read_committed's)."""
+
+    def __init__(self, broker: KafkaBroker, topic: str, partitions: int) -> None:
+        self._partitions = [ck.TopicPartition(topic, p) for p in range(partitions)]
+        self._consumers = [
+            ck.Consumer(broker.client_config("consumer", **{"group.id": f"kconform-soak-watch-{level}",
+                                                           "isolation.level": level}))
+            for level in ("read_uncommitted", "read_committed")
+        ]  # fmt: skip
+
+    def open(self) -> bool:
+        """One ListOffsets per isolation and partition; a broker that does not answer (paused, restarting)
+        shows no open transaction."""
+        try:
+            for tp in self._partitions:
+                high, stable = (
+                    c.get_watermark_offsets(tp, timeout=WATCH_TIMEOUT_S, cached=False) for c in self._consumers
+                )
+                if high[1] > stable[1]:
+                    return True
+        except ck.KafkaException:
+            return False
+        return False
+
+    def close(self) -> None:
+        for consumer in self._consumers:
+            consumer.close()
+
+
 def checkpoint_entries(checkpoint: Path, log: str) -> list[int]:
     """The batch ids with an entry in the checkpoint's ``offsets`` or ``commits`` log, ascending."""
     folder = checkpoint / log
@@ -142,6 +178,21 @@ def tear_last_commit(checkpoint: Path) -> str:
     return f"commit-log entry {last} removed: batch {last} is replayed with its output already committed"
 
 
+def stall_next_commit(broker: KafkaBroker, duration_ms: int, stop: threading.Event) -> str:
+    """Hold back the answer to the next EndTxn any client sends for ``duration_ms``; what was held.
+    ``NotInjected`` when no commit is sent within ``COMMIT_WAIT_S``."""
+    hold = broker.hold_next_answer(END_TXN, duration_ms / 1000)
+    deadline = time.monotonic() + COMMIT_WAIT_S
+    while not hold.claimed.wait(0.05) and time.monotonic() < deadline and not stop.is_set():
+        pass  # a bounded wait for the next commit, watching the soak's stop event
+    if not hold.cancel():
+        raise NotInjected(f"no transaction was committed within {COMMIT_WAIT_S:g} s")
+    limit = time.monotonic() + duration_ms / 1000 + COMMIT_WAIT_S
+    while not hold.released.wait(0.05) and time.monotonic() < limit and not stop.is_set():
+        pass  # the held answer is delivered after duration_ms
+    return f"the answer to the commit (EndTxn, {hold.where}) held back {duration_ms} ms; the node had committed"
+
+
 def leader_of(broker: KafkaBroker, tp: TopicPartition) -> int:
     admin = AdminClient(broker.client_config("admin"))
     topic = admin.list_topics(tp.topic, timeout=10).topics[tp.topic]
@@ -162,6 +213,8 @@ def apply(
         return kill_executor(cluster, fault.node)
     if kind is FaultKind.RESCALE:
         return f"next driver at parallelism {fault.amount}"
+    if kind is FaultKind.COMMIT_STALL:
+        return stall_next_commit(broker, fault.duration_ms, stop)
     if kind is FaultKind.ADD_PARTITIONS:
         topic = sorted(topics.sources)[0]
         before = topics.sources[topic]

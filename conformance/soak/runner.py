@@ -4,9 +4,11 @@ The query is the adapter's exactly-once source-to-sink query (``kconform.conform
 subscribed by pattern to the schedule's source topics, each segment in its own killable driver
 process on one checkpoint. A producer thread writes numbered records (idempotent, ``acks=all``) to
 every source partition in turn while the killable segments run and records what the broker
-acknowledged. Before the final segment it stops; the final driver must then read everything and
-exit 0 (it is started again, up to ``FINAL_ATTEMPTS`` times, if it fails, e.g. on a broker still
-recovering: each failure is in the timeline).
+acknowledged: first a burst of ``MAX_ENTRY + 2`` batches' worth, acknowledged before the first
+driver starts (a driver reads what was there when it started, so its faults' anchors, up to
+``MAX_ENTRY`` batches in, are reached), then ``records_per_s``. Before the final segment it stops;
+the final driver must then read everything and exit 0 (it is started again, up to ``FINAL_ATTEMPTS``
+times, if it fails, e.g. on a broker still recovering: each failure is in the timeline).
 
 The verdict is a Jepsen-style history: what was produced (acknowledged or not), what the source
 topics hold, what the sink shows ``read_committed``. It is judged with the suite's checkers:
@@ -23,7 +25,7 @@ import subprocess
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
@@ -34,23 +36,37 @@ from kconform.conformance.brokers import KafkaBroker
 from kconform.conformance.checks.checkers import Violation, check_order
 from kconform.conformance.soak.faults import (
     NotInjected,
+    OpenTransactionWatch,
     Topology,
     apply,
     checkpoint_entries,
     kill_group,
     torn_or_plain,
 )
-from kconform.conformance.soak.schedule import Fault, FaultKind, Schedule, Segment
+from kconform.conformance.soak.schedule import (
+    CLIENT_TIMEOUT_MS,
+    MAX_ENTRY,
+    NEEDS_A_RUNNING_DRIVER,
+    Fault,
+    FaultKind,
+    Schedule,
+    Segment,
+)
 from kconform.conformance.spark.cluster import StandaloneCluster
-from kconform.conformance.spark.driver import DriverRun
+from kconform.conformance.spark.driver import DriverRun, StandbyDrivers
 from kconform.conformance.spark.pipeline import ReadRecord, check_output, check_read_once, topic_records
 from kconform.reference_impl.kafka_client import KafkaClient, wait_until
-from kconform.reference_impl.ports import Isolation
+from kconform.reference_impl.ports import Isolation, Record
 from kconform.reference_impl.types import TopicPartition
 
+UNFINISHED_IS_NOT_LOSS: Final = frozenset({"lost-write", "offset-gap"})
+"""Violations a schedule whose final run did not finish cannot show: it is an ERROR (not judged), not a FAIL."""
 DRIVER_TIMEOUT_S: Final = 300.0
 """A driver that neither reaches its next anchor nor ends within this is a failure of the schedule."""
 FINAL_ATTEMPTS: Final = 3
+FINAL_TRIGGER_FACTOR: Final = 10
+"""The final run, a catch-up with nothing produced any more, reads up to this many times the schedule's
+records per trigger: fewer batches of its own, each still planned and committed as any other."""
 FLUSH_TIMEOUT_S: Final = 150.0
 PRODUCER_SETTINGS: Final = {
     "enable.idempotence": True,
@@ -84,13 +100,17 @@ class Produced:
 
 
 class RecordProducer:
-    """A thread producing ``tag-<n>`` records round-robin over the source partitions at ``rate`` per second."""
+    """A thread producing ``tag-<n>`` records round-robin over the source partitions: the first ``burst``
+    at once, then ``rate`` per second."""
 
-    def __init__(self, broker: KafkaBroker, tag: str, partitions: list[TopicPartition], rate: int) -> None:
+    def __init__(
+        self, broker: KafkaBroker, tag: str, partitions: list[TopicPartition], rate: int, burst: int = 0
+    ) -> None:
         self._producer = ck.Producer(broker.client_config("producer", **PRODUCER_SETTINGS))
         self._tag = tag
         self._targets = list(partitions)
         self._interval_s = 1 / max(1, rate)
+        self._burst = burst
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self.history: list[Produced] = []
@@ -105,7 +125,7 @@ class RecordProducer:
 
     def _run(self) -> None:
         sequence = 0
-        while not self._stop.wait(self._interval_s):  # pacing, and the stop signal
+        while not self._stop.wait(0 if sequence < self._burst else self._interval_s):  # pacing, and the stop signal
             with self._lock:
                 tp = self._targets[sequence % len(self._targets)]
                 op = Produced(f"{self._tag}-{sequence}".encode(), tp)
@@ -132,6 +152,10 @@ class RecordProducer:
         self._thread.join(timeout=10)
         left: int = self._producer.flush(FLUSH_TIMEOUT_S)
         return left
+
+    def burst_acknowledged(self) -> bool | None:
+        """True once the first burst is acknowledged (None before: ``wait_until``'s "not yet")."""
+        return True if self.acknowledged >= self._burst else None
 
     @property
     def acknowledged(self) -> int:
@@ -173,7 +197,8 @@ class Outcome:
     error: str | None = None
     """Set when the schedule could not be judged (the final driver never finished, a broker did not come back)."""
     history: list[dict[str, Any]] = field(default_factory=list)
-    driver_log: Path | None = None
+    driver_logs: list[Path] = field(default_factory=list)
+    """The logs of the schedule's drivers, in the order they ran."""
     seconds: float = 0.0
 
     @property
@@ -193,6 +218,18 @@ class SoakContext:
     stop: threading.Event = field(default_factory=threading.Event)
     cluster: StandaloneCluster | None = None
     """The standalone cluster ``master`` points at, when the soak started one (``executor-kill``)."""
+    standby: StandbyDrivers | None = None
+    """Drivers started ahead, their session up (local masters): a restart then costs no JVM start."""
+
+    def start_driver(self, run: DriverRun, logs: list[Path], folder: Path) -> subprocess.Popen[bytes]:
+        """A driver running ``run``; its log (a new one in ``folder`` unless a standby's) joins ``logs``."""
+        if self.standby is not None:
+            driver, log = self.standby.start(run)
+        else:
+            log = folder / f"driver-{len(logs) + 1}.log"
+            driver = run.start(log)
+        logs.append(log)
+        return driver
 
 
 def run_schedule(context: SoakContext, schedule: Schedule, progress: Callable[[str], None] = lambda _: None) -> Outcome:
@@ -200,7 +237,7 @@ def run_schedule(context: SoakContext, schedule: Schedule, progress: Callable[[s
     timeline = Timeline(echo=progress)
     folder = context.workdir / f"schedule-{schedule.index}"
     folder.mkdir(parents=True, exist_ok=True)
-    log = folder / "drivers.log"
+    logs: list[Path] = []
     prefix = f"kc-soak-{context.run_id}-{schedule.index}"
     with KafkaClient(context.broker, timeout_s=30) as kafka:
         first = f"{prefix}-src-0"
@@ -212,6 +249,7 @@ def run_schedule(context: SoakContext, schedule: Schedule, progress: Callable[[s
             f"s{schedule.seed}.{schedule.index}",
             [TopicPartition(first, p) for p in range(schedule.source_partitions)],
             schedule.records_per_s,
+            burst=(MAX_ENTRY + 2) * schedule.max_records_per_trigger,
         )
         topics = Topology(prefix, sink, {first: schedule.source_partitions}, producer.add)
         base = DriverRun(
@@ -226,32 +264,40 @@ def run_schedule(context: SoakContext, schedule: Schedule, progress: Callable[[s
             max_records_per_trigger=schedule.max_records_per_trigger,
             client_settings=context.broker.security,
             subscribe_pattern=topics.pattern,
+            client_timeout_ms=CLIENT_TIMEOUT_MS,
         )
         error: str | None = None
+        watch = OpenTransactionWatch(context.broker, sink, schedule.sink_partitions)
         producer.start()
         try:
+            wait_until(producer.burst_acknowledged, FLUSH_TIMEOUT_S, "the producer's first records acknowledged")
             *runs, final = schedule.segments
             for segment in runs:
                 run = replace(base, parallelism=segment.parallelism)
-                _run_segment(context, run, segment, log, kafka, topics, timeline)
+                _run_segment(context, run, segment, logs, kafka, topics, watch, timeline)
             undelivered = producer.stop()
             timeline.add(f"producer stopped: {producer.acknowledged} acknowledged, {undelivered} undelivered")
-            final_run = replace(base, parallelism=final.parallelism)
-            error = _run_final(context, final_run, final, log, kafka, topics, timeline)
+            final_run = replace(
+                base,
+                parallelism=final.parallelism,
+                max_records_per_trigger=schedule.max_records_per_trigger * FINAL_TRIGGER_FACTOR,
+            )
+            error = _run_final(context, final_run, final, logs, kafka, topics, timeline)
         except Exception as failure:  # any failure of the run is the schedule's error, with its cause
             error = f"{type(failure).__name__}: {failure}"
             timeline.add(f"error: {error}")
         finally:
             producer.stop()
+            watch.close()
         outcome = judge(kafka, topics, producer.history, schedule, timeline, error)
-    outcome.driver_log = log
+    outcome.driver_logs = logs
     outcome.seconds = time.monotonic() - timeline.began
     return outcome
 
 
 def _run_segment(
-    context: SoakContext, run: DriverRun, segment: Segment, log: Path, kafka: KafkaClient, topics: Topology,
-    timeline: Timeline,
+    context: SoakContext, run: DriverRun, segment: Segment, logs: list[Path], kafka: KafkaClient, topics: Topology,
+    watch: OpenTransactionWatch, timeline: Timeline,
 ) -> None:  # fmt: skip
     """One killable driver: its start faults, then its anchored faults in order, then its kill or its end."""
     checkpoint = Path(run.checkpoint)
@@ -260,19 +306,23 @@ def _run_segment(
             timeline.injected_fault(fault, _apply(context, fault, kafka, topics))
     seen = {log_name: len(checkpoint_entries(checkpoint, log_name)) for log_name in ("offsets", "commits")}
     timeline.add(f"driver started at n={run.parallelism}")
-    driver = run.start(log)
+    driver = context.start_driver(run, logs, checkpoint.parent)
     try:
         for fault in (f for f in segment.faults if f.anchor is not None):
             anchor = fault.anchor
             assert anchor is not None
 
             def reached(name: str = anchor.log, entry: int = anchor.entry) -> bool | None:
-                ended = driver.poll() is not None
-                return True if ended or len(checkpoint_entries(checkpoint, name)) > seen[name] + entry else None
+                if driver.poll() is not None:
+                    return True
+                if name == "txn":
+                    return True if len(checkpoint_entries(checkpoint, "commits")) >= seen["commits"] + entry \
+                        and watch.open() else None  # fmt: skip
+                return True if len(checkpoint_entries(checkpoint, name)) > seen[name] + entry else None
 
-            wait_until(reached, DRIVER_TIMEOUT_S, f"{anchor} or the driver's exit (log: {log})", step_s=0.01)
+            wait_until(reached, DRIVER_TIMEOUT_S, f"{anchor} or the driver's exit (log: {logs[-1]})", step_s=0.01)
             if driver.poll() is not None:
-                if fault.kind in (FaultKind.DRIVER_KILL, FaultKind.EXECUTOR_KILL):
+                if fault.kind in NEEDS_A_RUNNING_DRIVER:
                     timeline.add(f"{fault.describe()}: not injected, the driver ended first (exit {driver.returncode})")
                 else:
                     timeline.injected_fault(fault, "after the driver ended: " + _apply(context, fault, kafka, topics))
@@ -301,7 +351,7 @@ def _apply(context: SoakContext, fault: Fault, kafka: KafkaClient, topics: Topol
 
 
 def _run_final(
-    context: SoakContext, run: DriverRun, segment: Segment, log: Path, kafka: KafkaClient, topics: Topology,
+    context: SoakContext, run: DriverRun, segment: Segment, logs: list[Path], kafka: KafkaClient, topics: Topology,
     timeline: Timeline,
 ) -> str | None:  # fmt: skip
     """The last driver, with nothing produced any more: it must read everything and exit 0."""
@@ -309,7 +359,7 @@ def _run_final(
         timeline.injected_fault(fault, _apply(context, fault, kafka, topics))
     for attempt in range(1, FINAL_ATTEMPTS + 1):
         timeline.add(f"final driver started at n={run.parallelism} (attempt {attempt})")
-        driver = run.start(log)
+        driver = context.start_driver(run, logs, Path(run.checkpoint).parent)
         try:
             code = driver.wait(timeout=DRIVER_TIMEOUT_S)
         except subprocess.TimeoutExpired:
@@ -319,20 +369,39 @@ def _run_final(
         timeline.add(f"final driver ended ({'timed out' if code is None else f'exit {code}'})")
         if code == 0:
             return None
-    return f"the final driver did not finish cleanly in {FINAL_ATTEMPTS} attempts (log: {log})"
+    return f"the final driver did not finish cleanly in {FINAL_ATTEMPTS} attempts (log: {logs[-1]})"
 
 
 def judge(
     kafka: KafkaClient, topics: Topology, produced: list[Produced], schedule: Schedule, timeline: Timeline,
     error: str | None,
 ) -> Outcome:  # fmt: skip
-    """The history's verdict: COMMIT-011 (lost, duplicated), COMMIT-013 (order), RESTORE-003 (continuity)."""
+    """Read the schedule's topics and give the history its ``verdict``."""
     source = {
         TopicPartition(topic, p): records
         for topic in sorted(topics.sources)
         for p, records in topic_records(kafka, topic, Isolation.READ_UNCOMMITTED).items()
     }
     written = topic_records(kafka, topics.sink, Isolation.READ_COMMITTED)
+    outcome = verdict(source, written, produced, schedule, timeline, error)
+    outcome.history += [
+        {"op": "read", "isolation": "read_committed", "topic": topics.sink, "partition": p,
+         "values": [None if r.value is None else r.value.decode(errors="replace") for r in records]}
+        for p, records in written.items()
+    ]  # fmt: skip
+    return outcome
+
+
+def verdict(
+    source: Mapping[TopicPartition, list[Record]], written: Mapping[int, list[Record]], produced: list[Produced],
+    schedule: Schedule, timeline: Timeline, error: str | None,
+) -> Outcome:  # fmt: skip
+    """The history's verdict: COMMIT-011 (lost, duplicated), COMMIT-013 (order), RESTORE-003 (continuity).
+
+    ``source``: what the source partitions hold; ``written``: the sink's partitions read_committed. With
+    ``error`` (the final run did not finish) a missing record may still have come, so only excesses and
+    disorder are evidence: such a schedule is an ERROR, or a FAIL on a duplicate, never a PASS.
+    """
     origin = {r.value: (tp, r.offset) for tp, records in source.items() for r in records}
     expected = Counter(r.value for records in source.values() for r in records)
     seen = Counter(r.value for records in written.values() for r in records)
@@ -347,19 +416,15 @@ def judge(
     covered = [ReadRecord(*origin[v], value=v, task=0) for v, n in seen.items() if v in origin for _ in range(n)]
     ends = {tp: max((r.offset for r in records), default=-1) + 1 for tp, records in source.items()}
     violations += check_read_once(covered, ends)
-    history = [op.to_json() for op in produced]
-    history += [
-        {"op": "read", "isolation": "read_committed", "topic": topics.sink, "partition": p,
-         "values": [None if r.value is None else r.value.decode(errors="replace") for r in records]}
-        for p, records in written.items()
-    ]  # fmt: skip
+    if error is not None:
+        violations = [v for v in violations if v.kind not in UNFINISHED_IS_NOT_LOSS]
     return Outcome(
         schedule,
         violations,
         timeline,
         produced=len(acknowledged),
-        lost=sum((expected - seen).values()),
+        lost=0 if error is not None else sum((expected - seen).values()),
         duplicated=sum((seen - expected).values()),
         error=error,
-        history=history,
+        history=[op.to_json() for op in produced],
     )

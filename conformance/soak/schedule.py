@@ -5,9 +5,12 @@ checkpoint. A segment runs at a parallelism (``rescale`` when it differs from th
 and carries faults in firing order. A fault is anchored to a phase of the driver's micro-batches:
 ``offsets+k`` fires when the driver's ``k+1``-th new entry appears in the checkpoint's offset log (a
 batch planned, its tasks about to run), ``commits+k`` on its ``k+1``-th new commit-log entry (a
-batch done), each after ``delay_ms`` more; a fault without an anchor fires before the segment's
-driver starts (between batches). A segment ends with its driver killed (``driver-kill``, always its
-last fault) or run to the end of what was available when it started. The last segment is the
+batch done), each after ``delay_ms`` more; ``txn+k``, for broker faults only, once the driver has
+``k`` new commit-log entries, the first moment the sink holds an open transaction with records (its
+high watermark above its last stable offset): inside a task's transactional write, or while its
+commit markers are being written. A fault without an anchor fires before the segment's driver starts (between batches).
+A segment ends with its driver killed (``driver-kill``, always its last fault) or run to the end of
+what was available when it started. The last segment is the
 final run: records are no longer produced, it has no anchored faults and must end cleanly.
 
 Schedule ``i`` of seed ``S`` comes from ``random.Random(f"kconform-soak:{S}:{i}")`` alone, so it
@@ -15,7 +18,9 @@ can be replayed without drawing the ones before it (``--only-schedule i``). Only
 run can do are drawn (see ``NEEDS``): ``leader-kill`` needs ``kafka-cluster``, ``executor-kill`` a
 standalone Spark cluster (``--spark-master standalone``) with executor JVMs to kill. An
 executor-kill is anchored like a ``driver-kill@planned`` (an offset-log entry + delay: the batch's
-tasks are running) and names the worker whose executor it kills.
+tasks are running) and names the worker whose executor it kills. A ``commit-stall`` holds back the
+answer to the first transaction commit (EndTxn) a task sends after its anchor, longer than the
+clients' timeout: the node committed, the task's ``commit_transaction`` timed out.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Final, Literal
 
@@ -38,6 +43,7 @@ class FaultKind(StrEnum):
     ADD_TOPIC = "add-topic"
     RESCALE = "rescale"
     EXECUTOR_KILL = "executor-kill"
+    COMMIT_STALL = "commit-stall"
 
 
 class Phase(StrEnum):
@@ -54,7 +60,7 @@ class Phase(StrEnum):
     planned (a real crash cannot lose an offset-log entry written before it)."""
 
 
-Log = Literal["offsets", "commits"]
+Log = Literal["offsets", "commits", "txn"]
 PHASE_LOG: Final[dict[Phase, Log]] = {Phase.PLANNED: "offsets", Phase.COMMITTED: "commits", Phase.TORN: "commits"}
 
 BROKER_FAULTS: Final = frozenset(
@@ -76,12 +82,18 @@ NEEDS: Final[dict[FaultKind, str]] = {
 EXECUTOR_WORKERS: Final = 2
 """The standalone cluster's workers (``kconform.conformance.spark.cluster.DEFAULT_SHAPE``), one executor each."""
 
-PAUSE_MS: Final = (11_000, 15_000)
-"""A paused node stays stopped longer than the clients' 10 s request timeout (``timeoutMs``)."""
+CLIENT_TIMEOUT_MS: Final = 10_000
+"""The drivers' client timeout (``SourceSpec.client_timeout_ms``, ``SinkSpec.client_timeout_ms``)."""
+PAUSE_MS: Final = (CLIENT_TIMEOUT_MS + 1_000, CLIENT_TIMEOUT_MS + 5_000)
+"""A paused node stays stopped, and a commit's answer is held back, longer than the clients' timeout."""
+NEEDS_A_RUNNING_DRIVER: Final = frozenset({FaultKind.DRIVER_KILL, FaultKind.EXECUTOR_KILL, FaultKind.COMMIT_STALL})
+"""Kinds that act on the running query: not injected when its driver ended before their anchor."""
 LEADER_DOWN_MS: Final = (2_000, 6_000)
 MAX_PARALLELISM: Final = 4
 MAX_ENTRY: Final = 3
 MAX_DELAY_MS: Final = 1_500
+IN_TRANSACTION_SHARE: Final = 0.5
+"""The share of broker faults anchored inside a transactional write (``txn+k``) rather than at a batch's edge."""
 
 
 def available_kinds(broker: str, executors: bool = False) -> frozenset[FaultKind]:
@@ -98,7 +110,8 @@ def available_kinds(broker: str, executors: bool = False) -> frozenset[FaultKind
 
 @dataclass(frozen=True, order=True)
 class Anchor:
-    """The ``entry + 1``-th new entry of a driver's ``log``, then ``delay_ms``."""
+    """The ``entry + 1``-th new entry of a driver's ``log`` (``txn``: the sink's first open transaction after
+    ``entry`` new commit-log entries), then ``delay_ms``."""
 
     entry: int
     log: Log
@@ -119,7 +132,8 @@ class Fault:
     """The node a broker fault hits (leader-kill: None, the sink partition's leader at that moment);
     executor-kill: the worker whose executor of the running application is killed."""
     duration_ms: int = 0
-    """node-pause: how long the node stays stopped; leader-kill: how long it stays down."""
+    """node-pause: how long the node stays stopped; leader-kill: how long it stays down; commit-stall: how
+    long the answer to the commit is held back."""
     amount: int = 0
     """add-partitions: partitions added to a source topic; add-topic: the new topic's partitions;
     rescale: the new parallelism."""
@@ -134,6 +148,8 @@ class Fault:
             return f"{self.kind}(+{self.amount})"
         if self.kind is FaultKind.EXECUTOR_KILL:
             return f"{self.kind}(worker {self.node})"
+        if self.kind is FaultKind.COMMIT_STALL:
+            return f"{self.kind}({self.duration_ms}ms)"
         detail = [f"node {self.node}"] if self.node is not None else []
         detail += [f"{self.duration_ms}ms"] if self.duration_ms else []
         return f"{self.kind}({', '.join(detail)})" if detail else str(self.kind)
@@ -215,7 +231,7 @@ def schedule_rng(seed: int, index: int) -> random.Random:
 
 
 def draw_schedule(
-    seed: int, index: int, broker: str = "kafka", kinds: Iterable[FaultKind] | None = None, max_segments: int = 3,
+    seed: int, index: int, broker: str = "kafka", kinds: Iterable[FaultKind] | None = None, max_segments: int = 2,
     executors: bool = False,
 ) -> Schedule:  # fmt: skip
     """Schedule ``index`` of ``seed`` on ``broker``, drawing only ``kinds`` (default: all the run can do).
@@ -241,7 +257,7 @@ def draw_schedule(
             faults.append(Fault(FaultKind.RESCALE, amount=parallelism))
         if not final:
             anchored: list[Fault] = []
-            for kind in rng.sample(extras, k=min(len(extras), rng.choice((0, 1, 1, 2)))):
+            for kind in rng.sample(extras, k=min(len(extras), rng.choice((0, 1, 1, 2, 2)))):
                 fault = _draw_extra(rng, kind, broker)
                 (anchored if fault.anchor is not None else faults).append(fault)
             faults += sorted(anchored, key=lambda f: f.anchor or Anchor(-1, "offsets", 0))
@@ -270,16 +286,23 @@ def _draw_extra(rng: random.Random, kind: FaultKind, broker: str) -> Fault:
     if kind in TOPOLOGY_FAULTS:
         anchor = None if rng.random() < 0.35 else _anchor(rng, log)
         return Fault(kind, anchor, amount=rng.randint(1, 2))
+    if kind is FaultKind.COMMIT_STALL:  # the next commit after the anchor, whenever a task sends it
+        return Fault(kind, _anchor(rng, log), duration_ms=rng.randint(*PAUSE_MS))
     node = rng.randint(1, NODES[broker])
     if kind is FaultKind.NODE_PAUSE:
-        return Fault(kind, _anchor(rng, log), node=node, duration_ms=rng.randint(*PAUSE_MS))
-    if kind is FaultKind.LEADER_KILL:
-        return Fault(kind, _anchor(rng, log), duration_ms=rng.randint(*LEADER_DOWN_MS))
-    return Fault(kind, _anchor(rng, log), node=node)
+        fault = Fault(kind, _anchor(rng, log), node=node, duration_ms=rng.randint(*PAUSE_MS))
+    elif kind is FaultKind.LEADER_KILL:
+        fault = Fault(kind, _anchor(rng, log), duration_ms=rng.randint(*LEADER_DOWN_MS))
+    else:
+        fault = Fault(kind, _anchor(rng, log), node=node)
+    if rng.random() < IN_TRANSACTION_SHARE:
+        assert fault.anchor is not None
+        fault = replace(fault, anchor=Anchor(fault.anchor.entry, "txn", 0))
+    return fault
 
 
 def draw_schedules(
-    seed: int, count: int, broker: str = "kafka", kinds: Iterable[FaultKind] | None = None, max_segments: int = 3,
+    seed: int, count: int, broker: str = "kafka", kinds: Iterable[FaultKind] | None = None, max_segments: int = 2,
     executors: bool = False,
 ) -> list[Schedule]:  # fmt: skip
     chosen = None if kinds is None else frozenset(kinds)

@@ -1,22 +1,33 @@
 """One pipeline run in its own driver process, so a scenario can kill the driver with SIGKILL.
 
-``python -m kconform.conformance.spark.driver '<json>'`` loads the adapter, starts a local session,
-runs the query with ``availableNow`` to the end, and exits 0; any failure exits non-zero with
-the error on stderr. The JSON carries ``DriverRun``'s fields. The driver leads its own process
-group, so a scenario can kill it together with Spark's JVM, where its tasks run (``os.killpg``).
+``python -m kconform.conformance.spark.driver <master>`` starts a local session on ``master``, then
+reads one line of JSON carrying ``DriverRun``'s fields from standard input, loads the adapter, runs
+the query with ``availableNow`` to the end, and exits 0; any failure exits non-zero with the error
+on stderr. Standard input closed without a line ends it with 0, having run nothing. The driver
+leads its own process group, so a scenario can kill it together with Spark's JVM, where its tasks
+run (``os.killpg``).
+
+Reading the run after the session is up lets ``StandbyDrivers`` keep one driver started ahead:
+a soak that kills and restarts drivers all the time then waits for the JVM and the session (about
+7 s here) only once, not at every restart.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Final
 
 from kconform.conformance.adapter import PipelineAdapter, load_adapter
 from kconform.conformance.spark.pipeline import Pipeline, local_session
+
+STOP_WAIT_S: Final = 30.0
 
 
 @dataclass(frozen=True)
@@ -37,26 +48,93 @@ class DriverRun:
     """librdkafka settings for the sink only (``Pipeline.sink_settings``)."""
     subscribe_pattern: str | None = None
     """Subscribe by pattern instead of to ``source`` (``kconform soak`` adds topics while it runs)."""
+    client_timeout_ms: int | None = None
+    """``Pipeline.client_timeout_ms``."""
 
     def start(self, log: Path) -> subprocess.Popen[bytes]:
-        """Start the driver; its output is appended to ``log``. It sees this process's ``sys.path``."""
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-        with log.open("ab") as out:
-            return subprocess.Popen(
-                [sys.executable, "-m", "kconform.conformance.spark.driver", json.dumps(asdict(self))],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=env,
-                start_new_session=True,
-            )
+        """Start a driver and hand it this run; its output is appended to ``log``."""
+        return hand_over(spawn(self.master, log), self)
+
+
+def spawn(master: str, log: Path) -> subprocess.Popen[bytes]:
+    """A driver process starting its session on ``master`` and then waiting for its run on standard
+    input; its output is appended to ``log``. It sees this process's ``sys.path``."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "kconform.conformance.spark.driver", master],
+            stdin=subprocess.PIPE,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+
+
+def hand_over(driver: subprocess.Popen[bytes], run: DriverRun) -> subprocess.Popen[bytes]:
+    """Give a spawned driver its run (a driver that died meanwhile exits with its error, in its log)."""
+    assert driver.stdin is not None
+    with contextlib.suppress(BrokenPipeError):
+        driver.stdin.write(json.dumps(asdict(run)).encode() + b"\n")
+    with contextlib.suppress(BrokenPipeError):
+        driver.stdin.close()
+    return driver
+
+
+class StandbyDrivers:
+    """Hands out drivers whose session is already up: one is always being started for the next run.
+
+    Only on a local master: on a cluster each standby would register an application and hold
+    executors the running query needs (and ``executor-kill`` picks the newest application's).
+    """
+
+    def __init__(self, master: str, folder: Path) -> None:
+        self._master = master
+        self._folder = folder
+        self._count = 0
+        self._ready: tuple[subprocess.Popen[bytes], Path] | None = None
+
+    def _spawn(self) -> tuple[subprocess.Popen[bytes], Path]:
+        self._count += 1
+        log = self._folder / f"driver-{self._count}.log"
+        return spawn(self._master, log), log
+
+    def start(self, run: DriverRun) -> tuple[subprocess.Popen[bytes], Path]:
+        """A driver running ``run``, and its log; the next one starts its session meanwhile."""
+        if run.master != self._master:
+            raise ValueError(f"standby drivers run on {self._master}, not {run.master}")
+        driver, log = self._ready if self._ready is not None else self._spawn()
+        self._ready = self._spawn()
+        return hand_over(driver, run), log
+
+    def close(self) -> None:
+        """End the waiting driver (standard input closed: it exits having run nothing), bounded."""
+        if self._ready is None:
+            return
+        driver, _ = self._ready
+        self._ready = None
+        assert driver.stdin is not None
+        with contextlib.suppress(BrokenPipeError):
+            driver.stdin.close()
+        try:
+            driver.wait(timeout=STOP_WAIT_S)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(driver.pid, signal.SIGKILL)
+            driver.wait(timeout=STOP_WAIT_S)
 
 
 def main(argv: list[str]) -> int:
-    run = DriverRun(**json.loads(argv[0]))
-    adapter = load_adapter(run.adapter)
-    assert isinstance(adapter, PipelineAdapter), f"{run.adapter} has no pipeline level"
-    spark = local_session(run.master)
+    (master,) = argv
+    spark = local_session(master)
     try:
+        line = sys.stdin.readline()
+        if not line.strip():
+            return 0
+        run = DriverRun(**json.loads(line))
+        assert run.master == master, f"the run is for {run.master}, this driver's session is on {master}"
+        adapter = load_adapter(run.adapter)
+        assert isinstance(adapter, PipelineAdapter), f"{run.adapter} has no pipeline level"
         Pipeline(
             spark,
             run.bootstrap_servers,
@@ -69,6 +147,7 @@ def main(argv: list[str]) -> int:
             max_records_per_trigger=run.max_records_per_trigger,
             client_settings=run.client_settings,
             sink_settings=run.sink_settings,
+            client_timeout_ms=run.client_timeout_ms,
             adapter=adapter,
         ).run_available_now()
     finally:
