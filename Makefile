@@ -15,7 +15,7 @@ JVM_POMS := jvm/pom.xml $(wildcard jvm/*/pom.xml)
 export KCONFORM_PROFILE := $(PROFILE)
 export KCONFORM_BROKER := $(BROKER)
 
-.PHONY: setup conformance test spec bench soak probe lint docs site verdicts golden mutation mutation-report clean
+.PHONY: setup conformance test spec bench soak soak-long probe lint docs site verdicts golden mutation mutation-report clean
 
 setup: $(VENV)/.installed $(JVM_DIR)/.resolved
 
@@ -58,6 +58,10 @@ SEED ?= 1
 soak: setup
 	$(BIN)/kconform soak $(if $(ADAPTER),--adapter $(ADAPTER)) --schedules $(SCHEDULES) --seed $(SEED) \
 	  --broker $(BROKER) --out $(REPORT)/soak
+
+# The long soak: 100 schedules (duration measured in the README).
+soak-long:
+	$(MAKE) soak SCHEDULES=100
 
 probe: setup
 	$(BIN)/kconform probe-broker --broker $(BROKER)

@@ -12,11 +12,13 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import cast
+from unittest import mock
 
 import pytest
 
-from kconform.conformance.soak.faults import EXECUTOR_MAIN, NotInjected, executors, kill_executor
+from kconform.conformance.soak.faults import EXECUTOR_MAIN, NotInjected, executors, kill_executor, retry_admin
 from kconform.conformance.spark.cluster import StandaloneCluster, alive, process_tree
+from kconform.reference_impl.ports import KafkaError
 
 # An "executor": a process naming Spark's executor main class that starts one child (its "Python daemon").
 EXECUTOR = (
@@ -81,3 +83,34 @@ def test_the_newest_applications_executor_on_the_drawn_worker_dies_with_its_pyth
 def test_no_executor_is_not_injected(cluster: FakeCluster) -> None:
     with pytest.raises(NotInjected, match="no executor"):
         kill_executor(cast(StandaloneCluster, cluster), 1)
+
+
+class FlakyAdmin:
+    """A KafkaClient stand-in whose first ``fail`` topic operations raise, the first after taking effect."""
+
+    def __init__(self, fail: int) -> None:
+        self.fail = fail
+        self.topics: dict[str, frozenset[int]] = {}
+
+    def grow(self, topic: str, partitions: int) -> None:
+        if self.fail:
+            self.fail -= 1
+            if self.fail == 0:
+                self.topics[topic] = frozenset(range(partitions))  # it happened; the answer was lost
+            raise KafkaError("create partitions: _DESTROY_BROKER: Broker handle destroyed without termination")
+        self.topics[topic] = frozenset(range(partitions))
+
+    def list_topics(self) -> dict[str, frozenset[int]]:
+        return self.topics
+
+
+def test_a_topic_grown_while_a_node_recovers_is_retried_until_it_took_effect() -> None:
+    admin = FlakyAdmin(fail=2)
+    retry_admin(admin, lambda: admin.grow("t", 3), "t", 3)  # type: ignore[arg-type]
+    assert admin.topics == {"t": frozenset({0, 1, 2})} and admin.fail == 0
+    never = FlakyAdmin(fail=10**9)
+    with (
+        pytest.raises(KafkaError, match="_DESTROY_BROKER"),
+        mock.patch("kconform.conformance.soak.faults.ADMIN_RETRY_S", 0),
+    ):
+        retry_admin(never, lambda: never.grow("t", 3), "t", 3)  # type: ignore[arg-type]

@@ -32,12 +32,15 @@ from kconform.conformance.brokers.proxy import END_TXN
 from kconform.conformance.soak.schedule import Fault, FaultKind, Phase
 from kconform.conformance.spark.cluster import StandaloneCluster, alive, process_tree
 from kconform.reference_impl.kafka_client import KafkaClient
+from kconform.reference_impl.ports import KafkaError
 from kconform.reference_impl.types import TopicPartition
 
 KILL_WAIT_S: Final = 30.0
 EXECUTOR_MAIN: Final = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
 EXECUTOR_GONE_S: Final = 10.0
 WATCH_TIMEOUT_S: Final = 1.0
+ADMIN_RETRY_S: Final = 60.0
+ADMIN_BACKOFF_S: Final = 0.5
 COMMIT_WAIT_S: Final = 20.0
 """How long a ``commit-stall`` waits for a task to send a commit before it is not injected."""
 
@@ -193,6 +196,24 @@ def stall_next_commit(broker: KafkaBroker, duration_ms: int, stop: threading.Eve
     return f"the answer to the commit (EndTxn, {hold.where}) held back {duration_ms} ms; the node had committed"
 
 
+def retry_admin(kafka: KafkaClient, operation: Callable[[], None], topic: str, partitions: int) -> None:
+    """Run a topic-growing admin ``operation``, again after an error, until ``topic`` has ``partitions``
+    (bounded by ``ADMIN_RETRY_S``): a node just resumed or restarted may drop the admin client's
+    connection mid-request (``_DESTROY_BROKER``), and the operation may have happened anyway."""
+    deadline = time.monotonic() + ADMIN_RETRY_S
+    while True:
+        try:
+            operation()
+            return
+        except KafkaError:
+            with contextlib.suppress(KafkaError):
+                if len(kafka.list_topics().get(topic, ())) >= partitions:
+                    return
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(ADMIN_BACKOFF_S)  # back-off of a bounded retry
+
+
 def leader_of(broker: KafkaBroker, tp: TopicPartition) -> int:
     admin = AdminClient(broker.client_config("admin"))
     topic = admin.list_topics(tp.topic, timeout=10).topics[tp.topic]
@@ -218,13 +239,13 @@ def apply(
     if kind is FaultKind.ADD_PARTITIONS:
         topic = sorted(topics.sources)[0]
         before = topics.sources[topic]
-        kafka.create_partitions(topic, before + fault.amount)
+        retry_admin(kafka, lambda: kafka.create_partitions(topic, before + fault.amount), topic, before + fault.amount)
         topics.sources[topic] = before + fault.amount
         topics.on_new_partitions([TopicPartition(topic, p) for p in range(before, before + fault.amount)])
         return f"{topic}: {before} -> {before + fault.amount} partitions"
     if kind is FaultKind.ADD_TOPIC:
         name = topics.source_name(len(topics.sources))
-        kafka.create_topic(name, fault.amount)
+        retry_admin(kafka, lambda: kafka.create_topic(name, fault.amount), name, fault.amount)
         topics.sources[name] = fault.amount
         topics.on_new_partitions([TopicPartition(name, p) for p in range(fault.amount)])
         return f"created {name} with {fault.amount} partitions"
