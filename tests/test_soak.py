@@ -49,7 +49,7 @@ def soak(*args: str, timeout_s: float = SOAK_TIMEOUT_S) -> subprocess.CompletedP
 @pytest.mark.timeout(2 * SOAK_TIMEOUT_S)
 def test_ten_schedules_of_every_fault_kind_pass_on_the_reference_adapter(tmp_path: Path) -> None:
     """The first ten schedules of ``make soak-long`` (seed 1): every kind a single node and local Spark
-    can do, drawn as a user's ``make soak`` draws them (about 8 minutes here)."""
+    can do, drawn as a user's ``make soak`` draws them (about 10 minutes here)."""
     run = soak("--schedules", "10", "--seed", "1", "--out", str(tmp_path), timeout_s=2 * SOAK_TIMEOUT_S - 60)
     output = run.stdout + run.stderr
     assert run.returncode == 0, output[-6000:]

@@ -9,6 +9,10 @@ a lost container or node would: the ``CoarseGrainedExecutorBackend`` JVM with it
 workers. The executors are found in the cluster's process tree (``/proc``): an executor's working
 directory is ``<cluster>/worker-<n>/<app id>/<executor id>`` and application ids grow with time, so
 the newest one is the running driver's (a soak runs one driver at a time).
+
+A ``commit-stall`` arms the proxies in front of the nodes (``KafkaBroker(proxied=True)``,
+``kconform.conformance.brokers.proxy``): the answer to the next EndTxn any client sends is held back
+for the fault's duration, so the node commits while the task's ``commit_transaction`` times out.
 """
 
 from __future__ import annotations
