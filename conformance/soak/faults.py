@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -39,7 +38,6 @@ from kconform.reference_impl.kafka_client import KafkaClient
 from kconform.reference_impl.ports import KafkaError
 from kconform.reference_impl.types import TopicPartition
 
-KILL_WAIT_S: Final = 30.0
 EXECUTOR_MAIN: Final = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
 EXECUTOR_GONE_S: Final = 10.0
 WATCH_TIMEOUT_S: Final = 1.0
@@ -159,15 +157,6 @@ def checkpoint_entries(checkpoint: Path, log: str) -> list[int]:
     """The batch ids with an entry in the checkpoint's ``offsets`` or ``commits`` log, ascending."""
     folder = checkpoint / log
     return sorted(int(p.name) for p in folder.iterdir() if p.name.isdigit()) if folder.exists() else []
-
-
-def kill_group(driver: subprocess.Popen[bytes]) -> bool:
-    """SIGKILL a driver's process group (the driver and Spark's JVM); whether it was still running."""
-    running = driver.poll() is None
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(driver.pid, signal.SIGKILL)
-    driver.wait(timeout=KILL_WAIT_S)
-    return running
 
 
 def tear_last_commit(checkpoint: Path) -> str:

@@ -40,7 +40,6 @@ from kconform.conformance.soak.faults import (
     Topology,
     apply,
     checkpoint_entries,
-    kill_group,
     torn_or_plain,
 )
 from kconform.conformance.soak.schedule import (
@@ -53,7 +52,7 @@ from kconform.conformance.soak.schedule import (
     Segment,
 )
 from kconform.conformance.spark.cluster import StandaloneCluster
-from kconform.conformance.spark.driver import DriverRun, StandbyDrivers
+from kconform.conformance.spark.driver import DriverRun, StandbyDrivers, kill_group
 from kconform.conformance.spark.pipeline import ReadRecord, check_output, check_read_once, topic_records
 from kconform.reference_impl.kafka_client import KafkaClient, wait_until
 from kconform.reference_impl.ports import Isolation, Record

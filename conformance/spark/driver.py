@@ -119,9 +119,17 @@ class StandbyDrivers:
         try:
             driver.wait(timeout=STOP_WAIT_S)
         except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(driver.pid, signal.SIGKILL)
-            driver.wait(timeout=STOP_WAIT_S)
+            kill_group(driver)
+
+
+def kill_group(driver: subprocess.Popen[bytes]) -> bool:
+    """SIGKILL a driver's process group (the driver and Spark's JVM, whose executor threads run the
+    tasks), bounded; whether it was still running."""
+    running = driver.poll() is None
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(driver.pid, signal.SIGKILL)
+    driver.wait(timeout=STOP_WAIT_S)
+    return running
 
 
 def main(argv: list[str]) -> int:

@@ -15,7 +15,6 @@ beside the explicit ``@example``; a failure prints the drawn schedule and its re
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import subprocess
 import time
@@ -45,7 +44,7 @@ from kconform.conformance.gate.pytest_plugin import (
     live_broker,
     requirement,
 )
-from kconform.conformance.spark.driver import DriverRun
+from kconform.conformance.spark.driver import DriverRun, kill_group
 from kconform.conformance.spark.pipeline import (
     Pipeline,
     TaskFailures,
@@ -561,13 +560,6 @@ def restart(make_pipeline: Callable[..., Pipeline], run: DriverRun, sink_setting
         run.parallelism, Path(run.checkpoint), subscribe=run.source, sink_topic=run.sink,
         max_records_per_trigger=run.max_records_per_trigger, sink_settings=sink_settings,
     ).run_available_now()  # fmt: skip
-
-
-def kill_group(driver: subprocess.Popen[bytes]) -> None:
-    """SIGKILL a driver's process group: the driver and Spark's JVM, whose executor threads run the tasks."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(driver.pid, signal.SIGKILL)
-    driver.wait(timeout=30)
 
 
 def kill_inside_transaction(
