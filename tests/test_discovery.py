@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kconform.conformance.checks.checkers import check_discovery
 from kconform.conformance.generators.strategies import (
     KAFKA_TOPIC_ALPHABET,
     metadata_snapshots,
@@ -102,6 +103,15 @@ def test_required_DISC_003_each_partition_reported_once_and_first_call_reports_a
 def test_required_DISC_004_discoverer_reports_only_own_partitions(metadata: Metadata, n: int) -> None:
     for d in _discoverers(Subscription.regex(".*"), n):
         assert all(owner(tp, n) == d.subtask for tp in d.discover(metadata))
+
+
+def test_a_foreign_partition_names_the_subtask_flink_gives_it_to() -> None:
+    tp = TopicPartition("t", 0)  # Flink's assigner puts t-0 on subtask 0 of 2
+    [violation] = check_discovery([({"t": frozenset({0})}, {0: [], 1: [tp]})], Subscription.fixed(["t"]), 2)
+    assert str(violation) == (
+        "DISC-004 foreign-partition: round 1: subtask 1 reported t-0; Flink's assigner gives it to subtask 0"
+    )
+    assert violation.data == {"round": 1, "subtask": 1, "topic": "t", "partition": 0, "expected_owner": 0}
 
 
 @given(st.lists(metadata_snapshots(max_topics=4), min_size=1, max_size=5), parallelisms(8))

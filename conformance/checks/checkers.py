@@ -204,10 +204,12 @@ def check_discovery(
                             f"subscription ({subscription.describe()}) or the metadata",
                         )
                     )
-                if assign(tp.topic, tp.partition, parallelism) != subtask:
-                    out.append(
-                        Violation("DISC-004", "foreign-partition", f"round {number}: subtask {subtask} reported {tp}")
-                    )
+                owner = assign(tp.topic, tp.partition, parallelism)
+                if owner != subtask:
+                    facts = {"round": number, "subtask": subtask, "topic": tp.topic, "partition": tp.partition}
+                    evidence = f"round {number}: subtask {subtask} reported {tp}; Flink's assigner gives it to subtask"
+                    facts["expected_owner"] = owner
+                    out.append(Violation("DISC-004", "foreign-partition", f"{evidence} {owner}", facts))
                 if tp in reported:
                     requirement = "DISC-008" if tp in absent_once else "DISC-003"
                     out.append(
