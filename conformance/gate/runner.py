@@ -86,6 +86,10 @@ VIOLATION_LINE = re.compile(r"^\s*(?P<id>[A-Z]+-\d{3}) (?P<kind>[a-z][a-z0-9-]*)
 """A violation as ``explain`` prints it, for failures that did not raise ``ViolationError``."""
 UNSTRUCTURED = "failure"
 """The kind of a failure that names no violation (a plain ``assert``, a timeout): its message is the evidence."""
+TEST_CASE_DUMP = re.compile(r"^(?:(?:Falsifying|Failing)(?: explicit)? (?:example|test case)|while generating)", re.M)
+"""Where Hypothesis's notes start: the test case, kept in the counterexample, never in a one-line message."""
+ADDRESS = re.compile(r" at 0x[0-9a-f]+")
+"""An object's address (``<Guarded object at 0x7f...>``): it differs every run, so two skips for one cause would not."""
 
 
 class Status(StrEnum):
@@ -307,6 +311,11 @@ def skip_cause(message: str) -> str:
     return SKIP_IDS.sub(r"\1", message)
 
 
+def without_test_case(message: str) -> str:
+    """A failure's or skip's message without the test case Hypothesis appended and without object addresses."""
+    return ADDRESS.sub("", TEST_CASE_DUMP.split(message, maxsplit=1)[0]).rstrip()
+
+
 def last_line(text: str) -> str:
     """The last non-empty line of pytest's report text (the exception), without its ``E`` gutter."""
     lines = [line for line in text.splitlines() if line.strip()]
@@ -468,7 +477,7 @@ class Collector:
             result.longrepr = "\n\n".join(r.longreprtext for r in failed)
             crash = getattr(failed[0].longrepr, "reprcrash", None)
             where = "" if failed[0].when == "call" else f"error in {failed[0].when}: "
-            result.message = where + (crash.message if crash else last_line(failed[0].longreprtext))
+            result.message = where + without_test_case(crash.message if crash else last_line(failed[0].longreprtext))
             result.counterexamples = evidence
             told = "\n".join([c.error for c in result.counterexamples] or [result.message])
             result.violations = [v for e in raised for v in e.violations]
@@ -483,7 +492,7 @@ class Collector:
             result.status = Status.SKIP
             longrepr = skipped[0].longrepr
             result.message = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
-            result.message = result.message.removeprefix("Skipped: ")
+            result.message = without_test_case(result.message.removeprefix("Skipped: "))
         elif result.unverified:
             result.status = Status.PARTIAL
             result.message = "; ".join(f"{i} not verified: {why}" for i, why in result.unverified.items())

@@ -108,10 +108,17 @@ def pipeline_broker(pipeline_adapter: PipelineAdapter, request: pytest.FixtureRe
                 request.config.stash[BROKER_CAPABILITIES] = probed.result(timeout=PROBE_WAIT_S)
 
 
+class BrokerCan(dict[str, Capability]):
+    """The probe's findings by name, one line in a failing example: the reports have the broker table."""
+
+    def __repr__(self) -> str:
+        return f"<{len(self)} broker capabilities, in the report's broker table>"
+
+
 @pytest.fixture(scope="module")
 def broker_can(pipeline_broker: Broker, request: pytest.FixtureRequest) -> dict[str, Capability]:
     """What the broker can show, once the background probe has measured it."""
-    return {c.name: c for c in request.config.stash[PROBED].result(timeout=PROBE_WAIT_S)}
+    return BrokerCan((c.name, c) for c in request.config.stash[PROBED].result(timeout=PROBE_WAIT_S))
 
 
 @pytest.fixture(scope="module")
