@@ -1,7 +1,9 @@
-"""The report's own logic: the two class verdicts, shortened names, skip causes."""
+"""The report's own logic: the two class verdicts, shortened names, skip causes, and the console's layout:
+the answer last, the failures right above it, metrics and the broker table only with --verbose."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -9,8 +11,23 @@ from pathlib import Path
 
 import pytest
 
-from kconform.conformance.gate.report import ClassVerdict, shorten
-from kconform.conformance.gate.runner import skip_cause
+from kconform.conformance.brokers.probe import Capability
+from kconform.conformance.checks.checkers import Violation
+from kconform.conformance.gate import runner
+from kconform.conformance.gate.html_report import render_html
+from kconform.conformance.gate.report import ClassVerdict, render_markdown, render_text, shorten, to_json
+from kconform.conformance.gate.runner import (
+    RequirementResult,
+    RunOptions,
+    RunResult,
+    Status,
+    skip_cause,
+    without_test_case,
+)
+
+MUTANT = "kconform.conformance.mutants.protocol:python_mod_no_mask"
+"""Fails two assignment tests, one with hundreds of violations; skips COMMIT-018 from inside a @given test."""
+TAIL = 40
 
 
 @pytest.mark.parametrize(
@@ -54,6 +71,134 @@ def test_skip_causes_drop_the_ids_they_start_with() -> None:
     cause = "adapter 'x' does not declare capability 'pipeline'"
     assert skip_cause(f"COMMIT-011, COMMIT-013: {cause}") == cause
     assert skip_cause(f"DISC-005: {cause}; RESTORE-004: other") == f"{cause}; other"
+
+
+def test_skip_reasons_lose_hypothesis_s_test_case_and_object_addresses() -> None:
+    skipped = (
+        "COMMIT-018 bounds pooled naming; 'm' names ids 'incrementing'\n"
+        "Failing explicit example: test_x(\n    adapter=<kconform.conformance.adapter.Guarded object at 0x7f0cb3473c90>"
+        ",\n    n=2,\n)"
+    )
+    assert without_test_case(skipped) == "COMMIT-018 bounds pooled naming; 'm' names ids 'incrementing'"
+    assert without_test_case("needs <A object at 0x7fab12>") == "needs <A object>"
+    assert without_test_case("x\nFalsifying example: f(a=1)\nExplanation:\n  y") == "x"
+    assert without_test_case("x\nwhile generating 'a' from lists()") == "x"
+
+
+def kconform_run(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "KCONFORM_PROFILE"}
+    command = [sys.executable, "-m", "kconform.conformance.cli", "run", *args]
+    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False)
+
+
+@pytest.fixture(scope="module")
+def mutant_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
+    cwd = tmp_path_factory.mktemp("mutant")
+    args = ["--adapter", MUTANT, "--level", "protocol", "--profile", "quick", "--seed", "1", "--report", "report"]
+    return kconform_run(cwd, *args), cwd / "report"
+
+
+def test_a_failing_run_ends_with_its_failures_and_then_the_verdicts(
+    mutant_run: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    proc, report = mutant_run
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    tests = json.loads((report / "report.json").read_text())["tests"]
+    failed = [t for t in tests if t["status"] == "FAIL"]
+    assert len(failed) >= 2
+    tail = proc.stdout.splitlines()[-TAIL:]
+    *_, safe, faithful, verdict = tail
+    assert safe.startswith("safe: ") and faithful.startswith("Flink-faithful: no (violated: ASSIGN-004")
+    assert verdict.startswith("48 requirements: ") and "Not as expected, exit 1: " in verdict
+    assert "NOT FULLY VERIFIED, so not a pass: ASSIGN-006 (see report.md for why)." in verdict
+    assert len(verdict) < 400  # the PARTIAL reason is in the table's note, above
+    assert "-> not verified in full: required_ASSIGN_004_and_006_flink_formula_exactly stopped" in proc.stdout
+    for t in failed:
+        assert f"FAIL {t['name']}" in tail
+        assert f"  replay: {t['replay']}" in tail
+        assert any(line.startswith(f"  {t['violations'][0]['id']} ") for line in tail)
+    blob = failed[0]["counterexamples"][0]["blob"]
+    assert f"  {blob}" in tail
+    assert any(line.startswith("  ... and ") and "more (all of them in report.json)" in line for line in tail)
+    assert tail.index(f"FAIL {failed[0]['name']}") < tail.index(safe)
+    assert tail[-4] == "" and tail[-5].startswith("  replay: ")  # the failures directly precede the verdicts
+
+
+def test_metrics_skip_dumps_and_addresses_stay_off_the_console(
+    mutant_run: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    proc, report = mutant_run
+    assert "metric " not in proc.stdout
+    assert "at 0x" not in proc.stdout
+    assert "Failing explicit example" not in proc.stdout
+    cause = "COMMIT-018 bounds pooled naming; 'mutant:python_mod_no_mask' names ids 'incrementing'"
+    [skip] = [line for line in proc.stdout.splitlines() if "COMMIT_018" in line and "... SKIP (" in line]
+    assert skip.endswith(" as Flink's default INCREMENTING does))") and cause in skip
+    assert f"  COMMIT-018: {cause}" in proc.stdout
+    assert f"reports: {Path('report') / 'report.html'}, report.md, report.json, junit.xml, pytest.log" in proc.stdout
+    rep = json.loads((report / "report.json").read_text())
+    [skipped] = [t for t in rep["tests"] if t["status"] == "SKIP"]
+    assert skipped["message"].startswith(cause) and "\n" not in skipped["message"]
+    assert "| `required_COMMIT_001_to_012_sink_state_machine` | sink_mix_total | " in (report / "report.md").read_text()
+    assert "<h2>Metrics</h2>" in (report / "report.html").read_text()
+
+
+def test_verbose_prints_the_metrics_too(tmp_path: Path) -> None:
+    args = ["--adapter", MUTANT, "--level", "protocol", "--profile", "quick", "--only", "optional_ASSIGN_005"]
+    proc = kconform_run(tmp_path, *args, "--verbose")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "metric optional_ASSIGN_005_global_spread_is_reported: global_spread_parallelism_16 = " in proc.stdout
+
+
+def run_result(tests: list[runner.TestResult], rows: list[RequirementResult], interrupted: bool = False) -> RunResult:
+    capability = Capability("zombie_fencing", "KAFKA-004", True, "the old producer was fenced")
+    options = RunOptions(adapter="m:A", level="pipeline", seed=7)
+    return RunResult(
+        options, 7, "a", ["pipeline"], {}, tests, rows, [], [], 0.0, 1.0, "", interrupted, [capability], selected=3
+    )
+
+
+def test_many_failures_keep_the_verdicts_in_the_last_lines_and_every_failure_named() -> None:
+    tests = []
+    for n in range(6):
+        t = runner.TestResult(
+            f"n{n}", f"required_COMMIT_011_failure_{n}", ["COMMIT-011"], "MUST", True, Status.FAIL, 1.0
+        )
+        t.violations = [Violation("COMMIT-011", "lost-write", f"record {i} of run {n} lost") for i in range(50)]
+        t.violated, t.replay = ["COMMIT-011"], f"kconform run --only failure_{n}"
+        tests.append(t)
+    row = RequirementResult("COMMIT-011", "MUST", "No loss", "", Status.FAIL, tests, category="safety")
+    text = render_text(run_result(tests, [row]))
+    tail = text.splitlines()[-TAIL:]
+    *_, safe, faithful, verdict = tail
+    assert (safe, faithful.split(" (")[0]) == ("safe: no (violated: COMMIT-011)", "Flink-faithful: not verified")
+    assert verdict.startswith("1 requirements: 1 FAIL. Not as expected, exit 1: required_COMMIT_011_failure_0")
+    for t in tests:
+        assert any(t.name in line for line in tail)
+    assert "FAIL required_COMMIT_011_failure_2" in tail and "  replay: kconform run --only failure_2" in tail
+    assert tail[-5] == "3 more failures in report.md: " + ", ".join(
+        f"required_COMMIT_011_failure_{n} (MUST)" for n in (3, 4, 5)
+    )
+    assert "broker capabilities" not in text and "KAFKA-004" not in text
+    verbose = render_text(run_result(tests, [row]), verbose=True)
+    assert "broker capabilities (kconform probe-broker):" in verbose and "the old producer was fenced" in verbose
+    assert "## Broker capabilities" in render_markdown(run_result(tests, [row]))
+
+
+def test_an_interrupted_run_never_reads_as_verified() -> None:
+    passed = runner.TestResult("n", "required_COMMIT_011_x", ["COMMIT-011"], "MUST", True, Status.PASS, 1.0)
+    row = RequirementResult("COMMIT-011", "MUST", "No loss", "", Status.PASS, [passed], category="safety")
+    result = run_result([passed], [row], interrupted=True)
+    stopped = "safe: not verified (the run was interrupted after 1 of 3 tests)"
+    assert render_text(result).splitlines()[-3] == stopped
+    assert f"- **{stopped}**" in render_markdown(result)
+    report = to_json(result)
+    assert (report["safe"], report["verdicts"]["safety"]["text"]) == (None, stopped)
+    html = render_html(result)
+    assert '<div class="verdict unknown" id="verdict-safety"><b>safe: not verified</b>' in html
+    assert "safe: yes" not in html + render_text(result) + render_markdown(result)
+    assert run_result([passed], [row]).interruption == ""
+    assert render_text(run_result([passed], [row])).splitlines()[-3] == "safe: yes (1 safety requirement verified)"
 
 
 def test_report_md_lists_the_run_s_metrics(tmp_path: Path) -> None:

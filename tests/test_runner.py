@@ -200,9 +200,9 @@ def test_partially_verified_requirement_is_partial_in_every_report_never_a_pass(
     assert row[-5:] == ["PARTIAL", "1", "partial,", "1", "pass"]
     reason = f"{UNVERIFIED} (1 of 2 tests verified it fully)"
     assert f"-> not verified in full: {reason}" in proc.stdout
-    assert (
-        f"10 requirements: 1 PARTIAL, 6 PASS, 3 SKIP. NOT FULLY VERIFIED, so not a pass: ASSIGN-004: {reason}. "
-        "Nothing failed: exit 0 (--strict fails on PARTIAL)." in proc.stdout
+    assert proc.stdout.splitlines()[-1] == (
+        "10 requirements: 1 PARTIAL, 6 PASS, 3 SKIP. NOT FULLY VERIFIED, so not a pass: ASSIGN-004 "
+        "(see report.md for why). Nothing failed: exit 0 (--strict fails on PARTIAL)."
     )
     assert "Every result is as expected" not in proc.stdout
     rep = report(tmp_path)
@@ -212,7 +212,7 @@ def test_partially_verified_requirement_is_partial_in_every_report_never_a_pass(
     assert (test["status"], test["unverified"], test["metrics"]) == ("PARTIAL", {"ASSIGN-004": UNVERIFIED}, {})
     markdown = (tmp_path / "report" / "report.md").read_text()
     assert f"| PARTIAL (not verified in full: {reason}) | 1 partial, 1 pass |" in markdown
-    assert f"NOT FULLY VERIFIED, so not a pass: ASSIGN-004: {reason}." in markdown
+    assert "NOT FULLY VERIFIED, so not a pass: ASSIGN-004 (see report.md for why)." in markdown
     partial_section = "## Partial verdicts\n\nNot a pass: what each could not verify, and why.\n\n"
     assert f"{partial_section}- **ASSIGN-004** PARTIAL: {reason}\n" in markdown
     suite = ET.parse(tmp_path / "report" / "junit.xml").getroot().find("testsuite")
@@ -404,7 +404,18 @@ def test_interrupted_run_fails_even_if_nothing_failed(tmp_path: Path) -> None:
     proc = run_sample(tmp_path, "INTERRUPTED", "--only", "ASSIGN_001", "--report", "report")
     assert proc.returncode == 1
     assert "note: the run was interrupted after 0 of 2 tests" in proc.stdout
-    assert "Not as expected, exit 1: the run was interrupted" in proc.stdout
+    stopped = "not verified (the run was interrupted after 0 of 2 tests)"
+    *_, safe, faithful, last = proc.stdout.splitlines()
+    assert (safe, faithful) == (f"safe: {stopped}", f"Flink-faithful: {stopped}")
+    assert "Not as expected, exit 1: the run was interrupted" in last
+    rep = report(tmp_path)
+    assert (rep["safe"], rep["flink_faithful"]) == (None, None)
+    assert [v["text"] for v in rep["verdicts"].values()] == [f"safe: {stopped}", f"Flink-faithful: {stopped}"]
+    markdown = (tmp_path / "report" / "report.md").read_text()
+    assert f"- **safe: {stopped}**\n- **Flink-faithful: {stopped}**" in markdown
+    html = (tmp_path / "report" / "report.html").read_text()
+    assert '<div class="verdict unknown" id="verdict-safety"><b>safe: not verified</b>' in html
+    assert "<div>the run was interrupted after 0 of 2 tests</div>" in html
 
 
 @pytest.mark.parametrize(
@@ -447,7 +458,7 @@ def test_level_the_adapter_declares_nothing_of_checks_nothing_so_it_is_an_error(
     assert "[1/2] required_COMMIT_011_on_the_broker ... SKIP" in proc.stdout
     assert proc.returncode == 3, proc.stdout
     cause = "level pipeline: adapter 'sample-good' declares no pipeline capability, so none of its tests can run"
-    assert proc.stdout.splitlines()[-2].endswith(f"2 requirements: 2 SKIP. Could not check, exit 3: {cause}")
+    assert proc.stdout.splitlines()[-1].endswith(f"2 requirements: 2 SKIP. Could not check, exit 3: {cause}")
     assert (report(tmp_path)["exit_code"], report(tmp_path)["could_not_check"]) == (3, [cause])
     assert cause in (tmp_path / "report" / "report.md").read_text()
     suite = ET.parse(tmp_path / "report" / "junit.xml").getroot().find("testsuite")

@@ -23,6 +23,7 @@ from _pytest.junitxml import mangle_test_address  # how pytest named the testcas
 
 from kconform.conformance.brokers.probe import format_table
 from kconform.conformance.gate.runner import (
+    ADDRESS,
     ERROR_EXIT,
     UNSTRUCTURED,
     RequirementResult,
@@ -38,6 +39,12 @@ TITLE_WIDTH = 60
 NAME_WIDTH = 64
 """Longer words (a 249-character topic name) are cut in the middle on the console."""
 VIOLATIONS_SHOWN = 10
+FAILURES_ON_CONSOLE = 3
+VIOLATIONS_ON_CONSOLE = 2
+EVIDENCE_ON_CONSOLE = 6
+"""Lines of each failure the console shows, so that the failures and the verdicts fit a CI log's last 40 lines;
+report.md has all of them."""
+REPORT_FILES = "report.md, report.json, junit.xml, pytest.log"
 CLASS_LABEL = {"safety": "safe", "fidelity": "Flink-faithful"}
 VIOLATED = (Status.FAIL, Status.XFAIL)
 """A listed deviation (XFAIL) is still a violation: the verdicts say what the connector does, not what is known."""
@@ -60,6 +67,8 @@ class ClassVerdict:
     unverified: list[str]
     """``ID STATUS`` of ids checked in part (PARTIAL) or not at all (SKIP, ERROR)."""
     verified: list[str]
+    interrupted: str = ""
+    """Why the run stopped early, if it did: what it did not run may break the class, so it cannot hold."""
 
     @property
     def label(self) -> str:
@@ -67,10 +76,11 @@ class ClassVerdict:
 
     @property
     def holds(self) -> bool | None:
-        """False on any violation, None when no id of the class was verified in full, else True."""
+        """False on any violation, None when the run was interrupted or no id of the class was verified in full,
+        else True."""
         if self.violated:
             return False
-        return True if self.verified else None
+        return True if self.verified and not self.interrupted else None
 
     @property
     def answer(self) -> str:
@@ -81,6 +91,8 @@ class ClassVerdict:
         """Why the answer: the ids violated, or those not (fully) verified, or how many were."""
         if self.holds is False:
             return f"violated: {', '.join(self.violated)}"
+        if self.holds is None and self.interrupted:
+            return self.interrupted
         if self.holds is None:
             why = f"not verified: {', '.join(self.unverified)}" if self.unverified else "none selected"
             return f"no {self.category} requirement verified in full; {why}"
@@ -113,6 +125,7 @@ def class_verdicts(result: RunResult) -> list[ClassVerdict]:
                 [r.id for r in rows if r.status in VIOLATED],
                 [f"{r.id} {r.status}" for r in rows if r.status in (Status.PARTIAL, Status.SKIP, Status.ERROR)],
                 [r.id for r in rows if r.status in (Status.PASS, Status.XPASS)],
+                result.interruption,
             )
         )
     return verdicts
@@ -125,19 +138,40 @@ def shorten(text: str, width: int = NAME_WIDTH) -> str:
 
 
 def _violation_lines(t: TestResult, limit: int = VIOLATIONS_SHOWN) -> list[str]:
-    """One line per violation, the first ``limit`` of them."""
-    lines = [v.evidence if v.kind == UNSTRUCTURED else str(v) for v in t.violations[:limit]]
-    more = len(t.violations) - limit
-    return lines + ([f"... and {more} more (all of them in report.json)"] if more > 0 else [])
+    """One line per distinct violation (a shrunk example may repeat one), the first ``limit`` of them."""
+    lines = list(dict.fromkeys(v.evidence if v.kind == UNSTRUCTURED else str(v) for v in t.violations))
+    more = len(lines) - limit
+    return lines[:limit] + ([f"... and {more} more (all of them in report.json)"] if more > 0 else [])
 
 
 def _console_evidence(t: TestResult) -> list[str]:
-    """What the console shows of a failure: its violations, then each shrunk example and its blob."""
-    lines = [shorten(line) for v in _violation_lines(t) or [t.message] for line in v.splitlines()]
-    for c in t.counterexamples:
-        example = c.example.split(HYPOTHESIS_EXPLANATION)[0].rstrip()
-        lines += [shorten(line) for line in example.splitlines()] + ([c.blob] if c.blob else [])
-    return lines
+    """What the console shows of a failure in at most ``EVIDENCE_ON_CONSOLE`` lines: its first violations,
+    then as much of each shrunk example as fits, then every ``@reproduce_failure`` blob (a replay needs it)."""
+    told = [line for v in _violation_lines(t, VIOLATIONS_ON_CONSOLE) or [t.message] for line in v.splitlines()]
+    example = [
+        line for c in t.counterexamples for line in c.example.split(HYPOTHESIS_EXPLANATION)[0].rstrip().splitlines()
+    ]
+    blobs = [c.blob for c in t.counterexamples if c.blob]
+    room = max(EVIDENCE_ON_CONSOLE - len(blobs) - len(told), 2)
+    if len(example) > room:
+        example = [*example[: room - 1], f"... and {len(example) - room + 1} more lines of the example in report.md"]
+    return [shorten(ADDRESS.sub("", line)) for line in [*told, *example]] + blobs
+
+
+def _console_failures(result: RunResult) -> list[str]:
+    """The first ``FAILURES_ON_CONSOLE`` failures (those that fail the run first) with their evidence and
+    replay line; the others by name."""
+    failures = sorted(
+        (t for t in result.tests if t.status is Status.FAIL), key=lambda t: not t.fails(result.options.strict)
+    )
+    if not failures:
+        return []
+    lines = ["", REPLAY_NOTE]
+    for t in failures[:FAILURES_ON_CONSOLE]:
+        lines += ["", f"FAIL {t.name}", f"  {violates(t)}", *(f"  {line}" for line in _console_evidence(t))]
+        lines += [f"  replay: {t.replay}"] if t.replay else []
+    rest = [f"{t.name} ({t.level})" for t in failures[FAILURES_ON_CONSOLE:]]
+    return lines + ([f"{len(rest)} more failures in report.md: {', '.join(rest)}"] if rest else [])
 
 
 def tally(row: RequirementResult) -> str:
@@ -188,13 +222,13 @@ def evidence_text(t: TestResult) -> str:
 
 
 def verdict_line(result: RunResult) -> str:
-    """The last line: counts by status, every PARTIAL id with its reason (exit 0 must not read as all green),
-    and every cause of an ERROR, once (one broker down errs every pipeline test)."""
+    """The last line: counts by status, every PARTIAL id (exit 0 must not read as all green; the reasons are in
+    the table), and every cause of an ERROR, once (one broker down errs every pipeline test)."""
     counts = Counter(r.status for r in result.requirements)
     head = f"{len(result.requirements)} requirements: {', '.join(f'{n} {s}' for s, n in sorted(counts.items()))}."
-    partial = [f"{r.id}: {r.reason}" for r in result.requirements if r.status is Status.PARTIAL]
+    partial = [r.id for r in result.requirements if r.status is Status.PARTIAL]
     if partial:
-        head += f" NOT FULLY VERIFIED, so not a pass: {'; '.join(partial)}."
+        head += f" NOT FULLY VERIFIED, so not a pass: {', '.join(partial)} (see report.md for why)."
     causes = "; ".join(result.could_not_check)
     if not result.exit_code:
         if partial:
@@ -207,7 +241,10 @@ def verdict_line(result: RunResult) -> str:
     return f"{head} Not as expected, exit 1: {why}" + (f". Could not check: {causes}" if causes else "")
 
 
-def render_text(result: RunResult) -> str:
+def render_text(result: RunResult, verbose: bool = False) -> str:
+    """The console summary, the answer last, where a CI log is read: the requirement table, skips and notes,
+    then the failures, then the verdicts. Metrics and the broker's capabilities only when ``verbose``: the
+    reports always have them."""
     header = f"{'requirement':<12} {'level':<6} {'class':<8} {'title':<{TITLE_WIDTH}} {'status':<7} tests"
     lines = ["", header]
     for row in result.requirements:
@@ -220,20 +257,17 @@ def render_text(result: RunResult) -> str:
     skips = skip_groups(result.requirements)
     lines += ["", "skipped:"] if skips else []
     lines += [f"  {', '.join(ids)}: {cause}" for cause, ids in skips.items()]
-    for t in (t for t in result.tests if t.status is Status.FAIL):
-        lines += ["", f"FAIL {t.name}", f"  {violates(t)}", *(f"  {line}" for line in _console_evidence(t))]
-        lines += [f"  replay: {t.replay}"] if t.replay else []
-    if any(t.status is Status.FAIL for t in result.tests):
-        lines += ["", REPLAY_NOTE]
-    if result.broker:
+    if verbose and result.broker:
         lines += ["", "broker capabilities (kconform probe-broker):", format_table(result.broker)]
     metrics = [f"metric {t.name}: {k} = {v}" for t in result.tests for k, v in t.metrics.items()]
-    lines += ["", *metrics] if metrics else []
+    lines += ["", *metrics] if verbose and metrics else []
     lines += ["", *(f"note: {n}" for n in result.notes)]
     if result.untested:
         lines.append(f"not checked by any selected test: {', '.join(result.untested)}")
-    lines += [v.text() for v in class_verdicts(result)]
-    lines.append(verdict_line(result))
+    report = result.options.report
+    lines += [f"reports: {report / 'report.html'}, {REPORT_FILES}"] if report is not None else []
+    lines += _console_failures(result)
+    lines += ["", *(v.text() for v in class_verdicts(result)), verdict_line(result)]
     return "\n".join(lines)
 
 

@@ -236,6 +236,13 @@ class RunResult:
     """Why the run as a whole checked nothing (every test skipped, a level the adapter declares nothing of)."""
     broker_version: str | None = None
     """The product and version of the broker the pipeline level ran on (``None``: no broker was started)."""
+    selected: int = 0
+    """How many tests the run selected: an interrupted one finished fewer."""
+
+    @property
+    def interruption(self) -> str:
+        """Why no class verdict can hold, if the run stopped early: the tests it never ran proved nothing."""
+        return interruption(len(self.tests), self.selected) if self.interrupted else ""
 
     @property
     def failing(self) -> list[TestResult]:
@@ -258,6 +265,10 @@ class RunResult:
 class AdapterLoadError(Exception):
     """The adapter exists but could not be loaded: its module or factory raised, or a module it imports is
     missing. Nothing could be checked (exit 3); a spec naming nothing loadable is a usage error (exit 2)."""
+
+
+def interruption(done: int, selected: int) -> str:
+    return f"the run was interrupted after {done} of {selected} tests"
 
 
 def load(spec: str) -> Adapter:
@@ -676,7 +687,7 @@ def run(options: RunOptions, out: IO[str] = sys.stdout) -> RunResult:
         raise ValueError("; ".join(why) + "; nothing was checked")
     notes += [f"{note}; it was not checked" for note in empty]
     if interrupted:
-        notes.append(f"the run was interrupted after {len(collector.results)} of {collector.selected} tests")
+        notes.append(interruption(len(collector.results), collector.selected))
     undeclared = [
         f"level {level}: adapter {adapter.name!r} declares no {level} capability, so none of its tests can run"
         for level in (SUITE_LEVELS if options.level == "all" else (options.level,))
@@ -715,6 +726,7 @@ def run(options: RunOptions, out: IO[str] = sys.stdout) -> RunResult:
         broker,
         errors,
         collector.config.stash.get(BROKER_VERSION, None),
+        collector.selected,
     )
 
 
@@ -765,6 +777,9 @@ aborted records); it is reported with the reason, never as a pass.""",
         "--timeout", type=float, default=DEFAULT_TIMEOUT, help="per-test seconds; a hang fails (default %(default)g)"
     )
     parser.add_argument("--strict", action="store_true", help="SHOULD failures and PARTIAL results fail the run too")
+    parser.add_argument(
+        "--verbose", action="store_true", help="print the metrics and the broker's capabilities too (reports have them)"
+    )
     parser.add_argument("--suite", default=DEFAULT_SUITE, help="the suite package (default %(default)s)")
     parser.add_argument(
         "--spark-master",
@@ -807,8 +822,7 @@ def main(argv: Sequence[str]) -> int:
     except AdapterLoadError as exc:
         print(f"kconform run: could not check (ERROR): {exc}", file=sys.stderr)
         return ERROR_EXIT
-    print(report.render_text(result))
     if options.report is not None:
         report.write_reports(result, options.report)
-        print(f"reports: {options.report / 'report.html'}, report.md, report.json, junit.xml, pytest.log")
+    print(report.render_text(result, verbose=args.verbose))
     return result.exit_code
