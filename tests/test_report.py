@@ -71,6 +71,7 @@ def test_skip_causes_drop_the_ids_they_start_with() -> None:
     cause = "adapter 'x' does not declare capability 'pipeline'"
     assert skip_cause(f"COMMIT-011, COMMIT-013: {cause}") == cause
     assert skip_cause(f"DISC-005: {cause}; RESTORE-004: other") == f"{cause}; other"
+    assert skip_cause(f"COMMIT-003, COMMIT-010: {cause}; COMMIT-010: {cause}") == cause  # two tests of one id
 
 
 def test_skip_reasons_lose_hypothesis_s_test_case_and_object_addresses() -> None:

@@ -318,8 +318,8 @@ def selected_by(only: str, item: pytest.Item) -> bool:
 
 
 def skip_cause(message: str) -> str:
-    """A skip's reason without the ids it starts with: tests skipped for one cause share it."""
-    return SKIP_IDS.sub(r"\1", message)
+    """A skip's reason without the ids it starts with, each cause once: tests skipped for one cause share it."""
+    return "; ".join(dict.fromkeys(SKIP_IDS.sub(r"\1", message).split("; ")))
 
 
 def without_test_case(message: str) -> str:
