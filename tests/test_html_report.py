@@ -1,10 +1,12 @@
 """``report.html``: self-contained, drawn from the failures' own evidence, and readable in a real browser.
 
 The run is ``kconform run`` against a mutant whose assigner returns negative owners (Java's
-``%`` without the mask), assignment tests only, quick profile: a few seconds. The browser test
-renders the page in headless Chromium (Debian's ``chromium``; ``.ci/run`` installs it) and checks
-the screenshot is not blank and the DOM has the grid; without Chromium it is skipped, saying so
-(failed under ``.ci/run``, which must check it).
+``%`` without the mask), assignment tests only, quick profile: a few seconds; a second run gives the
+same mutant only the ``assignment`` capability, so that most of the protocol level is skipped. The
+browser tests render the pages in headless Chromium (Debian's ``chromium``; ``.ci/run`` installs it):
+the screenshot is not blank, the DOM has the grid, and the first failure of the few-capabilities run
+is in the first viewport; without Chromium they are skipped, saying so (failed under ``.ci/run``,
+which must check it).
 """
 
 from __future__ import annotations
@@ -26,12 +28,25 @@ import pytest
 from kconform.conformance.bench.command import Figure, write_json
 from kconform.conformance.checks.evidence import assignment_grid, offset_step, offset_timeline
 from kconform.conformance.gate.html_report import BENCH_FILE, assignment_grid_svg, bench_svg, offset_timeline_svg
+from kconform.conformance.gate.runner import skip_cause
 from kconform.reference_impl.assignment import assign
 from kconform.reference_impl.types import TopicPartition
 
 MUTANT = "kconform.conformance.mutants.protocol:java_remainder_no_mask"
 REQUIRE_BROWSER = "KCONFORM_REQUIRE_BROWSER"
 """Set by ``.ci/run``: there a missing Chromium fails the browser test instead of skipping it."""
+FEW_CAPABILITIES = """from dataclasses import replace
+
+from kconform.conformance.mutants.protocol import java_remainder_no_mask
+
+ADAPTER = replace(java_remainder_no_mask, name="few-capabilities", capabilities=frozenset({"assignment"}))
+"""
+"""The mutant with only the assignment capability: the rest of the protocol level is skipped."""
+VIEWPORT = (1200, 900)
+FAILURE_TOP = """<script>
+document.body.dataset.failureTop = document.querySelector("section.failure").getBoundingClientRect().top;
+</script>"""
+"""Added to a copy of the page (report.html itself has no script): where the first failure starts."""
 CHROMIUM_FLAGS = (
     "--headless",
     "--no-sandbox",
@@ -56,6 +71,35 @@ def mutant_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     proc = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     return cwd / "report"
+
+
+@pytest.fixture(scope="module")
+def few_capabilities_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The report directory of the protocol level against the mutant declaring only ``assignment``."""
+    cwd = tmp_path_factory.mktemp("few")
+    (cwd / "few_capabilities.py").write_text(FEW_CAPABILITIES)
+    env = {k: v for k, v in os.environ.items() if k != "KCONFORM_PROFILE"}
+    args = ["run", "--adapter", "few_capabilities:ADAPTER", "--level", "protocol", "--profile", "quick"]
+    command = [sys.executable, "-m", "kconform.conformance.cli", *args, "--seed", "7", "--report", "report"]
+    proc = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    return cwd / "report"
+
+
+def test_failures_come_before_the_tables_and_skips_fold_into_one_group_per_cause(few_capabilities_report: Path) -> None:
+    html = (few_capabilities_report / "report.html").read_text()
+    report: dict[str, Any] = json.loads((few_capabilities_report / "report.json").read_text())
+    skipped = [r for r in report["requirements"] if r["status"] == "SKIP"]
+    assert len(skipped) > 20
+    first_failure = html.index('<section class="failure"')
+    assert html.index('id="verdict-safety"') < html.index('<p class="summary">') < first_failure
+    assert first_failure < html.index("<h2>Fidelity requirements</h2>") < html.index("<h2>Skipped</h2>")
+    groups = re.findall(r'<details class="skipped">(.*?)</details>', html[html.index("<h2>Skipped</h2>") :])
+    assert len(groups) == len({skip_cause(r["reason"]) for r in skipped}) < len(skipped)
+    for row in skipped:  # every SKIP row is still there, in its cause's group, and only there
+        [group] = [g for g in groups if f'id="req-{row["id"]}"' in g]
+        assert '<td class="status skip">SKIP</td>' in group
+        assert html.count(f'id="req-{row["id"]}"') == 1
 
 
 def test_report_html_is_self_contained(mutant_report: Path) -> None:
@@ -151,16 +195,22 @@ def png_rows(png: bytes) -> list[bytes]:
     return [raw[i * stride : (i + 1) * stride] for i in range(height)]
 
 
-def test_report_html_renders_in_headless_chromium(mutant_report: Path) -> None:
+def chromium() -> list[str]:
+    """The headless browser command, or a skip (a failure where ``.ci/run`` requires it) without one."""
     if shutil.which("chromium") is None:
         why = "chromium is not installed (apt-get install -y chromium), so report.html is not checked in a browser"
         if os.environ.get(REQUIRE_BROWSER):
             pytest.fail(f"{why}; {REQUIRE_BROWSER} is set (.ci/run sets it)")
         pytest.skip(why)
+    return ["chromium", *CHROMIUM_FLAGS]
+
+
+def test_report_html_renders_in_headless_chromium(mutant_report: Path) -> None:
+    browser = chromium()
     page = (mutant_report / "report.html").resolve().as_uri()
     shot = mutant_report / "report.png"
     with tempfile.TemporaryDirectory() as profile:
-        browser = ["chromium", *CHROMIUM_FLAGS, f"--user-data-dir={profile}"]
+        browser += [f"--user-data-dir={profile}"]
         dom = subprocess.run(
             [*browser, "--dump-dom", page], capture_output=True, text=True, timeout=120, check=True
         ).stdout
@@ -175,3 +225,19 @@ def test_report_html_renders_in_headless_chromium(mutant_report: Path) -> None:
     rows = png_rows(shot.read_bytes())
     assert len(rows) == 1600
     assert len(set(rows)) > 100, "the screenshot is (nearly) blank"
+
+
+def test_the_first_failure_is_in_the_first_viewport_even_with_few_capabilities(few_capabilities_report: Path) -> None:
+    browser = chromium()
+    measured = few_capabilities_report / "measured.html"
+    measured.write_text(
+        (few_capabilities_report / "report.html").read_text().replace("</body>", f"{FAILURE_TOP}</body>")
+    )
+    with tempfile.TemporaryDirectory() as profile:
+        width, height = VIEWPORT
+        command = [*browser, f"--user-data-dir={profile}", f"--window-size={width},{height}", "--dump-dom"]
+        dom = subprocess.run(
+            [*command, measured.resolve().as_uri()], capture_output=True, text=True, timeout=120, check=True
+        ).stdout
+    [top] = re.findall(r'data-failure-top="([-0-9.e]+)"', dom)
+    assert float(top) < height, f"the first failure starts {top} px down, below the first {height} px"

@@ -24,11 +24,18 @@ from kconform.conformance.gate.report import (
     evidence_text,
     row_note,
     shorten,
-    skip_groups,
     tally,
     violates,
 )
-from kconform.conformance.gate.runner import UNSTRUCTURED, RequirementResult, RunResult, Status, TestResult, broker_used
+from kconform.conformance.gate.runner import (
+    UNSTRUCTURED,
+    RequirementResult,
+    RunResult,
+    Status,
+    TestResult,
+    broker_used,
+    skip_cause,
+)
 from kconform.conformance.spec_tools.requirements import CATEGORIES
 
 BENCH_FILE = "bench.json"
@@ -103,6 +110,19 @@ def _requirement_table(rows: Sequence[RequirementResult], strict: bool) -> str:
             f'<td class="note">{_e(shorten(row_note(r, strict)))}</td></tr>'
         )
     return f"<table>{head}{''.join(body)}</table>"
+
+
+def _skipped(rows: Sequence[RequirementResult], strict: bool) -> str:
+    """The skipped rows folded, one group per cause: an adapter with few capabilities skips dozens of ids
+    for a handful of reasons, which would push everything else out of view."""
+    groups: dict[str, list[RequirementResult]] = {}
+    for r in rows:
+        groups.setdefault(skip_cause(r.reason), []).append(r)
+    return "".join(
+        f'<details class="skipped"><summary>{len(group)} skipped: {_e(shorten(cause))} '
+        f"(<code>{_e(', '.join(r.id for r in group))}</code>)</summary>{_requirement_table(group, strict)}</details>"
+        for cause, group in groups.items()
+    )
 
 
 def _grid_columns(picture: Picture) -> list[int]:
@@ -361,8 +381,8 @@ def _bench(directory: Path) -> dict[str, Any] | None:
 
 
 def _summary(result: RunResult) -> str:
-    """Counts by status and the exit code, the failing tests linked to their sections; the console's
-    verdict line lists every PARTIAL reason too, which the tables here show row by row."""
+    """Counts by status and the exit code, the failing tests linked to their sections (the tables below give
+    each PARTIAL's reason)."""
     counts = Counter(str(r.status) for r in result.requirements)
     head = f"{len(result.requirements)} requirements: {', '.join(f'{n} {s}' for s, n in sorted(counts.items()))}"
     failing = ", ".join(f'<a href="#test-{_e(t.name)}">{_e(t.name)}</a>' for t in result.failing)
@@ -383,20 +403,20 @@ def render_html(result: RunResult, bench: dict[str, Any] | None = None) -> str:
         f'<div class="verdicts">{"".join(_verdict_box(v) for v in verdicts)}</div>',
         _summary(result),
     ]
-    for category in CATEGORIES:
-        rows = [r for r in result.requirements if r.category == category]
-        if rows:
-            body += [f"<h2>{category.capitalize()} requirements</h2>", _requirement_table(rows, o.strict)]
-    others = [r for r in result.requirements if r.category not in CATEGORIES]
-    if others:
-        body += ["<h2>Requirements of no class</h2>", _requirement_table(others, o.strict)]
-    skips = skip_groups(result.requirements)
-    if skips:
-        items = "".join(f"<li><code>{_e(', '.join(ids))}</code>: {_e(cause)}</li>" for cause, ids in skips.items())
-        body += ["<h2>Skipped</h2>", f"<ul>{items}</ul>"]
     failures = [t for t in result.tests if t.status in (Status.FAIL, Status.XFAIL)]
     if failures:
         body += ["<h2>Failures</h2>", f'<p class="note">{_e(REPLAY_NOTE)}</p>', *map(_failure, failures)]
+    checked = [r for r in result.requirements if r.status is not Status.SKIP]
+    for category in CATEGORIES:
+        rows = [r for r in checked if r.category == category]
+        if rows:
+            body += [f"<h2>{category.capitalize()} requirements</h2>", _requirement_table(rows, o.strict)]
+    others = [r for r in checked if r.category not in CATEGORIES]
+    if others:
+        body += ["<h2>Requirements of no class</h2>", _requirement_table(others, o.strict)]
+    skipped = [r for r in result.requirements if r.status is Status.SKIP]
+    if skipped:
+        body += ["<h2>Skipped</h2>", _skipped(skipped, o.strict)]
     metrics = [(t.name, k, v) for t in result.tests for k, v in t.metrics.items()]
     if metrics:
         rows_html = "".join(
