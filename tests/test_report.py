@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kconform.conformance.brokers.probe import Capability
 from kconform.conformance.checks.checkers import Violation
@@ -21,9 +23,11 @@ from kconform.conformance.gate.runner import (
     RunOptions,
     RunResult,
     Status,
+    counterexamples,
     skip_cause,
     without_test_case,
 )
+from kconform.conformance.suite.test_pipeline import BrokerCan
 
 MUTANT = "kconform.conformance.mutants.protocol:python_mod_no_mask"
 """Fails two assignment tests, one with hundreds of violations; skips COMMIT-018 from inside a @given test."""
@@ -84,6 +88,21 @@ def test_skip_reasons_lose_hypothesis_s_test_case_and_object_addresses() -> None
     assert without_test_case("needs <A object at 0x7fab12>") == "needs <A object>"
     assert without_test_case("x\nFalsifying example: f(a=1)\nExplanation:\n  y") == "x"
     assert without_test_case("x\nwhile generating 'a' from lists()") == "x"
+
+
+def test_a_failing_pipeline_example_shows_the_broker_s_capabilities_in_one_line() -> None:
+    """The pipeline tests take the probe's findings as an argument, which Hypothesis prints with the example."""
+    can = BrokerCan((f"c{i}", Capability(f"c{i}", "KAFKA-001", True, "seen " * 20)) for i in range(14))
+
+    @given(n=st.just(0))
+    def scenario(broker_can: dict[str, Capability], n: int) -> None:
+        raise AssertionError("COMMIT-011 lost-write: record 3 lost")
+
+    with pytest.raises(AssertionError) as failure:
+        scenario(can)
+    [example] = counterexamples(failure.value)
+    assert "    broker_can=<14 broker capabilities, in the report's broker table>," in example.example.splitlines()
+    assert len(example.example.splitlines()) < 6
 
 
 def kconform_run(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
