@@ -237,6 +237,8 @@ def verdict_line(result: RunResult) -> str:
     if result.exit_code == ERROR_EXIT:
         return f"{head} Could not check, exit {ERROR_EXIT}: {causes}"
     names = [f"{t.name} ({t.status} {t.level})" for t in result.failing]
+    more = len(names) - FAILURES_ON_CONSOLE
+    names = names[:FAILURES_ON_CONSOLE] + ([f"{more} more failing tests"] if more > 0 else [])
     why = ", ".join(names + (["the run was interrupted"] if result.interrupted else []))
     return f"{head} Not as expected, exit 1: {why}" + (f". Could not check: {causes}" if causes else "")
 
