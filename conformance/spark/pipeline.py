@@ -33,7 +33,7 @@ from pyspark.sql.streaming.readwriter import DataStreamWriter
 from pyspark.sql.types import BooleanType
 
 from kconform.conformance.adapter import DEFAULT_MASTER, PipelineAdapter, SinkSpec, SourceSpec
-from kconform.conformance.checks.checkers import Violation, check_formula, check_order, check_plan
+from kconform.conformance.checks.checkers import Violation, check_formula, check_order, check_plan, check_single_owner
 from kconform.conformance.jvm import SPARK_KAFKA, JvmArtifactsMissing, jars
 from kconform.conformance.spark.cluster import STANDALONE, cluster_settings, is_local
 from kconform.reference_impl.adapter import ReferenceAdapter
@@ -415,12 +415,14 @@ def check_single_reader(
 
 
 def check_task_plan(records: Iterable[ReadRecord], parallelism: int) -> list[Violation]:
-    """ASSIGN-001/002/004 on what Spark tasks read: task i holds exactly Flink subtask i's partitions."""
+    """ASSIGN-001/002/004 on what Spark tasks read: task i holds exactly Flink subtask i's partitions; and
+    ASSIGN-007 (safety): no partition read by two tasks."""
     claims: dict[TopicPartition, set[int]] = defaultdict(set)
     for r in records:
         claims[r.tp].add(r.task)
-    out = check_plan({tp: sorted(tasks) for tp, tasks in claims.items()}, parallelism)
-    return out + check_formula({tp: min(tasks) for tp, tasks in claims.items()}, parallelism)
+    owners = {tp: min(tasks) for tp, tasks in claims.items()}
+    out = check_single_owner({tp: sorted(tasks) for tp, tasks in claims.items()}, parallelism)
+    return out + check_plan(dict(owners), parallelism) + check_formula(owners, parallelism)
 
 
 def topic_records(client: KafkaClient, topic: str, isolation: Isolation) -> dict[int, list[Record]]:
