@@ -825,8 +825,8 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "even_split_restore",
-        frozenset({"RESTORE-002", "RESTORE-006"}),
-        "getListState instead of union state",
+        frozenset({"RESTORE-002", "RESTORE-003", "RESTORE-006"}),
+        "getListState instead of union state: offsets lost, partitions re-read from EARLIEST",
         EvenSplitRestore(),
     ),
     Mutant(
