@@ -414,6 +414,30 @@ def check_single_reader(
     return out
 
 
+def check_offsets_read_by_one_task(batch: Iterable[ReadRecord]) -> list[Violation]:
+    """ASSIGN-007 as a black box sees it: within one batch no offset is read by two tasks. A connector may
+    split a partition into offset ranges read by several tasks (Spark's does); the ranges must not overlap.
+    A retried attempt is the same task, so its re-read is not a second reader."""
+    readers: dict[tuple[TopicPartition, int], set[int]] = defaultdict(set)
+    for r in batch:
+        readers[(r.tp, r.offset)].add(r.task)
+    overlapping: dict[TopicPartition, list[int]] = defaultdict(list)
+    tasks: dict[TopicPartition, set[int]] = defaultdict(set)
+    for (tp, offset), by in sorted(readers.items()):
+        if len(by) > 1:
+            overlapping[tp].append(offset)
+            tasks[tp] |= by
+    return [
+        Violation(
+            "ASSIGN-007",
+            "double-read",
+            f"{tp}: offsets {offsets[:10]}{' ...' if len(offsets) > 10 else ''} read by tasks {sorted(tasks[tp])}",
+            {"topic": tp.topic, "partition": tp.partition, "offsets": offsets, "tasks": sorted(tasks[tp])},
+        )
+        for tp, offsets in sorted(overlapping.items())
+    ]
+
+
 def check_task_plan(records: Iterable[ReadRecord], parallelism: int) -> list[Violation]:
     """ASSIGN-001/002/004 on what Spark tasks read: task i holds exactly Flink subtask i's partitions; and
     ASSIGN-007 (safety): no partition read by two tasks."""
