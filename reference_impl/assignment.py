@@ -15,7 +15,7 @@ JVM pin this module.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from kconform.reference_impl.types import SubtaskIndex, TopicPartition
@@ -49,6 +49,11 @@ def assign(topic: str, partition: int, parallelism: int) -> SubtaskIndex:
 def owner(tp: TopicPartition, parallelism: int) -> SubtaskIndex:
     """``assign`` for a ``TopicPartition``."""
     return assign(tp.topic, tp.partition, parallelism)
+
+
+Owner = Callable[[TopicPartition, int], int]
+"""Who owns a partition at a parallelism. The core takes one, Flink's ``owner`` by default, so that a
+connector with its own assigner (one that is not Flink's, ASSIGN-004) runs the same discovery and restore."""
 
 
 @dataclass(frozen=True, slots=True)

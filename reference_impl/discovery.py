@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from kconform.reference_impl.assignment import owner
+from kconform.reference_impl.assignment import Owner, owner
 from kconform.reference_impl.types import SubtaskIndex, TopicPartition
 
 Metadata = Mapping[str, Iterable[int]]
@@ -130,6 +130,8 @@ class PartitionDiscoverer:
     parallelism: int
     on_zero: ZeroPartitionsPolicy = ZeroPartitionsPolicy.FAIL
     seen: KnownPartitions = field(default_factory=KnownPartitions)
+    owner: Owner = owner
+    """Flink's assigner unless the connector has its own."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.subtask < self.parallelism:
@@ -138,7 +140,7 @@ class PartitionDiscoverer:
     def discover(self, metadata: Metadata) -> list[TopicPartition]:
         """New partitions owned by this subtask, sorted; every partition seen is remembered."""
         new = self.seen.remember_new(self.subscription, metadata, self.on_zero)
-        return [tp for tp in new if owner(tp, self.parallelism) == self.subtask]
+        return [tp for tp in new if self.owner(tp, self.parallelism) == self.subtask]
 
 
 @dataclass
@@ -149,8 +151,10 @@ class Enumerator:
     parallelism: int
     on_zero: ZeroPartitionsPolicy = ZeroPartitionsPolicy.IGNORE
     assigned: KnownPartitions = field(default_factory=KnownPartitions)
+    owner: Owner = owner
+    """Flink's assigner unless the connector has its own."""
 
     def discover(self, metadata: Metadata) -> dict[TopicPartition, SubtaskIndex]:
         """New partitions -> the reader that owns them (the same formula as the legacy assigner)."""
         new = self.assigned.remember_new(self.subscription, metadata, self.on_zero)
-        return {tp: owner(tp, self.parallelism) for tp in new}
+        return {tp: SubtaskIndex(self.owner(tp, self.parallelism)) for tp in new}

@@ -20,7 +20,7 @@ import enum
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from kconform.reference_impl.assignment import owner
+from kconform.reference_impl.assignment import Owner, owner
 from kconform.reference_impl.discovery import (
     Enumerator,
     Metadata,
@@ -69,6 +69,7 @@ def restore_union_filter(
     parallelism: int,
     subscription: Subscription,
     keep_unsubscribed: bool = False,
+    owner_of: Owner = owner,
 ) -> dict[TopicPartition, int]:
     """The entries of the union state that ``subtask`` owns at ``parallelism`` (RESTORE-002).
 
@@ -78,7 +79,7 @@ def restore_union_filter(
     return {
         tp: offset
         for tp, offset in union
-        if owner(tp, parallelism) == subtask and (keep_unsubscribed or subscription.matches(tp.topic))
+        if owner_of(tp, parallelism) == subtask and (keep_unsubscribed or subscription.matches(tp.topic))
     }
 
 
@@ -114,6 +115,8 @@ class SourceJob:
     on_zero: ZeroPartitionsPolicy = ZeroPartitionsPolicy.IGNORE
     initial_offset: int = EARLIEST
     """Start position of the partitions found by the very first discovery of a fresh job."""
+    owner: Owner = owner
+    """Flink's assigner unless the connector has its own: discovery and the union-filter restore place by it."""
     offsets: list[dict[TopicPartition, int]] = field(default_factory=list)
     pending_commits: dict[int, dict[TopicPartition, int]] = field(default_factory=dict)
     _discoverers: list[PartitionDiscoverer] = field(default_factory=list)
@@ -127,11 +130,13 @@ class SourceJob:
             self.offsets = [{} for _ in range(self.parallelism)]
         if self.variant is RestoreVariant.UNION_FILTER:
             self._discoverers = [
-                PartitionDiscoverer(self.subscription, SubtaskIndex(i), self.parallelism, self.on_zero)
+                PartitionDiscoverer(
+                    self.subscription, SubtaskIndex(i), self.parallelism, self.on_zero, owner=self.owner
+                )
                 for i in range(self.parallelism)
             ]
         else:
-            self._enumerator = Enumerator(self.subscription, self.parallelism, self.on_zero)
+            self._enumerator = Enumerator(self.subscription, self.parallelism, self.on_zero, owner=self.owner)
 
     # -- discovery ---------------------------------------------------------------------------
     def discover(self, metadata: Metadata, reader: LogReader) -> dict[TopicPartition, SubtaskIndex]:
@@ -237,6 +242,7 @@ class SourceJob:
         keep_unsubscribed: bool = False,
         on_zero: ZeroPartitionsPolicy = ZeroPartitionsPolicy.IGNORE,
         initial_offset: int = EARLIEST,
+        owner: Owner = owner,
     ) -> SourceJob:
         """A job restored from ``checkpoint`` at ``parallelism`` that has run its first discovery.
 
@@ -245,13 +251,13 @@ class SourceJob:
         discovery never resolves LATEST and needs no ``LogReader``; restored partitions missing from
         a partial metadata view are kept (RESTORE-006).
         """
-        job = cls(subscription, parallelism, variant, keep_unsubscribed, on_zero, initial_offset)
+        job = cls(subscription, parallelism, variant, keep_unsubscribed, on_zero, initial_offset, owner)
         job._discovered_once = True
         if variant is RestoreVariant.UNION_FILTER:
             union = checkpoint.union()
             for i, discoverer in enumerate(job._discoverers):
                 job.offsets[i] = restore_union_filter(
-                    union, SubtaskIndex(i), parallelism, subscription, keep_unsubscribed
+                    union, SubtaskIndex(i), parallelism, subscription, keep_unsubscribed, owner
                 )
                 discoverer.seen.add(tp for tp, _ in union)
         else:

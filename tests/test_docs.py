@@ -248,7 +248,7 @@ def test_the_site_builds_strict_with_the_requirement_table_linked(site_source: P
     for page in ("index.html", "spec/index.html", "docs/adapter-guide.html", "docs/ci-example.html"):
         assert (out / page).is_file(), page
     table = (out / "spec" / "REQUIREMENTS.html").read_text(encoding="utf-8")
-    anchor = "assign-001-must-fidelity-every-partition-is-owned-by-exactly-one-subtask"
+    anchor = "assign-001-must-fidelity-the-assigner-gives-every-partition-exactly-one-subtask"
     assert f'href="assignment.html#{anchor}"' in table
     assert f'id="{anchor}"' in (out / "spec" / "assignment.html").read_text(encoding="utf-8")
     assert (

@@ -18,6 +18,7 @@ from kconform.conformance.checks.strategy_checkers import check_sink_placement
 from kconform.conformance.spark.pipeline import (
     ReadRecord,
     check_discovered,
+    check_offsets_read_by_one_task,
     check_output,
     check_read_once,
     check_rewritten,
@@ -99,6 +100,15 @@ def test_required_RESTORE_002_a_partition_read_by_two_tasks_or_a_task_beyond_n_i
     assert check_single_reader([read(0, 0, 0), read(0, 1, 0), read(1, 0, 1)], 2) == []
     kinds = [(v.requirement, v.kind) for v in check_single_reader([read(0, 0, 0), read(0, 1, 1), read(1, 0, 2)], 2)]
     assert kinds == [("RESTORE-002", "double-assignment"), ("RESTORE-002", "owner-out-of-range")]
+
+
+def test_required_ASSIGN_007_disjoint_ranges_of_one_partition_pass_an_offset_read_by_two_tasks_fails() -> None:
+    split = [read(0, 0, 0), read(0, 1, 0), read(0, 2, 1), read(0, 3, 1), read(0, 2, 1)]  # a retry re-reads offset 2
+    assert check_offsets_read_by_one_task(split) == []
+    overlapping = [read(0, 0, 0), read(0, 1, 0), read(0, 1, 1), read(0, 2, 1), read(1, 0, 2)]
+    (violation,) = check_offsets_read_by_one_task(overlapping)
+    assert (violation.requirement, violation.kind) == ("ASSIGN-007", "double-read")
+    assert violation.data == {"topic": "in", "partition": 0, "offsets": [1], "tasks": [0, 1]}
 
 
 def test_required_RESTORE_003_read_once_names_gaps_and_repeats() -> None:

@@ -66,7 +66,7 @@ def test_spec_pages_parse_into_unique_ids_with_levels_and_titles() -> None:
     assert reqs["ASSIGN-001"] == Requirement(
         "ASSIGN-001",
         "MUST",
-        "Every partition is owned by exactly one subtask",
+        "The assigner gives every partition exactly one subtask",
         "assignment.md",
         reqs["ASSIGN-001"].checked_by,
         "fidelity",
@@ -179,8 +179,8 @@ def test_tla_properties_are_optional(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_requirements_verb_lists_spec_checker_and_tests(capsys: pytest.CaptureFixture[str]) -> None:
     assert requirements.main([]) == 0
     out = capsys.readouterr().out
-    assert "ASSIGN-001 (MUST, fidelity) Every partition is owned by exactly one subtask" in out
-    anchor = "assign-001-must-fidelity-every-partition-is-owned-by-exactly-one-subtask"
+    assert "ASSIGN-001 (MUST, fidelity) The assigner gives every partition exactly one subtask" in out
+    anchor = "assign-001-must-fidelity-the-assigner-gives-every-partition-exactly-one-subtask"
     assert f"  spec:    spec/assignment.md#{anchor}" in out
     assert "  checker: check_plan" in out
     assert "  test:    tests/test_assignment.py::test_required_ASSIGN_001_owner_in_range" in out
@@ -192,7 +192,7 @@ def test_requirements_verb_markdown_is_a_table(capsys: pytest.CaptureFixture[str
     assert "| id | level | class | title | checked by | tests | TLA+ |" in lines
     row = next(line for line in lines if line.startswith("| [ASSIGN-001]"))
     assert row.startswith(
-        "| [ASSIGN-001](assignment.md#assign-001-must-fidelity-every-partition-is-owned-by-exactly-one-subtask)"
+        "| [ASSIGN-001](assignment.md#assign-001-must-fidelity-the-assigner-gives-every-partition-exactly-one-subtask)"
     )
     assert "| [`check_plan`](../conformance/checks/checkers.py) |" in row
     test = "tests/test_assignment.py::test_required_ASSIGN_001_owner_in_range"

@@ -73,7 +73,7 @@ def test_conforming_adapter_passes_and_writes_every_report(tmp_path: Path) -> No
     assert rep["adapter"]["capabilities"] == ["assignment", "discovery"]
     assert (rep["seed"], rep["profile"], rep["level"], rep["exit_code"]) == (1, "quick", "all", 0)
     assert by_id(rep)["ASSIGN-001"]["status"] == "PASS"
-    assert by_id(rep)["ASSIGN-001"]["title"] == "Every partition is owned by exactly one subtask"
+    assert by_id(rep)["ASSIGN-001"]["title"] == "The assigner gives every partition exactly one subtask"
     assert by_id(rep)["ASSIGN-001"]["spec"].startswith("spec/assignment.md#assign-001-must-")
     junit = ET.parse(tmp_path / "report" / "junit.xml").getroot()
     assert len(junit.findall(".//testcase")) == 10

@@ -9,7 +9,9 @@ data the report can show.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,6 +70,55 @@ def explain(violations: Sequence[Violation], limit: int = 10) -> str:
     return f"{len(violations)} violation(s):\n{shown}{more}"
 
 
+@dataclass
+class Deferral:
+    """Violations of some ids kept back while a test goes on, so that its other ids are judged in full.
+
+    A suite test of a safety requirement must not stop at a fidelity violation (a connector may
+    legitimately differ from Flink) before its safety requirement was judged on every example:
+    ``fail_on`` keeps violations that name only ``ids`` here, and the pytest plugin raises those of the
+    test's own requirements (``checked``) when the test has finished. A fidelity violation of an id the
+    test does not check (a discovery checker also sees whose partitions are foreign) is that id's own
+    tests' to report.
+    """
+
+    ids: frozenset[str]
+    checked: frozenset[str]
+    first: ViolationError | None = None
+    examples: int = 0
+
+    def keeps(self, violations: Sequence[Violation]) -> bool:
+        return all(v.requirement in self.ids for v in violations)
+
+    def keep(self, error: ViolationError) -> None:
+        own = [v for v in error.violations if v.requirement in self.checked]
+        if own:
+            self.examples += 1
+            self.first = self.first or ViolationError(own, error.pictures)
+
+    def raise_kept(self) -> None:
+        """Fail with the first kept violations of the test's own ids; its other ids held throughout."""
+        if self.first is None:
+            return
+        more = f" (and in {self.examples - 1} later example(s))" if self.examples > 1 else ""
+        note = f"\n  kept back until the test ended{more}, so that its safety requirements were judged on every example"
+        raise ViolationError(self.first.violations, self.first.pictures, note, self.checked)
+
+
+_DEFERRAL: ContextVar[Deferral | None] = ContextVar("kconform_deferral", default=None)
+
+
+@contextmanager
+def deferring(ids: Iterable[str], checked: Iterable[str]) -> Iterator[Deferral]:
+    """While inside, ``fail_on`` keeps back violations that name only ``ids`` (see ``Deferral``)."""
+    deferral = Deferral(frozenset(ids), frozenset(checked))
+    token = _DEFERRAL.set(deferral)
+    try:
+        yield deferral
+    finally:
+        _DEFERRAL.reset(token)
+
+
 def fail_on(
     violations: Sequence[Violation], pictures: Sequence[Picture] = (), detail: str = "", verified: Iterable[str] = ()
 ) -> None:
@@ -75,11 +126,20 @@ def fail_on(
     then ``detail`` (e.g. the history). ``verified``: the test's other ids, checked in full before it
     failed (a test that checks everything before failing says so; the runner then passes them).
 
+    Inside ``deferring`` (the plugin's, for a test of a safety requirement) violations that name only
+    fidelity ids are kept back instead of raised.
+
     A ``ViolationError``, not a bare ``assert``: pytest's assertion rewriting would append the
     list's repr (``assert not [Violation(...)]``) to every failure, and the reports need the objects.
     """
-    if violations:
-        raise ViolationError(violations, pictures, detail, verified)
+    if not violations:
+        return
+    error = ViolationError(violations, pictures, detail, verified)
+    deferral = _DEFERRAL.get()
+    if deferral is not None and deferral.keeps(violations):
+        deferral.keep(error)
+        return
+    raise error
 
 
 def all_partitions(metadata: Metadata) -> set[TopicPartition]:
@@ -89,23 +149,37 @@ def all_partitions(metadata: Metadata) -> set[TopicPartition]:
 # -- assignment ------------------------------------------------------------------------------
 
 
-def check_plan(claims: Mapping[TopicPartition, Sequence[int]], parallelism: int) -> list[Violation]:
-    """ASSIGN-001 and ASSIGN-002 over ``partition -> subtasks that claim it`` (every partition listed)."""
+def check_single_owner(claims: Mapping[TopicPartition, Sequence[int]], parallelism: int) -> list[Violation]:
+    """ASSIGN-007 over ``partition -> subtasks that claim it`` (every partition listed), whatever the assigner:
+    no partition claimed twice, none by no subtask, none by a subtask that does not exist."""
     out: list[Violation] = []
     for tp, owners in sorted(claims.items()):
+        facts = {"topic": tp.topic, "partition": tp.partition, "owners": sorted(owners), "parallelism": parallelism}
         bad = [o for o in owners if not (isinstance(o, int) and 0 <= o < parallelism)]
         if bad:
-            where = {"topic": tp.topic, "partition": tp.partition, "owners": bad, "parallelism": parallelism}
             out.append(
-                Violation("ASSIGN-001", "owner-out-of-range", f"{tp} -> {bad} with parallelism {parallelism}", where)
+                Violation("ASSIGN-007", "owner-out-of-range", f"{tp} -> {bad} with parallelism {parallelism}", facts)
             )
-        facts = {"topic": tp.topic, "partition": tp.partition, "owners": sorted(owners)}
         if len(owners) > 1:
             out.append(
-                Violation("ASSIGN-001", "double-assignment", f"{tp} claimed by subtasks {sorted(owners)}", facts)
+                Violation("ASSIGN-007", "double-assignment", f"{tp} claimed by subtasks {sorted(owners)}", facts)
             )
         if not owners:
-            out.append(Violation("ASSIGN-001", "unassigned", f"{tp} is owned by no subtask", facts))
+            out.append(Violation("ASSIGN-007", "unassigned", f"{tp} is owned by no subtask", facts))
+    return out
+
+
+def check_plan(owners: Mapping[TopicPartition, int | None], parallelism: int) -> list[Violation]:
+    """ASSIGN-001 and ASSIGN-002 over the assigner's plan, ``partition -> subtask`` (``None``: it gave none)."""
+    out: list[Violation] = []
+    for tp, owner in sorted(owners.items()):
+        facts = {"topic": tp.topic, "partition": tp.partition, "owner": owner, "parallelism": parallelism}
+        if owner is None:
+            out.append(Violation("ASSIGN-001", "unassigned", f"{tp}: the assigner gives it no subtask", facts))
+        elif not (isinstance(owner, int) and 0 <= owner < parallelism):
+            where = f"{tp} -> {owner!r} with parallelism {parallelism}"
+            out.append(Violation("ASSIGN-001", "owner-out-of-range", where, facts))
+    claims = {tp: [] if owner is None else [owner] for tp, owner in owners.items()}
     by_topic: dict[str, list[TopicPartition]] = defaultdict(list)
     for tp in claims:
         by_topic[tp.topic].append(tp)
@@ -304,12 +378,13 @@ def check_restore(
             continue
         if len(subtasks) > 1:
             out.append(Violation("RESTORE-002", "double-assignment", f"{tp} restored on subtasks {subtasks}"))
-        if variant is RestoreVariant.UNION_FILTER and subtasks[0] != assign(tp.topic, tp.partition, parallelism):
+        flink_owner = assign(tp.topic, tp.partition, parallelism)
+        if variant is RestoreVariant.UNION_FILTER and subtasks[0] != flink_owner:
             out.append(
                 Violation(
                     "RESTORE-002",
                     "wrong-owner",
-                    f"{tp} restored on {subtasks[0]}, the assigner gives {assign(tp.topic, tp.partition, parallelism)}",
+                    f"{tp} restored on {subtasks[0]}, Flink's assigner gives {flink_owner}",
                 )
             )
         got = restored[subtasks[0]][tp]

@@ -18,14 +18,18 @@ from hypothesis import settings
 from kconform.conformance.adapter import CAPABILITIES, DEFAULT_MASTER, Adapter, guard, load_adapter
 from kconform.conformance.brokers import Broker, BrokerStartError, BrokerUnavailable, broker_from_env
 from kconform.conformance.brokers.probe import Capability
+from kconform.conformance.checks.checkers import deferring
 from kconform.conformance.gate.profiles import examples_dir, profile_from_env, register_profiles
 from kconform.conformance.spark.cluster import STANDALONE, SparkClusterError, StandaloneCluster
+from kconform.conformance.spec_tools.requirements import SpecNotFoundError, load_requirements
 
 register_profiles()
 
 DEFAULT_ADAPTER = "kconform.reference_impl.adapter:ADAPTER"
 BROKER_CAPABILITIES = pytest.StashKey[list[Capability]]()
 """The probe's measurement of the broker a run used; every report shows it."""
+FIDELITY_IDS = pytest.StashKey[frozenset[str]]()
+"""The spec's fidelity ids, read once per session."""
 BROKER_VERSION = pytest.StashKey[str]()
 """The product and version of the broker a run used (``Broker.version``), for the verdict table."""
 REQUIREMENT_MARK = "requirement"
@@ -110,6 +114,33 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+def _fidelity_ids(config: pytest.Config) -> frozenset[str]:
+    if FIDELITY_IDS not in config.stash:
+        try:
+            requirements = load_requirements()
+        except SpecNotFoundError:
+            requirements = {}
+        config.stash[FIDELITY_IDS] = frozenset(i for i, r in requirements.items() if r.category == "fidelity")
+    return config.stash[FIDELITY_IDS]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """Safety judged apart from fidelity: in a test of a safety requirement, a fidelity violation is kept
+    back (``kconform.conformance.checks.checkers.Deferral``) until the test has judged its safety ids on
+    every example; then it fails the test if it is one of the test's own ids, and the safety ids count as
+    verified in full. A test of fidelity ids alone stops at its first violation, as any test does."""
+    mark = item.get_closest_marker(REQUIREMENT_MARK)
+    ids = frozenset(mark.args) if mark else frozenset()
+    fidelity = _fidelity_ids(item.config)
+    if not ids - fidelity:
+        return (yield)
+    with deferring(fidelity, checked=ids) as deferral:
+        outcome = yield
+    deferral.raise_kept()
+    return outcome
 
 
 class CouldNotCheck(Exception):

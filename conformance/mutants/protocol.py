@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kconform.reference_impl.adapter import ReferenceAdapter
-from kconform.reference_impl.assignment import java_string_hash, owner
+from kconform.reference_impl.assignment import Owner, java_string_hash, owner
 from kconform.reference_impl.commit import ExactlyOnceSink, NamingStrategy, SinkCheckpoint
 from kconform.reference_impl.discovery import Metadata, PartitionDiscoverer, Subscription, ZeroPartitionsPolicy
 from kconform.reference_impl.kafka_model import KafkaModel
@@ -114,6 +114,29 @@ class RangePlanner(ReferenceAdapter):
         for tp in sorted(partitions):
             by_topic.setdefault(tp.topic, []).append(tp)
         return {tp: i * parallelism // len(tps) for tps in by_topic.values() for i, tp in enumerate(tps)}
+
+
+class _OverlappingRangeDiscoverer(PartitionDiscoverer):
+    """Range assignment decided by each subtask alone, its upper bound inclusive: the first partition of
+    the next subtask's range is claimed by both (a rounding bug of hand-written range assigners)."""
+
+    def discover(self, metadata: Metadata) -> list[TopicPartition]:
+        new = self.seen.remember_new(self.subscription, metadata, self.on_zero)
+        n, i = self.parallelism, self.subtask
+        mine = []
+        for tp in new:
+            size = max(metadata[tp.topic]) + 1
+            if i * size // n <= tp.partition <= (i + 1) * size // n:
+                mine.append(tp)
+        return mine
+
+
+@dataclass(frozen=True)
+class OverlappingRangeDiscoverers(ReferenceAdapter):
+    def discoverer(
+        self, subscription: Subscription, subtask: int, parallelism: int, on_zero: ZeroPartitionsPolicy
+    ) -> PartitionDiscoverer:
+        return _OverlappingRangeDiscoverer(subscription, SubtaskIndex(subtask), parallelism, on_zero)
 
 
 # -- discovery -----------------------------------------------------------------------------------
@@ -606,8 +629,11 @@ class _KeepIgnoredJob(SourceJob):
         keep_unsubscribed: bool = False,
         on_zero: ZeroPartitionsPolicy = ZeroPartitionsPolicy.IGNORE,
         initial_offset: int = EARLIEST,
+        owner: Owner = owner,
     ) -> SourceJob:
-        return super().restore(checkpoint, parallelism, subscription, metadata, variant, False, on_zero, initial_offset)
+        return super().restore(
+            checkpoint, parallelism, subscription, metadata, variant, False, on_zero, initial_offset, owner
+        )
 
 
 class _FetchAfterPositionJob(SourceJob):
@@ -759,6 +785,12 @@ MUTANTS: tuple[Mutant, ...] = (
         JavaRemainderNoMask(),
     ),
     Mutant(
+        "overlapping_range_discoverers",
+        frozenset({"ASSIGN-007"}),
+        "each subtask's discoverer claims a range whose upper bound is inclusive: two subtasks read one partition",
+        OverlappingRangeDiscoverers(),
+    ),
+    Mutant(
         "order_dependent_assignment",
         frozenset({"ASSIGN-003"}),
         "FLINK-7143: owner by list position",
@@ -793,8 +825,8 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "even_split_restore",
-        frozenset({"RESTORE-002", "RESTORE-006"}),
-        "getListState instead of union state",
+        frozenset({"RESTORE-002", "RESTORE-003", "RESTORE-006"}),
+        "getListState instead of union state: offsets lost, partitions re-read from EARLIEST",
         EvenSplitRestore(),
     ),
     Mutant(

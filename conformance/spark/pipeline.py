@@ -33,7 +33,7 @@ from pyspark.sql.streaming.readwriter import DataStreamWriter
 from pyspark.sql.types import BooleanType
 
 from kconform.conformance.adapter import DEFAULT_MASTER, PipelineAdapter, SinkSpec, SourceSpec
-from kconform.conformance.checks.checkers import Violation, check_formula, check_order, check_plan
+from kconform.conformance.checks.checkers import Violation, check_formula, check_order, check_plan, check_single_owner
 from kconform.conformance.jvm import SPARK_KAFKA, JvmArtifactsMissing, jars
 from kconform.conformance.spark.cluster import STANDALONE, cluster_settings, is_local
 from kconform.reference_impl.adapter import ReferenceAdapter
@@ -414,13 +414,39 @@ def check_single_reader(
     return out
 
 
+def check_offsets_read_by_one_task(batch: Iterable[ReadRecord]) -> list[Violation]:
+    """ASSIGN-007 as a black box sees it: within one batch no offset is read by two tasks. A connector may
+    split a partition into offset ranges read by several tasks (Spark's does); the ranges must not overlap.
+    A retried attempt is the same task, so its re-read is not a second reader."""
+    readers: dict[tuple[TopicPartition, int], set[int]] = defaultdict(set)
+    for r in batch:
+        readers[(r.tp, r.offset)].add(r.task)
+    overlapping: dict[TopicPartition, list[int]] = defaultdict(list)
+    tasks: dict[TopicPartition, set[int]] = defaultdict(set)
+    for (tp, offset), by in sorted(readers.items()):
+        if len(by) > 1:
+            overlapping[tp].append(offset)
+            tasks[tp] |= by
+    return [
+        Violation(
+            "ASSIGN-007",
+            "double-read",
+            f"{tp}: offsets {offsets[:10]}{' ...' if len(offsets) > 10 else ''} read by tasks {sorted(tasks[tp])}",
+            {"topic": tp.topic, "partition": tp.partition, "offsets": offsets, "tasks": sorted(tasks[tp])},
+        )
+        for tp, offsets in sorted(overlapping.items())
+    ]
+
+
 def check_task_plan(records: Iterable[ReadRecord], parallelism: int) -> list[Violation]:
-    """ASSIGN-001/002/004 on what Spark tasks read: task i holds exactly Flink subtask i's partitions."""
+    """ASSIGN-001/002/004 on what Spark tasks read: task i holds exactly Flink subtask i's partitions; and
+    ASSIGN-007 (safety): no partition read by two tasks."""
     claims: dict[TopicPartition, set[int]] = defaultdict(set)
     for r in records:
         claims[r.tp].add(r.task)
-    out = check_plan({tp: sorted(tasks) for tp, tasks in claims.items()}, parallelism)
-    return out + check_formula({tp: min(tasks) for tp, tasks in claims.items()}, parallelism)
+    owners = {tp: min(tasks) for tp, tasks in claims.items()}
+    out = check_single_owner({tp: sorted(tasks) for tp, tasks in claims.items()}, parallelism)
+    return out + check_plan(dict(owners), parallelism) + check_formula(owners, parallelism)
 
 
 def topic_records(client: KafkaClient, topic: str, isolation: Isolation) -> dict[int, list[Record]]:

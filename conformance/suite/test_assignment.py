@@ -1,4 +1,5 @@
-"""ASSIGN-001..006: the adapter's assigner and the plan its discoverers produce."""
+"""ASSIGN-001..007: the adapter's assigner (Flink's model, fidelity) and the plan its discoverers produce: no
+partition claimed by two subtasks or by none, whatever the assigner (ASSIGN-007, safety)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from kconform.conformance.checks.checkers import (
     check_determinism,
     check_formula,
     check_plan,
+    check_single_owner,
     fail_on,
     global_spread,
 )
@@ -56,27 +58,30 @@ def test_required_ASSIGN_001_and_002_every_partition_one_owner_spread_uniformly(
     adapter: Any, metadata: Metadata, n: int
 ) -> None:
     plan = owners(adapter, metadata, n)
-    claims = {tp: [plan[tp]] if tp in plan else [] for tp in all_partitions(metadata)}
-    fail_on(check_plan(claims, n), [assignment_grid(claims, n, f"the plan at parallelism {n}")])
+    given_owner = {tp: plan.get(tp) for tp in all_partitions(metadata)}
+    claims = {tp: [] if o is None else [o] for tp, o in given_owner.items()}
+    fail_on(check_plan(given_owner, n), [assignment_grid(claims, n, f"the plan at parallelism {n}")])
 
 
-@requirement("ASSIGN-001", capability="discovery")
+@requirement("ASSIGN-007", capability="discovery")
 @given(metadata_snapshots(), parallelisms(16))
-def test_required_ASSIGN_001_discoverers_together_claim_each_partition_once(
+def test_required_ASSIGN_007_discoverers_together_claim_each_partition_once(
     adapter: Any, metadata: Metadata, n: int
 ) -> None:
+    """Each subtask decides alone what it reads: together they must claim every partition exactly once,
+    whatever the assigner (a connector need not use Flink's)."""
     claims = discovered_plan(adapter, metadata, n)
-    fail_on(check_plan(claims, n), [assignment_grid(claims, n, f"what {n} discoverers report")])
+    fail_on(check_single_owner(claims, n), [assignment_grid(claims, n, f"what {n} discoverers report")])
 
 
-@requirement("ASSIGN-001", capability="discovery")
+@requirement("ASSIGN-007", capability="discovery")
 @given(metadata_snapshots(max_topics=2, max_partitions=12), st.integers(257, 300))
-def test_required_ASSIGN_001_discoverers_above_subtask_256_claim_their_partitions(
+def test_required_ASSIGN_007_discoverers_above_subtask_256_claim_their_partitions(
     adapter: Any, metadata: Metadata, n: int
 ) -> None:
     """Subtask indexes past CPython's small-int cache: an owner compared with ``is`` loses their partitions."""
     claims = discovered_plan(adapter, metadata, n)
-    fail_on(check_plan(claims, n), [assignment_grid(claims, n, f"what {n} discoverers report")])
+    fail_on(check_single_owner(claims, n), [assignment_grid(claims, n, f"what {n} discoverers report")])
 
 
 @requirement("ASSIGN-003", capability="discovery")

@@ -185,7 +185,7 @@ def judge_output(
     fail_on(judge_sink(kafka, source, sink, exactly_once=exactly_once and not missing))
 
 
-@requirement("ASSIGN-001", "ASSIGN-002", "ASSIGN-004", capability="pipeline-assignment")
+@requirement("ASSIGN-001", "ASSIGN-002", "ASSIGN-004", "ASSIGN-007", capability="pipeline-assignment")
 def test_required_ASSIGN_001_each_task_reads_its_reference_partitions(
     adapter: Any, make_pipeline: Callable[..., Pipeline], kafka: KafkaClient
 ) -> None:

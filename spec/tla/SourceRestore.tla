@@ -143,6 +143,10 @@ Spec == Init /\ [][Next]_vars /\ WF_vars(Progress)
 -----------------------------------------------------------------------------
 (* Properties; each name carries its requirement id.                       *)
 
+\* No partition is held by two subtasks at once, whatever the assigner (the safety part of RESTORE_002).
+ASSIGN_007_NoDoubleAssignment ==
+    \A p \in AllParts : Cardinality(Holders(p)) <= 1
+
 \* Every partition is held by at most one subtask, only subtasks in range(par) hold any,
 \* and every partition of the last completed checkpoint is held by someone.
 RESTORE_002_ExactlyOneOwner ==

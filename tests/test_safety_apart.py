@@ -1,0 +1,96 @@
+"""Safety is judged apart from fidelity: a correct connector whose assigner is not Flink's is safe, and
+a connector whose subtasks claim one partition twice is not, on ASSIGN-007 (issue: every verdict means
+what it says)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kconform.conformance.checks.checkers import Violation, ViolationError, deferring, fail_on
+
+ROOT = Path(__file__).resolve().parents[1]
+OWN_ASSIGNER = "kconform.fixtures.adapters.own_assigner:ADAPTER"
+OWN_EXPECTATIONS = ROOT / "fixtures" / "adapters" / "own_assigner.expectations.toml"
+DOUBLE_ASSIGNING = "kconform.conformance.mutants.protocol:overlapping_range_discoverers"
+
+
+def protocol_run(tmp_path: Path, adapter: str, *extra: str) -> tuple[subprocess.CompletedProcess[str], Any]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "kconform.conformance.cli", "run", "--adapter", adapter, "--level", "protocol"]
+        + ["--profile", "quick", "--seed", "3", "--report", str(tmp_path), *extra],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    return proc, json.loads((tmp_path / "report.json").read_text())
+
+
+def statuses(report: Any) -> dict[str, str]:
+    return {r["id"]: r["status"] for r in report["requirements"]}
+
+
+def test_a_correct_connector_with_its_own_assigner_is_safe(tmp_path: Path) -> None:
+    proc, report = protocol_run(tmp_path, OWN_ASSIGNER, "--expectations", str(OWN_EXPECTATIONS))
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr
+    assert "safe: yes" in proc.stdout
+    assert "Flink-faithful: no (violated: ASSIGN-004, DISC-004, RESTORE-002)" in proc.stdout
+    assert report["safe"] is True and report["flink_faithful"] is False
+    got = statuses(report)
+    # The combined discovery test failed on DISC-004 (expected) and still judged its safety ids in full.
+    assert {i: got[i] for i in ("DISC-001", "DISC-003", "DISC-006", "ASSIGN-007")} == dict.fromkeys(
+        ("DISC-001", "DISC-003", "DISC-006", "ASSIGN-007"), "PASS"
+    )
+    assert {i: got[i] for i in ("ASSIGN-004", "DISC-004", "RESTORE-002")} == dict.fromkeys(
+        ("ASSIGN-004", "DISC-004", "RESTORE-002"), "XFAIL"
+    )
+    safety = [r for r in report["requirements"] if r["class"] == "safety"]
+    assert safety and all(r["status"] == "PASS" for r in safety), [(r["id"], r["status"]) for r in safety]
+
+
+def test_without_its_expectations_it_is_still_safe_but_not_faithful(tmp_path: Path) -> None:
+    proc, report = protocol_run(tmp_path, OWN_ASSIGNER, "--only", "DISC_001")
+    assert proc.returncode == 1, proc.stdout[-4000:]
+    assert report["safe"] is True and report["flink_faithful"] is False
+    assert statuses(report) == {"DISC-001": "PASS", "DISC-003": "PASS", "DISC-004": "FAIL", "DISC-006": "PASS"}
+
+
+def test_subtasks_that_claim_one_partition_twice_are_unsafe_on_assign_007(tmp_path: Path) -> None:
+    proc, report = protocol_run(tmp_path, DOUBLE_ASSIGNING, "--only", "ASSIGN-007")
+    assert proc.returncode == 1, proc.stdout[-4000:]
+    assert "safe: no (violated: ASSIGN-007)" in proc.stdout
+    assert report["safe"] is False
+    kinds = {v["kind"] for t in report["tests"] for v in t["violations"] if v["id"] == "ASSIGN-007"}
+    assert kinds == {"double-assignment"}
+
+
+def fidelity(topic: str) -> Violation:
+    return Violation("ASSIGN-004", "formula-mismatch", f"{topic}-0 elsewhere")
+
+
+def test_a_deferred_fidelity_violation_fails_the_test_after_its_safety_ids_were_judged() -> None:
+    with deferring({"ASSIGN-004", "DISC-004"}, checked={"ASSIGN-004", "ASSIGN-007"}) as deferral:
+        fail_on([fidelity("a")])  # kept: the test goes on
+        fail_on([Violation("DISC-004", "foreign-partition", "not this test's id")])  # not its own: dropped
+        fail_on([fidelity("b")])
+        with pytest.raises(ViolationError):  # a safety violation is raised at once, even among fidelity ones
+            fail_on([fidelity("c"), Violation("ASSIGN-007", "double-assignment", "x-0 on 0 and 1")])
+    with pytest.raises(ViolationError) as raised:
+        deferral.raise_kept()
+    assert [v.evidence for v in raised.value.violations] == ["a-0 elsewhere"]
+    assert "and in 1 later example" in str(raised.value)
+    assert raised.value.verified == frozenset({"ASSIGN-007"})
+
+
+def test_nothing_kept_raises_nothing() -> None:
+    with deferring({"ASSIGN-004"}, checked={"ASSIGN-007"}) as deferral:
+        fail_on([fidelity("a")])  # a fidelity id the test does not check
+    deferral.raise_kept()
+    fail_on([])
