@@ -129,10 +129,10 @@ def test_report_json_has_structured_violations_and_the_grid_data(mutant_report: 
     [failure] = [t for t in report["tests"] if t["status"] == "FAIL"]
     [violation] = failure["violations"]
     assert (violation["id"], violation["kind"]) == ("ASSIGN-001", "owner-out-of-range")
-    assert violation["fields"]["parallelism"] == 2 and violation["fields"]["owners"][0] < 0
+    assert violation["fields"]["parallelism"] == 2 and violation["fields"]["owner"] < 0
     [grid] = failure["pictures"]
     [row] = [r for r in grid["rows"] if r["topic"] == violation["fields"]["topic"]]
-    assert row["actual"] == violation["fields"]["owners"]
+    assert row["actual"] == [violation["fields"]["owner"]]
     assert row["expected"] == assign(row["topic"], row["partition"], 2)
     assert (report["safe"], report["flink_faithful"]) == (None, False)
     assert {r["id"]: r["class"] for r in report["requirements"]} == {"ASSIGN-001": "fidelity", "ASSIGN-002": "fidelity"}
