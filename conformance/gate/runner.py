@@ -37,8 +37,10 @@ from kconform.conformance.adapter import (
     DEFAULT_MASTER,
     PIPELINE_CAPABILITIES,
     Adapter,
-    call_in_progress,
+    AdapterHung,
+    forget_hangs,
     load_adapter,
+    record_hang,
     search_working_directory,
 )
 from kconform.conformance.brokers import BOOTSTRAP_ENV, BROKER_KINDS, DEFAULT_BROKER
@@ -106,6 +108,11 @@ class TestTimeoutError(BaseException):
     A ``BaseException``, not pytest-timeout's ``Failed``: Hypothesis catches ``Failed`` as a
     failing example and re-runs it to shrink, which would hang again with no alarm left.
     """
+
+
+class AdapterTimeoutError(TestTimeoutError):
+    """The alarm went off inside an adapter call: the adapter hangs, so the test could not check (ERROR),
+    and the method is not called again in the run (``AdapterHung``)."""
 
 
 @dataclass(frozen=True)
@@ -370,6 +377,7 @@ class Collector:
 
     def pytest_configure(self, config: pytest.Config) -> None:
         self.config = config
+        forget_hangs()
         config.addinivalue_line("markers", f"{PIPELINE_MARK}: a pipeline-level test (a real streaming query)")
 
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -405,10 +413,17 @@ class Collector:
             return None
         timeout = settings.timeout
 
-        def expire(_signum: int, _frame: FrameType | None) -> None:
-            hung = call_in_progress()
-            where = f"; still waiting for {hung}" if hung else ""
-            raise TestTimeoutError(f"no result within --timeout {timeout:g}s: the adapter hangs or is too slow{where}")
+        def expire(_signum: int, frame: FrameType | None) -> None:
+            hang = record_hang(frame, display_name(item.name))
+            if hang is None:
+                raise TestTimeoutError(
+                    f"no result within --timeout {timeout:g}s, with no adapter call under way: the suite or the "
+                    "broker is slow (raise --timeout if that is expected)"
+                )
+            raise AdapterTimeoutError(
+                f"{hang.method} did not return within --timeout {timeout:g}s (still running: {hang.running}); "
+                "raise --timeout if it is only slow"
+            )
 
         def cancel() -> None:
             signal.setitimer(signal.ITIMER_REAL, 0)
@@ -422,6 +437,8 @@ class Collector:
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> None:
         if call.excinfo is not None and call.excinfo.errisinstance((CouldNotCheck, JvmArtifactsMissing)):
             self._not_checked[item.nodeid] = str(call.excinfo.value)
+        elif call.excinfo is not None and call.excinfo.errisinstance((AdapterTimeoutError, AdapterHung)):
+            self._not_checked[item.nodeid] = str(call.excinfo.value)  # a hang is no answer, so no violation
         elif call.excinfo is not None and call.excinfo.errisinstance(FailedHealthCheck):
             # Hypothesis could not draw enough inputs: the suite's generator failed, not the adapter.
             first_line = str(call.excinfo.value).strip().splitlines()[0]
