@@ -87,6 +87,10 @@ SKIP_IDS = re.compile(r"(^|; )[A-Z]+-\d{3}(?:, [A-Z]+-\d{3})*: ")
 VIOLATION_LINE = re.compile(r"^\s*(?P<id>[A-Z]+-\d{3}) (?P<kind>[a-z][a-z0-9-]*): (?P<evidence>.+)$", re.MULTILINE)
 """A violation as ``explain`` prints it, for failures that did not raise ``ViolationError``."""
 UNSTRUCTURED = "failure"
+HEARTBEAT_S = 30.0
+"""How often a running test is named with its elapsed time, so that a long test does not look like a hung run."""
+HEARTBEAT_ENV = "KCONFORM_HEARTBEAT_S"
+"""Overrides ``HEARTBEAT_S`` (tests show the heartbeat without waiting 30 s)."""
 """The kind of a failure that names no violation (a plain ``assert``, a timeout): its message is the evidence."""
 
 
@@ -349,6 +353,62 @@ def counterexamples(exc: BaseException) -> list[Counterexample]:
     return [Counterexample(f"{type(exc).__name__}: {exc}".strip(), example, blobs[0] if blobs else None)]
 
 
+def uncaptured(out: IO[str]) -> IO[str]:
+    """A stream to ``out``'s file that pytest's capture of file descriptors 1 and 2 during a test does not take
+    (a copy of its descriptor, made before pytest starts); ``out`` itself when it has no descriptor."""
+    try:
+        fd = out.fileno()
+    except (OSError, ValueError):  # io.UnsupportedOperation: a StringIO
+        return out
+    return os.fdopen(os.dup(fd), "w", encoding=getattr(out, "encoding", None))
+
+
+class Heartbeat:
+    """While a test runs, names it with its elapsed time every ``interval`` seconds: on a terminal as one line
+    rewritten in place (cleared before the test's result line), else (a CI log) as a line each time."""
+
+    def __init__(self, out: IO[str], interval: float) -> None:
+        self.out = uncaptured(out)
+        self._owns_out = self.out is not out
+        self.interval = interval
+        self.in_place = out.isatty()
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._shown = 0  # the width of the in-place line now on the terminal, to clear
+
+    def start(self, name: str) -> None:
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(
+            target=self._beat, args=(name, time.monotonic(), self._stopped), name="kconform-heartbeat", daemon=True
+        )  # a daemon: a test stuck for good must not keep the process from exiting
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self._thread is None:
+            return
+        self._stopped.set()
+        self._thread.join()
+        self._thread = None
+        if self._shown:
+            self.out.write(f"\r{' ' * self._shown}\r")
+            self._shown = 0
+
+    def close(self) -> None:
+        self.stop()
+        if self._owns_out:
+            self.out.close()
+
+    def _beat(self, name: str, started: float, stopped: threading.Event) -> None:
+        while not stopped.wait(self.interval):
+            line = f"... still running: {name} ({time.monotonic() - started:.0f} s)"
+            if self.in_place:
+                self.out.write(f"\r{line:<{self._shown}}")
+                self._shown = max(self._shown, len(line))
+            else:
+                self.out.write(line + "\n")
+            self.out.flush()
+
+
 class Collector:
     """The pytest plugin of a run: selection, progress lines and the evidence of each test."""
 
@@ -374,6 +434,7 @@ class Collector:
         self._raised: dict[str, list[ViolationError]] = {}
         self._not_checked: dict[str, str] = {}
         self._collect_errors: list[TestResult] = []
+        self.heartbeat = Heartbeat(out, float(os.environ.get(HEARTBEAT_ENV, HEARTBEAT_S)))
 
     def pytest_configure(self, config: pytest.Config) -> None:
         self.config = config
@@ -452,8 +513,15 @@ class Collector:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self._reports.setdefault(report.nodeid, []).append(report)
 
+    def pytest_runtest_logstart(self, nodeid: str) -> None:
+        self.heartbeat.start(display_name(self._items[nodeid].name))
+
     def pytest_runtest_logfinish(self, nodeid: str) -> None:
+        self.heartbeat.stop()
         self._finish(self._result(self._items[nodeid], self._reports.pop(nodeid, [])))
+
+    def pytest_unconfigure(self) -> None:
+        self.heartbeat.close()  # also stops it after a Ctrl-C, which ends the run without the test's logfinish
 
     def _result(self, item: pytest.Item, reports: list[pytest.TestReport]) -> TestResult:
         name = display_name(item.name)
