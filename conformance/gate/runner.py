@@ -805,7 +805,9 @@ def build_parser() -> argparse.ArgumentParser:
      and PARTIAL (1 wins over 3)
   {USAGE_EXIT}  usage error: bad arguments, an --adapter or --suite naming nothing loadable, no test selected
   {ERROR_EXIT}  could not check (ERROR): the broker is unreachable or unconfigured, the adapter failed to
-     load, the selected level has nothing the adapter declares, or every selected test was skipped
+     load, an adapter method hung past --timeout (not called again in the run: the other tests that
+     need it are ERROR at once), the selected level has nothing the adapter declares, or every
+     selected test was skipped
 
 PARTIAL: a test could verify only part of a requirement (e.g. duplicates on a broker that shows
 aborted records); it is reported with the reason, never as a pass.""",
@@ -838,7 +840,11 @@ aborted records); it is reported with the reason, never as a pass.""",
         f"${BOOTSTRAP_ENV} and waits ${EXTERNAL_TIMEOUT_ENV} seconds (default {START_TIMEOUT_S:g}) for an answer",
     )
     parser.add_argument(
-        "--timeout", type=float, default=DEFAULT_TIMEOUT, help="per-test seconds; a hang fails (default %(default)g)"
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        help="per-test seconds (default %(default)g); an adapter method still running then is ERROR and is not "
+        "called again in the run; a test slow elsewhere (the suite, the broker) fails",
     )
     parser.add_argument("--strict", action="store_true", help="SHOULD failures and PARTIAL results fail the run too")
     parser.add_argument("--suite", default=DEFAULT_SUITE, help="the suite package (default %(default)s)")
