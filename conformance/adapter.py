@@ -409,13 +409,14 @@ def record_hang(frame: FrameType | None, test: str) -> Hang | None:
     if not _in_progress:
         return None
     outer = _in_progress[-1]
-    running = f"{outer.method.rpartition('.')[2]}({outer.shown})"
-    method = outer.method
+    outer_name = outer.method.rpartition(".")[2]
+    running, method = f"{outer_name}({outer.shown})", outer.method
     own = _innermost_own_frame(frame, outer.target)
-    if own is not None and own.f_code.co_name != method.rpartition(".")[2]:
+    if own is not None and own.f_code.co_name != outer_name:
         names = own.f_code.co_varnames[1 : own.f_code.co_argcount]  # without self
         inner = f"{own.f_code.co_name}({_shown([own.f_locals[n] for n in names if n in own.f_locals])})"
-        running, method = f"{inner}, called by {running}", f"{method.rpartition('.')[0]}.{own.f_code.co_name}"
+        # the outer call's arguments (a partition list) would double the line for little
+        running, method = f"{inner}, called by {outer_name}", f"{method.rpartition('.')[0]}.{own.f_code.co_name}"
     short = method.rpartition(".")[2]
     for hung in {outer.method, method}:
         _hung.setdefault((outer.adapter_name, hung), f"{short} hung in {test}")

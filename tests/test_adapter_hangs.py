@@ -39,7 +39,7 @@ def fresh_run() -> Iterator[None]:
 def test_the_hang_names_the_adapters_own_method_it_was_stuck_in_and_the_suites_call() -> None:
     adapter = Stuck()
     guard(adapter).plan(["orders"], 3)
-    assert adapter.hangs == [Hang("adapter 'stuck'.assign", "assign('orders', 0, 3), called by plan(['orders'], 3)")]
+    assert adapter.hangs == [Hang("adapter 'stuck'.assign", "assign('orders', 0, 3), called by plan")]
 
 
 def test_a_method_that_hung_is_not_called_again_until_the_next_run() -> None:

@@ -66,16 +66,17 @@ def test_required_a_hanging_adapter_costs_one_timeout_and_is_could_not_check(tmp
     assert first["message"].startswith(
         "adapter 'hangs'.assign did not return within --timeout 3s (still running: assign('"
     ), first["message"]
-    assert "called by plan([TopicPartition(" in first["message"] and "raise --timeout" in first["message"]
-    assert first["duration"] >= 3
+    assert first["message"].endswith("), called by plan); raise --timeout if it is only slow"), first["message"]
+    assert first["duration"] >= 3, first
     assert len(later) >= 3, report["tests"]
     for test in later:
         assert test["message"] == f"adapter 'hangs'.plan not called again: assign hung in {first['name']}", test
         assert test["duration"] < 1 and not test["violated"], test
     assert {t["status"] for t in report["tests"]} == {"ERROR", "PASS"}, "the discoverers do not call assign"
     assert report["flink_faithful"] is not False, "a hang is no answer, so no violation"
-    assert {r["status"] for r in report["requirements"] if r["id"].startswith("ASSIGN-")} == {"ERROR"}
-    assert max(len(line) for line in run.stdout.splitlines()) < 400, "the partition list is shortened"
+    hung_ids = {i for t in [first, *later] for i in t["requirements"]}
+    assert {r["status"] for r in report["requirements"] if r["id"] in hung_ids} == {"ERROR"}
+    assert max(len(line) for line in run.stdout.splitlines()) < 400, "the arguments are shortened"
 
 
 @pytest.mark.spark
