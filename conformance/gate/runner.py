@@ -391,6 +391,7 @@ class Heartbeat:
         self._thread = None
         if self._shown:
             self.out.write(f"\r{' ' * self._shown}\r")
+            self.out.flush()  # before the result line, which goes to the other stream
             self._shown = 0
 
     def close(self) -> None:
