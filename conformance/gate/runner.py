@@ -377,9 +377,9 @@ class Heartbeat:
         self._shown = 0  # the width of the in-place line now on the terminal, to clear
 
     def start(self, name: str) -> None:
-        self._stopped = threading.Event()
+        self._stopped.clear()  # the previous test's thread has ended: stop() joined it
         self._thread = threading.Thread(
-            target=self._beat, args=(name, time.monotonic(), self._stopped), name="kconform-heartbeat", daemon=True
+            target=self._beat, args=(name, time.monotonic()), name="kconform-heartbeat", daemon=True
         )  # a daemon: a test stuck for good must not keep the process from exiting
         self._thread.start()
 
@@ -399,8 +399,8 @@ class Heartbeat:
         if self._owns_out:
             self.out.close()
 
-    def _beat(self, name: str, started: float, stopped: threading.Event) -> None:
-        while not stopped.wait(self.interval):
+    def _beat(self, name: str, started: float) -> None:
+        while not self._stopped.wait(self.interval):
             line = f"... still running: {name} ({time.monotonic() - started:.0f} s)"
             if self.in_place:
                 self.out.write(f"\r{line:<{self._shown}}")
