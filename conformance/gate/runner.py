@@ -87,11 +87,11 @@ SKIP_IDS = re.compile(r"(^|; )[A-Z]+-\d{3}(?:, [A-Z]+-\d{3})*: ")
 VIOLATION_LINE = re.compile(r"^\s*(?P<id>[A-Z]+-\d{3}) (?P<kind>[a-z][a-z0-9-]*): (?P<evidence>.+)$", re.MULTILINE)
 """A violation as ``explain`` prints it, for failures that did not raise ``ViolationError``."""
 UNSTRUCTURED = "failure"
+"""The kind of a failure that names no violation (a plain ``assert``, a timeout): its message is the evidence."""
 HEARTBEAT_S = 30.0
 """How often a running test is named with its elapsed time, so that a long test does not look like a hung run."""
 HEARTBEAT_ENV = "KCONFORM_HEARTBEAT_S"
 """Overrides ``HEARTBEAT_S`` (tests show the heartbeat without waiting 30 s)."""
-"""The kind of a failure that names no violation (a plain ``assert``, a timeout): its message is the evidence."""
 
 
 class Status(StrEnum):
