@@ -21,6 +21,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from types import FrameType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, runtime_checkable
 
 from kconform.reference_impl.commit import NamingStrategy
@@ -329,14 +330,15 @@ def call(adapter_name: str, method: str, fn: Callable[..., T], *args: Any) -> T:
 
     Errors of the Kafka port (fenced, timeout, ...) are part of the protocol and pass through, and so
     do missing JVM artifacts (``make setup`` not run): a setup problem, never the adapter's violation.
+    A method that already hung in this run is not called again (``AdapterHung``): it would only hang again.
     """
     from kconform.conformance.jvm import JvmArtifactsMissing
     from kconform.reference_impl.ports import KafkaError
 
-    shown = ", ".join(repr(a) for a in args)
-    if len(shown) > SHOWN_ARGUMENTS:  # a whole partition list would bury the message
-        shown = f"{shown[: SHOWN_ARGUMENTS - 40]} ... {shown[-30:]}"
-    _in_progress.append(f"adapter {adapter_name!r}: {method}({shown})")
+    if (hung_in := _hung.get((adapter_name, method))) is not None:
+        raise AdapterHung(f"{_method_name(adapter_name, method)} not called again: {hung_in}")
+    shown = _shown(args)
+    _in_progress.append(_Call(adapter_name, method, shown, getattr(fn, "__self__", None)))
     try:
         return fn(*args)
     except (KafkaError, AdapterError, JvmArtifactsMissing):
@@ -347,13 +349,83 @@ def call(adapter_name: str, method: str, fn: Callable[..., T], *args: Any) -> T:
         _in_progress.pop()
 
 
-_in_progress: list[str] = []
+class AdapterHung(BaseException):
+    """A call to an adapter method that hung earlier in the run, not made: the test could not check it.
+
+    A ``BaseException``, like the runner's timeout: Hypothesis would take an ``Exception`` for a
+    failing example and shrink it, calling the adapter again and again for nothing.
+    """
+
+
+@dataclass(frozen=True)
+class Hang:
+    """An adapter call that did not return in time, as a timeout message names it."""
+
+    method: str
+    """``adapter 'name'.assign``: the innermost method of the adapter that was still running."""
+    running: str
+    """That method's call with its arguments, and the suite's call it ran in when that is another one."""
+
+
+@dataclass(frozen=True)
+class _Call:
+    adapter_name: str
+    method: str
+    shown: str
+    target: object
+    """The object whose method was called: its frames on the stack are the adapter's own methods."""
+
+
+_in_progress: list[_Call] = []
 """Adapter calls under way, innermost last: a timeout names the call that hung."""
+_hung: dict[tuple[str, str], str] = {}
+"""(adapter name, method) -> ``assign hung in <test>``, for the rest of the run."""
 
 
-def call_in_progress() -> str | None:
-    """The innermost adapter call that has not returned yet, if any."""
-    return _in_progress[-1] if _in_progress else None
+def _shown(args: Sequence[Any]) -> str:
+    shown = ", ".join(repr(a) for a in args)
+    if len(shown) > SHOWN_ARGUMENTS:  # a whole partition list would bury the message
+        shown = f"{shown[: SHOWN_ARGUMENTS - 40]} ... {shown[-30:]}"
+    return shown
+
+
+def _method_name(adapter_name: str, method: str) -> str:
+    return f"adapter {adapter_name!r}.{method.removeprefix('adapter.')}"
+
+
+def _innermost_own_frame(frame: FrameType | None, target: object) -> FrameType | None:
+    """The innermost frame, inside the suite's ``call``, of a method of ``target``: where the adapter is stuck
+    when its method calls another of its own (a ``plan`` that calls ``assign`` partition by partition)."""
+    while frame is not None and frame.f_code is not call.__code__:
+        if frame.f_locals.get("self") is target and callable(getattr(target, frame.f_code.co_name, None)):
+            return frame
+        frame = frame.f_back
+    return None
+
+
+def record_hang(frame: FrameType | None, test: str) -> Hang | None:
+    """The adapter call under way, interrupted at ``frame``, if any; it is remembered as hung in ``test``,
+    and so is the adapter's own method it was stuck in, so neither is called again in this run."""
+    if not _in_progress:
+        return None
+    outer = _in_progress[-1]
+    outer_name = outer.method.rpartition(".")[2]
+    running, method = f"{outer_name}({outer.shown})", outer.method
+    own = _innermost_own_frame(frame, outer.target)
+    if own is not None and own.f_code.co_name != outer_name:
+        names = own.f_code.co_varnames[1 : own.f_code.co_argcount]  # without self
+        inner = f"{own.f_code.co_name}({_shown([own.f_locals[n] for n in names if n in own.f_locals])})"
+        # the outer call's arguments (a partition list) would double the line for little
+        running, method = f"{inner}, called by {outer_name}", f"{method.rpartition('.')[0]}.{own.f_code.co_name}"
+    short = method.rpartition(".")[2]
+    for hung in {outer.method, method}:
+        _hung.setdefault((outer.adapter_name, hung), f"{short} hung in {test}")
+    return Hang(_method_name(outer.adapter_name, method), running)
+
+
+def forget_hangs() -> None:
+    """A new run calls every method again: a hang of an earlier run in this process may have been cured."""
+    _hung.clear()
 
 
 class Guarded:

@@ -21,9 +21,9 @@ DOUBLE_ASSIGNING = "kconform.conformance.mutants.protocol:overlapping_range_disc
 
 
 def protocol_run(tmp_path: Path, adapter: str, *extra: str) -> tuple[subprocess.CompletedProcess[str], Any]:
+    command = [sys.executable, "-m", "kconform.conformance.cli", "run", "--adapter", adapter, "--level", "protocol"]
     proc = subprocess.run(
-        [sys.executable, "-m", "kconform.conformance.cli", "run", "--adapter", adapter, "--level", "protocol"]
-        + ["--profile", "quick", "--seed", "3", "--report", str(tmp_path), *extra],
+        [*command, "--profile", "quick", "--seed", "3", "--report", str(tmp_path), *extra],
         cwd=ROOT,
         capture_output=True,
         text=True,

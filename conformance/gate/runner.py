@@ -37,8 +37,10 @@ from kconform.conformance.adapter import (
     DEFAULT_MASTER,
     PIPELINE_CAPABILITIES,
     Adapter,
-    call_in_progress,
+    AdapterHung,
+    forget_hangs,
     load_adapter,
+    record_hang,
     search_working_directory,
 )
 from kconform.conformance.brokers import BOOTSTRAP_ENV, BROKER_KINDS, DEFAULT_BROKER
@@ -90,6 +92,10 @@ TEST_CASE_DUMP = re.compile(r"^(?:(?:Falsifying|Failing)(?: explicit)? (?:exampl
 """Where Hypothesis's notes start: the test case, kept in the counterexample, never in a one-line message."""
 ADDRESS = re.compile(r" at 0x[0-9a-f]+")
 """An object's address (``<Guarded object at 0x7f...>``): it differs every run, so two skips for one cause would not."""
+HEARTBEAT_S = 30.0
+"""How often a running test is named with its elapsed time, so that a long test does not look like a hung run."""
+HEARTBEAT_ENV = "KCONFORM_HEARTBEAT_S"
+"""Overrides ``HEARTBEAT_S`` (tests show the heartbeat without waiting 30 s)."""
 
 
 class Status(StrEnum):
@@ -110,6 +116,11 @@ class TestTimeoutError(BaseException):
     A ``BaseException``, not pytest-timeout's ``Failed``: Hypothesis catches ``Failed`` as a
     failing example and re-runs it to shrink, which would hang again with no alarm left.
     """
+
+
+class AdapterTimeoutError(TestTimeoutError):
+    """The alarm went off inside an adapter call: the adapter hangs, so the test could not check (ERROR),
+    and the method is not called again in the run (``AdapterHung``)."""
 
 
 @dataclass(frozen=True)
@@ -362,6 +373,63 @@ def counterexamples(exc: BaseException) -> list[Counterexample]:
     return [Counterexample(f"{type(exc).__name__}: {exc}".strip(), example, blobs[0] if blobs else None)]
 
 
+def uncaptured(out: IO[str]) -> IO[str]:
+    """A stream to ``out``'s file that pytest's capture of file descriptors 1 and 2 during a test does not take
+    (a copy of its descriptor, made before pytest starts); ``out`` itself when it has no descriptor."""
+    try:
+        fd = out.fileno()
+    except (OSError, ValueError):  # io.UnsupportedOperation: a StringIO
+        return out
+    return os.fdopen(os.dup(fd), "w", encoding=getattr(out, "encoding", None))
+
+
+class Heartbeat:
+    """While a test runs, names it with its elapsed time every ``interval`` seconds: on a terminal as one line
+    rewritten in place (cleared before the test's result line), else (a CI log) as a line each time."""
+
+    def __init__(self, out: IO[str], interval: float) -> None:
+        self.out = uncaptured(out)
+        self._owns_out = self.out is not out
+        self.interval = interval
+        self.in_place = out.isatty()
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._shown = 0  # the width of the in-place line now on the terminal, to clear
+
+    def start(self, name: str) -> None:
+        self._stopped.clear()  # the previous test's thread has ended: stop() joined it
+        self._thread = threading.Thread(
+            target=self._beat, args=(name, time.monotonic()), name="kconform-heartbeat", daemon=True
+        )  # a daemon: a test stuck for good must not keep the process from exiting
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self._thread is None:
+            return
+        self._stopped.set()
+        self._thread.join()
+        self._thread = None
+        if self._shown:
+            self.out.write(f"\r{' ' * self._shown}\r")
+            self.out.flush()  # before the result line, which goes to the other stream
+            self._shown = 0
+
+    def close(self) -> None:
+        self.stop()
+        if self._owns_out:
+            self.out.close()
+
+    def _beat(self, name: str, started: float) -> None:
+        while not self._stopped.wait(self.interval):
+            line = f"... still running: {name} ({time.monotonic() - started:.0f} s)"
+            if self.in_place:
+                self.out.write(f"\r{line:<{self._shown}}")
+                self._shown = max(self._shown, len(line))
+            else:
+                self.out.write(line + "\n")
+            self.out.flush()
+
+
 class Collector:
     """The pytest plugin of a run: selection, progress lines and the evidence of each test."""
 
@@ -387,9 +455,11 @@ class Collector:
         self._raised: dict[str, list[ViolationError]] = {}
         self._not_checked: dict[str, str] = {}
         self._collect_errors: list[TestResult] = []
+        self.heartbeat = Heartbeat(out, float(os.environ.get(HEARTBEAT_ENV, HEARTBEAT_S)))
 
     def pytest_configure(self, config: pytest.Config) -> None:
         self.config = config
+        forget_hangs()
         config.addinivalue_line("markers", f"{PIPELINE_MARK}: a pipeline-level test (a real streaming query)")
 
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -425,10 +495,17 @@ class Collector:
             return None
         timeout = settings.timeout
 
-        def expire(_signum: int, _frame: FrameType | None) -> None:
-            hung = call_in_progress()
-            where = f"; still waiting for {hung}" if hung else ""
-            raise TestTimeoutError(f"no result within --timeout {timeout:g}s: the adapter hangs or is too slow{where}")
+        def expire(_signum: int, frame: FrameType | None) -> None:
+            hang = record_hang(frame, display_name(item.name))
+            if hang is None:
+                raise TestTimeoutError(
+                    f"no result within --timeout {timeout:g}s, with no adapter call under way: the suite or the "
+                    "broker is slow (raise --timeout if that is expected)"
+                )
+            raise AdapterTimeoutError(
+                f"{hang.method} did not return within --timeout {timeout:g}s (still running: {hang.running}); "
+                "raise --timeout if it is only slow"
+            )
 
         def cancel() -> None:
             signal.setitimer(signal.ITIMER_REAL, 0)
@@ -442,6 +519,8 @@ class Collector:
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> None:
         if call.excinfo is not None and call.excinfo.errisinstance((CouldNotCheck, JvmArtifactsMissing)):
             self._not_checked[item.nodeid] = str(call.excinfo.value)
+        elif call.excinfo is not None and call.excinfo.errisinstance((AdapterTimeoutError, AdapterHung)):
+            self._not_checked[item.nodeid] = str(call.excinfo.value)  # a hang is no answer, so no violation
         elif call.excinfo is not None and call.excinfo.errisinstance(FailedHealthCheck):
             # Hypothesis could not draw enough inputs: the suite's generator failed, not the adapter.
             first_line = str(call.excinfo.value).strip().splitlines()[0]
@@ -455,8 +534,15 @@ class Collector:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self._reports.setdefault(report.nodeid, []).append(report)
 
+    def pytest_runtest_logstart(self, nodeid: str) -> None:
+        self.heartbeat.start(display_name(self._items[nodeid].name))
+
     def pytest_runtest_logfinish(self, nodeid: str) -> None:
+        self.heartbeat.stop()
         self._finish(self._result(self._items[nodeid], self._reports.pop(nodeid, [])))
+
+    def pytest_unconfigure(self) -> None:
+        self.heartbeat.close()  # also stops it after a Ctrl-C, which ends the run without the test's logfinish
 
     def _result(self, item: pytest.Item, reports: list[pytest.TestReport]) -> TestResult:
         name = display_name(item.name)
@@ -741,7 +827,9 @@ def build_parser() -> argparse.ArgumentParser:
      and PARTIAL (1 wins over 3)
   {USAGE_EXIT}  usage error: bad arguments, an --adapter or --suite naming nothing loadable, no test selected
   {ERROR_EXIT}  could not check (ERROR): the broker is unreachable or unconfigured, the adapter failed to
-     load, the selected level has nothing the adapter declares, or every selected test was skipped
+     load, an adapter method hung past --timeout (not called again in the run: the other tests that
+     need it are ERROR at once), the selected level has nothing the adapter declares, or every
+     selected test was skipped
 
 PARTIAL: a test could verify only part of a requirement (e.g. duplicates on a broker that shows
 aborted records); it is reported with the reason, never as a pass.""",
@@ -774,7 +862,11 @@ aborted records); it is reported with the reason, never as a pass.""",
         f"${BOOTSTRAP_ENV} and waits ${EXTERNAL_TIMEOUT_ENV} seconds (default {START_TIMEOUT_S:g}) for an answer",
     )
     parser.add_argument(
-        "--timeout", type=float, default=DEFAULT_TIMEOUT, help="per-test seconds; a hang fails (default %(default)g)"
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        help="per-test seconds (default %(default)g); an adapter method still running then is ERROR and is not "
+        "called again in the run; a test slow elsewhere (the suite, the broker) fails",
     )
     parser.add_argument("--strict", action="store_true", help="SHOULD failures and PARTIAL results fail the run too")
     parser.add_argument(
