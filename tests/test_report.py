@@ -53,6 +53,12 @@ TAIL = 40
             "safe: not verified (no safety requirement verified in full; not verified: COMMIT-011 PARTIAL)",
         ),
         ([], [], [], "safe: not verified (no safety requirement verified in full; none selected)"),
+        (
+            [],
+            ["RESTORE-003 ERROR", "DISC-005 SKIP"],
+            ["COMMIT-002"],
+            "safe: not verified (could not check: RESTORE-003 ERROR)",
+        ),
     ],
 )
 def test_a_class_holds_only_without_violation_and_with_something_verified_in_full(

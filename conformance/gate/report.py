@@ -76,11 +76,15 @@ class ClassVerdict:
 
     @property
     def holds(self) -> bool | None:
-        """False on any violation, None when the run was interrupted or no id of the class was verified in full,
-        else True."""
+        """False on any violation; None when the run was interrupted, an id of the class could not be checked
+        (ERROR: a setup or contract fault, a hang) or none was verified in full; else True."""
         if self.violated:
             return False
-        return True if self.verified and not self.interrupted else None
+        return True if self.verified and not self.interrupted and not self.errored else None
+
+    @property
+    def errored(self) -> list[str]:
+        return [u for u in self.unverified if u.endswith(f" {Status.ERROR}")]
 
     @property
     def answer(self) -> str:
@@ -93,6 +97,8 @@ class ClassVerdict:
             return f"violated: {', '.join(self.violated)}"
         if self.holds is None and self.interrupted:
             return self.interrupted
+        if self.holds is None and self.errored and self.verified:
+            return f"could not check: {', '.join(self.errored)}"
         if self.holds is None:
             why = f"not verified: {', '.join(self.unverified)}" if self.unverified else "none selected"
             return f"no {self.category} requirement verified in full; {why}"
