@@ -164,27 +164,3 @@ def test_required_a_failure_injection_that_did_not_happen_is_an_error(tmp_path: 
     assert run.returncode == 3, run.stdout + run.stderr
     assert "the failure injection did not happen" in run.stdout, run.stdout
     assert "stages ran at most 1 task(s)" in run.stdout and "re-run it" in run.stdout, run.stdout
-
-
-@pytest.mark.spark
-def test_required_kafka_without_its_jars_is_an_error_unless_the_fallback_is_allowed(tmp_path: Path) -> None:
-    no_jars = tmp_path / "no-jars"
-    no_jars.mkdir()
-    adapter = "kconform.conformance.spark.pipeline:SPARK_ADAPTER"
-    env = {**os.environ, JVM_DIR_ENV: str(no_jars)}
-    args = [sys.executable, "-m", "kconform.conformance.cli", "run", "--adapter", adapter, "--level", "pipeline"]
-    args += ["--only", "ASSIGN_001_each_task", "--profile", "quick", "--seed", "1"]
-    refused = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
-    assert refused.returncode == 3, refused.stdout + refused.stderr
-    assert "kconform: adapter 'spark-kconform-kafka'" in refused.stdout and ", broker kafka," in refused.stdout
-    assert "Apache Kafka cannot start here" in refused.stdout and "make setup" in refused.stdout, refused.stdout
-    assert "--broker tansu" in refused.stdout and "--allow-fallback" in refused.stdout, refused.stdout
-    fallen_back = subprocess.run(
-        [*args, "--allow-fallback", "--report", str(tmp_path / "report")],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
-    assert fallen_back.returncode == 0, fallen_back.stdout + fallen_back.stderr
-    assert "falling back to the embedded Tansu broker" in fallen_back.stderr, fallen_back.stderr
-    assert "broker tansu (--allow-fallback: Apache Kafka cannot start here" in fallen_back.stdout.splitlines()[0]
-    for report in ("report.md", "report.html"):
-        assert "broker tansu (--allow-fallback" in (tmp_path / "report" / report).read_text(), report

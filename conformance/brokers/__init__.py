@@ -65,8 +65,9 @@ def broker_from_env(kind: str | None = None, allow_fallback: bool = False, warn:
             return KafkaBroker()
         if not allow_fallback:
             raise BrokerUnavailable(
-                f"kafka broker: Apache Kafka cannot start here ({cause}); or run on the embedded Tansu broker "
-                "with --broker tansu, or let kconform run fall back to it with --allow-fallback"
+                f"kafka broker: Apache Kafka cannot start here: {cause} (`make setup` needs Maven 3.8+); or run "
+                "on the embedded Tansu broker with --broker tansu, or let kconform run fall back to it with "
+                "--allow-fallback"
             )
         print(fallback_warning(cause), file=warn or sys.stderr)
         return TansuBroker()

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from pyspark import TaskContext
-from pyspark.errors import AnalysisException
+from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
@@ -155,14 +155,36 @@ def check_source_frame(adapter_name: str, frame: DataFrame) -> None:
             )
 
 
+DATA_SOURCE_NOT_FOUND: Final = frozenset({"DATA_SOURCE_NOT_FOUND", "_LEGACY_ERROR_TEMP_1140"})
+"""Spark's error conditions for a data source it cannot find: the second is Spark 4's for ``kafka`` and
+``avro`` ("Failed to find data source: kafka. Please deploy the application as per ...")."""
+
+
 def missing_data_source(error: BaseException) -> str | None:
     """The data source Spark could not find (``DATA_SOURCE_NOT_FOUND``) somewhere in ``error``'s causes."""
     seen: BaseException | None = error
     while seen is not None:
-        if isinstance(seen, AnalysisException) and seen.getCondition() == "DATA_SOURCE_NOT_FOUND":
-            return (seen.getMessageParameters() or {}).get("provider", "(unnamed)")
+        condition, parameters = spark_condition(seen)
+        if condition in DATA_SOURCE_NOT_FOUND:
+            return parameters.get("provider", "(unnamed)")
         seen = seen.__cause__ or seen.__context__
     return None
+
+
+def spark_condition(error: BaseException) -> tuple[str | None, Mapping[str, str]]:
+    """A Spark error's condition and parameters, raised as pyspark's exception or as the JVM's (py4j:
+    Spark 4 raises a data source other than ``kafka`` that it cannot find as ``SparkClassNotFoundException``)."""
+    from py4j.protocol import Py4JError  # type: ignore[import-untyped]
+
+    if isinstance(error, PySparkException):
+        return error.getCondition(), error.getMessageParameters() or {}
+    java = getattr(error, "java_exception", None)
+    if java is None:
+        return None, {}
+    try:
+        return java.getCondition(), dict(java.getMessageParameters())
+    except Py4JError:  # a JVM exception that is not a SparkThrowable
+        return None, {}
 
 
 def data_source_error(adapter_name: str, member: str, name: str) -> HarnessError:
