@@ -164,3 +164,11 @@ def test_required_a_failure_injection_that_did_not_happen_is_an_error(tmp_path: 
     assert run.returncode == 3, run.stdout + run.stderr
     assert "the failure injection did not happen" in run.stdout, run.stdout
     assert "stages ran at most 1 task(s)" in run.stdout and "re-run it" in run.stdout, run.stdout
+
+
+@pytest.mark.spark
+def test_required_a_contract_fault_in_a_driver_process_travels_back_as_an_error(tmp_path: Path) -> None:
+    """The killed-driver scenario runs the adapter in driver processes: their frame check is ERROR too."""
+    run = run_suite("FRAME_WITHOUT_OFFSET", tmp_path, *PIPELINE, only="COMMIT_011_driver_killed")
+    assert run.returncode == 3, run.stdout + run.stderr
+    assert "read_stream returned a frame without column 'offset'" in run.stdout, run.stdout
