@@ -27,14 +27,15 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@touch $@
 
-# Without mvn the Python side still installs; the suite then falls back to Tansu and says what it cannot show.
+# Without mvn the Python side still installs; pipeline tests on kafka are then ERROR, Tansu only on request
+# (kconform run --broker tansu or --allow-fallback, which says what Tansu cannot show).
 $(JVM_DIR)/.resolved: $(JVM_POMS) $(wildcard jvm/*/src/main/java/*/*.java)
 	@if command -v mvn >/dev/null; then \
 	  echo "resolving JVM artifacts (jvm/pom.xml) into $(JVM_DIR)/ with Maven"; \
 	  rm -rf $(JVM_DIR) && mvn -B -q -Dstyle.color=never -f jvm/pom.xml package dependency:copy-dependencies && touch $@; \
 	else \
 	  echo "kconform: mvn not found, so Apache Kafka cannot be fetched: install Maven 3.8+ (apt-get install maven)" >&2; \
-	  echo "kconform: and run 'make setup' again; until then the suite runs on the embedded Tansu broker" >&2; \
+	  echo "kconform: and run 'make setup' again; until then choose the embedded Tansu broker: make conformance BROKER=tansu" >&2; \
 	fi
 
 # ADAPTER and LEVEL are passed only when set: kconform run's defaults say, in one place, what this runs.

@@ -9,8 +9,9 @@ An adapter may offer either level or both.
 
 An adapter declares capabilities and variants; a requirement whose capability is not declared is
 a skip with a reason, never a pass. Adapters are loaded only from an explicit ``module:attr``.
-Every call the suite makes goes through ``GuardedAdapter``, which turns an exception or a result
-of the wrong shape into an ``AdapterError`` naming the adapter method.
+Every call the suite makes goes through ``Guarded``, which first checks the member's signature
+against the contract (a mismatch is a ``ContractError``: could not check) and then turns an
+exception the adapter raises into an ``AdapterError`` naming the adapter method.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, runtime_checkable
 
+from kconform.conformance.errors import CannotCheck, ContractError
 from kconform.reference_impl.commit import NamingStrategy
 from kconform.reference_impl.discovery import Metadata, Subscription, ZeroPartitionsPolicy
 from kconform.reference_impl.ports import LogReader, OffsetStore, Record, TransactionalLog
@@ -256,12 +258,17 @@ def _member_name(member: str) -> str:
     return member.split("(", 1)[0]
 
 
-def missing_members(adapter: object) -> list[str]:
-    """The members ``adapter``'s declared capabilities need that it lacks, with their signatures."""
+def needed_members(adapter: object) -> list[str]:
+    """The members ``adapter``'s declared capabilities need, with their signatures."""
     needed = ["name", "capabilities"]
     for capability in sorted(set(getattr(adapter, "capabilities", ()) or ())):
         needed += [m for m in REQUIRED_MEMBERS.get(capability, ()) if m not in needed]
-    return [m for m in needed if not hasattr(adapter, _member_name(m))]
+    return needed
+
+
+def missing_members(adapter: object) -> list[str]:
+    """The members ``adapter``'s declared capabilities need that it lacks, with their signatures."""
+    return [m for m in needed_members(adapter) if not hasattr(adapter, _member_name(m))]
 
 
 def search_working_directory() -> None:
@@ -325,28 +332,75 @@ SHOWN_ARGUMENTS = 200
 """Characters of an adapter call's arguments shown in an error or timeout message."""
 
 
+def _contract_members() -> dict[str, Callable[..., Any]]:
+    """The members the contract defines, by the label ``Guarded`` calls them under (``adapter.assign``)."""
+    owners = {"adapter": (ProtocolAdapter, PipelineAdapter), "source": (Source,), "sink": (Sink,)}
+    return {
+        f"{label}.{name}": member
+        for label, protocols in owners.items()
+        for protocol in protocols
+        for name, member in vars(protocol).items()
+        if inspect.isfunction(member) and not name.startswith("_")
+    }
+
+
+def check_signature(adapter_name: str, method: str, fn: Callable[..., Any], args: Sequence[Any]) -> None:
+    """``ContractError`` when ``fn`` cannot take the arguments the suite passes: calling it would raise a
+    ``TypeError`` that looks like the adapter's own failure, though its semantics were never reached."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin or C callable without a signature: the call itself tells
+        return
+    try:
+        signature.bind(*args)
+    except TypeError as mismatch:
+        contract = CONTRACT_MEMBERS.get(method)
+        member = method.rpartition(".")[2]
+        expected = (
+            f"{member}({_parameter_names(inspect.signature(contract))})"
+            if contract is not None
+            else f"{member} with {len(args)} positional argument(s)"
+        )
+        raise ContractError(
+            f"adapter {adapter_name!r}: {method} is {member}({_parameter_names(signature)}), but the contract "
+            f"calls {expected} ({mismatch}): give the adapter's {member} that signature (docs/adapter-guide.md; "
+            "kconform.conformance.adapter.ProtocolAdapter and PipelineAdapter define the members)"
+        ) from mismatch
+
+
+def _parameter_names(signature: inspect.Signature) -> str:
+    return ", ".join(str(p).split(":")[0] for name, p in signature.parameters.items() if name != "self")
+
+
 def call(adapter_name: str, method: str, fn: Callable[..., T], *args: Any) -> T:
     """Call an adapter method; anything it raises becomes an ``AdapterError`` naming the method.
 
-    Errors of the Kafka port (fenced, timeout, ...) are part of the protocol and pass through, and so
-    do missing JVM artifacts (``make setup`` not run): a setup problem, never the adapter's violation.
-    A method that already hung in this run is not called again (``AdapterHung``): it would only hang again.
+    A member whose signature does not take the suite's arguments is a ``ContractError`` before the
+    call. Errors of the Kafka port (fenced, timeout, ...) are part of the protocol and pass through,
+    and so do missing JVM artifacts (``make setup`` not run) and other ``CannotCheck``s: a setup
+    problem, never the adapter's violation. A method that already hung in this run is not called
+    again (``AdapterHung``): it would only hang again.
     """
     from kconform.conformance.jvm import JvmArtifactsMissing
     from kconform.reference_impl.ports import KafkaError
 
     if (hung_in := _hung.get((adapter_name, method))) is not None:
         raise AdapterHung(f"{_method_name(adapter_name, method)} not called again: {hung_in}")
+    check_signature(adapter_name, method, fn, args)
     shown = _shown(args)
     _in_progress.append(_Call(adapter_name, method, shown, getattr(fn, "__self__", None)))
     try:
         return fn(*args)
-    except (KafkaError, AdapterError, JvmArtifactsMissing):
+    except (KafkaError, AdapterError, JvmArtifactsMissing, CannotCheck):
         raise
     except Exception as exc:  # the adapter is untrusted code: report whatever it raised
         raise AdapterError(f"adapter {adapter_name!r}: {method}({shown}) raised {exc!r}") from exc
     finally:
         _in_progress.pop()
+
+
+CONTRACT_MEMBERS: dict[str, Callable[..., Any]] = _contract_members()
+"""``adapter.assign`` -> ``ProtocolAdapter.assign``: what a signature mismatch is compared to."""
 
 
 class AdapterHung(BaseException):
@@ -449,5 +503,13 @@ class Guarded:
 
 
 def guard(adapter: Adapter) -> Any:
-    """The suite's view of ``adapter``."""
+    """The suite's view of ``adapter``, once the members its capabilities need fit the contract's signatures
+    (``ContractError`` if not): a member the adapter calls itself (e.g. ``assign`` from its ``plan``) would
+    otherwise fail inside the adapter, as if the adapter were at fault."""
+    for member in needed_members(adapter):
+        method = f"adapter.{_member_name(member)}"
+        contract, value = CONTRACT_MEMBERS.get(method), getattr(adapter, _member_name(member), None)
+        if contract is not None and callable(value):
+            arity = len(inspect.signature(contract).parameters) - 1  # without self
+            check_signature(adapter.name, method, value, (None,) * arity)
     return Guarded(adapter, "adapter", adapter.name)

@@ -50,3 +50,46 @@ class PipelineWithoutMethods:
 
 READ_STREAM_RAISES = ReadStreamRaises(name="read-stream-raises")
 PIPELINE_WITHOUT_METHODS = PipelineWithoutMethods()
+
+
+@dataclass(frozen=True)
+class AssignWithoutParallelism(ReferenceAdapter):
+    """A contract fault: ``assign`` lacks ``parallelism``, so the suite cannot call it at all."""
+
+    def assign(self, topic: str, partition: int) -> int:  # type: ignore[override]
+        return partition
+
+
+@dataclass(frozen=True)
+class ReadStreamWithoutSource(KconformKafkaAdapter):
+    def read_stream(self, spark: Any) -> Any:  # type: ignore[override]
+        raise AssertionError("never called: the suite checks the signature first")
+
+
+@dataclass(frozen=True)
+class FrameWithoutOffset(KconformKafkaAdapter):
+    def read_stream(self, spark: Any, source: Any) -> Any:
+        return super().read_stream(spark, source).drop("offset")
+
+
+@dataclass(frozen=True)
+class SparkKafkaFormatUnchecked(KconformKafkaAdapter):
+    """Reads Spark's ``kafka`` format without checking that the session can load it."""
+
+    def read_stream(self, spark: Any, source: Any) -> Any:
+        return spark.readStream.format("kafka").option("kafka.bootstrap.servers", source.bootstrap_servers).load()
+
+
+@dataclass(frozen=True)
+class OneTaskPerBatch(KconformKafkaAdapter):
+    """Reads every batch in one task, so an injection into task 1 has nothing to fail."""
+
+    def read_stream(self, spark: Any, source: Any) -> Any:
+        return super().read_stream(spark, source).coalesce(1)
+
+
+ASSIGN_WITHOUT_PARALLELISM = AssignWithoutParallelism(name="assign-without-parallelism")
+READ_STREAM_WITHOUT_SOURCE = ReadStreamWithoutSource(name="read-stream-without-source")
+FRAME_WITHOUT_OFFSET = FrameWithoutOffset(name="frame-without-offset")
+SPARK_KAFKA_FORMAT_UNCHECKED = SparkKafkaFormatUnchecked(name="spark-kafka-format-unchecked")
+ONE_TASK_PER_BATCH = OneTaskPerBatch(name="one-task-per-batch")

@@ -1,19 +1,26 @@
-"""A misbehaving adapter gets a clear failing verdict naming the adapter method, never a hang or a pass."""
+"""A misbehaving adapter gets a clear failing verdict naming the adapter method, never a hang or a pass;
+a contract or harness fault (a wrong signature, a frame without a column, a missing data source or
+broker, an injection that did not happen) is ERROR (exit 3) naming the cause and the fix, never a violation."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from kconform.conformance.adapter import AdapterError, call
+from kconform.conformance.errors import ContractError
+from kconform.conformance.jvm import JVM_DIR_ENV
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def run_suite(
-    adapter: str, tmp_path: Path, *extra: str, only: str = "ASSIGN_004_edge_names"
+    adapter: str, tmp_path: Path, *extra: str, only: str = "ASSIGN_004_edge_names", env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [
@@ -34,6 +41,7 @@ def run_suite(
             *extra,
         ],
         cwd=ROOT,
+        env={**os.environ, **(env or {})},
         capture_output=True,
         text=True,
         timeout=300,
@@ -90,3 +98,77 @@ def test_required_a_pipeline_level_without_read_stream_is_a_usage_error(tmp_path
     run = run_suite("PIPELINE_WITHOUT_METHODS", tmp_path, "--level", "pipeline")
     assert run.returncode == 2, run.stdout + run.stderr
     assert "missing: read_stream, write_stream" in run.stderr, run.stderr
+
+
+def test_required_a_member_with_the_wrong_signature_is_an_error_naming_the_contract(tmp_path: Path) -> None:
+    run = run_suite("ASSIGN_WITHOUT_PARALLELISM", tmp_path)
+    assert run.returncode == 3, run.stdout + run.stderr
+    assert "adapter.assign is assign(topic, partition), but the contract calls assign(topic, partition, " \
+        "parallelism)" in run.stdout, run.stdout  # fmt: skip
+    assert "give the adapter's assign that signature" in run.stdout, run.stdout
+
+
+def test_a_type_error_inside_a_member_of_the_right_signature_stays_the_adapters_failure() -> None:
+    def assign(topic: str, partition: int, parallelism: int) -> int:
+        return int(topic)  # the adapter's own bug: a ValueError here, a TypeError elsewhere
+
+    def wrong(topic: str, partition: int) -> int:
+        return 0
+
+    def typo(topic: str, partition: int, parallelism: int) -> int:
+        return len(partition)  # type: ignore[arg-type]
+
+    with pytest.raises(AdapterError, match="raised TypeError"):
+        call("a", "adapter.assign", typo, "t", 1, 2)
+    with pytest.raises(ContractError, match=r"the contract calls assign\(topic, partition, parallelism\)"):
+        call("a", "adapter.assign", wrong, "t", 1, 2)
+    with pytest.raises(AdapterError):
+        call("a", "adapter.assign", assign, "t", 1, 2)
+
+
+PIPELINE = ("--level", "pipeline", "--broker", "tansu")
+
+
+@pytest.mark.spark
+def test_required_a_read_stream_with_the_wrong_signature_is_an_error(tmp_path: Path) -> None:
+    run = run_suite("READ_STREAM_WITHOUT_SOURCE", tmp_path, *PIPELINE, only="ASSIGN_001_each_task")
+    assert run.returncode == 3, run.stdout + run.stderr
+    assert "adapter.read_stream is read_stream(spark), but the contract calls read_stream(spark, source)" in run.stdout
+
+
+@pytest.mark.spark
+def test_required_a_frame_without_offset_is_an_error_not_data_loss(tmp_path: Path) -> None:
+    run = run_suite("FRAME_WITHOUT_OFFSET", tmp_path, *PIPELINE, only="RESTORE_003_injected")
+    assert run.returncode == 3, run.stdout + run.stderr
+    assert (
+        "adapter 'frame-without-offset'.read_stream returned a frame without column 'offset' (columns: " in run.stdout
+    ), run.stdout
+    assert "the pipeline contract needs topic, partition, offset, key, value (docs/adapter-guide.md)" in run.stdout
+
+
+@pytest.mark.spark
+def test_required_a_data_source_spark_cannot_find_is_an_error_naming_make_setup(tmp_path: Path) -> None:
+    no_jars = tmp_path / "no-jars"
+    no_jars.mkdir()
+    run = run_suite(
+        "SPARK_KAFKA_FORMAT_UNCHECKED", tmp_path, *PIPELINE, only="RESTORE_003_injected",
+        env={JVM_DIR_ENV: str(no_jars)},
+    )  # fmt: skip
+    assert run.returncode == 3, run.stdout + run.stderr
+    assert "Spark cannot find the data source 'kafka' (DATA_SOURCE_NOT_FOUND): run `make setup`" in run.stdout
+
+
+@pytest.mark.spark
+def test_required_a_failure_injection_that_did_not_happen_is_an_error(tmp_path: Path) -> None:
+    run = run_suite("ONE_TASK_PER_BATCH", tmp_path, *PIPELINE, only="COMMIT_011_sink_task_failures")
+    assert run.returncode == 3, run.stdout + run.stderr
+    assert "the failure injection did not happen" in run.stdout, run.stdout
+    assert "stages ran at most 1 task(s)" in run.stdout and "re-run it" in run.stdout, run.stdout
+
+
+@pytest.mark.spark
+def test_required_a_contract_fault_in_a_driver_process_travels_back_as_an_error(tmp_path: Path) -> None:
+    """The killed-driver scenario runs the adapter in driver processes: their frame check is ERROR too."""
+    run = run_suite("FRAME_WITHOUT_OFFSET", tmp_path, *PIPELINE, only="COMMIT_011_driver_killed")
+    assert run.returncode == 3, run.stdout + run.stderr
+    assert "read_stream returned a frame without column 'offset'" in run.stdout, run.stdout

@@ -580,6 +580,29 @@ def test_seed_is_random_and_printed_when_not_given(tmp_path: Path) -> None:
     assert f"seed {seed} (replay this run with --seed {seed})" in proc.stdout
 
 
+def test_kafka_without_its_jars_is_an_error_naming_the_fixes_unless_the_fallback_is_allowed(tmp_path: Path) -> None:
+    no_jars = tmp_path / "no-jars"
+    no_jars.mkdir()
+    env = {"KCONFORM_JVM_DIR": str(no_jars)}
+    refused = run_sample(tmp_path, "PIPELINE", "--level", "pipeline", "--broker", "kafka", env=env)
+    assert refused.returncode == 3, refused.stdout + refused.stderr
+    assert ", broker kafka," in refused.stdout.splitlines()[0]
+    cause = refused.stdout.splitlines()[-1]
+    assert cause.startswith("2 requirements: 2 ERROR. Could not check, exit 3: kafka broker: Apache Kafka cannot start")
+    assert "make setup" in cause and "--broker tansu" in cause and "--allow-fallback" in cause, cause
+    assert "Tansu" not in refused.stderr, "no silent substitute"
+
+    fallen_back = run_sample(
+        tmp_path, "PIPELINE", "--level", "pipeline", "--allow-fallback", "--report", "report", env=env
+    )
+    assert fallen_back.returncode == 0, fallen_back.stdout + fallen_back.stderr
+    assert "falling back to the embedded Tansu broker" in fallen_back.stderr
+    ran = "broker tansu (--allow-fallback: Apache Kafka cannot start here: "
+    assert ran in fallen_back.stdout.splitlines()[0]
+    for name in ("report.md", "report.html"):
+        assert ran in (tmp_path / "report" / name).read_text(), name
+
+
 @pytest.mark.parametrize(("broker", "code"), [("external", 0), ("tansu", 1)])
 def test_broker_is_passed_to_the_suite(tmp_path: Path, broker: str, code: int) -> None:
     env = {"SAMPLE_EXPECTED_BROKER": "external"}

@@ -2,8 +2,9 @@
 
 ``kafka`` (default) and ``kafka-cluster`` are Apache Kafka started from the jars ``make setup``
 resolved; ``tansu`` is the embedded Kafka-compatible broker from PyPI; ``external`` is a cluster
-someone else runs; ``testcontainers`` is Kafka in Docker. Without the Kafka jars the default
-falls back to Tansu, loudly, naming what Tansu cannot show.
+someone else runs; ``testcontainers`` is Kafka in Docker. Without the Kafka jars ``kafka`` is
+``BrokerUnavailable`` (could not check), never silently Tansu: the fallback runs only when asked for
+(``kconform run --allow-fallback``), loudly, naming what Tansu cannot show.
 """
 
 from __future__ import annotations
@@ -43,25 +44,33 @@ __all__ = [
     "KafkaBroker",
     "TansuBroker",
     "broker_from_env",
+    "fallback_warning",
     "free_port",
+    "kafka_unavailable",
     "security_from_env",
 ]
 
 
-def broker_from_env(kind: str | None = None, warn: TextIO | None = None) -> Broker:
+def broker_from_env(kind: str | None = None, allow_fallback: bool = False, warn: TextIO | None = None) -> Broker:
     """An unstarted broker of ``kind`` (default: ``$KCONFORM_BROKER``, else ``kafka``).
 
-    ``kafka`` without its jars (no Maven on this machine) becomes Tansu, with a warning on ``warn``
-    (default stderr) that lists what Tansu cannot show; ``kafka-cluster`` has no fallback.
+    ``kafka`` without its jars is ``BrokerUnavailable`` naming the fix, unless ``allow_fallback``: then
+    Tansu, with a warning on ``warn`` (default stderr) that lists what Tansu cannot show.
+    ``kafka-cluster`` has no fallback.
     """
     name = kind or os.environ.get(BROKER_ENV) or DEFAULT_BROKER
     if name == "kafka":
-        try:
-            jvm.classpath(jvm.KAFKA_BROKER)
-        except jvm.JvmArtifactsMissing as missing:
-            print(fallback_warning(str(missing)), file=warn or sys.stderr)
-            return TansuBroker()
-        return KafkaBroker()
+        cause = kafka_unavailable()
+        if cause is None:
+            return KafkaBroker()
+        if not allow_fallback:
+            raise BrokerUnavailable(
+                f"kafka broker: Apache Kafka cannot start here: {cause} (`make setup` needs Maven 3.8+); or run "
+                "on the embedded Tansu broker with --broker tansu, or let kconform run fall back to it with "
+                "--allow-fallback"
+            )
+        print(fallback_warning(cause), file=warn or sys.stderr)
+        return TansuBroker()
     if name == "kafka-cluster":
         return KafkaBroker(nodes=CLUSTER_SIZE)
     if name == "tansu":
@@ -71,6 +80,15 @@ def broker_from_env(kind: str | None = None, warn: TextIO | None = None) -> Brok
     if name == "testcontainers":
         return ContainerBroker()
     raise ValueError(f"unknown broker kind {name!r}; choose one of {', '.join(BROKER_KINDS)}")
+
+
+def kafka_unavailable() -> str | None:
+    """Why Apache Kafka cannot start here (its jars are not resolved), naming the fix; ``None`` if it can."""
+    try:
+        jvm.classpath(jvm.KAFKA_BROKER)
+    except jvm.JvmArtifactsMissing as missing:
+        return str(missing)
+    return None
 
 
 def fallback_warning(cause: str) -> str:

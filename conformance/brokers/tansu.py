@@ -2,7 +2,8 @@
 
 It cannot show everything Kafka does (aborted records are visible, zombies are not fenced, no
 CreatePartitions, no transaction timeout: ``kconform probe-broker --broker tansu`` measures it),
-so it is the fallback when the JVM artifacts are missing and a fast broker for the rest.
+so it is the fallback when the JVM artifacts are missing (only when asked for: ``kconform run
+--allow-fallback``) and a fast broker for the rest.
 """
 
 from __future__ import annotations

@@ -156,7 +156,10 @@ def live_broker(kind: str | None = None) -> Iterator[Broker]:
 
     The message names the broker (the kind is prefixed when the broker's own message does not say it).
     """
-    running = broker_from_env(kind)
+    try:
+        running = broker_from_env(kind)
+    except BrokerUnavailable as unavailable:  # e.g. kafka without its jars: the message names the broker and the fix
+        raise CouldNotCheck(str(unavailable)) from unavailable
     try:
         running.start()
     except (BrokerUnavailable, BrokerStartError) as error:

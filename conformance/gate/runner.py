@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from importlib.util import find_spec
 from pathlib import Path
@@ -43,10 +43,17 @@ from kconform.conformance.adapter import (
     record_hang,
     search_working_directory,
 )
-from kconform.conformance.brokers import BOOTSTRAP_ENV, BROKER_KINDS, DEFAULT_BROKER
+from kconform.conformance.brokers import (
+    BOOTSTRAP_ENV,
+    BROKER_KINDS,
+    DEFAULT_BROKER,
+    fallback_warning,
+    kafka_unavailable,
+)
 from kconform.conformance.brokers.base import EXTERNAL_TIMEOUT_ENV, START_TIMEOUT_S
 from kconform.conformance.brokers.probe import Capability
 from kconform.conformance.checks.checkers import Picture, Violation, ViolationError
+from kconform.conformance.errors import CannotCheck
 from kconform.conformance.gate.expectations import Deviation, find_deviation, load_expectations
 from kconform.conformance.gate.profiles import PROFILES, profile_from_env
 from kconform.conformance.gate.pytest_plugin import (
@@ -139,6 +146,10 @@ class RunOptions:
     spark_master: str = DEFAULT_MASTER
     examples: Path | None = None
     """Hypothesis's example database; ``None``: the adapter's own under ``.hypothesis/adapters/``."""
+    allow_fallback: bool = False
+    """``--allow-fallback``: run on Tansu when ``--broker kafka`` cannot start here (else its tests are ERROR)."""
+    fallback_cause: str | None = None
+    """Set when the fallback happened (``broker`` is then ``tansu``): why Kafka could not start."""
 
 
 @dataclass(frozen=True)
@@ -311,10 +322,25 @@ def kconform_program() -> list[str]:
 
 
 def broker_used(options: RunOptions) -> str:
-    """The run's broker as reports name it: the protocol level has none, whatever ``--broker`` says."""
+    """The run's broker as reports name it: the protocol level has none, whatever ``--broker`` says, and a
+    fallback names the broker that ran and why."""
     if options.level == "protocol":
         return f"no broker (the protocol level runs in-process; --broker {options.broker} is not used)"
+    if options.fallback_cause is not None:
+        return f"broker {options.broker} (--allow-fallback: Apache Kafka cannot start here: {options.fallback_cause})"
     return f"broker {options.broker}"
+
+
+def with_fallback(options: RunOptions, warn: IO[str]) -> RunOptions:
+    """The options of the broker that will run: Tansu instead of an unavailable ``kafka`` only when the
+    user allowed it, decided before the header so that the header and every report name it."""
+    if not options.allow_fallback or options.broker != "kafka" or options.level == "protocol":
+        return options
+    cause = kafka_unavailable()
+    if cause is None:
+        return options
+    print(fallback_warning(cause), file=warn, flush=True)
+    return replace(options, broker="tansu", fallback_cause=cause)
 
 
 def display_name(item_name: str) -> str:
@@ -517,7 +543,7 @@ class Collector:
         return True
 
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> None:
-        if call.excinfo is not None and call.excinfo.errisinstance((CouldNotCheck, JvmArtifactsMissing)):
+        if call.excinfo is not None and call.excinfo.errisinstance((CouldNotCheck, CannotCheck, JvmArtifactsMissing)):
             self._not_checked[item.nodeid] = str(call.excinfo.value)
         elif call.excinfo is not None and call.excinfo.errisinstance((AdapterTimeoutError, AdapterHung)):
             self._not_checked[item.nodeid] = str(call.excinfo.value)  # a hang is no answer, so no violation
@@ -740,6 +766,7 @@ def run(options: RunOptions, out: IO[str] = sys.stdout) -> RunResult:
     """Run the suite; ``ValueError`` for anything that makes the run meaningless (a usage error),
     ``AdapterLoadError`` for an adapter that fails to load."""
     adapter = load(options.adapter)
+    options = with_fallback(options, sys.stderr)
     seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**32)
     args = pytest_args(options, seed)  # a missing suite package is a usage error before anything runs
     notes: list[str] = []
@@ -826,10 +853,14 @@ def build_parser() -> argparse.ArgumentParser:
   1  a violation: a MUST failure, an XPASS, an interruption; with --strict also SHOULD failures
      and PARTIAL (1 wins over 3)
   {USAGE_EXIT}  usage error: bad arguments, an --adapter or --suite naming nothing loadable, no test selected
-  {ERROR_EXIT}  could not check (ERROR): the broker is unreachable or unconfigured, the adapter failed to
-     load, an adapter method hung past --timeout (not called again in the run: the other tests that
-     need it are ERROR at once), the selected level has nothing the adapter declares, or every
-     selected test was skipped
+  {ERROR_EXIT}  could not check (ERROR): the broker is unreachable or unconfigured (--broker kafka without
+     its jars: `make setup`, or --broker tansu, or --allow-fallback), the adapter failed to load, an
+     adapter method hung past --timeout (not called again in the run: the other tests that need it
+     are ERROR at once), an adapter member's signature does not fit the contract, read_stream's frame
+     lacks a column the contract needs (topic, partition, offset, key, value) or has it with another
+     type, Spark cannot find a data source (kafka: `make setup`), a failure injection did not happen,
+     the selected level has nothing the adapter declares, or every selected test was skipped; the
+     message names the fix
 
 PARTIAL: a test could verify only part of a requirement (e.g. duplicates on a broker that shows
 aborted records); it is reported with the reason, never as a pass.""",
@@ -860,6 +891,12 @@ aborted records); it is reported with the reason, never as a pass.""",
         default=DEFAULT_BROKER,
         help=f"the pipeline level's broker (default %(default)s; the suite reads ${BROKER_ENV}); external reads "
         f"${BOOTSTRAP_ENV} and waits ${EXTERNAL_TIMEOUT_ENV} seconds (default {START_TIMEOUT_S:g}) for an answer",
+    )
+    parser.add_argument(
+        "--allow-fallback",
+        action="store_true",
+        help="with --broker kafka: run on the embedded Tansu broker when Kafka's jars are missing (the header and "
+        "every report then name tansu and why); without it, the pipeline tests are ERROR naming the fix",
     )
     parser.add_argument(
         "--timeout",
@@ -906,6 +943,7 @@ def main(argv: Sequence[str]) -> int:
             strict=args.strict,
             suite=args.suite,
             spark_master=args.spark_master,
+            allow_fallback=args.allow_fallback,
         )
         result = run(options)
     except ValueError as exc:

@@ -3,9 +3,11 @@
 ``python -m kconform.conformance.spark.driver <master>`` starts a local session on ``master``, then
 reads one line of JSON carrying ``DriverRun``'s fields from standard input, loads the adapter, runs
 the query with ``availableNow`` to the end, and exits 0; any failure exits non-zero with the error
-on stderr. Standard input closed without a line ends it with 0, having run nothing. The driver
-leads its own process group, so a scenario can kill it together with Spark's JVM, where its tasks
-run (``os.killpg``).
+on stderr; a ``CannotCheck`` (a contract or harness fault) exits ``CANNOT_CHECK_EXIT`` with its
+message on a line of its own, so the scenario that started the driver raises it as ERROR too.
+Standard input closed without a line ends it with 0, having run nothing. The driver leads its own
+process group, so a scenario can kill it together with Spark's JVM, where its tasks run
+(``os.killpg``).
 
 Reading the run after the session is up lets ``StandbyDrivers`` keep one driver started ahead:
 a soak that kills and restarts drivers all the time then waits for the JVM and the session (about
@@ -25,9 +27,12 @@ from pathlib import Path
 from typing import Final
 
 from kconform.conformance.adapter import PipelineAdapter, load_adapter
+from kconform.conformance.errors import CannotCheck
 from kconform.conformance.spark.pipeline import Pipeline, local_session
 
 STOP_WAIT_S: Final = 30.0
+CANNOT_CHECK_EXIT: Final = 3
+CANNOT_CHECK_LINE: Final = "kconform driver: could not check: "
 
 
 @dataclass(frozen=True)
@@ -132,6 +137,14 @@ def kill_group(driver: subprocess.Popen[bytes]) -> bool:
     return running
 
 
+def raise_if_cannot_check(driver: subprocess.Popen[bytes], log: Path) -> None:
+    """Raise, in the scenario, the ``CannotCheck`` a driver exited with (the last reason in its log)."""
+    if driver.poll() != CANNOT_CHECK_EXIT:
+        return
+    reasons = [line for line in log.read_text().splitlines() if line.startswith(CANNOT_CHECK_LINE)]
+    raise CannotCheck(reasons[-1].removeprefix(CANNOT_CHECK_LINE) if reasons else f"see the driver's log {log}")
+
+
 def main(argv: list[str]) -> int:
     (master,) = argv
     spark = local_session(master)
@@ -158,6 +171,9 @@ def main(argv: list[str]) -> int:
             client_timeout_ms=run.client_timeout_ms,
             adapter=adapter,
         ).run_available_now()
+    except CannotCheck as error:
+        print(f"{CANNOT_CHECK_LINE}{error}", file=sys.stderr, flush=True)
+        return CANNOT_CHECK_EXIT
     finally:
         spark.stop()
     return 0

@@ -21,19 +21,22 @@ import re
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 from pyspark import TaskContext
+from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.readwriter import DataStreamWriter
-from pyspark.sql.types import BooleanType
+from pyspark.sql.types import BinaryType, BooleanType, DataType, IntegerType, LongType, StringType
 
 from kconform.conformance.adapter import DEFAULT_MASTER, PipelineAdapter, SinkSpec, SourceSpec
 from kconform.conformance.checks.checkers import Violation, check_formula, check_order, check_plan, check_single_owner
+from kconform.conformance.errors import ContractError, HarnessError
 from kconform.conformance.jvm import SPARK_KAFKA, JvmArtifactsMissing, jars
 from kconform.conformance.spark.cluster import STANDALONE, cluster_settings, is_local
 from kconform.reference_impl.adapter import ReferenceAdapter
@@ -120,6 +123,94 @@ class ReferenceOnSpark(ReferenceAdapter):
 
 REFERENCE: Final = ReferenceOnSpark()
 """``--adapter kconform.conformance.spark.pipeline:REFERENCE --level all``: what ``make conformance`` checks."""
+
+
+SOURCE_COLUMNS: Final[dict[str, tuple[type[DataType], ...]]] = {
+    "topic": (StringType,),
+    "partition": (IntegerType, LongType),
+    "offset": (LongType, IntegerType),
+    "key": (BinaryType,),
+    "value": (BinaryType,),
+}
+"""The columns the pipeline contract needs of ``read_stream``'s frame, with the Spark types each may have."""
+CONTRACT_DOC: Final = "docs/adapter-guide.md"
+
+
+def check_source_frame(adapter_name: str, frame: DataFrame) -> None:
+    """``ContractError`` when the frame lacks a column the suite reads, or has it with another type: the
+    scenarios would then judge records they never saw, and report loss where the contract was not met."""
+    fields = {f.name: f.dataType for f in frame.schema.fields}
+    needs = f"the pipeline contract needs {', '.join(SOURCE_COLUMNS)} ({CONTRACT_DOC})"
+    for column, types in SOURCE_COLUMNS.items():
+        if column not in fields:
+            raise ContractError(
+                f"adapter {adapter_name!r}.read_stream returned a frame without column {column!r} "
+                f"(columns: {', '.join(fields) or 'none'}): {needs}"
+            )
+        if not isinstance(fields[column], types):
+            allowed = " or ".join(t().simpleString() for t in types)
+            raise ContractError(
+                f"adapter {adapter_name!r}.read_stream returned a frame whose column {column!r} is "
+                f"{fields[column].simpleString()}, not {allowed}: {needs}"
+            )
+
+
+DATA_SOURCE_NOT_FOUND: Final = frozenset({"DATA_SOURCE_NOT_FOUND", "_LEGACY_ERROR_TEMP_1140"})
+"""Spark's error conditions for a data source it cannot find: the second is Spark 4's for ``kafka`` and
+``avro`` ("Failed to find data source: kafka. Please deploy the application as per ...")."""
+
+
+def missing_data_source(error: BaseException) -> str | None:
+    """The data source Spark could not find (``DATA_SOURCE_NOT_FOUND``) somewhere in ``error``'s causes."""
+    seen: BaseException | None = error
+    while seen is not None:
+        condition, parameters = spark_condition(seen)
+        if condition in DATA_SOURCE_NOT_FOUND:
+            return parameters.get("provider", "(unnamed)")
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def spark_condition(error: BaseException) -> tuple[str | None, Mapping[str, str]]:
+    """A Spark error's condition and parameters, raised as pyspark's exception or as the JVM's (py4j:
+    Spark 4 raises a data source other than ``kafka`` that it cannot find as ``SparkClassNotFoundException``)."""
+    from py4j.protocol import Py4JError  # type: ignore[import-untyped]
+
+    if isinstance(error, PySparkException):
+        return error.getCondition(), error.getMessageParameters() or {}
+    java = getattr(error, "java_exception", None)
+    if java is None:
+        return None, {}
+    try:
+        return java.getCondition(), dict(java.getMessageParameters())
+    except Py4JError:  # a JVM exception that is not a SparkThrowable
+        return None, {}
+
+
+def data_source_error(adapter_name: str, member: str, name: str) -> HarnessError:
+    """A data source the session cannot find is a missing jar or package, not the connector's violation."""
+    fix = (
+        "run `make setup`, which resolves spark-sql-kafka-0-10 into .jvm/spark-kafka (the suite's session puts "
+        "those jars on spark.jars)"
+        if name == "kafka"
+        else f"install the package or put the jar that provides {name!r} on spark.jars (a Python data source: "
+        "register it on the session in read_stream/write_stream)"
+    )
+    return HarnessError(
+        f"adapter {adapter_name!r}.{member}: Spark cannot find the data source {name!r} (DATA_SOURCE_NOT_FOUND): {fix}"
+    )
+
+
+@contextmanager
+def data_source_found(adapter_name: str, member: str) -> Iterator[None]:
+    """Turn Spark's ``DATA_SOURCE_NOT_FOUND`` raised in ``member`` into a ``HarnessError`` naming the fix."""
+    try:
+        yield
+    except Exception as error:
+        name = missing_data_source(error)
+        if name is None:
+            raise
+        raise data_source_error(adapter_name, member, name) from error
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,7 +346,9 @@ class Pipeline:
             client_settings=tuple(sorted(self.client_settings.items())),
             client_timeout_ms=self.client_timeout_ms,
         )
-        frame = self.adapter.read_stream(self.spark, spec)
+        with data_source_found(self.adapter.name, "read_stream"):
+            frame = self.adapter.read_stream(self.spark, spec)
+        check_source_frame(self.adapter.name, frame)
         return frame if self.failures is None else self.failures.inject(frame)
 
     def start(self, available_now: bool = False) -> StreamingQuery:
@@ -269,10 +362,12 @@ class Pipeline:
                 self.bootstrap_servers, self.sink_topic, self.exactly_once, tuple(sorted(settings.items())),
                 self.client_timeout_ms,
             )  # fmt: skip
-            writer = self.adapter.write_stream(frame.select("key", "value"), spec)
+            with data_source_found(self.adapter.name, "write_stream"):
+                writer = self.adapter.write_stream(frame.select("key", "value"), spec)
         writer = writer.option("checkpointLocation", str(self.checkpoint))
         writer = writer.trigger(availableNow=True) if available_now else writer
-        self.query = writer.start()
+        with data_source_found(self.adapter.name, "write_stream" if self.sink_topic else "read_stream"):
+            self.query = writer.start()
         return self.query
 
     def _capture(self, frame: DataFrame, batch_id: int) -> None:
@@ -300,16 +395,38 @@ class Pipeline:
         return list(self.query.recentProgress)
 
     def failed_task_attempts(self) -> int:
-        """Task attempts that failed in the jobs of this pipeline's last query (its run id is their job group)."""
+        """Task attempts that failed in the jobs of this pipeline's last query."""
+        return sum(stage.numFailedTasks for stage in self._stages())
+
+    def _stages(self) -> list[Any]:
+        """The stages (``SparkStageInfo``) of the last query's jobs: its run id is their job group."""
         assert self.query is not None, "start the pipeline first"
         tracker = self.spark.sparkContext.statusTracker()
-        failed = 0
-        for job in tracker.getJobIdsForGroup(str(self.query.runId)):
-            info = tracker.getJobInfo(job)
-            for stage in info.stageIds if info else ():
-                stage_info = tracker.getStageInfo(stage)
-                failed += stage_info.numFailedTasks if stage_info else 0
-        return failed
+        return [
+            stage_info
+            for job in tracker.getJobIdsForGroup(str(self.query.runId))
+            if (info := tracker.getJobInfo(job)) is not None
+            for stage in info.stageIds
+            if (stage_info := tracker.getStageInfo(stage)) is not None
+        ]
+
+    def require_injected_failures(self) -> int:
+        """The failed task attempts of the last query; ``HarnessError`` when there were none although
+        ``failures`` were injected: such a run shows nothing about retries, and is not the adapter's fault."""
+        assert self.query is not None and self.failures is not None, "run the pipeline with failures first"
+        failed = self.failed_task_attempts()
+        if failed:
+            return failed
+        tasks = sorted(self.failures.tasks)
+        ran = max((stage.numTasks for stage in self._stages()), default=0)
+        raise HarnessError(
+            f"the failure injection did not happen: no task attempt failed, though the suite makes the first "
+            f"attempt of task(s) {tasks} fail after {self.failures.after_rows} rows, so this run shows nothing "
+            f"about retries. The query's stages ran at most {ran} task(s) on master {self.spark.sparkContext.master}: "
+            f"the injection needs task {tasks[-1]} to exist (the adapter's read_stream frame must have at least "
+            f"{tasks[-1] + 1} partitions per batch, each with more than {self.failures.after_rows} rows) and a master "
+            "that retries tasks (--spark-master local[2,3]); if both hold, re-run it"
+        )
 
     def stop(self) -> None:
         if self.query is not None:

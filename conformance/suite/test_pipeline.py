@@ -44,7 +44,7 @@ from kconform.conformance.gate.pytest_plugin import (
     live_broker,
     requirement,
 )
-from kconform.conformance.spark.driver import DriverRun, kill_group
+from kconform.conformance.spark.driver import DriverRun, kill_group, raise_if_cannot_check
 from kconform.conformance.spark.pipeline import (
     Pipeline,
     TaskFailures,
@@ -219,9 +219,7 @@ def test_required_RESTORE_003_injected_task_failures_are_retried_without_gap_or_
         2, subscribe=topic, max_records_per_trigger=20, failures=TaskFailures(frozenset({0, 1}), 3)
     )
     pipeline.run_available_now()
-    failed = pipeline.failed_task_attempts()
-    record_property("failed_task_attempts", failed)
-    assert failed > 0, "no task failed: the failure injection did not run, so this run shows nothing"
+    record_property("failed_task_attempts", pipeline.require_injected_failures())
     fail_on(check_read_once(pipeline.records(), ends))
 
 
@@ -424,9 +422,7 @@ def test_required_COMMIT_011_sink_task_failures_are_retried_without_loss_or_dupl
         failures=TaskFailures(frozenset({1}), 4),
     )  # fmt: skip
     pipeline.run_available_now()
-    failed = pipeline.failed_task_attempts()
-    record_property("failed_task_attempts", failed)
-    assert failed > 0, "no task failed: the failure injection did not run, so this run shows nothing"
+    record_property("failed_task_attempts", pipeline.require_injected_failures())
     judge_output(kafka, source, sink, exactly_once, broker_can, record_property, partial)
 
 
@@ -498,7 +494,9 @@ def test_required_COMMIT_011_driver_killed_at_drawn_points_then_restarted_loses_
     run = sink_driver(pytestconfig, spark, pipeline_broker, source, sink, checkpoint, exactly_once)
     killed = sum(kill_at(run, log, checkpoint / event, k, delay_ms) for event, k, delay_ms in kills)
     final = run.start(log)
-    assert final.wait(timeout=DRIVER_TIMEOUT_S) == 0, f"the restarted driver failed; log:\n{log.read_text()[-4000:]}"
+    final.wait(timeout=DRIVER_TIMEOUT_S)
+    raise_if_cannot_check(final, log)
+    assert final.returncode == 0, f"the restarted driver failed; log:\n{log.read_text()[-4000:]}"
     record_property("drivers_killed", killed)
     judge_output(kafka, source, sink, exactly_once, broker_can, record_property, partial)
 
@@ -519,6 +517,7 @@ def kill_at(run: DriverRun, log: Path, entries: Path, k: int, delay_ms: int) -> 
             what=f"entry {seen + k} in {entries} or the driver's exit (log: {log})",
             step_s=0.01,
         )
+        raise_if_cannot_check(driver, log)
         assert driver.poll() in (None, 0), f"the driver failed before its kill point; log:\n{log.read_text()[-4000:]}"
         with contextlib.suppress(subprocess.TimeoutExpired):
             driver.wait(timeout=delay_ms / 1000)  # the drawn kill point inside the batch, not synchronisation
@@ -582,6 +581,7 @@ def kill_inside_transaction(
 
     try:
         wait_until(open_transaction, DRIVER_TIMEOUT_S, f"a transaction holding records on {sink} (log: {log})", 0.05)
+        raise_if_cannot_check(driver, log)
         assert driver.poll() is None, f"driver ended before a transaction held records; log:\n{log.read_text()[-4000:]}"
     finally:
         kill_group(driver)

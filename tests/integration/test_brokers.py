@@ -117,14 +117,16 @@ def test_kafka_crash_during_start_shows_the_log_tail_and_keeps_it(tmp_path: Path
     assert child_pids() <= before
 
 
-def test_kafka_without_its_jars_names_make_setup_and_the_default_falls_back_to_tansu(
+def test_kafka_without_its_jars_names_make_setup_and_falls_back_to_tansu_only_when_allowed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(jvm.JVM_DIR_ENV, str(tmp_path))
     with pytest.raises(jvm.JvmArtifactsMissing, match=r"make setup|install Maven"):
         KafkaBroker().start()
+    with pytest.raises(BrokerUnavailable, match=r"make setup.*--broker tansu.*--allow-fallback"):
+        broker_from_env("kafka")
     warning = io.StringIO()
-    fallback = broker_from_env("kafka", warn=warning)
+    fallback = broker_from_env("kafka", allow_fallback=True, warn=warning)
     assert isinstance(fallback, TansuBroker)
     assert "falling back to the embedded Tansu broker" in warning.getvalue()
     assert "KAFKA-001 abort_hidden_from_read_committed" in warning.getvalue()
