@@ -22,7 +22,7 @@ import sys
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -556,13 +556,15 @@ def check_offsets_read_by_one_task(batch: Iterable[ReadRecord]) -> list[Violatio
 
 
 def check_task_plan(records: Iterable[ReadRecord], parallelism: int) -> list[Violation]:
-    """ASSIGN-001/002/004 on what Spark tasks read: task i holds exactly Flink subtask i's partitions; and
-    ASSIGN-007 (safety): no partition read by two tasks."""
+    """ASSIGN-001/002/004 on what Spark tasks read: task i holds exactly Flink subtask i's partitions, one task per
+    partition (Flink's model: ASSIGN-001 ``double-assignment`` when a batch splits a partition among tasks; that no
+    offset is read twice is ASSIGN-007's, ``check_offsets_read_by_one_task``)."""
     claims: dict[TopicPartition, set[int]] = defaultdict(set)
     for r in records:
         claims[r.tp].add(r.task)
     owners = {tp: min(tasks) for tp, tasks in claims.items()}
-    out = check_single_owner({tp: sorted(tasks) for tp, tasks in claims.items()}, parallelism)
+    one_task_each = check_single_owner({tp: sorted(tasks) for tp, tasks in claims.items()}, parallelism)
+    out = [replace(v, requirement="ASSIGN-001") for v in one_task_each]
     return out + check_plan(dict(owners), parallelism) + check_formula(owners, parallelism)
 
 

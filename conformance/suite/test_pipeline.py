@@ -49,6 +49,7 @@ from kconform.conformance.spark.pipeline import (
     Pipeline,
     TaskFailures,
     check_discovered,
+    check_offsets_read_by_one_task,
     check_read_once,
     check_rewritten,
     check_single_reader,
@@ -185,7 +186,7 @@ def judge_output(
     fail_on(judge_sink(kafka, source, sink, exactly_once=exactly_once and not missing))
 
 
-@requirement("ASSIGN-001", "ASSIGN-002", "ASSIGN-004", "ASSIGN-007", capability="pipeline-assignment")
+@requirement("ASSIGN-001", "ASSIGN-002", "ASSIGN-004", capability="pipeline-assignment")
 def test_required_ASSIGN_001_each_task_reads_its_reference_partitions(
     adapter: Any, make_pipeline: Callable[..., Pipeline], kafka: KafkaClient
 ) -> None:
@@ -205,12 +206,13 @@ def test_required_ASSIGN_001_each_task_reads_its_reference_partitions(
     fail_on(check_read_once(pipeline.records(), ends))
 
 
-@requirement("RESTORE-003", capability="pipeline")
+@requirement("RESTORE-003", "ASSIGN-007", capability="pipeline")
 def test_required_RESTORE_003_injected_task_failures_are_retried_without_gap_or_duplicate(
     adapter: Any, make_pipeline: Callable[..., Pipeline], spark: SparkSession, kafka: KafkaClient, record_property: Any
 ) -> None:
     """The first attempt of tasks 0 and 1 fails after 3 rows in every batch; Spark's retry must
-    read exactly the same records (a retried task is the same subtask with the same range)."""
+    read exactly the same records (a retried task is the same subtask with the same range), and no
+    offset of a batch is read by two tasks (ASSIGN-007, whatever the connector's assigner)."""
     if task_attempts(spark) < 2:
         pytest.skip(f"master {spark.sparkContext.master} does not retry tasks; run with --spark-master local[2,3]")
     topic = new_topic(kafka, 4)
@@ -220,10 +222,11 @@ def test_required_RESTORE_003_injected_task_failures_are_retried_without_gap_or_
     )
     pipeline.run_available_now()
     record_property("failed_task_attempts", pipeline.require_injected_failures())
-    fail_on(check_read_once(pipeline.records(), ends))
+    double_reads = [v for batch in pipeline.batches.values() for v in check_offsets_read_by_one_task(batch)]
+    fail_on(check_read_once(pipeline.records(), ends) + double_reads)
 
 
-@requirement("RESTORE-002", "RESTORE-003", capability="pipeline-rescale")
+@requirement("RESTORE-002", "RESTORE-003", "ASSIGN-007", capability="pipeline-rescale")
 @pytest.mark.timeout(DRIVER_TIMEOUT_S * 2)
 @pipeline_settings()
 @given(parallelisms=st.lists(st.integers(1, 4), min_size=2, max_size=4))
@@ -238,13 +241,15 @@ def test_required_RESTORE_003_rescale_sequence_continues_every_partition(
     """Restart from one checkpoint at each parallelism in turn, producing between restarts: every
     partition resumes exactly where the previous run ended, and in every batch of a run each
     partition is read by one of that run's n tasks. A batch read by other tasks (RESTORE-002) does
-    not stop the sequence, so continuity (RESTORE-003, safety) is judged in full either way."""
+    not stop the sequence, so continuity (RESTORE-003, safety) and no offset of a batch read by two
+    tasks (ASSIGN-007, safety) are judged in full either way."""
     topic = new_topic(kafka, 5)
     checkpoint = tmp_path / f"rescale-{uuid4().hex[:8]}"
     runs: list[Pipeline] = []
     ends: dict[TopicPartition, int] = {}
     steps = []
     readers: list[Violation] = []
+    double_reads: list[Violation] = []
     for step, parallelism in enumerate(parallelisms):
         before = dict(ends)
         ends = fill(kafka, topic, 5, 6, f"step{step}")
@@ -256,6 +261,7 @@ def test_required_RESTORE_003_rescale_sequence_continues_every_partition(
         steps.append(offset_step(f"run {step + 1}", "restart" if step else "start", parallelism, read, expected))
         timeline = [offset_timeline(steps, f"rescale {' -> '.join(map(str, parallelisms))}")]
         readers += [v for batch in run.batches.values() for v in check_single_reader(batch, parallelism)]
+        double_reads += [v for batch in run.batches.values() for v in check_offsets_read_by_one_task(batch)]
         first_read: dict[TopicPartition, int] = {}
         for tp, offset in read:
             first_read[tp] = min(offset, first_read.get(tp, offset))
@@ -264,7 +270,7 @@ def test_required_RESTORE_003_rescale_sequence_continues_every_partition(
         ]
         fail_on(continuity, timeline)
     read_once = check_read_once([r for run in runs for r in run.records()], ends)
-    fail_on(readers + read_once, timeline, verified=["RESTORE-003"])
+    fail_on(readers + read_once + double_reads, timeline, verified=["RESTORE-003", "ASSIGN-007"])
 
 
 @requirement("DISC-002", "DISC-005", "DISC-009", capability="pipeline-regex")
