@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kconform.reference_impl.assignment import assign, plan
+from kconform.reference_impl.assignment import Owner, owner, plan
 from kconform.reference_impl.commit import ExactlyOnceSink, NamingStrategy, SinkCheckpoint
 from kconform.reference_impl.discovery import Metadata, PartitionDiscoverer, Subscription, ZeroPartitionsPolicy
 from kconform.reference_impl.kafka_strategies import ASSIGNORS, Assignment, Group, KafkaPartitioner, StickyPartitioner
@@ -44,21 +44,23 @@ class ReferenceAdapter:
     )
     assignment_strategies: frozenset[str] = frozenset(ASSIGNORS)
     """The consumer-group assignors ``assign_group`` offers, by Kafka's protocol names."""
+    owner: Owner = owner
+    """Who owns a partition: Flink's assigner, or a connector's own (discovery and restore place by it too)."""
 
     def assign(self, topic: str, partition: int, parallelism: int) -> int:
-        return assign(topic, partition, parallelism)
+        return self.owner(TopicPartition(topic, partition), parallelism)
 
     def plan(self, partitions: Sequence[TopicPartition], parallelism: int) -> dict[TopicPartition, int]:
-        """The whole plan at once: the core's ``assignment.plan``, as the Spark source plans each batch; in a
-        subclass that overrides ``assign`` (a connector's own assigner), that assigner partition by partition."""
-        if type(self).assign is not ReferenceAdapter.assign:
+        """The whole plan at once: the core's ``assignment.plan``, as the Spark source plans each batch; with
+        another assigner (``owner``, or a subclass's ``assign``), that assigner partition by partition."""
+        if type(self).assign is not ReferenceAdapter.assign or self.owner is not owner:
             return {tp: self.assign(tp.topic, tp.partition, parallelism) for tp in partitions}
         return dict(plan(partitions, parallelism).owner_of())
 
     def discoverer(
         self, subscription: Subscription, subtask: int, parallelism: int, on_zero: ZeroPartitionsPolicy
     ) -> PartitionDiscoverer:
-        return PartitionDiscoverer(subscription, SubtaskIndex(subtask), parallelism, on_zero)
+        return PartitionDiscoverer(subscription, SubtaskIndex(subtask), parallelism, on_zero, owner=self.owner)
 
     def source(
         self, subscription: Subscription, parallelism: int, initial_offset: int, keep_unsubscribed: bool
@@ -70,6 +72,7 @@ class ReferenceAdapter:
             keep_unsubscribed,
             self.discovery_of_zero,
             initial_offset,
+            self.owner,
         )
 
     def restore_source(
@@ -90,6 +93,7 @@ class ReferenceAdapter:
             keep_unsubscribed,
             self.discovery_of_zero,
             initial_offset,
+            self.owner,
         )
 
     def sink(self, log: TransactionalLog, prefix: str, parallelism: int) -> ExactlyOnceSink:
