@@ -12,6 +12,8 @@ import importlib
 import sys
 from collections.abc import Callable, Sequence
 
+from kconform.conformance.release import kconform_version
+
 USAGE_EXIT = 2
 
 Handler = Callable[[argparse.Namespace, list[str]], int]
@@ -27,9 +29,22 @@ def _delegate(module: str) -> Handler:
     return handler
 
 
+SPEC_HELP = """usage: kconform spec check [--profile ci|thorough] [--only NAME] [--workers N] [--root ROOT]
+
+TLA+ model checking of spec/tla/: every correct model must hold and every buggy variant must be
+rejected on the property its requirement id names (spec/tla/models.toml).
+
+verbs:
+  check  run TLC over the models (`kconform spec check --help` lists its options)"""
+
+
 def _spec(_args: argparse.Namespace, rest: list[str]) -> int:
+    """``kconform spec`` has one verb, ``check``; ``--help`` says so and what it does."""
+    if rest[:1] in (["-h"], ["--help"]):
+        print(SPEC_HELP)
+        return 0
     if not rest or rest[0] != "check":
-        print("usage: kconform spec check [--profile ci|thorough] [--only NAME] [--workers N]", file=sys.stderr)
+        print(SPEC_HELP, file=sys.stderr)
         return USAGE_EXIT
     return _delegate("spec_tools.tlc")(_args, rest[1:])
 
@@ -39,6 +54,7 @@ def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
         prog="kconform",
         description="Conformance suite for Flink-style Kafka connector semantics on Spark.",
     )
+    parser.add_argument("--version", action="version", version=f"kconform {kconform_version()}")
     verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
     handlers: dict[str, Handler] = {}
 

@@ -15,7 +15,6 @@ import xml.etree.ElementTree as ET
 from collections import Counter
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +32,7 @@ from kconform.conformance.gate.runner import (
     broker_used,
     skip_cause,
 )
+from kconform.conformance.release import kconform_version
 from kconform.conformance.spec_tools.requirements import CATEGORIES
 
 TITLE_WIDTH = 60
@@ -335,13 +335,6 @@ def render_markdown(result: RunResult) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _kconform_version() -> str:
-    try:
-        return version("kconform")
-    except PackageNotFoundError:
-        return "unknown"
-
-
 def _test_json(t: TestResult) -> dict[str, Any]:
     return {
         "nodeid": t.nodeid,
@@ -368,7 +361,7 @@ def to_json(result: RunResult) -> dict[str, Any]:
     o = result.options
     verdicts = {v.category: v for v in class_verdicts(result)}
     return {
-        "kconform_version": _kconform_version(),
+        "kconform_version": kconform_version(),
         "safe": verdicts["safety"].holds,
         "flink_faithful": verdicts["fidelity"].holds,
         "verdicts": {category: v.to_json() for category, v in verdicts.items()},

@@ -703,8 +703,8 @@ def _verdict(req_id: str, tests: Sequence[TestResult]) -> tuple[Status, str]:
         return Status.ERROR, causes + (f" ({passed} of {len(tests)} tests passed)" if passed else "")
     partial = sorted({t.unverified_reason(req_id) for t in tests if t.status_for(req_id) is Status.PARTIAL})
     if Status.SKIP in statuses:
-        causes = sorted({skip_cause(t.message) for t in tests if t.status is Status.SKIP})  # the row names its id
-        reasons = causes + [f"partial: {p}" for p in partial]
+        skipped_for = sorted({skip_cause(t.message) for t in tests if t.status is Status.SKIP})  # the row names its id
+        reasons = skipped_for + [f"partial: {p}" for p in partial]
         return Status.SKIP, "; ".join(reasons) + (f" ({passed} of {len(tests)} tests passed)" if passed else "")
     if partial:
         fully = f" ({passed} of {len(tests)} tests verified it fully)" if passed else ""
