@@ -11,10 +11,19 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings
 
 from kconform.conformance.brokers import Broker
 from kconform.conformance.brokers.probe import Capability, probe
+from kconform.conformance.gate.profiles import hypothesis_profile, profile_from_env
 from kconform.conformance.gate.pytest_plugin import live_broker
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """kconform's own tests run under kconform's profile (``KCONFORM_PROFILE``, else default), with or
+    without ``make``: the plugin loads none in a run that does not ask for kconform."""
+    if config.getoption("hypothesis_profile", None) is None:
+        settings.load_profile(hypothesis_profile(profile_from_env()))
 
 
 @pytest.fixture(scope="session")

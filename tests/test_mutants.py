@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from kconform.conformance.brokers.probe import lacking
+from kconform.conformance.gate.profiles import hypothesis_profile
 from kconform.conformance.mutants.pipeline import FAULT_ONLY_MUTANTS, PIPELINE_MUTANTS, FaultOnlyMutant, PipelineMutant
 from kconform.conformance.mutants.protocol import MUTANTS, Mutant
 
@@ -79,7 +80,7 @@ def run_suite(adapter: str, selected: list[str], profile: str) -> tuple[int, str
             "--hypothesis-seed",
             "0",
             "--hypothesis-profile",
-            profile,
+            hypothesis_profile(profile),
             *selected,
         ],
         capture_output=True,

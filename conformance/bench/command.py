@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from hypothesis import Phase, settings
 
+from kconform.conformance.gate.profiles import hypothesis_profile, register_profiles
 from kconform.conformance.mutants.protocol import MUTANTS, Mutant
 from kconform.reference_impl.assignment import plan
 from kconform.reference_impl.discovery import PartitionDiscoverer, Subscription, ZeroPartitionsPolicy
@@ -161,9 +162,10 @@ def main(argv: list[str]) -> int:
     if args.skip_mutants:
         write_json(args.json, figures)
         return 0
+    register_profiles()
     settings.register_profile(
         KILL_PROFILE,
-        parent=settings.get_profile("default"),
+        parent=settings.get_profile(hypothesis_profile("default")),
         database=None,
         phases=[Phase.explicit, Phase.generate],
     )

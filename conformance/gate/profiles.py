@@ -17,6 +17,8 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 
 PROFILES: Final = {"quick": 25, "default": 100, "thorough": 1000}
 """Profile name -> ``max_examples``."""
+PREFIX: Final = "kconform-"
+"""Hypothesis knows them as ``kconform-quick`` ...: ``default`` is Hypothesis's own, and a user's may be ``quick``."""
 
 DEFAULT_PROFILE: Final = "default"
 PROFILE_ENV: Final = "KCONFORM_PROFILE"
@@ -28,12 +30,18 @@ def examples_dir(adapter: str) -> Path:
     return Path(".hypothesis") / "adapters" / re.sub(r"[^A-Za-z0-9_.-]", "_", adapter)
 
 
+def hypothesis_profile(name: str) -> str:
+    """The name Hypothesis knows kconform's profile ``name`` by."""
+    return PREFIX + name
+
+
 def register_profiles(database_dir: Path | None = None) -> None:
-    """Register ``quick``, ``default`` and ``thorough``, sharing one example database."""
+    """Register ``kconform-quick``, ``kconform-default`` and ``kconform-thorough``, sharing one example
+    database; none is loaded here."""
     database = DirectoryBasedExampleDatabase(str(database_dir or Path(".hypothesis") / "examples"))
     for name, examples in PROFILES.items():
         settings.register_profile(
-            name,
+            hypothesis_profile(name),
             max_examples=examples,
             deadline=None,
             print_blob=True,

@@ -1,13 +1,16 @@
 """pytest plugin (entry point ``pytest11: kconform``): profiles, requirement marks, ``adapter`` and ``partial``.
 
-Loading it registers the Hypothesis profiles, so ``--hypothesis-profile quick|default|thorough``
-works in a user's own pytest run as in ours; without that flag ``KCONFORM_PROFILE`` decides.
+It changes nothing in a pytest run that does not ask for kconform: it registers kconform's Hypothesis
+profiles under their own names (``--hypothesis-profile kconform-quick|kconform-default|kconform-thorough``)
+and loads one only for a kconform run (``--kconform-adapter``, ``KCONFORM_PROFILE``, or the suite package
+named on the command line), so an unrelated property test keeps Hypothesis's deadline and database.
 The suite itself lives in ``kconform.conformance.suite``: ``pytest --pyargs kconform.conformance.suite
 --kconform-adapter module:attr`` runs it from any pytest setup, as ``kconform run`` does.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -19,13 +22,18 @@ from kconform.conformance.adapter import CAPABILITIES, DEFAULT_MASTER, Adapter, 
 from kconform.conformance.brokers import Broker, BrokerStartError, BrokerUnavailable, broker_from_env
 from kconform.conformance.brokers.probe import Capability
 from kconform.conformance.checks.checkers import deferring
-from kconform.conformance.gate.profiles import examples_dir, profile_from_env, register_profiles
+from kconform.conformance.gate.profiles import (
+    PROFILE_ENV,
+    examples_dir,
+    hypothesis_profile,
+    profile_from_env,
+    register_profiles,
+)
 from kconform.conformance.spark.cluster import STANDALONE, SparkClusterError, StandaloneCluster
 from kconform.conformance.spec_tools.requirements import SpecNotFoundError, load_requirements
 
-register_profiles()
-
 DEFAULT_ADAPTER = "kconform.reference_impl.adapter:ADAPTER"
+SUITE_PACKAGE = "kconform.conformance.suite"
 BROKER_CAPABILITIES = pytest.StashKey[list[Capability]]()
 """The probe's measurement of the broker a run used; every report shows it."""
 FIDELITY_IDS = pytest.StashKey[frozenset[str]]()
@@ -54,7 +62,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("kconform")
     group.addoption(
         "--kconform-adapter",
-        default=DEFAULT_ADAPTER,
+        default=None,
         help=f"adapter under test, as module:attr (default {DEFAULT_ADAPTER})",
     )
     group.addoption(
@@ -87,14 +95,26 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", f"{REQUIREMENT_MARK}(*ids, capability=None): requirement ids a suite test checks"
     )
     config.addinivalue_line("markers", "pipeline: a pipeline-level suite test (a real streaming query)")
-    if config.getoption("hypothesis_profile", None) is None:
-        settings.load_profile(profile_from_env())
+    if config.getoption("hypothesis_profile", None) is None and kconform_asked(config):
+        settings.load_profile(hypothesis_profile(profile_from_env()))
+
+
+def kconform_asked(config: pytest.Config) -> bool:
+    """Whether this pytest run is a kconform run, whose settings kconform may load."""
+    named = any(str(arg).startswith(SUITE_PACKAGE) for arg in config.args)
+    return named or config.getoption("kconform_adapter", None) is not None or PROFILE_ENV in os.environ
+
+
+def adapter_spec(config: pytest.Config) -> str:
+    """The adapter of ``--kconform-adapter``, else the default."""
+    chosen: str | None = config.getoption("kconform_adapter", None)
+    return chosen or DEFAULT_ADAPTER
 
 
 def _examples(config: pytest.Config) -> Path:
     """Where this run keeps and replays its failing examples."""
     chosen = config.getoption("kconform_examples", None)
-    return Path(chosen) if chosen else examples_dir(config.getoption("kconform_adapter", DEFAULT_ADAPTER))
+    return Path(chosen) if chosen else examples_dir(adapter_spec(config))
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -193,7 +213,7 @@ def spark_master(pytestconfig: pytest.Config) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def adapter_under_test(pytestconfig: pytest.Config) -> Adapter:
     """The adapter named by ``--kconform-adapter``, loaded once per run."""
-    spec = pytestconfig.getoption("kconform_adapter")
+    spec = adapter_spec(pytestconfig)
     try:
         return load_adapter(spec)
     except ValueError as exc:

@@ -55,7 +55,7 @@ from kconform.conformance.brokers.probe import Capability
 from kconform.conformance.checks.checkers import Picture, Violation, ViolationError
 from kconform.conformance.errors import CannotCheck
 from kconform.conformance.gate.expectations import Deviation, find_deviation, load_expectations
-from kconform.conformance.gate.profiles import PROFILES, profile_from_env
+from kconform.conformance.gate.profiles import PROFILES, hypothesis_profile, profile_from_env
 from kconform.conformance.gate.pytest_plugin import (
     BROKER_CAPABILITIES,
     BROKER_VERSION,
@@ -751,7 +751,7 @@ def pytest_args(options: RunOptions, seed: int) -> list[str]:
         "junit_family=xunit1",  # xunit2 drops (and warns about) the properties tests record: ids, metrics
         "--continue-on-collection-errors",
         f"--kconform-adapter={options.adapter}",
-        f"--hypothesis-profile={options.profile}",
+        f"--hypothesis-profile={hypothesis_profile(options.profile)}",
         f"--hypothesis-seed={seed}",
         f"--timeout={options.timeout:g}",
         f"--kconform-spark-master={options.spark_master}",

@@ -163,7 +163,7 @@ def judge(argv: Sequence[str]) -> int:
 
     def register_without_shrinking(database_dir: Path | None = None) -> None:
         profiles.register_profiles(database_dir)
-        for name in profiles.PROFILES:
+        for name in map(profiles.hypothesis_profile, profiles.PROFILES):
             phases = [p for p in settings.get_profile(name).phases if p is not Phase.shrink]
             settings.register_profile(name, settings.get_profile(name), phases=phases)
 

@@ -41,6 +41,7 @@ from kconform.conformance.gate.pytest_plugin import (
     BROKER_CAPABILITIES,
     BROKER_VERSION,
     Partial,
+    adapter_spec,
     live_broker,
     requirement,
 )
@@ -539,7 +540,7 @@ def sink_driver(
 ) -> DriverRun:  # fmt: skip
     """The adapter's source-to-sink query at parallelism 2, run in a driver process a scenario can kill."""
     return DriverRun(
-        adapter=pytestconfig.getoption("kconform_adapter"),
+        adapter=adapter_spec(pytestconfig),
         master=spark.sparkContext.master or DEFAULT_MASTER,
         bootstrap_servers=broker.bootstrap_servers,
         source=source,
