@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-UNRELATED_TEST = '''
+UNRELATED_TEST = """
 from datetime import timedelta
 
 from hypothesis import given, settings, strategies as st
@@ -22,7 +22,7 @@ def test_an_unrelated_property(n):
     assert current.max_examples == 100
     assert "adapters" not in repr(current.database)
     assert not current.suppress_health_check
-'''
+"""
 
 
 def run_unrelated(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
