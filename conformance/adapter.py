@@ -23,7 +23,7 @@ import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import FrameType
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, cast, runtime_checkable
 
 from kconform.conformance.errors import CannotCheck, ContractError
 from kconform.reference_impl.commit import NamingStrategy
@@ -344,28 +344,53 @@ def _contract_members() -> dict[str, Callable[..., Any]]:
     }
 
 
-def check_signature(adapter_name: str, method: str, fn: Callable[..., Any], args: Sequence[Any]) -> None:
-    """``ContractError`` when ``fn`` cannot take the arguments the suite passes: calling it would raise a
-    ``TypeError`` that looks like the adapter's own failure, though its semantics were never reached."""
+def check_signature(adapter_name: str, method: str, fn: Callable[..., Any], arity: int) -> None:
+    """``ContractError`` when ``fn`` cannot take the ``arity`` positional arguments the suite passes: calling it
+    would raise a ``TypeError`` that looks like the adapter's own failure, though its semantics were never
+    reached. Judged once per function: the suite calls ``assign`` thousands of times a test."""
+    key = (getattr(fn, "__func__", fn), hasattr(fn, "__self__"), method, arity)
+    try:
+        if key not in _mismatches:
+            _mismatches[key] = _mismatch(method, fn, arity)
+        mismatch = _mismatches[key]
+    except TypeError:  # an unhashable callable object: judge it every time
+        mismatch = _mismatch(method, fn, arity)
+    if mismatch is not None:
+        raise ContractError(f"adapter {adapter_name!r}: {mismatch}")
+
+
+_mismatches: dict[tuple[object, bool, str, int], str | None] = {}
+POSITIONAL: Final = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+def _mismatch(method: str, fn: Callable[..., Any], arity: int) -> str | None:
+    """Why ``fn`` does not fit the contract's ``method``, naming the contract's parameters it lacks, or ``None``."""
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError):  # a builtin or C callable without a signature: the call itself tells
-        return
+        return None
     try:
-        signature.bind(*args)
-    except TypeError as mismatch:
+        signature.bind(*(None,) * arity)
+    except TypeError as error:
         contract = CONTRACT_MEMBERS.get(method)
         member = method.rpartition(".")[2]
-        expected = (
-            f"{member}({_parameter_names(inspect.signature(contract))})"
-            if contract is not None
-            else f"{member} with {len(args)} positional argument(s)"
+        if contract is None:
+            return (
+                f"{method} is {member}({_parameter_names(signature)}), which cannot take {arity} argument(s) ({error})"
+            )
+        wanted = inspect.signature(contract)
+        given = [n for n in wanted.parameters if n != "self"]
+        takes = [n for n, p in signature.parameters.items() if n != "self" and p.kind in POSITIONAL]
+        lacking, extra = given[len(takes) :], takes[len(given) :]  # the suite passes them by position
+        change = f"; it lacks the contract's {', '.join(lacking)}" if lacking else ""
+        change += f"; the contract does not pass its {', '.join(extra)}" if extra else ""
+        return (
+            f"{method} is {member}({_parameter_names(signature)}), but the contract calls "
+            f"{member}({_parameter_names(wanted)}) ({error}){change}: give the adapter's {member} that signature "
+            "(docs/adapter-guide.md; kconform.conformance.adapter.ProtocolAdapter and PipelineAdapter define the "
+            "members)"
         )
-        raise ContractError(
-            f"adapter {adapter_name!r}: {method} is {member}({_parameter_names(signature)}), but the contract "
-            f"calls {expected} ({mismatch}): give the adapter's {member} that signature (docs/adapter-guide.md; "
-            "kconform.conformance.adapter.ProtocolAdapter and PipelineAdapter define the members)"
-        ) from mismatch
+    return None
 
 
 def _parameter_names(signature: inspect.Signature) -> str:
@@ -386,7 +411,7 @@ def call(adapter_name: str, method: str, fn: Callable[..., T], *args: Any) -> T:
 
     if (hung_in := _hung.get((adapter_name, method))) is not None:
         raise AdapterHung(f"{_method_name(adapter_name, method)} not called again: {hung_in}")
-    check_signature(adapter_name, method, fn, args)
+    check_signature(adapter_name, method, fn, len(args))
     shown = _shown(args)
     _in_progress.append(_Call(adapter_name, method, shown, getattr(fn, "__self__", None)))
     try:
@@ -511,5 +536,5 @@ def guard(adapter: Adapter) -> Any:
         contract, value = CONTRACT_MEMBERS.get(method), getattr(adapter, _member_name(member), None)
         if contract is not None and callable(value):
             arity = len(inspect.signature(contract).parameters) - 1  # without self
-            check_signature(adapter.name, method, value, (None,) * arity)
+            check_signature(adapter.name, method, value, arity)
     return Guarded(adapter, "adapter", adapter.name)

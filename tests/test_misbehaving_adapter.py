@@ -122,8 +122,24 @@ def test_a_type_error_inside_a_member_of_the_right_signature_stays_the_adapters_
         call("a", "adapter.assign", typo, "t", 1, 2)
     with pytest.raises(ContractError, match=r"the contract calls assign\(topic, partition, parallelism\)"):
         call("a", "adapter.assign", wrong, "t", 1, 2)
+    with pytest.raises(ContractError, match="it lacks the contract's parallelism"):
+        call("a", "adapter.assign", wrong, "t", 1, 2)
     with pytest.raises(AdapterError):
         call("a", "adapter.assign", assign, "t", 1, 2)
+
+
+def test_an_adapter_written_against_an_older_contract_is_told_what_it_lacks() -> None:
+    """``restore_source`` gained ``initial_offset`` (the startup mode a restore must not apply, RESTORE-004):
+    an adapter from before that is an ERROR naming the parameter, judged once however often it is called."""
+
+    def restore_source(
+        checkpoint: object, parallelism: int, subscription: object, metadata: object, keep: bool
+    ) -> None:
+        return None
+
+    for _ in range(2):
+        with pytest.raises(ContractError, match="it lacks the contract's initial_offset: give the adapter's "):
+            call("old", "adapter.restore_source", restore_source, None, 2, None, {}, False, -2)
 
 
 PIPELINE = ("--level", "pipeline", "--broker", "tansu")
