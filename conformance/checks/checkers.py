@@ -149,23 +149,24 @@ def all_partitions(metadata: Metadata) -> set[TopicPartition]:
 # -- assignment ------------------------------------------------------------------------------
 
 
-def check_single_owner(claims: Mapping[TopicPartition, Sequence[int]], parallelism: int) -> list[Violation]:
+def check_single_owner(
+    claims: Mapping[TopicPartition, Sequence[int]], parallelism: int, requirement: str = "ASSIGN-007"
+) -> list[Violation]:
     """ASSIGN-007 over ``partition -> subtasks that claim it`` (every partition listed), whatever the assigner:
-    no partition claimed twice, none by no subtask, none by a subtask that does not exist."""
+    no partition claimed twice, none by no subtask, none by a subtask that does not exist. Flink's model asks
+    the same of the tasks of one Spark batch (one task per partition): ``requirement`` names whose rule it is."""
     out: list[Violation] = []
     for tp, owners in sorted(claims.items()):
         facts = {"topic": tp.topic, "partition": tp.partition, "owners": sorted(owners), "parallelism": parallelism}
         bad = [o for o in owners if not (isinstance(o, int) and 0 <= o < parallelism)]
         if bad:
             out.append(
-                Violation("ASSIGN-007", "owner-out-of-range", f"{tp} -> {bad} with parallelism {parallelism}", facts)
+                Violation(requirement, "owner-out-of-range", f"{tp} -> {bad} with parallelism {parallelism}", facts)
             )
         if len(owners) > 1:
-            out.append(
-                Violation("ASSIGN-007", "double-assignment", f"{tp} claimed by subtasks {sorted(owners)}", facts)
-            )
+            out.append(Violation(requirement, "double-assignment", f"{tp} claimed by subtasks {sorted(owners)}", facts))
         if not owners:
-            out.append(Violation("ASSIGN-007", "unassigned", f"{tp} is owned by no subtask", facts))
+            out.append(Violation(requirement, "unassigned", f"{tp} is owned by no subtask", facts))
     return out
 
 

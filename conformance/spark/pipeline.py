@@ -22,7 +22,7 @@ import sys
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -515,20 +515,19 @@ def check_discovered(
     return out + check_read_once([r for r in records if r.tp in found], found, requirement=requirement)
 
 
+def task_claims(records: Iterable[ReadRecord]) -> dict[TopicPartition, list[int]]:
+    """Partition -> the tasks that read it."""
+    claims: dict[TopicPartition, set[int]] = defaultdict(set)
+    for r in records:
+        claims[r.tp].add(r.task)
+    return {tp: sorted(tasks) for tp, tasks in claims.items()}
+
+
 def check_single_reader(
     batch: Iterable[ReadRecord], parallelism: int, requirement: str = "RESTORE-002"
 ) -> list[Violation]:
     """Within one batch each partition is read by one task, and only tasks ``0..parallelism-1`` read."""
-    readers: dict[TopicPartition, set[int]] = defaultdict(set)
-    for r in batch:
-        readers[r.tp].add(r.task)
-    out = []
-    for tp, tasks in sorted(readers.items()):
-        if len(tasks) > 1:
-            out.append(Violation(requirement, "double-assignment", f"{tp} read by tasks {sorted(tasks)}"))
-        if any(t >= parallelism for t in tasks):
-            out.append(Violation(requirement, "owner-out-of-range", f"{tp} read by {sorted(tasks)} at n={parallelism}"))
-    return out
+    return check_single_owner(task_claims(batch), parallelism, requirement)
 
 
 def check_offsets_read_by_one_task(batch: Iterable[ReadRecord]) -> list[Violation]:
@@ -559,13 +558,10 @@ def check_task_plan(records: Iterable[ReadRecord], parallelism: int) -> list[Vio
     """ASSIGN-001/002/004 on what Spark tasks read: task i holds exactly Flink subtask i's partitions, one task per
     partition (Flink's model: ASSIGN-001 ``double-assignment`` when a batch splits a partition among tasks; that no
     offset is read twice is ASSIGN-007's, ``check_offsets_read_by_one_task``)."""
-    claims: dict[TopicPartition, set[int]] = defaultdict(set)
-    for r in records:
-        claims[r.tp].add(r.task)
-    owners = {tp: min(tasks) for tp, tasks in claims.items()}
-    one_task_each = check_single_owner({tp: sorted(tasks) for tp, tasks in claims.items()}, parallelism)
-    out = [replace(v, requirement="ASSIGN-001") for v in one_task_each]
-    return out + check_plan(dict(owners), parallelism) + check_formula(owners, parallelism)
+    claims = task_claims(records)
+    owners = {tp: tasks[0] for tp, tasks in claims.items()}
+    out = check_single_owner(claims, parallelism, requirement="ASSIGN-001")
+    return out + check_plan(owners, parallelism) + check_formula(owners, parallelism)
 
 
 def topic_records(client: KafkaClient, topic: str, isolation: Isolation) -> dict[int, list[Record]]:
