@@ -180,14 +180,13 @@ def check_plan(owners: Mapping[TopicPartition, int | None], parallelism: int) ->
         elif not (isinstance(owner, int) and 0 <= owner < parallelism):
             where = f"{tp} -> {owner!r} with parallelism {parallelism}"
             out.append(Violation("ASSIGN-001", "owner-out-of-range", where, facts))
-    claims = {tp: [] if owner is None else [owner] for tp, owner in owners.items()}
     by_topic: dict[str, list[TopicPartition]] = defaultdict(list)
-    for tp in claims:
+    for tp in owners:
         by_topic[tp.topic].append(tp)
     for topic, tps in sorted(by_topic.items()):
         if sorted(tp.partition for tp in tps) != list(range(len(tps))):
             continue  # uniform spread is promised for contiguous ids only
-        counts = Counter(o for tp in tps for o in claims[tp][:1])
+        counts = Counter(owners[tp] for tp in tps if owners[tp] is not None)
         sizes = [counts.get(i, 0) for i in range(parallelism)]
         if max(sizes) - min(sizes) > 1:
             out.append(
@@ -282,9 +281,10 @@ def check_discovery(
                 owner = assign(tp.topic, tp.partition, parallelism)
                 if owner != subtask:
                     facts = {"round": number, "subtask": subtask, "topic": tp.topic, "partition": tp.partition}
-                    evidence = f"round {number}: subtask {subtask} reported {tp}; Flink's assigner gives it to subtask"
-                    facts["expected_owner"] = owner
-                    out.append(Violation("DISC-004", "foreign-partition", f"{evidence} {owner}", facts))
+                    evidence = (
+                        f"round {number}: subtask {subtask} reported {tp}; Flink's assigner gives it to subtask {owner}"
+                    )
+                    out.append(Violation("DISC-004", "foreign-partition", evidence, facts | {"expected_owner": owner}))
                 if tp in reported:
                     requirement = "DISC-008" if tp in absent_once else "DISC-003"
                     out.append(

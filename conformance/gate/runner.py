@@ -59,6 +59,7 @@ from kconform.conformance.gate.profiles import PROFILES, hypothesis_profile, pro
 from kconform.conformance.gate.pytest_plugin import (
     BROKER_CAPABILITIES,
     BROKER_VERSION,
+    SUITE_PACKAGE,
     UNVERIFIED_PROPERTY,
     CouldNotCheck,
 )
@@ -76,7 +77,7 @@ from kconform.conformance.spec_tools.requirements import (
 DEFAULT_ADAPTER = "kconform.conformance.spark.pipeline:REFERENCE"
 DEFAULT_LEVEL = "all"
 """What ``make conformance`` runs: both levels of the reference implementation."""
-DEFAULT_SUITE = "kconform.conformance.suite"
+DEFAULT_SUITE = SUITE_PACKAGE
 DEFAULT_TIMEOUT = 120.0
 SUITE_LEVELS = ("protocol", "pipeline")
 LEVEL_CAPABILITIES = {
