@@ -10,8 +10,6 @@ someone else runs; ``testcontainers`` is Kafka in Docker. Without the Kafka jars
 from __future__ import annotations
 
 import os
-import sys
-from typing import TextIO
 
 from kconform.conformance import jvm
 from kconform.conformance.brokers.base import (
@@ -51,26 +49,23 @@ __all__ = [
 ]
 
 
-def broker_from_env(kind: str | None = None, allow_fallback: bool = False, warn: TextIO | None = None) -> Broker:
+def broker_from_env(kind: str | None = None) -> Broker:
     """An unstarted broker of ``kind`` (default: ``$KCONFORM_BROKER``, else ``kafka``).
 
-    ``kafka`` without its jars is ``BrokerUnavailable`` naming the fix, unless ``allow_fallback``: then
-    Tansu, with a warning on ``warn`` (default stderr) that lists what Tansu cannot show.
+    ``kafka`` without its jars is ``BrokerUnavailable`` naming the fix, never silently Tansu: a fallback
+    is ``kconform run --allow-fallback``'s to decide, before the run, so that its header names it.
     ``kafka-cluster`` has no fallback.
     """
     name = kind or os.environ.get(BROKER_ENV) or DEFAULT_BROKER
     if name == "kafka":
         cause = kafka_unavailable()
-        if cause is None:
-            return KafkaBroker()
-        if not allow_fallback:
+        if cause is not None:
             raise BrokerUnavailable(
                 f"kafka broker: Apache Kafka cannot start here: {cause} (`make setup` needs Maven 3.8+); or run "
                 "on the embedded Tansu broker with --broker tansu, or let kconform run fall back to it with "
                 "--allow-fallback"
             )
-        print(fallback_warning(cause), file=warn or sys.stderr)
-        return TansuBroker()
+        return KafkaBroker()
     if name == "kafka-cluster":
         return KafkaBroker(nodes=CLUSTER_SIZE)
     if name == "tansu":

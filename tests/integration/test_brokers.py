@@ -29,6 +29,7 @@ from kconform.conformance.brokers import (
     broker_from_env,
     security_from_env,
 )
+from kconform.conformance.gate.runner import RunOptions, with_fallback
 from kconform.reference_impl.kafka_client import KafkaClient
 from kconform.reference_impl.ports import Isolation
 from kconform.reference_impl.types import TopicPartition
@@ -126,8 +127,8 @@ def test_kafka_without_its_jars_names_make_setup_and_falls_back_to_tansu_only_wh
     with pytest.raises(BrokerUnavailable, match=r"make setup.*--broker tansu.*--allow-fallback"):
         broker_from_env("kafka")
     warning = io.StringIO()
-    fallback = broker_from_env("kafka", allow_fallback=True, warn=warning)
-    assert isinstance(fallback, TansuBroker)
+    fallback = with_fallback(RunOptions(adapter="a:B", allow_fallback=True), warning)
+    assert fallback.broker == "tansu" and isinstance(broker_from_env(fallback.broker), TansuBroker)
     assert "falling back to the embedded Tansu broker" in warning.getvalue()
     assert "KAFKA-001 abort_hidden_from_read_committed" in warning.getvalue()
     assert "never as PASS" in warning.getvalue()
