@@ -69,7 +69,9 @@ probe: setup
 
 lint: setup
 	$(BIN)/ruff check reference_impl conformance tests fixtures
-	$(BIN)/mypy --strict
+	@mkdir -p build/typecheck && ln -sfn ../.. build/typecheck/kconform
+	cd build/typecheck && $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml \
+	  kconform/conformance kconform/reference_impl kconform/spec kconform/fixtures
 
 docs: setup
 	$(BIN)/kconform requirements --markdown > spec/REQUIREMENTS.md

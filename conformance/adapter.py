@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, cast, runtime_checkable
 
-from kconform.conformance.errors import CannotCheck, ContractError
-from kconform.reference_impl.commit import NamingStrategy
-from kconform.reference_impl.discovery import Metadata, Subscription, ZeroPartitionsPolicy
-from kconform.reference_impl.ports import LogReader, OffsetStore, Record, TransactionalLog
-from kconform.reference_impl.restore import RestoreVariant
-from kconform.reference_impl.types import TopicPartition
+from ..reference_impl.commit import NamingStrategy
+from ..reference_impl.discovery import Metadata, Subscription, ZeroPartitionsPolicy
+from ..reference_impl.ports import LogReader, OffsetStore, Record, TransactionalLog
+from ..reference_impl.restore import RestoreVariant
+from ..reference_impl.types import TopicPartition
+from .errors import CannotCheck, ContractError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -406,8 +406,8 @@ def call(adapter_name: str, method: str, fn: Callable[..., T], *args: Any) -> T:
     problem, never the adapter's violation. A method that already hung in this run is not called
     again (``AdapterHung``): it would only hang again.
     """
-    from kconform.conformance.jvm import JvmArtifactsMissing
-    from kconform.reference_impl.ports import KafkaError
+    from ..reference_impl.ports import KafkaError
+    from .jvm import JvmArtifactsMissing
 
     if (hung_in := _hung.get((adapter_name, method))) is not None:
         raise AdapterHung(f"{_method_name(adapter_name, method)} not called again: {hung_in}")

@@ -12,7 +12,7 @@ import importlib
 import sys
 from collections.abc import Callable, Sequence
 
-from kconform.conformance.release import kconform_version
+from .release import kconform_version
 
 USAGE_EXIT = 2
 

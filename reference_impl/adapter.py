@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kconform.reference_impl.assignment import Owner, owner, plan
-from kconform.reference_impl.commit import ExactlyOnceSink, NamingStrategy, SinkCheckpoint
-from kconform.reference_impl.discovery import Metadata, PartitionDiscoverer, Subscription, ZeroPartitionsPolicy
-from kconform.reference_impl.kafka_strategies import ASSIGNORS, Assignment, Group, KafkaPartitioner, StickyPartitioner
-from kconform.reference_impl.ports import TransactionalLog
-from kconform.reference_impl.restore import RestoreVariant, SourceCheckpoint, SourceJob
-from kconform.reference_impl.types import SubtaskIndex, TopicPartition
+from .assignment import Owner, owner, plan
+from .commit import ExactlyOnceSink, NamingStrategy, SinkCheckpoint
+from .discovery import Metadata, PartitionDiscoverer, Subscription, ZeroPartitionsPolicy
+from .kafka_strategies import ASSIGNORS, Assignment, Group, KafkaPartitioner, StickyPartitioner
+from .ports import TransactionalLog
+from .restore import RestoreVariant, SourceCheckpoint, SourceJob
+from .types import SubtaskIndex, TopicPartition
 
 
 @dataclass(frozen=True)

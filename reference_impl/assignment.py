@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from kconform.reference_impl.types import SubtaskIndex, TopicPartition
+from .types import SubtaskIndex, TopicPartition
 
 _MASK32 = 0xFFFFFFFF
 _SIGN_MASK = 0x7FFFFFFF

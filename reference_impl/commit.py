@@ -30,7 +30,7 @@ import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from kconform.reference_impl.ports import ProducerFencedError, TransactionalLog, TransactionalProducer
+from .ports import ProducerFencedError, TransactionalLog, TransactionalProducer
 
 
 class NamingStrategy(enum.Enum):

@@ -19,8 +19,8 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from kconform.reference_impl.assignment import Owner, owner
-from kconform.reference_impl.types import SubtaskIndex, TopicPartition
+from .assignment import Owner, owner
+from .types import SubtaskIndex, TopicPartition
 
 Metadata = Mapping[str, Iterable[int]]
 """A metadata snapshot: topic name -> partition ids (as ``MetadataSource.list_topics`` returns)."""

@@ -25,7 +25,7 @@ from uuid import uuid4
 import confluent_kafka as ck
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec  # type: ignore[attr-defined]
 
-from kconform.reference_impl.ports import (
+from .ports import (
     InvalidPidMappingError,
     InvalidTxnStateError,
     Isolation,
@@ -34,7 +34,7 @@ from kconform.reference_impl.ports import (
     Record,
     UnsupportedFeatureError,
 )
-from kconform.reference_impl.types import TopicPartition
+from .types import TopicPartition
 
 DEFAULT_TIMEOUT_S: Final = 10.0
 

@@ -33,7 +33,7 @@ import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from kconform.reference_impl.ports import (
+from .ports import (
     InvalidPidMappingError,
     InvalidTxnStateError,
     Isolation,
@@ -42,7 +42,7 @@ from kconform.reference_impl.ports import (
     Record,
     TransactionTimeoutError,
 )
-from kconform.reference_impl.types import TopicPartition
+from .types import TopicPartition
 
 DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000
 """Kafka's default ``transaction.timeout.ms``."""

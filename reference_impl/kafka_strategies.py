@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final
 
-from kconform.reference_impl.types import TopicPartition
+from .types import TopicPartition
 
 _MASK32: Final = 0xFFFFFFFF
 MURMUR2_SEED: Final = 0x9747B28C

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from kconform.reference_impl.types import TopicPartition
+from .types import TopicPartition
 
 
 class KafkaError(Exception):

@@ -20,16 +20,16 @@ import enum
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from kconform.reference_impl.assignment import Owner, owner
-from kconform.reference_impl.discovery import (
+from .assignment import Owner, owner
+from .discovery import (
     Enumerator,
     Metadata,
     PartitionDiscoverer,
     Subscription,
     ZeroPartitionsPolicy,
 )
-from kconform.reference_impl.ports import Isolation, LogReader, OffsetStore, Record
-from kconform.reference_impl.types import EARLIEST, LATEST, SubtaskIndex, TopicPartition, is_sentinel
+from .ports import Isolation, LogReader, OffsetStore, Record
+from .types import EARLIEST, LATEST, SubtaskIndex, TopicPartition, is_sentinel
 
 Entry = tuple[TopicPartition, int]
 """One element of the list state: a partition and its next offset (or a sentinel)."""

@@ -19,8 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from kconform.conformance.adapter import SinkSpec, SourceSpec
-from kconform.conformance.jvm import SPARK_KAFKA, JvmArtifactsMissing, artifact_version
+from ..adapter import SinkSpec, SourceSpec
+from ..jvm import SPARK_KAFKA, JvmArtifactsMissing, artifact_version
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

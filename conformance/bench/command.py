@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 from hypothesis import Phase, settings
 
-from kconform.conformance.gate.profiles import hypothesis_profile, register_profiles
-from kconform.conformance.mutants.protocol import MUTANTS, Mutant
-from kconform.reference_impl.assignment import plan
-from kconform.reference_impl.discovery import PartitionDiscoverer, Subscription, ZeroPartitionsPolicy
-from kconform.reference_impl.types import SubtaskIndex, TopicPartition
+from ...reference_impl.assignment import plan
+from ...reference_impl.discovery import PartitionDiscoverer, Subscription, ZeroPartitionsPolicy
+from ...reference_impl.types import SubtaskIndex, TopicPartition
+from ..gate.profiles import hypothesis_profile, register_profiles
+from ..mutants.protocol import MUTANTS, Mutant
 
 KILL_PROFILE = "kconform-bench-kill"
 
@@ -115,7 +115,7 @@ def time_to_kill(mutant: Mutant) -> tuple[float, bool]:
 
 def bench_broker_start() -> list[str]:
     """How long each broker the suite starts itself takes to answer its first metadata request."""
-    from kconform.conformance.brokers import CLUSTER_SIZE, KafkaBroker, TansuBroker
+    from ..brokers import CLUSTER_SIZE, KafkaBroker, TansuBroker
 
     seconds: dict[str, float] = {}
     brokers = {"tansu": TansuBroker(), "kafka": KafkaBroker(), "kafka-cluster": KafkaBroker(CLUSTER_SIZE)}
@@ -155,7 +155,7 @@ def main(argv: list[str]) -> int:
         print("\nbroker start, to the first answered metadata request:")
         print("\n".join(bench_broker_start()))
     if not args.skip_spark:
-        from kconform.conformance.bench.spark_races import bench_spark  # pyspark is imported only when needed
+        from .spark_races import bench_spark  # pyspark is imported only when needed
 
         print()
         bench_spark()

@@ -52,14 +52,14 @@ from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.readwriter import DataStreamWriter
 from pyspark.sql.types import StructType
 
-from kconform.conformance.adapter import SinkSpec, SourceSpec
-from kconform.conformance.adapters import spark_kafka
-from kconform.conformance.brokers import Broker, broker_from_env
-from kconform.conformance.spark.pipeline import Pipeline, local_session
-from kconform.reference_impl.kafka_client import KafkaClient, configure
-from kconform.reference_impl.ports import Isolation, KafkaError
-from kconform.reference_impl.spark import FORMAT
-from kconform.reference_impl.types import TopicPartition
+from ...reference_impl.kafka_client import KafkaClient, configure
+from ...reference_impl.ports import Isolation, KafkaError
+from ...reference_impl.spark import FORMAT
+from ...reference_impl.types import TopicPartition
+from ..adapter import SinkSpec, SourceSpec
+from ..adapters import spark_kafka
+from ..brokers import Broker, broker_from_env
+from ..spark.pipeline import Pipeline, local_session
 
 PARTITIONS: Final = 4
 SOURCE_RECORDS: Final = 200_000

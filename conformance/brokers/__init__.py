@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import os
 
-from kconform.conformance import jvm
-from kconform.conformance.brokers.base import (
+from .. import jvm
+from .base import (
     BOOTSTRAP_ENV,
     BROKER_ENV,
     BROKER_KINDS,
@@ -23,9 +23,9 @@ from kconform.conformance.brokers.base import (
     BrokerUnavailable,
     free_port,
 )
-from kconform.conformance.brokers.external import ContainerBroker, ExternalBroker, security_from_env
-from kconform.conformance.brokers.kafka import CLUSTER_SIZE, KafkaBroker
-from kconform.conformance.brokers.tansu import TANSU_CANNOT_SHOW, TansuBroker
+from .external import ContainerBroker, ExternalBroker, security_from_env
+from .kafka import CLUSTER_SIZE, KafkaBroker
+from .tansu import TANSU_CANNOT_SHOW, TansuBroker
 
 __all__ = [
     "BOOTSTRAP_ENV",

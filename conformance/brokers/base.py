@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Final, Literal, Self
 
-from kconform.reference_impl.kafka_client import ClientRole, await_metadata
-from kconform.reference_impl.ports import KafkaError
+from ...reference_impl.kafka_client import ClientRole, await_metadata
+from ...reference_impl.ports import KafkaError
 
 BrokerKind = Literal["kafka", "kafka-cluster", "tansu", "external", "testcontainers"]
 BROKER_KINDS: Final[tuple[BrokerKind, ...]] = ("kafka", "kafka-cluster", "tansu", "external", "testcontainers")

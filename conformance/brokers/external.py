@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from kconform.conformance.brokers.base import (
+from .base import (
     BOOTSTRAP_ENV,
     EXTERNAL_TIMEOUT_ENV,
     SECURITY_ENV_PREFIXES,

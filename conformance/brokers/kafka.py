@@ -24,8 +24,8 @@ from typing import Final
 
 from confluent_kafka.admin import AdminClient
 
-from kconform.conformance import jvm
-from kconform.conformance.brokers.base import (
+from .. import jvm
+from .base import (
     STOP_TIMEOUT_S,
     Broker,
     BrokerKind,
@@ -33,7 +33,7 @@ from kconform.conformance.brokers.base import (
     dies_with_parent,
     free_port,
 )
-from kconform.conformance.brokers.proxy import ResponseHold, StallingProxy
+from .proxy import ResponseHold, StallingProxy
 
 KAFKA_START_TIMEOUT_S: Final = 90.0
 """A JVM broker on 2 shared cores takes 5-20 s to answer; a cluster's quorum a little longer."""

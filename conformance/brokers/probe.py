@@ -22,15 +22,15 @@ from uuid import uuid4
 
 import confluent_kafka as ck
 
-from kconform.conformance.brokers import BROKER_KINDS, Broker, BrokerStartError, BrokerUnavailable, broker_from_env
-from kconform.reference_impl.kafka_client import KafkaClient, KafkaTransactionalProducer, wait_until
-from kconform.reference_impl.ports import (
+from ...reference_impl.kafka_client import KafkaClient, KafkaTransactionalProducer, wait_until
+from ...reference_impl.ports import (
     Isolation,
     KafkaError,
     ProducerFencedError,
     TransactionTimeoutError,
 )
-from kconform.reference_impl.types import TopicPartition
+from ...reference_impl.types import TopicPartition
+from . import BROKER_KINDS, Broker, BrokerStartError, BrokerUnavailable, broker_from_env
 
 RC = Isolation.READ_COMMITTED
 RU = Isolation.READ_UNCOMMITTED

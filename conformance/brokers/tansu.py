@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Final
 
-from kconform.conformance.brokers.base import (
+from .base import (
     START_TIMEOUT_S,
     STOP_TIMEOUT_S,
     Broker,

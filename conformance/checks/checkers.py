@@ -15,10 +15,10 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from kconform.reference_impl.assignment import assign
-from kconform.reference_impl.discovery import Metadata, Subscription
-from kconform.reference_impl.restore import RestoreVariant
-from kconform.reference_impl.types import EARLIEST, LATEST, TopicPartition, is_sentinel
+from ...reference_impl.assignment import assign
+from ...reference_impl.discovery import Metadata, Subscription
+from ...reference_impl.restore import RestoreVariant
+from ...reference_impl.types import EARLIEST, LATEST, TopicPartition, is_sentinel
 
 
 @dataclass(frozen=True, order=True, slots=True)

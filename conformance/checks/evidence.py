@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from kconform.conformance.checks.checkers import Picture
-from kconform.reference_impl.assignment import assign
-from kconform.reference_impl.types import TopicPartition
+from ...reference_impl.assignment import assign
+from ...reference_impl.types import TopicPartition
+from .checkers import Picture
 
 GRID_ROWS = 48
 """Partitions one grid shows at most: those of topics with a difference first."""

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kconform.conformance.checks.checkers import Violation
+from .checkers import Violation
 
 
 class Guarantee(enum.Enum):

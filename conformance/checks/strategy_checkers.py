@@ -11,15 +11,15 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 
-from kconform.conformance.checks.checkers import Violation
-from kconform.reference_impl.kafka_strategies import (
+from ...reference_impl.kafka_strategies import (
     Group,
     kept_ownership,
     partition_for_key,
     range_assign,
     round_robin_assign,
 )
-from kconform.reference_impl.types import TopicPartition
+from ...reference_impl.types import TopicPartition
+from .checkers import Violation
 
 Observed = Mapping[str, Sequence[TopicPartition]]
 """An assignor's answer as observed: member id -> its partitions."""

@@ -16,8 +16,9 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from kconform.conformance.checks.checkers import Picture
-from kconform.conformance.gate.report import (
+from ..checks.checkers import Picture
+from ..spec_tools.requirements import CATEGORIES
+from .report import (
     REPLAY_NOTE,
     ClassVerdict,
     class_verdicts,
@@ -27,7 +28,7 @@ from kconform.conformance.gate.report import (
     tally,
     violates,
 )
-from kconform.conformance.gate.runner import (
+from .runner import (
     UNSTRUCTURED,
     RequirementResult,
     RunResult,
@@ -36,7 +37,6 @@ from kconform.conformance.gate.runner import (
     broker_used,
     skip_cause,
 )
-from kconform.conformance.spec_tools.requirements import CATEGORIES
 
 BENCH_FILE = "bench.json"
 """Written by ``kconform bench --json DIR/bench.json``; drawn when it is in the report's directory."""

@@ -18,19 +18,20 @@ from typing import Any, TypeVar
 import pytest
 from hypothesis import settings
 
-from kconform.conformance.adapter import CAPABILITIES, DEFAULT_MASTER, Adapter, guard, load_adapter
-from kconform.conformance.brokers import Broker, BrokerStartError, BrokerUnavailable, broker_from_env
-from kconform.conformance.brokers.probe import Capability
-from kconform.conformance.checks.checkers import deferring
-from kconform.conformance.gate.profiles import (
+from ..adapter import CAPABILITIES, DEFAULT_MASTER, Adapter, guard, load_adapter
+from ..brokers import Broker, BrokerStartError, BrokerUnavailable, broker_from_env
+from ..brokers.probe import Capability
+from ..checks.checkers import deferring
+from ..spark.cluster import STANDALONE, SparkClusterError, StandaloneCluster
+from ..spec_tools.requirements import SpecNotFoundError, load_requirements
+from . import collection
+from .profiles import (
     PROFILE_ENV,
     examples_dir,
     hypothesis_profile,
     profile_from_env,
     register_profiles,
 )
-from kconform.conformance.spark.cluster import STANDALONE, SparkClusterError, StandaloneCluster
-from kconform.conformance.spec_tools.requirements import SpecNotFoundError, load_requirements
 
 DEFAULT_ADAPTER = "kconform.reference_impl.adapter:ADAPTER"
 SUITE_PACKAGE = "kconform.conformance.suite"
@@ -95,8 +96,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", f"{REQUIREMENT_MARK}(*ids, capability=None): requirement ids a suite test checks"
     )
     config.addinivalue_line("markers", "pipeline: a pipeline-level suite test (a real streaming query)")
-    if config.getoption("hypothesis_profile", None) is None and kconform_asked(config):
-        settings.load_profile(hypothesis_profile(profile_from_env()))
+    if kconform_asked(config):
+        config.pluginmanager.register(collection, "kconform-collection")
+        if config.getoption("hypothesis_profile", None) is None:
+            settings.load_profile(hypothesis_profile(profile_from_env()))
 
 
 def kconform_asked(config: pytest.Config) -> bool:

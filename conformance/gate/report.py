@@ -20,8 +20,10 @@ from typing import Any
 
 from _pytest.junitxml import mangle_test_address  # how pytest named the testcases it wrote
 
-from kconform.conformance.brokers.probe import format_table
-from kconform.conformance.gate.runner import (
+from ..brokers.probe import format_table
+from ..release import kconform_version
+from ..spec_tools.requirements import CATEGORIES
+from .runner import (
     ADDRESS,
     ERROR_EXIT,
     UNSTRUCTURED,
@@ -32,8 +34,6 @@ from kconform.conformance.gate.runner import (
     broker_used,
     skip_cause,
 )
-from kconform.conformance.release import kconform_version
-from kconform.conformance.spec_tools.requirements import CATEGORIES
 
 TITLE_WIDTH = 60
 NAME_WIDTH = 64
@@ -478,7 +478,7 @@ def _drop_hypothesis_statistics(suite: ET.Element) -> None:
 
 def write_reports(result: RunResult, directory: Path) -> None:
     """``report.json``, ``report.md``, ``report.html`` and ``pytest.log``; pytest itself wrote ``junit.xml`` there."""
-    from kconform.conformance.gate.html_report import write_html  # it imports this module's renderings
+    from .html_report import write_html  # it imports this module's renderings
 
     directory.mkdir(parents=True, exist_ok=True)
     write_html(result, directory)

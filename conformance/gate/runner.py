@@ -32,7 +32,7 @@ from typing import IO, Any
 import pytest
 from hypothesis.errors import FailedHealthCheck
 
-from kconform.conformance.adapter import (
+from ..adapter import (
     CAPABILITIES,
     DEFAULT_MASTER,
     PIPELINE_CAPABILITIES,
@@ -43,28 +43,19 @@ from kconform.conformance.adapter import (
     record_hang,
     search_working_directory,
 )
-from kconform.conformance.brokers import (
+from ..brokers import (
     BOOTSTRAP_ENV,
     BROKER_KINDS,
     DEFAULT_BROKER,
     fallback_warning,
     kafka_unavailable,
 )
-from kconform.conformance.brokers.base import EXTERNAL_TIMEOUT_ENV, START_TIMEOUT_S
-from kconform.conformance.brokers.probe import Capability
-from kconform.conformance.checks.checkers import Picture, Violation, ViolationError
-from kconform.conformance.errors import CannotCheck
-from kconform.conformance.gate.expectations import Deviation, find_deviation, load_expectations
-from kconform.conformance.gate.profiles import PROFILES, hypothesis_profile, profile_from_env
-from kconform.conformance.gate.pytest_plugin import (
-    BROKER_CAPABILITIES,
-    BROKER_VERSION,
-    SUITE_PACKAGE,
-    UNVERIFIED_PROPERTY,
-    CouldNotCheck,
-)
-from kconform.conformance.jvm import JvmArtifactsMissing
-from kconform.conformance.spec_tools.requirements import (
+from ..brokers.base import EXTERNAL_TIMEOUT_ENV, START_TIMEOUT_S
+from ..brokers.probe import Capability
+from ..checks.checkers import Picture, Violation, ViolationError
+from ..errors import CannotCheck
+from ..jvm import JvmArtifactsMissing
+from ..spec_tools.requirements import (
     LEVELS,
     Requirement,
     SpecNotFoundError,
@@ -72,6 +63,15 @@ from kconform.conformance.spec_tools.requirements import (
     ids_in_text,
     level_of_test_name,
     load_requirements,
+)
+from .expectations import Deviation, find_deviation, load_expectations
+from .profiles import PROFILES, hypothesis_profile, profile_from_env
+from .pytest_plugin import (
+    BROKER_CAPABILITIES,
+    BROKER_VERSION,
+    SUITE_PACKAGE,
+    UNVERIFIED_PROPERTY,
+    CouldNotCheck,
 )
 
 DEFAULT_ADAPTER = "kconform.conformance.spark.pipeline:REFERENCE"
@@ -727,14 +727,31 @@ def _environment(name: str, value: str) -> Iterator[None]:
 
 
 def suite_root(suite: str) -> Path:
-    """The directory the suite package is imported from: pytest's rootdir, so node ids read ``package/module.py``."""
-    try:
-        spec = find_spec(suite)
-    except ModuleNotFoundError:
-        spec = None
-    if spec is None or not spec.submodule_search_locations:
+    """pytest's rootdir for the suite package, so node ids read ``package/module.py``: the parent of the
+    outermost enclosing package whose folder holds the suite's (in a checkout ``kconform.conformance`` is the
+    folder ``conformance/``, so ids read ``conformance/suite/...``; from a wheel ``kconform/conformance/suite/...``)."""
+    folder = package_folder(suite)
+    if folder is None:
         raise ValueError(f"--suite {suite!r}: no such package")
-    return Path(next(iter(spec.submodule_search_locations))).parents[suite.count(".")]
+    outermost = folder
+    parts = suite.split(".")
+    for depth in range(len(parts) - 1, 0, -1):
+        enclosing = package_folder(".".join(parts[:depth]))
+        if enclosing is None or not folder.is_relative_to(enclosing):
+            break
+        outermost = enclosing
+    return outermost.parent
+
+
+def package_folder(name: str) -> Path | None:
+    """The folder a package is imported from, or ``None`` if there is no such package."""
+    try:
+        spec = find_spec(name)
+    except ModuleNotFoundError:
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations))).resolve()
 
 
 def pytest_args(options: RunOptions, seed: int) -> list[str]:
@@ -924,7 +941,7 @@ aborted records); it is reported with the reason, never as a pass.""",
 def main(argv: Sequence[str]) -> int:
     """``kconform run``: 0 when every result is expected (PARTIAL is, unless strict), 1 for a violation,
     2 on usage errors, 3 when something could not be checked."""
-    from kconform.conformance.gate import report  # here, not at the top: report imports this module's result types
+    from . import report  # here, not at the top: report imports this module's result types
 
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -17,11 +17,11 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Final
 
-from kconform.conformance.adapter import DEFAULT_MASTER, search_working_directory
-from kconform.conformance.brokers import BROKER_KINDS, DEFAULT_BROKER
-from kconform.conformance.gate.profiles import DEFAULT_PROFILE, PROFILES
-from kconform.conformance.gate.report import class_verdicts, md_cell, render_text, row_note, tally
-from kconform.conformance.gate.runner import (
+from ..adapter import DEFAULT_MASTER, search_working_directory
+from ..brokers import BROKER_KINDS, DEFAULT_BROKER
+from .profiles import DEFAULT_PROFILE, PROFILES
+from .report import class_verdicts, md_cell, render_text, row_note, tally
+from .runner import (
     DEFAULT_TIMEOUT,
     ERROR_EXIT,
     USAGE_EXIT,

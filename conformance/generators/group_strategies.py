@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from kconform.conformance.generators.strategies import topic_names
-from kconform.reference_impl.kafka_strategies import Group, Member
-from kconform.reference_impl.types import TopicPartition
+from ...reference_impl.kafka_strategies import Group, Member
+from ...reference_impl.types import TopicPartition
+from .strategies import topic_names
 
 ID_ALPHABET = ("a", "b", "C", "0", "-", "é", "\uff21", "\U0001f600")
 """U+FF21 sorts after U+1F600 in Java (surrogate 0xD83D < 0xFF21), before it in Python."""

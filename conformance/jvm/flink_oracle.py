@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from kconform.conformance.jvm import JvmArtifactsMissing, classpath, jvm_dir
-from kconform.conformance.jvm.kafka_oracle import TIMEOUT_S, JvmHelper, OracleError
-from kconform.reference_impl.discovery import Metadata
-from kconform.reference_impl.types import EARLIEST, LATEST, SubtaskIndex, TopicPartition
+from ...reference_impl.discovery import Metadata
+from ...reference_impl.types import EARLIEST, LATEST, SubtaskIndex, TopicPartition
+from . import JvmArtifactsMissing, classpath, jvm_dir
+from .kafka_oracle import TIMEOUT_S, JvmHelper, OracleError
 
 FLINK_ORACLE: Final = "flink-oracle"
 """The module whose jar and classpath (the 4.x connector's) run the helper (``jvm/flink-oracle/pom.xml``)."""

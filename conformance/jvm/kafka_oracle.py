@@ -23,9 +23,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Self
 
-from kconform.conformance.jvm import JvmArtifactsMissing, classpath, java_binary, jvm_dir
-from kconform.reference_impl.kafka_strategies import Assignment, Group
-from kconform.reference_impl.types import TopicPartition
+from ...reference_impl.kafka_strategies import Assignment, Group
+from ...reference_impl.types import TopicPartition
+from . import JvmArtifactsMissing, classpath, java_binary, jvm_dir
 
 KAFKA_ORACLE: Final = "kafka-oracle"
 """The module whose jar and classpath run the helper (``jvm/kafka-oracle/pom.xml``)."""

@@ -158,8 +158,8 @@ def judge(argv: Sequence[str]) -> int:
     """
     from hypothesis import Phase, settings
 
-    from kconform.conformance.checks import checkers
-    from kconform.conformance.gate import profiles, pytest_plugin, runner
+    from ..checks import checkers
+    from ..gate import profiles, pytest_plugin, runner
 
     def register_without_shrinking(database_dir: Path | None = None) -> None:
         profiles.register_profiles(database_dir)

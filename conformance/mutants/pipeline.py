@@ -21,13 +21,12 @@ from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceStreamReader, DataSourceStreamWriter, InputPartition
 from pyspark.sql.types import StructType
 
-from kconform.conformance.spark.pipeline import KconformKafkaAdapter
-from kconform.reference_impl.assignment import assign
-from kconform.reference_impl.kafka_client import KafkaClient, KafkaTransactionalProducer
-from kconform.reference_impl.ports import KafkaError
-from kconform.reference_impl.spark import Connection, KafkaDataSource
-from kconform.reference_impl.spark.offsets import SourceOffsets
-from kconform.reference_impl.spark.sink import (
+from ...reference_impl.assignment import assign
+from ...reference_impl.kafka_client import KafkaClient, KafkaTransactionalProducer
+from ...reference_impl.ports import KafkaError
+from ...reference_impl.spark import Connection, KafkaDataSource
+from ...reference_impl.spark.offsets import SourceOffsets
+from ...reference_impl.spark.sink import (
     KafkaStreamWriter,
     Placement,
     SinkOptions,
@@ -36,8 +35,9 @@ from kconform.reference_impl.spark.sink import (
     _open_transaction,
     _produce,
 )
-from kconform.reference_impl.spark.source import KafkaInputPartition, KafkaStreamReader, SourceOptions
-from kconform.reference_impl.types import TopicPartition
+from ...reference_impl.spark.source import KafkaInputPartition, KafkaStreamReader, SourceOptions
+from ...reference_impl.types import TopicPartition
+from ..spark.pipeline import KconformKafkaAdapter
 
 
 def _retried() -> bool:

@@ -16,12 +16,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kconform.reference_impl.adapter import ReferenceAdapter
-from kconform.reference_impl.assignment import Owner, java_string_hash, owner
-from kconform.reference_impl.commit import ExactlyOnceSink, NamingStrategy, SinkCheckpoint
-from kconform.reference_impl.discovery import Metadata, PartitionDiscoverer, Subscription, ZeroPartitionsPolicy
-from kconform.reference_impl.kafka_model import KafkaModel
-from kconform.reference_impl.kafka_strategies import (
+from ...reference_impl.adapter import ReferenceAdapter
+from ...reference_impl.assignment import Owner, java_string_hash, owner
+from ...reference_impl.commit import ExactlyOnceSink, NamingStrategy, SinkCheckpoint
+from ...reference_impl.discovery import Metadata, PartitionDiscoverer, Subscription, ZeroPartitionsPolicy
+from ...reference_impl.kafka_model import KafkaModel
+from ...reference_impl.kafka_strategies import (
     Assignment,
     Group,
     KafkaPartitioner,
@@ -29,7 +29,7 @@ from kconform.reference_impl.kafka_strategies import (
     range_assign,
     sticky_assign,
 )
-from kconform.reference_impl.ports import (
+from ...reference_impl.ports import (
     InvalidPidMappingError,
     Isolation,
     LogReader,
@@ -39,14 +39,14 @@ from kconform.reference_impl.ports import (
     TransactionalLog,
     TransactionalProducer,
 )
-from kconform.reference_impl.restore import (
+from ...reference_impl.restore import (
     RestoreVariant,
     SourceCheckpoint,
     SourceJob,
     next_offsets,
     redistribute_splits,
 )
-from kconform.reference_impl.types import EARLIEST, LATEST, SubtaskIndex, TopicPartition, is_sentinel
+from ...reference_impl.types import EARLIEST, LATEST, SubtaskIndex, TopicPartition, is_sentinel
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,6 @@ from __future__ import annotations
 
 def main(argv: list[str]) -> int:
     """``kconform soak``'s entry point (``kconform.conformance.cli`` delegates here)."""
-    from kconform.conformance.soak.command import main as soak_main
+    from .command import main as soak_main
 
     return soak_main(argv)

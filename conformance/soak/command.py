@@ -23,12 +23,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
-from kconform.conformance import jvm
-from kconform.conformance.adapter import DEFAULT_MASTER, load_adapter, search_working_directory
-from kconform.conformance.brokers import CLUSTER_SIZE, BrokerStartError, KafkaBroker
-from kconform.conformance.checks.checkers import explain
-from kconform.conformance.soak.runner import Outcome, SoakContext, Timeline, run_schedule
-from kconform.conformance.soak.schedule import (
+from .. import jvm
+from ..adapter import DEFAULT_MASTER, load_adapter, search_working_directory
+from ..brokers import CLUSTER_SIZE, BrokerStartError, KafkaBroker
+from ..checks.checkers import explain
+from ..spark.cluster import STANDALONE, SparkClusterError, StandaloneCluster, is_local
+from ..spark.driver import StandbyDrivers
+from .runner import Outcome, SoakContext, Timeline, run_schedule
+from .schedule import (
     NEEDS,
     SOAK_BROKERS,
     FaultKind,
@@ -36,8 +38,6 @@ from kconform.conformance.soak.schedule import (
     draw_schedule,
     parse_kinds,
 )
-from kconform.conformance.spark.cluster import STANDALONE, SparkClusterError, StandaloneCluster, is_local
-from kconform.conformance.spark.driver import StandbyDrivers
 
 DEFAULT_ADAPTER: Final = "kconform.conformance.spark.pipeline:REFERENCE"
 DEFAULT_OUT: Final = Path("build/soak")

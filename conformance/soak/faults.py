@@ -30,13 +30,13 @@ from typing import Final
 import confluent_kafka as ck
 from confluent_kafka.admin import AdminClient
 
-from kconform.conformance.brokers import KafkaBroker
-from kconform.conformance.brokers.proxy import END_TXN
-from kconform.conformance.soak.schedule import Fault, FaultKind, Phase
-from kconform.conformance.spark.cluster import StandaloneCluster, alive, process_tree
-from kconform.reference_impl.kafka_client import KafkaClient
-from kconform.reference_impl.ports import KafkaError
-from kconform.reference_impl.types import TopicPartition
+from ...reference_impl.kafka_client import KafkaClient
+from ...reference_impl.ports import KafkaError
+from ...reference_impl.types import TopicPartition
+from ..brokers import KafkaBroker
+from ..brokers.proxy import END_TXN
+from ..spark.cluster import StandaloneCluster, alive, process_tree
+from .schedule import Fault, FaultKind, Phase
 
 EXECUTOR_MAIN: Final = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
 EXECUTOR_GONE_S: Final = 10.0

@@ -32,9 +32,15 @@ from typing import Any, Final
 
 import confluent_kafka as ck
 
-from kconform.conformance.brokers import KafkaBroker
-from kconform.conformance.checks.checkers import Violation, check_order
-from kconform.conformance.soak.faults import (
+from ...reference_impl.kafka_client import KafkaClient, wait_until
+from ...reference_impl.ports import Isolation, Record
+from ...reference_impl.types import TopicPartition
+from ..brokers import KafkaBroker
+from ..checks.checkers import Violation, check_order
+from ..spark.cluster import StandaloneCluster
+from ..spark.driver import DriverRun, StandbyDrivers, kill_group
+from ..spark.pipeline import ReadRecord, check_output, check_read_once, topic_records
+from .faults import (
     NotInjected,
     OpenTransactionWatch,
     Topology,
@@ -42,7 +48,7 @@ from kconform.conformance.soak.faults import (
     checkpoint_entries,
     torn_or_plain,
 )
-from kconform.conformance.soak.schedule import (
+from .schedule import (
     CLIENT_TIMEOUT_MS,
     MAX_ENTRY,
     NEEDS_A_RUNNING_DRIVER,
@@ -51,12 +57,6 @@ from kconform.conformance.soak.schedule import (
     Schedule,
     Segment,
 )
-from kconform.conformance.spark.cluster import StandaloneCluster
-from kconform.conformance.spark.driver import DriverRun, StandbyDrivers, kill_group
-from kconform.conformance.spark.pipeline import ReadRecord, check_output, check_read_once, topic_records
-from kconform.reference_impl.kafka_client import KafkaClient, wait_until
-from kconform.reference_impl.ports import Isolation, Record
-from kconform.reference_impl.types import TopicPartition
 
 UNFINISHED_IS_NOT_LOSS: Final = frozenset({"lost-write", "offset-gap"})
 """Violations a schedule whose final run did not finish cannot show: it is an ERROR (not judged), not a FAIL."""

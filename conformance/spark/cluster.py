@@ -32,8 +32,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Self
 
-from kconform.conformance import jvm
-from kconform.conformance.brokers.base import dies_with_parent, free_port
+from .. import jvm
+from ..brokers.base import dies_with_parent, free_port
 
 STANDALONE: Final = "standalone"
 """``--spark-master standalone``: start a local standalone cluster for the run and use it."""

@@ -26,9 +26,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Final
 
-from kconform.conformance.adapter import PipelineAdapter, load_adapter
-from kconform.conformance.errors import CannotCheck
-from kconform.conformance.spark.pipeline import Pipeline, local_session
+from ..adapter import PipelineAdapter, load_adapter
+from ..errors import CannotCheck
+from .pipeline import Pipeline, local_session
 
 STOP_WAIT_S: Final = 30.0
 CANNOT_CHECK_EXIT: Final = 3

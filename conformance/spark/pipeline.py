@@ -34,17 +34,17 @@ from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.readwriter import DataStreamWriter
 from pyspark.sql.types import BinaryType, BooleanType, DataType, IntegerType, LongType, StringType
 
-from kconform.conformance.adapter import DEFAULT_MASTER, PipelineAdapter, SinkSpec, SourceSpec
-from kconform.conformance.checks.checkers import Violation, check_formula, check_order, check_plan, check_single_owner
-from kconform.conformance.errors import ContractError, HarnessError
-from kconform.conformance.jvm import SPARK_KAFKA, JvmArtifactsMissing, jars
-from kconform.conformance.spark.cluster import STANDALONE, cluster_settings, is_local
-from kconform.reference_impl.adapter import ReferenceAdapter
-from kconform.reference_impl.kafka_client import KafkaClient
-from kconform.reference_impl.ports import Isolation, Record
-from kconform.reference_impl.spark import TIMEOUT_OPTION, KafkaDataSource, register
-from kconform.reference_impl.spark.offsets import SourceOffsets
-from kconform.reference_impl.types import TopicPartition
+from ...reference_impl.adapter import ReferenceAdapter
+from ...reference_impl.kafka_client import KafkaClient
+from ...reference_impl.ports import Isolation, Record
+from ...reference_impl.spark import TIMEOUT_OPTION, KafkaDataSource, register
+from ...reference_impl.spark.offsets import SourceOffsets
+from ...reference_impl.types import TopicPartition
+from ..adapter import DEFAULT_MASTER, PipelineAdapter, SinkSpec, SourceSpec
+from ..checks.checkers import Violation, check_formula, check_order, check_plan, check_single_owner
+from ..errors import ContractError, HarnessError
+from ..jvm import SPARK_KAFKA, JvmArtifactsMissing, jars
+from .cluster import STANDALONE, cluster_settings, is_local
 
 QUERY_TIMEOUT_S: Final = 120
 

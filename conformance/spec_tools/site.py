@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from kconform.conformance.spec_tools.requirements import REPO_ROOT
+from .requirements import REPO_ROOT
 
 PAGES = ("README.md", "spec", "docs")
 SOURCE_ENV = "KCONFORM_SITE_SRC"

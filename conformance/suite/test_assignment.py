@@ -8,7 +8,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kconform.conformance.checks.checkers import (
+from ...reference_impl.discovery import Subscription, ZeroPartitionsPolicy
+from ...reference_impl.types import TopicPartition
+from ..checks.checkers import (
     all_partitions,
     check_determinism,
     check_formula,
@@ -17,11 +19,9 @@ from kconform.conformance.checks.checkers import (
     fail_on,
     global_spread,
 )
-from kconform.conformance.checks.evidence import assignment_grid
-from kconform.conformance.gate.pytest_plugin import requirement
-from kconform.conformance.generators.strategies import metadata_snapshots, parallelisms
-from kconform.reference_impl.discovery import Subscription, ZeroPartitionsPolicy
-from kconform.reference_impl.types import TopicPartition
+from ..checks.evidence import assignment_grid
+from ..gate.pytest_plugin import requirement
+from ..generators.strategies import metadata_snapshots, parallelisms
 
 Metadata = dict[str, frozenset[int]]
 

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kconform.conformance.checks.checkers import Violation, check_discovery, fail_on
-from kconform.conformance.gate.pytest_plugin import requirement
-from kconform.conformance.generators.strategies import cluster_histories, near_misses, parallelisms, topic_names
-from kconform.reference_impl.discovery import Metadata, Subscription, ZeroPartitionsPolicy
+from ...reference_impl.discovery import Metadata, Subscription, ZeroPartitionsPolicy
+from ..checks.checkers import Violation, check_discovery, fail_on
+from ..gate.pytest_plugin import requirement
+from ..generators.strategies import cluster_histories, near_misses, parallelisms, topic_names
 
 
 def run_rounds(

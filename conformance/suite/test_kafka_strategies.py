@@ -20,9 +20,10 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from kconform.conformance.adapter import Guarded
-from kconform.conformance.checks.checkers import Violation, fail_on
-from kconform.conformance.checks.strategy_checkers import (
+from ...reference_impl.kafka_strategies import DEFAULT_BATCH_SIZE, Group, Member, next_generation
+from ..adapter import Guarded
+from ..checks.checkers import Violation, fail_on
+from ..checks.strategy_checkers import (
     check_balance,
     check_cooperative,
     check_exact_assignment,
@@ -34,10 +35,9 @@ from kconform.conformance.checks.strategy_checkers import (
     revoked,
     spread,
 )
-from kconform.conformance.gate.pytest_plugin import requirement
-from kconform.conformance.generators.group_strategies import groups, keys, partition_counts
-from kconform.conformance.generators.strategies import topic_names
-from kconform.reference_impl.kafka_strategies import DEFAULT_BATCH_SIZE, Group, Member, next_generation
+from ..gate.pytest_plugin import requirement
+from ..generators.group_strategies import groups, keys, partition_counts
+from ..generators.strategies import topic_names
 
 STRATEGIES = ("range", "roundrobin", "sticky", "cooperative-sticky")
 STICKY = ("sticky", "cooperative-sticky")

@@ -31,13 +31,16 @@ from hypothesis import Phase, example, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
-from kconform.conformance.adapter import DEFAULT_MASTER, PipelineAdapter
-from kconform.conformance.brokers import Broker
-from kconform.conformance.brokers.probe import DUPLICATE_VERDICT_NEEDS, TXN_TIMEOUT_WAIT_S, Capability, lacking, probe
-from kconform.conformance.checks.checkers import Violation, check_offset_continuity, fail_on
-from kconform.conformance.checks.evidence import assignment_grid, offset_step, offset_timeline
-from kconform.conformance.checks.strategy_checkers import check_sink_placement
-from kconform.conformance.gate.pytest_plugin import (
+from ...reference_impl.kafka_client import KafkaClient, wait_until
+from ...reference_impl.ports import Isolation
+from ...reference_impl.types import TopicPartition
+from ..adapter import DEFAULT_MASTER, PipelineAdapter
+from ..brokers import Broker
+from ..brokers.probe import DUPLICATE_VERDICT_NEEDS, TXN_TIMEOUT_WAIT_S, Capability, lacking, probe
+from ..checks.checkers import Violation, check_offset_continuity, fail_on
+from ..checks.evidence import assignment_grid, offset_step, offset_timeline
+from ..checks.strategy_checkers import check_sink_placement
+from ..gate.pytest_plugin import (
     BROKER_CAPABILITIES,
     BROKER_VERSION,
     Partial,
@@ -45,8 +48,8 @@ from kconform.conformance.gate.pytest_plugin import (
     live_broker,
     requirement,
 )
-from kconform.conformance.spark.driver import DriverRun, kill_group, raise_if_cannot_check
-from kconform.conformance.spark.pipeline import (
+from ..spark.driver import DriverRun, kill_group, raise_if_cannot_check
+from ..spark.pipeline import (
     Pipeline,
     TaskFailures,
     check_discovered,
@@ -64,9 +67,6 @@ from kconform.conformance.spark.pipeline import (
     topic_records,
     topic_values,
 )
-from kconform.reference_impl.kafka_client import KafkaClient, wait_until
-from kconform.reference_impl.ports import Isolation
-from kconform.reference_impl.types import TopicPartition
 
 pytestmark = pytest.mark.pipeline
 

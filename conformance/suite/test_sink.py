@@ -25,20 +25,20 @@ from hypothesis.stateful import (
     rule,
 )
 
-from kconform.conformance.adapter import AdapterError, Guarded
-from kconform.conformance.checks.checkers import Violation, check_pooled_ids, check_stopped_sink, fail_on
-from kconform.conformance.checks.history import History, Observation, check_sink_history
-from kconform.conformance.gate.pytest_plugin import requirement
-from kconform.conformance.generators.strategies import InterleavingMix
-from kconform.conformance.suite import run_machine
-from kconform.reference_impl.commit import NamingStrategy
-from kconform.reference_impl.kafka_model import (
+from ...reference_impl.commit import NamingStrategy
+from ...reference_impl.kafka_model import (
     DEFAULT_TRANSACTION_TIMEOUT_MS,
     TRANSACTIONAL_ID_EXPIRATION_MS,
     KafkaModel,
 )
-from kconform.reference_impl.ports import Isolation, KafkaError
-from kconform.reference_impl.types import TopicPartition
+from ...reference_impl.ports import Isolation, KafkaError
+from ...reference_impl.types import TopicPartition
+from ..adapter import AdapterError, Guarded
+from ..checks.checkers import Violation, check_pooled_ids, check_stopped_sink, fail_on
+from ..checks.history import History, Observation, check_sink_history
+from ..gate.pytest_plugin import requirement
+from ..generators.strategies import InterleavingMix
+from . import run_machine
 
 TOPIC = "kconform-sink-out"
 PARTITIONS = 3

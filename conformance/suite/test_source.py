@@ -27,8 +27,13 @@ from hypothesis.stateful import (
     rule,
 )
 
-from kconform.conformance.adapter import Guarded
-from kconform.conformance.checks.checkers import (
+from ...reference_impl.discovery import Subscription
+from ...reference_impl.kafka_model import KafkaModel
+from ...reference_impl.ports import Isolation
+from ...reference_impl.restore import RestoreVariant
+from ...reference_impl.types import EARLIEST, LATEST, TopicPartition, is_sentinel
+from ..adapter import Guarded
+from ..checks.checkers import (
     Picture,
     Violation,
     check_latest_start,
@@ -38,15 +43,10 @@ from kconform.conformance.checks.checkers import (
     check_split_redistribution,
     fail_on,
 )
-from kconform.conformance.checks.evidence import offset_step, offset_timeline
-from kconform.conformance.gate.pytest_plugin import requirement
-from kconform.conformance.generators.strategies import InterleavingMix
-from kconform.conformance.suite import run_machine
-from kconform.reference_impl.discovery import Subscription
-from kconform.reference_impl.kafka_model import KafkaModel
-from kconform.reference_impl.ports import Isolation
-from kconform.reference_impl.restore import RestoreVariant
-from kconform.reference_impl.types import EARLIEST, LATEST, TopicPartition, is_sentinel
+from ..checks.evidence import offset_step, offset_timeline
+from ..gate.pytest_plugin import requirement
+from ..generators.strategies import InterleavingMix
+from . import run_machine
 
 GROUP = "kconform-source"
 Checkpoint = tuple[Any, dict[TopicPartition, int], dict[TopicPartition, list[int]], dict[TopicPartition, int]]

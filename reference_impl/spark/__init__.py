@@ -17,8 +17,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, DataSourceStreamWriter
 from pyspark.sql.types import StructType
 
-from kconform.reference_impl.kafka_client import KafkaClient, StaticEndpoint
-from kconform.reference_impl.ports import Isolation, KafkaError
+from ..kafka_client import KafkaClient, StaticEndpoint
+from ..ports import Isolation, KafkaError
 
 FORMAT: Final = "kconform-kafka"
 BOOTSTRAP: Final = "bootstrap.servers"
@@ -100,18 +100,18 @@ class KafkaDataSource(DataSource):
         return FORMAT
 
     def schema(self) -> StructType:
-        from kconform.reference_impl.spark.source import SCHEMA, SourceOptions
+        from .source import SCHEMA, SourceOptions
 
         SourceOptions.parse(self.options)
         return SCHEMA
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        from kconform.reference_impl.spark.source import KafkaStreamReader, SourceOptions
+        from .source import KafkaStreamReader, SourceOptions
 
         return KafkaStreamReader(SourceOptions.parse(self.options))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        from kconform.reference_impl.spark.sink import KafkaStreamWriter, SinkOptions
+        from .sink import KafkaStreamWriter, SinkOptions
 
         return KafkaStreamWriter(SinkOptions.parse(self.options), schema)
 

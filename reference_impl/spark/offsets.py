@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from kconform.reference_impl.types import TopicPartition
+from ..types import TopicPartition
 
 VERSION: Final = 1
 

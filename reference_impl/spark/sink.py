@@ -43,10 +43,10 @@ from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from kconform.reference_impl.kafka_client import KafkaClient, KafkaProducer, KafkaTransactionalProducer
-from kconform.reference_impl.kafka_strategies import MURMUR2_SEED
-from kconform.reference_impl.spark import Connection, OptionError
-from kconform.reference_impl.types import TopicPartition
+from ..kafka_client import KafkaClient, KafkaProducer, KafkaTransactionalProducer
+from ..kafka_strategies import MURMUR2_SEED
+from ..types import TopicPartition
+from . import Connection, OptionError
 
 AT_LEAST_ONCE: Final = "at-least-once"
 EXACTLY_ONCE: Final = "exactly-once"

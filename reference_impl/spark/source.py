@@ -31,15 +31,15 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from kconform.reference_impl.assignment import plan
-from kconform.reference_impl.discovery import Subscription
-from kconform.reference_impl.kafka_client import KafkaClient, configure, translate
-from kconform.reference_impl.ports import KafkaError
-from kconform.reference_impl.spark import Connection, OptionError, positive_int
-from kconform.reference_impl.spark.offsets import SourceOffsets
-from kconform.reference_impl.spark.starting import OPTION as STARTING_OPTION
-from kconform.reference_impl.spark.starting import StartingOffsets, StartingOffsetsError
-from kconform.reference_impl.types import TopicPartition
+from ..assignment import plan
+from ..discovery import Subscription
+from ..kafka_client import KafkaClient, configure, translate
+from ..ports import KafkaError
+from ..types import TopicPartition
+from . import Connection, OptionError, positive_int
+from .offsets import SourceOffsets
+from .starting import OPTION as STARTING_OPTION
+from .starting import StartingOffsets, StartingOffsetsError
 
 SCHEMA: Final = StructType(
     [

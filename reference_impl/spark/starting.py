@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from kconform.reference_impl.types import EARLIEST, LATEST, TopicPartition
+from ..types import EARLIEST, LATEST, TopicPartition
 
 OPTION: Final = "startingOffsets"
 NAMED: Final = {"earliest": EARLIEST, "latest": LATEST}

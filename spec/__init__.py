@@ -1,0 +1,1 @@
+"""The requirements (one Markdown file per area) and the TLA+ models, shipped as package data."""

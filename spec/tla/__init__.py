@@ -1,0 +1,1 @@
+"""The TLA+ models and their TLC configurations, shipped as package data."""
