@@ -19,12 +19,12 @@ export KCONFORM_BROKER := $(BROKER)
 
 setup: $(VENV)/.installed $(JVM_DIR)/.resolved
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml constraints.txt
 	@command -v java >/dev/null || { echo "kconform needs Java 17 on PATH (PySpark and TLC run on it): apt-get install openjdk-17-jre-headless" >&2; exit 1; }
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "kconform needs Python >= 3.11")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[all,dev]'
 	@touch $@
 
 # Without mvn the Python side still installs; pipeline tests on kafka are then ERROR, Tansu only on request
