@@ -14,7 +14,8 @@ import pytest
 from hypothesis import settings
 
 from kconform.conformance.brokers import Broker
-from kconform.conformance.brokers.probe import Capability, probe
+from kconform.conformance.brokers.capability import Capability
+from kconform.conformance.brokers.probe import probe
 from kconform.conformance.gate.profiles import hypothesis_profile, profile_from_env
 from kconform.conformance.gate.pytest_plugin import live_broker
 

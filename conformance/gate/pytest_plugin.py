@@ -20,7 +20,7 @@ from hypothesis import settings
 
 from kconform.conformance.adapter import CAPABILITIES, DEFAULT_MASTER, Adapter, guard, load_adapter
 from kconform.conformance.brokers import Broker, BrokerStartError, BrokerUnavailable, broker_from_env
-from kconform.conformance.brokers.probe import Capability
+from kconform.conformance.brokers.capability import Capability
 from kconform.conformance.checks.checkers import deferring
 from kconform.conformance.gate.profiles import (
     PROFILE_ENV,

@@ -20,7 +20,7 @@ from typing import Any
 
 from _pytest.junitxml import mangle_test_address  # how pytest named the testcases it wrote
 
-from kconform.conformance.brokers.probe import format_table
+from kconform.conformance.brokers.capability import format_table
 from kconform.conformance.gate.runner import (
     ADDRESS,
     ERROR_EXIT,
