@@ -8,7 +8,10 @@ the broker can do.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -36,3 +39,15 @@ def broker() -> Iterator[Broker]:
 def capabilities(broker: Broker) -> dict[str, Capability]:
     """The probe's measurement of the session broker, by capability name."""
     return {c.name: c for c in probe(broker)}
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """kconform's wheel, built once for every test that installs it into a fresh venv."""
+    dist = tmp_path_factory.mktemp("dist")
+    root = Path(__file__).resolve().parents[1]
+    command = [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(dist), str(root)]
+    build = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    assert build.returncode == 0, build.stdout + build.stderr
+    (built,) = dist.glob("kconform-*.whl")
+    return built
