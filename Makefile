@@ -15,16 +15,16 @@ JVM_POMS := jvm/pom.xml $(wildcard jvm/*/pom.xml)
 export KCONFORM_PROFILE := $(PROFILE)
 export KCONFORM_BROKER := $(BROKER)
 
-.PHONY: setup conformance test spec bench soak soak-long probe lint docs site verdicts golden mutation mutation-report clean
+.PHONY: setup conformance test compat spec bench soak soak-long probe lint docs site verdicts golden mutation mutation-report clean
 
 setup: $(VENV)/.installed $(JVM_DIR)/.resolved
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml constraints.txt
 	@command -v java >/dev/null || { echo "kconform needs Java 17 on PATH (PySpark and TLC run on it): apt-get install openjdk-17-jre-headless" >&2; exit 1; }
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "kconform needs Python >= 3.11")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[all,dev]'
 	@touch $@
 
 # Without mvn the Python side still installs; pipeline tests on kafka are then ERROR, Tansu only on request
@@ -45,6 +45,21 @@ conformance: setup
 
 test: setup
 	$(BIN)/python -m pytest
+
+# The oldest (constraints-oldest.txt) and the newest (constraints.txt) supported Hypothesis and pytest, each
+# in a throwaway venv with kconform's core install, on the tests that need no broker, Spark, TLC or extra.
+COMPAT_TESTS := tests/test_adapter_loading.py tests/test_assignment.py tests/test_cli.py tests/test_discovery.py \
+  tests/test_kafka_model.py tests/test_kafka_strategies.py tests/test_plugin_isolation.py tests/test_profiles.py \
+  tests/test_requirements.py tests/test_safety_apart.py
+compat:
+	@set -e; for pins in constraints-oldest.txt constraints.txt; do \
+	  venv=$$(mktemp -d)/venv; trap 'rm -rf "$$(dirname "$$venv")"' EXIT; \
+	  $(PYTHON) -m venv $$venv; \
+	  $$venv/bin/python -m pip install --quiet -c $$pins .; \
+	  echo "compat: $$($$venv/bin/python -m pip freeze | grep -E '^(hypothesis|pytest)==' | tr '\n' ' ')"; \
+	  $$venv/bin/python -m pytest -q -p no:cacheprovider $(COMPAT_TESTS); \
+	  rm -rf "$$(dirname "$$venv")"; \
+	done
 
 spec: setup
 	$(BIN)/kconform spec check --profile $(if $(filter thorough,$(PROFILE)),thorough,ci)

@@ -8,13 +8,16 @@ the broker can do.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
 from kconform.conformance.brokers import Broker
-from kconform.conformance.brokers.probe import Capability, probe
+from kconform.conformance.brokers.capability import Capability
 from kconform.conformance.gate.profiles import hypothesis_profile, profile_from_env
 from kconform.conformance.gate.pytest_plugin import live_broker
 
@@ -34,4 +37,18 @@ def broker() -> Iterator[Broker]:
 @pytest.fixture(scope="session")
 def capabilities(broker: Broker) -> dict[str, Capability]:
     """The probe's measurement of the session broker, by capability name."""
+    from kconform.conformance.brokers.probe import probe  # the Kafka client: only with a broker (make compat has none)
+
     return {c.name: c for c in probe(broker)}
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """kconform's wheel, built once for every test that installs it into a fresh venv."""
+    dist = tmp_path_factory.mktemp("dist")
+    root = Path(__file__).resolve().parents[1]
+    command = [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(dist), str(root)]
+    build = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    assert build.returncode == 0, build.stdout + build.stderr
+    (built,) = dist.glob("kconform-*.whl")
+    return built

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from kconform.conformance.brokers.probe import lacking
+from kconform.conformance.brokers.capability import lacking
 from kconform.conformance.gate.profiles import hypothesis_profile
 from kconform.conformance.mutants.pipeline import FAULT_ONLY_MUTANTS, PIPELINE_MUTANTS, FaultOnlyMutant, PipelineMutant
 from kconform.conformance.mutants.protocol import MUTANTS, Mutant

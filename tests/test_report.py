@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kconform.conformance.brokers.probe import Capability
+from kconform.conformance.brokers.capability import Capability
 from kconform.conformance.checks.checkers import Violation
 from kconform.conformance.gate import runner
 from kconform.conformance.gate.html_report import render_html

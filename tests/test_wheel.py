@@ -2,9 +2,9 @@
 
 A user who pip-installs kconform has no checkout: the spec pages, TLA+ models and golden fixtures must
 travel in the wheel, and the import names must not collide with the user's own top-level folders. This
-builds the wheel, installs it (with its dependencies, from the registry or pip's cache) into a venv in
-a directory that holds a ``conformance/`` package of its own, and runs the commands a user runs there:
-``run``, ``requirements``, ``spec check``, ``verdicts`` and ``probe-broker``.
+installs the built wheel with every extra (constraints.txt's versions, from the registry or pip's cache)
+into a venv in a directory that holds a ``conformance/`` package of its own, and runs the commands a
+user runs there: ``run``, ``requirements``, ``spec check``, ``verdicts`` and ``probe-broker``.
 """
 
 from __future__ import annotations
@@ -19,28 +19,20 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.wheel
+
+CONSTRAINTS = Path(__file__).resolve().parents[1] / "constraints.txt"
 COMMAND_TIMEOUT_S = 600
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
+def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
     """(the venv's ``kconform`` script, a user's project directory); the venv is removed afterwards (~1 GB)."""
     base = tmp_path_factory.mktemp("wheel")
-    dist = base / "dist"
-    build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(dist), str(ROOT)],
-        capture_output=True,
-        text=True,
-        timeout=COMMAND_TIMEOUT_S,
-        check=False,
-    )
-    assert build.returncode == 0, build.stdout + build.stderr
-    (wheel,) = dist.glob("kconform-*.whl")
     venv = base / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=COMMAND_TIMEOUT_S)
     install = subprocess.run(
-        [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", str(wheel)],
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "-c", str(CONSTRAINTS), f"{wheel}[all]"],
         capture_output=True,
         text=True,
         timeout=COMMAND_TIMEOUT_S,
@@ -64,8 +56,7 @@ def kconform(installed: tuple[Path, Path], *args: str) -> subprocess.CompletedPr
     )
 
 
-def test_the_wheel_carries_the_spec_the_models_and_the_fixtures(installed: tuple[Path, Path]) -> None:
-    (wheel,) = (installed[0].parents[2] / "dist").glob("kconform-*.whl")
+def test_the_wheel_carries_the_spec_the_models_and_the_fixtures(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {
         "kconform/spec/assignment.md",

@@ -14,10 +14,12 @@ import socket
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Final, Literal, Self
+from typing import TYPE_CHECKING, Any, Final, Literal, Self
 
-from ...reference_impl.kafka_client import ClientRole, await_metadata
 from ...reference_impl.ports import KafkaError
+
+if TYPE_CHECKING:
+    from ...reference_impl.kafka_client import ClientRole
 
 BrokerKind = Literal["kafka", "kafka-cluster", "tansu", "external", "testcontainers"]
 BROKER_KINDS: Final[tuple[BrokerKind, ...]] = ("kafka", "kafka-cluster", "tansu", "external", "testcontainers")
@@ -147,6 +149,9 @@ class Broker(abc.ABC):
 
     def _wait_healthy(self, deadline: float, alive: Callable[[], None] | None = None) -> None:
         """Poll with metadata requests until the broker answers or ``deadline`` passes."""
+        # The client (confluent-kafka, the ``pipeline`` extra) is needed once a broker starts, not to name one.
+        from ...reference_impl.kafka_client import await_metadata
+
         wait_s = max(0.0, deadline - time.monotonic())
         try:
             await_metadata(self, wait_s, alive)

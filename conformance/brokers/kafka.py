@@ -22,8 +22,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
-from confluent_kafka.admin import AdminClient
-
 from .. import jvm
 from .base import (
     STOP_TIMEOUT_S,
@@ -291,6 +289,8 @@ class KafkaBroker(Broker):
                 node.check_alive()
 
         self._wait_healthy(deadline, alive)
+        from confluent_kafka.admin import AdminClient  # once a broker starts, like ``_wait_healthy``'s client
+
         admin = AdminClient(self.client_config("admin"))
         wanted = {n.node_id for n in nodes}
         seen: set[int] = set()

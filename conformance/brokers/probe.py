@@ -15,7 +15,7 @@ import re
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Final
 from uuid import uuid4
@@ -31,6 +31,7 @@ from ...reference_impl.ports import (
 )
 from ...reference_impl.types import TopicPartition
 from . import BROKER_KINDS, Broker, BrokerStartError, BrokerUnavailable, broker_from_env
+from .capability import Capability, format_table
 
 RC = Isolation.READ_COMMITTED
 RU = Isolation.READ_UNCOMMITTED
@@ -39,26 +40,6 @@ TXN_TIMEOUT_MS: Final = 1000
 TXN_TIMEOUT_WAIT_S: Final = 15.0
 """Kafka's coordinator looks for expired transactions every 10 s by default."""
 FATAL_TXN_ERRORS: Final = (ProducerFencedError, TransactionTimeoutError)
-
-
-@dataclass(frozen=True, slots=True)
-class Capability:
-    """One measured semantic: its requirement, whether the broker shows it, and what was seen."""
-
-    name: str
-    requirement_id: str
-    supported: bool
-    observation: str
-
-
-DUPLICATE_VERDICT_NEEDS: Final = ("abort_hidden_from_read_committed", "zombie_fencing")
-"""Capabilities without which a duplicate in read_committed output cannot be told from the
-broker's own deviation (KAFKA-001, KAFKA-004)."""
-
-
-def lacking(capabilities: Mapping[str, Capability], needed: tuple[str, ...]) -> list[str]:
-    """The ``needed`` capabilities this broker was measured not to have."""
-    return [name for name in needed if not capabilities[name].supported]
 
 
 REQUIREMENTS: Final[Mapping[str, str]] = {
@@ -416,14 +397,6 @@ def probe(broker: Broker, timeout_s: float = PROBE_TIMEOUT_S) -> list[Capability
         ]
         found = [*started, *(c for step, measures in steps for c in _guarded(step, measures))]
         return sorted(found, key=lambda c: c.requirement_id)
-
-
-def format_table(capabilities: Sequence[Capability]) -> str:
-    """A plain-text table for terminals and reports."""
-    rows = [("requirement", "capability", "supported", "observation")]
-    rows += [(c.requirement_id, c.name, "yes" if c.supported else "NO", c.observation) for c in capabilities]
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    return "\n".join(" | ".join([*(r[i].ljust(widths[i]) for i in range(3)), r[3]]) for r in rows)
 
 
 RUN_NAME: Final = re.compile(r"kconform-probe-[0-9a-f]{8}")

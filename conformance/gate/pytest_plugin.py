@@ -20,7 +20,7 @@ from hypothesis import settings
 
 from ..adapter import CAPABILITIES, DEFAULT_MASTER, Adapter, guard, load_adapter
 from ..brokers import Broker, BrokerStartError, BrokerUnavailable, broker_from_env
-from ..brokers.probe import Capability
+from ..brokers.capability import Capability
 from ..checks.checkers import deferring
 from ..spark.cluster import STANDALONE, SparkClusterError, StandaloneCluster
 from ..spec_tools.requirements import SpecNotFoundError, load_requirements

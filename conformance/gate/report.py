@@ -20,7 +20,7 @@ from typing import Any
 
 from _pytest.junitxml import mangle_test_address  # how pytest named the testcases it wrote
 
-from ..brokers.probe import format_table
+from ..brokers.capability import format_table
 from ..release import kconform_version
 from ..spec_tools.requirements import CATEGORIES
 from .runner import (

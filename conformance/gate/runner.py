@@ -51,9 +51,10 @@ from ..brokers import (
     kafka_unavailable,
 )
 from ..brokers.base import EXTERNAL_TIMEOUT_ENV, START_TIMEOUT_S
-from ..brokers.probe import Capability
+from ..brokers.capability import Capability
 from ..checks.checkers import Picture, Violation, ViolationError
 from ..errors import CannotCheck
+from ..extras import PIPELINE_FIX, needs_pipeline_extra, pipeline_missing
 from ..jvm import JvmArtifactsMissing
 from ..spec_tools.requirements import (
     LEVELS,
@@ -302,6 +303,11 @@ def load(spec: str) -> Adapter:
     except ValueError as exc:
         cause = exc.__cause__
         named = isinstance(cause, ModuleNotFoundError) and cause.name is not None
+        if isinstance(cause, ImportError) and needs_pipeline_extra(cause):
+            raise AdapterLoadError(
+                f"--adapter {spec!r} needs {cause.name}, which the core install leaves out: {PIPELINE_FIX} "
+                "(or a protocol-level adapter, e.g. --adapter kconform.reference_impl.adapter:ADAPTER)"
+            ) from exc
         if isinstance(cause, ImportError) and not (named and f"{module_name}.".startswith(f"{cause.name}.")):
             raise AdapterLoadError(str(exc)) from exc
         raise
@@ -783,7 +789,10 @@ def pytest_args(options: RunOptions, seed: int) -> list[str]:
 
 def run(options: RunOptions, out: IO[str] = sys.stdout) -> RunResult:
     """Run the suite; ``ValueError`` for anything that makes the run meaningless (a usage error),
-    ``AdapterLoadError`` for an adapter that fails to load."""
+    ``AdapterLoadError`` for an adapter that fails to load, ``CannotCheck`` for a level not installed."""
+    unavailable = pipeline_missing() if options.level != "protocol" else None
+    if unavailable is not None and options.level == "pipeline":
+        raise CannotCheck(unavailable)
     adapter = load(options.adapter)
     options = with_fallback(options, sys.stderr)
     seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**32)
@@ -811,7 +820,9 @@ def run(options: RunOptions, out: IO[str] = sys.stdout) -> RunResult:
     empty = [
         f"level {level}: the suite {options.suite!r} has no {level} tests yet"
         for level in SUITE_LEVELS
-        if options.level in ("all", level) and not collector.per_level[level]
+        if options.level in ("all", level)
+        and not collector.per_level[level]
+        and not (level == PIPELINE_MARK and unavailable)
     ]
     interrupted = code == pytest.ExitCode.INTERRUPTED
     if not collector.results and not interrupted:
@@ -830,6 +841,9 @@ def run(options: RunOptions, out: IO[str] = sys.stdout) -> RunResult:
     partly = options.level == "all" and len(undeclared) == 1
     notes += undeclared if partly else []
     errors = [] if partly else undeclared
+    # A protocol-only adapter asks nothing of the pipeline level, installed or not.
+    pipeline_asked = bool(set(adapter.capabilities) & LEVEL_CAPABILITIES["pipeline"])
+    errors += [f"level pipeline: {unavailable}"] if unavailable and pipeline_asked else []
     if not errors and not interrupted and all(t.status is Status.SKIP for t in collector.results):
         errors.append(f"all {len(collector.results)} selected tests were skipped, so nothing was checked")
     rows, untested = aggregate(collector.results, requirements)
@@ -968,7 +982,7 @@ def main(argv: Sequence[str]) -> int:
     except ValueError as exc:
         print(f"kconform run: error: {exc}", file=sys.stderr)
         return USAGE_EXIT
-    except AdapterLoadError as exc:
+    except (AdapterLoadError, CannotCheck) as exc:
         print(f"kconform run: could not check (ERROR): {exc}", file=sys.stderr)
         return ERROR_EXIT
     if options.report is not None:

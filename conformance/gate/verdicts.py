@@ -14,11 +14,13 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from importlib.metadata import version
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Final
 
 from ..adapter import DEFAULT_MASTER, search_working_directory
 from ..brokers import BROKER_KINDS, DEFAULT_BROKER
+from ..errors import CannotCheck
 from .profiles import DEFAULT_PROFILE, PROFILES
 from .report import class_verdicts, md_cell, render_text, row_note, tally
 from .runner import (
@@ -38,7 +40,8 @@ DEFAULT_SEED: Final = 2026
 def render(result: RunResult, command: str, versions: dict[str, str]) -> str:
     """The verdict page of ``result``, which ``command`` regenerates."""
     o = result.options
-    judged = "; ".join(f"{name} {v}" for name, v in {"PySpark": version("pyspark"), **versions}.items())
+    pyspark = {"PySpark": version("pyspark")} if find_spec("pyspark") else {}  # a core install judges without it
+    judged = "; ".join(f"{name} {v}" for name, v in {**pyspark, **versions}.items()) or "the protocol level only"
     lines = [
         f"# Verdicts: {result.adapter_name}",
         "",
@@ -109,7 +112,7 @@ def main(argv: Sequence[str]) -> int:
         except ValueError as exc:
             print(f"kconform verdicts: error: {exc}", file=sys.stderr)
             return USAGE_EXIT
-        except AdapterLoadError as exc:
+        except (AdapterLoadError, CannotCheck) as exc:
             print(f"kconform verdicts: could not check (ERROR): {exc}", file=sys.stderr)
             return ERROR_EXIT
     versions: dict[str, str] = getattr(adapter, "versions", dict)()  # the connector's jars, if it names them

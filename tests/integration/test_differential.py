@@ -33,7 +33,8 @@ from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 
 from kconform.conformance.brokers import Broker
-from kconform.conformance.brokers.probe import TXN_TIMEOUT_WAIT_S, Capability
+from kconform.conformance.brokers.capability import Capability
+from kconform.conformance.brokers.probe import TXN_TIMEOUT_WAIT_S
 from kconform.reference_impl.kafka_client import KafkaClient, wait_until
 from kconform.reference_impl.kafka_model import KafkaModel
 from kconform.reference_impl.ports import (

@@ -9,11 +9,10 @@ from pathlib import Path
 import pytest
 
 from kconform.conformance.brokers import Broker, KafkaBroker
+from kconform.conformance.brokers.capability import Capability, format_table
 from kconform.conformance.brokers.probe import (
     PROBE_TABLE_BEGIN,
     PROBE_TABLE_END,
-    Capability,
-    format_table,
     main,
     not_verifiable,
 )

@@ -19,7 +19,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from kconform.conformance.brokers import Broker
-from kconform.conformance.brokers.probe import DUPLICATE_VERDICT_NEEDS, Capability, lacking
+from kconform.conformance.brokers.capability import DUPLICATE_VERDICT_NEEDS, Capability, lacking
 from kconform.conformance.checks.checkers import fail_on
 from kconform.conformance.checks.strategy_checkers import check_keyless_spread
 from kconform.conformance.spark.pipeline import Pipeline, fill, judge_sink, topic_records, topic_values

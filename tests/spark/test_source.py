@@ -16,7 +16,7 @@ from pyspark.errors import AnalysisException, StreamingQueryException
 from pyspark.sql import SparkSession
 
 from kconform.conformance.brokers import Broker
-from kconform.conformance.brokers.probe import Capability
+from kconform.conformance.brokers.capability import Capability
 from kconform.conformance.checks.checkers import check_offset_continuity, explain
 from kconform.conformance.spark.pipeline import Pipeline, ReadRecord, check_read_once, check_task_plan, fill
 from kconform.reference_impl.kafka_client import KafkaClient
