@@ -562,12 +562,13 @@ def test_nothing_selected_is_an_error_not_a_pass(tmp_path: Path) -> None:
     assert "matches --only 'no_such_test'; nothing was checked" in proc.stderr
 
 
-def test_broken_suite_module_fails_broken_generator_is_an_error_empty_level_is_named(tmp_path: Path) -> None:
+def test_broken_suite_module_and_broken_generator_are_errors_empty_level_is_named(tmp_path: Path) -> None:
     proc = kconform(tmp_path, "run", "--adapter", f"{ADAPTERS}:GOOD", "--suite", "kconform_sample_broken_suite",
                     "--level", "all")  # fmt: skip
-    assert proc.returncode == 1
-    assert "kconform_sample_broken_suite/test_broken.py ... FAIL" in proc.stdout
-    assert "collection error: ModuleNotFoundError" in proc.stdout
+    assert proc.returncode == 3, proc.stdout  # nothing the adapter did failed: the run could not check
+    broken = "kconform_sample_broken_suite/test_broken.py ... ERROR (could not check: suite module does not import: "
+    assert broken in proc.stdout
+    assert "ModuleNotFoundError" in proc.stdout
     assert "required_ASSIGN_001_owner_in_range ... PASS" in proc.stdout
     generator = "required_ASSIGN_004_never_drawn ... ERROR (could not check: kconform's input generator failed ("
     assert generator in proc.stdout

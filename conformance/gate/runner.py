@@ -514,10 +514,10 @@ class Collector:
             self._finish(error)
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
-        """A suite module that does not import is a failure of the run, not a smaller suite."""
+        """A suite module that does not import is not a smaller suite: its tests checked nothing (ERROR)."""
         if report.failed:
-            error = TestResult(report.nodeid, report.nodeid, [], "MUST", False, Status.FAIL, 0.0)
-            error.message = f"collection error: {last_line(report.longreprtext)}"
+            error = TestResult(report.nodeid, report.nodeid, [], "MUST", False, Status.ERROR, 0.0)
+            error.message = f"suite module does not import: {last_line(report.longreprtext)}"
             error.longrepr = report.longreprtext
             self._collect_errors.append(error)
 
