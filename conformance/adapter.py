@@ -26,8 +26,16 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, cast, runtime_checkable
 
 from ..reference_impl.commit import NamingStrategy
-from ..reference_impl.discovery import Metadata, Subscription, ZeroPartitionsPolicy
-from ..reference_impl.ports import LogReader, OffsetStore, Record, TransactionalLog
+from ..reference_impl.configs import (
+    CONTRACT_VERSION,
+    DiscovererConfig,
+    RecoveryConfig,
+    RestoreConfig,
+    SinkConfig,
+    SourceConfig,
+)
+from ..reference_impl.discovery import Metadata, ZeroPartitionsPolicy
+from ..reference_impl.ports import LogReader, OffsetStore, Record
 from ..reference_impl.restore import RestoreVariant
 from ..reference_impl.types import TopicPartition
 from .errors import CannotCheck, ContractError
@@ -47,6 +55,7 @@ PIPELINE_CAPABILITIES = {
 }
 CAPABILITIES = {
     "assignment": "exposes its partition assigner",
+    "assignment-plan": "plans a whole partition list at once, plan(partitions, parallelism) (range-style assigners)",
     "discovery": "exposes a per-subtask discoverer",
     "regex-subscription": "subscribes by regular expression",
     "partition-growth": "discovers partitions added to existing topics",
@@ -116,6 +125,7 @@ class Sink(Protocol):
 class ProtocolAdapter(Protocol):
     """What an implementation provides at protocol level. Methods of undeclared capabilities may raise."""
 
+    contract_version: int
     name: str
     capabilities: frozenset[str]
     restore_variant: RestoreVariant
@@ -128,29 +138,17 @@ class ProtocolAdapter(Protocol):
     # partition list at once (an assigner that depends on the list, range-style). The assignment
     # tests judge it when present, else the plan ``assign`` gives partition by partition.
 
-    def discoverer(
-        self, subscription: Subscription, subtask: int, parallelism: int, on_zero: ZeroPartitionsPolicy
-    ) -> Discoverer: ...
+    def discoverer(self, config: DiscovererConfig) -> Discoverer: ...
 
-    def source(
-        self, subscription: Subscription, parallelism: int, initial_offset: int, keep_unsubscribed: bool
-    ) -> Source: ...
+    def source(self, config: SourceConfig) -> Source: ...
 
-    def restore_source(
-        self,
-        checkpoint: Any,
-        parallelism: int,
-        subscription: Subscription,
-        metadata: Metadata,
-        keep_unsubscribed: bool,
-        initial_offset: int,
-    ) -> Source:
-        """Restore at ``parallelism``; ``initial_offset`` is the job's configured startup mode."""
+    def restore_source(self, config: RestoreConfig) -> Source:
+        """Restore at ``config.parallelism``; ``config.initial_offset`` is the job's configured startup mode."""
         ...
 
-    def sink(self, log: TransactionalLog, prefix: str, parallelism: int) -> Sink: ...
+    def sink(self, config: SinkConfig) -> Sink: ...
 
-    def recover_sink(self, log: TransactionalLog, prefix: str, parallelism: int, checkpoint: Any) -> Sink: ...
+    def recover_sink(self, config: RecoveryConfig) -> Sink: ...
 
     def initial_sink_checkpoint(self, parallelism: int) -> Any: ...
 
@@ -216,19 +214,20 @@ Adapter = ProtocolAdapter | PipelineAdapter
 
 REQUIRED_MEMBERS: dict[str, tuple[str, ...]] = {
     "assignment": ("assign(topic, partition, parallelism)",),
-    "discovery": ("discoverer(subscription, subtask, parallelism, on_zero)", "discovery_of_zero"),
-    "regex-subscription": ("discoverer(subscription, subtask, parallelism, on_zero)",),
-    "partition-growth": ("source(subscription, parallelism, initial_offset, keep_unsubscribed)",),
+    "assignment-plan": ("plan(partitions, parallelism)",),
+    "discovery": ("discoverer(config: DiscovererConfig)", "discovery_of_zero"),
+    "regex-subscription": ("discoverer(config: DiscovererConfig)",),
+    "partition-growth": ("source(config: SourceConfig)",),
     "source-state": (
-        "source(subscription, parallelism, initial_offset, keep_unsubscribed)",
-        "restore_source(checkpoint, parallelism, subscription, metadata, keep_unsubscribed, initial_offset)",
+        "source(config: SourceConfig)",
+        "restore_source(config: RestoreConfig)",
         "restore_variant",
     ),
-    "rescale": ("restore_source(checkpoint, parallelism, subscription, metadata, keep_unsubscribed, initial_offset)",),
-    "offset-commit": ("source(subscription, parallelism, initial_offset, keep_unsubscribed)",),
+    "rescale": ("restore_source(config: RestoreConfig)",),
+    "offset-commit": ("source(config: SourceConfig)",),
     "exactly-once-sink": (
-        "sink(log, prefix, parallelism)",
-        "recover_sink(log, prefix, parallelism, checkpoint)",
+        "sink(config: SinkConfig)",
+        "recover_sink(config: RecoveryConfig)",
         "initial_sink_checkpoint(parallelism)",
         "naming",
     ),
@@ -247,6 +246,7 @@ class AdapterBase:
     called by the suite.
     """
 
+    contract_version: int = CONTRACT_VERSION
     name: str = "my-connector"
     capabilities: frozenset[str] = frozenset()
     restore_variant: RestoreVariant = RestoreVariant.UNION_FILTER
@@ -318,6 +318,7 @@ def load_adapter(spec: str) -> Adapter:
             f" it lacks {'; '.join(missing)} (missing: {', '.join(_member_name(m) for m in missing)}; see "
             "kconform.conformance.adapter.AdapterBase and REQUIRED_MEMBERS)"
         )
+    adapter = for_this_contract(adapter, spec)
     unknown = set(adapter.capabilities) - set(CAPABILITIES)
     if unknown:
         raise ValueError(f"adapter {adapter.name!r} declares unknown capabilities {sorted(unknown)}")
@@ -325,6 +326,85 @@ def load_adapter(spec: str) -> Adapter:
     if pipeline and "pipeline" not in pipeline:
         raise ValueError(f"adapter {adapter.name!r} declares {sorted(pipeline)} without 'pipeline'")
     return cast(Adapter, adapter)
+
+
+CONTRACT_CHANGES: Final = {
+    2: "discoverer, source, restore_source, sink and recover_sink each take one config object (DiscovererConfig, "
+    "SourceConfig, RestoreConfig, SinkConfig, RecoveryConfig: the old parameters are its fields) instead of "
+    "positional arguments; a whole-list plan() is used only where the capability 'assignment-plan' is declared; "
+    "an adapter states contract_version = 2",
+}
+"""What each contract version changed from the one before; an adapter written for an older one is told."""
+
+
+def for_this_contract(adapter: Any, spec: str) -> Any:
+    """``adapter`` as contract ``CONTRACT_VERSION`` calls it: contract 1 (no ``contract_version``) through
+    ``ContractOne``; a newer contract than this kconform speaks is a ``ValueError`` naming the upgrade."""
+    version = getattr(adapter, "contract_version", 1)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise ValueError(f"--adapter {spec!r}: contract_version must be a positive int, got {version!r}")
+    if version > CONTRACT_VERSION:
+        raise ValueError(
+            f"--adapter {spec!r} is written for adapter contract {version}; this kconform speaks contract "
+            f"{CONTRACT_VERSION}: upgrade kconform (pip install --upgrade kconform)"
+        )
+    return ContractOne(adapter) if version == 1 else adapter
+
+
+def contract_note(adapter: Any) -> str | None:
+    """What a run says about an adapter written for an older contract: what changed and how to update."""
+    if not isinstance(adapter, ContractOne):
+        return None
+    changes = "; ".join(f"contract {v}: {what}" for v, what in sorted(CONTRACT_CHANGES.items()))
+    return (
+        f"adapter {adapter.name!r} is written for adapter contract 1 (it states no contract_version); kconform "
+        f"still runs it, translating each call. To update it: {changes} (docs/adapter-guide.md#the-adapter-contract)"
+    )
+
+
+class ContractOne:
+    """An adapter written for contract 1, whose members took positional arguments, called by contract 2.
+
+    Each config object is unpacked into the positional arguments contract 1 passed, so an adapter written
+    before contract 2 keeps working; the run says how to update it (``contract_note``).
+    """
+
+    contract_version = CONTRACT_VERSION
+
+    def __init__(self, adapter: Any) -> None:
+        self.adapter = adapter
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.adapter, name)
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        """Contract 1 used any ``plan`` it found; contract 2 asks for the capability."""
+        declared = frozenset(self.adapter.capabilities)
+        return declared | {"assignment-plan"} if hasattr(self.adapter, "plan") else declared
+
+    def discoverer(self, config: DiscovererConfig) -> Any:
+        return self._call("discoverer", config.subscription, config.subtask, config.parallelism, config.on_zero)
+
+    def source(self, config: SourceConfig) -> Any:
+        args = (config.subscription, config.parallelism, config.initial_offset, config.keep_unsubscribed)
+        return self._call("source", *args)
+
+    def restore_source(self, config: RestoreConfig) -> Any:
+        c = config
+        args = (c.checkpoint, c.parallelism, c.subscription, c.metadata, c.keep_unsubscribed, c.initial_offset)
+        return self._call("restore_source", *args)
+
+    def sink(self, config: SinkConfig) -> Any:
+        return self._call("sink", config.log, config.prefix, config.parallelism)
+
+    def recover_sink(self, config: RecoveryConfig) -> Any:
+        return self._call("recover_sink", config.log, config.prefix, config.parallelism, config.checkpoint)
+
+    def _call(self, member: str, *args: Any) -> Any:
+        fn = getattr(self.adapter, member)
+        check_signature(self.adapter.name, f"adapter.{member}{CONTRACT_ONE}", fn, len(args))
+        return fn(*args)
 
 
 T = TypeVar("T")
@@ -372,25 +452,50 @@ def _mismatch(method: str, fn: Callable[..., Any], arity: int) -> str | None:
     try:
         signature.bind(*(None,) * arity)
     except TypeError as error:
-        contract = CONTRACT_MEMBERS.get(method)
-        member = method.rpartition(".")[2]
-        if contract is None:
+        member = method.rpartition(".")[2].removesuffix(CONTRACT_ONE)
+        given = contract_parameters(method)
+        if given is None:
             return (
                 f"{method} is {member}({_parameter_names(signature)}), which cannot take {arity} argument(s) ({error})"
             )
-        wanted = inspect.signature(contract)
-        given = [n for n in wanted.parameters if n != "self"]
         takes = [n for n, p in signature.parameters.items() if n != "self" and p.kind in POSITIONAL]
         lacking, extra = given[len(takes) :], takes[len(given) :]  # the suite passes them by position
         change = f"; it lacks the contract's {', '.join(lacking)}" if lacking else ""
         change += f"; the contract does not pass its {', '.join(extra)}" if extra else ""
+        if given == ["config"] and len(takes) > 1:
+            change += (
+                f"; since adapter contract 2 it takes one config object whose fields are those parameters "
+                f"(read config.{takes[0]}, ...), or, for an adapter written for contract 1, state no contract_version"
+            )
         return (
             f"{method} is {member}({_parameter_names(signature)}), but the contract calls "
-            f"{member}({_parameter_names(wanted)}) ({error}){change}: give the adapter's {member} that signature "
+            f"{member}({', '.join(given)}) ({error}){change}: give the adapter's {member} that signature "
             "(docs/adapter-guide.md; kconform.conformance.adapter.ProtocolAdapter and PipelineAdapter define the "
             "members)"
         )
     return None
+
+
+CONTRACT_ONE: Final = " (contract 1)"
+"""How ``ContractOne`` labels the members it calls positionally, as contract 1 did."""
+CONTRACT_ONE_PARAMETERS: Final = {
+    "discoverer": ["subscription", "subtask", "parallelism", "on_zero"],
+    "source": ["subscription", "parallelism", "initial_offset", "keep_unsubscribed"],
+    "restore_source": ["checkpoint", "parallelism", "subscription", "metadata", "keep_unsubscribed", "initial_offset"],
+    "sink": ["log", "prefix", "parallelism"],
+    "recover_sink": ["log", "prefix", "parallelism", "checkpoint"],
+}
+"""Contract 1's positional parameters of the members contract 2 gives a config object."""
+
+
+def contract_parameters(method: str) -> list[str] | None:
+    """The parameters the contract passes to ``method`` (``adapter.assign``), or ``None`` if it defines none."""
+    if method.endswith(CONTRACT_ONE):
+        return CONTRACT_ONE_PARAMETERS.get(method.removesuffix(CONTRACT_ONE).rpartition(".")[2])
+    contract = CONTRACT_MEMBERS.get(method)
+    if contract is None:
+        return None
+    return [name for name in inspect.signature(contract).parameters if name != "self"]
 
 
 def _parameter_names(signature: inspect.Signature) -> str:

@@ -63,7 +63,7 @@ def test_missing_members_are_named_with_their_signatures(user_module: str) -> No
         load_adapter(f"{user_module}:INCOMPLETE")
     message = str(error.value)
     assert "for the capabilities it declares (assignment, exactly-once-sink)" in message
-    assert "sink(log, prefix, parallelism); recover_sink(log, prefix, parallelism, checkpoint)" in message
+    assert "sink(config: SinkConfig); recover_sink(config: RecoveryConfig)" in message
     assert "missing: sink, recover_sink, initial_sink_checkpoint;" in message
     assert "naming" not in missing_members(AdapterBase())  # the base class has the variants
 

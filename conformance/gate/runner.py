@@ -38,6 +38,7 @@ from ..adapter import (
     PIPELINE_CAPABILITIES,
     Adapter,
     AdapterHung,
+    contract_note,
     forget_hangs,
     load_adapter,
     record_hang,
@@ -797,7 +798,7 @@ def run(options: RunOptions, out: IO[str] = sys.stdout) -> RunResult:
     options = with_fallback(options, sys.stderr)
     seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**32)
     args = pytest_args(options, seed)  # a missing suite package is a usage error before anything runs
-    notes: list[str] = []
+    notes: list[str] = [note] if (note := contract_note(adapter)) else []
     try:
         requirements = load_requirements()
     except SpecNotFoundError as exc:

@@ -19,6 +19,7 @@ from typing import Any
 from ...reference_impl.adapter import ReferenceAdapter
 from ...reference_impl.assignment import Owner, java_string_hash, owner
 from ...reference_impl.commit import ExactlyOnceSink, NamingStrategy, SinkCheckpoint
+from ...reference_impl.configs import DiscovererConfig, RecoveryConfig, RestoreConfig, SinkConfig, SourceConfig
 from ...reference_impl.discovery import Metadata, PartitionDiscoverer, Subscription, ZeroPartitionsPolicy
 from ...reference_impl.kafka_model import KafkaModel
 from ...reference_impl.kafka_strategies import (
@@ -95,10 +96,10 @@ class _PositionalDiscoverer(PartitionDiscoverer):
 
 @dataclass(frozen=True)
 class OrderDependentAssignment(ReferenceAdapter):
-    def discoverer(
-        self, subscription: Subscription, subtask: int, parallelism: int, on_zero: ZeroPartitionsPolicy
-    ) -> PartitionDiscoverer:
-        return _PositionalDiscoverer(subscription, SubtaskIndex(subtask), parallelism, on_zero)
+    def discoverer(self, config: DiscovererConfig) -> PartitionDiscoverer:
+        return _PositionalDiscoverer(
+            config.subscription, SubtaskIndex(config.subtask), config.parallelism, config.on_zero
+        )
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,8 @@ class RangePlanner(ReferenceAdapter):
     Safe (one owner, even within a topic) but not Flink's formula, and its owners move when a
     topic grows; only an adapter's whole-list ``plan`` can express it.
     """
+
+    capabilities: frozenset[str] = ReferenceAdapter.capabilities | {"assignment-plan"}
 
     def plan(self, partitions: Sequence[TopicPartition], parallelism: int) -> dict[TopicPartition, int]:
         by_topic: dict[str, list[TopicPartition]] = {}
@@ -133,10 +136,10 @@ class _OverlappingRangeDiscoverer(PartitionDiscoverer):
 
 @dataclass(frozen=True)
 class OverlappingRangeDiscoverers(ReferenceAdapter):
-    def discoverer(
-        self, subscription: Subscription, subtask: int, parallelism: int, on_zero: ZeroPartitionsPolicy
-    ) -> PartitionDiscoverer:
-        return _OverlappingRangeDiscoverer(subscription, SubtaskIndex(subtask), parallelism, on_zero)
+    def discoverer(self, config: DiscovererConfig) -> PartitionDiscoverer:
+        return _OverlappingRangeDiscoverer(
+            config.subscription, SubtaskIndex(config.subtask), config.parallelism, config.on_zero
+        )
 
 
 # -- discovery -----------------------------------------------------------------------------------
@@ -152,10 +155,10 @@ class _ForgetfulDiscoverer(PartitionDiscoverer):
 
 @dataclass(frozen=True)
 class RereportingDiscovery(ReferenceAdapter):
-    def discoverer(
-        self, subscription: Subscription, subtask: int, parallelism: int, on_zero: ZeroPartitionsPolicy
-    ) -> PartitionDiscoverer:
-        return _ForgetfulDiscoverer(subscription, SubtaskIndex(subtask), parallelism, on_zero)
+    def discoverer(self, config: DiscovererConfig) -> PartitionDiscoverer:
+        return _ForgetfulDiscoverer(
+            config.subscription, SubtaskIndex(config.subtask), config.parallelism, config.on_zero
+        )
 
 
 class _ViewBoundDiscoverer(PartitionDiscoverer):
@@ -171,10 +174,10 @@ class _ViewBoundDiscoverer(PartitionDiscoverer):
 
 @dataclass(frozen=True)
 class ViewBoundDiscovery(ReferenceAdapter):
-    def discoverer(
-        self, subscription: Subscription, subtask: int, parallelism: int, on_zero: ZeroPartitionsPolicy
-    ) -> PartitionDiscoverer:
-        return _ViewBoundDiscoverer(subscription, SubtaskIndex(subtask), parallelism, on_zero)
+    def discoverer(self, config: DiscovererConfig) -> PartitionDiscoverer:
+        return _ViewBoundDiscoverer(
+            config.subscription, SubtaskIndex(config.subtask), config.parallelism, config.on_zero
+        )
 
 
 class _PrefixMatchDiscoverer(PartitionDiscoverer):
@@ -192,10 +195,10 @@ class _PrefixMatchDiscoverer(PartitionDiscoverer):
 
 @dataclass(frozen=True)
 class PatternPrefixMatch(ReferenceAdapter):
-    def discoverer(
-        self, subscription: Subscription, subtask: int, parallelism: int, on_zero: ZeroPartitionsPolicy
-    ) -> PartitionDiscoverer:
-        return _PrefixMatchDiscoverer(subscription, SubtaskIndex(subtask), parallelism, on_zero)
+    def discoverer(self, config: DiscovererConfig) -> PartitionDiscoverer:
+        return _PrefixMatchDiscoverer(
+            config.subscription, SubtaskIndex(config.subtask), config.parallelism, config.on_zero
+        )
 
 
 class _LatestForNewJob(SourceJob):
@@ -212,9 +215,14 @@ class _LatestForNewJob(SourceJob):
 
 @dataclass(frozen=True)
 class NewPartitionsAtLatest(ReferenceAdapter):
-    def source(self, subscription: Subscription, parallelism: int, initial_offset: int, keep: bool) -> SourceJob:
+    def source(self, config: SourceConfig) -> SourceJob:
         return _LatestForNewJob(
-            subscription, parallelism, self.restore_variant, keep, self.discovery_of_zero, initial_offset
+            config.subscription,
+            config.parallelism,
+            self.restore_variant,
+            config.keep_unsubscribed,
+            self.discovery_of_zero,
+            config.initial_offset,
         )
 
 
@@ -225,15 +233,9 @@ class NewPartitionsAtLatest(ReferenceAdapter):
 class EvenSplitRestore(ReferenceAdapter):
     """``getListState`` instead of ``getUnionListState``: each subtask sees a chunk and keeps what it owns."""
 
-    def restore_source(
-        self,
-        checkpoint: SourceCheckpoint,
-        parallelism: int,
-        subscription: Subscription,
-        metadata: Metadata,
-        keep: bool,
-        initial_offset: int,
-    ) -> SourceJob:
+    def restore_source(self, config: RestoreConfig) -> SourceJob:
+        checkpoint, parallelism, subscription = config.checkpoint, config.parallelism, config.subscription
+        keep = config.keep_unsubscribed
         job = SourceJob(subscription, parallelism, self.restore_variant, keep, self.discovery_of_zero)
         job._discovered_once = True
         for i, chunk in enumerate(redistribute_splits(checkpoint.by_subtask, parallelism)):
@@ -241,7 +243,7 @@ class EvenSplitRestore(ReferenceAdapter):
                 tp: off for tp, off in chunk if owner(tp, parallelism) == i and (keep or subscription.matches(tp.topic))
             }
             job._discoverers[i].seen.add(tp for tp, _ in chunk)
-        for tp, subtask in job._discover_new(metadata).items():
+        for tp, subtask in job._discover_new(config.metadata).items():
             job.offsets[subtask].setdefault(tp, EARLIEST)
         return job
 
@@ -250,41 +252,26 @@ class EvenSplitRestore(ReferenceAdapter):
 class PartialViewFilter(ReferenceAdapter):
     """FLINK-6006/7195: restored state filtered against the partitions the metadata lists now."""
 
-    def restore_source(
-        self,
-        checkpoint: SourceCheckpoint,
-        parallelism: int,
-        subscription: Subscription,
-        metadata: Metadata,
-        keep: bool,
-        initial_offset: int,
-    ) -> SourceJob:
-        listed = {(t, p) for t, ids in metadata.items() for p in ids}
+    def restore_source(self, config: RestoreConfig) -> SourceJob:
+        listed = {(t, p) for t, ids in config.metadata.items() for p in ids}
         kept = tuple(
-            tuple(e for e in entries if (e[0].topic, e[0].partition) in listed) for entries in checkpoint.by_subtask
+            tuple(e for e in entries if (e[0].topic, e[0].partition) in listed)
+            for entries in config.checkpoint.by_subtask
         )
-        kept_checkpoint = replace(checkpoint, by_subtask=kept)
-        return super().restore_source(kept_checkpoint, parallelism, subscription, metadata, keep, initial_offset)
+        kept_checkpoint = replace(config.checkpoint, by_subtask=kept)
+        return super().restore_source(replace(config, checkpoint=kept_checkpoint))
 
 
 @dataclass(frozen=True)
 class RestoredOffsetBackwards(ReferenceAdapter):
     """Treats the stored next offset as the last emitted one minus one: re-reads a record per partition."""
 
-    def restore_source(
-        self,
-        checkpoint: SourceCheckpoint,
-        parallelism: int,
-        subscription: Subscription,
-        metadata: Metadata,
-        keep: bool,
-        initial_offset: int,
-    ) -> SourceJob:
+    def restore_source(self, config: RestoreConfig) -> SourceJob:
         moved = tuple(
-            tuple((tp, off - 1 if off > 0 else off) for tp, off in entries) for entries in checkpoint.by_subtask
+            tuple((tp, off - 1 if off > 0 else off) for tp, off in entries) for entries in config.checkpoint.by_subtask
         )
-        moved_checkpoint = replace(checkpoint, by_subtask=moved)
-        return super().restore_source(moved_checkpoint, parallelism, subscription, metadata, keep, initial_offset)
+        moved_checkpoint = replace(config.checkpoint, by_subtask=moved)
+        return super().restore_source(replace(config, checkpoint=moved_checkpoint))
 
 
 class _EagerOffsetCommitJob(SourceJob):
@@ -298,9 +285,14 @@ class _EagerOffsetCommitJob(SourceJob):
 
 @dataclass(frozen=True)
 class OffsetsCommittedFromCurrentPosition(ReferenceAdapter):
-    def source(self, subscription: Subscription, parallelism: int, initial_offset: int, keep: bool) -> SourceJob:
+    def source(self, config: SourceConfig) -> SourceJob:
         return _EagerOffsetCommitJob(
-            subscription, parallelism, self.restore_variant, keep, self.discovery_of_zero, initial_offset
+            config.subscription,
+            config.parallelism,
+            self.restore_variant,
+            config.keep_unsubscribed,
+            self.discovery_of_zero,
+            config.initial_offset,
         )
 
 
@@ -316,11 +308,13 @@ class _CommitAtBarrierSink(ExactlyOnceSink):
 
 @dataclass(frozen=True)
 class CommitBeforeCompletion(ReferenceAdapter):
-    def sink(self, log: TransactionalLog, prefix: str, parallelism: int) -> ExactlyOnceSink:
-        return _CommitAtBarrierSink(log, prefix, parallelism, self.naming)
+    def sink(self, config: SinkConfig) -> ExactlyOnceSink:
+        return _CommitAtBarrierSink(config.log, config.prefix, config.parallelism, self.naming)
 
-    def recover_sink(self, log: TransactionalLog, prefix: str, parallelism: int, checkpoint: SinkCheckpoint) -> Any:
-        return _CommitAtBarrierSink.recover(log, prefix, parallelism, checkpoint, self.naming)
+    def recover_sink(self, config: RecoveryConfig) -> Any:
+        return _CommitAtBarrierSink.recover(
+            config.log, config.prefix, config.parallelism, config.checkpoint, self.naming
+        )
 
 
 class _EmptyCommittablesSink(ExactlyOnceSink):
@@ -475,13 +469,11 @@ class SinkMutant(ReferenceAdapter):
 
     sink_class: type[ExactlyOnceSink] = ExactlyOnceSink
 
-    def sink(self, log: TransactionalLog, prefix: str, parallelism: int) -> ExactlyOnceSink:
-        return self.sink_class(log, prefix, parallelism, self.naming)
+    def sink(self, config: SinkConfig) -> ExactlyOnceSink:
+        return self.sink_class(config.log, config.prefix, config.parallelism, self.naming)
 
-    def recover_sink(
-        self, log: TransactionalLog, prefix: str, parallelism: int, checkpoint: SinkCheckpoint
-    ) -> ExactlyOnceSink:
-        return self.sink_class.recover(log, prefix, parallelism, checkpoint, self.naming)
+    def recover_sink(self, config: RecoveryConfig) -> ExactlyOnceSink:
+        return self.sink_class.recover(config.log, config.prefix, config.parallelism, config.checkpoint, self.naming)
 
 
 # -- Kafka's strategies -------------------------------------------------------------------------
@@ -560,10 +552,9 @@ class SloppyMatching(ReferenceAdapter):
 
     matcher: Callable[[Subscription, str], bool] = Subscription.matches
 
-    def discoverer(
-        self, subscription: Subscription, subtask: int, parallelism: int, on_zero: ZeroPartitionsPolicy
-    ) -> PartitionDiscoverer:
-        discoverer = _SloppyDiscoverer(subscription, SubtaskIndex(subtask), parallelism, on_zero)
+    def discoverer(self, config: DiscovererConfig) -> PartitionDiscoverer:
+        subtask = SubtaskIndex(config.subtask)
+        discoverer = _SloppyDiscoverer(config.subscription, subtask, config.parallelism, config.on_zero)
         discoverer.matcher = self.matcher
         return discoverer
 
@@ -745,29 +736,26 @@ class SourceMutant(ReferenceAdapter):
 
     job_class: type[SourceJob] = SourceJob
 
-    def source(self, subscription: Subscription, parallelism: int, initial_offset: int, keep: bool) -> SourceJob:
+    def source(self, config: SourceConfig) -> SourceJob:
         return self.job_class(
-            subscription, parallelism, self.restore_variant, keep, self.discovery_of_zero, initial_offset
+            config.subscription,
+            config.parallelism,
+            self.restore_variant,
+            config.keep_unsubscribed,
+            self.discovery_of_zero,
+            config.initial_offset,
         )
 
-    def restore_source(
-        self,
-        checkpoint: SourceCheckpoint,
-        parallelism: int,
-        subscription: Subscription,
-        metadata: Metadata,
-        keep: bool,
-        initial_offset: int,
-    ) -> SourceJob:
+    def restore_source(self, config: RestoreConfig) -> SourceJob:
         return self.job_class.restore(
-            checkpoint,
-            parallelism,
-            subscription,
-            metadata,
+            config.checkpoint,
+            config.parallelism,
+            config.subscription,
+            config.metadata,
             self.restore_variant,
-            keep,
+            config.keep_unsubscribed,
             self.discovery_of_zero,
-            initial_offset,
+            config.initial_offset,
         )
 
 

@@ -8,6 +8,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ...reference_impl.configs import DiscovererConfig
 from ...reference_impl.discovery import Subscription, ZeroPartitionsPolicy
 from ...reference_impl.types import TopicPartition
 from ..checks.checkers import (
@@ -26,19 +27,23 @@ from ..generators.strategies import metadata_snapshots, parallelisms
 Metadata = dict[str, frozenset[int]]
 
 
+def plans_whole_lists(adapter: Any) -> bool:
+    return "assignment-plan" in adapter.capabilities
+
+
 def owners(adapter: Any, metadata: Metadata, n: int) -> dict[TopicPartition, int]:
     """The adapter's plan of every partition in ``metadata``, in the metadata's own order: its whole-list
-    ``plan`` when it has one (range-style assigners need the list), else ``assign`` partition by partition."""
+    ``plan`` when it declares one (range-style assigners need the list), else ``assign`` partition by partition."""
     partitions = [TopicPartition(t, p) for t, ids in metadata.items() for p in ids]
-    if hasattr(adapter, "plan"):
+    if plans_whole_lists(adapter):
         return dict(adapter.plan(partitions, n))
     return {tp: adapter.assign(tp.topic, tp.partition, n) for tp in partitions}
 
 
 def placements(adapter: Any, metadata: Metadata, n: int) -> list[tuple[str, dict[TopicPartition, int]]]:
-    """Each way the adapter places partitions: its whole-list ``plan`` if it has one, and ``assign`` one by one."""
+    """Each way the adapter places partitions: its whole-list ``plan`` if it declares one, and ``assign`` one by one."""
     partitions = [TopicPartition(t, p) for t, ids in metadata.items() for p in ids]
-    out = [("plan()", dict(adapter.plan(partitions, n)))] if hasattr(adapter, "plan") else []
+    out = [("plan()", dict(adapter.plan(partitions, n)))] if plans_whole_lists(adapter) else []
     return [*out, ("assign()", {tp: adapter.assign(tp.topic, tp.partition, n) for tp in partitions})]
 
 
@@ -46,7 +51,14 @@ def discovered_plan(adapter: Any, metadata: Metadata, n: int) -> dict[TopicParti
     """partition -> subtasks whose discoverer reported it (the plan as the source runs it)."""
     claims: dict[TopicPartition, list[int]] = {tp: [] for tp in all_partitions(metadata)}
     for subtask in range(n):
-        d = adapter.discoverer(Subscription.regex(".*"), subtask, n, ZeroPartitionsPolicy.IGNORE)
+        d = adapter.discoverer(
+            DiscovererConfig(
+                subscription=Subscription.regex(".*"),
+                subtask=subtask,
+                parallelism=n,
+                on_zero=ZeroPartitionsPolicy.IGNORE,
+            )
+        )
         for tp in d.discover(metadata):
             claims.setdefault(tp, []).append(subtask)
     return claims

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ...reference_impl.configs import DiscovererConfig
 from ...reference_impl.discovery import Metadata, Subscription, ZeroPartitionsPolicy
 from ..checks.checkers import Violation, check_discovery, fail_on
 from ..gate.pytest_plugin import requirement
@@ -19,7 +20,12 @@ from ..generators.strategies import cluster_histories, near_misses, parallelisms
 def run_rounds(
     adapter: Any, subscription: Subscription, n: int, rounds: Sequence[Metadata]
 ) -> list[tuple[Metadata, dict[int, list[Any]]]]:
-    discoverers = [adapter.discoverer(subscription, i, n, ZeroPartitionsPolicy.IGNORE) for i in range(n)]
+    discoverers = [
+        adapter.discoverer(
+            DiscovererConfig(subscription=subscription, subtask=i, parallelism=n, on_zero=ZeroPartitionsPolicy.IGNORE)
+        )
+        for i in range(n)
+    ]
     return [(metadata, {i: list(d.discover(metadata)) for i, d in enumerate(discoverers)}) for metadata in rounds]
 
 
@@ -101,7 +107,11 @@ def test_required_DISC_008_partial_views_neither_forget_nor_rereport(
 @requirement("DISC-007", capability="discovery")
 @pytest.mark.parametrize("policy", list(ZeroPartitionsPolicy), ids=lambda p: p.value)
 def test_required_DISC_007_zero_partitions_follow_the_policy(adapter: Any, policy: ZeroPartitionsPolicy) -> None:
-    discoverer = adapter.discoverer(Subscription.fixed(["kconform-missing"]), 0, 1, policy)
+    discoverer = adapter.discoverer(
+        DiscovererConfig(
+            subscription=Subscription.fixed(["kconform-missing"]), subtask=0, parallelism=1, on_zero=policy
+        )
+    )
     try:
         found = list(discoverer.discover({"other": frozenset({0})}))
     except Exception as exc:  # the adapter's own error type: any error counts, if it names the subscription

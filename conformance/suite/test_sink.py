@@ -26,6 +26,7 @@ from hypothesis.stateful import (
 )
 
 from ...reference_impl.commit import NamingStrategy
+from ...reference_impl.configs import RecoveryConfig, SinkConfig
 from ...reference_impl.kafka_model import (
     DEFAULT_TRANSACTION_TIMEOUT_MS,
     TRANSACTIONAL_ID_EXPIRATION_MS,
@@ -126,7 +127,7 @@ class SinkMachine(RuleBasedStateMachine):
     @initialize(n=st.integers(1, 3))
     def start(self, n: int) -> None:
         self.parallelism = n
-        self.sink = self._guard(self.adapter.sink(self.log, PREFIX, n))
+        self.sink = self._guard(self.adapter.sink(SinkConfig(log=self.log, prefix=PREFIX, parallelism=n)))
         self.sink_process = self.process
         self.sink.start()
 
@@ -255,7 +256,9 @@ class SinkMachine(RuleBasedStateMachine):
         }
         self.history.invoke(self.process, "recover", (watermarks, n))
         try:
-            self.sink = self._guard(self.adapter.recover_sink(self.log, PREFIX, n, state))
+            self.sink = self._guard(
+                self.adapter.recover_sink(RecoveryConfig(log=self.log, prefix=PREFIX, parallelism=n, checkpoint=state))
+            )
         except KafkaError:
             self.history.complete(self.process, "fail", "recover", cid)
             self.sink = None
@@ -315,7 +318,10 @@ def test_required_COMMIT_005_two_sinks_and_their_subtasks_never_share_an_id(adap
     """Two sinks on one log, prefixes chosen to collide under naive concatenation; both must deliver."""
     log = KafkaModel()
     log.create_topic(TOPIC, PARTITIONS)
-    sinks = [Guarded(adapter.sink(log, prefix, 4), "sink", adapter.name) for prefix in ("job", "job-1")]
+    sinks = [
+        Guarded(adapter.sink(SinkConfig(log=log, prefix=prefix, parallelism=4)), "sink", adapter.name)
+        for prefix in ("job", "job-1")
+    ]
     for sink in sinks:
         sink.start()
     expected = set()
@@ -339,7 +345,7 @@ def test_required_COMMIT_005_two_sinks_and_their_subtasks_never_share_an_id(adap
 def test_required_COMMIT_007_timeout_is_surfaced(adapter: Any) -> None:
     log = KafkaModel(transaction_timeout_ms=1000)
     log.create_topic(TOPIC, PARTITIONS)
-    sink = Guarded(adapter.sink(log, PREFIX, 1), "sink", adapter.name)
+    sink = Guarded(adapter.sink(SinkConfig(log=log, prefix=PREFIX, parallelism=1)), "sink", adapter.name)
     sink.start()
     sink.write(0, TOPIC, 0, None, b"late")
     sink.checkpoint(1)
@@ -367,7 +373,7 @@ def test_required_COMMIT_014_intervals_without_records_commit_and_recover(
     recovery from the last one (its notification perhaps lost) commits what it holds without an error."""
     log = KafkaModel()
     log.create_topic(TOPIC, PARTITIONS)
-    sink = Guarded(adapter.sink(log, PREFIX, n), "sink", adapter.name)
+    sink = Guarded(adapter.sink(SinkConfig(log=log, prefix=PREFIX, parallelism=n)), "sink", adapter.name)
     sink.start()
     written: list[bytes] = []
     step = "start"
@@ -383,7 +389,7 @@ def test_required_COMMIT_014_intervals_without_records_commit_and_recover(
                 step = f"notify {cid}"
                 sink.notify_checkpoint_complete(cid)
         step = f"recover checkpoint {len(intervals)} at parallelism {m}"
-        adapter.recover_sink(log, PREFIX, m, state)
+        adapter.recover_sink(RecoveryConfig(log=log, prefix=PREFIX, parallelism=m, checkpoint=state))
     except KafkaError as exc:
         fail_on([Violation("COMMIT-014", "empty-transaction-committed", f"{step} failed: {exc}")])
     missing = sorted(set(written) - set(observe(log).committed))
@@ -401,19 +407,23 @@ def test_required_COMMIT_003_and_010_a_second_recovery_commits_nothing_the_first
     complete: committing checkpoint 1's transactions again must not make it visible."""
     log = KafkaModel()
     log.create_topic(TOPIC, PARTITIONS)
-    sink = Guarded(adapter.sink(log, PREFIX, n), "sink", adapter.name)
+    sink = Guarded(adapter.sink(SinkConfig(log=log, prefix=PREFIX, parallelism=n)), "sink", adapter.name)
     sink.start()
     for subtask in range(n):
         sink.write(subtask, TOPIC, subtask % PARTITIONS, None, f"first-{subtask}".encode())
     state = sink.checkpoint(1)  # completes; its notification is lost
     step = "the first recovery"
     try:
-        again = Guarded(adapter.recover_sink(log, PREFIX, m, state), "sink", adapter.name)
+        again = Guarded(
+            adapter.recover_sink(RecoveryConfig(log=log, prefix=PREFIX, parallelism=m, checkpoint=state)),
+            "sink",
+            adapter.name,
+        )
         for subtask in range(m):
             again.write(subtask, TOPIC, subtask % PARTITIONS, None, f"after-{subtask}".encode())
         again.checkpoint(2)  # never completes
         step = "the second recovery"
-        adapter.recover_sink(log, PREFIX, m, state)
+        adapter.recover_sink(RecoveryConfig(log=log, prefix=PREFIX, parallelism=m, checkpoint=state))
     except KafkaError as exc:
         fail_on([Violation("COMMIT-010", "recovery-failed", f"{step} failed: {exc}")])
     visible = set(observe(log).committed)
@@ -436,7 +446,10 @@ def test_required_COMMIT_016_recovery_aborts_no_transaction_of_a_sink_whose_pref
     mine, theirs = prefixes
     log = KafkaModel()
     log.create_topic(TOPIC, PARTITIONS)
-    crashed, other = (Guarded(adapter.sink(log, p, n), "sink", adapter.name) for p in (mine, theirs))
+    crashed, other = (
+        Guarded(adapter.sink(SinkConfig(log=log, prefix=p, parallelism=n)), "sink", adapter.name)
+        for p in (mine, theirs)
+    )
     crashed.start()
     other.start()
     written = []
@@ -446,7 +459,9 @@ def test_required_COMMIT_016_recovery_aborts_no_transaction_of_a_sink_whose_pref
         other.write(subtask, TOPIC, subtask % PARTITIONS, None, written[-1])
     other.checkpoint(1)
     try:
-        adapter.recover_sink(log, mine, m, adapter.initial_sink_checkpoint(m))
+        adapter.recover_sink(
+            RecoveryConfig(log=log, prefix=mine, parallelism=m, checkpoint=adapter.initial_sink_checkpoint(m))
+        )
         other.notify_checkpoint_complete(1)
     except KafkaError as exc:
         fail_on([Violation("COMMIT-016", "foreign-transaction-aborted", f"sink {theirs!r} could not commit: {exc}")])
@@ -464,7 +479,7 @@ def test_required_COMMIT_017_a_prefix_changed_between_runs_leaves_no_transaction
     so every record the new run commits is visible: none stays behind an open transaction."""
     log = KafkaModel()
     log.create_topic(TOPIC, PARTITIONS)
-    first = Guarded(adapter.sink(log, "old", n), "sink", adapter.name)
+    first = Guarded(adapter.sink(SinkConfig(log=log, prefix="old", parallelism=n)), "sink", adapter.name)
     first.start()
     for subtask in range(n):
         first.write(subtask, TOPIC, subtask % PARTITIONS, None, f"old-{subtask}".encode())
@@ -473,7 +488,11 @@ def test_required_COMMIT_017_a_prefix_changed_between_runs_leaves_no_transaction
         first.notify_checkpoint_complete(1)
     for subtask in range(n):  # after checkpoint 1: open when the job fails
         first.write(subtask, TOPIC, subtask % PARTITIONS, None, f"lost-{subtask}".encode())
-    second = Guarded(adapter.recover_sink(log, "new", m, state), "sink", adapter.name)
+    second = Guarded(
+        adapter.recover_sink(RecoveryConfig(log=log, prefix="new", parallelism=m, checkpoint=state)),
+        "sink",
+        adapter.name,
+    )
     expected = {f"old-{s}".encode() for s in range(n)}
     for subtask in range(m):
         expected.add(f"new-{subtask}".encode())
@@ -502,7 +521,7 @@ def test_required_COMMIT_018_pooled_ids_are_bounded_by_the_checkpoints_pending(
         )
     log = KafkaModel()
     log.create_topic(TOPIC, PARTITIONS)
-    sink = Guarded(adapter.sink(log, PREFIX, n), "sink", adapter.name)
+    sink = Guarded(adapter.sink(SinkConfig(log=log, prefix=PREFIX, parallelism=n)), "sink", adapter.name)
     sink.start()
     pending = 0
     max_pending = 0
@@ -531,7 +550,7 @@ def test_required_COMMIT_019_a_checkpoint_whose_ids_expired_fails_recovery_namin
     Recovery must fail with that error, naming an id, not report checkpoint 1 committed."""
     log = KafkaModel()
     log.create_topic(TOPIC, PARTITIONS)
-    sink = Guarded(adapter.sink(log, PREFIX, n), "sink", adapter.name)
+    sink = Guarded(adapter.sink(SinkConfig(log=log, prefix=PREFIX, parallelism=n)), "sink", adapter.name)
     sink.start()
     for subtask in range(n):
         sink.write(subtask, TOPIC, subtask % PARTITIONS, None, f"checkpoint-1-{subtask}".encode())
@@ -543,7 +562,7 @@ def test_required_COMMIT_019_a_checkpoint_whose_ids_expired_fails_recovery_namin
     log.advance_clock(TRANSACTIONAL_ID_EXPIRATION_MS + 1)  # ... and then every id expires
     lost = "" if committed else " (it never committed: its records are lost)"
     try:
-        adapter.recover_sink(log, PREFIX, m, state)
+        adapter.recover_sink(RecoveryConfig(log=log, prefix=PREFIX, parallelism=m, checkpoint=state))
     except KafkaError as exc:
         named = any(tid in str(exc) for tid in ids)
         where = f"recovery failed with {type(exc).__name__}: {exc}, naming none of {ids}"
@@ -567,7 +586,7 @@ def test_required_COMMIT_020_a_stopped_sink_leaves_open_only_what_a_checkpoint_m
     what was written after the last barrier must no longer hold back ``read_committed`` readers."""
     log = KafkaModel()
     log.create_topic(TOPIC, PARTITIONS)
-    sink = Guarded(adapter.sink(log, PREFIX, n), "sink", adapter.name)
+    sink = Guarded(adapter.sink(SinkConfig(log=log, prefix=PREFIX, parallelism=n)), "sink", adapter.name)
     sink.start()
     for cid in range(1, barriers + 1):
         for subtask in range(n):

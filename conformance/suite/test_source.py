@@ -27,6 +27,7 @@ from hypothesis.stateful import (
     rule,
 )
 
+from ...reference_impl.configs import RestoreConfig, SourceConfig
 from ...reference_impl.discovery import Subscription
 from ...reference_impl.kafka_model import KafkaModel
 from ...reference_impl.ports import Isolation
@@ -122,7 +123,16 @@ class SourceMachine(RuleBasedStateMachine):
     def _fresh(self, n: int, event: str) -> None:
         """A fresh job and its first discovery: a LATEST start begins where each partition ends now."""
         self.source = Guarded(
-            self.adapter.source(self.subscription, n, self.startup, self.keep_unsubscribed), "source", self.adapter.name
+            self.adapter.source(
+                SourceConfig(
+                    subscription=self.subscription,
+                    parallelism=n,
+                    initial_offset=self.startup,
+                    keep_unsubscribed=self.keep_unsubscribed,
+                )
+            ),
+            "source",
+            self.adapter.name,
         )
         self.source.discover(self.log.list_topics(), self.log)
         offsets = self._offsets()
@@ -283,7 +293,16 @@ class SourceMachine(RuleBasedStateMachine):
         state, offsets, emitted, origins = self.checkpoints[self.completed]
         metadata = self._view(partial, data)
         self.source = Guarded(
-            self.adapter.restore_source(state, m, self.subscription, metadata, keep, self.startup),
+            self.adapter.restore_source(
+                RestoreConfig(
+                    checkpoint=state,
+                    parallelism=m,
+                    subscription=self.subscription,
+                    metadata=metadata,
+                    keep_unsubscribed=keep,
+                    initial_offset=self.startup,
+                )
+            ),
             "source",
             self.adapter.name,
         )
@@ -296,7 +315,16 @@ class SourceMachine(RuleBasedStateMachine):
         if partial and violations:
             # Tell RESTORE-006 from a bug that loses partitions whatever the view: restore again, fully informed.
             full = dict(self.log.list_topics())
-            probe = self.adapter.restore_source(state, m, self.subscription, full, keep, self.startup)
+            probe = self.adapter.restore_source(
+                RestoreConfig(
+                    checkpoint=state,
+                    parallelism=m,
+                    subscription=self.subscription,
+                    metadata=full,
+                    keep_unsubscribed=keep,
+                    initial_offset=self.startup,
+                )
+            )
             violations = check_restore(offsets, probe.offsets, self.subscription, keep, full, variant, m) or violations
         kept_all = keep or all(self.subscription.matches(tp.topic) for tp in offsets)
         if not violations and variant is RestoreVariant.SPLIT_REDISTRIBUTION and kept_all:
@@ -399,7 +427,15 @@ def test_required_DISC_005_startup_mode_only_for_the_first_discovery(adapter: An
     log.create_topic("a", 1)
     for i in range(3):
         log.produce(TopicPartition("a", 0), None, f"a-0@{i}".encode())
-    source = Guarded(adapter.source(Subscription.regex(".*"), 2, startup, False), "source", adapter.name)
+    source = Guarded(
+        adapter.source(
+            SourceConfig(
+                subscription=Subscription.regex(".*"), parallelism=2, initial_offset=startup, keep_unsubscribed=False
+            )
+        ),
+        "source",
+        adapter.name,
+    )
     source.discover(log.list_topics(), log)
     log.produce(TopicPartition("a", 0), None, b"after the first discovery")
     log.create_partitions("a", 2)
@@ -419,7 +455,15 @@ def test_required_DISC_005_latest_checkpointed_before_the_first_read_loses_nothi
     """Start at LATEST, discover, checkpoint before any read, produce, restore, read: every record
     produced after discovery is read (FLINK-28303: a checkpoint that stores LATEST loses them)."""
     log = _small_log(partitions)
-    source = Guarded(adapter.source(SUBSCRIPTIONS["all-in"], n, LATEST, False), "source", adapter.name)
+    source = Guarded(
+        adapter.source(
+            SourceConfig(
+                subscription=SUBSCRIPTIONS["all-in"], parallelism=n, initial_offset=LATEST, keep_unsubscribed=False
+            )
+        ),
+        "source",
+        adapter.name,
+    )
     source.discover(log.list_topics(), log)
     found = [TopicPartition(t, p) for t, ids in log.list_topics().items() for p in ids]
     ends = {tp: log.latest_offset(tp, Isolation.READ_UNCOMMITTED) for tp in sorted(found)}
@@ -431,7 +475,18 @@ def test_required_DISC_005_latest_checkpointed_before_the_first_read_loses_nothi
             log.produce(tp, None, f"{tp}@after-checkpoint-{i}".encode())
     metadata = dict(log.list_topics())
     restored = Guarded(
-        adapter.restore_source(state, m, SUBSCRIPTIONS["all-in"], metadata, False, LATEST), "source", adapter.name
+        adapter.restore_source(
+            RestoreConfig(
+                checkpoint=state,
+                parallelism=m,
+                subscription=SUBSCRIPTIONS["all-in"],
+                metadata=metadata,
+                keep_unsubscribed=False,
+                initial_offset=LATEST,
+            )
+        ),
+        "source",
+        adapter.name,
     )
     resumed = {tp: off for o in restored.offsets for tp, off in o.items()}
     now = {tp: log.latest_offset(tp, Isolation.READ_UNCOMMITTED) for tp in ends}
@@ -489,13 +544,32 @@ def _small_log(partitions: int) -> KafkaModel:
 def test_required_RESTORE_002_003_restore_onto_subtasks_above_256(adapter: Any, partitions: int, m: int) -> None:
     """Subtask indexes past CPython's small-int cache: an owner compared with ``is`` drops their state."""
     log = _small_log(partitions)
-    source = Guarded(adapter.source(SUBSCRIPTIONS["all-in"], 1, EARLIEST, False), "source", adapter.name)
+    source = Guarded(
+        adapter.source(
+            SourceConfig(
+                subscription=SUBSCRIPTIONS["all-in"], parallelism=1, initial_offset=EARLIEST, keep_unsubscribed=False
+            )
+        ),
+        "source",
+        adapter.name,
+    )
     source.discover(log.list_topics(), log)
     offsets = _read_everything(source, log)
     state = source.snapshot(1, log, GROUP)
     metadata = dict(log.list_topics())
     restored = Guarded(
-        adapter.restore_source(state, m, SUBSCRIPTIONS["all-in"], metadata, False, EARLIEST), "source", adapter.name
+        adapter.restore_source(
+            RestoreConfig(
+                checkpoint=state,
+                parallelism=m,
+                subscription=SUBSCRIPTIONS["all-in"],
+                metadata=metadata,
+                keep_unsubscribed=False,
+                initial_offset=EARLIEST,
+            )
+        ),
+        "source",
+        adapter.name,
     )
     fail_on(
         check_restore(offsets, restored.offsets, SUBSCRIPTIONS["all-in"], False, metadata, adapter.restore_variant, m)
@@ -506,14 +580,33 @@ def _restore_and_judge_shares(adapter: Any, partitions: int, n: int, m: int) -> 
     """Read everything at parallelism ``n``, checkpoint, restore at ``m``: every partition on one subtask
     with its offset (``check_restore``) and, for split state, the shares Flink's repartitioner gives."""
     log = _small_log(partitions)
-    source = Guarded(adapter.source(SUBSCRIPTIONS["all-in"], n, EARLIEST, False), "source", adapter.name)
+    source = Guarded(
+        adapter.source(
+            SourceConfig(
+                subscription=SUBSCRIPTIONS["all-in"], parallelism=n, initial_offset=EARLIEST, keep_unsubscribed=False
+            )
+        ),
+        "source",
+        adapter.name,
+    )
     source.discover(log.list_topics(), log)
     offsets = _read_everything(source, log)
     held = [dict(o) for o in source.offsets]
     state = source.snapshot(1, log, GROUP)
     metadata = dict(log.list_topics())
     restored = Guarded(
-        adapter.restore_source(state, m, SUBSCRIPTIONS["all-in"], metadata, False, EARLIEST), "source", adapter.name
+        adapter.restore_source(
+            RestoreConfig(
+                checkpoint=state,
+                parallelism=m,
+                subscription=SUBSCRIPTIONS["all-in"],
+                metadata=metadata,
+                keep_unsubscribed=False,
+                initial_offset=EARLIEST,
+            )
+        ),
+        "source",
+        adapter.name,
     )
     variant = adapter.restore_variant
     violations = check_restore(offsets, restored.offsets, SUBSCRIPTIONS["all-in"], False, metadata, variant, m)
@@ -555,7 +648,15 @@ def test_required_DISC_008_a_deleted_topic_stops_nothing_else_and_keeps_its_stat
     partitions are still read, and the deleted ones keep their offsets (Flink's enumerator only logs
     removed partitions; their splits stay, so nothing re-reads them if the topic comes back)."""
     log = _small_log(partitions)
-    source = Guarded(adapter.source(SUBSCRIPTIONS["all-in"], n, EARLIEST, False), "source", adapter.name)
+    source = Guarded(
+        adapter.source(
+            SourceConfig(
+                subscription=SUBSCRIPTIONS["all-in"], parallelism=n, initial_offset=EARLIEST, keep_unsubscribed=False
+            )
+        ),
+        "source",
+        adapter.name,
+    )
     source.discover(log.list_topics(), log)
     before = _read_everything(source, log)
     log.delete_topic("in-b")
@@ -587,7 +688,15 @@ def test_required_RESTORE_007_notifications_in_order_commit_each_checkpoint(
 ) -> None:
     """Two checkpoints pending, then notified oldest first: the group ends at the newer one's offsets."""
     log = _small_log(partitions)
-    source = Guarded(adapter.source(SUBSCRIPTIONS["all-in"], n, EARLIEST, False), "source", adapter.name)
+    source = Guarded(
+        adapter.source(
+            SourceConfig(
+                subscription=SUBSCRIPTIONS["all-in"], parallelism=n, initial_offset=EARLIEST, keep_unsubscribed=False
+            )
+        ),
+        "source",
+        adapter.name,
+    )
     source.discover(log.list_topics(), log)
     first = _read_everything(source, log)
     source.snapshot(1, log, GROUP)
@@ -609,7 +718,15 @@ def test_required_RESTORE_004_partitions_new_at_a_restore_start_at_earliest_what
     """A job started at LATEST checkpoints; partitions (or a matching topic) appear while it is down: the
     restored job must read them from their first record, not from the startup mode's LATEST."""
     log = _small_log(partitions)
-    source = Guarded(adapter.source(SUBSCRIPTIONS["all-in"], 1, LATEST, False), "source", adapter.name)
+    source = Guarded(
+        adapter.source(
+            SourceConfig(
+                subscription=SUBSCRIPTIONS["all-in"], parallelism=1, initial_offset=LATEST, keep_unsubscribed=False
+            )
+        ),
+        "source",
+        adapter.name,
+    )
     source.discover(log.list_topics(), log)
     state = source.snapshot(1, log, GROUP)
     before = {tp for offsets in source.offsets for tp in offsets}
@@ -618,7 +735,16 @@ def test_required_RESTORE_004_partitions_new_at_a_restore_start_at_earliest_what
     else:
         log.create_partitions("in-a", partitions + more)
     restored = Guarded(
-        adapter.restore_source(state, m, SUBSCRIPTIONS["all-in"], dict(log.list_topics()), False, LATEST),
+        adapter.restore_source(
+            RestoreConfig(
+                checkpoint=state,
+                parallelism=m,
+                subscription=SUBSCRIPTIONS["all-in"],
+                metadata=dict(log.list_topics()),
+                keep_unsubscribed=False,
+                initial_offset=LATEST,
+            )
+        ),
         "source",
         adapter.name,
     )

@@ -1,0 +1,71 @@
+"""The adapter contract states its version: contract 2 passes one config object per member; an adapter written
+for contract 1 still runs, told what changed; one written for a newer contract is an ERROR naming the upgrade."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kconform.conformance.adapter import (
+    CONTRACT_CHANGES,
+    ContractOne,
+    contract_note,
+    for_this_contract,
+    load_adapter,
+)
+from kconform.reference_impl.adapter import ADAPTER
+from kconform.reference_impl.configs import CONTRACT_VERSION, SinkConfig
+from kconform.reference_impl.kafka_model import KafkaModel
+
+CONTRACT_ONE = "kconform.fixtures.adapters.contract_one:ADAPTER"
+
+
+def test_the_reference_speaks_this_contract_and_every_version_says_what_changed() -> None:
+    assert ADAPTER.contract_version == CONTRACT_VERSION == max(CONTRACT_CHANGES)
+    assert for_this_contract(ADAPTER, "ref") is ADAPTER
+
+
+def test_an_adapter_of_contract_one_is_translated_and_told_how_to_update() -> None:
+    adapter = load_adapter(CONTRACT_ONE)
+    assert isinstance(adapter, ContractOne)
+    sink = adapter.sink(SinkConfig(log=KafkaModel(), prefix="p", parallelism=2))
+    assert sink.parallelism == 2
+    note = contract_note(adapter)
+    assert note is not None and "contract 1" in note and "SinkConfig" in note and "contract_version = 2" in note
+    assert contract_note(ADAPTER) is None
+
+
+def test_contract_one_s_plan_is_used_as_before_if_it_has_one() -> None:
+    class WithPlan:
+        name = "with-plan"
+        capabilities = frozenset({"assignment"})
+
+        def plan(self, partitions: object, parallelism: int) -> dict[object, int]:
+            return {}
+
+    assert "assignment-plan" in ContractOne(WithPlan()).capabilities
+    assert "assignment-plan" not in ContractOne(load_adapter(CONTRACT_ONE).adapter).capabilities
+
+
+@pytest.mark.parametrize("version", [3, 0, "2", True])
+def test_a_contract_this_kconform_does_not_speak_is_refused(version: object) -> None:
+    class Future:
+        name = "future"
+        capabilities = frozenset({"assignment"})
+        contract_version = version
+
+    with pytest.raises(ValueError, match="upgrade kconform" if version == 3 else "must be a positive int"):
+        for_this_contract(Future(), "m:FUTURE")
+
+
+def test_a_run_on_a_contract_one_adapter_passes_and_says_how_to_update(tmp_path: Path) -> None:
+    """The suite's source, restore, sink and discovery tests reach contract 1's members through the translation."""
+    command = [sys.executable, "-m", "kconform.conformance.cli", "run", "--adapter", CONTRACT_ONE,
+               "--level", "protocol", "--profile", "quick", "--seed", "1", "--only", "RESTORE-003"]  # fmt: skip
+    run = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "written for adapter contract 1" in run.stdout, run.stdout
+    assert "PASS" in run.stdout
