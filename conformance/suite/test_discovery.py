@@ -70,6 +70,25 @@ def test_required_DISC_001_003_004_006_each_partition_reported_once_by_its_owner
     fail_on(violations)
 
 
+def exact_match_hazards(topic: str) -> list[tuple[str, str]]:
+    """(listed, other) pairs where a sloppy compare of a fixed list reads ``other`` as ``listed``: another
+    case, a ``.`` where the other name has another character (the list joined into an unescaped regex), a
+    name the listed one prefixes, or one it is a suffix of (``re.search``); each a legal topic name."""
+    pairs = [(topic, topic.swapcase()), (topic, topic + "-dlq"), (topic, "x" + topic), (topic[:-1], topic)]
+    pairs += [("." + topic[1:], topic)] if topic[0] != "." else [(topic, "x" + topic[1:])]
+    return [(a, b) for a, b in pairs if a != b and a not in {"", ".", ".."} and b not in {".", ".."}]
+
+
+@requirement("DISC-001", capability="discovery")
+@given(topic_names(30), parallelisms(4))
+def test_required_DISC_001_a_fixed_list_matches_each_name_exactly(adapter: Any, topic: str, n: int) -> None:
+    """Every near miss of a listed name stays out, in every example (a drawn cluster meets them by chance)."""
+    for listed, other in exact_match_hazards(topic):
+        subscription = Subscription.fixed([listed])
+        rounds = [{other: frozenset({0})}, {other: frozenset({0}), listed: frozenset({0})}]
+        fail_on(check_discovery(run_rounds(adapter, subscription, n, rounds), subscription, n))
+
+
 @requirement("DISC-002", capability="regex-subscription")
 @given(cluster_histories(partial_views=False), parallelisms(8), st.data())
 def test_required_DISC_002_pattern_full_match_and_new_matching_topics(
