@@ -15,7 +15,7 @@ JVM_POMS := jvm/pom.xml $(wildcard jvm/*/pom.xml)
 export KCONFORM_PROFILE := $(PROFILE)
 export KCONFORM_BROKER := $(BROKER)
 
-.PHONY: setup conformance test spec bench soak soak-long probe lint docs site verdicts golden mutation mutation-report clean
+.PHONY: setup conformance test check spec bench soak soak-long probe lint docs site verdicts golden mutation mutation-report clean
 
 setup: $(VENV)/.installed $(JVM_DIR)/.resolved
 
@@ -45,6 +45,15 @@ conformance: setup
 
 test: setup
 	$(BIN)/python -m pytest
+
+# The contributor's check before a commit: lint, types, and the tests that need no broker, Spark, TLC, JVM
+# helper or wheel install, minus the mutant kills (slow), on the quick profile (duration in the README).
+CHECK_TESTS := not integration and not spark and not tla and not jvm and not wheel and not slow
+check: $(VENV)/.installed
+	$(BIN)/ruff check reference_impl conformance tests fixtures
+	$(BIN)/ruff format --check reference_impl conformance tests fixtures
+	$(BIN)/mypy --strict
+	KCONFORM_PROFILE=quick $(BIN)/python -m pytest -q -p no:cacheprovider -m '$(CHECK_TESTS)'
 
 spec: setup
 	$(BIN)/kconform spec check --profile $(if $(filter thorough,$(PROFILE)),thorough,ci)

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.wheel
+
 ROOT = Path(__file__).resolve().parents[1]
 COMMAND_TIMEOUT_S = 600
 
