@@ -15,7 +15,7 @@ JVM_POMS := jvm/pom.xml $(wildcard jvm/*/pom.xml)
 export KCONFORM_PROFILE := $(PROFILE)
 export KCONFORM_BROKER := $(BROKER)
 
-.PHONY: setup conformance test compat spec bench soak soak-long probe lint docs site verdicts golden mutation mutation-report clean
+.PHONY: setup conformance test check compat spec bench soak soak-long probe lint docs site verdicts golden mutation mutation-report clean
 
 setup: $(VENV)/.installed $(JVM_DIR)/.resolved
 
@@ -61,6 +61,12 @@ compat:
 	  rm -rf "$$(dirname "$$venv")"; \
 	done
 
+# The contributor's check before a commit: lint, types, and the tests that need no broker, Spark, TLC, JVM
+# helper or wheel install, minus the mutant kills (slow), on the quick profile (duration in the README).
+CHECK_TESTS := not integration and not spark and not tla and not jvm and not wheel and not slow
+check: lint
+	KCONFORM_PROFILE=quick $(BIN)/python -m pytest -q -p no:cacheprovider -m '$(CHECK_TESTS)'
+
 spec: setup
 	$(BIN)/kconform spec check --profile $(if $(filter thorough,$(PROFILE)),thorough,ci)
 
@@ -82,8 +88,12 @@ soak-long:
 probe: setup
 	$(BIN)/kconform probe-broker --broker $(BROKER)
 
-lint: setup
-	$(BIN)/ruff check reference_impl conformance tests fixtures
+# mypy names modules as they are imported (kconform.conformance...): it reads the folders through
+# build/typecheck/kconform, a link to this checkout made here (never committed).
+LINT_PATHS := reference_impl conformance tests fixtures spec kconform
+lint: $(VENV)/.installed
+	$(BIN)/ruff check $(LINT_PATHS)
+	$(BIN)/ruff format --check $(LINT_PATHS)
 	@mkdir -p build/typecheck && ln -sfn ../.. build/typecheck/kconform
 	cd build/typecheck && $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml \
 	  kconform/conformance kconform/reference_impl kconform/spec kconform/fixtures

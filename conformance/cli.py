@@ -11,80 +11,86 @@ import argparse
 import importlib
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from types import ModuleType
 
 from .release import kconform_version
 
-USAGE_EXIT = 2
 
-Handler = Callable[[argparse.Namespace, list[str]], int]
+@dataclass(frozen=True)
+class Delegate:
+    """A verb served by ``kconform.conformance.<module>``'s ``build_parser()`` and ``main(argv)``, imported
+    only when the verb is used: ``kconform --help`` must not pay for pyspark."""
 
+    summary: str
+    module: str
 
-def _delegate(module: str) -> Handler:
-    """A handler that passes the verb's arguments to ``conformance.<module>.main``, imported only when used."""
+    def _module(self) -> ModuleType:
+        return importlib.import_module(f"kconform.conformance.{self.module}")
 
-    def handler(_args: argparse.Namespace, rest: list[str]) -> int:
-        main: Callable[[list[str]], int] = importlib.import_module(f"kconform.conformance.{module}").main
-        return main(rest)
+    def parser(self) -> argparse.ArgumentParser:
+        build: Callable[[], argparse.ArgumentParser] = self._module().build_parser
+        return build()
 
-    return handler
-
-
-SPEC_HELP = """usage: kconform spec check [--profile ci|thorough] [--only NAME] [--workers N] [--root ROOT]
-
-TLA+ model checking of spec/tla/: every correct model must hold and every buggy variant must be
-rejected on the property its requirement id names (spec/tla/models.toml).
-
-verbs:
-  check  run TLC over the models (`kconform spec check --help` lists its options)"""
+    def __call__(self, argv: list[str]) -> int:
+        main: Callable[[list[str]], int] = self._module().main
+        return main(argv)
 
 
-def _spec(_args: argparse.Namespace, rest: list[str]) -> int:
-    """``kconform spec`` has one verb, ``check``; ``--help`` says so and what it does."""
-    if rest[:1] in (["-h"], ["--help"]):
-        print(SPEC_HELP)
-        return 0
-    if not rest or rest[0] != "check":
-        print(SPEC_HELP, file=sys.stderr)
-        return USAGE_EXIT
-    return _delegate("spec_tools.tlc")(_args, rest[1:])
+@dataclass(frozen=True)
+class Group:
+    """A command whose first argument names a verb of its own (``kconform``, ``kconform spec``); the rest of
+    the line, ``--help`` included, goes to that verb's parser."""
+
+    prog: str
+    summary: str
+    verbs: dict[str, Command]
+    version: str | None = None
+
+    def parser(self) -> argparse.ArgumentParser:
+        parser = argparse.ArgumentParser(prog=self.prog, description=self.summary)
+        if self.version:
+            parser.add_argument("--version", action="version", version=self.version)
+        verbs = parser.add_subparsers(
+            title="verbs", dest="verb", metavar="{" + ",".join(self.verbs) + "}", required=True
+        )
+        for name, command in self.verbs.items():
+            verbs.add_parser(name, help=command.summary, description=command.summary, add_help=False)
+        return parser
+
+    def __call__(self, argv: list[str]) -> int:
+        args, rest = self.parser().parse_known_args(argv)  # a missing or unknown verb exits 2, naming the verbs
+        return self.verbs[args.verb](rest)
 
 
-def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
-    parser = argparse.ArgumentParser(
-        prog="kconform",
-        description="Conformance suite for Flink-style Kafka connector semantics on Spark.",
-    )
-    parser.add_argument("--version", action="version", version=f"kconform {kconform_version()}")
-    verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
-    handlers: dict[str, Handler] = {}
+Command = Delegate | Group
 
-    def verb(name: str, help_text: str, handler: Handler) -> argparse.ArgumentParser:
-        sub = verbs.add_parser(name, help=help_text, description=help_text, add_help=False)
-        handlers[name] = handler
-        return sub
-
-    verb("run", "run the conformance suite against an adapter", _delegate("gate.runner"))
-    verb("probe-broker", "measure what the Kafka broker can show", _delegate("brokers.probe"))
-    verb(
-        "requirements",
-        "list requirement ids with their spec, checker, tests and TLA+ property",
-        _delegate("spec_tools.requirements"),
-    )
-    verb("spec", "TLA+ model checking ('kconform spec check')", _spec)
-    verb(
-        "verdicts", "write an adapter's verdict per requirement id (fixed seed) as Markdown", _delegate("gate.verdicts")
-    )
-    verb("soak", "seeded fault schedules on real Kafka: nothing lost, nothing duplicated", _delegate("soak"))
-    verb("bench", "run the benchmarks and print ratios against their goals", _delegate("bench.command"))
-    verb("site", "build the spec and docs as a static site with MkDocs (build/site)", _delegate("spec_tools.site"))
-    return parser, handlers
+KCONFORM = Group(
+    "kconform",
+    "Conformance suite for Flink-style Kafka connector semantics on Spark.",
+    {
+        "run": Delegate("run the conformance suite against an adapter", "gate.runner"),
+        "probe-broker": Delegate("measure what the Kafka broker can show", "brokers.probe"),
+        "requirements": Delegate(
+            "list requirement ids with their spec, checker, tests and TLA+ property", "spec_tools.requirements"
+        ),
+        "spec": Group(
+            "kconform spec",
+            "TLA+ model checking of spec/tla/: correct models hold, buggy variants fail on their requirement",
+            {"check": Delegate("run TLC over the models", "spec_tools.tlc")},
+        ),
+        "verdicts": Delegate("write an adapter's verdict per requirement id (fixed seed) as Markdown", "gate.verdicts"),
+        "soak": Delegate("seeded fault schedules on real Kafka: nothing lost, nothing duplicated", "soak.command"),
+        "bench": Delegate("run the benchmarks and print ratios against their goals", "bench.command"),
+        "site": Delegate("build the spec and docs as a static site with MkDocs (build/site)", "spec_tools.site"),
+    },
+    version=f"kconform {kconform_version()}",
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``kconform`` console script; verb arguments go to the verb's own parser."""
-    parser, handlers = _build_parser()
-    args, rest = parser.parse_known_args(list(sys.argv[1:] if argv is None else argv))
-    return handlers[args.verb](args, rest)
+    """Entry point of the ``kconform`` console script."""
+    return KCONFORM(list(sys.argv[1:] if argv is None else argv))
 
 
 if __name__ == "__main__":

@@ -21,6 +21,8 @@ from kconform.conformance.gate.profiles import hypothesis_profile
 from kconform.conformance.mutants.pipeline import FAULT_ONLY_MUTANTS, PIPELINE_MUTANTS, FaultOnlyMutant, PipelineMutant
 from kconform.conformance.mutants.protocol import MUTANTS, Mutant
 
+pytestmark = pytest.mark.slow
+
 VIOLATION_LINE = re.compile(r"^E\s+([A-Z]+-\d{3}) [a-z-]+:", re.MULTILINE)
 
 

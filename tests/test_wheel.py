@@ -22,6 +22,7 @@ import pytest
 pytestmark = pytest.mark.wheel
 
 CONSTRAINTS = Path(__file__).resolve().parents[1] / "constraints.txt"
+ROOT = Path(__file__).resolve().parents[1]
 COMMAND_TIMEOUT_S = 600
 
 

@@ -138,8 +138,12 @@ def write_json(path: Path | None, figures: Sequence[Figure]) -> None:
         path.write_text(json.dumps({"figures": [asdict(f) for f in figures]}, indent=2) + "\n", encoding="utf-8")
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="kconform bench", description=__doc__)
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kconform bench",
+        description="measure the speed goals in one run and print each figure next to its goal and the ratio; "
+        "the exit code says only whether the benchmarks ran",
+    )
     parser.add_argument("--skip-mutants", action="store_true", help="skip the time-to-kill figures")
     parser.add_argument("--skip-brokers", action="store_true", help="skip the broker start times")
     parser.add_argument("--skip-spark", action="store_true", help="skip the Spark source and sink throughput figures")
@@ -148,7 +152,11 @@ def main(argv: list[str]) -> int:
         type=Path,
         help="also write the figures with goals here; kconform run's report.html draws DIR/bench.json as a chart",
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
     figures = [bench_plan(), bench_discovery_diff()]
     print("\n".join(f.row() for f in figures))
     if not args.skip_brokers:

@@ -432,12 +432,12 @@ def replace_generated(text: str, table: str) -> str:
     return f"{head}{PROBE_TABLE_BEGIN}\n{table}\n{PROBE_TABLE_END}{tail}"
 
 
-def main(argv: list[str]) -> int:
-    """``kconform probe-broker [--broker KIND]... [--json | --markdown [--update FILE]]``.
-
-    Exit 0 when every broker was measured, 1 when one could not start.
-    """
-    parser = argparse.ArgumentParser(prog="kconform probe-broker", description=__doc__)
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kconform probe-broker",
+        description="measure what the Kafka broker can and cannot show (aborted records, fencing, timeouts, ...); "
+        "exit 0 when every broker was measured, 1 when one could not start",
+    )
     parser.add_argument(
         "--broker", choices=BROKER_KINDS, action="append", default=None,
         help="the broker to probe; repeat to compare several side by side (default: $KCONFORM_BROKER or kafka)",
@@ -446,6 +446,15 @@ def main(argv: list[str]) -> int:
     output.add_argument("--json", action="store_true", help="print JSON instead of a table")
     output.add_argument("--markdown", action="store_true", help="print one Markdown table, a column per broker")
     parser.add_argument("--update", metavar="FILE", help="with --markdown: write the table into FILE's generated block")
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    """``kconform probe-broker [--broker KIND]... [--json | --markdown [--update FILE]]``.
+
+    Exit 0 when every broker was measured, 1 when one could not start.
+    """
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.update and not args.markdown:
         parser.error("--update needs --markdown")

@@ -906,10 +906,17 @@ aborted records); it is reported with the reason, never as a pass.""",
         "%(default)s)",
     )
     parser.add_argument(
-        "--level", choices=["protocol", "pipeline", "all"], default=DEFAULT_LEVEL, help="default %(default)s"
+        "--level",
+        choices=["protocol", "pipeline", "all"],
+        default=DEFAULT_LEVEL,
+        help="protocol: the in-process checks; pipeline: Spark streaming queries on a broker; all: both "
+        "(default %(default)s)",
     )
     parser.add_argument(
-        "--profile", choices=list(PROFILES), default=None, help="default: $KCONFORM_PROFILE, else default"
+        "--profile",
+        choices=list(PROFILES),
+        default=None,
+        help="Hypothesis profile: how many examples (default: $KCONFORM_PROFILE, else default)",
     )
     parser.add_argument(
         "--report", type=Path, help="write report.html, report.md, report.json, junit.xml and pytest.log here"

@@ -80,12 +80,31 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--adapter", required=True, help="the adapter judged, as module:attr")
     parser.add_argument("--out", type=Path, required=True, help="the Markdown page to write")
     parser.add_argument("--expectations", type=Path, help="TOML file of the adapter's known deviations")
-    parser.add_argument("--level", choices=["protocol", "pipeline", "all"], default="pipeline")
-    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="default %(default)s")
-    parser.add_argument("--profile", choices=list(PROFILES), default=DEFAULT_PROFILE)
-    parser.add_argument("--broker", choices=BROKER_KINDS, default=DEFAULT_BROKER)
+    parser.add_argument(
+        "--level",
+        choices=["protocol", "pipeline", "all"],
+        default="pipeline",
+        help="which tests judge it, as kconform run's --level (default %(default)s)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=DEFAULT_SEED,
+        help="Hypothesis seed, fixed so the page is reproducible (default %(default)s)",
+    )
+    parser.add_argument(
+        "--profile", choices=list(PROFILES), default=DEFAULT_PROFILE, help="Hypothesis profile (default %(default)s)"
+    )
+    parser.add_argument(
+        "--broker",
+        choices=BROKER_KINDS,
+        default=DEFAULT_BROKER,
+        help="the pipeline level's broker (default %(default)s)",
+    )
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="per-test seconds")
-    parser.add_argument("--spark-master", default=DEFAULT_MASTER)
+    parser.add_argument(
+        "--spark-master", default=DEFAULT_MASTER, help="Spark master of the pipeline scenarios (default %(default)s)"
+    )
     return parser
 
 

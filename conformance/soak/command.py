@@ -58,7 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--adapter", default=DEFAULT_ADAPTER, help="module:attr of a pipeline adapter")
     parser.add_argument("--schedules", type=int, default=10, help="how many schedules to draw (default 10)")
     parser.add_argument("--seed", type=int, default=None, help="the schedules' seed (default: drawn and printed)")
-    parser.add_argument("--broker", choices=SOAK_BROKERS, default="kafka")
+    parser.add_argument(
+        "--broker", choices=SOAK_BROKERS, default="kafka", help="the broker the faults hit (default kafka)"
+    )
     parser.add_argument("--only-schedule", type=int, action="append", default=None, metavar="I",
                         help="run only schedule I of the seed (repeatable): the replay of a failure")  # fmt: skip
     parser.add_argument("--faults", default=None, help="comma-separated fault kinds to draw (default: all available)")

@@ -301,10 +301,19 @@ def render_markdown(rows: Sequence[Trace]) -> str:
     return "\n".join(lines)
 
 
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kconform requirements",
+        description="the requirement traceability matrix: each requirement id with its spec section, checker, "
+        "tests and TLA+ property; ids without a test are listed on stderr",
+    )
+    parser.add_argument("--markdown", action="store_true", help="print a GitHub table (for spec/REQUIREMENTS.md)")
+    return parser
+
+
 def main(argv: Sequence[str]) -> int:
     """``kconform requirements [--markdown]``; orphans are listed on stderr as a warning."""
-    parser = argparse.ArgumentParser(prog="kconform requirements", description="the requirement traceability matrix")
-    parser.add_argument("--markdown", action="store_true", help="print a GitHub table (for spec/REQUIREMENTS.md)")
+    parser = build_parser()
     args = parser.parse_args(argv)
     try:
         rows = traces()

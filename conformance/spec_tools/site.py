@@ -73,12 +73,27 @@ def build(source: Path, out: Path) -> int:
     return subprocess.run(command, env=env, check=False).returncode
 
 
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kconform site",
+        description="build the spec, the docs and the requirement table as a static site (mkdocs build --strict: "
+        "a broken link fails it)",
+    )
+    parser.add_argument(
+        "--source",
+        type=Path,
+        default=REPO_ROOT / "build" / "site-src",
+        help="where the pages are gathered before the build (default %(default)s)",
+    )
+    parser.add_argument(
+        "--out", type=Path, default=REPO_ROOT / "build" / "site", help="where the site is written (default %(default)s)"
+    )
+    return parser
+
+
 def main(argv: Sequence[str]) -> int:
     """``kconform site [--source DIR] [--out DIR]``: prepare the pages, then ``mkdocs build --strict``."""
-    parser = argparse.ArgumentParser(prog="kconform site", description="build the spec and docs as a static site")
-    parser.add_argument("--source", type=Path, default=REPO_ROOT / "build" / "site-src", help="default %(default)s")
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "build" / "site", help="default %(default)s")
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
     if not mkdocs_installed():
         print("kconform site: error: MkDocs is not installed: pip install -e .[dev]", file=sys.stderr)
         return USAGE_EXIT

@@ -439,15 +439,26 @@ def _got(result: Result) -> str:
     return {"pass": "holds", "violated": "violated", "error": "error"}[result.status]
 
 
-def main(argv: list[str]) -> int:
-    """``kconform spec check``: run every manifest entry, print a summary and each trace."""
-    parser = argparse.ArgumentParser(prog="kconform spec check", description=main.__doc__)
-    parser.add_argument("--profile", choices=PROFILES, default="ci")
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kconform spec check",
+        description="run TLC over every entry of spec/tla/models.toml: each correct model must hold and each buggy "
+        "variant must be violated on the property its requirement id names; prints a summary and each trace",
+    )
+    parser.add_argument(
+        "--profile", choices=PROFILES, default="ci", help="model sizes: ci (minutes) or thorough (default %(default)s)"
+    )
     parser.add_argument("--only", metavar="NAME", help="run only the manifest entry NAME")
     parser.add_argument("--workers", type=int, default=2, help="TLC workers unless the entry fixes them")
     parser.add_argument(
         "--root", type=Path, default=PACKAGE_ROOT, help="where spec/tla is (default: this kconform's, %(default)s)"
     )
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    """``kconform spec check``: run every manifest entry, print a summary and each trace."""
+    parser = build_parser()
     args = parser.parse_args(argv)
     runs = load_manifest(args.root, args.profile)
     if args.only:

@@ -3,12 +3,21 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
 
 from kconform.conformance.jvm.flink_oracle import FlinkOracle
 from kconform.conformance.jvm.kafka_oracle import KafkaOracle
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test under tests/jvm_oracle starts a helper JVM (marker ``jvm``): ``make check`` leaves them out."""
+    here = os.path.dirname(__file__)
+    for item in items:
+        if str(item.path).startswith(here):
+            item.add_marker(pytest.mark.jvm)
 
 
 def pytest_configure(config: pytest.Config) -> None:
