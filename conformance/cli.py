@@ -63,6 +63,11 @@ def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
         handlers[name] = handler
         return sub
 
+    verb(
+        "setup",
+        "fetch the JVM pieces (Apache Kafka, Spark's Kafka connector, oracles) with Maven",
+        _delegate("jvm.setup"),
+    )
     verb("run", "run the conformance suite against an adapter", _delegate("gate.runner"))
     verb("probe-broker", "measure what the Kafka broker can show", _delegate("brokers.probe"))
     verb(
