@@ -84,6 +84,8 @@ def test_from_this_checkout_the_runtime_reads_its_jvm_folder(monkeypatch: pytest
 def test_outside_a_checkout_the_missing_error_names_kconform_setup(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    (tmp_path / "jvm").mkdir()
+    (tmp_path / "jvm" / "pom.xml").write_text("<project/>")  # as in a wheel's kconform/: poms, no pyproject.toml
     monkeypatch.setattr(jvm, "CHECKOUT", tmp_path)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.delenv(jvm.JVM_DIR_ENV, raising=False)

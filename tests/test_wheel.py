@@ -4,7 +4,10 @@ A user who pip-installs kconform has no checkout: the spec pages, TLA+ models an
 travel in the wheel, and the import names must not collide with the user's own top-level folders. This
 builds the wheel, installs it (with its dependencies, from the registry or pip's cache) into a venv in
 a directory that holds a ``conformance/`` package of its own, and runs the commands a user runs there:
-``run``, ``requirements``, ``spec check``, ``verdicts`` and ``probe-broker``.
+``run``, ``requirements``, ``spec check``, ``verdicts`` and ``probe-broker``; and ``setup``, which
+resolves the JVM pieces from the poms the wheel carries into a per-user cache (here a temporary
+``XDG_CACHE_HOME``), after which the pipeline level runs on Apache Kafka (marked integration and spark:
+Maven, Kafka and Spark, about N minutes).
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMAND_TIMEOUT_S = 600
+SETUP_TIMEOUT_S = 1800
+PIPELINE_TIMEOUT_S = 1800
 
 
 @pytest.fixture(scope="module")
@@ -56,12 +61,15 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, 
         shutil.rmtree(venv, ignore_errors=True)
 
 
-def kconform(installed: tuple[Path, Path], *args: str) -> subprocess.CompletedProcess[str]:
+def kconform(
+    installed: tuple[Path, Path], *args: str, timeout: float = COMMAND_TIMEOUT_S
+) -> subprocess.CompletedProcess[str]:
+    """``kconform *args`` as a user runs it: no checkout's variables, a per-user cache of its own."""
     script, project = installed
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "KCONFORM_BROKER")}
-    return subprocess.run(
-        [str(script), *args], cwd=project, env=env, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S
-    )
+    unset = ("PYTHONPATH", "VIRTUAL_ENV", "KCONFORM_BROKER", "KCONFORM_JVM_DIR")
+    env = {k: v for k, v in os.environ.items() if k not in unset}
+    env["XDG_CACHE_HOME"] = str(project.parent / "cache")
+    return subprocess.run([str(script), *args], cwd=project, env=env, capture_output=True, text=True, timeout=timeout)
 
 
 def test_the_wheel_carries_the_spec_the_models_and_the_fixtures(installed: tuple[Path, Path]) -> None:
@@ -71,8 +79,40 @@ def test_the_wheel_carries_the_spec_the_models_and_the_fixtures(installed: tuple
         "kconform/spec/assignment.md",
         "kconform/spec/tla/models.toml",
         "kconform/fixtures/golden/topics.txt",
+        "kconform/jvm/pom.xml",
+        "kconform/jvm/spark-kafka/pom.xml",
+        "kconform/jvm/kafka-oracle/src/main/java/kconform/KafkaOracle.java",
     } <= names
     assert not [n for n in names if n.split("/")[0] in ("conformance", "reference_impl", "tests")], sorted(names)
+    poms = {f"kconform/{pom.relative_to(ROOT)}" for pom in ROOT.glob("jvm/**/pom.xml")}
+    assert poms <= names, sorted(poms - names)
+    packages = {
+        f"kconform/{init.relative_to(ROOT)}"
+        for top in ("conformance", "reference_impl")
+        for init in (ROOT / top).rglob("__init__.py")
+    }
+    assert packages <= names, f"pyproject.toml's packages lack {sorted(packages - names)}"
+
+
+def test_setup_help_from_the_wheel_names_the_per_user_cache(installed: tuple[Path, Path]) -> None:
+    run = kconform(installed, "setup", "--help")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "--into DIR" in run.stdout
+    assert str(installed[1].parent / "cache" / "kconform") in " ".join(run.stdout.split()), run.stdout
+
+
+@pytest.mark.integration
+@pytest.mark.spark
+def test_setup_then_the_pipeline_level_on_kafka_from_the_wheel(installed: tuple[Path, Path]) -> None:
+    """The done-when of a wheel install: Maven resolves the pinned pieces, then Kafka and Spark's connector run."""
+    setup = kconform(installed, "setup", timeout=SETUP_TIMEOUT_S)
+    assert setup.returncode == 0, setup.stdout + setup.stderr
+    assert "spark-kafka" in setup.stdout and str(installed[1].parent / "cache") in setup.stdout
+    again = kconform(installed, "setup")
+    assert again.returncode == 0 and "is up to date" in again.stdout, again.stdout + again.stderr
+    run = kconform(installed, "run", "--level", "pipeline", "--profile", "quick", timeout=PIPELINE_TIMEOUT_S)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "Apache Kafka" in run.stdout and "Every result is as expected: exit 0." in run.stdout
 
 
 def test_requirements_from_the_wheel(installed: tuple[Path, Path]) -> None:
