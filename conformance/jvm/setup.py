@@ -276,7 +276,7 @@ def resolve(plan: Plan, project: Mapping[str, bytes], say: Say, maven: MavenRunn
             shutil.rmtree(staging, ignore_errors=True)
     say(
         f"kconform setup: done in {time.monotonic() - started:.0f} s: Maven downloaded {fetched} files "
-        "(the rest came from its local repository, ~/.m2)"
+        "(the rest came from its local repository)"
     )
 
 
