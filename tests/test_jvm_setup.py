@@ -79,6 +79,10 @@ def test_from_this_checkout_the_runtime_reads_its_jvm_folder(monkeypatch: pytest
     assert jvm.in_checkout()
     assert jvm.jvm_dir() == jvm.CHECKOUT / ".jvm"
     assert "make setup" in jvm.setup_hint() and "kconform setup" in jvm.setup_hint()
+    monkeypatch.setenv(jvm.JVM_DIR_ENV, "/x/jars")  # make setup fills .jvm/, not this folder
+    assert "make setup" not in jvm.setup_hint() and f"kconform setup` (it resolves into ${jvm.JVM_DIR_ENV})" in (
+        jvm.setup_hint()
+    )
 
 
 def test_outside_a_checkout_the_missing_error_names_kconform_setup(

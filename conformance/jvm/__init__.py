@@ -72,8 +72,16 @@ def jvm_project() -> Traversable:
 
 
 def setup_hint() -> str:
-    """The command that fills ``jvm_dir()``, with Maven's installation first when ``mvn`` is absent."""
-    command = "run `make setup` (or `kconform setup`)" if in_checkout() else "run `kconform setup`"
+    """The command that fills ``jvm_dir()``, with Maven's installation first when ``mvn`` is absent.
+
+    ``make setup`` fills a checkout's ``.jvm/``, so it is named only when that is the folder read.
+    """
+    if os.environ.get(JVM_DIR_ENV):
+        command = f"run `kconform setup` (it resolves into ${JVM_DIR_ENV})"
+    elif in_checkout():
+        command = "run `make setup` (or `kconform setup`)"
+    else:
+        command = "run `kconform setup`"
     return command if shutil.which("mvn") else f"{INSTALL_MAVEN}, then {command}"
 
 
