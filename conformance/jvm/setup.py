@@ -211,7 +211,7 @@ def run_maven(command: Sequence[str], on_line: Say) -> int:
             watchdog.cancel()
 
 
-def setup(dest: Path, say: Say, maven: MavenRunner = run_maven) -> Plan:
+def setup(dest: Path, say: Say, maven: MavenRunner = run_maven) -> None:
     """Resolve the JVM pieces into ``dest`` unless it is up to date; say what was fetched and where."""
     project = read_project(jvm_project())
     plan = plan_setup(project, dest, read_folder(dest))
@@ -223,7 +223,6 @@ def setup(dest: Path, say: Say, maven: MavenRunner = run_maven) -> Plan:
         say(line)
     if dest.resolve() != jvm_dir().resolve():
         say(f"kconform setup: kconform finds these only with {JVM_DIR_ENV}={dest} in its environment")
-    return plan
 
 
 def resolve(plan: Plan, project: Mapping[str, bytes], say: Say, maven: MavenRunner) -> None:
