@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 BROKER ?= kafka
 PROFILE ?= default
 REPORT ?= build/report
-# JVM artifacts (versions pinned in jvm/pom.xml), resolved by Maven into $(JVM_DIR)/<module>/.
+# JVM artifacts (versions pinned in jvm/pom.xml), resolved by Maven (kconform setup) into $(JVM_DIR)/<module>/.
 JVM_DIR := .jvm
 JVM_POMS := jvm/pom.xml $(wildcard jvm/*/pom.xml)
 export KCONFORM_PROFILE := $(PROFILE)
@@ -27,12 +27,13 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[all,dev]'
 	@touch $@
 
-# Without mvn the Python side still installs; pipeline tests on kafka are then ERROR, Tansu only on request
-# (kconform run --broker tansu or --allow-fallback, which says what Tansu cannot show).
-$(JVM_DIR)/.resolved: $(JVM_POMS) $(wildcard jvm/*/src/main/java/*/*.java)
+# kconform setup resolves them (the same command a wheel's user runs; it says what it fetched, and a second
+# run with the same poms starts no Maven). Without mvn the Python side still installs; pipeline tests on kafka
+# are then ERROR, Tansu only on request (kconform run --broker tansu or --allow-fallback, which says what
+# Tansu cannot show).
+$(JVM_DIR)/.resolved: $(VENV)/.installed $(JVM_POMS) $(wildcard jvm/*/src/main/java/*/*.java)
 	@if command -v mvn >/dev/null; then \
-	  echo "resolving JVM artifacts (jvm/pom.xml) into $(JVM_DIR)/ with Maven"; \
-	  rm -rf $(JVM_DIR) && mvn -B -q -Dstyle.color=never -f jvm/pom.xml package dependency:copy-dependencies && touch $@; \
+	  $(BIN)/kconform setup --into $(JVM_DIR) && touch $@; \
 	else \
 	  echo "kconform: mvn not found, so Apache Kafka cannot be fetched: install Maven 3.8+ (apt-get install maven)" >&2; \
 	  echo "kconform: and run 'make setup' again; until then choose the embedded Tansu broker: make conformance BROKER=tansu" >&2; \

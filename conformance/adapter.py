@@ -507,7 +507,7 @@ def call(adapter_name: str, method: str, fn: Callable[..., T], *args: Any) -> T:
 
     A member whose signature does not take the suite's arguments is a ``ContractError`` before the
     call. Errors of the Kafka port (fenced, timeout, ...) are part of the protocol and pass through,
-    and so do missing JVM artifacts (``make setup`` not run) and other ``CannotCheck``s: a setup
+    and so do missing JVM artifacts (``kconform setup`` not run) and other ``CannotCheck``s: a setup
     problem, never the adapter's violation. A method that already hung in this run is not called
     again (``AdapterHung``): it would only hang again.
     """

@@ -69,6 +69,9 @@ KCONFORM = Group(
     "kconform",
     "Conformance suite for Flink-style Kafka connector semantics on Spark.",
     {
+        "setup": Delegate(
+            "fetch the JVM pieces (Apache Kafka, Spark's Kafka connector, oracles) with Maven", "jvm.setup"
+        ),
         "run": Delegate("run the conformance suite against an adapter", "gate.runner"),
         "probe-broker": Delegate("measure what the Kafka broker can show", "brokers.probe"),
         "requirements": Delegate(

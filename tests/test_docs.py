@@ -232,12 +232,6 @@ def workflow_problems(text: str) -> list[str]:
     return problems
 
 
-SETUP_PENDING = pytest.mark.xfail(
-    "setup" not in cli.KCONFORM.verbs, reason="`kconform setup` is not a verb on this branch yet", strict=True
-)
-
-
-@SETUP_PENDING
 def test_the_ci_workflow_installs_kconform_runs_the_gate_and_keeps_the_report() -> None:
     assert workflow_problems(WORKFLOW.read_text(encoding="utf-8")) == []
     assert "(github-actions/kconform.yml)" in CI_EXAMPLE.read_text(encoding="utf-8")
@@ -265,7 +259,6 @@ def test_a_broken_workflow_is_caught(change: tuple[str, str], problem: str) -> N
     assert any(problem in p for p in problems), problems
 
 
-@SETUP_PENDING
 @pytest.mark.parametrize("suite_exit", [0, 1, 3])
 def test_the_ci_shell_script_exits_with_the_suite_s_code(tmp_path: Path, suite_exit: int) -> None:
     """The script runs with ``python3`` stubbed: its venv holds a fake ``pip`` and a fake ``kconform`` whose

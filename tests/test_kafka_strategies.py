@@ -229,7 +229,7 @@ def test_required_STRAT_010_checker_names_revoke_and_assign_and_no_settling() ->
 # -- the oracle --------------------------------------------------------------------------------
 
 
-def test_the_oracle_without_its_jar_names_make_setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_oracle_without_its_jar_names_kconform_setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(JVM_DIR_ENV, str(tmp_path))
-    with pytest.raises(JvmArtifactsMissing, match=r"the Kafka oracle is not built .*: run `make setup`"):
+    with pytest.raises(JvmArtifactsMissing, match=r"the Kafka oracle is not built .*: run `kconform setup`"):
         KafkaOracle()

@@ -168,7 +168,7 @@ def test_required_a_frame_without_offset_is_an_error_not_data_loss(tmp_path: Pat
 
 
 @pytest.mark.spark
-def test_required_a_data_source_spark_cannot_find_is_an_error_naming_make_setup(tmp_path: Path) -> None:
+def test_required_a_data_source_spark_cannot_find_is_an_error_naming_kconform_setup(tmp_path: Path) -> None:
     no_jars = tmp_path / "no-jars"
     no_jars.mkdir()
     run = run_suite(
@@ -176,7 +176,7 @@ def test_required_a_data_source_spark_cannot_find_is_an_error_naming_make_setup(
         env={JVM_DIR_ENV: str(no_jars)},
     )  # fmt: skip
     assert run.returncode == 3, run.stdout + run.stderr
-    assert "Spark cannot find the data source 'kafka' (DATA_SOURCE_NOT_FOUND): run `make setup`" in run.stdout
+    assert "Spark cannot find the data source 'kafka' (DATA_SOURCE_NOT_FOUND): run `kconform setup`" in run.stdout
 
 
 @pytest.mark.spark

@@ -590,7 +590,7 @@ def test_kafka_without_its_jars_is_an_error_naming_the_fixes_unless_the_fallback
     assert ", broker kafka," in refused.stdout.splitlines()[0]
     cause = refused.stdout.splitlines()[-1]
     assert cause.startswith("2 requirements: 2 ERROR. Could not check, exit 3: kafka broker: Apache Kafka cannot start")
-    assert "make setup" in cause and "--broker tansu" in cause and "--allow-fallback" in cause, cause
+    assert "kconform setup" in cause and "--broker tansu" in cause and "--allow-fallback" in cause, cause
     assert "Tansu" not in refused.stderr, "no silent substitute"
 
     fallen_back = run_sample(

@@ -4,12 +4,16 @@ A user who pip-installs kconform has no checkout: the spec pages, TLA+ models an
 travel in the wheel, and the import names must not collide with the user's own top-level folders. This
 installs the built wheel with every extra (constraints.txt's versions, from the registry or pip's cache)
 into a venv in a directory that holds a ``conformance/`` package of its own, and runs the commands a
-user runs there: ``run``, ``requirements``, ``spec check``, ``verdicts`` and ``probe-broker``.
+user runs there: ``run``, ``requirements``, ``spec check``, ``verdicts`` and ``probe-broker``; and ``setup``,
+which resolves the JVM pieces from the poms the wheel carries into a per-user cache (here a temporary
+``XDG_CACHE_HOME``), after which the pipeline level judges Spark's Kafka connector on Apache Kafka (marked
+integration and spark: Maven, Kafka and Spark).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -24,6 +28,8 @@ pytestmark = pytest.mark.wheel
 CONSTRAINTS = Path(__file__).resolve().parents[1] / "constraints.txt"
 ROOT = Path(__file__).resolve().parents[1]
 COMMAND_TIMEOUT_S = 600
+SETUP_TIMEOUT_S = 1800
+PIPELINE_TIMEOUT_S = 1800
 
 
 @pytest.fixture(scope="module")
@@ -34,6 +40,7 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=COMMAND_TIMEOUT_S)
     install = subprocess.run(
         [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "-c", str(CONSTRAINTS), f"{wheel}[all]"],
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},  # else pip may find kconform.egg-info there
         capture_output=True,
         text=True,
         timeout=COMMAND_TIMEOUT_S,
@@ -49,12 +56,15 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         shutil.rmtree(venv, ignore_errors=True)
 
 
-def kconform(installed: tuple[Path, Path], *args: str) -> subprocess.CompletedProcess[str]:
+def kconform(
+    installed: tuple[Path, Path], *args: str, timeout: float = COMMAND_TIMEOUT_S
+) -> subprocess.CompletedProcess[str]:
+    """``kconform *args`` as a user runs it: no checkout's variables, a per-user cache of its own."""
     script, project = installed
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "KCONFORM_BROKER")}
-    return subprocess.run(
-        [str(script), *args], cwd=project, env=env, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S
-    )
+    unset = ("PYTHONPATH", "VIRTUAL_ENV", "KCONFORM_BROKER", "KCONFORM_JVM_DIR")
+    env = {k: v for k, v in os.environ.items() if k not in unset}
+    env["XDG_CACHE_HOME"] = str(project.parent / "cache")
+    return subprocess.run([str(script), *args], cwd=project, env=env, capture_output=True, text=True, timeout=timeout)
 
 
 def test_the_wheel_carries_the_spec_the_models_and_the_fixtures(wheel: Path) -> None:
@@ -63,8 +73,30 @@ def test_the_wheel_carries_the_spec_the_models_and_the_fixtures(wheel: Path) -> 
         "kconform/spec/assignment.md",
         "kconform/spec/tla/models.toml",
         "kconform/fixtures/golden/topics.txt",
+        "kconform/jvm/pom.xml",
+        "kconform/jvm/spark-kafka/pom.xml",
+        "kconform/jvm/kafka-oracle/src/main/java/kconform/KafkaOracle.java",
     } <= names
     assert not [n for n in names if n.split("/")[0] in ("conformance", "reference_impl", "tests")], sorted(names)
+    maven_project = {
+        f"kconform/{f.relative_to(ROOT)}" for pattern in ("pom.xml", "*.java") for f in (ROOT / "jvm").rglob(pattern)
+    }
+    assert maven_project <= names, (
+        f"pyproject.toml's package-data for kconform.jvm lacks {sorted(maven_project - names)}"
+    )
+    packages = {
+        f"kconform/{init.relative_to(ROOT)}"
+        for top in ("conformance", "reference_impl")
+        for init in (ROOT / top).rglob("__init__.py")
+    }
+    assert packages <= names, f"pyproject.toml's packages lack {sorted(packages - names)}"
+
+
+def test_setup_help_from_the_wheel_names_the_per_user_cache(installed: tuple[Path, Path]) -> None:
+    run = kconform(installed, "setup", "--help")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "--into DIR" in run.stdout
+    assert str(installed[1].parent / "cache" / "kconform") in " ".join(run.stdout.split()), run.stdout
 
 
 def test_requirements_from_the_wheel(installed: tuple[Path, Path]) -> None:
@@ -108,3 +140,33 @@ def test_probe_broker_from_the_wheel(installed: tuple[Path, Path]) -> None:
     run = kconform(installed, "probe-broker", "--broker", "tansu")
     assert run.returncode == 0, run.stdout + run.stderr
     assert "KAFKA-014" in run.stdout
+
+
+@pytest.mark.integration
+@pytest.mark.spark
+def test_setup_then_the_pipeline_level_on_kafka_from_the_wheel(installed: tuple[Path, Path]) -> None:
+    """The done-when of a wheel install: Maven resolves the pinned pieces into the per-user cache, then
+    Spark's own connector is judged on Apache Kafka, both started from those jars (ERROR without them)."""
+    cache = installed[1].parent / "cache" / "kconform"
+    setup = kconform(installed, "setup", timeout=SETUP_TIMEOUT_S)
+    assert setup.returncode == 0, setup.stdout + setup.stderr
+    assert f"{cache}/" in setup.stdout and "/spark-kafka" in setup.stdout, setup.stdout
+    again = kconform(installed, "setup")
+    assert again.returncode == 0 and "is up to date" in again.stdout, again.stdout + again.stderr
+    site = subprocess.run(
+        [str(installed[0].parent / "python"), "-c", "import kconform, os; print(os.path.dirname(kconform.__file__))"],
+        capture_output=True,
+        text=True,
+        timeout=COMMAND_TIMEOUT_S,
+        check=True,
+    ).stdout.strip()
+    expectations = f"{site}/conformance/adapters/spark_kafka.expectations.toml"
+    adapter = "kconform.conformance.adapters.spark_kafka:ADAPTER"
+    run = kconform(
+        installed,
+        *("run", "--level", "pipeline", "--adapter", adapter, "--expectations", expectations, "--profile", "quick"),
+        timeout=PIPELINE_TIMEOUT_S,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "broker kafka" in run.stdout and "Every result is as expected: exit 0." in run.stdout, run.stdout
+    assert re.search(r"^RESTORE-003 .* PASS ", run.stdout, re.MULTILINE), run.stdout  # offsets kept across rescales

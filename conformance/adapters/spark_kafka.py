@@ -9,7 +9,7 @@ patched. What it does not offer is not declared, so those scenarios are skipped 
 - ``pipeline-exactly-once-sink``: the sink has no transactional mode; it is at-least-once
   (Spark's Structured Streaming + Kafka guide), so the suite allows its duplicates, never a loss.
 
-``make setup`` resolves the connector's jars (``jvm/spark-kafka/pom.xml``) and
+``kconform setup`` resolves the connector's jars (``jvm/spark-kafka/pom.xml``) and
 ``kconform.conformance.spark.pipeline.local_session`` puts them on ``spark.jars``.
 """
 
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from ..adapter import SinkSpec, SourceSpec
-from ..jvm import SPARK_KAFKA, JvmArtifactsMissing, artifact_version
+from ..jvm import SPARK_KAFKA, JvmArtifactsMissing, artifact_version, jvm_dir, setup_hint
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -108,8 +108,8 @@ def connector_missing(spark: SparkSession) -> str | None:
         jvm.java.lang.Class.forName(PROVIDER, False, jvm.org.apache.spark.util.Utils.getContextOrSparkClassLoader())
     except Py4JJavaError:
         return (
-            f"this SparkSession cannot load Spark's Kafka connector ({PROVIDER}): run `make setup` to resolve "
-            "jvm/spark-kafka into .jvm/spark-kafka/ and start the session with "
+            f"this SparkSession cannot load Spark's Kafka connector ({PROVIDER}): {setup_hint()} to resolve "
+            f"jvm/spark-kafka into {jvm_dir() / SPARK_KAFKA} and start the session with "
             "kconform.conformance.spark.pipeline.local_session (it sets spark.jars), "
             "or put spark-sql-kafka-0-10 on spark.jars yourself"
         )
@@ -133,7 +133,7 @@ class SparkKafkaAdapter:
     )
 
     def versions(self) -> dict[str, str]:
-        """The connector's jars judged (for ``kconform verdicts``), as ``make setup`` resolved them."""
+        """The connector's jars judged (for ``kconform verdicts``), as ``kconform setup`` resolved them."""
         return {jar: artifact_version(SPARK_KAFKA, jar) for jar in ("spark-sql-kafka-0-10_2.13", "kafka-clients")}
 
     def read_stream(self, spark: SparkSession, source: SourceSpec) -> DataFrame:

@@ -73,7 +73,7 @@ GOAL: Final = 0.5
 sink half the raw transactional producer's inside the batch."""
 QUERY_TIMEOUT_S: Final = 180
 READ_TIMEOUT_S: Final = 60.0
-SPARK_KAFKA_MISSING: Final = "skipped: Spark's Kafka connector jars not on the classpath (make setup)"
+SPARK_KAFKA_MISSING: Final = "skipped: Spark's Kafka connector jars not on the classpath (kconform setup)"
 
 RAW_CONSUMER: Final = "raw consumer"
 RAW_PRODUCER: Final = "raw transactional producer"

@@ -1,6 +1,6 @@
 """The Kafka brokers the suite runs against, by kind.
 
-``kafka`` (default) and ``kafka-cluster`` are Apache Kafka started from the jars ``make setup``
+``kafka`` (default) and ``kafka-cluster`` are Apache Kafka started from the jars ``kconform setup``
 resolved; ``tansu`` is the embedded Kafka-compatible broker from PyPI; ``external`` is a cluster
 someone else runs; ``testcontainers`` is Kafka in Docker. Without the Kafka jars ``kafka`` is
 ``BrokerUnavailable`` (could not check), never silently Tansu: the fallback runs only when asked for
@@ -61,7 +61,7 @@ def broker_from_env(kind: str | None = None) -> Broker:
         cause = kafka_unavailable()
         if cause is not None:
             raise BrokerUnavailable(
-                f"kafka broker: Apache Kafka cannot start here: {cause} (`make setup` needs Maven 3.8+); or run "
+                f"kafka broker: Apache Kafka cannot start here: {cause}; or run "
                 "on the embedded Tansu broker with --broker tansu, or let kconform run fall back to it with "
                 "--allow-fallback"
             )

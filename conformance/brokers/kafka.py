@@ -1,4 +1,4 @@
-"""Apache Kafka itself, in KRaft mode, started by the suite from the jars ``make setup`` resolved.
+"""Apache Kafka itself, in KRaft mode, started by the suite from the jars ``kconform setup`` resolved.
 
 ``kafka`` is one process that is broker and controller at once; ``kafka-cluster`` is three such
 processes on loopback forming one quorum (replication factor 3, ``min.insync.replicas=2``), with

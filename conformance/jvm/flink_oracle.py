@@ -1,10 +1,10 @@
 """The Flink oracle: Flink's Kafka connector's own assigner and transaction naming, asked through a helper JVM.
 
-``jvm/flink-oracle`` is a small Java program (built by ``make setup`` into ``.jvm/flink-oracle/``,
+``jvm/flink-oracle`` is a small Java program (built by ``kconform setup`` into ``flink-oracle/`` of the jars folder,
 next to the 4.x connector's classpath) that reads JSON requests, one a line, and answers each with
 what Flink's classes compute: the owner of a partition from FLIP-27's
 ``KafkaSourceEnumerator.getSplitOwner`` and from the legacy ``KafkaTopicPartitionAssigner.assign``
-(3.x connector, loaded from ``.jvm/flink-legacy/`` by a class loader of its own), and the sink's
+(3.x connector, loaded from ``flink-legacy/`` beside it by a class loader of its own), and the sink's
 transactional ids from ``TransactionalIdFactory`` (both lines) and ``TransactionNamingStrategyImpl``
 (``INCREMENTING``, ``POOLING``), and what FLIP-27's ``KafkaSourceEnumerator`` assigns, keeps pending
 and checkpoints through a sequence of discoveries, driven in Flink's own test context
@@ -27,7 +27,7 @@ from typing import Any, Final
 
 from ...reference_impl.discovery import Metadata
 from ...reference_impl.types import EARLIEST, LATEST, SubtaskIndex, TopicPartition
-from . import JvmArtifactsMissing, classpath, jvm_dir
+from . import JvmArtifactsMissing, classpath, jvm_dir, setup_hint
 from .kafka_oracle import TIMEOUT_S, JvmHelper, OracleError
 
 FLINK_ORACLE: Final = "flink-oracle"
@@ -109,11 +109,11 @@ class FlinkOracle(JvmHelper):
 
     def __init__(self, timeout_s: float = TIMEOUT_S) -> None:
         legacy = jvm_dir() / FLINK_LEGACY
-        classpath(FLINK_LEGACY)  # JvmArtifactsMissing naming `make setup` if the 3.x connector is absent
+        classpath(FLINK_LEGACY)  # JvmArtifactsMissing naming `kconform setup` if the 3.x connector is absent
         if not any((jvm_dir() / FLINK_ORACLE).glob(TEST_CONTEXT_JAR)):
             raise JvmArtifactsMissing(
                 f"Flink's test context (no {TEST_CONTEXT_JAR} in {jvm_dir() / FLINK_ORACLE}) is not resolved: "
-                "run `make setup`"
+                f"{setup_hint()}"
             )
         super().__init__(FLINK_ORACLE, MAIN_CLASS, (str(legacy),), "the Flink oracle", timeout_s)
 

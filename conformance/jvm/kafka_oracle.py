@@ -1,6 +1,6 @@
 """The Kafka oracle: kafka-clients' own partitioner and assignors, asked through a helper JVM.
 
-``jvm/kafka-oracle`` is a small Java program (built by ``make setup`` into ``.jvm/kafka-oracle/``)
+``jvm/kafka-oracle`` is a small Java program (built by ``kconform setup`` into ``kafka-oracle/`` of the jars folder)
 that reads JSON requests, one a line, and answers each with what Kafka's classes compute:
 ``Utils.murmur2``, ``BuiltInPartitioner.partitionForKey`` and the ``RangeAssignor``,
 ``RoundRobinAssignor``, ``StickyAssignor`` and ``CooperativeStickyAssignor`` of a group. The
@@ -25,7 +25,7 @@ from typing import Any, Final, Self
 
 from ...reference_impl.kafka_strategies import Assignment, Group
 from ...reference_impl.types import TopicPartition
-from . import JvmArtifactsMissing, classpath, java_binary, jvm_dir
+from . import JvmArtifactsMissing, classpath, java_binary, jvm_dir, setup_hint
 
 KAFKA_ORACLE: Final = "kafka-oracle"
 """The module whose jar and classpath run the helper (``jvm/kafka-oracle/pom.xml``)."""
@@ -40,10 +40,10 @@ class OracleError(RuntimeError):
 
 
 def oracle_jar(module: str = KAFKA_ORACLE, name: str = "the Kafka oracle") -> Path:
-    """The jar of the helper built by ``module``, or ``JvmArtifactsMissing`` naming ``make setup``."""
+    """The jar of the helper built by ``module``, or ``JvmArtifactsMissing`` naming ``kconform setup``."""
     jars = sorted((jvm_dir() / module).glob(f"{module}-*.jar"))
     if not jars:
-        raise JvmArtifactsMissing(f"{name} is not built (no {module}-*.jar in {jvm_dir() / module}): run `make setup`")
+        raise JvmArtifactsMissing(f"{name} is not built (no {module}-*.jar in {jvm_dir() / module}): {setup_hint()}")
     return jars[-1]
 
 

@@ -43,7 +43,7 @@ from ...reference_impl.types import TopicPartition
 from ..adapter import DEFAULT_MASTER, PipelineAdapter, SinkSpec, SourceSpec
 from ..checks.checkers import Violation, check_formula, check_order, check_plan, check_single_owner
 from ..errors import ContractError, HarnessError
-from ..jvm import SPARK_KAFKA, JvmArtifactsMissing, jars
+from ..jvm import SPARK_KAFKA, JvmArtifactsMissing, jars, jvm_dir, setup_hint
 from .cluster import STANDALONE, cluster_settings, is_local
 
 QUERY_TIMEOUT_S: Final = 120
@@ -190,8 +190,8 @@ def spark_condition(error: BaseException) -> tuple[str | None, Mapping[str, str]
 def data_source_error(adapter_name: str, member: str, name: str) -> HarnessError:
     """A data source the session cannot find is a missing jar or package, not the connector's violation."""
     fix = (
-        "run `make setup`, which resolves spark-sql-kafka-0-10 into .jvm/spark-kafka (the suite's session puts "
-        "those jars on spark.jars)"
+        f"{setup_hint()}, which resolves spark-sql-kafka-0-10 into {jvm_dir() / SPARK_KAFKA} (the suite's "
+        "session puts those jars on spark.jars)"
         if name == "kafka"
         else f"install the package or put the jar that provides {name!r} on spark.jars (a Python data source: "
         "register it on the session in read_stream/write_stream)"
@@ -229,7 +229,7 @@ def local_session(master: str = DEFAULT_MASTER) -> SparkSession:
     Loopback only, no UI, one shuffle partition; workers run this interpreter, so they import the
     same ``reference_impl`` and confluent-kafka as the driver. Spark's own Kafka connector
     (format ``kafka``) is on the driver's and executors' classpath (``spark.jars``) when
-    ``make setup`` resolved it; the adapter that needs it says so when it is not.
+    ``kconform setup`` resolved it; the adapter that needs it says so when it is not.
 
     On a cluster master (``spark://...``) executors get this interpreter and ``sys.path``, bounded
     cores and memory, and three attempts per task (``kconform.conformance.spark.cluster.cluster_settings``);

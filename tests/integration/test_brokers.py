@@ -118,13 +118,13 @@ def test_kafka_crash_during_start_shows_the_log_tail_and_keeps_it(tmp_path: Path
     assert child_pids() <= before
 
 
-def test_kafka_without_its_jars_names_make_setup_and_falls_back_to_tansu_only_when_allowed(
+def test_kafka_without_its_jars_names_kconform_setup_and_falls_back_to_tansu_only_when_allowed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(jvm.JVM_DIR_ENV, str(tmp_path))
-    with pytest.raises(jvm.JvmArtifactsMissing, match=r"make setup|install Maven"):
+    with pytest.raises(jvm.JvmArtifactsMissing, match=r"kconform setup|install Maven"):
         KafkaBroker().start()
-    with pytest.raises(BrokerUnavailable, match=r"make setup.*--broker tansu.*--allow-fallback"):
+    with pytest.raises(BrokerUnavailable, match=r"kconform setup.*--broker tansu.*--allow-fallback"):
         broker_from_env("kafka")
     warning = io.StringIO()
     fallback = with_fallback(RunOptions(adapter="a:B", allow_fallback=True), warning)

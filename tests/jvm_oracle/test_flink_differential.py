@@ -166,12 +166,12 @@ def test_a_request_the_flink_oracle_cannot_answer_is_an_error(flink_oracle: Flin
 
 
 @pytest.mark.parametrize("built", [(), (FLINK_ORACLE,), (FLINK_LEGACY,), (FLINK_ORACLE, FLINK_LEGACY)])
-def test_the_flink_oracle_without_its_jars_names_make_setup(
+def test_the_flink_oracle_without_its_jars_names_kconform_setup(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, built: tuple[str, ...]
 ) -> None:
     for module in built:
         (tmp_path / module).mkdir()
         (tmp_path / module / f"{module}-0.1.0.jar").write_bytes(b"")
     monkeypatch.setenv(JVM_DIR_ENV, str(tmp_path))
-    with pytest.raises(JvmArtifactsMissing, match=r"run `make setup`"):  # the last: no flink-core-*-tests.jar
+    with pytest.raises(JvmArtifactsMissing, match=r"run `kconform setup`"):  # the last: no flink-core-*-tests.jar
         FlinkOracle()
