@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from kconform.conformance.extras import PIPELINE_FIX
+from tests.test_cli import VERBS
 
 pytestmark = pytest.mark.wheel
 
@@ -100,3 +101,12 @@ def test_the_pipeline_level_without_its_extra_is_error_naming_it(
     run = kconform(venv, tmp_path, "run", "--level", "pipeline")
     assert run.returncode == 3, run.stdout + run.stderr
     assert PIPELINE_FIX in run.stderr
+
+
+def test_every_verb_explains_itself_without_the_extras(core: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    """``--help`` builds the verb's parser only: the Kafka client and PySpark are imported where a command runs."""
+    venv, _ = core
+    for verb in VERBS:
+        shown = kconform(venv, tmp_path, verb, "--help")
+        assert shown.returncode == 0, f"kconform {verb} --help:\n{shown.stdout}{shown.stderr}"
+        assert shown.stdout.startswith("usage: kconform"), shown.stdout
