@@ -49,6 +49,8 @@ test: setup
 
 # The oldest (constraints-oldest.txt) and the newest (constraints.txt) supported Hypothesis and pytest, each
 # in a throwaway venv with kconform's core install, on the tests that need no broker, Spark, TLC or extra.
+# Editable, as `make setup` installs it: the tests run from the checkout, whose kconform/ folder would hide
+# an installed copy's subpackages (the wheel's own install is tests/test_core_install.py's).
 COMPAT_TESTS := tests/test_adapter_loading.py tests/test_assignment.py tests/test_cli.py tests/test_discovery.py \
   tests/test_kafka_model.py tests/test_kafka_strategies.py tests/test_plugin_isolation.py tests/test_profiles.py \
   tests/test_requirements.py tests/test_safety_apart.py
@@ -56,7 +58,7 @@ compat:
 	@set -e; for pins in constraints-oldest.txt constraints.txt; do \
 	  venv=$$(mktemp -d)/venv; trap 'rm -rf "$$(dirname "$$venv")"' EXIT; \
 	  $(PYTHON) -m venv $$venv; \
-	  $$venv/bin/python -m pip install --quiet -c $$pins .; \
+	  $$venv/bin/python -m pip install --quiet -c $$pins -e .; \
 	  echo "compat: $$($$venv/bin/python -m pip freeze | grep -E '^(hypothesis|pytest)==' | tr '\n' ' ')"; \
 	  $$venv/bin/python -m pytest -q -p no:cacheprovider $(COMPAT_TESTS); \
 	  rm -rf "$$(dirname "$$venv")"; \

@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 
 from kconform.conformance.extras import PIPELINE_FIX
+from kconform.conformance.gate.runner import PROTOCOL_DEFAULT_ADAPTER
+from tests.test_cli import VERBS
 
 pytestmark = pytest.mark.wheel
 
@@ -87,9 +89,10 @@ def test_the_core_install_judges_the_protocol_level_without_pyspark(
         python = [str(venv / "bin" / "python"), "-c", f"import {absent}"]
         probe = subprocess.run(python, env=clean_env(), capture_output=True, timeout=COMMAND_TIMEOUT_S)
         assert probe.returncode != 0, f"{absent} is installed in the core venv"
-    adapter = "kconform.reference_impl.adapter:ADAPTER"
-    run = kconform(venv, tmp_path, "run", "--level", "protocol", "--adapter", adapter, "--profile", "quick")
+    # Without --adapter, the protocol level judges the pure reference implementation (kconform run --help says so).
+    run = kconform(venv, tmp_path, "run", "--level", "protocol", "--profile", "quick")
     assert run.returncode == 0, run.stdout + run.stderr
+    assert f"({PROTOCOL_DEFAULT_ADAPTER}), level protocol" in run.stdout.splitlines()[0]
     assert "Every result is as expected: exit 0." in run.stdout
 
 
@@ -100,3 +103,12 @@ def test_the_pipeline_level_without_its_extra_is_error_naming_it(
     run = kconform(venv, tmp_path, "run", "--level", "pipeline")
     assert run.returncode == 3, run.stdout + run.stderr
     assert PIPELINE_FIX in run.stderr
+
+
+def test_every_verb_explains_itself_without_the_extras(core: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    """``--help`` builds the verb's parser only: the Kafka client and PySpark are imported where a command runs."""
+    venv, _ = core
+    for verb in VERBS:
+        shown = kconform(venv, tmp_path, verb, "--help")
+        assert shown.returncode == 0, f"kconform {verb} --help:\n{shown.stdout}{shown.stderr}"
+        assert shown.stdout.startswith("usage: kconform"), shown.stdout

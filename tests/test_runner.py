@@ -484,7 +484,7 @@ def test_level_all_runs_both_levels_and_names_the_level_the_adapter_lacks(tmp_pa
 
 def test_cli_defaults_are_what_make_conformance_runs() -> None:
     args = runner.build_parser().parse_args([])
-    assert (args.adapter, args.level) == ("kconform.conformance.spark.pipeline:REFERENCE", "all")
+    assert (runner.default_adapter(args.level), args.level) == ("kconform.conformance.spark.pipeline:REFERENCE", "all")
     makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
     conformance = makefile.split("\nconformance:", 1)[1].split("\n\n", 1)[0]
     assert "--adapter" not in conformance.replace("$(if $(ADAPTER),--adapter", "")

@@ -16,13 +16,11 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
+from importlib.util import find_spec
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 from uuid import uuid4
 
-import confluent_kafka as ck
-
-from ...reference_impl.kafka_client import KafkaClient, KafkaTransactionalProducer, wait_until
 from ...reference_impl.ports import (
     Isolation,
     KafkaError,
@@ -30,8 +28,12 @@ from ...reference_impl.ports import (
     TransactionTimeoutError,
 )
 from ...reference_impl.types import TopicPartition
+from ..extras import PIPELINE_FIX
 from . import BROKER_KINDS, Broker, BrokerStartError, BrokerUnavailable, broker_from_env
 from .capability import Capability, format_table
+
+if TYPE_CHECKING:  # the Kafka client (the pipeline extra) is imported where a probe runs, so --help needs none
+    from ...reference_impl.kafka_client import KafkaClient, KafkaTransactionalProducer
 
 RC = Isolation.READ_COMMITTED
 RU = Isolation.READ_UNCOMMITTED
@@ -239,6 +241,8 @@ class _Probe:
                 seen = self.values(tp, RC)
                 return seen or None
 
+            from ...reference_impl.kafka_client import wait_until
+
             try:
                 seen = wait_until(unblocked, max(0.0, deadline - time.monotonic()), "LSO past the abandoned txn", 0.5)
             except KafkaError:
@@ -302,6 +306,10 @@ class _Probe:
         ]
 
     def regex_subscription(self) -> Capability:
+        import confluent_kafka as ck
+
+        from ...reference_impl.kafka_client import wait_until
+
         prefix = f"kconform-probe-{self.run}-rx-"
         first = self.topic("rx-a")
         config = self.client.config("consumer", **{"group.id": f"{prefix}group"})
@@ -368,6 +376,8 @@ def _guarded(step: Step, measures: Sequence[str]) -> list[Capability]:
 
 def probe(broker: Broker, timeout_s: float = PROBE_TIMEOUT_S) -> list[Capability]:
     """Run every probe on ``broker`` and return the capabilities sorted by requirement id."""
+    from ...reference_impl.kafka_client import KafkaClient
+
     with KafkaClient(broker, timeout_s=timeout_s) as client:
         run = _Probe(client)
         timeout_measure = ("transaction_timeout",)
@@ -436,7 +446,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kconform probe-broker",
         description="measure what the Kafka broker can and cannot show (aborted records, fencing, timeouts, ...); "
-        "exit 0 when every broker was measured, 1 when one could not start",
+        "exit 0 when every broker was measured, 1 when one could not start or the Kafka client is not installed",
     )
     parser.add_argument(
         "--broker", choices=BROKER_KINDS, action="append", default=None,
@@ -452,12 +462,16 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     """``kconform probe-broker [--broker KIND]... [--json | --markdown [--update FILE]]``.
 
-    Exit 0 when every broker was measured, 1 when one could not start.
+    Exit 0 when every broker was measured, 1 when one could not start or the Kafka client is not installed.
     """
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.update and not args.markdown:
         parser.error("--update needs --markdown")
+    if find_spec("confluent_kafka") is None:
+        print(f"kconform probe-broker: the probe needs the Kafka client (confluent-kafka): {PIPELINE_FIX}",
+              file=sys.stderr)  # fmt: skip
+        return 1
     measured: list[tuple[str, list[Capability]]] = []
     for kind in args.broker or [None]:
         try:

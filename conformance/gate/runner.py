@@ -79,6 +79,9 @@ from .pytest_plugin import (
 DEFAULT_ADAPTER = "kconform.conformance.spark.pipeline:REFERENCE"
 DEFAULT_LEVEL = "all"
 """What ``make conformance`` runs: both levels of the reference implementation."""
+PROTOCOL_DEFAULT_ADAPTER = "kconform.reference_impl.adapter:ADAPTER"
+"""Without ``--adapter``, ``--level protocol`` judges the pure reference implementation: no PySpark, so a core
+install (no pipeline extra) gets a verdict."""
 DEFAULT_SUITE = SUITE_PACKAGE
 DEFAULT_TIMEOUT = 120.0
 SUITE_LEVELS = ("protocol", "pipeline")
@@ -307,7 +310,7 @@ def load(spec: str) -> Adapter:
         if isinstance(cause, ImportError) and needs_pipeline_extra(cause):
             raise AdapterLoadError(
                 f"--adapter {spec!r} needs {cause.name}, which the core install leaves out: {PIPELINE_FIX} "
-                "(or a protocol-level adapter, e.g. --adapter kconform.reference_impl.adapter:ADAPTER)"
+                f"(or a protocol-level adapter, e.g. --adapter {PROTOCOL_DEFAULT_ADAPTER})"
             ) from exc
         if isinstance(cause, ImportError) and not (named and f"{module_name}.".startswith(f"{cause.name}.")):
             raise AdapterLoadError(str(exc)) from exc
@@ -877,6 +880,11 @@ def run(options: RunOptions, out: IO[str] = sys.stdout) -> RunResult:
     )
 
 
+def default_adapter(level: str) -> str:
+    """The adapter ``kconform run --level LEVEL`` judges without ``--adapter``."""
+    return PROTOCOL_DEFAULT_ADAPTER if level == "protocol" else DEFAULT_ADAPTER
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kconform run",
@@ -901,9 +909,10 @@ aborted records); it is reported with the reason, never as a pass.""",
     )
     parser.add_argument(
         "--adapter",
-        default=DEFAULT_ADAPTER,
-        help="the adapter under test, as module:attr (default: both levels of the reference implementation, "
-        "%(default)s)",
+        default=None,
+        help=f"the adapter under test, as module:attr (default: the reference implementation; {DEFAULT_ADAPTER} "
+        f"at levels all and pipeline, which need the pipeline extra, {PROTOCOL_DEFAULT_ADAPTER} at level protocol, "
+        "which a core install runs)",
     )
     parser.add_argument(
         "--level",
@@ -972,7 +981,7 @@ def main(argv: Sequence[str]) -> int:
     search_working_directory()
     try:
         options = RunOptions(
-            adapter=args.adapter,
+            adapter=args.adapter or default_adapter(args.level),
             level=args.level,
             profile=args.profile or profile_from_env(),
             report=args.report,

@@ -21,15 +21,14 @@ import uuid
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from .. import jvm
 from ..adapter import DEFAULT_MASTER, load_adapter, search_working_directory
 from ..brokers import CLUSTER_SIZE, BrokerStartError, KafkaBroker
 from ..checks.checkers import explain
+from ..extras import pipeline_missing
 from ..spark.cluster import STANDALONE, SparkClusterError, StandaloneCluster, is_local
-from ..spark.driver import StandbyDrivers
-from .runner import Outcome, SoakContext, Timeline, run_schedule
 from .schedule import (
     NEEDS,
     SOAK_BROKERS,
@@ -38,6 +37,9 @@ from .schedule import (
     draw_schedule,
     parse_kinds,
 )
+
+if TYPE_CHECKING:  # the runner needs the pipeline extra (the Kafka client, PySpark): imported where a soak runs
+    from .runner import Outcome
 
 DEFAULT_ADAPTER: Final = "kconform.conformance.spark.pipeline:REFERENCE"
 DEFAULT_OUT: Final = Path("build/soak")
@@ -148,7 +150,14 @@ def _clock(seconds: float) -> str:
 
 def main(argv: Sequence[str]) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(argv)  # --help answers here, before anything needs the pipeline extra
+    missing = pipeline_missing()
+    if missing is not None:
+        print(f"kconform soak: could not check (ERROR): {missing}", file=sys.stderr)
+        return ERROR_EXIT
+    from ..spark.driver import StandbyDrivers
+    from .runner import Outcome, SoakContext, Timeline, run_schedule
+
     search_working_directory()
     if args.seed is None:
         args.seed = int.from_bytes(os.urandom(4), "big")
