@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from kconform.conformance.cli import KCONFORM
 from kconform.conformance.extras import PIPELINE_FIX
 from kconform.conformance.gate.runner import PROTOCOL_DEFAULT_ADAPTER
-from tests.test_cli import VERBS
 
 pytestmark = pytest.mark.wheel
 
@@ -46,12 +46,12 @@ def pip(venv: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def user_tools(venv: Path) -> dict[str, str]:
-    """The installed version of each of ``USER_TOOLS`` (by ``pip freeze``)."""
+def user_tools(venv: Path, names: tuple[str, ...] = USER_TOOLS) -> dict[str, str]:
+    """The installed version of each of ``names`` (by ``pip freeze``)."""
     freeze = pip(venv, "freeze")
     assert freeze.returncode == 0, freeze.stderr
     pins = dict(line.split("==", 1) for line in freeze.stdout.splitlines() if "==" in line)
-    return {name: pins[name] for name in USER_TOOLS if name in pins}
+    return {name: pins[name] for name in names if name in pins}
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +108,30 @@ def test_the_pipeline_level_without_its_extra_is_error_naming_it(
 def test_every_verb_explains_itself_without_the_extras(core: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
     """``--help`` builds the verb's parser only: the Kafka client and PySpark are imported where a command runs."""
     venv, _ = core
-    for verb in VERBS:
+    for verb in KCONFORM.verbs:
         shown = kconform(venv, tmp_path, verb, "--help")
         assert shown.returncode == 0, f"kconform {verb} --help:\n{shown.stdout}{shown.stderr}"
         assert shown.stdout.startswith("usage: kconform"), shown.stdout
+
+
+OTHER_PYSPARK = ("pyspark", "4.2.1")
+"""A supported PySpark (the pipeline extra admits 4.2.x) other than the one constraints.txt pins for CI."""
+
+
+def test_the_pipeline_extra_keeps_the_users_own_supported_pyspark_hypothesis_and_pytest(
+    wheel: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    name, version = OTHER_PYSPARK
+    assert f"{name}=={version}" not in (ROOT / "constraints.txt").read_text().splitlines()  # else it proves nothing
+    venv = tmp_path_factory.mktemp("pipeline") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=COMMAND_TIMEOUT_S)
+    try:
+        tools = pip(venv, "install", "--quiet", f"{name}=={version}", *oldest_pins())
+        assert tools.returncode == 0, tools.stdout + tools.stderr
+        before = user_tools(venv, (name, *USER_TOOLS))
+        assert before[name] == version, before
+        install = pip(venv, "install", "--quiet", f"{wheel}[pipeline]")
+        assert install.returncode == 0, install.stdout + install.stderr
+        assert user_tools(venv, (name, *USER_TOOLS)) == before
+    finally:
+        shutil.rmtree(venv, ignore_errors=True)
