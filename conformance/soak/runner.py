@@ -37,9 +37,10 @@ from ...reference_impl.ports import Isolation, Record
 from ...reference_impl.types import TopicPartition
 from ..brokers import KafkaBroker
 from ..checks.checkers import Violation, check_order
+from ..checks.pipeline_checkers import ReadRecord, check_output, check_read_once
 from ..spark.cluster import StandaloneCluster
 from ..spark.driver import DriverRun, StandbyDrivers, kill_group
-from ..spark.pipeline import ReadRecord, check_output, check_read_once, topic_records
+from ..spark.pipeline import topic_records
 from .faults import (
     NotInjected,
     OpenTransactionWatch,

@@ -46,6 +46,15 @@ from ..brokers.capability import DUPLICATE_VERDICT_NEEDS, Capability, lacking
 from ..brokers.probe import TXN_TIMEOUT_WAIT_S, probe
 from ..checks.checkers import Violation, check_offset_continuity, fail_on
 from ..checks.evidence import assignment_grid, offset_step, offset_timeline
+from ..checks.pipeline_checkers import (
+    check_discovered,
+    check_offsets_read_by_one_task,
+    check_read_once,
+    check_rewritten,
+    check_single_reader,
+    check_task_plan,
+    check_unblocked,
+)
 from ..checks.strategy_checkers import check_sink_placement
 from ..gate.pytest_plugin import (
     BROKER_CAPABILITIES,
@@ -59,13 +68,6 @@ from ..spark.driver import DriverRun, kill_group, raise_if_cannot_check
 from ..spark.pipeline import (
     Pipeline,
     TaskFailures,
-    check_discovered,
-    check_offsets_read_by_one_task,
-    check_read_once,
-    check_rewritten,
-    check_single_reader,
-    check_task_plan,
-    check_unblocked,
     fill,
     judge_sink,
     local_session,
