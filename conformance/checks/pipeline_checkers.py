@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ...reference_impl.ports import Record
 from ...reference_impl.types import TopicPartition
-from .checkers import Violation, check_formula, check_order, check_plan, check_single_owner
+from .checkers import Violation, check_formula, check_order, check_plan, check_single_owner, tp_fields, value_field
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,11 +32,25 @@ def check_read_once(
 ) -> list[Violation]:
     """Every offset below each end was read exactly once, nothing else: RESTORE-003 end to end, or
     ``requirement`` when a scenario checks a more specific promise (DISC-005: a new topic from its start)."""
+    records = list(records)
     seen = Counter((r.tp, r.offset) for r in records)
+    tasks: dict[tuple[TopicPartition, int], set[int]] = defaultdict(set)
+    for r in records:
+        tasks[(r.tp, r.offset)].add(r.task)
     expected = Counter((tp, o) for tp, end in ends.items() for o in range(end))
-    out = [Violation(requirement, "offset-gap", f"{tp} offset {o} never read") for tp, o in sorted(expected - seen)]
+    out = [
+        Violation(
+            requirement, "offset-gap", f"{tp} offset {o} never read", data=tp_fields(tp) | {"offset": o, "times": 0}
+        )
+        for tp, o in sorted(expected - seen)
+    ]
     out += [
-        Violation(requirement, "offset-duplicate", f"{tp} offset {o} read {seen[(tp, o)]} times")
+        Violation(
+            requirement,
+            "offset-duplicate",
+            f"{tp} offset {o} read {seen[(tp, o)]} times",
+            data=tp_fields(tp) | {"offset": o, "times": seen[(tp, o)], "tasks": sorted(tasks[(tp, o)])},
+        )
         for tp, o in sorted(seen)
         if seen[(tp, o)] > expected[(tp, o)]
     ]
@@ -52,7 +66,12 @@ def check_discovered(
     records = list(records)
     seen = {r.tp for r in records}
     out = [
-        Violation("DISC-009", "never-discovered", f"{tp}: none of its {end} records read; discovery never found it")
+        Violation(
+            "DISC-009",
+            "never-discovered",
+            f"{tp}: none of its {end} records read; discovery never found it",
+            data=tp_fields(tp) | {"end": end},
+        )
         for tp, end in sorted(added.items())
         if end > 0 and tp not in seen
     ]
@@ -93,7 +112,7 @@ def check_offsets_read_by_one_task(batch: Iterable[ReadRecord]) -> list[Violatio
             "ASSIGN-007",
             "double-read",
             f"{tp}: offsets {offsets[:10]}{' ...' if len(offsets) > 10 else ''} read by tasks {sorted(tasks[tp])}",
-            {"topic": tp.topic, "partition": tp.partition, "offsets": offsets, "tasks": sorted(tasks[tp])},
+            data=tp_fields(tp) | {"offsets": offsets, "tasks": sorted(tasks[tp])},
         )
         for tp, offsets in sorted(overlapping.items())
     ]
@@ -111,10 +130,23 @@ def check_task_plan(records: Iterable[ReadRecord], parallelism: int) -> list[Vio
 
 def check_output(expected: Counter[bytes | None], seen: Counter[bytes | None], exactly_once: bool) -> list[Violation]:
     """COMMIT-011 end to end: every input value is visible once (at-least-once: at least once)."""
-    out = [Violation("COMMIT-011", "lost-write", f"{v!r} missing") for v in sorted((expected - seen).keys(), key=repr)]
+    out = [
+        Violation(
+            "COMMIT-011",
+            "lost-write",
+            f"{v!r} missing",
+            data={"value": value_field(v), "times": seen[v], "written": expected[v]},
+        )
+        for v in sorted((expected - seen).keys(), key=repr)
+    ]
     if exactly_once:
         out += [
-            Violation("COMMIT-011", "duplicate", f"{v!r} visible {n} times, written {expected[v]}")
+            Violation(
+                "COMMIT-011",
+                "duplicate",
+                f"{v!r} visible {n} times, written {expected[v]}",
+                data={"value": value_field(v), "times": n, "written": expected[v]},
+            )
             for v, n in sorted(seen.items(), key=repr)
             if n > expected[v]
         ]
@@ -132,6 +164,7 @@ def check_unblocked(
             "lingering-transaction",
             f"{tp}: last stable offset {stable.get(tp, 0)} is still below {end}, the end of the log when the "
             f"driver was killed, {when}: read_committed readers are blocked",
+            data=tp_fields(tp) | {"stable": stable.get(tp, 0), "end": end, "when": when},
         )
         for tp, end in sorted(ends.items())
         if stable.get(tp, 0) < end
@@ -142,7 +175,12 @@ def check_rewritten(timed_out: Counter[bytes | None], seen: Counter[bytes | None
     """COMMIT-007: every record of a transaction the broker timed out is visible after the restart, i.e. the
     sink did not take the timed-out transaction for a committed one."""
     return [
-        Violation("COMMIT-007", "lost-write", f"{v!r} was in a transaction the broker timed out, never written again")
+        Violation(
+            "COMMIT-007",
+            "lost-write",
+            f"{v!r} was in a transaction the broker timed out, never written again",
+            data={"value": value_field(v), "times": seen[v]},
+        )
         for v in sorted((timed_out - seen).keys(), key=repr)
     ]
 
