@@ -96,11 +96,14 @@ def test_assignment_discovery_and_restore_checkers_give_documented_fields() -> N
     out += checkers.check_split_redistribution([{a0: 1, a1: 1, a2: 1}], [{a0: 1, a1: 1, a2: 1}, {}])
     out += checkers.check_offset_continuity(a0, 5, LATEST) + checkers.check_offset_continuity(a0, 5, 3)
     out += checkers.check_offset_commits({a0: 3}, {a0: 5}, "after checkpoint 2")
+    out += checkers.check_single_holder([{a0: 1}, {a0: 1, a1: 2}])
+    out += checkers.check_emitted_prefix({a0: [0, 1, 1], a1: [3]}, {a0: 2, a1: 5, a2: EARLIEST}, {a1: 3})
     kinds = {v.kind for v in out}
     assert {"double-assignment", "unassigned", "owner-out-of-range", "per-topic-skew", "formula-mismatch"} <= kinds
     assert {"unsubscribed-partition", "foreign-partition", "re-reported", "missed-partition"} <= kinds
     assert {"lost-partition", "wrong-owner", "split-moved", "uneven-split", "offset-changed"} <= kinds
     assert {"unsubscribed-restored", "kept-topic-dropped", "offset-commit-backwards", "latest-unresolved"} <= kinds
+    assert {"offset-duplicate", "offset-gap"} <= {v.kind for v in out if v.requirement == "RESTORE-003"}
     assert_documented(out)
 
 

@@ -447,6 +447,44 @@ def check_restore(
     return out
 
 
+def check_single_holder(offsets: Sequence[Mapping[TopicPartition, int]]) -> list[Violation]:
+    """RESTORE-002 over each subtask's offsets (index = subtask): no partition is held by two subtasks."""
+    holders: dict[TopicPartition, list[int]] = {}
+    for subtask, held in enumerate(offsets):
+        for tp in held:
+            holders.setdefault(tp, []).append(subtask)
+    return [
+        Violation("RESTORE-002", "double-assignment", f"{tp} on {s}", data=tp_fields(tp) | {"subtasks": s})
+        for tp, s in holders.items()
+        if len(s) > 1
+    ]
+
+
+def check_emitted_prefix(
+    emitted: Mapping[TopicPartition, Sequence[int]],
+    offsets: Mapping[TopicPartition, int],
+    origins: Mapping[TopicPartition, int],
+) -> list[Violation]:
+    """RESTORE-003 over a source's run: per partition the offsets it emitted are exactly ``origin .. next - 1``
+    (``offsets``: its next offsets now; ``origins``: where each partition started in this run, 0 if unknown;
+    a partition still at a sentinel emitted nothing). No gap, no duplicate, no regression."""
+    out = []
+    for tp, next_offset in sorted(offsets.items()):
+        got = list(emitted.get(tp, []))
+        want = [] if is_sentinel(next_offset) else list(range(origins.get(tp, 0), next_offset))
+        if got != want:
+            kind = "offset-duplicate" if len(set(got)) < len(got) else "offset-gap"
+            out.append(
+                Violation(
+                    "RESTORE-003",
+                    kind,
+                    f"{tp}: emitted {got[:20]}, next offset {next_offset}",
+                    data=tp_fields(tp) | {"offsets": got, "want": want, "next_offset": next_offset},
+                )
+            )
+    return out
+
+
 def check_split_redistribution(
     before: Sequence[Mapping[TopicPartition, int]], restored: Sequence[Mapping[TopicPartition, int]]
 ) -> list[Violation]:

@@ -37,10 +37,12 @@ from ..adapter import Guarded
 from ..checks.checkers import (
     Picture,
     Violation,
+    check_emitted_prefix,
     check_latest_start,
     check_new_partition_start,
     check_offset_commits,
     check_restore,
+    check_single_holder,
     check_split_redistribution,
     fail_on,
     tp_fields,
@@ -380,35 +382,12 @@ class SourceMachine(RuleBasedStateMachine):
     # -- invariants --------------------------------------------------------------------------
     @invariant()
     def each_partition_on_at_most_one_subtask(self) -> None:
-        holders: dict[TopicPartition, list[int]] = {}
-        for subtask, offsets in enumerate(self.source.offsets):
-            for tp in offsets:
-                holders.setdefault(tp, []).append(subtask)
-        doubles = [
-            Violation("RESTORE-002", "double-assignment", f"{tp} on {s}", data=tp_fields(tp) | {"subtasks": s})
-            for tp, s in holders.items()
-            if len(s) > 1
-        ]
-        self._fail_on(doubles)
+        self._fail_on(check_single_holder(self.source.offsets))
 
     @invariant()
     def emitted_offsets_are_exactly_the_prefix(self) -> None:
         """No gap, no duplicate, no regression: emitted == start .. next-1 for every partition (RESTORE-003)."""
-        violations = []
-        for tp, next_offset in sorted(self._offsets().items()):
-            emitted = self.emitted.get(tp, [])
-            expected = [] if is_sentinel(next_offset) else list(range(self.origins.get(tp, 0), next_offset))
-            if emitted != expected:
-                kind = "offset-duplicate" if len(set(emitted)) < len(emitted) else "offset-gap"
-                violations.append(
-                    Violation(
-                        "RESTORE-003",
-                        kind,
-                        f"{tp}: emitted {emitted[:20]}, next offset {next_offset}",
-                        data=tp_fields(tp) | {"offsets": emitted, "want": expected, "next_offset": next_offset},
-                    )
-                )
-        self._fail_on(violations)
+        self._fail_on(check_emitted_prefix(self.emitted, self._offsets(), self.origins))
 
 
 @requirement(
