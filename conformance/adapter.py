@@ -348,7 +348,14 @@ def for_this_contract(adapter: Any, spec: str) -> Any:
             f"--adapter {spec!r} is written for adapter contract {version}; this kconform speaks contract "
             f"{CONTRACT_VERSION}: upgrade kconform (pip install --upgrade kconform)"
         )
-    return ContractOne(adapter) if version == 1 else adapter
+    if version == CONTRACT_VERSION or not changed_members(adapter):
+        return adapter  # what it has, contracts 1 and 2 call alike (a pipeline-only adapter, an assigner)
+    return ContractOne(adapter)
+
+
+def changed_members(adapter: Any) -> list[str]:
+    """The members of ``adapter`` that contract 2 calls differently from contract 1."""
+    return [m for m in (*CONTRACT_ONE_PARAMETERS, "plan") if hasattr(adapter, m)]
 
 
 def contract_note(adapter: Any) -> str | None:

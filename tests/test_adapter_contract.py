@@ -50,6 +50,22 @@ def test_contract_one_s_plan_is_used_as_before_if_it_has_one() -> None:
     assert "assignment-plan" not in ContractOne(load_adapter(CONTRACT_ONE).adapter).capabilities
 
 
+def test_an_adapter_without_a_changed_member_is_called_as_it_is() -> None:
+    """Contracts 1 and 2 call ``assign`` and the pipeline members alike: nothing to translate, nothing to say."""
+
+    class PipelineOnly:
+        name = "pipeline-only"
+        capabilities = frozenset({"pipeline"})
+
+        def read_stream(self, spark: object, source: object) -> None: ...
+
+        def write_stream(self, frame: object, sink: object) -> None: ...
+
+    adapter = PipelineOnly()
+    assert for_this_contract(adapter, "m:P") is adapter
+    assert contract_note(adapter) is None
+
+
 @pytest.mark.parametrize("version", [3, 0, "2", True])
 def test_a_contract_this_kconform_does_not_speak_is_refused(version: object) -> None:
     class Future:

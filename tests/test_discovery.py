@@ -111,7 +111,7 @@ def test_a_foreign_partition_names_the_subtask_flink_gives_it_to() -> None:
     assert str(violation) == (
         "DISC-004 foreign-partition: round 1: subtask 1 reported t-0; Flink's assigner gives it to subtask 0"
     )
-    assert violation.data == {"round": 1, "subtask": 1, "topic": "t", "partition": 0, "expected_owner": 0}
+    assert violation.data == {"round": 1, "subtask": 1, "topic": "t", "partition": 0, "want": 0}
 
 
 @given(st.lists(metadata_snapshots(max_topics=4), min_size=1, max_size=5), parallelisms(8))

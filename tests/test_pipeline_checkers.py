@@ -14,8 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kconform.conformance.checks.checkers import check_order
-from kconform.conformance.checks.strategy_checkers import check_sink_placement
-from kconform.conformance.spark.pipeline import (
+from kconform.conformance.checks.pipeline_checkers import (
     ReadRecord,
     check_discovered,
     check_offsets_read_by_one_task,
@@ -25,6 +24,7 @@ from kconform.conformance.spark.pipeline import (
     check_single_reader,
     check_unblocked,
 )
+from kconform.conformance.checks.strategy_checkers import check_sink_placement
 from kconform.reference_impl.kafka_strategies import partition_for_key
 from kconform.reference_impl.types import TopicPartition
 

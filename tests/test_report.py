@@ -191,7 +191,10 @@ def test_many_failures_keep_the_verdicts_in_the_last_lines_and_every_failure_nam
         t = runner.TestResult(
             f"n{n}", f"required_COMMIT_011_failure_{n}", ["COMMIT-011"], "MUST", True, Status.FAIL, 1.0
         )
-        t.violations = [Violation("COMMIT-011", "lost-write", f"record {i} of run {n} lost") for i in range(50)]
+        t.violations = [
+            Violation("COMMIT-011", "lost-write", f"record {i} of run {n} lost", data={"value": str(i)})
+            for i in range(50)
+        ]
         t.violated, t.replay = ["COMMIT-011"], f"kconform run --only failure_{n}"
         tests.append(t)
     row = RequirementResult("COMMIT-011", "MUST", "No loss", "", Status.FAIL, tests, category="safety")

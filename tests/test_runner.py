@@ -357,7 +357,9 @@ def test_unviolated_id_of_a_failure_keeps_the_verdict_of_its_other_tests() -> No
 
 
 def test_a_failure_passes_only_the_ids_it_says_it_verified_and_never_one_it_violates() -> None:
-    error = ViolationError([Violation("COMMIT-011", "lost-write", "x")], verified=["COMMIT-013", "COMMIT-011"])
+    error = ViolationError(
+        [Violation("COMMIT-011", "lost-write", "x", data={"value": "x"})], verified=["COMMIT-013", "COMMIT-011"]
+    )
     assert error.verified == {"COMMIT-013"}
 
 

@@ -78,16 +78,23 @@ def test_subtasks_that_claim_one_partition_twice_are_unsafe_on_assign_007(tmp_pa
 
 
 def fidelity(topic: str) -> Violation:
-    return Violation("ASSIGN-004", "formula-mismatch", f"{topic}-0 elsewhere")
+    return Violation("ASSIGN-004", "formula-mismatch", f"{topic}-0 elsewhere", data={"topic": topic, "partition": 0})
 
 
 def test_a_deferred_fidelity_violation_fails_the_test_after_its_safety_ids_were_judged() -> None:
     with deferring({"ASSIGN-004", "DISC-004"}, checked={"ASSIGN-004", "ASSIGN-007"}) as deferral:
         fail_on([fidelity("a")])  # kept: the test goes on
-        fail_on([Violation("DISC-004", "foreign-partition", "not this test's id")])  # not its own: dropped
+        fail_on(
+            [Violation("DISC-004", "foreign-partition", "not this test's id", data={"text": "x"})]
+        )  # not its own: dropped
         fail_on([fidelity("b")])
         with pytest.raises(ViolationError):  # a safety violation is raised at once, even among fidelity ones
-            fail_on([fidelity("c"), Violation("ASSIGN-007", "double-assignment", "x-0 on 0 and 1")])
+            fail_on(
+                [
+                    fidelity("c"),
+                    Violation("ASSIGN-007", "double-assignment", "x-0 on 0 and 1", data={"subtasks": [0, 1]}),
+                ]
+            )
     with pytest.raises(ViolationError) as raised:
         deferral.raise_kept()
     assert [v.evidence for v in raised.value.violations] == ["a-0 elsewhere"]

@@ -18,8 +18,13 @@ from kconform.conformance.soak.schedule import draw_schedule
 def outcome(
     index: int, injected: dict[str, int], lost: int = 0, duplicated: int = 0, error: str | None = None
 ) -> Outcome:
-    violations = [Violation("COMMIT-011", "lost-write", f"b'x-{i}' missing") for i in range(lost)]
-    violations += [Violation("COMMIT-011", "duplicate", f"b'y-{i}' visible 2 times") for i in range(duplicated)]
+    violations = [
+        Violation("COMMIT-011", "lost-write", f"b'x-{i}' missing", data={"value": f"x-{i}"}) for i in range(lost)
+    ]
+    violations += [
+        Violation("COMMIT-011", "duplicate", f"b'y-{i}' visible 2 times", data={"value": f"y-{i}", "times": 2})
+        for i in range(duplicated)
+    ]
     timeline = Timeline(injected=Counter(injected))
     schedule = draw_schedule(4, index, "kafka")
     return Outcome(

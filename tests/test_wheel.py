@@ -153,14 +153,17 @@ def test_setup_then_the_pipeline_level_on_kafka_from_the_wheel(installed: tuple[
     assert f"{cache}/" in setup.stdout and "/spark-kafka" in setup.stdout, setup.stdout
     again = kconform(installed, "setup")
     assert again.returncode == 0 and "is up to date" in again.stdout, again.stdout + again.stderr
-    site = subprocess.run(
-        [str(installed[0].parent / "python"), "-c", "import kconform, os; print(os.path.dirname(kconform.__file__))"],
+    where = "import kconform.conformance as c, os; print(os.path.dirname(c.__file__))"
+    installed_suite = subprocess.run(
+        [str(installed[0].parent / "python"), "-c", where],
+        cwd=installed[1],  # not the checkout, whose kconform/ folder would shadow the installed package
         capture_output=True,
         text=True,
         timeout=COMMAND_TIMEOUT_S,
         check=True,
     ).stdout.strip()
-    expectations = f"{site}/conformance/adapters/spark_kafka.expectations.toml"
+    assert "site-packages" in installed_suite, installed_suite
+    expectations = f"{installed_suite}/adapters/spark_kafka.expectations.toml"
     adapter = "kconform.conformance.adapters.spark_kafka:ADAPTER"
     run = kconform(
         installed,

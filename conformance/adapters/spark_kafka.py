@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
+from ...reference_impl.configs import CONTRACT_VERSION
 from ..adapter import SinkSpec, SourceSpec
 from ..jvm import SPARK_KAFKA, JvmArtifactsMissing, artifact_version, jvm_dir, setup_hint
 
@@ -127,6 +128,7 @@ def require_connector(spark: SparkSession) -> None:
 class SparkKafkaAdapter:
     """``format("kafka")`` source and at-least-once sink, as Spark ships them."""
 
+    contract_version: ClassVar[int] = CONTRACT_VERSION
     name: str = "spark-sql-kafka-0-10"
     capabilities: frozenset[str] = frozenset(
         {"pipeline", "pipeline-rescale", "pipeline-regex", "pipeline-sink", "pipeline-keyed-sink"}

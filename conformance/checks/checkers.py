@@ -23,19 +23,58 @@ from ...reference_impl.types import EARLIEST, LATEST, TopicPartition, is_sentine
 
 @dataclass(frozen=True, order=True, slots=True)
 class Violation:
-    """One breach of a requirement, with the evidence that shows it."""
+    """One breach of a requirement, with the evidence that shows it: as text (``evidence``, what the
+    console and report.md print) and as fields (``data``, report.json's ``fields``).
+
+    ``data`` is required, by keyword, and must not be empty: every checker says which records,
+    offsets, partitions, subtasks, tasks, transactional ids or checkpoints its violation is about,
+    under the field names of docs/report-json.md ("Violation fields"), JSON-ready (bytes through
+    ``value_field``, partitions through ``tp_fields`` / ``tps_field``).
+    """
 
     requirement: str
     kind: str
     evidence: str
-    data: Mapping[str, Any] = field(default_factory=dict, compare=False)
-    """The evidence as fields (topic, partition, got, want, ...), JSON-ready, for reports that draw it."""
+    data: Mapping[str, Any] = field(compare=False, kw_only=True)
+    """The evidence as fields (topic, partition, offset, subtasks, got, want, ...), JSON-ready, for reports."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.data, Mapping) or not self.data:
+            raise TypeError(
+                f"Violation {self.requirement} {self.kind}: data must be a non-empty mapping of the evidence's "
+                f"fields (docs/report-json.md), got {self.data!r}"
+            )
 
     def __str__(self) -> str:
         return f"{self.requirement} {self.kind}: {self.evidence}"
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.requirement, "kind": self.kind, "evidence": self.evidence, "fields": dict(self.data)}
+
+
+def tp_fields(tp: TopicPartition) -> dict[str, Any]:
+    """A partition as violation fields: ``{"topic": ..., "partition": ...}``."""
+    return {"topic": tp.topic, "partition": tp.partition}
+
+
+def tps_field(tps: Iterable[TopicPartition]) -> list[dict[str, Any]]:
+    """Partitions as one violation field (``partitions``): a sorted list of ``tp_fields``."""
+    return [tp_fields(tp) for tp in sorted(tps)]
+
+
+def offsets_field(offsets: Mapping[TopicPartition, int]) -> list[dict[str, Any]]:
+    """Partition -> offset as one violation field: a sorted list of ``{"topic", "partition", "offset"}``."""
+    return [tp_fields(tp) | {"offset": offset} for tp, offset in sorted(offsets.items())]
+
+
+def value_field(value: bytes | None) -> str | None:
+    """A record's value (or key) as a violation field: its text, undecodable bytes as ``\\xNN`` escapes."""
+    return None if value is None else value.decode("utf-8", "backslashreplace")
+
+
+def values_field(values: Iterable[bytes | None]) -> list[str | None]:
+    """Record values as one violation field (``values``), in the order given."""
+    return [value_field(v) for v in values]
 
 
 Picture = dict[str, Any]
@@ -157,16 +196,19 @@ def check_single_owner(
     the same of the tasks of one Spark batch (one task per partition): ``requirement`` names whose rule it is."""
     out: list[Violation] = []
     for tp, owners in sorted(claims.items()):
-        facts = {"topic": tp.topic, "partition": tp.partition, "owners": sorted(owners), "parallelism": parallelism}
+        facts = tp_fields(tp) | {"subtasks": sorted(owners), "parallelism": parallelism}
         bad = [o for o in owners if not (isinstance(o, int) and 0 <= o < parallelism)]
         if bad:
             out.append(
-                Violation(requirement, "owner-out-of-range", f"{tp} -> {bad} with parallelism {parallelism}", facts)
+                Violation(
+                    requirement, "owner-out-of-range", f"{tp} -> {bad} with parallelism {parallelism}", data=facts
+                )
             )
         if len(owners) > 1:
-            out.append(Violation(requirement, "double-assignment", f"{tp} claimed by subtasks {sorted(owners)}", facts))
+            where = f"{tp} claimed by subtasks {sorted(owners)}"
+            out.append(Violation(requirement, "double-assignment", where, data=facts))
         if not owners:
-            out.append(Violation(requirement, "unassigned", f"{tp} is owned by no subtask", facts))
+            out.append(Violation(requirement, "unassigned", f"{tp} is owned by no subtask", data=facts))
     return out
 
 
@@ -174,12 +216,12 @@ def check_plan(owners: Mapping[TopicPartition, int | None], parallelism: int) ->
     """ASSIGN-001 and ASSIGN-002 over the assigner's plan, ``partition -> subtask`` (``None``: it gave none)."""
     out: list[Violation] = []
     for tp, owner in sorted(owners.items()):
-        facts = {"topic": tp.topic, "partition": tp.partition, "owner": owner, "parallelism": parallelism}
+        facts = tp_fields(tp) | {"owner": owner, "parallelism": parallelism}
         if owner is None:
-            out.append(Violation("ASSIGN-001", "unassigned", f"{tp}: the assigner gives it no subtask", facts))
+            out.append(Violation("ASSIGN-001", "unassigned", f"{tp}: the assigner gives it no subtask", data=facts))
         elif not (isinstance(owner, int) and 0 <= owner < parallelism):
             where = f"{tp} -> {owner!r} with parallelism {parallelism}"
-            out.append(Violation("ASSIGN-001", "owner-out-of-range", where, facts))
+            out.append(Violation("ASSIGN-001", "owner-out-of-range", where, data=facts))
     by_topic: dict[str, list[TopicPartition]] = defaultdict(list)
     for tp in owners:
         by_topic[tp.topic].append(tp)
@@ -194,7 +236,12 @@ def check_plan(owners: Mapping[TopicPartition, int | None], parallelism: int) ->
                     "ASSIGN-002",
                     "per-topic-skew",
                     f"{topic!r} ({len(tps)} partitions) per subtask: {sizes}",
-                    {"topic": topic, "partitions": len(tps), "per_subtask": sizes},
+                    data={
+                        "topic": topic,
+                        "partition_count": len(tps),
+                        "per_subtask": sizes,
+                        "parallelism": parallelism,
+                    },
                 )
             )
     return out
@@ -216,13 +263,7 @@ def check_formula(owners: Mapping[TopicPartition, int], parallelism: int) -> lis
                     requirement,
                     "formula-mismatch",
                     f"{tp} at parallelism {parallelism}: got {got}, Flink {want}",
-                    {
-                        "topic": tp.topic,
-                        "partition": tp.partition,
-                        "parallelism": parallelism,
-                        "got": got,
-                        "want": want,
-                    },
+                    data=tp_fields(tp) | {"parallelism": parallelism, "got": got, "want": want},
                 )
             )
     return out
@@ -235,7 +276,7 @@ def check_determinism(first: Mapping[TopicPartition, int], second: Mapping[Topic
             "ASSIGN-003",
             "order-dependent",
             f"{tp}: subtask {first[tp]} in one view, {second[tp]} in another",
-            {"topic": tp.topic, "partition": tp.partition, "first": first[tp], "second": second[tp]},
+            data=tp_fields(tp) | {"first": first[tp], "second": second[tp]},
         )
         for tp in sorted(first.keys() & second.keys())
         if first[tp] != second[tp]
@@ -276,6 +317,8 @@ def check_discovery(
                             "unsubscribed-partition",
                             f"round {number}: subtask {subtask} reported {tp}, not in the "
                             f"subscription ({subscription.describe()}) or the metadata",
+                            data={"round": number, "subtask": subtask, **tp_fields(tp)}
+                            | {"subscription": subscription.describe()},
                         )
                     )
                 owner = assign(tp.topic, tp.partition, parallelism)
@@ -284,7 +327,7 @@ def check_discovery(
                     evidence = (
                         f"round {number}: subtask {subtask} reported {tp}; Flink's assigner gives it to subtask {owner}"
                     )
-                    out.append(Violation("DISC-004", "foreign-partition", evidence, facts | {"expected_owner": owner}))
+                    out.append(Violation("DISC-004", "foreign-partition", evidence, data=facts | {"want": owner}))
                 if tp in reported:
                     requirement = "DISC-008" if tp in absent_once else "DISC-003"
                     out.append(
@@ -292,6 +335,7 @@ def check_discovery(
                             requirement,
                             "re-reported",
                             f"round {number}: {tp} reported again (first in round {reported[tp]})",
+                            data={"round": number, "subtask": subtask, **tp_fields(tp), "first_round": reported[tp]},
                         )
                     )
                 reported.setdefault(tp, number)
@@ -299,7 +343,8 @@ def check_discovery(
             if subscription.matches(tp.topic):
                 contiguous = set(metadata[tp.topic]) == set(range(len(set(metadata[tp.topic]))))
                 requirement = "DISC-003" if contiguous else "DISC-006"
-                out.append(Violation(requirement, "missed-partition", f"round {number}: {tp} reported by no subtask"))
+                where = f"round {number}: {tp} reported by no subtask"
+                out.append(Violation(requirement, "missed-partition", where, data={"round": number, **tp_fields(tp)}))
                 reported[tp] = number  # report a miss once
     return out
 
@@ -313,7 +358,7 @@ def check_new_partition_start(
             requirement,
             "new-partition-not-earliest",
             f"{tp} starts at {offsets.get(tp)!r}, not EARLIEST",
-            {"topic": tp.topic, "partition": tp.partition, "start": offsets.get(tp)},
+            data=tp_fields(tp) | {"start": offsets.get(tp), "want": EARLIEST},
         )
         for tp in sorted(new)
         if offsets.get(tp) != EARLIEST
@@ -328,13 +373,13 @@ def check_latest_start(offsets: Mapping[TopicPartition, int], ends: Mapping[Topi
     out = []
     for tp in sorted(ends):
         start, end = offsets.get(tp), ends[tp]
-        data = {"topic": tp.topic, "partition": tp.partition, "start": start, "end": end}
+        facts = tp_fields(tp) | {"start": start, "want": end}
         if start == LATEST:
             where = f"{tp} holds the LATEST sentinel after discovery, not its end offset then ({end})"
-            out.append(Violation("DISC-005", "latest-unresolved", where, data))
+            out.append(Violation("DISC-005", "latest-unresolved", where, data=facts))
         elif start != end:
             where = f"{tp} starts at {start!r}, not where the startup mode puts it when discovered ({end})"
-            out.append(Violation("DISC-005", "startup-mode-ignored", where, data))
+            out.append(Violation("DISC-005", "startup-mode-ignored", where, data=facts))
     return out
 
 
@@ -355,7 +400,8 @@ def check_restore(
     out: list[Violation] = []
     if len(restored) != parallelism:
         where = f"restored onto {len(restored)} subtasks, asked for parallelism {parallelism}"
-        out.append(Violation("RESTORE-002", "wrong-parallelism", where))
+        facts = {"subtask_count": len(restored), "parallelism": parallelism}
+        out.append(Violation("RESTORE-002", "wrong-parallelism", where, data=facts))
     holders: dict[TopicPartition, list[int]] = defaultdict(list)
     for subtask, offsets in enumerate(restored):
         for tp in offsets:
@@ -364,21 +410,28 @@ def check_restore(
     for tp, offset in sorted(state.items()):
         subscribed = subscription.matches(tp.topic)
         subtasks = holders.get(tp, [])
+        facts = tp_fields(tp) | {"checkpointed": offset, "subtasks": subtasks}
         if not (keep_unsubscribed or subscribed):
             if subtasks:
-                out.append(Violation("RESTORE-005", "unsubscribed-restored", f"{tp} restored on {subtasks}"))
+                out.append(
+                    Violation("RESTORE-005", "unsubscribed-restored", f"{tp} restored on {subtasks}", data=facts)
+                )
             continue
         lost_state = bool(subtasks) and is_sentinel(restored[subtasks[0]][tp]) and not is_sentinel(offset)
         if not subscribed and (not subtasks or lost_state):
-            out.append(Violation("RESTORE-005", "kept-topic-dropped", f"{tp}: keep-unsubscribed=true, yet dropped"))
+            where = f"{tp}: keep-unsubscribed=true, yet dropped"
+            out.append(Violation("RESTORE-005", "kept-topic-dropped", where, data=facts))
             continue
         if not subtasks or lost_state:
             requirement = "RESTORE-006" if tp not in visible else "RESTORE-002"
-            how = f"only rediscovered at {restored[subtasks[0]][tp]}" if lost_state else "restored nowhere"
-            out.append(Violation(requirement, "lost-partition", f"{tp} (next offset {offset}) {how}"))
+            got = restored[subtasks[0]][tp] if lost_state else None
+            how = f"only rediscovered at {got}" if lost_state else "restored nowhere"
+            lost = facts | {"restored": got}
+            out.append(Violation(requirement, "lost-partition", f"{tp} (next offset {offset}) {how}", data=lost))
             continue
         if len(subtasks) > 1:
-            out.append(Violation("RESTORE-002", "double-assignment", f"{tp} restored on subtasks {subtasks}"))
+            where = f"{tp} restored on subtasks {subtasks}"
+            out.append(Violation("RESTORE-002", "double-assignment", where, data=facts))
         flink_owner = assign(tp.topic, tp.partition, parallelism)
         if variant is RestoreVariant.UNION_FILTER and subtasks[0] != flink_owner:
             out.append(
@@ -386,10 +439,49 @@ def check_restore(
                     "RESTORE-002",
                     "wrong-owner",
                     f"{tp} restored on {subtasks[0]}, Flink's assigner gives {flink_owner}",
+                    data=facts | {"subtask": subtasks[0], "want": flink_owner, "parallelism": parallelism},
                 )
             )
         got = restored[subtasks[0]][tp]
         out += check_offset_continuity(tp, offset, got)
+    return out
+
+
+def check_single_holder(offsets: Sequence[Mapping[TopicPartition, int]]) -> list[Violation]:
+    """RESTORE-002 over each subtask's offsets (index = subtask): no partition is held by two subtasks."""
+    holders: dict[TopicPartition, list[int]] = {}
+    for subtask, held in enumerate(offsets):
+        for tp in held:
+            holders.setdefault(tp, []).append(subtask)
+    return [
+        Violation("RESTORE-002", "double-assignment", f"{tp} on {s}", data=tp_fields(tp) | {"subtasks": s})
+        for tp, s in holders.items()
+        if len(s) > 1
+    ]
+
+
+def check_emitted_prefix(
+    emitted: Mapping[TopicPartition, Sequence[int]],
+    offsets: Mapping[TopicPartition, int],
+    origins: Mapping[TopicPartition, int],
+) -> list[Violation]:
+    """RESTORE-003 over a source's run: per partition the offsets it emitted are exactly ``origin .. next - 1``
+    (``offsets``: its next offsets now; ``origins``: where each partition started in this run, 0 if unknown;
+    a partition still at a sentinel emitted nothing). No gap, no duplicate, no regression."""
+    out = []
+    for tp, next_offset in sorted(offsets.items()):
+        got = list(emitted.get(tp, []))
+        want = [] if is_sentinel(next_offset) else list(range(origins.get(tp, 0), next_offset))
+        if got != want:
+            kind = "offset-duplicate" if len(set(got)) < len(got) else "offset-gap"
+            out.append(
+                Violation(
+                    "RESTORE-003",
+                    kind,
+                    f"{tp}: emitted {got[:20]}, next offset {next_offset}",
+                    data=tp_fields(tp) | {"offsets": got, "want": want, "next_offset": next_offset},
+                )
+            )
     return out
 
 
@@ -409,7 +501,12 @@ def check_split_redistribution(
     shares = [sorted(tp for tp in offsets if tp in stated) for offsets in restored]
     if len(before) == len(restored):
         return [
-            Violation("RESTORE-002", "split-moved", f"subtask {i} kept {share}, it held {sorted(old)}")
+            Violation(
+                "RESTORE-002",
+                "split-moved",
+                f"subtask {i} kept {share}, it held {sorted(old)}",
+                data={"subtask": i, "got": tps_field(share), "want": tps_field(old)},
+            )
             for i, (old, share) in enumerate(zip(before, shares, strict=True))
             if share != sorted(old)
         ]
@@ -420,7 +517,10 @@ def check_split_redistribution(
         return []
     return [
         Violation(
-            "RESTORE-002", "uneven-split", f"entries per new subtask {got}, Flink's repartitioner gives {expected}"
+            "RESTORE-002",
+            "uneven-split",
+            f"entries per new subtask {got}, Flink's repartitioner gives {expected}",
+            data={"per_subtask": got, "want": expected, "parallelism": len(restored)},
         )
     ]
 
@@ -429,11 +529,12 @@ def check_offset_continuity(tp: TopicPartition, before: int, after: int) -> list
     """RESTORE-003: a restored next offset equals the checkpointed one (sentinels stay sentinels)."""
     if after == before:
         return []
-    facts = {"topic": tp.topic, "partition": tp.partition, "checkpointed": before, "restored": after}
+    facts = tp_fields(tp) | {"checkpointed": before, "restored": after}
     if is_sentinel(before) or is_sentinel(after):
-        return [Violation("RESTORE-003", "offset-changed", f"{tp}: checkpointed {before}, restored {after}", facts)]
+        where = f"{tp}: checkpointed {before}, restored {after}"
+        return [Violation("RESTORE-003", "offset-changed", where, data=facts)]
     kind = "offset-gap" if after > before else "offset-duplicate"
-    return [Violation("RESTORE-003", kind, f"{tp}: checkpointed next offset {before}, restored {after}", facts)]
+    return [Violation("RESTORE-003", kind, f"{tp}: checkpointed next offset {before}, restored {after}", data=facts)]
 
 
 def check_offset_commits(
@@ -448,7 +549,10 @@ def check_offset_commits(
         return []
     backwards = any(tp in committed and committed[tp] < off for tp, off in expected.items())
     kind = "offset-commit-backwards" if backwards else "offset-commit-mismatch"
-    return [Violation("RESTORE-007", kind, f"{when}: committed {dict(committed)}, expected {dict(expected)}")]
+    facts = {"when": when, "committed": offsets_field(committed), "want": offsets_field(expected)}
+    return [
+        Violation("RESTORE-007", kind, f"{when}: committed {dict(committed)}, expected {dict(expected)}", data=facts)
+    ]
 
 
 # -- sink output -----------------------------------------------------------------------------
@@ -478,12 +582,12 @@ def check_order(
                         "COMMIT-013",
                         "reordered",
                         f"output partition {partition}: {tp} offset {offset} appears after offset {last[tp]}",
-                        {
+                        data={
                             "output_partition": partition,
-                            "topic": tp.topic,
-                            "partition": tp.partition,
+                            **tp_fields(tp),
                             "offset": offset,
                             "after": last[tp],
+                            "value": value_field(value),
                         },
                     )
                 )
@@ -510,7 +614,13 @@ def check_pooled_ids(ids: Sequence[str], prefix: str, max_pending: int) -> list[
             "unbounded-ids",
             f"subtask {subtask} used {len(used)} transactional ids ({', '.join(sorted(used)[:4])}, ...) with at "
             f"most {max_pending} checkpoints pending at once; pooled naming allows {bound}",
-            {"subtask": subtask, "ids": len(used), "max_pending": max_pending, "bound": bound},
+            data={
+                "subtask": subtask,
+                "transactional_ids": sorted(used),
+                "id_count": len(used),
+                "max_pending": max_pending,
+                "bound": bound,
+            },
         )
         for subtask, used in sorted(by_subtask.items())
         if len(used) > bound
@@ -532,6 +642,7 @@ def check_stopped_sink(open_at_stop: Iterable[str], pending: Iterable[str], stab
             "COMMIT-020",
             "open-after-stop",
             f"{tid} still open after close(), though no checkpoint covers its records; read_committed: {stable}",
+            data={"transactional_id": tid, "stable": stable},
         )
         for tid in sorted(left - kept)
     ]
@@ -541,6 +652,7 @@ def check_stopped_sink(open_at_stop: Iterable[str], pending: Iterable[str], stab
             "pending-aborted-at-stop",
             f"{tid} was pre-committed for a pending checkpoint and is no longer open after close(): "
             "a restart from that checkpoint cannot commit it",
+            data={"transactional_id": tid},
         )
         for tid in sorted(kept - left)
     ]

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .checkers import Violation
+from .checkers import Violation, value_field
 
 
 class Guarantee(enum.Enum):
@@ -136,12 +136,11 @@ def check_sink_history(ops: Iterable[Op], guarantee: Guarantee = Guarantee.EXACT
     last_action = "start"
     found: dict[tuple[str, bytes | int], Violation] = {}
 
-    def report(anomaly: str, key: bytes | int, evidence: str) -> None:
+    def report(anomaly: str, key: bytes | int, evidence: str, data: Mapping[str, Any]) -> None:
         """Keep the first anomaly of each kind of trouble per value (or partition)."""
         if anomaly not in ALLOWED[guarantee]:
-            found.setdefault(
-                (_FAMILY.get(anomaly, "visible"), key), Violation(ANOMALY_REQUIREMENT[anomaly], anomaly, evidence)
-            )
+            violation = Violation(ANOMALY_REQUIREMENT[anomaly], anomaly, evidence, data=data)
+            found.setdefault((_FAMILY.get(anomaly, "visible"), key), violation)
 
     for op in ops:
         if op.f in {"write", "barrier", "notify", "recover"}:
@@ -202,12 +201,13 @@ def _check_read(
     seen: Observation,
     values: Mapping[bytes, _Value],
     ctx: _Context,
-    report: Callable[[str, bytes | int, str], None],
+    report: Callable[[str, bytes | int, str, Mapping[str, Any]], None],
 ) -> None:
     counts = Counter(seen.committed)
     for value, n in counts.items():
         if n > 1:
-            report("duplicate", value, f"read #{op.index}: {value!r} visible {n} times")
+            facts = {"read": op.index, "value": value_field(value), "times": n}
+            report("duplicate", value, f"read #{op.index}: {value!r} visible {n} times", facts)
         info = values.get(value)
         if info is None:
             continue
@@ -229,7 +229,14 @@ def _check_read(
             )
         else:
             anomaly, why = "precommitted-read", f"its checkpoint {info.checkpoint} has not completed"
-        report(anomaly, value, f"read #{op.index}: {value!r} is visible, yet {why}")
+        facts = {
+            "read": op.index,
+            "value": value_field(value),
+            "process": info.process,
+            "subtask": info.subtask,
+            "checkpoint": info.checkpoint,
+        }
+        report(anomaly, value, f"read #{op.index}: {value!r} is visible, yet {why}", facts)
     for partition, watermark in sorted(ctx.watermarks_at_recover.items()):
         stable = seen.stable.get(partition, watermark)
         if stable < watermark:
@@ -244,6 +251,14 @@ def _check_read(
                 partition,
                 f"read #{op.index}: partition {partition} last stable offset {stable} < high watermark {watermark} "
                 f"before recovery at parallelism {ctx.parallelism_at_recover}: a transaction of {whose} is still open",
+                {
+                    "read": op.index,
+                    "partition": partition,
+                    "stable": stable,
+                    "high_watermark": watermark,
+                    "parallelism": ctx.parallelism_at_recover,
+                    "subtask": None if holder is None else holder.subtask,
+                },
             )
     visible = set(counts)
     for value, info in sorted(values.items()):
@@ -267,4 +282,13 @@ def _check_read(
                 value,
                 f"read #{op.index}: {value!r} of completed checkpoint {info.checkpoint} is not visible, "
                 f"yet {ctx.durable_by} of checkpoint {ctx.durable_upto} reported success",
+                {
+                    "read": op.index,
+                    "value": value_field(value),
+                    "process": info.process,
+                    "subtask": info.subtask,
+                    "checkpoint": info.checkpoint,
+                    "durable_checkpoint": ctx.durable_upto,
+                    "durable_by": ctx.durable_by,
+                },
             )

@@ -19,7 +19,7 @@ from ...reference_impl.kafka_strategies import (
     round_robin_assign,
 )
 from ...reference_impl.types import TopicPartition
-from .checkers import Violation
+from .checkers import Violation, tp_fields, tps_field, value_field
 
 Observed = Mapping[str, Sequence[TopicPartition]]
 """An assignor's answer as observed: member id -> its partitions."""
@@ -39,7 +39,10 @@ def check_keyed_placement(placements: Sequence[Placement]) -> list[Violation]:
             if got != explicit:
                 out.append(
                     Violation(
-                        "STRAT-002", "explicit-partition-ignored", f"record for partition {explicit} went to {got}"
+                        "STRAT-002",
+                        "explicit-partition-ignored",
+                        f"record for partition {explicit} went to {got}",
+                        data={"key": value_field(key), "partition_count": partitions, "got": got, "want": explicit},
                     )
                 )
         elif key is not None and got != (want := partition_for_key(key, partitions)):
@@ -48,6 +51,7 @@ def check_keyed_placement(placements: Sequence[Placement]) -> list[Violation]:
                     "STRAT-001",
                     "keyed-placement-mismatch",
                     f"key {key!r} with {partitions} partitions went to {got}, a Java producer writes it to {want}",
+                    data={"key": value_field(key), "partition_count": partitions, "got": got, "want": want},
                 )
             )
     return out
@@ -57,7 +61,9 @@ def check_keyless_spread(placed: Sequence[int], num_partitions: int) -> list[Vio
     """STRAT-003 over the partitions a stream of keyless records went to: in range, and every one used."""
     bad = sorted({p for p in placed if not (isinstance(p, int) and 0 <= p < num_partitions)})
     if bad:
-        return [Violation("STRAT-003", "keyless-out-of-range", f"partitions {bad} of a topic with {num_partitions}")]
+        where = f"partitions {bad} of a topic with {num_partitions}"
+        facts = {"got": bad, "partition_count": num_partitions}
+        return [Violation("STRAT-003", "keyless-out-of-range", where, data=facts)]
     unused = sorted(set(range(num_partitions)) - set(placed))
     if unused:
         return [
@@ -66,6 +72,12 @@ def check_keyless_spread(placed: Sequence[int], num_partitions: int) -> list[Vio
                 "keyless-not-spread",
                 f"{len(placed)} keyless records left partitions {unused} of {num_partitions} empty "
                 f"(used: {dict(sorted(Counter(placed).items()))})",
+                data={
+                    "record_count": len(placed),
+                    "partition_count": num_partitions,
+                    "unused": unused,
+                    "per_partition": [placed.count(p) for p in range(num_partitions)],
+                },
             )
         ]
     return []
@@ -83,28 +95,40 @@ def check_group_assignment(group: Group, assignment: Observed, cooperative: bool
     out: list[Violation] = []
     members = {m.member_id: m for m in group.members}
     for missing in sorted(members.keys() - assignment.keys()):
-        out.append(Violation("STRAT-004", "missing-member", f"member {missing!r} is not in the assignment"))
+        where = f"member {missing!r} is not in the assignment"
+        out.append(Violation("STRAT-004", "missing-member", where, data={"member": missing}))
     owners: dict[TopicPartition, list[str]] = defaultdict(list)
     for member_id, tps in sorted(assignment.items()):
         member = members.get(member_id)
         if member is None:
-            out.append(Violation("STRAT-004", "unknown-member", f"{list(tps)} assigned to {member_id!r}, no member"))
+            facts = {"member": member_id, "partitions": tps_field(tps)}
+            where = f"{list(tps)} assigned to {member_id!r}, no member"
+            out.append(Violation("STRAT-004", "unknown-member", where, data=facts))
             continue
         for tp in tps:
             owners[tp].append(member_id)
             if not group.exists(tp):
-                out.append(Violation("STRAT-004", "nonexistent-partition", f"{tp} assigned to {member_id!r}"))
+                where = f"{tp} assigned to {member_id!r}"
+                out.append(
+                    Violation("STRAT-004", "nonexistent-partition", where, data=tp_fields(tp) | {"member": member_id})
+                )
             elif tp.topic not in member.topics:
                 out.append(
-                    Violation("STRAT-004", "unsubscribed-topic", f"{tp} assigned to {member_id!r}, not subscribed")
+                    Violation(
+                        "STRAT-004",
+                        "unsubscribed-topic",
+                        f"{tp} assigned to {member_id!r}, not subscribed",
+                        data=tp_fields(tp) | {"member": member_id},
+                    )
                 )
     for tp, holders in sorted(owners.items()):
         if len(holders) > 1:
-            out.append(Violation("STRAT-004", "double-assignment", f"{tp} assigned to {sorted(holders)}"))
+            facts = tp_fields(tp) | {"members": sorted(holders)}
+            out.append(Violation("STRAT-004", "double-assignment", f"{tp} assigned to {sorted(holders)}", data=facts))
     revoked = {tp for m in group.members for tp in m.owned} if cooperative else set()
     for tp in group.assignable():
         if tp not in owners and tp not in revoked:
-            out.append(Violation("STRAT-004", "unassigned", f"{tp} is assigned to no member"))
+            out.append(Violation("STRAT-004", "unassigned", f"{tp} is assigned to no member", data=tp_fields(tp)))
     return out
 
 
@@ -121,6 +145,7 @@ def check_exact_assignment(group: Group, assignment: Observed, strategy: str) ->
             f"{strategy}-mismatch",
             f"member {member!r}: got {sorted(map(str, assignment.get(member, ())))}, "
             f"Kafka's assignor gives {[str(tp) for tp in want[member]]}",
+            data={"member": member, "got": tps_field(assignment.get(member, ())), "want": tps_field(want[member])},
         )
         for member in sorted(want)
         if sorted(assignment.get(member, ())) != want[member]
@@ -155,6 +180,13 @@ def check_balance(group: Group, assignment: Observed) -> list[Violation]:
                         kind,
                         f"{tp} of {member_id!r} ({sizes[member_id]} partitions) could go to "
                         f"{lighter[0]!r} ({sizes[lighter[0]]}), which subscribes to {tp.topic!r}",
+                        data=tp_fields(tp)
+                        | {
+                            "member": member_id,
+                            "partition_count": sizes[member_id],
+                            "to_member": lighter[0],
+                            "to_partition_count": sizes[lighter[0]],
+                        },
                     )
                 )
                 break
@@ -184,6 +216,7 @@ def check_stickiness(group: Group, assignment: Observed) -> list[Violation]:
     moved = {m: sorted(tps - set(assignment.get(m, ()))) for m, tps in kept.items()}
     count = sum(len(tps) for tps in moved.values())
     shown = {m: [str(tp) for tp in tps] for m, tps in sorted(moved.items()) if tps}
+    moved_field = [{"member": m, "partitions": tps_field(tps)} for m, tps in sorted(moved.items()) if tps]
     if group.identical_subscriptions:
         fewest = minimal_moves(group)
         if count > fewest:
@@ -192,6 +225,7 @@ def check_stickiness(group: Group, assignment: Observed) -> list[Violation]:
                     "STRAT-009",
                     "needless-move",
                     f"{count} partitions taken from their owners where balance needs {fewest}: {shown}",
+                    data={"moved_count": count, "want": fewest, "moved": moved_field},
                 )
             ]
         return []
@@ -203,6 +237,7 @@ def check_stickiness(group: Group, assignment: Observed) -> list[Violation]:
                 "STRAT-009",
                 "needless-move",
                 f"the previous ownership was valid, complete and balanced, yet {count} partitions moved: {shown}",
+                data={"moved_count": count, "want": 0, "moved": moved_field},
             )
         ]
     return []
@@ -219,6 +254,7 @@ def check_cooperative(group: Group, assignment: Observed) -> list[Violation]:
             "STRAT-010",
             "revoked-and-assigned",
             f"{tp} assigned to {member_id!r} in the rebalance that revokes it from {sorted(others)}",
+            data=tp_fields(tp) | {"member": member_id, "members": sorted(others)},
         )
         for member_id, tps in sorted(assignment.items())
         for tp in sorted(tps)
@@ -242,6 +278,7 @@ def check_settles(rounds: Sequence[tuple[Group, Observed]]) -> list[Violation]:
             "STRAT-010",
             "unsettled",
             f"{len(rounds)} rebalances in a row revoke partitions; the last revokes {[str(tp) for tp in left]}",
+            data={"rebalances": len(rounds), "partitions": tps_field(left)},
         )
     ]
 

@@ -394,8 +394,11 @@ def violation_errors(exc: BaseException) -> list[ViolationError]:
 
 def violations_in_text(text: str, ids: Sequence[str]) -> list[Violation]:
     """The ``ID kind: evidence`` lines of a failure message, else the message as one violation of ``ids``."""
-    found = [Violation(m["id"], m["kind"], m["evidence"]) for m in VIOLATION_LINE.finditer(text)]
-    return found or [Violation(", ".join(ids), UNSTRUCTURED, text)]
+    found = [
+        Violation(m["id"], m["kind"], m["evidence"], data={"text": m["evidence"]})
+        for m in VIOLATION_LINE.finditer(text)
+    ]
+    return found or [Violation(", ".join(ids), UNSTRUCTURED, text, data={"text": text})]
 
 
 def counterexamples(exc: BaseException) -> list[Counterexample]:

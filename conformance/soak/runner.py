@@ -36,10 +36,11 @@ from ...reference_impl.kafka_client import KafkaClient, wait_until
 from ...reference_impl.ports import Isolation, Record
 from ...reference_impl.types import TopicPartition
 from ..brokers import KafkaBroker
-from ..checks.checkers import Violation, check_order
+from ..checks.checkers import Violation, check_order, tp_fields, value_field
+from ..checks.pipeline_checkers import ReadRecord, check_output, check_read_once
 from ..spark.cluster import StandaloneCluster
 from ..spark.driver import DriverRun, StandbyDrivers, kill_group
-from ..spark.pipeline import ReadRecord, check_output, check_read_once, topic_records
+from ..spark.pipeline import topic_records
 from .faults import (
     NotInjected,
     OpenTransactionWatch,
@@ -406,7 +407,12 @@ def verdict(
     seen = Counter(r.value for records in written.values() for r in records)
     acknowledged = [op for op in produced if op.offset is not None]
     violations = [
-        Violation("BROKER", "acknowledged-record-missing", f"{op.value!r} acknowledged at {op.tp}@{op.offset}")
+        Violation(
+            "BROKER",
+            "acknowledged-record-missing",
+            f"{op.value!r} acknowledged at {op.tp}@{op.offset}",
+            data=tp_fields(op.tp) | {"offset": op.offset, "value": value_field(op.value)},
+        )
         for op in acknowledged
         if op.value not in expected
     ]

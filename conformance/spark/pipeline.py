@@ -5,7 +5,7 @@ end of what is available, stop it, or simulate a driver crash after the tasks of
 committed but before Spark's commit log recorded it (``forget_last_commit``). Rescale is a new
 ``Pipeline`` on the same checkpoint with another ``parallelism``. Without a sink topic every
 batch's rows are captured with the Spark task that read them, for the pure checkers of
-``kconform.conformance.checks.checkers``; a replayed batch id replaces its earlier capture, as an idempotent
+``kconform.conformance.checks.pipeline_checkers``; a replayed batch id replaces its earlier capture, as an idempotent
 downstream would. ``TaskFailures`` makes chosen tasks fail their first attempt mid-stream, so
 Spark (with task retries, e.g. ``local[2,3]``) runs them again.
 
@@ -19,12 +19,12 @@ import json
 import os
 import re
 import sys
-from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections import Counter
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 from pyspark import TaskContext
 from pyspark.errors import PySparkException
@@ -35,13 +35,15 @@ from pyspark.sql.streaming.readwriter import DataStreamWriter
 from pyspark.sql.types import BinaryType, BooleanType, DataType, IntegerType, LongType, StringType
 
 from ...reference_impl.adapter import ReferenceAdapter
+from ...reference_impl.configs import CONTRACT_VERSION
 from ...reference_impl.kafka_client import KafkaClient
 from ...reference_impl.ports import Isolation, Record
 from ...reference_impl.spark import TIMEOUT_OPTION, KafkaDataSource, register
 from ...reference_impl.spark.offsets import SourceOffsets
 from ...reference_impl.types import TopicPartition
 from ..adapter import DEFAULT_MASTER, PipelineAdapter, SinkSpec, SourceSpec
-from ..checks.checkers import Violation, check_formula, check_order, check_plan, check_single_owner
+from ..checks.checkers import Violation
+from ..checks.pipeline_checkers import ReadRecord, check_sink_output
 from ..errors import ContractError, HarnessError
 from ..jvm import SPARK_KAFKA, JvmArtifactsMissing, jars, jvm_dir, setup_hint
 from .cluster import STANDALONE, cluster_settings, is_local
@@ -57,6 +59,7 @@ class KconformKafkaAdapter:
     (``kconform.conformance.mutants.pipeline``) swap in a broken subclass.
     """
 
+    contract_version: ClassVar[int] = CONTRACT_VERSION
     name: str = "spark-kconform-kafka"
     data_source: type[KafkaDataSource] = KafkaDataSource
     capabilities: frozenset[str] = frozenset(
@@ -211,16 +214,6 @@ def data_source_found(adapter_name: str, member: str) -> Iterator[None]:
         if name is None:
             raise
         raise data_source_error(adapter_name, member, name) from error
-
-
-@dataclass(frozen=True, slots=True)
-class ReadRecord:
-    """One source record as the query saw it, with the Spark task (input partition) that read it."""
-
-    tp: TopicPartition
-    offset: int
-    value: bytes | None
-    task: int
 
 
 def local_session(master: str = DEFAULT_MASTER) -> SparkSession:
@@ -482,88 +475,6 @@ def fill(client: KafkaClient, topic: str, partitions: int, per_partition: int, t
     return ends
 
 
-def check_read_once(
-    records: Iterable[ReadRecord], ends: Mapping[TopicPartition, int], requirement: str = "RESTORE-003"
-) -> list[Violation]:
-    """Every offset below each end was read exactly once, nothing else: RESTORE-003 end to end, or
-    ``requirement`` when a scenario checks a more specific promise (DISC-005: a new topic from its start)."""
-    seen = Counter((r.tp, r.offset) for r in records)
-    expected = Counter((tp, o) for tp, end in ends.items() for o in range(end))
-    out = [Violation(requirement, "offset-gap", f"{tp} offset {o} never read") for tp, o in sorted(expected - seen)]
-    out += [
-        Violation(requirement, "offset-duplicate", f"{tp} offset {o} read {seen[(tp, o)]} times")
-        for tp, o in sorted(seen)
-        if seen[(tp, o)] > expected[(tp, o)]
-    ]
-    return out
-
-
-def check_discovered(
-    records: Iterable[ReadRecord], added: Mapping[TopicPartition, int], requirement: str = "DISC-005"
-) -> list[Violation]:
-    """DISC-009 then ``requirement``: each partition in ``added`` (found while the query ran, with
-    records produced before and after the query had caught up) was read at all, and then read once
-    from its first record. Nothing read of it at all is DISC-009's ``never-discovered``, not a gap."""
-    records = list(records)
-    seen = {r.tp for r in records}
-    out = [
-        Violation("DISC-009", "never-discovered", f"{tp}: none of its {end} records read; discovery never found it")
-        for tp, end in sorted(added.items())
-        if end > 0 and tp not in seen
-    ]
-    found = {tp: end for tp, end in added.items() if tp in seen}
-    return out + check_read_once([r for r in records if r.tp in found], found, requirement=requirement)
-
-
-def task_claims(records: Iterable[ReadRecord]) -> dict[TopicPartition, list[int]]:
-    """Partition -> the tasks that read it."""
-    claims: dict[TopicPartition, set[int]] = defaultdict(set)
-    for r in records:
-        claims[r.tp].add(r.task)
-    return {tp: sorted(tasks) for tp, tasks in claims.items()}
-
-
-def check_single_reader(
-    batch: Iterable[ReadRecord], parallelism: int, requirement: str = "RESTORE-002"
-) -> list[Violation]:
-    """Within one batch each partition is read by one task, and only tasks ``0..parallelism-1`` read."""
-    return check_single_owner(task_claims(batch), parallelism, requirement)
-
-
-def check_offsets_read_by_one_task(batch: Iterable[ReadRecord]) -> list[Violation]:
-    """ASSIGN-007 as a black box sees it: within one batch no offset is read by two tasks. A connector may
-    split a partition into offset ranges read by several tasks (Spark's does); the ranges must not overlap.
-    A retried attempt is the same task, so its re-read is not a second reader."""
-    readers: dict[tuple[TopicPartition, int], set[int]] = defaultdict(set)
-    for r in batch:
-        readers[(r.tp, r.offset)].add(r.task)
-    overlapping: dict[TopicPartition, list[int]] = defaultdict(list)
-    tasks: dict[TopicPartition, set[int]] = defaultdict(set)
-    for (tp, offset), by in sorted(readers.items()):
-        if len(by) > 1:
-            overlapping[tp].append(offset)
-            tasks[tp] |= by
-    return [
-        Violation(
-            "ASSIGN-007",
-            "double-read",
-            f"{tp}: offsets {offsets[:10]}{' ...' if len(offsets) > 10 else ''} read by tasks {sorted(tasks[tp])}",
-            {"topic": tp.topic, "partition": tp.partition, "offsets": offsets, "tasks": sorted(tasks[tp])},
-        )
-        for tp, offsets in sorted(overlapping.items())
-    ]
-
-
-def check_task_plan(records: Iterable[ReadRecord], parallelism: int) -> list[Violation]:
-    """ASSIGN-001/002/004 on what Spark tasks read: task i holds exactly Flink subtask i's partitions, one task per
-    partition (Flink's model: ASSIGN-001 ``double-assignment`` when a batch splits a partition among tasks; that no
-    offset is read twice is ASSIGN-007's, ``check_offsets_read_by_one_task``)."""
-    claims = task_claims(records)
-    owners = {tp: tasks[0] for tp, tasks in claims.items()}
-    out = check_single_owner(claims, parallelism, requirement="ASSIGN-001")
-    return out + check_plan(owners, parallelism) + check_formula(owners, parallelism)
-
-
 def topic_records(client: KafkaClient, topic: str, isolation: Isolation) -> dict[int, list[Record]]:
     """Partition -> every record of ``topic`` a consumer at ``isolation`` sees, in log order."""
     return {
@@ -581,23 +492,7 @@ def judge_sink(client: KafkaClient, source: str, sink: str, exactly_once: bool) 
     """COMMIT-011 and COMMIT-013 end to end: the sink topic read ``read_committed`` against the input."""
     produced = topic_records(client, source, Isolation.READ_UNCOMMITTED)
     written = topic_records(client, sink, Isolation.READ_COMMITTED)
-    expected = Counter(r.value for records in produced.values() for r in records)
-    seen = Counter(r.value for records in written.values() for r in records)
-    origin = {r.value: (TopicPartition(r.topic, r.partition), r.offset) for rs in produced.values() for r in rs}
-    order = check_order(origin, {p: [r.value for r in records] for p, records in written.items()})
-    return check_output(expected, seen, exactly_once) + order
-
-
-def check_output(expected: Counter[bytes | None], seen: Counter[bytes | None], exactly_once: bool) -> list[Violation]:
-    """COMMIT-011 end to end: every input value is visible once (at-least-once: at least once)."""
-    out = [Violation("COMMIT-011", "lost-write", f"{v!r} missing") for v in sorted((expected - seen).keys(), key=repr)]
-    if exactly_once:
-        out += [
-            Violation("COMMIT-011", "duplicate", f"{v!r} visible {n} times, written {expected[v]}")
-            for v, n in sorted(seen.items(), key=repr)
-            if n > expected[v]
-        ]
-    return out
+    return check_sink_output(produced, written, exactly_once)
 
 
 def stable_offsets(client: KafkaClient, topic: str) -> dict[TopicPartition, tuple[int, int]]:
@@ -608,29 +503,3 @@ def stable_offsets(client: KafkaClient, topic: str) -> dict[TopicPartition, tupl
         tp: (client.latest_offset(tp, Isolation.READ_COMMITTED), client.latest_offset(tp, Isolation.READ_UNCOMMITTED))
         for tp in partitions
     }
-
-
-def check_unblocked(
-    stable: Mapping[TopicPartition, int], ends: Mapping[TopicPartition, int], when: str
-) -> list[Violation]:
-    """COMMIT-004: each partition's last stable offset has reached ``ends``, the end of its log when a driver
-    was killed inside a transaction: that transaction no longer blocks read_committed readers."""
-    return [
-        Violation(
-            "COMMIT-004",
-            "lingering-transaction",
-            f"{tp}: last stable offset {stable.get(tp, 0)} is still below {end}, the end of the log when the "
-            f"driver was killed, {when}: read_committed readers are blocked",
-        )
-        for tp, end in sorted(ends.items())
-        if stable.get(tp, 0) < end
-    ]
-
-
-def check_rewritten(timed_out: Counter[bytes | None], seen: Counter[bytes | None]) -> list[Violation]:
-    """COMMIT-007: every record of a transaction the broker timed out is visible after the restart, i.e. the
-    sink did not take the timed-out transaction for a committed one."""
-    return [
-        Violation("COMMIT-007", "lost-write", f"{v!r} was in a transaction the broker timed out, never written again")
-        for v in sorted((timed_out - seen).keys(), key=repr)
-    ]

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from ...reference_impl.configs import DiscovererConfig
 from ...reference_impl.discovery import Metadata, Subscription, ZeroPartitionsPolicy
-from ..checks.checkers import Violation, check_discovery, fail_on
+from ..checks.checkers import Violation, check_discovery, fail_on, tps_field
 from ..gate.pytest_plugin import requirement
 from ..generators.strategies import cluster_histories, near_misses, parallelisms, topic_names
 
@@ -136,14 +136,21 @@ def test_required_DISC_007_zero_partitions_follow_the_policy(adapter: Any, polic
     except Exception as exc:  # the adapter's own error type: any error counts, if it names the subscription
         outcome: list[Violation] = []
         if policy is ZeroPartitionsPolicy.IGNORE:
-            outcome.append(Violation("DISC-007", "failed-on-zero", f"policy ignore, yet discover raised {exc!r}"))
+            where = f"policy ignore, yet discover raised {exc!r}"
+            outcome.append(
+                Violation("DISC-007", "failed-on-zero", where, data={"policy": policy.value, "error": repr(exc)})
+            )
         elif "kconform-missing" not in str(exc):
-            outcome.append(Violation("DISC-007", "unclear-error", f"error does not name the subscription: {exc!r}"))
+            where = f"error does not name the subscription: {exc!r}"
+            facts = {"policy": policy.value, "error": repr(exc), "topic": "kconform-missing"}
+            outcome.append(Violation("DISC-007", "unclear-error", where, data=facts))
         fail_on(outcome)
         return
     violations = []
     if policy is ZeroPartitionsPolicy.FAIL:
-        violations.append(Violation("DISC-007", "idle-on-zero", "policy fail, yet discover returned normally"))
+        where = "policy fail, yet discover returned normally"
+        violations.append(Violation("DISC-007", "idle-on-zero", where, data={"policy": policy.value, "error": None}))
     if found:
-        violations.append(Violation("DISC-007", "unsubscribed-partition", f"reported {found}"))
+        facts = {"policy": policy.value, "partitions": tps_field(found)}
+        violations.append(Violation("DISC-007", "unsubscribed-partition", f"reported {found}", data=facts))
     fail_on(violations)

@@ -44,8 +44,17 @@ from ..adapter import DEFAULT_MASTER, PipelineAdapter
 from ..brokers import Broker
 from ..brokers.capability import DUPLICATE_VERDICT_NEEDS, Capability, lacking
 from ..brokers.probe import TXN_TIMEOUT_WAIT_S, probe
-from ..checks.checkers import Violation, check_offset_continuity, fail_on
+from ..checks.checkers import Violation, check_offset_continuity, fail_on, tp_fields
 from ..checks.evidence import assignment_grid, offset_step, offset_timeline
+from ..checks.pipeline_checkers import (
+    check_discovered,
+    check_offsets_read_by_one_task,
+    check_read_once,
+    check_rewritten,
+    check_single_reader,
+    check_task_plan,
+    check_unblocked,
+)
 from ..checks.strategy_checkers import check_sink_placement
 from ..gate.pytest_plugin import (
     BROKER_CAPABILITIES,
@@ -59,13 +68,6 @@ from ..spark.driver import DriverRun, kill_group, raise_if_cannot_check
 from ..spark.pipeline import (
     Pipeline,
     TaskFailures,
-    check_discovered,
-    check_offsets_read_by_one_task,
-    check_read_once,
-    check_rewritten,
-    check_single_reader,
-    check_task_plan,
-    check_unblocked,
     fill,
     judge_sink,
     local_session,
@@ -312,7 +314,17 @@ def test_required_DISC_005_009_newly_matching_topic_is_found_and_read_from_earli
         running.stop()
     records = [*stopped.records(), *running.records()]
     wrong = sorted({r.tp for r in records if r.tp.topic == lookalike})
-    fail_on([Violation("DISC-002", "unsubscribed-read", f"{tp} does not match {pattern!r}") for tp in wrong])
+    fail_on(
+        [
+            Violation(
+                "DISC-002",
+                "unsubscribed-read",
+                f"{tp} does not match {pattern!r}",
+                data=tp_fields(tp) | {"pattern": pattern},
+            )
+            for tp in wrong
+        ]
+    )
     subscribed = [r for r in records if r.tp.topic != lookalike]
     fail_on(
         check_read_once([r for r in subscribed if r.tp in ends], ends, requirement="DISC-005")
@@ -400,11 +412,15 @@ def test_required_COMMIT_015_a_refused_transaction_timeout_fails_the_query_namin
         text = str(exc)
         unnamed = [name for name in ("transaction.timeout.ms", "transaction.max.timeout.ms") if name not in text]
         why = f"the error does not name {', '.join(unnamed)}: {last_line_of(text)}"
-        fail_on([Violation("COMMIT-015", "unclear-error", why)] if unnamed else [])
+        failed = {"error": last_line_of(text), "unnamed": unnamed}
+        fail_on([Violation("COMMIT-015", "unclear-error", why, data=failed)] if unnamed else [])
     else:
-        fail_on([Violation("COMMIT-015", "refused-timeout-ignored", "the query ran to its end without the timeout")])
+        where = "the query ran to its end without the timeout"
+        ran: dict[str, Any] = {"transaction_timeout_ms": REFUSED_TXN_TIMEOUT_MS, "error": None}
+        fail_on([Violation("COMMIT-015", "refused-timeout-ignored", where, data=ran)])
     written = sum(topic_values(kafka, sink, Isolation.READ_COMMITTED).values())
-    fail_on([Violation("COMMIT-015", "written-anyway", f"{written} records committed")] if written else [])
+    count = {"topic": sink, "record_count": written}
+    fail_on([Violation("COMMIT-015", "written-anyway", f"{written} records committed", data=count)] if written else [])
 
 
 def last_line_of(text: str) -> str:

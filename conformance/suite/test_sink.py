@@ -35,7 +35,7 @@ from ...reference_impl.kafka_model import (
 from ...reference_impl.ports import Isolation, KafkaError
 from ...reference_impl.types import TopicPartition
 from ..adapter import AdapterError, Guarded
-from ..checks.checkers import Violation, check_pooled_ids, check_stopped_sink, fail_on
+from ..checks.checkers import Violation, check_pooled_ids, check_stopped_sink, fail_on, value_field, values_field
 from ..checks.history import History, Observation, check_sink_history
 from ..gate.pytest_plugin import requirement
 from ..generators.strategies import InterleavingMix
@@ -336,9 +336,15 @@ def test_required_COMMIT_005_two_sinks_and_their_subtasks_never_share_an_id(adap
         for sink in sinks:
             sink.notify_checkpoint_complete(1)
     except KafkaError as exc:
-        fail_on([Violation("COMMIT-005", "id-collision", f"a writer was fenced by another: {exc!r}")])
+        where = f"a writer was fenced by another: {exc!r}"
+        fail_on([Violation("COMMIT-005", "id-collision", where, data={"error": repr(exc)})])
     seen = set(observe(log).committed)
-    fail_on([Violation("COMMIT-005", "id-collision", f"lost {v!r}") for v in sorted(expected - seen)])
+    fail_on(
+        [
+            Violation("COMMIT-005", "id-collision", f"lost {v!r}", data={"value": value_field(v), "times": 0})
+            for v in sorted(expected - seen)
+        ]
+    )
 
 
 @requirement("COMMIT-007", capability="exactly-once-sink")
@@ -355,8 +361,10 @@ def test_required_COMMIT_007_timeout_is_surfaced(adapter: Any) -> None:
     except KafkaError:
         return
     except AdapterError as exc:
-        fail_on([Violation("COMMIT-007", "swallowed-error", f"the timeout became another error: {exc}")])
-    fail_on([Violation("COMMIT-007", "swallowed-error", "committing a timed-out transaction reported success")])
+        where = f"the timeout became another error: {exc}"
+        fail_on([Violation("COMMIT-007", "swallowed-error", where, data={"error": str(exc)})])
+    where = "committing a timed-out transaction reported success"
+    fail_on([Violation("COMMIT-007", "swallowed-error", where, data={"error": None})])
 
 
 @requirement("COMMIT-014", capability="exactly-once-sink")
@@ -391,9 +399,13 @@ def test_required_COMMIT_014_intervals_without_records_commit_and_recover(
         step = f"recover checkpoint {len(intervals)} at parallelism {m}"
         adapter.recover_sink(RecoveryConfig(log=log, prefix=PREFIX, parallelism=m, checkpoint=state))
     except KafkaError as exc:
-        fail_on([Violation("COMMIT-014", "empty-transaction-committed", f"{step} failed: {exc}")])
+        facts = {"step": step, "error": str(exc)}
+        fail_on([Violation("COMMIT-014", "empty-transaction-committed", f"{step} failed: {exc}", data=facts)])
     missing = sorted(set(written) - set(observe(log).committed))
-    fail_on([Violation("COMMIT-014", "interval-lost", f"committed checkpoints lost {missing}")] if missing else [])
+    where = f"committed checkpoints lost {missing}"
+    fail_on(
+        [Violation("COMMIT-014", "interval-lost", where, data={"values": values_field(missing)})] if missing else []
+    )
 
 
 @requirement("COMMIT-003", "COMMIT-010", capability="exactly-once-sink")
@@ -425,13 +437,28 @@ def test_required_COMMIT_003_and_010_a_second_recovery_commits_nothing_the_first
         step = "the second recovery"
         adapter.recover_sink(RecoveryConfig(log=log, prefix=PREFIX, parallelism=m, checkpoint=state))
     except KafkaError as exc:
-        fail_on([Violation("COMMIT-010", "recovery-failed", f"{step} failed: {exc}")])
+        fail_on(
+            [
+                Violation(
+                    "COMMIT-010", "recovery-failed", f"{step} failed: {exc}", data={"step": step, "error": str(exc)}
+                )
+            ]
+        )
     visible = set(observe(log).committed)
     leaked = sorted(v for v in visible if v.startswith(b"after-"))
     missing = sorted({f"first-{s}".encode() for s in range(n)} - visible)
     fail_on(
-        [Violation("COMMIT-010", "recovery-commits-uncheckpointed", f"visible: {leaked}")] * bool(leaked)
-        + [Violation("COMMIT-003", "lost-checkpointed", f"missing: {missing}")] * bool(missing)
+        [
+            Violation(
+                "COMMIT-010",
+                "recovery-commits-uncheckpointed",
+                f"visible: {leaked}",
+                data={"values": values_field(leaked)},
+            )
+        ]
+        * bool(leaked)
+        + [Violation("COMMIT-003", "lost-checkpointed", f"missing: {missing}", data={"values": values_field(missing)})]
+        * bool(missing)
     )
 
 
@@ -464,9 +491,13 @@ def test_required_COMMIT_016_recovery_aborts_no_transaction_of_a_sink_whose_pref
         )
         other.notify_checkpoint_complete(1)
     except KafkaError as exc:
-        fail_on([Violation("COMMIT-016", "foreign-transaction-aborted", f"sink {theirs!r} could not commit: {exc}")])
+        where = f"sink {theirs!r} could not commit: {exc}"
+        failed = {"prefix": theirs, "error": str(exc)}
+        fail_on([Violation("COMMIT-016", "foreign-transaction-aborted", where, data=failed)])
     missing = sorted(set(written) - set(observe(log).committed))
-    fail_on([Violation("COMMIT-016", "foreign-transaction-aborted", f"sink {theirs!r} lost {missing}")] * bool(missing))
+    facts = {"prefix": theirs, "values": values_field(missing)}
+    where = f"sink {theirs!r} lost {missing}"
+    fail_on([Violation("COMMIT-016", "foreign-transaction-aborted", where, data=facts)] * bool(missing))
 
 
 @requirement("COMMIT-017", capability="exactly-once-sink")
@@ -502,7 +533,11 @@ def test_required_COMMIT_017_a_prefix_changed_between_runs_leaves_no_transaction
     seen = observe(log)
     hidden = sorted(expected - set(seen.committed))
     why = f"not visible read_committed: {hidden}; last stable offsets {seen.stable}"
-    fail_on([Violation("COMMIT-017", "old-prefix-left-open", why)] * bool(hidden))
+    facts = {
+        "values": values_field(hidden),
+        "stable": [{"partition": p, "offset": o} for p, o in sorted(seen.stable.items())],
+    }
+    fail_on([Violation("COMMIT-017", "old-prefix-left-open", why, data=facts)] * bool(hidden))
 
 
 @requirement("COMMIT-018", capability="exactly-once-sink")
@@ -566,10 +601,12 @@ def test_required_COMMIT_019_a_checkpoint_whose_ids_expired_fails_recovery_namin
     except KafkaError as exc:
         named = any(tid in str(exc) for tid in ids)
         where = f"recovery failed with {type(exc).__name__}: {exc}, naming none of {ids}"
-        fail_on([] if named else [Violation("COMMIT-019", "expired-id-unnamed", where)])
+        failed = {"transactional_ids": ids, "error": f"{type(exc).__name__}: {exc}"}
+        fail_on([] if named else [Violation("COMMIT-019", "expired-id-unnamed", where, data=failed)])
         return
     where = f"recovery of checkpoint 1 succeeded though the broker had forgotten its ids {ids}{lost}"
-    fail_on([Violation("COMMIT-019", "expired-id-swallowed", where)])
+    facts = {"transactional_ids": ids, "checkpoint": 1, "committed": committed, "error": None}
+    fail_on([Violation("COMMIT-019", "expired-id-swallowed", where, data=facts)])
 
 
 @requirement("COMMIT-020", capability="sink-close")

@@ -37,12 +37,15 @@ from ..adapter import Guarded
 from ..checks.checkers import (
     Picture,
     Violation,
+    check_emitted_prefix,
     check_latest_start,
     check_new_partition_start,
     check_offset_commits,
     check_restore,
+    check_single_holder,
     check_split_redistribution,
     fail_on,
+    tp_fields,
 )
 from ..checks.evidence import offset_step, offset_timeline
 from ..gate.pytest_plugin import requirement
@@ -191,7 +194,7 @@ class SourceMachine(RuleBasedStateMachine):
         before = self._offsets()
         if before[tp] == LATEST:
             where = f"{tp}: still at the LATEST sentinel at its first read, not resolved when it was discovered"
-            self._fail_on([Violation("DISC-005", "latest-unresolved", where)])
+            self._fail_on([Violation("DISC-005", "latest-unresolved", where, data=tp_fields(tp) | {"start": LATEST})])
         if before[tp] == EARLIEST:
             self.origins[tp] = self.log.earliest_offset(tp)
         records = self.source.poll(self.log, tp, limit)
@@ -199,7 +202,12 @@ class SourceMachine(RuleBasedStateMachine):
         self.runs[-1]["read"].extend((tp, r.offset) for r in records)
         after = self._offsets()
         violations = [
-            Violation("RESTORE-003", "foreign-record", f"a poll of {tp} returned {r.topic_partition}@{r.offset}")
+            Violation(
+                "RESTORE-003",
+                "foreign-record",
+                f"a poll of {tp} returned {r.topic_partition}@{r.offset}",
+                data=tp_fields(r.topic_partition) | {"offset": r.offset, "polled": tp_fields(tp)},
+            )
             for r in records
             if r.topic_partition != tp
         ]
@@ -208,10 +216,12 @@ class SourceMachine(RuleBasedStateMachine):
                 continue
             if before[other] == EARLIEST:
                 where = f"{other}: EARLIEST resolved to {after[other]} by a poll of {tp}, before its own first read"
-                violations.append(Violation("DISC-005", "sentinel-resolved-early", where))
+                facts = tp_fields(other) | {"start": EARLIEST, "got": after[other], "polled": tp_fields(tp)}
+                violations.append(Violation("DISC-005", "sentinel-resolved-early", where, data=facts))
             else:
                 where = f"{other}: position {before[other]} -> {after[other]} during a poll of {tp}"
-                violations.append(Violation("RESTORE-003", "moved-without-read", where))
+                facts = tp_fields(other) | {"start": before[other], "got": after[other], "polled": tp_fields(tp)}
+                violations.append(Violation("RESTORE-003", "moved-without-read", where, data=facts))
         self._fail_on(violations)
 
     @rule(outcome=st.sampled_from(["complete", "pending", "notification-lost", "complete-previous"]))
@@ -372,28 +382,12 @@ class SourceMachine(RuleBasedStateMachine):
     # -- invariants --------------------------------------------------------------------------
     @invariant()
     def each_partition_on_at_most_one_subtask(self) -> None:
-        holders: dict[TopicPartition, list[int]] = {}
-        for subtask, offsets in enumerate(self.source.offsets):
-            for tp in offsets:
-                holders.setdefault(tp, []).append(subtask)
-        doubles = [
-            Violation("RESTORE-002", "double-assignment", f"{tp} on {s}") for tp, s in holders.items() if len(s) > 1
-        ]
-        self._fail_on(doubles)
+        self._fail_on(check_single_holder(self.source.offsets))
 
     @invariant()
     def emitted_offsets_are_exactly_the_prefix(self) -> None:
         """No gap, no duplicate, no regression: emitted == start .. next-1 for every partition (RESTORE-003)."""
-        violations = []
-        for tp, next_offset in sorted(self._offsets().items()):
-            emitted = self.emitted.get(tp, [])
-            expected = [] if is_sentinel(next_offset) else list(range(self.origins.get(tp, 0), next_offset))
-            if emitted != expected:
-                kind = "offset-duplicate" if len(set(emitted)) < len(emitted) else "offset-gap"
-                violations.append(
-                    Violation("RESTORE-003", kind, f"{tp}: emitted {emitted[:20]}, next offset {next_offset}")
-                )
-        self._fail_on(violations)
+        self._fail_on(check_emitted_prefix(self.emitted, self._offsets(), self.origins))
 
 
 @requirement(
@@ -497,6 +491,7 @@ def test_required_DISC_005_latest_checkpointed_before_the_first_read_loses_nothi
                 "latest-unresolved",
                 f"{tp}: checkpoint 1, taken before its first read, holds LATEST; restored, it starts at {now[tp]}, "
                 f"past offsets {ends[tp]}..{now[tp] - 1} produced after discovery",
+                data=tp_fields(tp) | {"checkpoint": 1, "start": LATEST, "end": ends[tp], "restored": now[tp]},
             )
             for tp in sorted(ends)
             if resumed.get(tp) == LATEST
@@ -514,6 +509,7 @@ def test_required_DISC_005_latest_checkpointed_before_the_first_read_loses_nothi
             "RESTORE-003",
             "offset-duplicate" if len(set(got)) < len(got) else "offset-gap",
             f"{tp}: read {got} after the restore, want {ends[tp]}..{now[tp] - 1} (what was produced after discovery)",
+            data=tp_fields(tp) | {"offsets": got, "want": list(range(ends[tp], now[tp]))},
         )
         for tp, got in sorted(read.items())
         if got != list(range(ends[tp], now[tp]))
@@ -669,12 +665,22 @@ def test_required_DISC_008_a_deleted_topic_stops_nothing_else_and_keeps_its_stat
             pass
     now = {tp: off for offsets in source.offsets for tp, off in offsets.items()}
     violations = [
-        Violation("DISC-008", "forgotten", f"{tp}: offset {before[tp]} before in-b was deleted, {now.get(tp)} after")
+        Violation(
+            "DISC-008",
+            "forgotten",
+            f"{tp}: offset {before[tp]} before in-b was deleted, {now.get(tp)} after",
+            data=tp_fields(tp) | {"got": now.get(tp), "want": before[tp]},
+        )
         for tp in sorted(before)
         if tp.topic == "in-b" and now.get(tp) != before[tp]
     ]
     violations += [
-        Violation("DISC-008", "stalled", f"{tp}: at {now.get(tp)} after in-b was deleted, want {before[tp] + 1}")
+        Violation(
+            "DISC-008",
+            "stalled",
+            f"{tp}: at {now.get(tp)} after in-b was deleted, want {before[tp] + 1}",
+            data=tp_fields(tp) | {"got": now.get(tp), "want": before[tp] + 1},
+        )
         for tp in sorted(before)
         if tp.topic == "in-a" and now.get(tp) != before[tp] + 1
     ]

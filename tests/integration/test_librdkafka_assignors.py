@@ -33,7 +33,7 @@ from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 
 from kconform.conformance.brokers import Broker
-from kconform.conformance.checks.checkers import Violation, explain
+from kconform.conformance.checks.checkers import Violation, explain, tp_fields
 from kconform.conformance.checks.strategy_checkers import (
     check_balance,
     check_cooperative,
@@ -576,7 +576,12 @@ def _held_twice(events: Sequence[Event]) -> list[Violation]:
                 others = sorted(m for m, tps in held.items() if m != e.member and tp in tps)
                 if others:
                     out.append(
-                        Violation("STRAT-010", "held-twice", f"{tp} assigned to {e.member} while {others} hold it")
+                        Violation(
+                            "STRAT-010",
+                            "held-twice",
+                            f"{tp} assigned to {e.member} while {others} hold it",
+                            data=tp_fields(tp) | {"member": e.member, "members": others},
+                        )
                     )
             have |= e.partitions
         else:

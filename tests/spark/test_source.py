@@ -18,7 +18,8 @@ from pyspark.sql import SparkSession
 from kconform.conformance.brokers import Broker
 from kconform.conformance.brokers.capability import Capability
 from kconform.conformance.checks.checkers import check_offset_continuity, explain
-from kconform.conformance.spark.pipeline import Pipeline, ReadRecord, check_read_once, check_task_plan, fill
+from kconform.conformance.checks.pipeline_checkers import ReadRecord, check_read_once, check_task_plan
+from kconform.conformance.spark.pipeline import Pipeline, fill
 from kconform.reference_impl.kafka_client import KafkaClient
 from kconform.reference_impl.types import TopicPartition
 

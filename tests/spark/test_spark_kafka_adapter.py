@@ -11,7 +11,8 @@ from pyspark.sql import SparkSession
 from kconform.conformance.adapters.spark_kafka import ADAPTER
 from kconform.conformance.brokers import Broker
 from kconform.conformance.checks.checkers import explain
-from kconform.conformance.spark.pipeline import Pipeline, check_read_once, check_single_reader, fill, judge_sink
+from kconform.conformance.checks.pipeline_checkers import check_read_once, check_single_reader
+from kconform.conformance.spark.pipeline import Pipeline, fill, judge_sink
 from kconform.reference_impl.kafka_client import KafkaClient
 
 

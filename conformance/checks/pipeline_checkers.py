@@ -1,0 +1,197 @@
+"""Checkers of the pipeline level: pure functions over what a Spark query read and wrote.
+
+The Spark harness (``kconform.conformance.spark.pipeline``) records each batch's rows with the task
+that read them (``ReadRecord``), and the sink topic read back from the broker; these functions judge
+those recordings and return ``Violation``s, as ``kconform.conformance.checks.checkers`` does for the
+protocol level. They never touch Spark or a broker.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from ...reference_impl.ports import Record
+from ...reference_impl.types import TopicPartition
+from .checkers import Violation, check_formula, check_order, check_plan, check_single_owner, tp_fields, value_field
+
+
+@dataclass(frozen=True, slots=True)
+class ReadRecord:
+    """One source record as the query saw it, with the Spark task (input partition) that read it."""
+
+    tp: TopicPartition
+    offset: int
+    value: bytes | None
+    task: int
+
+
+def check_read_once(
+    records: Iterable[ReadRecord], ends: Mapping[TopicPartition, int], requirement: str = "RESTORE-003"
+) -> list[Violation]:
+    """Every offset below each end was read exactly once, nothing else: RESTORE-003 end to end, or
+    ``requirement`` when a scenario checks a more specific promise (DISC-005: a new topic from its start)."""
+    records = list(records)
+    seen = Counter((r.tp, r.offset) for r in records)
+    tasks: dict[tuple[TopicPartition, int], set[int]] = defaultdict(set)
+    for r in records:
+        tasks[(r.tp, r.offset)].add(r.task)
+    expected = Counter((tp, o) for tp, end in ends.items() for o in range(end))
+    out = [
+        Violation(
+            requirement, "offset-gap", f"{tp} offset {o} never read", data=tp_fields(tp) | {"offset": o, "times": 0}
+        )
+        for tp, o in sorted(expected - seen)
+    ]
+    out += [
+        Violation(
+            requirement,
+            "offset-duplicate",
+            f"{tp} offset {o} read {seen[(tp, o)]} times",
+            data=tp_fields(tp) | {"offset": o, "times": seen[(tp, o)], "tasks": sorted(tasks[(tp, o)])},
+        )
+        for tp, o in sorted(seen)
+        if seen[(tp, o)] > expected[(tp, o)]
+    ]
+    return out
+
+
+def check_discovered(
+    records: Iterable[ReadRecord], added: Mapping[TopicPartition, int], requirement: str = "DISC-005"
+) -> list[Violation]:
+    """DISC-009 then ``requirement``: each partition in ``added`` (found while the query ran, with
+    records produced before and after the query had caught up) was read at all, and then read once
+    from its first record. Nothing read of it at all is DISC-009's ``never-discovered``, not a gap."""
+    records = list(records)
+    seen = {r.tp for r in records}
+    out = [
+        Violation(
+            "DISC-009",
+            "never-discovered",
+            f"{tp}: none of its {end} records read; discovery never found it",
+            data=tp_fields(tp) | {"end": end},
+        )
+        for tp, end in sorted(added.items())
+        if end > 0 and tp not in seen
+    ]
+    found = {tp: end for tp, end in added.items() if tp in seen}
+    return out + check_read_once([r for r in records if r.tp in found], found, requirement=requirement)
+
+
+def task_claims(records: Iterable[ReadRecord]) -> dict[TopicPartition, list[int]]:
+    """Partition -> the tasks that read it."""
+    claims: dict[TopicPartition, set[int]] = defaultdict(set)
+    for r in records:
+        claims[r.tp].add(r.task)
+    return {tp: sorted(tasks) for tp, tasks in claims.items()}
+
+
+def check_single_reader(
+    batch: Iterable[ReadRecord], parallelism: int, requirement: str = "RESTORE-002"
+) -> list[Violation]:
+    """Within one batch each partition is read by one task, and only tasks ``0..parallelism-1`` read."""
+    return check_single_owner(task_claims(batch), parallelism, requirement)
+
+
+def check_offsets_read_by_one_task(batch: Iterable[ReadRecord]) -> list[Violation]:
+    """ASSIGN-007 as a black box sees it: within one batch no offset is read by two tasks. A connector may
+    split a partition into offset ranges read by several tasks (Spark's does); the ranges must not overlap.
+    A retried attempt is the same task, so its re-read is not a second reader."""
+    readers: dict[tuple[TopicPartition, int], set[int]] = defaultdict(set)
+    for r in batch:
+        readers[(r.tp, r.offset)].add(r.task)
+    overlapping: dict[TopicPartition, list[int]] = defaultdict(list)
+    tasks: dict[TopicPartition, set[int]] = defaultdict(set)
+    for (tp, offset), by in sorted(readers.items()):
+        if len(by) > 1:
+            overlapping[tp].append(offset)
+            tasks[tp] |= by
+    return [
+        Violation(
+            "ASSIGN-007",
+            "double-read",
+            f"{tp}: offsets {offsets[:10]}{' ...' if len(offsets) > 10 else ''} read by tasks {sorted(tasks[tp])}",
+            data=tp_fields(tp) | {"offsets": offsets, "tasks": sorted(tasks[tp])},
+        )
+        for tp, offsets in sorted(overlapping.items())
+    ]
+
+
+def check_task_plan(records: Iterable[ReadRecord], parallelism: int) -> list[Violation]:
+    """ASSIGN-001/002/004 on what Spark tasks read: task i holds exactly Flink subtask i's partitions, one task per
+    partition (Flink's model: ASSIGN-001 ``double-assignment`` when a batch splits a partition among tasks; that no
+    offset is read twice is ASSIGN-007's, ``check_offsets_read_by_one_task``)."""
+    claims = task_claims(records)
+    owners = {tp: tasks[0] for tp, tasks in claims.items()}
+    out = check_single_owner(claims, parallelism, requirement="ASSIGN-001")
+    return out + check_plan(owners, parallelism) + check_formula(owners, parallelism)
+
+
+def check_output(expected: Counter[bytes | None], seen: Counter[bytes | None], exactly_once: bool) -> list[Violation]:
+    """COMMIT-011 end to end: every input value is visible once (at-least-once: at least once)."""
+    out = [
+        Violation(
+            "COMMIT-011",
+            "lost-write",
+            f"{v!r} missing",
+            data={"value": value_field(v), "times": seen[v], "written": expected[v]},
+        )
+        for v in sorted((expected - seen).keys(), key=repr)
+    ]
+    if exactly_once:
+        out += [
+            Violation(
+                "COMMIT-011",
+                "duplicate",
+                f"{v!r} visible {n} times, written {expected[v]}",
+                data={"value": value_field(v), "times": n, "written": expected[v]},
+            )
+            for v, n in sorted(seen.items(), key=repr)
+            if n > expected[v]
+        ]
+    return out
+
+
+def check_unblocked(
+    stable: Mapping[TopicPartition, int], ends: Mapping[TopicPartition, int], when: str
+) -> list[Violation]:
+    """COMMIT-004: each partition's last stable offset has reached ``ends``, the end of its log when a driver
+    was killed inside a transaction: that transaction no longer blocks read_committed readers."""
+    return [
+        Violation(
+            "COMMIT-004",
+            "lingering-transaction",
+            f"{tp}: last stable offset {stable.get(tp, 0)} is still below {end}, the end of the log when the "
+            f"driver was killed, {when}: read_committed readers are blocked",
+            data=tp_fields(tp) | {"stable": stable.get(tp, 0), "end": end, "when": when},
+        )
+        for tp, end in sorted(ends.items())
+        if stable.get(tp, 0) < end
+    ]
+
+
+def check_rewritten(timed_out: Counter[bytes | None], seen: Counter[bytes | None]) -> list[Violation]:
+    """COMMIT-007: every record of a transaction the broker timed out is visible after the restart, i.e. the
+    sink did not take the timed-out transaction for a committed one."""
+    return [
+        Violation(
+            "COMMIT-007",
+            "lost-write",
+            f"{v!r} was in a transaction the broker timed out, never written again",
+            data={"value": value_field(v), "times": seen[v]},
+        )
+        for v in sorted((timed_out - seen).keys(), key=repr)
+    ]
+
+
+def check_sink_output(
+    produced: Mapping[int, Sequence[Record]], written: Mapping[int, Sequence[Record]], exactly_once: bool
+) -> list[Violation]:
+    """COMMIT-011 and COMMIT-013 over the source topic as written (partition -> records, read_uncommitted)
+    and the sink topic as a read_committed consumer sees it (partition -> records in log order)."""
+    expected = Counter(r.value for records in produced.values() for r in records)
+    seen = Counter(r.value for records in written.values() for r in records)
+    origin = {r.value: (TopicPartition(r.topic, r.partition), r.offset) for rs in produced.values() for r in rs}
+    order = check_order(origin, {p: [r.value for r in records] for p, records in written.items()})
+    return check_output(expected, seen, exactly_once) + order
