@@ -14,6 +14,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
+from typing import TypeVar
 
 import pytest
 
@@ -65,24 +66,25 @@ class PackagedPackage(pytest.Package):
             self.addfinalizer(teardown_module)
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> pytest.Module | None:
-    name = mapped_name(module_path, imported_packages())
+Node = TypeVar("Node", PackagedModule, PackagedPackage)
+
+
+def packaged(kind: type[Node], file: Path, path: Path, parent: pytest.Collector) -> Node | None:
+    """A node of ``kind`` for ``path`` that imports ``file`` by its package name, if it is mapped."""
+    name = mapped_name(file, imported_packages())
     if name is None:
         return None
-    module: PackagedModule = PackagedModule.from_parent(parent, path=module_path)
-    module.import_name = name
-    return module
+    node = kind.from_parent(parent, path=path)
+    node.import_name = name
+    return node
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> pytest.Module | None:
+    return packaged(PackagedModule, module_path, module_path, parent)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     init = path / "__init__.py"
-    if not init.is_file():
-        return None
-    name = mapped_name(init, imported_packages())
-    if name is None:
-        return None
-    package: PackagedPackage = PackagedPackage.from_parent(parent, path=path)
-    package.import_name = name
-    return package
+    return packaged(PackagedPackage, init, path, parent) if init.is_file() else None

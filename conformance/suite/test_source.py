@@ -390,6 +390,27 @@ class SourceMachine(RuleBasedStateMachine):
         self._fail_on(check_emitted_prefix(self.emitted, self._offsets(), self.origins))
 
 
+def fresh_all_in(adapter: Any, n: int, startup: int) -> Any:
+    """A fresh source job of every topic at parallelism ``n``, its calls guarded."""
+    config = SourceConfig(
+        subscription=SUBSCRIPTIONS["all-in"], parallelism=n, initial_offset=startup, keep_unsubscribed=False
+    )
+    return Guarded(adapter.source(config), "source", adapter.name)
+
+
+def restored_all_in(adapter: Any, state: Any, m: int, metadata: Any, startup: int) -> Any:
+    """That job restored from ``state`` at parallelism ``m``, its calls guarded."""
+    config = RestoreConfig(
+        checkpoint=state,
+        parallelism=m,
+        subscription=SUBSCRIPTIONS["all-in"],
+        metadata=metadata,
+        keep_unsubscribed=False,
+        initial_offset=startup,
+    )
+    return Guarded(adapter.restore_source(config), "source", adapter.name)
+
+
 @requirement(
     "RESTORE-001",
     "RESTORE-002",
@@ -449,15 +470,7 @@ def test_required_DISC_005_latest_checkpointed_before_the_first_read_loses_nothi
     """Start at LATEST, discover, checkpoint before any read, produce, restore, read: every record
     produced after discovery is read (FLINK-28303: a checkpoint that stores LATEST loses them)."""
     log = _small_log(partitions)
-    source = Guarded(
-        adapter.source(
-            SourceConfig(
-                subscription=SUBSCRIPTIONS["all-in"], parallelism=n, initial_offset=LATEST, keep_unsubscribed=False
-            )
-        ),
-        "source",
-        adapter.name,
-    )
+    source = fresh_all_in(adapter, n, LATEST)
     source.discover(log.list_topics(), log)
     found = [TopicPartition(t, p) for t, ids in log.list_topics().items() for p in ids]
     ends = {tp: log.latest_offset(tp, Isolation.READ_UNCOMMITTED) for tp in sorted(found)}
@@ -468,20 +481,7 @@ def test_required_DISC_005_latest_checkpointed_before_the_first_read_loses_nothi
         for i in range(produced):
             log.produce(tp, None, f"{tp}@after-checkpoint-{i}".encode())
     metadata = dict(log.list_topics())
-    restored = Guarded(
-        adapter.restore_source(
-            RestoreConfig(
-                checkpoint=state,
-                parallelism=m,
-                subscription=SUBSCRIPTIONS["all-in"],
-                metadata=metadata,
-                keep_unsubscribed=False,
-                initial_offset=LATEST,
-            )
-        ),
-        "source",
-        adapter.name,
-    )
+    restored = restored_all_in(adapter, state, m, metadata, LATEST)
     resumed = {tp: off for o in restored.offsets for tp, off in o.items()}
     now = {tp: log.latest_offset(tp, Isolation.READ_UNCOMMITTED) for tp in ends}
     fail_on(
@@ -540,33 +540,12 @@ def _small_log(partitions: int) -> KafkaModel:
 def test_required_RESTORE_002_003_restore_onto_subtasks_above_256(adapter: Any, partitions: int, m: int) -> None:
     """Subtask indexes past CPython's small-int cache: an owner compared with ``is`` drops their state."""
     log = _small_log(partitions)
-    source = Guarded(
-        adapter.source(
-            SourceConfig(
-                subscription=SUBSCRIPTIONS["all-in"], parallelism=1, initial_offset=EARLIEST, keep_unsubscribed=False
-            )
-        ),
-        "source",
-        adapter.name,
-    )
+    source = fresh_all_in(adapter, 1, EARLIEST)
     source.discover(log.list_topics(), log)
     offsets = _read_everything(source, log)
     state = source.snapshot(1, log, GROUP)
     metadata = dict(log.list_topics())
-    restored = Guarded(
-        adapter.restore_source(
-            RestoreConfig(
-                checkpoint=state,
-                parallelism=m,
-                subscription=SUBSCRIPTIONS["all-in"],
-                metadata=metadata,
-                keep_unsubscribed=False,
-                initial_offset=EARLIEST,
-            )
-        ),
-        "source",
-        adapter.name,
-    )
+    restored = restored_all_in(adapter, state, m, metadata, EARLIEST)
     fail_on(
         check_restore(offsets, restored.offsets, SUBSCRIPTIONS["all-in"], False, metadata, adapter.restore_variant, m)
     )
@@ -576,34 +555,13 @@ def _restore_and_judge_shares(adapter: Any, partitions: int, n: int, m: int) -> 
     """Read everything at parallelism ``n``, checkpoint, restore at ``m``: every partition on one subtask
     with its offset (``check_restore``) and, for split state, the shares Flink's repartitioner gives."""
     log = _small_log(partitions)
-    source = Guarded(
-        adapter.source(
-            SourceConfig(
-                subscription=SUBSCRIPTIONS["all-in"], parallelism=n, initial_offset=EARLIEST, keep_unsubscribed=False
-            )
-        ),
-        "source",
-        adapter.name,
-    )
+    source = fresh_all_in(adapter, n, EARLIEST)
     source.discover(log.list_topics(), log)
     offsets = _read_everything(source, log)
     held = [dict(o) for o in source.offsets]
     state = source.snapshot(1, log, GROUP)
     metadata = dict(log.list_topics())
-    restored = Guarded(
-        adapter.restore_source(
-            RestoreConfig(
-                checkpoint=state,
-                parallelism=m,
-                subscription=SUBSCRIPTIONS["all-in"],
-                metadata=metadata,
-                keep_unsubscribed=False,
-                initial_offset=EARLIEST,
-            )
-        ),
-        "source",
-        adapter.name,
-    )
+    restored = restored_all_in(adapter, state, m, metadata, EARLIEST)
     variant = adapter.restore_variant
     violations = check_restore(offsets, restored.offsets, SUBSCRIPTIONS["all-in"], False, metadata, variant, m)
     if not violations and variant is RestoreVariant.SPLIT_REDISTRIBUTION:
@@ -644,15 +602,7 @@ def test_required_DISC_008_a_deleted_topic_stops_nothing_else_and_keeps_its_stat
     partitions are still read, and the deleted ones keep their offsets (Flink's enumerator only logs
     removed partitions; their splits stay, so nothing re-reads them if the topic comes back)."""
     log = _small_log(partitions)
-    source = Guarded(
-        adapter.source(
-            SourceConfig(
-                subscription=SUBSCRIPTIONS["all-in"], parallelism=n, initial_offset=EARLIEST, keep_unsubscribed=False
-            )
-        ),
-        "source",
-        adapter.name,
-    )
+    source = fresh_all_in(adapter, n, EARLIEST)
     source.discover(log.list_topics(), log)
     before = _read_everything(source, log)
     log.delete_topic("in-b")
@@ -694,15 +644,7 @@ def test_required_RESTORE_007_notifications_in_order_commit_each_checkpoint(
 ) -> None:
     """Two checkpoints pending, then notified oldest first: the group ends at the newer one's offsets."""
     log = _small_log(partitions)
-    source = Guarded(
-        adapter.source(
-            SourceConfig(
-                subscription=SUBSCRIPTIONS["all-in"], parallelism=n, initial_offset=EARLIEST, keep_unsubscribed=False
-            )
-        ),
-        "source",
-        adapter.name,
-    )
+    source = fresh_all_in(adapter, n, EARLIEST)
     source.discover(log.list_topics(), log)
     first = _read_everything(source, log)
     source.snapshot(1, log, GROUP)
@@ -724,15 +666,7 @@ def test_required_RESTORE_004_partitions_new_at_a_restore_start_at_earliest_what
     """A job started at LATEST checkpoints; partitions (or a matching topic) appear while it is down: the
     restored job must read them from their first record, not from the startup mode's LATEST."""
     log = _small_log(partitions)
-    source = Guarded(
-        adapter.source(
-            SourceConfig(
-                subscription=SUBSCRIPTIONS["all-in"], parallelism=1, initial_offset=LATEST, keep_unsubscribed=False
-            )
-        ),
-        "source",
-        adapter.name,
-    )
+    source = fresh_all_in(adapter, 1, LATEST)
     source.discover(log.list_topics(), log)
     state = source.snapshot(1, log, GROUP)
     before = {tp for offsets in source.offsets for tp in offsets}
@@ -740,20 +674,7 @@ def test_required_RESTORE_004_partitions_new_at_a_restore_start_at_earliest_what
         log.create_topic("in-new-x", more)
     else:
         log.create_partitions("in-a", partitions + more)
-    restored = Guarded(
-        adapter.restore_source(
-            RestoreConfig(
-                checkpoint=state,
-                parallelism=m,
-                subscription=SUBSCRIPTIONS["all-in"],
-                metadata=dict(log.list_topics()),
-                keep_unsubscribed=False,
-                initial_offset=LATEST,
-            )
-        ),
-        "source",
-        adapter.name,
-    )
+    restored = restored_all_in(adapter, state, m, dict(log.list_topics()), LATEST)
     offsets = {tp: off for o in restored.offsets for tp, off in o.items()}
     # the restore's own discovery found them: each must be there, at EARLIEST, before any later discovery
     subscribed = SUBSCRIPTIONS["all-in"]
