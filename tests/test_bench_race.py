@@ -1,7 +1,14 @@
-"""The race mechanics of ``kconform bench``'s Spark figures, without Spark or a broker."""
+"""The race mechanics of ``kconform bench``'s Spark figures, without Spark or a broker; its exit when a piece is
+missing."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
+from kconform.conformance.bench.command import NOT_RUN_EXIT
+from kconform.conformance.bench.command import main as bench_main
 from kconform.conformance.bench.spark_races import (
     SPARK_KAFKA_MISSING,
     Comparison,
@@ -11,6 +18,7 @@ from kconform.conformance.bench.spark_races import (
     race,
     race_rows,
 )
+from kconform.conformance.jvm import JVM_DIR_ENV
 
 
 def test_race_reverses_the_order_every_other_round() -> None:
@@ -44,3 +52,14 @@ def test_ratios_are_medians_of_paired_rounds_and_a_skipped_competitor_says_why()
     assert "50.0%" in inside and "meets goal" in inside and "(rounds: 50%, 50%, 450%)" in inside
     assert "no goal set" in next(row for row in rows if "ref / raw, wall" in row)
     assert any(row.split()[:2] == ["raw", "wall"] and "100 rec/s" in row for row in rows)
+
+
+@pytest.mark.integration
+def test_without_the_kafka_jars_the_bench_says_it_could_not_run_and_names_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A missing piece is exit 3 with the fix named, not a traceback (the exit code says whether it ran)."""
+    monkeypatch.setenv(JVM_DIR_ENV, str(tmp_path))
+    assert bench_main(["--skip-mutants", "--skip-spark"]) == NOT_RUN_EXIT
+    err = capsys.readouterr().err
+    assert "kafka_2.13 is not among the jars" in err and "kconform setup" in err and "--skip-brokers" in err, err

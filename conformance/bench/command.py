@@ -12,6 +12,7 @@ import contextlib
 import io
 import json
 import statistics
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -23,10 +24,14 @@ from hypothesis import Phase, settings
 from ...reference_impl.assignment import plan
 from ...reference_impl.discovery import PartitionDiscoverer, Subscription, ZeroPartitionsPolicy
 from ...reference_impl.types import SubtaskIndex, TopicPartition
+from ..brokers.base import BrokerUnavailable
 from ..gate.profiles import hypothesis_profile, register_profiles
+from ..jvm import JvmArtifactsMissing
 from ..mutants.protocol import MUTANTS, Mutant
 
 KILL_PROFILE = "kconform-bench-kill"
+NOT_RUN_EXIT = 3
+"""The benchmarks could not run here (kconform run's ERROR code): a piece they need is missing."""
 
 
 @dataclass(frozen=True)
@@ -159,14 +164,21 @@ def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     figures = [bench_plan(), bench_discovery_diff()]
     print("\n".join(f.row() for f in figures))
-    if not args.skip_brokers:
-        print("\nbroker start, to the first answered metadata request:")
-        print("\n".join(bench_broker_start()))
-    if not args.skip_spark:
-        from .spark_races import bench_spark  # pyspark is imported only when needed
+    try:
+        if not args.skip_brokers:
+            print("\nbroker start, to the first answered metadata request:")
+            print("\n".join(bench_broker_start()))
+        if not args.skip_spark:
+            from .spark_races import bench_spark  # pyspark is imported only when needed
 
-        print()
-        bench_spark()
+            print()
+            bench_spark()
+    except (JvmArtifactsMissing, BrokerUnavailable) as missing:
+        print(
+            f"kconform bench: could not run: {missing}; or leave these figures out with --skip-brokers --skip-spark",
+            file=sys.stderr,
+        )
+        return NOT_RUN_EXIT
     if args.skip_mutants:
         write_json(args.json, figures)
         return 0
