@@ -80,6 +80,19 @@ def test_a_sink_that_rewrites_a_replayed_batch_is_caught_and_saved_with_its_repl
     assert "driver-kill@torn" in (saved / "timeline.txt").read_text()
 
 
+@pytest.mark.timeout(SOAK_TIMEOUT_S)
+def test_a_contract_fault_in_a_driver_is_could_not_check_with_its_reason_and_ends_the_soak(tmp_path: Path) -> None:
+    """A driver that exits with a contract fault (its frame has no ``offset``) is not data loss: the soak
+    says why, as the driver said it, exits 3 and runs no further schedule (each would meet it again)."""
+    run = soak("--adapter", "tests.misbehaving_adapters:FRAME_WITHOUT_OFFSET", "--seed", str(TORN_SEED),
+               "--schedules", "2", "--max-runs", "1", "--faults", "driver-kill", "--out", str(tmp_path))  # fmt: skip
+    output = run.stdout + run.stderr
+    assert run.returncode == 3, output[-6000:]
+    assert "kconform soak: could not check: " in output and "frame without column 'offset'" in output, output[-6000:]
+    assert "the remaining schedules were not run" in output and "(2/2)" not in output, output[-6000:]
+    assert "kconform soak: FAIL" not in output, output[-6000:]
+
+
 STALL_SEED = 1
 """Schedule 0 of this seed, commit stalls only, one killable run: ``commit-stall`` after the first batch."""
 FAULT_ONLY = "kconform.conformance.mutants.pipeline:spark_sink_rewrites_timed_out_commit"

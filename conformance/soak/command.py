@@ -235,6 +235,9 @@ def main(argv: Sequence[str]) -> int:
                     print(f"    error: {outcome.error}", flush=True)
                 saved = save_failure(args.out, outcome, replay_command(args, schedule.index), broker)
                 print(f"    saved {saved}; replay: {replay_command(args, schedule.index)}", flush=True)
+            if outcome.cannot_check:  # a contract or harness fault: every later schedule would meet it again
+                print(f"kconform soak: {outcome.cannot_check} (ERROR); the remaining schedules were not run")
+                return _finish(outcomes)
     except KeyboardInterrupt:
         context.stop.set()
         print("kconform soak: interrupted", file=sys.stderr)

@@ -38,8 +38,9 @@ from ...reference_impl.types import TopicPartition
 from ..brokers import KafkaBroker
 from ..checks.checkers import Violation, check_order, tp_fields, value_field
 from ..checks.pipeline_checkers import ReadRecord, check_output, check_read_once
+from ..errors import CannotCheck
 from ..spark.cluster import StandaloneCluster
-from ..spark.driver import DriverRun, StandbyDrivers, kill_group
+from ..spark.driver import DriverRun, StandbyDrivers, kill_group, raise_if_cannot_check
 from ..spark.pipeline import topic_records
 from .faults import (
     NotInjected,
@@ -196,6 +197,8 @@ class Outcome:
     duplicated: int = 0
     error: str | None = None
     """Set when the schedule could not be judged (the final driver never finished, a broker did not come back)."""
+    cannot_check: str | None = None
+    """Set when a driver exited with a contract or harness fault: every later schedule would meet it too."""
     history: list[dict[str, Any]] = field(default_factory=list)
     driver_logs: list[Path] = field(default_factory=list)
     """The logs of the schedule's drivers, in the order they ran."""
@@ -267,6 +270,7 @@ def run_schedule(context: SoakContext, schedule: Schedule, progress: Callable[[s
             client_timeout_ms=CLIENT_TIMEOUT_MS,
         )
         error: str | None = None
+        cannot_check: str | None = None
         watch = OpenTransactionWatch(context.broker, sink, schedule.sink_partitions)
         producer.start()
         try:
@@ -283,6 +287,9 @@ def run_schedule(context: SoakContext, schedule: Schedule, progress: Callable[[s
                 max_records_per_trigger=schedule.max_records_per_trigger * FINAL_TRIGGER_FACTOR,
             )
             error = _run_final(context, final_run, final, logs, kafka, topics, timeline)
+        except CannotCheck as fault:  # the adapter or the harness, not the connector: said as the driver said it
+            cannot_check = error = f"could not check: {fault}"
+            timeline.add(error)
         except Exception as failure:  # any failure of the run is the schedule's error, with its cause
             error = f"{type(failure).__name__}: {failure}"
             timeline.add(f"error: {error}")
@@ -290,6 +297,7 @@ def run_schedule(context: SoakContext, schedule: Schedule, progress: Callable[[s
             producer.stop()
             watch.close()
         outcome = judge(kafka, topics, producer.history, schedule, timeline, error)
+    outcome.cannot_check = cannot_check
     outcome.driver_logs = logs
     outcome.seconds = time.monotonic() - timeline.began
     return outcome
@@ -344,6 +352,7 @@ def _run_segment(
             timeline.add(f"driver ended (exit {code})")
     finally:
         kill_group(driver)
+    raise_if_cannot_check(driver, logs[-1])
 
 
 def _apply(context: SoakContext, fault: Fault, kafka: KafkaClient, topics: Topology) -> str:
@@ -367,6 +376,7 @@ def _run_final(
         finally:
             kill_group(driver)
         timeline.add(f"final driver ended ({'timed out' if code is None else f'exit {code}'})")
+        raise_if_cannot_check(driver, logs[-1])
         if code == 0:
             return None
     return f"the final driver did not finish cleanly in {FINAL_ATTEMPTS} attempts (log: {logs[-1]})"
