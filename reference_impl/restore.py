@@ -144,7 +144,7 @@ class SourceJob:
 
         Those of the very first discovery of a fresh job start at ``initial_offset``, every later one
         at EARLIEST. LATEST is resolved here, through ``reader``, to the partition's end offset now,
-        as Flink's enumerator does from connector 3.1 on (FLINK-28303): a checkpoint taken before the
+        as Flink's enumerator does from connector 3.0.1 on (FLINK-28303): a checkpoint taken before the
         partition's first read then holds where the log ended at discovery, not a sentinel that a
         restore would resolve past the records written in between. EARLIEST stays a sentinel until
         the partition's first read (``poll``): resolved that late, it loses nothing.

@@ -649,7 +649,7 @@ class _EagerSentinelJob(SourceJob):
 
 
 class _LazyLatestJob(SourceJob):
-    """Before FLINK-28303 (connector < 3.1): LATEST left as a sentinel at discovery, resolved at the
+    """Before FLINK-28303 (connector 3.0.0): LATEST left as a sentinel at discovery, resolved at the
     partition's first read, so a checkpoint taken before that read stores LATEST."""
 
     def discover(self, metadata: Metadata, reader: LogReader) -> dict[TopicPartition, SubtaskIndex]:
