@@ -83,6 +83,11 @@ def load(modules: Iterable[str] = MODULES) -> Mapping[str, Entry]:
     """Every mutant registered once ``modules`` are imported (importing runs their registrations), by name."""
     for module in modules:
         importlib.import_module(module)
+    return registered()
+
+
+def registered() -> Mapping[str, Entry]:
+    """Every mutant registered so far, by name, in registration order."""
     return dict(_REGISTRY)
 
 
