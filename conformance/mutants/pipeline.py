@@ -1,9 +1,10 @@
 """Pipeline-level mutants: the ``kconform-kafka`` Spark source or sink with one known-wrong mechanism.
 
 Each is a pipeline adapter whose data source subclasses the reference one and breaks exactly one
-thing a real Spark connector can get wrong; ``tests/test_mutants.py`` runs the named pipeline
-scenario against each and asserts it fails on the mutant's requirement and no other. They live
-in the package (not the tests) because Spark's Python workers must import them.
+thing a real Spark connector can get wrong, registered (``registry``) by a decorator on the reader or
+writer that holds the bug; ``tests/test_mutants.py`` runs the named pipeline scenario against each
+and asserts it fails on the mutant's requirement and no other. They live in the package (not the
+tests) because Spark's Python workers must import them.
 """
 
 from __future__ import annotations

@@ -75,6 +75,7 @@ def __getattr__(name: str) -> ReferenceAdapter:
 
 
 def _registered(defined: D, name: str, kills_on: set[str], bug: str, adapter: ReferenceAdapter) -> D:
+    """Registers ``defined`` as the bug of ``adapter``, named ``mutant:<name>`` so reports say which mutant ran."""
     named = replace(adapter, name=f"mutant:{name}")
     return registry.register(defined, Mutant(name, frozenset(kills_on), bug, named))
 
@@ -125,8 +126,9 @@ class SourceMutant(ReferenceAdapter):
         )
 
     def restore_source(self, config: RestoreConfig) -> SourceJob:
-        job_class = SourceJob if self.fresh_only else self.job_class
-        return job_class.restore(
+        if self.fresh_only:
+            return super().restore_source(config)
+        return self.job_class.restore(
             config.checkpoint,
             config.parallelism,
             config.subscription,
