@@ -60,10 +60,10 @@ class Entry:
         """``inspect`` starts a decorated definition at its first decorator; the link goes to its name's line."""
         name = self.defined.__name__
         path = inspect.getsourcefile(self.defined)
-        lines, first = inspect.getsourcelines(self.defined)
-        header = re.compile(rf"^\s*(?:async\s+)?(?:class|def)\s+{re.escape(name)}\b")
-        offset = next(i for i, text in enumerate(lines) if header.match(text))
         assert path is not None, f"mutant {self.mutant.name}: no source file for {name}"
+        lines, first = inspect.getsourcelines(self.defined)
+        header = re.compile(rf"^\s*(?:class|def)\s+{re.escape(name)}\b")
+        offset = next(i for i, text in enumerate(lines) if header.match(text))
         return Definition(Path(path), first + offset, name)
 
 

@@ -45,6 +45,7 @@ IDENTIFIER = re.compile(r"^[a-z][a-z0-9]*(?:[_.][a-z0-9]+)+$")
 """A function name such as ``check_plan``; single words in backticks are violation names."""
 
 DEFINED = re.compile(r"^\s*(?:def|class) (?P<name>\w+)", re.MULTILINE)
+"""A function or class definition (a mutant's is the registry's: ``mutants_by_id``)."""
 CHECKER_FILES = (
     "conformance/checks/checkers.py",
     "conformance/checks/history.py",
