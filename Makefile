@@ -119,10 +119,10 @@ verdicts: setup
 # test set (Cosmic Ray, one mutant at a time); writes docs/mutation.md. MODULES=discovery restricts it.
 # mutation-report rewrites the doc from the last run after docs/mutation-triage.toml changed.
 mutation: setup
-	$(BIN)/python -m kconform.conformance.mutants.mutation $(if $(MODULES),--modules $(MODULES))
+	$(BIN)/python -m kconform.conformance.mutation $(if $(MODULES),--modules $(MODULES))
 
 mutation-report: setup
-	$(BIN)/python -m kconform.conformance.mutants.mutation --report-only $(if $(MODULES),--modules $(MODULES))
+	$(BIN)/python -m kconform.conformance.mutation --report-only $(if $(MODULES),--modules $(MODULES))
 
 # Regenerate the golden vectors for kconform.reference_impl.assignment from Flink's own classes (FLIP-27's
 # KafkaSourceEnumerator.getSplitOwner, checked against the legacy KafkaTopicPartitionAssigner) through

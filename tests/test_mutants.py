@@ -1,4 +1,4 @@
-"""Every mutant of the catalogue is killed by the suite, on a requirement its bug violates and no other.
+"""Every registered mutant is killed by the suite, on a requirement its bug violates and no other.
 
 This is the proof that the invariants can fail: a suite that passes every mutant checks
 nothing. Each mutant runs only the suite tests of its requirements (a subset of the full run,
@@ -18,15 +18,16 @@ import pytest
 
 from kconform.conformance.brokers.capability import lacking
 from kconform.conformance.gate.profiles import hypothesis_profile
-from kconform.conformance.mutants.pipeline import FAULT_ONLY_MUTANTS, PIPELINE_MUTANTS, FaultOnlyMutant, PipelineMutant
-from kconform.conformance.mutants.protocol import MUTANTS, Mutant
+from kconform.conformance.mutants import registry
+from kconform.conformance.mutants.pipeline import FaultOnlyMutant, PipelineMutant
+from kconform.conformance.mutants.protocol import Mutant
 
 pytestmark = pytest.mark.slow
 
 VIOLATION_LINE = re.compile(r"^E\s+([A-Z]+-\d{3}) [a-z-]+:", re.MULTILINE)
 
 
-@pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.name)
+@pytest.mark.parametrize("mutant", registry.mutants(Mutant), ids=lambda m: m.name)
 def test_required_mutant_is_killed_on_its_requirement(mutant: Mutant) -> None:
     selected = [arg for rid in sorted(mutant.kills_on) for arg in ("--kconform-requirement", rid)]
     assert_killed(
@@ -35,7 +36,7 @@ def test_required_mutant_is_killed_on_its_requirement(mutant: Mutant) -> None:
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("mutant", PIPELINE_MUTANTS, ids=lambda m: m.name)
+@pytest.mark.parametrize("mutant", registry.mutants(PipelineMutant), ids=lambda m: m.name)
 def test_required_pipeline_mutant_is_killed_by_its_scenario(
     mutant: PipelineMutant, request: pytest.FixtureRequest
 ) -> None:
@@ -108,7 +109,7 @@ def test_required_a_bug_in_one_requirement_fails_that_requirement_and_no_other_i
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("mutant", FAULT_ONLY_MUTANTS, ids=lambda m: m.name)
+@pytest.mark.parametrize("mutant", registry.mutants(FaultOnlyMutant), ids=lambda m: m.name)
 def test_a_fault_only_mutant_passes_every_pipeline_scenario_of_its_requirements(mutant: FaultOnlyMutant) -> None:
     """Task failures, driver kills and replays do not show its bug: only ``kconform soak``'s broker and
     network faults do (``tests/test_soak.py`` shows the soak catching it)."""

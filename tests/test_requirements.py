@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from kconform.conformance.mutants import registry
 from kconform.conformance.spec_tools import requirements
 from kconform.conformance.spec_tools.requirements import (
     REPO_ROOT,
@@ -189,7 +190,7 @@ def test_requirements_verb_lists_spec_checker_and_tests(capsys: pytest.CaptureFi
 def test_requirements_verb_markdown_is_a_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert requirements.main(["--markdown"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert "| id | level | class | title | checked by | tests | TLA+ |" in lines
+    assert "| id | level | class | title | checked by | tests | mutants | TLA+ |" in lines
     row = next(line for line in lines if line.startswith("| [ASSIGN-001]"))
     assert row.startswith(
         "| [ASSIGN-001](assignment.md#assign-001-must-fidelity-the-assigner-gives-every-partition-exactly-one-subtask)"
@@ -211,6 +212,7 @@ def test_every_link_of_the_requirement_table_reaches_a_file() -> None:
 
 
 def test_spec_requirements_md_is_up_to_date() -> None:
+    pytest.importorskip("pyspark", reason="the table lists the pipeline mutants, which need the pipeline extra")
     committed = (REPO_ROOT / "spec" / "REQUIREMENTS.md").read_text(encoding="utf-8")
     assert committed == render_markdown(traces()) + "\n", (
         "spec/REQUIREMENTS.md is stale: regenerate it with `make docs` "
@@ -218,20 +220,49 @@ def test_spec_requirements_md_is_up_to_date() -> None:
     )
 
 
-def test_checkers_are_found_where_defined_or_registered_as_mutants(tmp_path: Path) -> None:
-    for package in ("checks", "mutants"):
-        (tmp_path / "conformance" / package).mkdir(parents=True)
+def test_checkers_are_found_where_defined(tmp_path: Path) -> None:
+    (tmp_path / "conformance" / "checks").mkdir(parents=True)
     (tmp_path / "conformance" / "checks" / "checkers.py").write_text("def check_demo():\n    pass\n")
     (tmp_path / "conformance" / "other.py").write_text(
         "def check_demo():\n    pass\n\n\nclass Helper:\n    def rule(self):\n        pass\n"
     )
-    (tmp_path / "conformance" / "mutants" / "pipeline.py").write_text('M = [PipelineMutant(\n    "demo_bug", 1)]\n')
     found = definitions(tmp_path)
     assert found["check_demo"] == "conformance/checks/checkers.py"  # the checker modules come first
     assert found["kconform.conformance.other.check_demo"] == "conformance/other.py"
     assert found["rule"] == found["Helper"] == "conformance/other.py"
-    assert found["demo_bug"] == "conformance/mutants/pipeline.py"
     assert "kconform.conformance.checks.checkers.absent" not in found
+
+
+def test_every_id_a_mutant_must_fail_has_a_requirement_row() -> None:
+    rows = {t.requirement.id for t in traces()}
+    registered = registry.registered()
+    assert len(registered) >= 50, "the mutant modules registered too few mutants"
+    unknown = {name: sorted(e.mutant.kills_on - rows) for name, e in registered.items() if e.mutant.kills_on - rows}
+    assert not unknown, f"mutants name requirement ids the spec does not define: {unknown}"
+
+
+def test_every_mutant_is_on_the_row_of_each_id_it_names_linked_to_the_line_of_its_definition() -> None:
+    """The link goes to the ``class``/``def`` of its bug, and the registration naming the mutant sits right above it."""
+    rows = {t.requirement.id: t for t in traces()}
+    cells = {i: _mutant_links(render_markdown([trace])) for i, trace in rows.items()}
+    for name, entry in registry.registered().items():
+        where = entry.definition
+        for req_id in entry.mutant.kills_on:
+            link = cells[req_id].get(name)
+            assert link is not None, f"mutant {name} is not on the row of {req_id}"
+            path, _, line = link.partition("#L")
+            source = (REPO_ROOT / "spec" / path).resolve()
+            assert source == where.path.resolve() and int(line) == where.line, (name, link, where)
+            lines = source.read_text(encoding="utf-8").splitlines()
+            assert re.match(rf"\s*(class|def) {where.name}\b", lines[int(line) - 1]), (name, lines[int(line) - 1])
+            above = "\n".join(lines[max(0, int(line) - 12) : int(line) - 1]).rpartition("\n\n")[2]
+            assert f'"{name}"' in above, f"mutant {name} is not registered right above {where.name} ({link})"
+
+
+def _mutant_links(table: str) -> dict[str, str]:
+    """Mutant name -> link target (from ``spec/``) in the mutants column (the second last) of a one-row table."""
+    row = table.splitlines()[-1].strip("|").split(" | ")
+    return dict(re.findall(r"\[`(\w+)`\]\(([^)]+)\)", row[-2]))
 
 
 def test_anchors_are_github_s_which_keeps_each_space() -> None:

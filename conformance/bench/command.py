@@ -27,7 +27,8 @@ from ...reference_impl.types import SubtaskIndex, TopicPartition
 from ..brokers.base import BrokerUnavailable
 from ..gate.profiles import hypothesis_profile, register_profiles
 from ..jvm import JvmArtifactsMissing
-from ..mutants.protocol import MUTANTS, Mutant
+from ..mutants import registry
+from ..mutants.protocol import Mutant
 
 KILL_PROFILE = "kconform-bench-kill"
 NOT_RUN_EXIT = 3
@@ -191,7 +192,7 @@ def main(argv: list[str]) -> int:
     )
     kills = []
     print("\ntime to kill each mutant (suite tests of its requirements, default profile, no shrinking):")
-    for mutant in MUTANTS:
+    for mutant in registry.mutants(Mutant):
         seconds, killed = time_to_kill(mutant)
         kills.append(seconds)
         print(f"  {mutant.name:<42} {seconds:7.2f} s  {'killed' if killed else 'SURVIVED'}")

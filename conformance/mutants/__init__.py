@@ -1,1 +1,1 @@
-"""Broken implementations the suite must kill: protocol and pipeline mutants, and mutation testing of the pure core."""
+"""Broken implementations the suite must kill: protocol and pipeline mutants, each registered beside its bug."""

@@ -1,17 +1,18 @@
 """Pipeline-level mutants: the ``kconform-kafka`` Spark source or sink with one known-wrong mechanism.
 
 Each is a pipeline adapter whose data source subclasses the reference one and breaks exactly one
-thing a real Spark connector can get wrong; ``tests/test_mutants.py`` runs the named pipeline
-scenario against each and asserts it fails on the mutant's requirement and no other. They live
-in the package (not the tests) because Spark's Python workers must import them.
+thing a real Spark connector can get wrong, registered (``registry``) by a decorator on the reader or
+writer that holds the bug; ``tests/test_mutants.py`` runs the named pipeline scenario against each
+and asserts it fails on the mutant's requirement and no other. They live in the package (not the
+tests) because Spark's Python workers must import them.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 from uuid import uuid4
 
 import numpy as np
@@ -38,6 +39,10 @@ from ...reference_impl.spark.sink import (
 from ...reference_impl.spark.source import KafkaInputPartition, KafkaStreamReader, SourceOptions
 from ...reference_impl.types import TopicPartition
 from ..spark.pipeline import KconformKafkaAdapter
+from . import registry
+
+R = TypeVar("R", bound=KafkaStreamReader)
+W = TypeVar("W", bound=KafkaStreamWriter)
 
 
 def _retried() -> bool:
@@ -45,9 +50,113 @@ def _retried() -> bool:
     return context is not None and context.attemptNumber() > 0
 
 
+@dataclass(frozen=True)
+class SparkMutant:
+    """A broken pipeline adapter and the requirements its bug breaks."""
+
+    name: str
+    kills_on: frozenset[str]
+    bug: str
+    adapter: KconformKafkaAdapter
+
+
+@dataclass(frozen=True)
+class PipelineMutant(SparkMutant):
+    """A broken pipeline adapter, the scenario that must catch it and the requirements it breaks."""
+
+    scenario: str
+    """A substring of the suite test's name: the one scenario the mutant is run against."""
+    needs: tuple[str, ...] = ()
+    """Broker capabilities (``kconform.conformance.brokers.probe``) the scenario needs to show the bug: on a broker
+    without them the scenario skips, naming them, and the mutant is not killed there."""
+
+
+@dataclass(frozen=True)
+class FaultOnlyMutant(SparkMutant):
+    """A broken pipeline adapter whose bug shows only under a broker fault: ``kconform soak`` catches it,
+    the pipeline suite's gentler faults (task failures, driver kills) cannot."""
+
+    faults: str
+    """The fault kinds (``kconform soak --faults``) that expose it."""
+
+
+def __getattr__(name: str) -> KconformKafkaAdapter:
+    """``--adapter kconform.conformance.mutants.pipeline:<name>``: the adapter of the registered mutant ``name``."""
+    return registry.find(name, SparkMutant).adapter
+
+
+def _source(name: str, reader: type[KafkaStreamReader]) -> type[KafkaDataSource]:
+    def stream_reader(self: KafkaDataSource, schema: StructType) -> DataSourceStreamReader:
+        return reader(SourceOptions.parse(self.options))
+
+    return type(name, (KafkaDataSource,), {"name": classmethod(lambda cls: name), "streamReader": stream_reader})
+
+
+def _sink(name: str, writer: type[KafkaStreamWriter]) -> type[KafkaDataSource]:
+    def stream_writer(self: KafkaDataSource, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        return writer(SinkOptions.parse(self.options), schema)
+
+    return type(name, (KafkaDataSource,), {"name": classmethod(lambda cls: name), "streamWriter": stream_writer})
+
+
+def reader_mutant(
+    name: str, kills_on: set[str], bug: str, *, scenario: str, data_source: str, needs: tuple[str, ...] = ()
+) -> Callable[[type[R]], type[R]]:
+    """Registers a broken stream reader as the mutant ``name``, run as the source ``data_source`` against
+    ``scenario``, failing ``kills_on``."""
+    return lambda reader: registry.register(
+        reader,
+        PipelineMutant(
+            name,
+            frozenset(kills_on),
+            bug,
+            KconformKafkaAdapter(data_source=_source(data_source, reader)),
+            scenario,
+            needs,
+        ),
+    )
+
+
+def writer_mutant(
+    name: str, kills_on: set[str], bug: str, *, scenario: str, data_source: str, needs: tuple[str, ...] = ()
+) -> Callable[[type[W]], type[W]]:
+    """Registers a broken stream writer as the mutant ``name``, run as the sink ``data_source`` against
+    ``scenario``, failing ``kills_on``."""
+    return lambda writer: registry.register(
+        writer,
+        PipelineMutant(
+            name,
+            frozenset(kills_on),
+            bug,
+            KconformKafkaAdapter(data_source=_sink(data_source, writer)),
+            scenario,
+            needs,
+        ),
+    )
+
+
+def fault_only_writer_mutant(
+    name: str, kills_on: set[str], bug: str, *, faults: str, data_source: str
+) -> Callable[[type[W]], type[W]]:
+    """Registers a broken stream writer whose bug only the fault kinds ``faults`` expose as the mutant ``name``."""
+    return lambda writer: registry.register(
+        writer,
+        FaultOnlyMutant(
+            name, frozenset(kills_on), bug, KconformKafkaAdapter(data_source=_sink(data_source, writer)), faults
+        ),
+    )
+
+
 # -- source --------------------------------------------------------------------------------------
 
 
+@reader_mutant(
+    "spark_retry_skips_first_record",
+    {"RESTORE-003"},
+    "a retried source task starts one record late",
+    scenario="injected_task_failures",
+    data_source="kc-mutant-retry-skips",
+)
 class _RetrySkipsReader(KafkaStreamReader):
     """A retried task resumes after the failed attempt's first record instead of at its planned start."""
 
@@ -59,6 +168,13 @@ class _RetrySkipsReader(KafkaStreamReader):
         yield from super().read(partition)
 
 
+@reader_mutant(
+    "spark_rotated_plan",
+    {"ASSIGN-004", "ASSIGN-006"},
+    "Spark task i reads subtask i+1's partitions",
+    scenario="each_task_reads_its_reference_partitions",
+    data_source="kc-mutant-rotated-plan",
+)
 class _RotatedPlanReader(KafkaStreamReader):
     """Input partition ``i`` reads subtask ``i + 1``'s partitions: a plan, but not Flink's."""
 
@@ -68,6 +184,13 @@ class _RotatedPlanReader(KafkaStreamReader):
         return [KafkaInputPartition(i, planned[(i + 1) % n].ranges) for i in range(n)]  # type: ignore[attr-defined]
 
 
+@reader_mutant(
+    "spark_scale_in_forgets_offsets",
+    {"RESTORE-003"},
+    "scale-in keeps only the remaining subtasks' offsets (list state, not union state)",
+    scenario="rescale_sequence",
+    data_source="kc-mutant-scale-in-forgets",
+)
 class _ScaleInForgetsReader(KafkaStreamReader):
     """Scale-in keeps only the offsets of partitions the remaining subtasks owned before (Flink's
     list-state restore): the others are rediscovered and read again from their earliest offset."""
@@ -83,6 +206,13 @@ class _ScaleInForgetsReader(KafkaStreamReader):
         return super().partitions(start, end)
 
 
+@reader_mutant(
+    "spark_rescale_double_read",
+    {"RESTORE-002", "RESTORE-003"},
+    "after a rescale two tasks of a batch read the same partition (its records twice)",
+    scenario="rescale_sequence",
+    data_source="kc-mutant-rescale-double-read",
+)
 class _RescaleDoubleReadReader(KafkaStreamReader):
     """After a rescale the last task also reads the first task's partitions (an off-by-one in the
     new plan): two tasks of one batch read the same partition."""
@@ -96,6 +226,13 @@ class _RescaleDoubleReadReader(KafkaStreamReader):
         return planned
 
 
+@reader_mutant(
+    "spark_new_topic_at_latest",
+    {"DISC-005"},
+    "a newly matching topic starts at its end",
+    scenario="newly_matching_topic",
+    data_source="kc-mutant-new-topic-latest",
+)
 class _NewTopicAtLatestReader(KafkaStreamReader):
     """A newly discovered partition starts at its end, not its first record (before FLINK-32019, on Spark)."""
 
@@ -104,6 +241,14 @@ class _NewTopicAtLatestReader(KafkaStreamReader):
         return replace(found, first={tp: found.offsets[tp] for tp in found.first})
 
 
+@reader_mutant(
+    "spark_discovery_off_by_default",
+    {"DISC-009"},
+    "with no discovery option the source discovers once per query run (FLINK-36780)",
+    scenario="partitions_added_to_a_subscribed_topic",
+    data_source="kc-mutant-discovery-once",
+    needs=("create_partitions",),
+)
 class _DiscoveryOnceReader(KafkaStreamReader):
     """Discovery runs once per query run, as with no interval set before FLINK-36780 (the builder
     wrote -1 for unbounded sources too): partitions added while the query runs are never read."""
@@ -125,6 +270,13 @@ class _DiscoveryOnceReader(KafkaStreamReader):
 # -- sink ----------------------------------------------------------------------------------------
 
 
+@writer_mutant(
+    "spark_sink_forgets_marker",
+    {"COMMIT-011"},
+    "the exactly-once sink writes a replayed batch again",
+    scenario="batch_replayed_after_its_tasks_committed",
+    data_source="kc-mutant-forgets-marker",
+)
 class _MarkerForgottenWriter(KafkaStreamWriter):
     """Exactly-once without the progress check: a replayed batch is written and committed again."""
 
@@ -136,6 +288,13 @@ class _MarkerForgottenWriter(KafkaStreamWriter):
         return super().write(iterator)
 
 
+@writer_mutant(
+    "spark_sink_retry_drops_rows",
+    {"COMMIT-011"},
+    "a retried sink task reports success without writing",
+    scenario="sink_task_failures",
+    data_source="kc-mutant-retry-drops",
+)
 class _RetryDropsRowsWriter(KafkaStreamWriter):
     """A retried task assumes its failed attempt wrote the rows and reports success without writing."""
 
@@ -145,6 +304,13 @@ class _RetryDropsRowsWriter(KafkaStreamWriter):
         return super().write(iterator)
 
 
+@writer_mutant(
+    "spark_sink_reverses_rows",
+    {"COMMIT-013"},
+    "the sink writes a task's rows in reverse order",
+    scenario="sink_task_failures",
+    data_source="kc-mutant-reverses",
+)
 class _ReversingWriter(KafkaStreamWriter):
     """Writes a task's rows last to first: nothing lost or duplicated, per-partition order broken."""
 
@@ -174,6 +340,14 @@ class _FreshIdConnection(Connection):
         return client
 
 
+@writer_mutant(
+    "spark_sink_unfenced_ids",
+    {"COMMIT-004"},
+    "every producer gets a fresh transactional id: a restart never aborts what a killed driver left open",
+    scenario="restart_aborts_the_transactions",
+    data_source="kc-mutant-unfenced-ids",
+    needs=("zombie_fencing", "last_stable_offset"),
+)
 class _FreshIdsWriter(KafkaStreamWriter):
     """Each producer gets a fresh transactional id (a random suffix, say to stop overlapping attempts from
     fencing each other), while the progress marker's group keeps its stable name: nothing ever fences
@@ -188,6 +362,13 @@ class _FreshIdsWriter(KafkaStreamWriter):
         super().__init__(replace(options, connection=fresh), schema)
 
 
+@writer_mutant(
+    "spark_sink_drops_transaction_timeout",
+    {"COMMIT-015"},
+    "the sink drops the transaction.timeout.ms it was given and runs on with librdkafka's 60 s",
+    scenario="refused_transaction_timeout",
+    data_source="kc-mutant-drops-txn-timeout",
+)
 class _DroppedTimeoutWriter(KafkaStreamWriter):
     """Passes every ``kafka.*`` setting to its producers but ``transaction.timeout.ms``, so they run with
     librdkafka's default (60 s): the broker never refuses a timeout the user asked for and the sink runs
@@ -199,13 +380,21 @@ class _DroppedTimeoutWriter(KafkaStreamWriter):
         super().__init__(replace(options, connection=replace(connection, settings=kept)), schema)
 
 
+@fault_only_writer_mutant(
+    "spark_sink_rewrites_timed_out_commit",
+    {"COMMIT-011"},
+    "a commit that timed out is taken for failed: the batch is written again in a new transaction under a "
+    "fresh id while the first commit completes",
+    faults="commit-stall",
+    data_source="kc-mutant-rewrites-timed-out-commit",
+)
 class _TimedOutCommitRewritesWriter(KafkaStreamWriter):
     """Takes a commit that timed out for a failed one and writes the batch again in a new transaction,
     under a fresh transactional id (the first producer looks stuck). When the first commit reached the
     broker and only its answer was late (a network stall: ``kconform soak``'s ``commit-stall``) the
     batch is in the output twice; the reference lets the task fail instead, and its retry's
     ``init_transactions`` on the same id finds the commit done (the marker). Without a fault no commit
-    times out, so no gentler scenario can tell it from the reference (``FAULT_ONLY_MUTANTS``)."""
+    times out, so no gentler scenario can tell it from the reference (a ``FaultOnlyMutant``)."""
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskCommit:
         identity = TaskIdentity.current()
@@ -245,6 +434,13 @@ class _UnplacedKeys(Placement):
         return np.full(len(keys), UNASSIGNED, dtype=np.int64)
 
 
+@writer_mutant(
+    "spark_sink_librdkafka_partitioner",
+    {"STRAT-001"},
+    "keyed rows left to librdkafka's default partitioner (consistent_random: CRC32, not Java's murmur2)",
+    scenario="keyed_rows_land_where_javas_producer_puts_them",
+    data_source="kc-mutant-librdkafka-partitioner",
+)
 class _LibrdkafkaPartitionerWriter(KafkaStreamWriter):
     """Keyed rows left to librdkafka's default partitioner, ``consistent_random``: CRC32 of the key, not
     Java's murmur2, so keys land away from where every JVM producer puts them (a Python sink on
@@ -256,153 +452,3 @@ class _LibrdkafkaPartitionerWriter(KafkaStreamWriter):
         connection = options.connection
         settings = tuple(sorted({**dict(connection.settings), "partitioner": "consistent_random"}.items()))
         super().__init__(replace(options, connection=replace(connection, settings=settings)), schema)
-
-
-def _source(name: str, reader: type[KafkaStreamReader]) -> type[KafkaDataSource]:
-    def stream_reader(self: KafkaDataSource, schema: StructType) -> DataSourceStreamReader:
-        return reader(SourceOptions.parse(self.options))
-
-    return type(name, (KafkaDataSource,), {"name": classmethod(lambda cls: name), "streamReader": stream_reader})
-
-
-def _sink(name: str, writer: type[KafkaStreamWriter]) -> type[KafkaDataSource]:
-    def stream_writer(self: KafkaDataSource, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        return writer(SinkOptions.parse(self.options), schema)
-
-    return type(name, (KafkaDataSource,), {"name": classmethod(lambda cls: name), "streamWriter": stream_writer})
-
-
-@dataclass(frozen=True)
-class PipelineMutant:
-    """A broken pipeline adapter, the scenario that must catch it and the requirements it breaks."""
-
-    name: str
-    kills_on: frozenset[str]
-    scenario: str
-    """A substring of the suite test's name: the one scenario the mutant is run against."""
-    bug: str
-    adapter: KconformKafkaAdapter
-    needs: tuple[str, ...] = ()
-    """Broker capabilities (``kconform.conformance.brokers.probe``) the scenario needs to show the bug: on a broker
-    without them the scenario skips, naming them, and the mutant is not killed there."""
-
-
-PIPELINE_MUTANTS: tuple[PipelineMutant, ...] = (
-    PipelineMutant(
-        "spark_retry_skips_first_record",
-        frozenset({"RESTORE-003"}),
-        "injected_task_failures",
-        "a retried source task starts one record late",
-        KconformKafkaAdapter(data_source=_source("kc-mutant-retry-skips", _RetrySkipsReader)),
-    ),
-    PipelineMutant(
-        "spark_rotated_plan",
-        frozenset({"ASSIGN-004", "ASSIGN-006"}),
-        "each_task_reads_its_reference_partitions",
-        "Spark task i reads subtask i+1's partitions",
-        KconformKafkaAdapter(data_source=_source("kc-mutant-rotated-plan", _RotatedPlanReader)),
-    ),
-    PipelineMutant(
-        "spark_scale_in_forgets_offsets",
-        frozenset({"RESTORE-003"}),
-        "rescale_sequence",
-        "scale-in keeps only the remaining subtasks' offsets (list state, not union state)",
-        KconformKafkaAdapter(data_source=_source("kc-mutant-scale-in-forgets", _ScaleInForgetsReader)),
-    ),
-    PipelineMutant(
-        "spark_rescale_double_read",
-        frozenset({"RESTORE-002", "RESTORE-003"}),
-        "rescale_sequence",
-        "after a rescale two tasks of a batch read the same partition (its records twice)",
-        KconformKafkaAdapter(data_source=_source("kc-mutant-rescale-double-read", _RescaleDoubleReadReader)),
-    ),
-    PipelineMutant(
-        "spark_new_topic_at_latest",
-        frozenset({"DISC-005"}),
-        "newly_matching_topic",
-        "a newly matching topic starts at its end",
-        KconformKafkaAdapter(data_source=_source("kc-mutant-new-topic-latest", _NewTopicAtLatestReader)),
-    ),
-    PipelineMutant(
-        "spark_discovery_off_by_default",
-        frozenset({"DISC-009"}),
-        "partitions_added_to_a_subscribed_topic",
-        "with no discovery option the source discovers once per query run (FLINK-36780)",
-        KconformKafkaAdapter(data_source=_source("kc-mutant-discovery-once", _DiscoveryOnceReader)),
-        needs=("create_partitions",),
-    ),
-    PipelineMutant(
-        "spark_sink_forgets_marker",
-        frozenset({"COMMIT-011"}),
-        "batch_replayed_after_its_tasks_committed",
-        "the exactly-once sink writes a replayed batch again",
-        KconformKafkaAdapter(data_source=_sink("kc-mutant-forgets-marker", _MarkerForgottenWriter)),
-    ),
-    PipelineMutant(
-        "spark_sink_retry_drops_rows",
-        frozenset({"COMMIT-011"}),
-        "sink_task_failures",
-        "a retried sink task reports success without writing",
-        KconformKafkaAdapter(data_source=_sink("kc-mutant-retry-drops", _RetryDropsRowsWriter)),
-    ),
-    PipelineMutant(
-        "spark_sink_reverses_rows",
-        frozenset({"COMMIT-013"}),
-        "sink_task_failures",
-        "the sink writes a task's rows in reverse order",
-        KconformKafkaAdapter(data_source=_sink("kc-mutant-reverses", _ReversingWriter)),
-    ),
-    PipelineMutant(
-        "spark_sink_unfenced_ids",
-        frozenset({"COMMIT-004"}),
-        "restart_aborts_the_transactions",
-        "every producer gets a fresh transactional id: a restart never aborts what a killed driver left open",
-        KconformKafkaAdapter(data_source=_sink("kc-mutant-unfenced-ids", _FreshIdsWriter)),
-        needs=("zombie_fencing", "last_stable_offset"),
-    ),
-    PipelineMutant(
-        "spark_sink_drops_transaction_timeout",
-        frozenset({"COMMIT-015"}),
-        "refused_transaction_timeout",
-        "the sink drops the transaction.timeout.ms it was given and runs on with librdkafka's 60 s",
-        KconformKafkaAdapter(data_source=_sink("kc-mutant-drops-txn-timeout", _DroppedTimeoutWriter)),
-    ),
-    PipelineMutant(
-        "spark_sink_librdkafka_partitioner",
-        frozenset({"STRAT-001"}),
-        "keyed_rows_land_where_javas_producer_puts_them",
-        "keyed rows left to librdkafka's default partitioner (consistent_random: CRC32, not Java's murmur2)",
-        KconformKafkaAdapter(data_source=_sink("kc-mutant-librdkafka-partitioner", _LibrdkafkaPartitionerWriter)),
-    ),
-)
-
-
-@dataclass(frozen=True)
-class FaultOnlyMutant:
-    """A broken pipeline adapter whose bug shows only under a broker fault: ``kconform soak`` catches it,
-    the pipeline suite's gentler faults (task failures, driver kills) cannot."""
-
-    name: str
-    kills_on: frozenset[str]
-    bug: str
-    adapter: KconformKafkaAdapter
-    faults: str
-    """The fault kinds (``kconform soak --faults``) that expose it."""
-
-
-FAULT_ONLY_MUTANTS: tuple[FaultOnlyMutant, ...] = (
-    FaultOnlyMutant(
-        "spark_sink_rewrites_timed_out_commit",
-        frozenset({"COMMIT-011"}),
-        "a commit that timed out is taken for failed: the batch is written again in a new transaction under a "
-        "fresh id while the first commit completes",
-        KconformKafkaAdapter(data_source=_sink("kc-mutant-rewrites-timed-out-commit", _TimedOutCommitRewritesWriter)),
-        faults="commit-stall",
-    ),
-)
-
-ADAPTERS: Final[dict[str, KconformKafkaAdapter]] = {m.name: m.adapter for m in PIPELINE_MUTANTS} | {
-    m.name: m.adapter for m in FAULT_ONLY_MUTANTS
-}
-"""Every mutant's adapter by name; each is also this module's attribute, for ``--adapter module:name``."""
-globals().update(ADAPTERS)

@@ -1,9 +1,9 @@
-"""The mutant catalogue: broken adapters, each reproducing a real bug class, that the suite must kill.
+"""Protocol-level mutants: broken adapters, each reproducing a real bug class, that the suite must kill.
 
-Each mutant is the reference adapter with exactly one mechanism replaced by a known-wrong one.
-``MUTANTS`` names the requirement whose failure proves the kill; ``make test`` runs the suite
-against every mutant and asserts that requirement fails (``tests/test_mutants.py``), and
-``make bench`` reports the time to kill each. Load one with
+Each mutant is the reference adapter with exactly one mechanism replaced by a known-wrong one, registered
+(``registry``) by a decorator on the class or function that holds its bug, naming the requirements whose
+failure proves the kill. ``make test`` runs the suite against every mutant and asserts one of those fails
+(``tests/test_mutants.py``), and ``make bench`` reports the time to kill each. Load one with
 ``kconform run --adapter kconform.conformance.mutants.protocol:<name>``.
 """
 
@@ -14,7 +14,7 @@ import re
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from ...reference_impl.adapter import ReferenceAdapter
 from ...reference_impl.assignment import Owner, java_string_hash, owner
@@ -48,11 +48,19 @@ from ...reference_impl.restore import (
     redistribute_splits,
 )
 from ...reference_impl.types import EARLIEST, LATEST, SubtaskIndex, TopicPartition, is_sentinel
+from . import registry
+
+A = TypeVar("A", bound=ReferenceAdapter)
+P = TypeVar("P", bound=PartitionDiscoverer)
+J = TypeVar("J", bound=SourceJob)
+S = TypeVar("S", bound=ExactlyOnceSink)
+K = TypeVar("K", bound=KafkaPartitioner)
+D = TypeVar("D", bound=Callable[..., object])
 
 
 @dataclass(frozen=True)
 class Mutant:
-    """A broken adapter and the requirement whose failure shows the suite caught it."""
+    """A broken adapter and the requirements whose failure shows the suite caught it."""
 
     name: str
     kills_on: frozenset[str]
@@ -61,9 +69,186 @@ class Mutant:
     adapter: ReferenceAdapter
 
 
+def __getattr__(name: str) -> ReferenceAdapter:
+    """``--adapter kconform.conformance.mutants.protocol:<name>``: the adapter of the registered mutant ``name``."""
+    return registry.find(name, Mutant).adapter
+
+
+def _registered(defined: D, name: str, kills_on: set[str], bug: str, adapter: ReferenceAdapter) -> D:
+    """Registers ``defined`` as the bug of ``adapter``, named ``mutant:<name>`` so reports say which mutant ran."""
+    named = replace(adapter, name=f"mutant:{name}")
+    return registry.register(defined, Mutant(name, frozenset(kills_on), bug, named))
+
+
+def mutant(name: str, kills_on: set[str], bug: str) -> Callable[[type[A]], type[A]]:
+    """Registers a broken adapter class as the mutant ``name``, failing ``kills_on``."""
+    return lambda adapter: _registered(adapter, name, kills_on, bug, adapter())
+
+
+# -- the reference adapter with one part replaced ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DiscovererMutant(ReferenceAdapter):
+    """The reference adapter with its partition discoverer class replaced."""
+
+    discoverer_class: type[PartitionDiscoverer] = PartitionDiscoverer
+
+    def discoverer(self, config: DiscovererConfig) -> PartitionDiscoverer:
+        subtask = SubtaskIndex(config.subtask)
+        return self.discoverer_class(config.subscription, subtask, config.parallelism, config.on_zero, owner=self.owner)
+
+
+def discoverer_mutant(name: str, kills_on: set[str], bug: str) -> Callable[[type[P]], type[P]]:
+    """Registers a broken discoverer class as the mutant ``name``, failing ``kills_on``."""
+    return lambda discoverer: _registered(
+        discoverer, name, kills_on, bug, DiscovererMutant(discoverer_class=discoverer)
+    )
+
+
+@dataclass(frozen=True)
+class SourceMutant(ReferenceAdapter):
+    """The reference adapter with its source job class replaced: for fresh sources, and for restored ones
+    too unless ``fresh_only`` (a bug of the running job alone then stays clear of the restore's requirements)."""
+
+    job_class: type[SourceJob] = SourceJob
+    fresh_only: bool = False
+
+    def source(self, config: SourceConfig) -> SourceJob:
+        return self.job_class(
+            config.subscription,
+            config.parallelism,
+            self.restore_variant,
+            config.keep_unsubscribed,
+            self.discovery_of_zero,
+            config.initial_offset,
+            self.owner,
+        )
+
+    def restore_source(self, config: RestoreConfig) -> SourceJob:
+        if self.fresh_only:
+            return super().restore_source(config)
+        return self.job_class.restore(
+            config.checkpoint,
+            config.parallelism,
+            config.subscription,
+            config.metadata,
+            self.restore_variant,
+            config.keep_unsubscribed,
+            self.discovery_of_zero,
+            config.initial_offset,
+            self.owner,
+        )
+
+
+def source_mutant(
+    name: str,
+    kills_on: set[str],
+    bug: str,
+    restore_variant: RestoreVariant = RestoreVariant.UNION_FILTER,
+    fresh_only: bool = False,
+) -> Callable[[type[J]], type[J]]:
+    """Registers a broken source job class as the mutant ``name``, failing ``kills_on``."""
+    return lambda job: _registered(
+        job, name, kills_on, bug, SourceMutant(restore_variant=restore_variant, job_class=job, fresh_only=fresh_only)
+    )
+
+
+@dataclass(frozen=True)
+class SinkMutant(ReferenceAdapter):
+    """The reference adapter with its sink class replaced."""
+
+    sink_class: type[ExactlyOnceSink] = ExactlyOnceSink
+
+    def sink(self, config: SinkConfig) -> ExactlyOnceSink:
+        return self.sink_class(config.log, config.prefix, config.parallelism, self.naming)
+
+    def recover_sink(self, config: RecoveryConfig) -> ExactlyOnceSink:
+        return self.sink_class.recover(config.log, config.prefix, config.parallelism, config.checkpoint, self.naming)
+
+
+def sink_mutant(
+    name: str, kills_on: set[str], bug: str, naming: NamingStrategy = NamingStrategy.INCREMENTING
+) -> Callable[[type[S]], type[S]]:
+    """Registers a broken sink class as the mutant ``name``, failing ``kills_on``."""
+    return lambda sink: _registered(sink, name, kills_on, bug, SinkMutant(naming=naming, sink_class=sink))
+
+
+@dataclass(frozen=True)
+class PartitionerMutant(ReferenceAdapter):
+    """The reference adapter with its sink's partitioner replaced."""
+
+    partitioner_class: type[KafkaPartitioner] = StickyPartitioner
+
+    def partitioner(self) -> KafkaPartitioner:
+        return self.partitioner_class()
+
+
+def partitioner_mutant(name: str, kills_on: set[str], bug: str) -> Callable[[type[K]], type[K]]:
+    """Registers a broken partitioner class as the mutant ``name``, failing ``kills_on``."""
+    return lambda partitioner: _registered(
+        partitioner, name, kills_on, bug, PartitionerMutant(partitioner_class=partitioner)
+    )
+
+
+Assignor = Callable[[Group], Assignment]
+
+
+@dataclass(frozen=True)
+class AssignorMutant(ReferenceAdapter):
+    """The reference adapter with one consumer-group assignor replaced."""
+
+    strategy: str = "range"
+    assignor: Assignor = range_assign
+
+    def assign_group(self, strategy: str, group: Group) -> Assignment:
+        return self.assignor(group) if strategy == self.strategy else super().assign_group(strategy, group)
+
+
+def assignor_mutant(name: str, kills_on: set[str], bug: str, strategy: str) -> Callable[[Assignor], Assignor]:
+    """Registers a broken assignor function as the mutant ``name``: ``strategy``'s, failing ``kills_on``."""
+    return lambda assignor: _registered(
+        assignor, name, kills_on, bug, AssignorMutant(strategy=strategy, assignor=assignor)
+    )
+
+
+Matcher = Callable[[Subscription, str], bool]
+
+
+class _SloppyDiscoverer(PartitionDiscoverer):
+    """Decides membership with ``matcher`` instead of the subscription's own full, exact match."""
+
+    matcher: Matcher = Subscription.matches
+
+    def discover(self, metadata: Metadata) -> list[TopicPartition]:
+        new = {TopicPartition(t, p) for t, ids in metadata.items() if self.matcher(self.subscription, t) for p in ids}
+        new = {tp for tp in new if tp not in self.seen}
+        self.seen.add(new)
+        return sorted(tp for tp in new if owner(tp, self.parallelism) == self.subtask)
+
+
+@dataclass(frozen=True)
+class SloppyMatching(ReferenceAdapter):
+    """The reference adapter whose discoverers match topics with ``matcher``."""
+
+    matcher: Matcher = Subscription.matches
+
+    def discoverer(self, config: DiscovererConfig) -> PartitionDiscoverer:
+        subtask = SubtaskIndex(config.subtask)
+        discoverer = _SloppyDiscoverer(config.subscription, subtask, config.parallelism, config.on_zero)
+        discoverer.matcher = self.matcher
+        return discoverer
+
+
+def matching_mutant(name: str, kills_on: set[str], bug: str) -> Callable[[Matcher], Matcher]:
+    """Registers a broken topic matcher as the mutant ``name``, failing ``kills_on``."""
+    return lambda matcher: _registered(matcher, name, kills_on, bug, SloppyMatching(matcher=matcher))
+
+
 # -- assignment ----------------------------------------------------------------------------------
 
 
+@mutant("python_mod_no_mask", {"ASSIGN-004"}, "start index without the sign mask, Python %")
 @dataclass(frozen=True)
 class PythonModNoMask(ReferenceAdapter):
     """Start index as ``(hash * 31) % n`` in Python: always in range, but not Flink's owner."""
@@ -72,6 +257,7 @@ class PythonModNoMask(ReferenceAdapter):
         return ((java_string_hash(topic) * 31) % parallelism + partition) % parallelism
 
 
+@mutant("java_remainder_no_mask", {"ASSIGN-001"}, "start index without the sign mask, Java %")
 @dataclass(frozen=True)
 class JavaRemainderNoMask(ReferenceAdapter):
     """Start index as Java's ``%`` of the wrapped int without ``& 0x7FFFFFFF``: negative owners."""
@@ -84,6 +270,7 @@ class JavaRemainderNoMask(ReferenceAdapter):
         return abs(remainder) % parallelism * (1 if remainder >= 0 else -1)
 
 
+@discoverer_mutant("order_dependent_assignment", {"ASSIGN-003"}, "FLINK-7143: owner by list position")
 class _PositionalDiscoverer(PartitionDiscoverer):
     """FLINK-7143: ownership by position in the fetched list, so it follows metadata order."""
 
@@ -94,14 +281,7 @@ class _PositionalDiscoverer(PartitionDiscoverer):
         return mine
 
 
-@dataclass(frozen=True)
-class OrderDependentAssignment(ReferenceAdapter):
-    def discoverer(self, config: DiscovererConfig) -> PartitionDiscoverer:
-        return _PositionalDiscoverer(
-            config.subscription, SubtaskIndex(config.subtask), config.parallelism, config.on_zero
-        )
-
-
+@mutant("range_planner", {"ASSIGN-004", "ASSIGN-006"}, "the plan is Kafka's range assignment, not Flink's formula")
 @dataclass(frozen=True)
 class RangePlanner(ReferenceAdapter):
     """Kafka's range assignor as the plan: each topic's sorted partitions in contiguous chunks.
@@ -119,6 +299,11 @@ class RangePlanner(ReferenceAdapter):
         return {tp: i * parallelism // len(tps) for tps in by_topic.values() for i, tp in enumerate(tps)}
 
 
+@discoverer_mutant(
+    "overlapping_range_discoverers",
+    {"ASSIGN-007"},
+    "each subtask's discoverer claims a range whose upper bound is inclusive: two subtasks read one partition",
+)
 class _OverlappingRangeDiscoverer(PartitionDiscoverer):
     """Range assignment decided by each subtask alone, its upper bound inclusive: the first partition of
     the next subtask's range is claimed by both (a rounding bug of hand-written range assigners)."""
@@ -134,17 +319,10 @@ class _OverlappingRangeDiscoverer(PartitionDiscoverer):
         return mine
 
 
-@dataclass(frozen=True)
-class OverlappingRangeDiscoverers(ReferenceAdapter):
-    def discoverer(self, config: DiscovererConfig) -> PartitionDiscoverer:
-        return _OverlappingRangeDiscoverer(
-            config.subscription, SubtaskIndex(config.subtask), config.parallelism, config.on_zero
-        )
-
-
 # -- discovery -----------------------------------------------------------------------------------
 
 
+@discoverer_mutant("rereporting_discovery", {"DISC-003"}, "discovery re-reports known partitions")
 class _ForgetfulDiscoverer(PartitionDiscoverer):
     """Reports every owned partition on every call instead of only new ones."""
 
@@ -153,14 +331,11 @@ class _ForgetfulDiscoverer(PartitionDiscoverer):
         return super().discover(metadata)
 
 
-@dataclass(frozen=True)
-class RereportingDiscovery(ReferenceAdapter):
-    def discoverer(self, config: DiscovererConfig) -> PartitionDiscoverer:
-        return _ForgetfulDiscoverer(
-            config.subscription, SubtaskIndex(config.subtask), config.parallelism, config.on_zero
-        )
-
-
+@discoverer_mutant(
+    "view_bound_discovery",
+    {"DISC-008"},
+    "partitions a metadata view lacks are forgotten, and re-reported when they return",
+)
 class _ViewBoundDiscoverer(PartitionDiscoverer):
     """Known partitions pruned to the current view: one a view lacks (a restarting broker, a deleted
     topic) is forgotten, and reported again, to be read from EARLIEST, if it comes back."""
@@ -172,14 +347,7 @@ class _ViewBoundDiscoverer(PartitionDiscoverer):
         return super().discover(metadata)
 
 
-@dataclass(frozen=True)
-class ViewBoundDiscovery(ReferenceAdapter):
-    def discoverer(self, config: DiscovererConfig) -> PartitionDiscoverer:
-        return _ViewBoundDiscoverer(
-            config.subscription, SubtaskIndex(config.subtask), config.parallelism, config.on_zero
-        )
-
-
+@discoverer_mutant("pattern_prefix_match", {"DISC-002"}, "pattern matched as a prefix (re.match)")
 class _PrefixMatchDiscoverer(PartitionDiscoverer):
     """``re.match`` instead of a full match: ``orders`` also subscribes ``orders-dlq``."""
 
@@ -193,14 +361,9 @@ class _PrefixMatchDiscoverer(PartitionDiscoverer):
         return sorted(tp for tp in new if owner(tp, self.parallelism) == self.subtask)
 
 
-@dataclass(frozen=True)
-class PatternPrefixMatch(ReferenceAdapter):
-    def discoverer(self, config: DiscovererConfig) -> PartitionDiscoverer:
-        return _PrefixMatchDiscoverer(
-            config.subscription, SubtaskIndex(config.subtask), config.parallelism, config.on_zero
-        )
-
-
+@source_mutant(
+    "new_partitions_at_latest", {"DISC-005"}, "new partitions at LATEST (before FLINK-32019)", fresh_only=True
+)
 class _LatestForNewJob(SourceJob):
     """Before FLINK-32019: partitions discovered while running start at LATEST."""
 
@@ -213,22 +376,14 @@ class _LatestForNewJob(SourceJob):
         return new
 
 
-@dataclass(frozen=True)
-class NewPartitionsAtLatest(ReferenceAdapter):
-    def source(self, config: SourceConfig) -> SourceJob:
-        return _LatestForNewJob(
-            config.subscription,
-            config.parallelism,
-            self.restore_variant,
-            config.keep_unsubscribed,
-            self.discovery_of_zero,
-            config.initial_offset,
-        )
-
-
 # -- restore -------------------------------------------------------------------------------------
 
 
+@mutant(
+    "even_split_restore",
+    {"RESTORE-002", "RESTORE-003", "RESTORE-006"},
+    "getListState instead of union state: offsets lost, partitions re-read from EARLIEST",
+)
 @dataclass(frozen=True)
 class EvenSplitRestore(ReferenceAdapter):
     """``getListState`` instead of ``getUnionListState``: each subtask sees a chunk and keeps what it owns."""
@@ -248,6 +403,7 @@ class EvenSplitRestore(ReferenceAdapter):
         return job
 
 
+@mutant("partial_view_filter", {"RESTORE-006"}, "FLINK-6006/7195: filter by partial view")
 @dataclass(frozen=True)
 class PartialViewFilter(ReferenceAdapter):
     """FLINK-6006/7195: restored state filtered against the partitions the metadata lists now."""
@@ -262,6 +418,7 @@ class PartialViewFilter(ReferenceAdapter):
         return super().restore_source(replace(config, checkpoint=kept_checkpoint))
 
 
+@mutant("restored_offset_backwards", {"RESTORE-003"}, "restored offset moved back")
 @dataclass(frozen=True)
 class RestoredOffsetBackwards(ReferenceAdapter):
     """Treats the stored next offset as the last emitted one minus one: re-reads a record per partition."""
@@ -274,6 +431,12 @@ class RestoredOffsetBackwards(ReferenceAdapter):
         return super().restore_source(replace(config, checkpoint=moved_checkpoint))
 
 
+@source_mutant(
+    "offsets_committed_from_current_position",
+    {"RESTORE-007"},
+    "group offsets from the live position, not checkpoint N",
+    fresh_only=True,
+)
 class _EagerOffsetCommitJob(SourceJob):
     """Commits the current position on notification, not checkpoint N's offsets."""
 
@@ -283,22 +446,10 @@ class _EagerOffsetCommitJob(SourceJob):
             store.commit_offsets(group, current)
 
 
-@dataclass(frozen=True)
-class OffsetsCommittedFromCurrentPosition(ReferenceAdapter):
-    def source(self, config: SourceConfig) -> SourceJob:
-        return _EagerOffsetCommitJob(
-            config.subscription,
-            config.parallelism,
-            self.restore_variant,
-            config.keep_unsubscribed,
-            self.discovery_of_zero,
-            config.initial_offset,
-        )
-
-
 # -- commit --------------------------------------------------------------------------------------
 
 
+@sink_mutant("commit_before_completion", {"COMMIT-002"}, "commit at the barrier")
 class _CommitAtBarrierSink(ExactlyOnceSink):
     def checkpoint(self, checkpoint_id: int) -> SinkCheckpoint:
         state = super().checkpoint(checkpoint_id)
@@ -306,17 +457,9 @@ class _CommitAtBarrierSink(ExactlyOnceSink):
         return state
 
 
-@dataclass(frozen=True)
-class CommitBeforeCompletion(ReferenceAdapter):
-    def sink(self, config: SinkConfig) -> ExactlyOnceSink:
-        return _CommitAtBarrierSink(config.log, config.prefix, config.parallelism, self.naming)
-
-    def recover_sink(self, config: RecoveryConfig) -> Any:
-        return _CommitAtBarrierSink.recover(
-            config.log, config.prefix, config.parallelism, config.checkpoint, self.naming
-        )
-
-
+@sink_mutant(
+    "empty_transactions_committed", {"COMMIT-014"}, "FLINK-31363: a transaction without records handed to the committer"
+)
 class _EmptyCommittablesSink(ExactlyOnceSink):
     def checkpoint(self, checkpoint_id: int) -> SinkCheckpoint:
         """FLINK-31363: every writer's transaction becomes a committable, records or not."""
@@ -324,6 +467,11 @@ class _EmptyCommittablesSink(ExactlyOnceSink):
         return super().checkpoint(checkpoint_id)
 
 
+@sink_mutant(
+    "listing_abort_by_prefix",
+    {"COMMIT-016"},
+    "Flink's LISTING abort: open transactions matched by prefix.startsWith, so sink 'job' aborts sink 'job-1''s",
+)
 class _ListingAbortSink(ExactlyOnceSink):
     def _abort_lingering(self, checkpoint: SinkCheckpoint) -> None:
         """Flink's ``TransactionAbortStrategyImpl.LISTING``: abort every open transaction whose id starts with
@@ -335,11 +483,18 @@ class _ListingAbortSink(ExactlyOnceSink):
                 self.log.init_producer(tid)
 
 
+@sink_mutant("no_abort_lingering", {"COMMIT-004", "COMMIT-012"}, "FLINK-23854: no abort on recovery")
 class _NoAbortSink(ExactlyOnceSink):
     def _abort_lingering(self, checkpoint: SinkCheckpoint) -> None:
         """FLINK-23854: lingering transactions of the failed attempt are left open."""
 
 
+@sink_mutant(
+    "pooled_ids_never_freed",
+    {"COMMIT-018"},
+    "pooled transactional ids never reused: one new id per checkpoint (FLINK-34554)",
+    naming=NamingStrategy.POOLING,
+)
 class _PoolNeverFreedSink(ExactlyOnceSink):
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         """Pooled ids never given back after their commit: every checkpoint takes a new slot, so the ids
@@ -349,6 +504,11 @@ class _PoolNeverFreedSink(ExactlyOnceSink):
         self._in_use |= held
 
 
+@sink_mutant(
+    "expired_ids_as_committed",
+    {"COMMIT-019"},
+    "a recovered committable whose id expired is discarded as committed (FLINK-39072's proposal)",
+)
 class _ExpiredIdsAsCommittedSink(ExactlyOnceSink):
     def _commit(self, committables: Iterable[Any]) -> None:
         """A committable whose id the broker forgot is dropped as if committed: what FLINK-39072 proposes
@@ -358,6 +518,11 @@ class _ExpiredIdsAsCommittedSink(ExactlyOnceSink):
                 super()._commit([c])
 
 
+@sink_mutant(
+    "close_leaves_transactions_open",
+    {"COMMIT-020"},
+    "a stopped job's open transactions are left to the broker's timeout, blocking read_committed readers",
+)
 class _CloseLeavesOpenSink(ExactlyOnceSink):
     """Stopping the job ends nothing: the writers' open transactions wait for the broker's timeout."""
 
@@ -365,6 +530,11 @@ class _CloseLeavesOpenSink(ExactlyOnceSink):
         self._writers = []
 
 
+@sink_mutant(
+    "close_aborts_pending",
+    {"COMMIT-020"},
+    "a stopped job also aborts the transactions pending checkpoints pre-committed (lost on restart)",
+)
 class _CloseAbortsPendingSink(ExactlyOnceSink):
     """Stopping the job also aborts what pending checkpoints pre-committed: a restart cannot commit it."""
 
@@ -375,6 +545,12 @@ class _CloseAbortsPendingSink(ExactlyOnceSink):
         super().close()
 
 
+@sink_mutant(
+    "fenced_swallowed",
+    {"COMMIT-007"},
+    "a fenced recovery commit swallowed as success"
+    " (Flink discards it, FLINK-8086; kconform's COMMIT-007 requires the failure)",
+)
 class _SwallowFencedSink(ExactlyOnceSink):
     def _commit(self, committables: Iterable[Any]) -> None:
         """A fenced recovery commit swallowed as success: Flink's ``KafkaCommitter`` discards it on purpose
@@ -386,12 +562,14 @@ class _SwallowFencedSink(ExactlyOnceSink):
                 continue
 
 
+@sink_mutant("colliding_ids", {"COMMIT-005"}, "FLINK-7978: id without subtask")
 class _SharedIdSink(ExactlyOnceSink):
     def _next_id(self, subtask: int) -> str:
         """FLINK-7978: the subtask index is missing from the transactional id."""
         return super()._next_id(0)
 
 
+@sink_mutant("reuse_recovered_producer", {"COMMIT-006", "COMMIT-010"}, "FLINK-8132: recovered producer reused")
 class _ReuseRecoveredProducerSink(ExactlyOnceSink):
     """FLINK-8132: after recovery, subtask 0 keeps writing with the producer that committed a recovered transaction."""
 
@@ -413,18 +591,23 @@ class _ReuseRecoveredProducerSink(ExactlyOnceSink):
         return sink
 
 
+@sink_mutant("own_checkpoint_only_commit", {"COMMIT-009"}, "lost notification strands earlier checkpoints")
 class _OwnCheckpointOnlySink(ExactlyOnceSink):
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         """Commits only the notified checkpoint's transactions; earlier ones wait for a recovery."""
         self._commit(self.pending.pop(checkpoint_id, []))
 
 
+@sink_mutant("commit_ahead_of_notification", {"COMMIT-002"}, "a notification of N also commits N+1, still pending")
 class _CommitAheadSink(ExactlyOnceSink):
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         """Commits every pending transaction, those of later checkpoints that have not completed too."""
         super().notify_checkpoint_complete(max(self.pending, default=checkpoint_id))
 
 
+@sink_mutant(
+    "leftover_ids_not_fenced", {"COMMIT-012"}, "recovery aborts only the new subtasks' ids (no subtask + k*n walk)"
+)
 class _OwnRangeAbortSink(ExactlyOnceSink):
     def _abort_lingering(self, checkpoint: SinkCheckpoint) -> None:
         """Aborts the ids of the new subtasks only: those of a larger earlier parallelism stay open."""
@@ -433,12 +616,14 @@ class _OwnRangeAbortSink(ExactlyOnceSink):
                 self._abort_ids_of(prefix, subtask, checkpoint.next_txn)
 
 
+@sink_mutant("old_prefix_left_open", {"COMMIT-017"}, "recovery under a changed prefix aborts only the new prefix's ids")
 class _CurrentPrefixOnlySink(ExactlyOnceSink):
     def _prefixes_to_abort(self, checkpoint: SinkCheckpoint) -> list[str]:
         """Recovery probes only the current prefix: a run under a new prefix leaves the old one's open."""
         return [self.prefix]
 
 
+@sink_mutant("zombie_reclaims_fenced_id", {"COMMIT-006"}, "a fenced writer re-initialises its id and carries on")
 class _ReclaimingSink(ExactlyOnceSink):
     """A fenced writer initialises its transactional id again and carries on: a zombie takes its id back."""
 
@@ -463,22 +648,12 @@ class _ReclaimingSink(ExactlyOnceSink):
         return producer
 
 
-@dataclass(frozen=True)
-class SinkMutant(ReferenceAdapter):
-    """The reference adapter with its sink class replaced."""
-
-    sink_class: type[ExactlyOnceSink] = ExactlyOnceSink
-
-    def sink(self, config: SinkConfig) -> ExactlyOnceSink:
-        return self.sink_class(config.log, config.prefix, config.parallelism, self.naming)
-
-    def recover_sink(self, config: RecoveryConfig) -> ExactlyOnceSink:
-        return self.sink_class.recover(config.log, config.prefix, config.parallelism, config.checkpoint, self.naming)
-
-
 # -- Kafka's strategies -------------------------------------------------------------------------
 
 
+@partitioner_mutant(
+    "librdkafka_default_partitioner", {"STRAT-001"}, "sink on librdkafka's consistent_random (CRC32) partitioner"
+)
 class _ConsistentRandomPartitioner(StickyPartitioner):
     """librdkafka's default partitioner, ``consistent_random``: CRC32 of the key; an empty key goes the keyless way."""
 
@@ -490,6 +665,7 @@ class _ConsistentRandomPartitioner(StickyPartitioner):
         return super().partition(topic, partition, key, value, num_partitions)
 
 
+@partitioner_mutant("null_key_hashed", {"STRAT-003"}, "a null key hashed as the empty key")
 class _NullKeyHashedPartitioner(StickyPartitioner):
     """A null key hashed as the empty key: every keyless record lands in one partition."""
 
@@ -499,66 +675,36 @@ class _NullKeyHashedPartitioner(StickyPartitioner):
         return super().partition(topic, partition, b"" if key is None else key, value, num_partitions)
 
 
-@dataclass(frozen=True)
-class PartitionerMutant(ReferenceAdapter):
-    """The reference adapter with its sink's partitioner replaced."""
-
-    partitioner_class: type[KafkaPartitioner] = StickyPartitioner
-
-    def partitioner(self) -> KafkaPartitioner:
-        return self.partitioner_class()
-
-
+@assignor_mutant("range_in_join_order", {"STRAT-005"}, "Range with members in join order, not sorted", strategy="range")
 def _range_in_join_order(group: Group) -> Assignment:
     """Range over the members in the order they joined, not in member order."""
     joined = tuple(replace(m, instance_id=f"{i:06d}") for i, m in enumerate(group.members))
     return range_assign(replace(group, members=joined))
 
 
+@assignor_mutant(
+    "sticky_ignores_ownership", {"STRAT-009"}, "sticky assignor that moves partitions needlessly", strategy="sticky"
+)
 def _sticky_from_scratch(group: Group) -> Assignment:
     """A balanced sticky assignment that ignores what the members owned."""
     return sticky_assign(replace(group, members=tuple(replace(m, owned=frozenset()) for m in group.members)))
 
 
-@dataclass(frozen=True)
-class AssignorMutant(ReferenceAdapter):
-    """The reference adapter with one consumer-group assignor replaced."""
-
-    strategy: str = "range"
-    assignor: Callable[[Group], Assignment] = range_assign
-
-    def assign_group(self, strategy: str, group: Group) -> Assignment:
-        return self.assignor(group) if strategy == self.strategy else super().assign_group(strategy, group)
+@assignor_mutant(
+    "cooperative_revokes_and_assigns",
+    {"STRAT-010"},
+    "cooperative assignor that revokes and assigns in one rebalance",
+    strategy="cooperative-sticky",
+)
+def _eager_sticky(group: Group) -> Assignment:
+    """The eager sticky assignment offered as the cooperative one: a moved partition revoked and assigned at once."""
+    return sticky_assign(group)
 
 
 # -- topic matching: near-miss names ------------------------------------------------------------
 
 
-class _SloppyDiscoverer(PartitionDiscoverer):
-    """Decides membership with ``matcher`` instead of the subscription's own full, exact match."""
-
-    matcher: Callable[[Subscription, str], bool] = Subscription.matches
-
-    def discover(self, metadata: Metadata) -> list[TopicPartition]:
-        new = {TopicPartition(t, p) for t, ids in metadata.items() if self.matcher(self.subscription, t) for p in ids}
-        new = {tp for tp in new if tp not in self.seen}
-        self.seen.add(new)
-        return sorted(tp for tp in new if owner(tp, self.parallelism) == self.subtask)
-
-
-@dataclass(frozen=True)
-class SloppyMatching(ReferenceAdapter):
-    """The reference adapter whose discoverers match topics with ``matcher``."""
-
-    matcher: Callable[[Subscription, str], bool] = Subscription.matches
-
-    def discoverer(self, config: DiscovererConfig) -> PartitionDiscoverer:
-        subtask = SubtaskIndex(config.subtask)
-        discoverer = _SloppyDiscoverer(config.subscription, subtask, config.parallelism, config.on_zero)
-        discoverer.matcher = self.matcher
-        return discoverer
-
-
+@matching_mutant("pattern_search_match", {"DISC-002"}, "pattern found anywhere in the name (re.search)")
 def _pattern_searched(subscription: Subscription, topic: str) -> bool:
     """``re.search``: the pattern anywhere in the name, so ``orders`` also subscribes ``eu-orders``."""
     if subscription.pattern is None:
@@ -566,6 +712,9 @@ def _pattern_searched(subscription: Subscription, topic: str) -> bool:
     return subscription.pattern.search(topic) is not None
 
 
+@matching_mutant(
+    "pattern_anchored_alternation", {"DISC-002"}, "full match imitated by ^pattern$, wrong for alternations"
+)
 def _pattern_anchored(subscription: Subscription, topic: str) -> bool:
     """``re.match('^' + pattern + '$')``: the anchors bind to the alternatives, so ``a|b`` matches ``a-dlq``."""
     if subscription.pattern is None:
@@ -573,6 +722,7 @@ def _pattern_anchored(subscription: Subscription, topic: str) -> bool:
     return re.match(f"^{subscription.pattern.pattern}$", topic) is not None
 
 
+@matching_mutant("fixed_case_insensitive", {"DISC-001"}, "listed topics compared case-insensitively")
 def _fixed_case_insensitive(subscription: Subscription, topic: str) -> bool:
     """Listed names compared case-insensitively: ``Orders`` also subscribes ``orders``."""
     if subscription.pattern is not None:
@@ -580,6 +730,7 @@ def _fixed_case_insensitive(subscription: Subscription, topic: str) -> bool:
     return topic.casefold() in {t.casefold() for t in subscription.topics}
 
 
+@matching_mutant("fixed_prefix_match", {"DISC-001"}, "listed topics compared as prefixes")
 def _fixed_prefix(subscription: Subscription, topic: str) -> bool:
     """Listed names compared as prefixes: ``orders`` also subscribes ``orders-dlq``."""
     if subscription.pattern is not None:
@@ -587,6 +738,7 @@ def _fixed_prefix(subscription: Subscription, topic: str) -> bool:
     return any(topic.startswith(t) for t in subscription.topics)
 
 
+@matching_mutant("fixed_list_as_regex", {"DISC-001"}, "listed topics joined into an unescaped regex")
 def _fixed_as_regex(subscription: Subscription, topic: str) -> bool:
     """The list joined into an unescaped regex: the ``.`` of ``a.b`` also subscribes ``a-b``."""
     if subscription.pattern is not None:
@@ -597,6 +749,9 @@ def _fixed_as_regex(subscription: Subscription, topic: str) -> bool:
 # -- offset commit on late notifications ---------------------------------------------------------
 
 
+@source_mutant(
+    "last_notified_offsets_win", {"RESTORE-007"}, "a late notification commits its older checkpoint's offsets"
+)
 class _LastNotifiedWinsJob(SourceJob):
     """Commits the notified checkpoint's offsets whenever a notification comes, even one older than the last."""
 
@@ -606,6 +761,11 @@ class _LastNotifiedWinsJob(SourceJob):
             store.commit_offsets(group, offsets)
 
 
+@source_mutant(
+    "keep_unsubscribed_ignored",
+    {"RESTORE-005"},
+    "keep-unsubscribed=true, yet unsubscribed topics are dropped on restore",
+)
 class _KeepIgnoredJob(SourceJob):
     """Restore drops the entries of unsubscribed topics even when keep-unsubscribed asks to keep them."""
 
@@ -627,6 +787,11 @@ class _KeepIgnoredJob(SourceJob):
         )
 
 
+@source_mutant(
+    "fetch_after_position",
+    {"RESTORE-003"},
+    "the source's fetch starts one past its position: a record skipped per poll",
+)
 class _FetchAfterPositionJob(SourceJob):
     """Reads a known position as the last record read, not the next one: one record skipped per poll."""
 
@@ -637,6 +802,9 @@ class _FetchAfterPositionJob(SourceJob):
         return super().poll(reader, tp, max_records)
 
 
+@source_mutant(
+    "sentinels_resolved_eagerly", {"DISC-005"}, "every EARLIEST sentinel resolved at the first poll of any partition"
+)
 class _EagerSentinelJob(SourceJob):
     """Resolves every EARLIEST sentinel at the first poll of any partition, not at each one's own first read."""
 
@@ -648,6 +816,11 @@ class _EagerSentinelJob(SourceJob):
         return super().poll(reader, tp, max_records)
 
 
+@source_mutant(
+    "latest_resolved_at_first_read",
+    {"DISC-005"},
+    "LATEST resolved at the partition's first read, not at discovery (before FLINK-28303)",
+)
 class _LazyLatestJob(SourceJob):
     """Before FLINK-28303 (connector 3.0.0): LATEST left as a sentinel at discovery, resolved at the
     partition's first read, so a checkpoint taken before that read stores LATEST."""
@@ -661,6 +834,11 @@ class _LazyLatestJob(SourceJob):
         return new
 
 
+@source_mutant(
+    "offsets_committed_at_snapshot",
+    {"RESTORE-007"},
+    "offsets committed when the snapshot is taken, before the checkpoint completes",
+)
 class _CommitAtSnapshotJob(SourceJob):
     """Commits the snapshot's offsets when it is taken, before the checkpoint is known to complete."""
 
@@ -671,6 +849,11 @@ class _CommitAtSnapshotJob(SourceJob):
         return state
 
 
+@source_mutant(
+    "startup_mode_on_restore",
+    {"RESTORE-004"},
+    "on restore, partitions the state lacks start at the configured startup mode",
+)
 class _StartupModeOnRestoreJob(SourceJob):
     """Before FLINK-32019, on restore: partitions the state lacks start at the configured startup mode
     (a LATEST left as a sentinel: restore has no ``LogReader`` to resolve it)."""
@@ -685,6 +868,11 @@ class _StartupModeOnRestoreJob(SourceJob):
         return job
 
 
+@source_mutant(
+    "vanished_partitions_pruned",
+    {"DISC-008"},
+    "a deleted topic's partitions dropped from the source's state at the next discovery",
+)
 class _PruningJob(SourceJob):
     """Offsets of partitions the metadata no longer lists are dropped at each discovery: a deleted topic's
     progress is forgotten, so a topic re-created under its name is read again from its start."""
@@ -697,6 +885,12 @@ class _PruningJob(SourceJob):
         return new
 
 
+@source_mutant(
+    "splits_rechunked_at_same_parallelism",
+    {"RESTORE-002"},
+    "split state re-chunked at an unchanged parallelism (Flink leaves each subtask its own)",
+    restore_variant=RestoreVariant.SPLIT_REDISTRIBUTION,
+)
 class _RechunkingJob(SourceJob):
     """Split state cut into even chunks even when the parallelism is unchanged, where Flink's
     repartitioner leaves every subtask its own list: safe, but partitions move between readers."""
@@ -708,6 +902,12 @@ class _RechunkingJob(SourceJob):
         return super().restore(rechunked, parallelism, *args)
 
 
+@source_mutant(
+    "scale_in_ignored",
+    {"RESTORE-002"},
+    "a restore at a lower parallelism keeps the checkpoint's subtasks and their splits",
+    restore_variant=RestoreVariant.SPLIT_REDISTRIBUTION,
+)
 class _ScaleInIgnoredJob(SourceJob):
     """A restore at a lower parallelism keeps the checkpoint's: every split stays on its old subtask, so
     the job runs more readers than it was given (safe, but not the parallelism asked for)."""
@@ -717,6 +917,11 @@ class _ScaleInIgnoredJob(SourceJob):
         return super().restore(checkpoint, max(parallelism, checkpoint.parallelism), *args)
 
 
+@source_mutant(
+    "restore_without_discovery",
+    {"RESTORE-004"},
+    "the restore discovers nothing itself: partitions new since the checkpoint wait for the next discovery",
+)
 class _RestoreWithoutDiscoveryJob(SourceJob):
     """The restore runs no discovery of its own: partitions new since the checkpoint wait for the next one."""
 
@@ -728,329 +933,3 @@ class _RestoreWithoutDiscoveryJob(SourceJob):
         for tp, _ in checkpoint.union():
             stated.setdefault(tp.topic, set()).add(tp.partition)
         return super().restore(checkpoint, parallelism, subscription, stated, *args)
-
-
-@dataclass(frozen=True)
-class SourceMutant(ReferenceAdapter):
-    """The reference adapter with its source job class replaced, for fresh and restored sources alike."""
-
-    job_class: type[SourceJob] = SourceJob
-
-    def source(self, config: SourceConfig) -> SourceJob:
-        return self.job_class(
-            config.subscription,
-            config.parallelism,
-            self.restore_variant,
-            config.keep_unsubscribed,
-            self.discovery_of_zero,
-            config.initial_offset,
-        )
-
-    def restore_source(self, config: RestoreConfig) -> SourceJob:
-        return self.job_class.restore(
-            config.checkpoint,
-            config.parallelism,
-            config.subscription,
-            config.metadata,
-            self.restore_variant,
-            config.keep_unsubscribed,
-            self.discovery_of_zero,
-            config.initial_offset,
-        )
-
-
-MUTANTS: tuple[Mutant, ...] = (
-    Mutant(
-        "python_mod_no_mask",
-        frozenset({"ASSIGN-004"}),
-        "start index without the sign mask, Python %",
-        PythonModNoMask(),
-    ),
-    Mutant(
-        "java_remainder_no_mask",
-        frozenset({"ASSIGN-001"}),
-        "start index without the sign mask, Java %",
-        JavaRemainderNoMask(),
-    ),
-    Mutant(
-        "overlapping_range_discoverers",
-        frozenset({"ASSIGN-007"}),
-        "each subtask's discoverer claims a range whose upper bound is inclusive: two subtasks read one partition",
-        OverlappingRangeDiscoverers(),
-    ),
-    Mutant(
-        "order_dependent_assignment",
-        frozenset({"ASSIGN-003"}),
-        "FLINK-7143: owner by list position",
-        OrderDependentAssignment(),
-    ),
-    Mutant(
-        "rereporting_discovery",
-        frozenset({"DISC-003"}),
-        "discovery re-reports known partitions",
-        RereportingDiscovery(),
-    ),
-    Mutant(
-        "view_bound_discovery",
-        frozenset({"DISC-008"}),
-        "partitions a metadata view lacks are forgotten, and re-reported when they return",
-        ViewBoundDiscovery(),
-    ),
-    Mutant(
-        "vanished_partitions_pruned",
-        frozenset({"DISC-008"}),
-        "a deleted topic's partitions dropped from the source's state at the next discovery",
-        SourceMutant(job_class=_PruningJob),
-    ),
-    Mutant(
-        "pattern_prefix_match", frozenset({"DISC-002"}), "pattern matched as a prefix (re.match)", PatternPrefixMatch()
-    ),
-    Mutant(
-        "new_partitions_at_latest",
-        frozenset({"DISC-005"}),
-        "new partitions at LATEST (before FLINK-32019)",
-        NewPartitionsAtLatest(),
-    ),
-    Mutant(
-        "even_split_restore",
-        frozenset({"RESTORE-002", "RESTORE-003", "RESTORE-006"}),
-        "getListState instead of union state: offsets lost, partitions re-read from EARLIEST",
-        EvenSplitRestore(),
-    ),
-    Mutant(
-        "splits_rechunked_at_same_parallelism",
-        frozenset({"RESTORE-002"}),
-        "split state re-chunked at an unchanged parallelism (Flink leaves each subtask its own)",
-        SourceMutant(restore_variant=RestoreVariant.SPLIT_REDISTRIBUTION, job_class=_RechunkingJob),
-    ),
-    Mutant(
-        "scale_in_ignored",
-        frozenset({"RESTORE-002"}),
-        "a restore at a lower parallelism keeps the checkpoint's subtasks and their splits",
-        SourceMutant(restore_variant=RestoreVariant.SPLIT_REDISTRIBUTION, job_class=_ScaleInIgnoredJob),
-    ),
-    Mutant(
-        "restore_without_discovery",
-        frozenset({"RESTORE-004"}),
-        "the restore discovers nothing itself: partitions new since the checkpoint wait for the next discovery",
-        SourceMutant(job_class=_RestoreWithoutDiscoveryJob),
-    ),
-    Mutant(
-        "partial_view_filter",
-        frozenset({"RESTORE-006"}),
-        "FLINK-6006/7195: filter by partial view",
-        PartialViewFilter(),
-    ),
-    Mutant(
-        "restored_offset_backwards", frozenset({"RESTORE-003"}), "restored offset moved back", RestoredOffsetBackwards()
-    ),
-    Mutant(
-        "offsets_committed_from_current_position",
-        frozenset({"RESTORE-007"}),
-        "group offsets from the live position, not checkpoint N",
-        OffsetsCommittedFromCurrentPosition(),
-    ),
-    Mutant("commit_before_completion", frozenset({"COMMIT-002"}), "commit at the barrier", CommitBeforeCompletion()),
-    Mutant(
-        "pooled_ids_never_freed",
-        frozenset({"COMMIT-018"}),
-        "pooled transactional ids never reused: one new id per checkpoint (FLINK-34554)",
-        SinkMutant(naming=NamingStrategy.POOLING, sink_class=_PoolNeverFreedSink),
-    ),
-    Mutant(
-        "expired_ids_as_committed",
-        frozenset({"COMMIT-019"}),
-        "a recovered committable whose id expired is discarded as committed (FLINK-39072's proposal)",
-        SinkMutant(sink_class=_ExpiredIdsAsCommittedSink),
-    ),
-    Mutant(
-        "close_leaves_transactions_open",
-        frozenset({"COMMIT-020"}),
-        "a stopped job's open transactions are left to the broker's timeout, blocking read_committed readers",
-        SinkMutant(sink_class=_CloseLeavesOpenSink),
-    ),
-    Mutant(
-        "close_aborts_pending",
-        frozenset({"COMMIT-020"}),
-        "a stopped job also aborts the transactions pending checkpoints pre-committed (lost on restart)",
-        SinkMutant(sink_class=_CloseAbortsPendingSink),
-    ),
-    Mutant(
-        "no_abort_lingering",
-        frozenset({"COMMIT-004", "COMMIT-012"}),
-        "FLINK-23854: no abort on recovery",
-        SinkMutant(sink_class=_NoAbortSink),
-    ),
-    Mutant(
-        "empty_transactions_committed",
-        frozenset({"COMMIT-014"}),
-        "FLINK-31363: a transaction without records handed to the committer",
-        SinkMutant(sink_class=_EmptyCommittablesSink),
-    ),
-    Mutant(
-        "listing_abort_by_prefix",
-        frozenset({"COMMIT-016"}),
-        "Flink's LISTING abort: open transactions matched by prefix.startsWith, so sink 'job' aborts sink 'job-1''s",
-        SinkMutant(sink_class=_ListingAbortSink),
-    ),
-    Mutant(
-        "old_prefix_left_open",
-        frozenset({"COMMIT-017"}),
-        "recovery under a changed prefix aborts only the new prefix's ids",
-        SinkMutant(sink_class=_CurrentPrefixOnlySink),
-    ),
-    Mutant(
-        "fenced_swallowed",
-        frozenset({"COMMIT-007"}),
-        "a fenced recovery commit swallowed as success"
-        " (Flink discards it, FLINK-8086; kconform's COMMIT-007 requires the failure)",
-        SinkMutant(sink_class=_SwallowFencedSink),
-    ),
-    Mutant(
-        "colliding_ids",
-        frozenset({"COMMIT-005"}),
-        "FLINK-7978: id without subtask",
-        SinkMutant(sink_class=_SharedIdSink),
-    ),
-    Mutant(
-        "reuse_recovered_producer",
-        frozenset({"COMMIT-010", "COMMIT-006"}),
-        "FLINK-8132: recovered producer reused",
-        SinkMutant(sink_class=_ReuseRecoveredProducerSink),
-    ),
-    Mutant(
-        "own_checkpoint_only_commit",
-        frozenset({"COMMIT-009"}),
-        "lost notification strands earlier checkpoints",
-        SinkMutant(sink_class=_OwnCheckpointOnlySink),
-    ),
-    Mutant(
-        "librdkafka_default_partitioner",
-        frozenset({"STRAT-001"}),
-        "sink on librdkafka's consistent_random (CRC32) partitioner",
-        PartitionerMutant(partitioner_class=_ConsistentRandomPartitioner),
-    ),
-    Mutant(
-        "null_key_hashed",
-        frozenset({"STRAT-003"}),
-        "a null key hashed as the empty key",
-        PartitionerMutant(partitioner_class=_NullKeyHashedPartitioner),
-    ),
-    Mutant(
-        "range_in_join_order",
-        frozenset({"STRAT-005"}),
-        "Range with members in join order, not sorted",
-        AssignorMutant(strategy="range", assignor=_range_in_join_order),
-    ),
-    Mutant(
-        "sticky_ignores_ownership",
-        frozenset({"STRAT-009"}),
-        "sticky assignor that moves partitions needlessly",
-        AssignorMutant(strategy="sticky", assignor=_sticky_from_scratch),
-    ),
-    Mutant(
-        "cooperative_revokes_and_assigns",
-        frozenset({"STRAT-010"}),
-        "cooperative assignor that revokes and assigns in one rebalance",
-        AssignorMutant(strategy="cooperative-sticky", assignor=sticky_assign),
-    ),
-    Mutant(
-        "pattern_search_match",
-        frozenset({"DISC-002"}),
-        "pattern found anywhere in the name (re.search)",
-        SloppyMatching(matcher=_pattern_searched),
-    ),
-    Mutant(
-        "pattern_anchored_alternation",
-        frozenset({"DISC-002"}),
-        "full match imitated by ^pattern$, wrong for alternations",
-        SloppyMatching(matcher=_pattern_anchored),
-    ),
-    Mutant(
-        "fixed_case_insensitive",
-        frozenset({"DISC-001"}),
-        "listed topics compared case-insensitively",
-        SloppyMatching(matcher=_fixed_case_insensitive),
-    ),
-    Mutant(
-        "fixed_prefix_match",
-        frozenset({"DISC-001"}),
-        "listed topics compared as prefixes",
-        SloppyMatching(matcher=_fixed_prefix),
-    ),
-    Mutant(
-        "fixed_list_as_regex",
-        frozenset({"DISC-001"}),
-        "listed topics joined into an unescaped regex",
-        SloppyMatching(matcher=_fixed_as_regex),
-    ),
-    Mutant(
-        "last_notified_offsets_win",
-        frozenset({"RESTORE-007"}),
-        "a late notification commits its older checkpoint's offsets",
-        SourceMutant(job_class=_LastNotifiedWinsJob),
-    ),
-    Mutant(
-        "commit_ahead_of_notification",
-        frozenset({"COMMIT-002"}),
-        "a notification of N also commits N+1, still pending",
-        SinkMutant(sink_class=_CommitAheadSink),
-    ),
-    Mutant(
-        "keep_unsubscribed_ignored",
-        frozenset({"RESTORE-005"}),
-        "keep-unsubscribed=true, yet unsubscribed topics are dropped on restore",
-        SourceMutant(job_class=_KeepIgnoredJob),
-    ),
-    Mutant(
-        "fetch_after_position",
-        frozenset({"RESTORE-003"}),
-        "the source's fetch starts one past its position: a record skipped per poll",
-        SourceMutant(job_class=_FetchAfterPositionJob),
-    ),
-    Mutant(
-        "sentinels_resolved_eagerly",
-        frozenset({"DISC-005"}),
-        "every EARLIEST sentinel resolved at the first poll of any partition",
-        SourceMutant(job_class=_EagerSentinelJob),
-    ),
-    Mutant(
-        "latest_resolved_at_first_read",
-        frozenset({"DISC-005"}),
-        "LATEST resolved at the partition's first read, not at discovery (before FLINK-28303)",
-        SourceMutant(job_class=_LazyLatestJob),
-    ),
-    Mutant(
-        "offsets_committed_at_snapshot",
-        frozenset({"RESTORE-007"}),
-        "offsets committed when the snapshot is taken, before the checkpoint completes",
-        SourceMutant(job_class=_CommitAtSnapshotJob),
-    ),
-    Mutant(
-        "startup_mode_on_restore",
-        frozenset({"RESTORE-004"}),
-        "on restore, partitions the state lacks start at the configured startup mode",
-        SourceMutant(job_class=_StartupModeOnRestoreJob),
-    ),
-    Mutant(
-        "range_planner",
-        frozenset({"ASSIGN-004", "ASSIGN-006"}),
-        "the plan is Kafka's range assignment, not Flink's formula",
-        RangePlanner(),
-    ),
-    Mutant(
-        "leftover_ids_not_fenced",
-        frozenset({"COMMIT-012"}),
-        "recovery aborts only the new subtasks' ids (no subtask + k*n walk)",
-        SinkMutant(sink_class=_OwnRangeAbortSink),
-    ),
-    Mutant(
-        "zombie_reclaims_fenced_id",
-        frozenset({"COMMIT-006"}),
-        "a fenced writer re-initialises its id and carries on",
-        SinkMutant(sink_class=_ReclaimingSink),
-    ),
-)
-
-for _mutant in MUTANTS:
-    globals()[_mutant.name] = replace(_mutant.adapter, name=f"mutant:{_mutant.name}")

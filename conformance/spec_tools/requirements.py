@@ -1,4 +1,4 @@
-"""Requirement ids: parsed from the spec, traced to checkers, tests and TLA+ properties.
+"""Requirement ids: parsed from the spec, traced to checkers, tests, mutants and TLA+ properties.
 
 The spec (``spec/*.md``) is the single source of ids, levels and titles; the runner takes titles
 and levels from here, ``kconform requirements`` lists the traceability matrix, and
@@ -16,6 +16,8 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ..mutants import registry
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LEVELS = ("MUST", "SHOULD", "MAY")
@@ -42,8 +44,8 @@ BACKTICKED = re.compile(r"`([^`]+)`")
 IDENTIFIER = re.compile(r"^[a-z][a-z0-9]*(?:[_.][a-z0-9]+)+$")
 """A function name such as ``check_plan``; single words in backticks are violation names."""
 
-DEFINED = re.compile(r"^\s*(?:def|class) (?P<name>\w+)|\b\w*Mutant\(\s*[\"'](?P<mutant>\w+)[\"']", re.MULTILINE)
-"""A function or class definition, or a mutant's registration (``Mutant("name", ...)``, ``PipelineMutant``)."""
+DEFINED = re.compile(r"^\s*(?:def|class) (?P<name>\w+)", re.MULTILINE)
+"""A function or class definition (a mutant's is the registry's: ``mutants_by_id``)."""
 CHECKER_FILES = (
     "conformance/checks/checkers.py",
     "conformance/checks/history.py",
@@ -222,10 +224,29 @@ def definitions(root: Path = REPO_ROOT) -> dict[str, str]:
         where = path.relative_to(root).as_posix()
         module = "kconform." + where.removesuffix(".py").replace("/", ".")
         for match in DEFINED.finditer(path.read_text(encoding="utf-8")):
-            name = match.group("name") or match.group("mutant")
+            name = match.group("name")
             found.setdefault(name, where)
             found.setdefault(f"{module}.{name}", where)
     return found
+
+
+def mutants_by_id(root: Path = REPO_ROOT) -> dict[str, dict[str, str]]:
+    """id -> {mutant: ``path#Lline`` of the definition of its bug, from ``root``} for each registered mutant
+    that must fail it, by name (not import order). A mutant module whose extra is not installed (the
+    pipeline one, without PySpark) registers nothing."""
+    for module in registry.MODULES:
+        try:
+            registry.load([module])
+        except ModuleNotFoundError as exc:
+            if (exc.name or "kconform").startswith("kconform"):
+                raise
+    found: dict[str, dict[str, str]] = defaultdict(dict)
+    for name, entry in sorted(registry.registered().items()):
+        where = entry.definition
+        link = f"{where.path.resolve().relative_to(root.resolve()).as_posix()}#L{where.line}"
+        for req_id in sorted(entry.mutant.kills_on):
+            found[req_id][name] = link
+    return dict(found)
 
 
 @dataclass(frozen=True)
@@ -237,18 +258,35 @@ class Trace:
     tla: list[str] = field(default_factory=list)
     sources: dict[str, str] = field(default_factory=dict)
     """Checker name -> the file that defines it, for those found (``definitions``)."""
+    mutants: dict[str, str] = field(default_factory=dict)
+    """Each registered mutant that must fail the requirement -> ``path#Lline`` of its bug (``mutants_by_id``)."""
+
+    @property
+    def checkers(self) -> list[str]:
+        """The functions the "Checked by." paragraph names; a mutant it names is in ``mutants`` instead."""
+        return [n for n in self.requirement.checkers if n not in self.mutants]
 
     @property
     def checker(self) -> str:
-        return ", ".join(self.requirement.checkers) or self.requirement.checked_by or "-"
+        """The checkers named; the "Checked by." text where it names none (mutants aside)."""
+        if self.requirement.checkers:
+            return ", ".join(self.checkers) or "-"
+        return self.requirement.checked_by or "-"
 
 
 def traces(root: Path = REPO_ROOT) -> list[Trace]:
     tests = tests_by_id(root)
     tla = tla_properties(root)
     defined = definitions(root)
+    mutants = mutants_by_id(root)
     return [
-        Trace(r, tests.get(r.id, []), tla.get(r.id, []), {c: defined[c] for c in r.checkers if c in defined})
+        Trace(
+            r,
+            tests.get(r.id, []),
+            tla.get(r.id, []),
+            {c: defined[c] for c in r.checkers if c in defined},
+            mutants.get(r.id, {}),
+        )
         for r in load_requirements(root).values()
     ]
 
@@ -262,6 +300,7 @@ def render_text(rows: Sequence[Trace]) -> str:
             f"  spec:    spec/{r.link}",
             f"  checker: {t.checker}",
             *(f"  test:    {name}" for name in t.tests or ["-"]),
+            *(f"  mutant:  {name} ({where})" for name, where in t.mutants.items()),
             *(f"  tla+:    {prop}" for prop in t.tla or ["-"]),
         ]
     return "\n".join(lines)
@@ -269,7 +308,7 @@ def render_text(rows: Sequence[Trace]) -> str:
 
 def _checker_cell(trace: Trace) -> str:
     """Each checker linked to the file that defines it; the "Checked by." text where no checker is named."""
-    names = trace.requirement.checkers
+    names = trace.checkers
     if not names:
         return trace.checker.replace("|", "\\|")
     return ", ".join(f"[`{n}`](../{trace.sources[n]})" if n in trace.sources else f"`{n}`" for n in names)
@@ -277,14 +316,15 @@ def _checker_cell(trace: Trace) -> str:
 
 def render_markdown(rows: Sequence[Trace]) -> str:
     """The matrix as a GitHub table; links are relative to ``spec/`` (``make docs`` writes it there):
-    each id to its spec section, each checker, test and TLA+ property to the file that holds it."""
+    each id to its spec section, each checker, test and TLA+ property to the file that holds it, each
+    mutant to the line of its bug."""
     lines = [
         "# Requirements",
         "",
         "Generated by `kconform requirements --markdown`; do not edit.",
         "",
-        "| id | level | class | title | checked by | tests | TLA+ |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| id | level | class | title | checked by | tests | mutants | TLA+ |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for t in rows:
         r = t.requirement
@@ -295,6 +335,7 @@ def render_markdown(rows: Sequence[Trace]) -> str:
             r.title.replace("|", "\\|"),
             _checker_cell(t),
             "<br>".join(f"[`{name}`](../{name.partition('::')[0]})" for name in t.tests) or "-",
+            "<br>".join(f"[`{name}`](../{where})" for name, where in t.mutants.items()) or "-",
             "<br>".join(f"[`{prop}`](tla/{prop.partition('!')[0]}.tla)" for prop in t.tla) or "-",
         ]
         lines.append("| " + " | ".join(cells) + " |")
@@ -305,7 +346,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kconform requirements",
         description="the requirement traceability matrix: each requirement id with its spec section, checker, "
-        "tests and TLA+ property; ids without a test are listed on stderr",
+        "tests, mutants and TLA+ property; ids without a test are listed on stderr",
     )
     parser.add_argument("--markdown", action="store_true", help="print a GitHub table (for spec/REQUIREMENTS.md)")
     return parser

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / "build" / "mutation"
 TRIAGE = ROOT / "docs" / "mutation-triage.toml"
 DOC = ROOT / "docs" / "mutation.md"
@@ -124,7 +124,7 @@ def test_command(sandbox: Path, links: Sequence[tuple[str, str]], seed: int) -> 
     judge_run = [
         sys.executable,
         "-m",
-        "kconform.conformance.mutants.mutation",
+        "kconform.conformance.mutation",
         "judge",
         "--level",
         "protocol",
@@ -158,8 +158,8 @@ def judge(argv: Sequence[str]) -> int:
     """
     from hypothesis import Phase, settings
 
-    from ..checks import checkers
-    from ..gate import profiles, pytest_plugin, runner
+    from .checks import checkers
+    from .gate import profiles, pytest_plugin, runner
 
     def register_without_shrinking(database_dir: Path | None = None) -> None:
         profiles.register_profiles(database_dir)
@@ -305,7 +305,7 @@ def render(results: dict[str, ModuleRun], triage: TriageTable) -> str:
     lines = [
         "# Mutation testing of the reference core",
         "",
-        "Written by `make mutation` (`python -m kconform.conformance.mutants.mutation`); the triage lives in",
+        "Written by `make mutation` (`python -m kconform.conformance.mutation`); the triage lives in",
         "`docs/mutation-triage.toml`. Cosmic Ray mutates a copy of each module under `build/mutation/`; a",
         f"mutant is killed when `kconform run --level protocol --profile default --seed {seeds}` fails on the",
         "suite tests keyed to its module (below, run in this order, the first failure ends the mutant's",
@@ -354,7 +354,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["judge"]:
         return judge(argv[1:])
     parser = argparse.ArgumentParser(
-        prog="python -m kconform.conformance.mutants.mutation", description=__doc__.splitlines()[0]
+        prog="python -m kconform.conformance.mutation", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--modules", nargs="+", choices=list(SUITES), default=list(SUITES))
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="Hypothesis seed (default %(default)s)")
