@@ -18,7 +18,9 @@ from typing import Any, TypeVar
 import pytest
 from hypothesis import settings
 
-from ..adapter import CAPABILITIES, DEFAULT_MASTER, Adapter, guard, load_adapter
+from ..adapter.guard import guard
+from ..adapter.interface import CAPABILITIES, DEFAULT_MASTER, Adapter
+from ..adapter.loader import load_adapter
 from ..brokers import Broker, BrokerStartError, BrokerUnavailable, broker_from_env
 from ..brokers.capability import Capability
 from ..checks.checkers import deferring

@@ -32,18 +32,9 @@ from typing import IO, Any
 import pytest
 from hypothesis.errors import FailedHealthCheck
 
-from ..adapter import (
-    CAPABILITIES,
-    DEFAULT_MASTER,
-    PIPELINE_CAPABILITIES,
-    Adapter,
-    AdapterHung,
-    contract_note,
-    forget_hangs,
-    load_adapter,
-    record_hang,
-    search_working_directory,
-)
+from ..adapter.guard import AdapterHung, forget_hangs, record_hang
+from ..adapter.interface import CAPABILITIES, DEFAULT_MASTER, PIPELINE_CAPABILITIES, Adapter
+from ..adapter.loader import contract_note, load_adapter, search_working_directory
 from ..brokers import (
     BOOTSTRAP_ENV,
     BROKER_KINDS,

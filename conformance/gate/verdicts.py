@@ -18,7 +18,8 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Final
 
-from ..adapter import DEFAULT_MASTER, search_working_directory
+from ..adapter.interface import DEFAULT_MASTER
+from ..adapter.loader import search_working_directory
 from ..brokers import BROKER_KINDS, DEFAULT_BROKER
 from ..errors import CannotCheck
 from .profiles import DEFAULT_PROFILE, PROFILES

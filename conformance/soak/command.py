@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from .. import jvm
-from ..adapter import DEFAULT_MASTER, load_adapter, search_working_directory
+from ..adapter.interface import DEFAULT_MASTER
+from ..adapter.loader import load_adapter, search_working_directory
 from ..brokers import CLUSTER_SIZE, BrokerStartError, KafkaBroker
 from ..checks.checkers import explain
 from ..extras import pipeline_missing
