@@ -72,7 +72,7 @@ KCONFORM = Group(
         "setup": Delegate(
             "fetch the JVM pieces (Apache Kafka, Spark's Kafka connector, oracles) with Maven", "jvm.setup"
         ),
-        "run": Delegate("run the conformance suite against an adapter", "gate.runner"),
+        "run": Delegate("run the conformance suite against an adapter", "gate.run_command"),
         "probe-broker": Delegate("measure what the Kafka broker can show", "brokers.probe"),
         "requirements": Delegate(
             "list requirement ids with their spec, checker, tests and TLA+ property", "spec_tools.requirements"

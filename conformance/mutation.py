@@ -159,7 +159,7 @@ def judge(argv: Sequence[str]) -> int:
     from hypothesis import Phase, settings
 
     from .checks import checkers
-    from .gate import profiles, pytest_plugin, runner
+    from .gate import profiles, pytest_plugin, run_command
 
     def register_without_shrinking(database_dir: Path | None = None) -> None:
         profiles.register_profiles(database_dir)
@@ -175,7 +175,7 @@ def judge(argv: Sequence[str]) -> int:
     oracle = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(oracle)
     setattr(checkers, "assign", oracle.assign)  # noqa: B010  # the name checkers imports, not one it exports
-    return runner.main(argv)
+    return run_command.main(argv)
 
 
 def changed_lines(original: str, mutated: str) -> tuple[str, str]:

@@ -9,13 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from kconform.conformance.adapter import (
-    CONTRACT_CHANGES,
-    ContractOne,
-    contract_note,
-    for_this_contract,
-    load_adapter,
-)
+from kconform.conformance.adapter.interface import CONTRACT_CHANGES
+from kconform.conformance.adapter.loader import ContractOne, contract_note, for_this_contract, load_adapter
 from kconform.reference_impl.adapter import ADAPTER
 from kconform.reference_impl.configs import CONTRACT_VERSION, SinkConfig
 from kconform.reference_impl.kafka_model import KafkaModel

@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 
 import pytest
 
-from kconform.conformance.adapter import AdapterHung, Hang, forget_hangs, guard, record_hang
+from kconform.conformance.adapter.guard import AdapterHung, Hang, forget_hangs, guard, record_hang
 
 
 class Stuck:

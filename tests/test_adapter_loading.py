@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from kconform.conformance.adapter import AdapterBase, load_adapter, missing_members
+from kconform.conformance.adapter.interface import AdapterBase, missing_members
+from kconform.conformance.adapter.loader import load_adapter
 from kconform.reference_impl.assignment import assign
 
 ASSIGNMENT_ONLY = """
-from kconform.conformance.adapter import AdapterBase
+from kconform.conformance.adapter.interface import AdapterBase
 from kconform.reference_impl.assignment import assign
 
 

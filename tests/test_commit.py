@@ -6,7 +6,7 @@ import pytest
 from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from kconform.conformance.adapter import guard
+from kconform.conformance.adapter.guard import guard
 from kconform.conformance.checks.history import History, Observation, check_sink_history
 from kconform.conformance.gate.profiles import PROFILES
 from kconform.conformance.generators.strategies import InterleavingMix

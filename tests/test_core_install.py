@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from kconform.conformance.adapter.loader import default_adapter
 from kconform.conformance.cli import KCONFORM
 from kconform.conformance.extras import PIPELINE_FIX
-from kconform.conformance.gate.runner import PROTOCOL_DEFAULT_ADAPTER
 
 pytestmark = pytest.mark.wheel
 
@@ -92,7 +92,7 @@ def test_the_core_install_judges_the_protocol_level_without_pyspark(
     # Without --adapter, the protocol level judges the pure reference implementation (kconform run --help says so).
     run = kconform(venv, tmp_path, "run", "--level", "protocol", "--profile", "quick")
     assert run.returncode == 0, run.stdout + run.stderr
-    assert f"({PROTOCOL_DEFAULT_ADAPTER}), level protocol" in run.stdout.splitlines()[0]
+    assert f"({default_adapter('protocol')}), level protocol" in run.stdout.splitlines()[0]
     assert "Every result is as expected: exit 0." in run.stdout
 
 

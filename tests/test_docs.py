@@ -21,7 +21,8 @@ import pytest
 import yaml  # PyYAML comes with mkdocs, a dev extra
 
 from kconform.conformance import cli
-from kconform.conformance.adapter import SinkSpec, SourceSpec, load_adapter, missing_members
+from kconform.conformance.adapter.interface import SinkSpec, SourceSpec, missing_members
+from kconform.conformance.adapter.loader import load_adapter
 from kconform.conformance.release import kconform_version
 from kconform.conformance.spec_tools import site
 

@@ -28,7 +28,7 @@ import pytest
 from kconform.conformance.bench.command import Figure, write_json
 from kconform.conformance.checks.evidence import assignment_grid, offset_step, offset_timeline
 from kconform.conformance.gate.html_report import BENCH_FILE, assignment_grid_svg, bench_svg, offset_timeline_svg
-from kconform.conformance.gate.runner import skip_cause
+from kconform.conformance.gate.results import skip_cause
 from kconform.reference_impl.assignment import assign
 from kconform.reference_impl.types import TopicPartition
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kconform.conformance.adapter import AdapterError, call
+from kconform.conformance.adapter.guard import AdapterError, call
 from kconform.conformance.errors import ContractError
 from kconform.conformance.jvm import JVM_DIR_ENV
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kconform.conformance.adapter import load_adapter
+from kconform.conformance.adapter.loader import load_adapter
 from kconform.conformance.mutants import registry
 from kconform.conformance.mutants.pipeline import FaultOnlyMutant, PipelineMutant, SparkMutant
 from kconform.conformance.mutants.protocol import Mutant, SourceMutant

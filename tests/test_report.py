@@ -16,18 +16,12 @@ from hypothesis import strategies as st
 
 from kconform.conformance.brokers.capability import Capability
 from kconform.conformance.checks.checkers import Violation
-from kconform.conformance.gate import runner
+from kconform.conformance.gate import results
+from kconform.conformance.gate.collector import counterexamples, without_test_case
 from kconform.conformance.gate.html_report import render_html
+from kconform.conformance.gate.options import RunOptions
 from kconform.conformance.gate.report import ClassVerdict, render_markdown, render_text, shorten, to_json
-from kconform.conformance.gate.runner import (
-    RequirementResult,
-    RunOptions,
-    RunResult,
-    Status,
-    counterexamples,
-    skip_cause,
-    without_test_case,
-)
+from kconform.conformance.gate.results import RequirementResult, RunResult, Status, skip_cause
 from kconform.conformance.suite.test_pipeline import BrokerCan
 
 MUTANT = "kconform.conformance.mutants.protocol:python_mod_no_mask"
@@ -177,18 +171,32 @@ def test_verbose_prints_the_metrics_too(tmp_path: Path) -> None:
     assert "metric optional_ASSIGN_005_global_spread_is_reported: global_spread_parallelism_16 = " in proc.stdout
 
 
-def run_result(tests: list[runner.TestResult], rows: list[RequirementResult], interrupted: bool = False) -> RunResult:
+def run_result(tests: list[results.TestResult], rows: list[RequirementResult], interrupted: bool = False) -> RunResult:
     capability = Capability("zombie_fencing", "KAFKA-004", True, "the old producer was fenced")
     options = RunOptions(adapter="m:A", level="pipeline", seed=7)
     return RunResult(
-        options, 7, "a", ["pipeline"], {}, tests, rows, [], [], 0.0, 1.0, "", interrupted, [capability], selected=3
+        options=options,
+        seed=7,
+        adapter_name="a",
+        capabilities=["pipeline"],
+        variants={},
+        tests=tests,
+        requirements=rows,
+        untested=[],
+        notes=[],
+        started=0.0,
+        finished=1.0,
+        pytest_log="",
+        interrupted=interrupted,
+        broker=[capability],
+        selected=3,
     )
 
 
 def test_many_failures_keep_the_verdicts_in_the_last_lines_and_every_failure_named() -> None:
     tests = []
     for n in range(6):
-        t = runner.TestResult(
+        t = results.TestResult(
             f"n{n}", f"required_COMMIT_011_failure_{n}", ["COMMIT-011"], "MUST", True, Status.FAIL, 1.0
         )
         t.violations = [
@@ -219,7 +227,7 @@ def test_many_failures_keep_the_verdicts_in_the_last_lines_and_every_failure_nam
 
 
 def test_an_interrupted_run_never_reads_as_verified() -> None:
-    passed = runner.TestResult("n", "required_COMMIT_011_x", ["COMMIT-011"], "MUST", True, Status.PASS, 1.0)
+    passed = results.TestResult("n", "required_COMMIT_011_x", ["COMMIT-011"], "MUST", True, Status.PASS, 1.0)
     row = RequirementResult("COMMIT-011", "MUST", "No loss", "", Status.PASS, [passed], category="safety")
     result = run_result([passed], [row], interrupted=True)
     stopped = "safe: not verified (the run was interrupted after 1 of 3 tests)"

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import run_state_machine_as_test
 
-from kconform.conformance.adapter import guard
+from kconform.conformance.adapter.guard import guard
 from kconform.conformance.checks.checkers import check_offset_commits, check_restore
 from kconform.conformance.gate.profiles import PROFILES
 from kconform.conformance.generators.strategies import InterleavingMix, metadata_snapshots, parallelisms

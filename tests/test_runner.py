@@ -19,11 +19,13 @@ from typing import Any
 
 import pytest
 
+from kconform.conformance.adapter.loader import default_adapter
 from kconform.conformance.checks.checkers import Violation, ViolationError
-from kconform.conformance.gate import runner
+from kconform.conformance.gate import collector, results, run_command
+from kconform.conformance.gate.collector import counterexamples
 from kconform.conformance.gate.expectations import Deviation, find_deviation, load_expectations
 from kconform.conformance.gate.report import violates
-from kconform.conformance.gate.runner import Status, aggregate, counterexamples
+from kconform.conformance.gate.results import Status, aggregate
 
 SAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "suite_sample"
 SUITE = "kconform_sample_suite"
@@ -110,7 +112,7 @@ def test_must_failure_fails_the_run_with_counterexample_blob_and_replay_line(tmp
     assert "partition=2" in example["example"]
     assert example["blob"].startswith("@reproduce_failure(")
     replay = (
-        f"{shlex.join(runner.kconform_program())} run --adapter {ADAPTERS}:BROKEN --level protocol"
+        f"{shlex.join(collector.kconform_program())} run --adapter {ADAPTERS}:BROKEN --level protocol"
         f" --only required_ASSIGN_004_matches_reference --seed 1 --profile quick --suite {SUITE}"
     )
     assert failure["replay"] == replay
@@ -133,7 +135,7 @@ def test_replay_line_reruns_only_that_test_and_fails_the_same_way(tmp_path: Path
     first = run_sample(tmp_path, "BROKEN", "--seed", "5", "--report", "report")
     failure = by_name(report(tmp_path))["required_ASSIGN_004_matches_reference"]
     replay = shlex.split(failure["replay"])
-    assert replay[: len(runner.kconform_program()) + 1] == [*runner.kconform_program(), "run"]
+    assert replay[: len(collector.kconform_program()) + 1] == [*collector.kconform_program(), "run"]
     path = os.pathsep.join(p for p in (str(SAMPLE), os.environ.get("PYTHONPATH")) if p)
     env = {k: v for k, v in os.environ.items() if k != "KCONFORM_PROFILE"} | {"PYTHONPATH": path}
     again = subprocess.run([*replay, "--report", "again"], cwd=tmp_path, env=env, capture_output=True, timeout=120)
@@ -282,12 +284,12 @@ def test_only_a_verified_id_shows_that_a_listed_deviation_is_gone(tmp_path: Path
 
 
 def test_requirement_verdict_failure_beats_skip_beats_partial_per_id() -> None:
-    def result(status: Status, unverified: dict[str, str] | None = None, message: str = "") -> runner.TestResult:
-        test = runner.TestResult("n", "n", ["COMMIT-011", "COMMIT-013"], "MUST", True, status, 0.0, message)
+    def result(status: Status, unverified: dict[str, str] | None = None, message: str = "") -> results.TestResult:
+        test = results.TestResult("n", "n", ["COMMIT-011", "COMMIT-013"], "MUST", True, status, 0.0, message)
         test.unverified = unverified or {}
         return test
 
-    def rows(*tests: runner.TestResult) -> dict[str, tuple[Status, str]]:
+    def rows(*tests: results.TestResult) -> dict[str, tuple[Status, str]]:
         return {r.id: (r.status, r.reason) for r in aggregate(tests, {})[0]}
 
     partial = result(Status.PARTIAL, {"COMMIT-011": "broker lacks x"})
@@ -333,12 +335,12 @@ def test_failure_fails_only_the_ids_it_violates_and_leaves_the_others_unverified
 
 
 def test_unviolated_id_of_a_failure_keeps_the_verdict_of_its_other_tests() -> None:
-    def result(status: Status, violated: list[str] | None = None) -> runner.TestResult:
-        test = runner.TestResult("n", "n", ["COMMIT-011", "COMMIT-013"], "MUST", True, status, 0.0)
+    def result(status: Status, violated: list[str] | None = None) -> results.TestResult:
+        test = results.TestResult("n", "n", ["COMMIT-011", "COMMIT-013"], "MUST", True, status, 0.0)
         test.violated = violated or []
         return test
 
-    def rows(*tests: runner.TestResult) -> dict[str, Status]:
+    def rows(*tests: results.TestResult) -> dict[str, Status]:
         return {r.id: r.status for r in aggregate(tests, {})[0]}
 
     blamed = result(Status.FAIL, ["COMMIT-011"])
@@ -485,13 +487,13 @@ def test_level_all_runs_both_levels_and_names_the_level_the_adapter_lacks(tmp_pa
 
 
 def test_cli_defaults_are_what_make_conformance_runs() -> None:
-    args = runner.build_parser().parse_args([])
-    assert (runner.default_adapter(args.level), args.level) == ("kconform.conformance.spark.pipeline:REFERENCE", "all")
+    args = run_command.build_parser().parse_args([])
+    assert (default_adapter(args.level), args.level) == ("kconform.conformance.spark.pipeline:REFERENCE", "all")
     makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
     conformance = makefile.split("\nconformance:", 1)[1].split("\n\n", 1)[0]
     assert "--adapter" not in conformance.replace("$(if $(ADAPTER),--adapter", "")
     assert "--level" not in conformance.replace("$(if $(LEVEL),--level", "")
-    help_text = runner.build_parser().format_help()
+    help_text = run_command.build_parser().format_help()
     assert "  3  could not check (ERROR)" in help_text
     assert "  2  usage error" in help_text
 
@@ -629,7 +631,7 @@ def test_counterexamples_of_an_exception_group_are_one_per_failure() -> None:
 
 def test_a_running_test_is_named_with_its_elapsed_time_while_it_runs(tmp_path: Path) -> None:
     """In a CI log (not a terminal) as a line per beat, before the test's result line."""
-    env = {runner.HEARTBEAT_ENV: "1"}
+    env = {collector.HEARTBEAT_ENV: "1"}
     proc = run_sample(tmp_path, "HANGING", "--only", "required_ASSIGN_004", "--timeout", "3", env=env)
     lines = proc.stdout.splitlines()
     beats = [line for line in lines if line.startswith("... still running: ")]
@@ -647,7 +649,7 @@ class Terminal(io.StringIO):
 
 def test_on_a_terminal_the_heartbeat_is_one_line_rewritten_in_place_and_cleared() -> None:
     out = Terminal()
-    heartbeat = runner.Heartbeat(out, 0.01)
+    heartbeat = collector.Heartbeat(out, 0.01)
     heartbeat.start("slow_test")
     deadline = time.monotonic() + 10
     while out.getvalue().count("\r") < 2 and time.monotonic() < deadline:

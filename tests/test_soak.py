@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from kconform.conformance import jvm
-from kconform.conformance.adapter import DEFAULT_MASTER
+from kconform.conformance.adapter.interface import DEFAULT_MASTER
 from kconform.conformance.soak.schedule import FaultKind, Phase, draw_schedule, parse_kinds
 from kconform.conformance.spark.driver import DriverRun, StandbyDrivers
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from kconform.conformance.adapter import PIPELINE_CAPABILITIES, SinkSpec, SourceSpec, call, load_adapter
+from kconform.conformance.adapter.guard import call
+from kconform.conformance.adapter.interface import PIPELINE_CAPABILITIES, SinkSpec, SourceSpec
+from kconform.conformance.adapter.loader import load_adapter
 from kconform.conformance.adapters.spark_kafka import ADAPTER, java_settings, sink_options, source_options
 from kconform.conformance.jvm import JvmArtifactsMissing
 

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kconform.conformance.gate import runner, verdicts
+from kconform.conformance.gate import results, verdicts
 from kconform.conformance.gate.expectations import Deviation
-from kconform.conformance.gate.runner import RequirementResult, RunOptions, RunResult, Status, pytest_args
+from kconform.conformance.gate.options import RunOptions
+from kconform.conformance.gate.results import RequirementResult, RunResult, Status
+from kconform.conformance.gate.runner import pytest_args
 
 
 def result(started: float) -> RunResult:
     deviation = Deviation("RESTORE-002", "one task per partition", "https://example.org/src")
-    failed = runner.TestResult("n", "rescale", ["RESTORE-002"], "MUST", True, Status.XFAIL, 1.0, deviation=deviation)
+    failed = results.TestResult("n", "rescale", ["RESTORE-002"], "MUST", True, Status.XFAIL, 1.0, deviation=deviation)
     failed.violated = ["RESTORE-002"]
     rows = [
         RequirementResult("RESTORE-002", "MUST", "One owner", "", Status.XFAIL, [failed], "one task", "fidelity"),
@@ -20,9 +22,21 @@ def result(started: float) -> RunResult:
     ]
     options = RunOptions(adapter="m:A", level="pipeline", seed=7, expectations=Path("x.toml"))
     return RunResult(
-        options, 7, "spark-sql-kafka-0-10", ["pipeline"], {}, [failed], rows, ["ASSIGN-003"], [],
-        started, started + 60, "", False, broker_version="Apache Kafka 4.1.1",
-    )  # fmt: skip
+        options=options,
+        seed=7,
+        adapter_name="spark-sql-kafka-0-10",
+        capabilities=["pipeline"],
+        variants={},
+        tests=[failed],
+        requirements=rows,
+        untested=["ASSIGN-003"],
+        notes=[],
+        started=started,
+        finished=started + 60,
+        pytest_log="",
+        interrupted=False,
+        broker_version="Apache Kafka 4.1.1",
+    )
 
 
 def test_the_page_names_versions_seed_and_each_verdict_and_nothing_that_varies() -> None:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from ...reference_impl.configs import CONTRACT_VERSION
-from ..adapter import SinkSpec, SourceSpec
+from ..adapter.interface import SinkSpec, SourceSpec
 from ..jvm import SPARK_KAFKA, JvmArtifactsMissing, artifact_version, jvm_dir, setup_hint
 
 if TYPE_CHECKING:

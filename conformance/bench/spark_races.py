@@ -56,7 +56,7 @@ from ...reference_impl.kafka_client import KafkaClient, configure
 from ...reference_impl.ports import Isolation, KafkaError
 from ...reference_impl.spark import FORMAT
 from ...reference_impl.types import TopicPartition
-from ..adapter import SinkSpec, SourceSpec
+from ..adapter.interface import SinkSpec, SourceSpec
 from ..adapters import spark_kafka
 from ..brokers import Broker, broker_from_env
 from ..spark.pipeline import Pipeline, local_session

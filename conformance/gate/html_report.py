@@ -18,6 +18,7 @@ from typing import Any
 
 from ..checks.checkers import Picture
 from ..spec_tools.requirements import CATEGORIES
+from .options import broker_used
 from .report import (
     REPLAY_NOTE,
     ClassVerdict,
@@ -28,15 +29,7 @@ from .report import (
     tally,
     violates,
 )
-from .runner import (
-    UNSTRUCTURED,
-    RequirementResult,
-    RunResult,
-    Status,
-    TestResult,
-    broker_used,
-    skip_cause,
-)
+from .results import UNSTRUCTURED, RequirementResult, RunResult, Status, TestResult, skip_cause
 
 BENCH_FILE = "bench.json"
 """Written by ``kconform bench --json DIR/bench.json``; drawn when it is in the report's directory."""

@@ -18,7 +18,9 @@ from typing import Any, TypeVar
 import pytest
 from hypothesis import settings
 
-from ..adapter import CAPABILITIES, DEFAULT_MASTER, Adapter, guard, load_adapter
+from ..adapter.guard import guard
+from ..adapter.interface import CAPABILITIES, DEFAULT_MASTER, Adapter
+from ..adapter.loader import default_adapter, load_adapter
 from ..brokers import Broker, BrokerStartError, BrokerUnavailable, broker_from_env
 from ..brokers.capability import Capability
 from ..checks.checkers import deferring
@@ -33,7 +35,6 @@ from .profiles import (
     register_profiles,
 )
 
-DEFAULT_ADAPTER = "kconform.reference_impl.adapter:ADAPTER"
 SUITE_PACKAGE = "kconform.conformance.suite"
 BROKER_CAPABILITIES = pytest.StashKey[list[Capability]]()
 """The probe's measurement of the broker a run used; every report shows it."""
@@ -64,7 +65,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--kconform-adapter",
         default=None,
-        help=f"adapter under test, as module:attr (default {DEFAULT_ADAPTER})",
+        help=f"adapter under test, as module:attr (default {default_adapter('protocol')})",
     )
     group.addoption(
         "--kconform-spark-master",
@@ -111,7 +112,7 @@ def kconform_asked(config: pytest.Config) -> bool:
 def adapter_spec(config: pytest.Config) -> str:
     """The adapter of ``--kconform-adapter``, else the default."""
     chosen: str | None = config.getoption("kconform_adapter", None)
-    return chosen or DEFAULT_ADAPTER
+    return chosen or default_adapter("protocol")  # the pure one: a core install runs it
 
 
 def _examples(config: pytest.Config) -> Path:

@@ -9,7 +9,6 @@ the same rows, so the console, the Markdown and the JSON never disagree.
 
 from __future__ import annotations
 
-import json
 import re
 import xml.etree.ElementTree as ET
 from collections import Counter
@@ -23,7 +22,8 @@ from _pytest.junitxml import mangle_test_address  # how pytest named the testcas
 from ..brokers.capability import format_table
 from ..release import kconform_version
 from ..spec_tools.requirements import CATEGORIES
-from .runner import (
+from .options import broker_used
+from .results import (
     ADDRESS,
     ERROR_EXIT,
     UNSTRUCTURED,
@@ -31,7 +31,6 @@ from .runner import (
     RunResult,
     Status,
     TestResult,
-    broker_used,
     skip_cause,
 )
 
@@ -474,15 +473,3 @@ def _drop_hypothesis_statistics(suite: ET.Element) -> None:
                 properties.remove(prop)
         if not len(properties):
             suite.remove(properties)
-
-
-def write_reports(result: RunResult, directory: Path) -> None:
-    """``report.json``, ``report.md``, ``report.html`` and ``pytest.log``; pytest itself wrote ``junit.xml`` there."""
-    from .html_report import write_html  # it imports this module's renderings
-
-    directory.mkdir(parents=True, exist_ok=True)
-    write_html(result, directory)
-    (directory / "report.json").write_text(json.dumps(to_json(result), indent=2) + "\n", encoding="utf-8")
-    (directory / "report.md").write_text(render_markdown(result), encoding="utf-8")
-    (directory / "pytest.log").write_text(result.pytest_log, encoding="utf-8")
-    annotate_junit(result, directory / "junit.xml")

@@ -18,21 +18,15 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Final
 
-from ..adapter import DEFAULT_MASTER, search_working_directory
+from ..adapter.interface import DEFAULT_MASTER
+from ..adapter.loader import search_working_directory
 from ..brokers import BROKER_KINDS, DEFAULT_BROKER
 from ..errors import CannotCheck
+from .options import DEFAULT_TIMEOUT, RunOptions
 from .profiles import DEFAULT_PROFILE, PROFILES
 from .report import class_verdicts, md_cell, render_text, row_note, tally
-from .runner import (
-    DEFAULT_TIMEOUT,
-    ERROR_EXIT,
-    USAGE_EXIT,
-    AdapterLoadError,
-    RunOptions,
-    RunResult,
-    load,
-    run,
-)
+from .results import ERROR_EXIT, USAGE_EXIT, RunResult
+from .runner import AdapterLoadError, load, run
 
 DEFAULT_SEED: Final = 2026
 

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from .. import jvm
-from ..adapter import DEFAULT_MASTER, load_adapter, search_working_directory
+from ..adapter.interface import DEFAULT_MASTER
+from ..adapter.loader import default_adapter, load_adapter, search_working_directory
 from ..brokers import CLUSTER_SIZE, BrokerStartError, KafkaBroker
 from ..checks.checkers import explain
 from ..extras import pipeline_missing
@@ -41,7 +42,6 @@ from .schedule import (
 if TYPE_CHECKING:  # the runner needs the pipeline extra (the Kafka client, PySpark): imported where a soak runs
     from .runner import Outcome
 
-DEFAULT_ADAPTER: Final = "kconform.conformance.spark.pipeline:REFERENCE"
 DEFAULT_OUT: Final = Path("build/soak")
 USAGE_EXIT: Final = 2
 ERROR_EXIT: Final = 3
@@ -57,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
         "nothing lost, nothing duplicated, order and offsets kept.",
         epilog=f"Fault kinds: {', '.join(FaultKind)}. Drawn only where possible: {needs}.",
     )
-    parser.add_argument("--adapter", default=DEFAULT_ADAPTER, help="module:attr of a pipeline adapter")
+    parser.add_argument("--adapter", default=default_adapter("pipeline"), help="module:attr of a pipeline adapter")
     parser.add_argument("--schedules", type=int, default=10, help="how many schedules to draw (default 10)")
     parser.add_argument("--seed", type=int, default=None, help="the schedules' seed (default: drawn and printed)")
     parser.add_argument(

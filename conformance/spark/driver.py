@@ -26,7 +26,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Final
 
-from ..adapter import PipelineAdapter, load_adapter
+from ..adapter.interface import PipelineAdapter
+from ..adapter.loader import load_adapter
 from ..errors import CannotCheck
 from .pipeline import Pipeline, local_session
 

@@ -9,7 +9,7 @@ batch's rows are captured with the Spark task that read them, for the pure check
 downstream would. ``TaskFailures`` makes chosen tasks fail their first attempt mid-stream, so
 Spark (with task retries, e.g. ``local[2,3]``) runs them again.
 
-The query's source and sink come from a ``kconform.conformance.adapter.PipelineAdapter``;
+The query's source and sink come from a ``kconform.conformance.adapter.interface.PipelineAdapter``;
 ``SPARK_ADAPTER`` is the reference implementation's (format ``kconform-kafka``).
 """
 
@@ -41,7 +41,7 @@ from ...reference_impl.ports import Isolation, Record
 from ...reference_impl.spark import TIMEOUT_OPTION, KafkaDataSource, register
 from ...reference_impl.spark.offsets import SourceOffsets
 from ...reference_impl.types import TopicPartition
-from ..adapter import DEFAULT_MASTER, PipelineAdapter, SinkSpec, SourceSpec
+from ..adapter.interface import DEFAULT_MASTER, PipelineAdapter, SinkSpec, SourceSpec
 from ..checks.checkers import Violation
 from ..checks.pipeline_checkers import ReadRecord, check_sink_output
 from ..errors import ContractError, HarnessError

@@ -21,7 +21,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from ...reference_impl.kafka_strategies import DEFAULT_BATCH_SIZE, Group, Member, next_generation
-from ..adapter import Guarded
+from ..adapter.guard import Guarded
 from ..checks.checkers import Violation, fail_on
 from ..checks.strategy_checkers import (
     check_balance,

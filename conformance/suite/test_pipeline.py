@@ -40,7 +40,7 @@ from pyspark.sql import SparkSession
 from ...reference_impl.kafka_client import KafkaClient, wait_until
 from ...reference_impl.ports import Isolation
 from ...reference_impl.types import TopicPartition
-from ..adapter import DEFAULT_MASTER, PipelineAdapter
+from ..adapter.interface import DEFAULT_MASTER, PipelineAdapter
 from ..brokers import Broker
 from ..brokers.capability import DUPLICATE_VERDICT_NEEDS, Capability, lacking
 from ..brokers.probe import TXN_TIMEOUT_WAIT_S, probe

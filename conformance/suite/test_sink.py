@@ -34,7 +34,7 @@ from ...reference_impl.kafka_model import (
 )
 from ...reference_impl.ports import Isolation, KafkaError
 from ...reference_impl.types import TopicPartition
-from ..adapter import AdapterError, Guarded
+from ..adapter.guard import AdapterError, Guarded
 from ..checks.checkers import Violation, check_pooled_ids, check_stopped_sink, fail_on, value_field, values_field
 from ..checks.history import History, Observation, check_sink_history
 from ..gate.pytest_plugin import requirement

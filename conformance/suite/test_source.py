@@ -33,7 +33,7 @@ from ...reference_impl.kafka_model import KafkaModel
 from ...reference_impl.ports import Isolation
 from ...reference_impl.restore import RestoreVariant
 from ...reference_impl.types import EARLIEST, LATEST, TopicPartition, is_sentinel
-from ..adapter import Guarded
+from ..adapter.guard import Guarded
 from ..checks.checkers import (
     Picture,
     Violation,

@@ -29,7 +29,8 @@ from kconform.conformance.brokers import (
     broker_from_env,
     security_from_env,
 )
-from kconform.conformance.gate.runner import RunOptions, with_fallback
+from kconform.conformance.gate.options import RunOptions
+from kconform.conformance.gate.runner import with_fallback
 from kconform.reference_impl.kafka_client import KafkaClient
 from kconform.reference_impl.ports import Isolation
 from kconform.reference_impl.types import TopicPartition

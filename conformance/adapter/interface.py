@@ -1,0 +1,278 @@
+"""The adapter interface: what an implementation provides to plug into the suite.
+
+Protocol level (in-process, fast): the implementation exposes its assigner, discoverer, source
+state (snapshot / restore) and sink commit protocol over the reference core's ports, and the
+suite drives them against the deterministic Kafka model. Pipeline level (a black box on Spark):
+the implementation builds its streaming source and sink (``PipelineAdapter``) and the suite runs
+real queries on a real broker, restarts, rescales, kills and fails them, and judges the records.
+An adapter may offer either level or both.
+
+An adapter declares capabilities and variants; a requirement whose capability is not declared is
+a skip with a reason, never a pass. ``REQUIRED_MEMBERS`` says what each capability needs, and
+``CONTRACT_CHANGES`` what each contract version changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
+
+from ...reference_impl.commit import NamingStrategy
+from ...reference_impl.configs import (
+    CONTRACT_VERSION,
+    DiscovererConfig,
+    RecoveryConfig,
+    RestoreConfig,
+    SinkConfig,
+    SourceConfig,
+)
+from ...reference_impl.discovery import Metadata, ZeroPartitionsPolicy
+from ...reference_impl.ports import LogReader, OffsetStore, Record
+from ...reference_impl.restore import RestoreVariant
+from ...reference_impl.types import TopicPartition
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming.readwriter import DataStreamWriter
+
+PIPELINE_CAPABILITIES = {
+    "pipeline": "runs its Spark source as a real streaming query (pipeline level)",
+    "pipeline-assignment": "Spark task i of a batch reads exactly the partitions Flink's assigner gives subtask i",
+    "pipeline-rescale": "a restart from the same checkpoint at another parallelism continues every partition",
+    "pipeline-regex": "subscribes by regular expression; a newly matching topic is read from its first record",
+    "pipeline-sink": "writes a streaming query's rows to Kafka, at least once",
+    "pipeline-exactly-once-sink": "its sink's exactly-once mode: read_committed output equals the input",
+    "pipeline-keyed-sink": "its sink writes a keyed row (no partition column) where Java's producer puts its key",
+}
+CAPABILITIES = {
+    "assignment": "exposes its partition assigner",
+    "assignment-plan": "plans a whole partition list at once, plan(partitions, parallelism) (range-style assigners)",
+    "discovery": "exposes a per-subtask discoverer",
+    "regex-subscription": "subscribes by regular expression",
+    "partition-growth": "discovers partitions added to existing topics",
+    "source-state": "exposes source snapshot and restore",
+    "rescale": "restores source state at a different parallelism",
+    "offset-commit": "commits source offsets to the consumer group on checkpoint completion",
+    "exactly-once-sink": "exposes a transactional two-phase-commit sink",
+    "sink-close": "its exactly-once sink's close(): what stopping the job without a restart does to its transactions",
+    "keyed-sink-placement": "exposes its sink's partitioner: partitioner().partition(topic, partition, key, value, n)",
+    "group-assignment": "exposes its consumer-group assignors: assign_group(strategy, group) for assignment_strategies",
+    **PIPELINE_CAPABILITIES,
+}
+
+
+class Discoverer(Protocol):
+    def discover(self, metadata: Metadata) -> Iterable[TopicPartition]: ...
+
+
+class SourceCheckpointLike(Protocol):
+    """Opaque to the suite: only handed back to ``restore_source``."""
+
+
+class Source(Protocol):
+    """All subtasks of one source (see ``kconform.reference_impl.restore.SourceJob``)."""
+
+    @property
+    def offsets(self) -> Sequence[Mapping[TopicPartition, int]]: ...
+
+    def discover(self, metadata: Metadata, reader: LogReader) -> Mapping[TopicPartition, int]:
+        """Find new partitions and place them; ``reader`` is the log, for the start offsets discovery
+        resolves (a job started at LATEST begins where each partition ended when it was found, DISC-005)."""
+        ...
+
+    def poll(self, reader: LogReader, tp: TopicPartition, max_records: int) -> Sequence[Record]:
+        """Fetch the next records of ``tp`` (at most ``max_records``) and advance past them; the source
+        resolves its own start sentinels and owns its position."""
+        ...
+
+    def snapshot(self, checkpoint_id: int, store: OffsetStore, group: str) -> Any:
+        """Checkpoint ``checkpoint_id``; ``store`` is the consumer group, there as in a real connector."""
+        ...
+
+    def notify_checkpoint_complete(self, checkpoint_id: int, store: OffsetStore, group: str) -> None: ...
+
+
+class Sink(Protocol):
+    """All writers of one sink and its committer (see ``kconform.reference_impl.commit.ExactlyOnceSink``)."""
+
+    def start(self) -> None: ...
+
+    def write(self, subtask: int, topic: str, partition: int, key: bytes | None, value: bytes | None) -> None: ...
+
+    def checkpoint(self, checkpoint_id: int) -> Any: ...
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None: ...
+
+    def close(self) -> None:
+        """The job stops without a restart (capability ``sink-close``, COMMIT-020)."""
+        ...
+
+
+@runtime_checkable
+class ProtocolAdapter(Protocol):
+    """What an implementation provides at protocol level. Methods of undeclared capabilities may raise."""
+
+    contract_version: int
+    name: str
+    capabilities: frozenset[str]
+    restore_variant: RestoreVariant
+    naming: NamingStrategy
+    discovery_of_zero: ZeroPartitionsPolicy
+
+    def assign(self, topic: str, partition: int, parallelism: int) -> int: ...
+
+    # Optional: ``plan(partitions, parallelism) -> {partition: subtask}``, the plan of a whole
+    # partition list at once (an assigner that depends on the list, range-style). The assignment
+    # tests judge it when present, else the plan ``assign`` gives partition by partition.
+
+    def discoverer(self, config: DiscovererConfig) -> Discoverer: ...
+
+    def source(self, config: SourceConfig) -> Source: ...
+
+    def restore_source(self, config: RestoreConfig) -> Source:
+        """Restore at ``config.parallelism``; ``config.initial_offset`` is the job's configured startup mode."""
+        ...
+
+    def sink(self, config: SinkConfig) -> Sink: ...
+
+    def recover_sink(self, config: RecoveryConfig) -> Sink: ...
+
+    def initial_sink_checkpoint(self, parallelism: int) -> Any: ...
+
+
+DEFAULT_MASTER = "local[2,3]"
+"""Where pipeline scenarios run by default: two cores, up to three attempts per task, so Spark
+retries a failed task as it would on a cluster."""
+
+
+@dataclass(frozen=True, slots=True)
+class SourceSpec:
+    """What a pipeline scenario asks the adapter's streaming source to read."""
+
+    bootstrap_servers: str
+    parallelism: int
+    """Flink's n: the number of input partitions (Spark tasks) per batch."""
+    subscribe: tuple[str, ...] = ()
+    subscribe_pattern: str | None = None
+    starting_offsets: str = "earliest"
+    """``earliest`` or ``latest``, for partitions the checkpoint does not know yet."""
+    max_records_per_trigger: int | None = None
+    client_settings: tuple[tuple[str, str], ...] = ()
+    """librdkafka settings the broker needs (security); pass them to every client."""
+    client_timeout_ms: int | None = None
+    """How long one client call may block before the connector gives up on it (``kconform soak`` sets it
+    below its node pauses and commit stalls, which must outlast it); None: the connector's default."""
+
+
+@dataclass(frozen=True, slots=True)
+class SinkSpec:
+    """What a pipeline scenario asks the adapter's sink to write: rows of ``key``, ``value`` (binary)."""
+
+    bootstrap_servers: str
+    topic: str
+    exactly_once: bool
+    client_settings: tuple[tuple[str, str], ...] = ()
+    client_timeout_ms: int | None = None
+    """As ``SourceSpec.client_timeout_ms``: e.g. how long a transaction's commit may go unanswered."""
+
+
+@runtime_checkable
+class PipelineAdapter(Protocol):
+    """What an implementation provides at pipeline level (capability ``pipeline``).
+
+    ``read_stream`` returns a streaming frame with at least ``topic``, ``partition``, ``offset``,
+    ``key`` and ``value``; ``write_stream`` returns the writer of ``frame`` to Kafka, without a
+    checkpoint location or trigger (the suite sets both).
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def capabilities(self) -> frozenset[str]: ...
+
+    def read_stream(self, spark: SparkSession, source: SourceSpec) -> DataFrame: ...
+
+    def write_stream(self, frame: DataFrame, sink: SinkSpec) -> DataStreamWriter: ...
+
+
+Adapter = ProtocolAdapter | PipelineAdapter
+
+
+REQUIRED_MEMBERS: dict[str, tuple[str, ...]] = {
+    "assignment": ("assign(topic, partition, parallelism)",),
+    "assignment-plan": ("plan(partitions, parallelism)",),
+    "discovery": ("discoverer(config: DiscovererConfig)", "discovery_of_zero"),
+    "regex-subscription": ("discoverer(config: DiscovererConfig)",),
+    "partition-growth": ("source(config: SourceConfig)",),
+    "source-state": (
+        "source(config: SourceConfig)",
+        "restore_source(config: RestoreConfig)",
+        "restore_variant",
+    ),
+    "rescale": ("restore_source(config: RestoreConfig)",),
+    "offset-commit": ("source(config: SourceConfig)",),
+    "exactly-once-sink": (
+        "sink(config: SinkConfig)",
+        "recover_sink(config: RecoveryConfig)",
+        "initial_sink_checkpoint(parallelism)",
+        "naming",
+    ),
+    "keyed-sink-placement": ("partitioner()",),
+    "group-assignment": ("assign_group(strategy, group)", "assignment_strategies"),
+    "pipeline": ("read_stream(spark, source)", "write_stream(frame, sink)"),
+}
+"""What each capability needs of an adapter; nothing else is required (``AdapterBase`` has the rest)."""
+
+
+class AdapterBase:
+    """Subclass this and define only what your declared capabilities need (``REQUIRED_MEMBERS``).
+
+    The variants default to Flink's legacy consumer's (union-filter restore, incrementing
+    transactional ids, zero partitions ignored); a method of an undeclared capability is never
+    called by the suite.
+    """
+
+    contract_version: int = CONTRACT_VERSION
+    name: str = "my-connector"
+    capabilities: frozenset[str] = frozenset()
+    restore_variant: RestoreVariant = RestoreVariant.UNION_FILTER
+    naming: NamingStrategy = NamingStrategy.INCREMENTING
+    discovery_of_zero: ZeroPartitionsPolicy = ZeroPartitionsPolicy.IGNORE
+
+
+def member_name(member: str) -> str:
+    return member.split("(", 1)[0]
+
+
+def needed_members(adapter: object) -> list[str]:
+    """The members ``adapter``'s declared capabilities need, with their signatures."""
+    needed = ["name", "capabilities"]
+    for capability in sorted(set(getattr(adapter, "capabilities", ()) or ())):
+        needed += [m for m in REQUIRED_MEMBERS.get(capability, ()) if m not in needed]
+    return needed
+
+
+def missing_members(adapter: object) -> list[str]:
+    """The members ``adapter``'s declared capabilities need that it lacks, with their signatures."""
+    return [m for m in needed_members(adapter) if not hasattr(adapter, member_name(m))]
+
+
+CONTRACT_CHANGES: Final = {
+    2: "discoverer, source, restore_source, sink and recover_sink each take one config object (DiscovererConfig, "
+    "SourceConfig, RestoreConfig, SinkConfig, RecoveryConfig: the old parameters are its fields) instead of "
+    "positional arguments; a whole-list plan() is used only where the capability 'assignment-plan' is declared; "
+    "an adapter states contract_version = 2",
+}
+"""What each contract version changed from the one before; an adapter written for an older one is told."""
+CONTRACT_ONE: Final = " (contract 1)"
+"""How ``ContractOne`` labels the members it calls positionally, as contract 1 did."""
+CONTRACT_ONE_PARAMETERS: Final = {
+    "discoverer": ["subscription", "subtask", "parallelism", "on_zero"],
+    "source": ["subscription", "parallelism", "initial_offset", "keep_unsubscribed"],
+    "restore_source": ["checkpoint", "parallelism", "subscription", "metadata", "keep_unsubscribed", "initial_offset"],
+    "sink": ["log", "prefix", "parallelism"],
+    "recover_sink": ["log", "prefix", "parallelism", "checkpoint"],
+}
+"""Contract 1's positional parameters of the members contract 2 gives a config object."""

@@ -1,0 +1,391 @@
+"""The pytest plugin of a ``kconform run``: it selects tests by level and ``--only``, prints one progress line per
+test, and keeps what a report needs.
+
+For each test: the requirement ids it checks, its outcome, and for a failure the shrunk counterexample and
+``@reproduce_failure`` blob Hypothesis attached to the exception, so that every failure comes with a one-line
+replay. A per-test alarm tells an adapter that hangs (ERROR) from a slow suite (a failure).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import signal
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
+from typing import IO, Any
+
+import pytest
+from hypothesis.errors import FailedHealthCheck
+
+from ..adapter.guard import AdapterHung, forget_hangs, record_hang
+from ..checks.checkers import Violation, ViolationError
+from ..errors import CannotCheck
+from ..jvm import JvmArtifactsMissing
+from ..spec_tools.requirements import Requirement, ids_in_test_name, ids_in_text, level_of_test_name
+from .expectations import Deviation, find_deviation
+from .options import RunOptions
+from .pytest_plugin import UNVERIFIED_PROPERTY, CouldNotCheck
+from .results import ADDRESS, UNSTRUCTURED, Counterexample, Status, TestResult, skip_cause, strongest
+
+SUITE_LEVELS = ("protocol", "pipeline")
+PIPELINE_MARK = "pipeline"
+"""The marker of a pipeline-level test; a test without it is protocol level."""
+BLOB = re.compile(r"@reproduce_failure\([^)]*\)")
+VIOLATION_LINE = re.compile(r"^\s*(?P<id>[A-Z]+-\d{3}) (?P<kind>[a-z][a-z0-9-]*): (?P<evidence>.+)$", re.MULTILINE)
+"""A violation as ``explain`` prints it, for failures that did not raise ``ViolationError``."""
+TEST_CASE_DUMP = re.compile(r"^(?:(?:Falsifying|Failing)(?: explicit)? (?:example|test case)|while generating)", re.M)
+"""Where Hypothesis's notes start: the test case, kept in the counterexample, never in a one-line message."""
+HEARTBEAT_S = 30.0
+"""How often a running test is named with its elapsed time, so that a long test does not look like a hung run."""
+HEARTBEAT_ENV = "KCONFORM_HEARTBEAT_S"
+"""Overrides ``HEARTBEAT_S`` (tests show the heartbeat without waiting 30 s)."""
+
+
+class TestTimeoutError(BaseException):
+    """Raised by the per-test alarm.
+
+    A ``BaseException``, not pytest-timeout's ``Failed``: Hypothesis catches ``Failed`` as a
+    failing example and re-runs it to shrink, which would hang again with no alarm left.
+    """
+
+
+class AdapterTimeoutError(TestTimeoutError):
+    """The alarm went off inside an adapter call: the adapter hangs, so the test could not check (ERROR),
+    and the method is not called again in the run (``AdapterHung``)."""
+
+
+def kconform_program() -> list[str]:
+    """How to call this kconform from a shell, so a printed replay line works as printed.
+
+    ``kconform`` when the one on ``PATH`` is this interpreter's, else that script by its path (a
+    venv that is not activated), else this interpreter with ``-m kconform.conformance.cli``.
+    """
+    script = Path(sys.executable).parent / "kconform"
+    on_path = shutil.which("kconform")
+    if on_path and script.exists() and Path(on_path).resolve() == script.resolve():
+        return ["kconform"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "kconform.conformance.cli"]
+
+
+def display_name(item_name: str) -> str:
+    """Test names as reports show them: without ``test_`` (``required_ASSIGN_001_...``)."""
+    return item_name.removeprefix("test_")
+
+
+def selected_by(only: str, item: pytest.Item) -> bool:
+    """``--only`` picks tests by part of their display name or by a requirement id they check."""
+    mark = item.get_closest_marker("requirement")
+    return only in display_name(item.name) or (mark is not None and only.upper() in mark.args)
+
+
+def without_test_case(message: str) -> str:
+    """A failure's or skip's message without the test case Hypothesis appended and without object addresses."""
+    return ADDRESS.sub("", TEST_CASE_DUMP.split(message, maxsplit=1)[0]).rstrip()
+
+
+def last_line(text: str) -> str:
+    """The last non-empty line of pytest's report text (the exception), without its ``E`` gutter."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    return lines[-1].removeprefix("E").strip() if lines else ""
+
+
+def violation_errors(exc: BaseException) -> list[ViolationError]:
+    """The ``ViolationError``s of a failure, one per distinct failure of a group."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [e for sub in exc.exceptions for e in violation_errors(sub)]
+    return [exc] if isinstance(exc, ViolationError) else []
+
+
+def violations_in_text(text: str, ids: Sequence[str]) -> list[Violation]:
+    """The ``ID kind: evidence`` lines of a failure message, else the message as one violation of ``ids``."""
+    found = [
+        Violation(m["id"], m["kind"], m["evidence"], data={"text": m["evidence"]})
+        for m in VIOLATION_LINE.finditer(text)
+    ]
+    return found or [Violation(", ".join(ids), UNSTRUCTURED, text, data={"text": text})]
+
+
+def counterexamples(exc: BaseException) -> list[Counterexample]:
+    """The notes Hypothesis attached to a failure, one entry per distinct failure of a group."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [c for sub in exc.exceptions for c in counterexamples(sub)]
+    notes: list[str] = getattr(exc, "__notes__", [])
+    if not notes:
+        return []
+    blobs = [m.group(0) for n in notes if (m := BLOB.search(n))]
+    example = "\n".join(n.strip("\n") for n in notes if not BLOB.search(n))
+    return [Counterexample(f"{type(exc).__name__}: {exc}".strip(), example, blobs[0] if blobs else None)]
+
+
+def uncaptured(out: IO[str]) -> IO[str]:
+    """A stream to ``out``'s file that pytest's capture of file descriptors 1 and 2 during a test does not take
+    (a copy of its descriptor, made before pytest starts); ``out`` itself when it has no descriptor."""
+    try:
+        fd = out.fileno()
+    except (OSError, ValueError):  # io.UnsupportedOperation: a StringIO
+        return out
+    return os.fdopen(os.dup(fd), "w", encoding=getattr(out, "encoding", None))
+
+
+class Heartbeat:
+    """While a test runs, names it with its elapsed time every ``interval`` seconds: on a terminal as one line
+    rewritten in place (cleared before the test's result line), else (a CI log) as a line each time."""
+
+    def __init__(self, out: IO[str], interval: float) -> None:
+        self.out = uncaptured(out)
+        self._owns_out = self.out is not out
+        self.interval = interval
+        self.in_place = out.isatty()
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._shown = 0  # the width of the in-place line now on the terminal, to clear
+
+    def start(self, name: str) -> None:
+        self._stopped.clear()  # the previous test's thread has ended: stop() joined it
+        self._thread = threading.Thread(
+            target=self._beat, args=(name, time.monotonic()), name="kconform-heartbeat", daemon=True
+        )  # a daemon: a test stuck for good must not keep the process from exiting
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self._thread is None:
+            return
+        self._stopped.set()
+        self._thread.join()
+        self._thread = None
+        if self._shown:
+            self.out.write(f"\r{' ' * self._shown}\r")
+            self.out.flush()  # before the result line, which goes to the other stream
+            self._shown = 0
+
+    def close(self) -> None:
+        self.stop()
+        if self._owns_out:
+            self.out.close()
+
+    def _beat(self, name: str, started: float) -> None:
+        while not self._stopped.wait(self.interval):
+            line = f"... still running: {name} ({time.monotonic() - started:.0f} s)"
+            if self.in_place:
+                self.out.write(f"\r{line:<{self._shown}}")
+                self._shown = max(self._shown, len(line))
+            else:
+                self.out.write(line + "\n")
+            self.out.flush()
+
+
+class Collector:
+    """The pytest plugin of a run: selection, progress lines and the evidence of each test."""
+
+    def __init__(
+        self,
+        options: RunOptions,
+        seed: int,
+        requirements: dict[str, Requirement],
+        deviations: Sequence[Deviation],
+        out: IO[str],
+    ) -> None:
+        self.options = options
+        self.seed = seed
+        self.requirements = requirements
+        self.deviations = deviations
+        self.out = out
+        self.results: list[TestResult] = []
+        self.per_level = dict.fromkeys(SUITE_LEVELS, 0)
+        self.selected = 0
+        self._items: dict[str, pytest.Item] = {}
+        self._reports: dict[str, list[pytest.TestReport]] = {}
+        self._evidence: dict[str, list[Counterexample]] = {}
+        self._raised: dict[str, list[ViolationError]] = {}
+        self._not_checked: dict[str, str] = {}
+        self._collect_errors: list[TestResult] = []
+        self.heartbeat = Heartbeat(out, float(os.environ.get(HEARTBEAT_ENV, HEARTBEAT_S)))
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        self.config = config
+        forget_hangs()
+        config.addinivalue_line("markers", f"{PIPELINE_MARK}: a pipeline-level test (a real streaming query)")
+
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        keep, drop = [], []
+        for item in items:
+            level = PIPELINE_MARK if item.get_closest_marker(PIPELINE_MARK) else "protocol"
+            self.per_level[level] += 1
+            wanted = self.options.level in ("all", level)
+            if wanted and (self.options.only is None or selected_by(self.options.only, item)):
+                keep.append(item)
+            else:
+                drop.append(item)
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+        self.selected = len(keep) + len(self._collect_errors)
+        self._items = {item.nodeid: item for item in keep}
+        for error in self._collect_errors:
+            self._finish(error)
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        """A suite module that does not import is not a smaller suite: its tests checked nothing (ERROR)."""
+        if report.failed:
+            error = TestResult(report.nodeid, report.nodeid, [], "MUST", False, Status.ERROR, 0.0)
+            error.message = f"suite module does not import: {last_line(report.longreprtext)}"
+            error.longrepr = report.longreprtext
+            self._collect_errors.append(error)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_timeout_set_timer(self, item: pytest.Item, settings: Any) -> bool | None:
+        """Arm a SIGALRM that raises ``TestTimeoutError`` (pytest-timeout's own timer in other threads)."""
+        if threading.current_thread() is not threading.main_thread():
+            return None
+        timeout = settings.timeout
+
+        def expire(_signum: int, frame: FrameType | None) -> None:
+            hang = record_hang(frame, display_name(item.name))
+            if hang is None:
+                raise TestTimeoutError(
+                    f"no result within --timeout {timeout:g}s, with no adapter call under way: the suite or the "
+                    "broker is slow (raise --timeout if that is expected)"
+                )
+            raise AdapterTimeoutError(
+                f"{hang.method} did not return within --timeout {timeout:g}s (still running: {hang.running}); "
+                "raise --timeout if it is only slow"
+            )
+
+        def cancel() -> None:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, signal.SIG_DFL)
+
+        item.cancel_timeout = cancel  # type: ignore[attr-defined]  # pytest-timeout's cancel hook calls it
+        signal.signal(signal.SIGALRM, expire)
+        signal.setitimer(signal.ITIMER_REAL, timeout)
+        return True
+
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> None:
+        if call.excinfo is not None and call.excinfo.errisinstance((CouldNotCheck, CannotCheck, JvmArtifactsMissing)):
+            self._not_checked[item.nodeid] = str(call.excinfo.value)
+        elif call.excinfo is not None and call.excinfo.errisinstance((AdapterTimeoutError, AdapterHung)):
+            self._not_checked[item.nodeid] = str(call.excinfo.value)  # a hang is no answer, so no violation
+        elif call.excinfo is not None and call.excinfo.errisinstance(FailedHealthCheck):
+            # Hypothesis could not draw enough inputs: the suite's generator failed, not the adapter.
+            first_line = str(call.excinfo.value).strip().splitlines()[0]
+            self._not_checked[item.nodeid] = (
+                f"kconform's input generator failed ({first_line}): a kconform bug, please report it"
+            )
+        elif call.excinfo is not None and not call.excinfo.errisinstance(pytest.skip.Exception):
+            self._evidence.setdefault(item.nodeid, []).extend(counterexamples(call.excinfo.value))
+            self._raised.setdefault(item.nodeid, []).extend(violation_errors(call.excinfo.value))
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self._reports.setdefault(report.nodeid, []).append(report)
+
+    def pytest_runtest_logstart(self, nodeid: str) -> None:
+        self.heartbeat.start(display_name(self._items[nodeid].name))
+
+    def pytest_runtest_logfinish(self, nodeid: str) -> None:
+        self.heartbeat.stop()
+        self._finish(self._result(self._items[nodeid], self._reports.pop(nodeid, [])))
+
+    def pytest_unconfigure(self) -> None:
+        self.heartbeat.close()  # also stops it after a Ctrl-C, which ends the run without the test's logfinish
+
+    def _result(self, item: pytest.Item, reports: list[pytest.TestReport]) -> TestResult:
+        name = display_name(item.name)
+        evidence = self._evidence.pop(item.nodeid, [])
+        raised = self._raised.pop(item.nodeid, [])
+        not_checked = self._not_checked.pop(item.nodeid, None)
+        mark = item.get_closest_marker("requirement")
+        ids = list(mark.args) if mark and mark.args else ids_in_test_name(getattr(item, "originalname", item.name))
+        known = [self.requirements[i].level for i in ids if i in self.requirements]
+        level = strongest(known) if known else level_of_test_name(item.name) or "MUST"
+        pipeline = item.get_closest_marker(PIPELINE_MARK) is not None
+        duration = sum(r.duration for r in reports)
+        failed = [r for r in reports if r.failed]
+        skipped = [r for r in reports if r.skipped]
+        result = TestResult(item.nodeid, name, ids, level, pipeline, Status.PASS, duration)
+        properties = dict.fromkeys((k, v) for r in reports for k, v in r.user_properties)  # phases repeat them
+        result.metrics = {k: v for k, v in properties if not k.startswith(UNVERIFIED_PROPERTY)}
+        for k, v in properties:
+            if k.startswith(UNVERIFIED_PROPERTY):
+                req_id = k.removeprefix(UNVERIFIED_PROPERTY)
+                result.unverified[req_id] = "; ".join(filter(None, [result.unverified.get(req_id), str(v)]))
+        if failed and not_checked is not None:
+            result.status = Status.ERROR
+            first, _, rest = not_checked.partition("\n")  # e.g. a Kafka node's log tail: not for a summary line
+            result.message = first + (" (the rest is in --report's pytest.log)" if rest.strip() else "")
+            result.longrepr = "\n\n".join(r.longreprtext for r in failed)
+        elif failed:
+            result.status = Status.FAIL
+            result.longrepr = "\n\n".join(r.longreprtext for r in failed)
+            crash = getattr(failed[0].longrepr, "reprcrash", None)
+            where = "" if failed[0].when == "call" else f"error in {failed[0].when}: "
+            result.message = where + without_test_case(crash.message if crash else last_line(failed[0].longreprtext))
+            result.counterexamples = evidence
+            told = "\n".join([c.error for c in result.counterexamples] or [result.message])
+            result.violations = [v for e in raised for v in e.violations]
+            named = ids_in_text(told) | {v.requirement for v in result.violations}  # the message shows only the first
+            result.violated = [i for i in ids if i in named] or ids
+            result.violations = result.violations or violations_in_text(told, result.violated)
+            result.pictures = [p for e in raised for p in e.pictures]
+            if raised:
+                result.verified_before_failing = frozenset.intersection(*(e.verified for e in raised))
+            result.replay = self.replay_command(name, pipeline)
+        elif skipped:
+            result.status = Status.SKIP
+            longrepr = skipped[0].longrepr
+            result.message = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+            result.message = without_test_case(result.message.removeprefix("Skipped: "))
+        elif result.unverified:
+            result.status = Status.PARTIAL
+            result.message = "; ".join(f"{i} not verified: {why}" for i, why in result.unverified.items())
+        # Only what the test verified can show that a listed deviation is gone (XPASS).
+        verified = [i for i in ids if i not in result.unverified]
+        deviation = find_deviation(self.deviations, name, result.violated or verified)
+        if deviation is not None and result.status in (Status.PASS, Status.PARTIAL, Status.FAIL):
+            result.deviation = deviation
+            result.status = Status.XFAIL if result.status is Status.FAIL else Status.XPASS
+        return result
+
+    def replay_command(self, name: str, pipeline: bool) -> str:
+        o = self.options
+        level = PIPELINE_MARK if pipeline else "protocol"
+        args = [*kconform_program(), "run", "--adapter", o.adapter, "--level", level, "--only", name]
+        args += ["--seed", str(self.seed)]
+        defaults = RunOptions(adapter=o.adapter)
+        for flag, value, default in (
+            ("--profile", o.profile, defaults.profile),
+            ("--broker", o.broker, defaults.broker),
+            ("--timeout", o.timeout, defaults.timeout),
+            ("--suite", o.suite, defaults.suite),
+            ("--spark-master", o.spark_master, defaults.spark_master),
+        ):
+            if value != default:
+                args += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
+        return shlex.join(args)
+
+    def _finish(self, result: TestResult) -> None:
+        seen = [t.message for t in self.results if t.status is Status.ERROR]
+        self.results.append(result)
+        shown = f"{result.status} ({result.duration:.1f}s)"
+        if result.status is Status.ERROR:  # one cause (a broker down) errs many tests: say it once
+            shown = f"ERROR (could not check: {'as above' if result.message in seen else result.message})"
+        elif result.status is Status.SKIP:
+            cause = skip_cause(result.message)
+            same = [
+                n
+                for n, t in enumerate(self.results[:-1], 1)
+                if t.status is Status.SKIP and skip_cause(t.message) == cause
+            ]
+            shown = f"SKIP (same reason as [{same[0]}])" if same else f"SKIP ({result.message})"
+        elif result.status is Status.PARTIAL:
+            shown = f"PARTIAL ({result.duration:.1f}s; {result.message})"
+        elif result.deviation is not None:
+            shown = f"{result.status} (expected: {result.deviation.link}) ({result.duration:.1f}s)"
+        width = len(str(self.selected))
+        print(f"[{len(self.results):>{width}}/{self.selected}] {result.name} ... {shown}", file=self.out, flush=True)

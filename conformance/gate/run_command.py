@@ -1,0 +1,153 @@
+"""``kconform run``: the conformance suite as a CI gate, with a verdict per requirement (its command line, and the
+reports it writes)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..adapter.interface import DEFAULT_MASTER
+from ..adapter.loader import DEFAULT_ADAPTERS, default_adapter, search_working_directory
+from ..brokers import BOOTSTRAP_ENV, BROKER_KINDS, DEFAULT_BROKER
+from ..brokers.base import EXTERNAL_TIMEOUT_ENV, START_TIMEOUT_S
+from ..errors import CannotCheck
+from .html_report import write_html
+from .options import DEFAULT_LEVEL, DEFAULT_SUITE, DEFAULT_TIMEOUT, RunOptions
+from .profiles import PROFILES, profile_from_env
+from .report import annotate_junit, render_markdown, render_text, to_json
+from .results import ERROR_EXIT, USAGE_EXIT, RunResult
+from .runner import BROKER_ENV, AdapterLoadError, run
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kconform run",
+        description="run the conformance suite against an adapter (defaults: what `make conformance` runs)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=f"""exit codes:
+  0  every selected requirement verified as expected (PARTIAL allowed, unless --strict)
+  1  a violation: a MUST failure, an XPASS, an interruption; with --strict also SHOULD failures
+     and PARTIAL (1 wins over 3)
+  {USAGE_EXIT}  usage error: bad arguments, an --adapter or --suite naming nothing loadable, no test selected
+  {ERROR_EXIT}  could not check (ERROR): the broker is unreachable or unconfigured (--broker kafka without
+     its jars: `kconform setup`, or --broker tansu, or --allow-fallback), the adapter failed to load, an
+     adapter method hung past --timeout (not called again in the run: the other tests that need it
+     are ERROR at once), an adapter member's signature does not fit the contract, read_stream's frame
+     lacks a column the contract needs (topic, partition, offset, key, value) or has it with another
+     type, Spark cannot find a data source (kafka: `kconform setup`), a failure injection did not happen,
+     the selected level has nothing the adapter declares, or every selected test was skipped; the
+     message names the fix
+
+PARTIAL: a test could verify only part of a requirement (e.g. duplicates on a broker that shows
+aborted records); it is reported with the reason, never as a pass.""",
+    )
+    parser.add_argument(
+        "--adapter",
+        default=None,
+        help="the adapter under test, as module:attr (default: the reference implementation; "
+        f"{DEFAULT_ADAPTERS['all']} at levels all and pipeline, which need the pipeline extra, "
+        f"{DEFAULT_ADAPTERS['protocol']} at level protocol, which a core install runs)",
+    )
+    parser.add_argument(
+        "--level",
+        choices=["protocol", "pipeline", "all"],
+        default=DEFAULT_LEVEL,
+        help="protocol: the in-process checks; pipeline: Spark streaming queries on a broker; all: both "
+        "(default %(default)s)",
+    )
+    parser.add_argument(
+        "--profile",
+        choices=list(PROFILES),
+        default=None,
+        help="Hypothesis profile: how many examples (default: $KCONFORM_PROFILE, else default)",
+    )
+    parser.add_argument(
+        "--report", type=Path, help="write report.html, report.md, report.json, junit.xml and pytest.log here"
+    )
+    parser.add_argument("--expectations", type=Path, help="TOML file of known deviations ([[deviation]])")
+    parser.add_argument(
+        "--only", help="run only tests whose display name contains this, or that check this requirement id (DISC-002)"
+    )
+    parser.add_argument("--seed", type=int, help="Hypothesis seed (default: random, printed)")
+    parser.add_argument(
+        "--broker",
+        choices=BROKER_KINDS,
+        default=DEFAULT_BROKER,
+        help=f"the pipeline level's broker (default %(default)s; the suite reads ${BROKER_ENV}); external reads "
+        f"${BOOTSTRAP_ENV} and waits ${EXTERNAL_TIMEOUT_ENV} seconds (default {START_TIMEOUT_S:g}) for an answer",
+    )
+    parser.add_argument(
+        "--allow-fallback",
+        action="store_true",
+        help="with --broker kafka: run on the embedded Tansu broker when Kafka's jars are missing (the header and "
+        "every report then name tansu and why); without it, the pipeline tests are ERROR naming the fix",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        help="per-test seconds (default %(default)g); an adapter method still running then is ERROR and is not "
+        "called again in the run; a test slow elsewhere (the suite, the broker) fails",
+    )
+    parser.add_argument("--strict", action="store_true", help="SHOULD failures and PARTIAL results fail the run too")
+    parser.add_argument(
+        "--verbose", action="store_true", help="print the metrics and the broker's capabilities too (reports have them)"
+    )
+    parser.add_argument("--suite", default=DEFAULT_SUITE, help="the suite package (default %(default)s)")
+    parser.add_argument(
+        "--spark-master",
+        default=DEFAULT_MASTER,
+        help="Spark master of pipeline-level scenarios (default %(default)s: task retries on, for task failures); "
+        "'standalone' starts a standalone master and two workers on loopback for the run",
+    )
+    return parser
+
+
+def main(argv: Sequence[str]) -> int:
+    """``kconform run``: 0 when every result is expected (PARTIAL is, unless strict), 1 for a violation,
+    2 on usage errors, 3 when something could not be checked."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.timeout <= 0:
+        parser.error("--timeout must be positive")
+    search_working_directory()
+    try:
+        options = RunOptions(
+            adapter=args.adapter or default_adapter(args.level),
+            level=args.level,
+            profile=args.profile or profile_from_env(),
+            report=args.report,
+            expectations=args.expectations,
+            only=args.only,
+            seed=args.seed,
+            broker=args.broker,
+            timeout=args.timeout,
+            strict=args.strict,
+            suite=args.suite,
+            spark_master=args.spark_master,
+            allow_fallback=args.allow_fallback,
+        )
+        result = run(options)
+    except ValueError as exc:
+        print(f"kconform run: error: {exc}", file=sys.stderr)
+        return USAGE_EXIT
+    except (AdapterLoadError, CannotCheck) as exc:
+        print(f"kconform run: could not check (ERROR): {exc}", file=sys.stderr)
+        return ERROR_EXIT
+    if options.report is not None:
+        write_reports(result, options.report)
+    print(render_text(result, verbose=args.verbose))
+    return result.exit_code
+
+
+def write_reports(result: RunResult, directory: Path) -> None:
+    """``report.json``, ``report.md``, ``report.html`` and ``pytest.log``; pytest itself wrote ``junit.xml`` there."""
+    directory.mkdir(parents=True, exist_ok=True)
+    write_html(result, directory)
+    (directory / "report.json").write_text(json.dumps(to_json(result), indent=2) + "\n", encoding="utf-8")
+    (directory / "report.md").write_text(render_markdown(result), encoding="utf-8")
+    (directory / "pytest.log").write_text(result.pytest_log, encoding="utf-8")
+    annotate_junit(result, directory / "junit.xml")
