@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+import kconform.conformance.adapter as package
+from kconform.conformance.adapter import interface
 from kconform.conformance.adapter.interface import CONTRACT_CHANGES
 from kconform.conformance.adapter.loader import ContractOne, contract_note, for_this_contract, load_adapter
 from kconform.reference_impl.adapter import ADAPTER
@@ -80,3 +82,12 @@ def test_a_run_on_a_contract_one_adapter_passes_and_says_how_to_update(tmp_path:
     assert run.returncode == 0, run.stdout + run.stderr
     assert "written for adapter contract 1" in run.stdout, run.stdout
     assert "PASS" in run.stdout
+
+
+def test_an_adapters_api_is_importable_from_the_package_as_the_guide_says() -> None:
+    """The names the adapter guide lists stay at ``kconform.conformance.adapter``, whatever module defines them."""
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "adapter-guide.md").read_text(encoding="utf-8")
+    for name in package.__all__:
+        assert getattr(package, name) is getattr(interface, name), name
+        assert f"`{name}`" in guide, f"the guide does not name {name}"
+    assert "from kconform.conformance.adapter import AdapterBase" in guide
