@@ -2,13 +2,15 @@
 
 A query is judged end to end, so a sink's guarantee can hide what its source does: Spark's built-in
 at-least-once sink makes a record its source reads twice an allowed duplicate. Paired with the
-reference exactly-once sink, the same source's repeat becomes a failure (COMMIT-011), so
-``kconform soak`` and the pipeline level judge the source alone:
+reference exactly-once sink, the same source's repeat becomes a failure (COMMIT-011):
 
     kconform soak --adapter kconform.conformance.adapters.paired:SPARK_SOURCE_REFERENCE_SINK
 
 The pair declares the source's source capabilities and the sink's sink capabilities, nothing else:
-a scenario neither half offers is skipped, as it would be for either alone.
+a scenario neither half offers is skipped, as it would be for either alone. A sink's preconditions
+on its source are judged too: the reference sink keys exactly-once on the task index, so it needs
+every replay of a batch to give task i the same records, which Spark's source does not keep
+(docs/soak.md, "Spark's built-in connector").
 """
 
 from __future__ import annotations
