@@ -83,7 +83,7 @@ KCONFORM = Group(
             {"check": Delegate("run TLC over the models", "spec_tools.tlc")},
         ),
         "verdicts": Delegate("write an adapter's verdict per requirement id (fixed seed) as Markdown", "gate.verdicts"),
-        "soak": Delegate("seeded fault schedules on real Kafka: nothing lost, nothing duplicated", "soak.command"),
+        "soak": Delegate("seeded fault schedules on real Kafka, judged by the sink's guarantee", "soak.command"),
         "bench": Delegate("run the benchmarks and print ratios against their goals", "bench.command"),
         "site": Delegate("build the spec and docs as a static site with MkDocs (build/site)", "spec_tools.site"),
     },

@@ -5,13 +5,16 @@ held back past its timeout (``commit-stall``), which a sink that then writes the
 fresh transactional id fails, as does that failure's saved replay; a pipeline mutant whose
 exactly-once sink writes a replayed batch again (``spark_sink_forgets_marker``) is caught by a
 schedule whose driver is killed between its tasks' commit and the commit log (``driver-kill@torn``),
-and the failure is saved with its replay line. On a standalone cluster (``--spark-master
-standalone``) an executor killed inside a batch's tasks is survived (about 2 minutes).
+and the failure is saved with its replay line; the same schedule on Spark's built-in connector is
+judged by at-least-once, its replayed batch's duplicates counted, not failed. On a standalone
+cluster (``--spark-master standalone``) an executor killed inside a batch's tasks is survived (about
+2 minutes).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -91,6 +94,31 @@ def test_a_contract_fault_in_a_driver_is_could_not_check_with_its_reason_and_end
     assert "kconform soak: could not check: " in output and "frame without column 'offset'" in output, output[-6000:]
     assert "the remaining schedules were not run" in output and "(2/2)" not in output, output[-6000:]
     assert "kconform soak: FAIL" not in output, output[-6000:]
+
+
+SPARK_KAFKA = "kconform.conformance.adapters.spark_kafka:ADAPTER"
+
+
+@pytest.mark.timeout(SOAK_TIMEOUT_S)
+def test_spark_builtin_connector_is_judged_by_at_least_once_its_replayed_batch_counted_not_failed(
+    tmp_path: Path,
+) -> None:
+    """The torn driver kill of ``TORN_SEED``'s schedule 0 makes Spark replay a batch whose output its
+    at-least-once sink already wrote: the duplicates it is allowed are counted, and the schedule passes
+    (it fails on a loss, a reordering or a skipped offset, which it showed none of here)."""
+    try:
+        jvm.jars(jvm.SPARK_KAFKA)
+    except jvm.JvmArtifactsMissing as missing:
+        pytest.skip(f"Spark's Kafka connector is not resolved: {missing}")
+    run = soak("--adapter", SPARK_KAFKA, "--seed", str(TORN_SEED), "--only-schedule", "0", "--max-runs", "1",
+               "--faults", "driver-kill", "--out", str(tmp_path))  # fmt: skip
+    output = run.stdout + run.stderr
+    assert "judged by the at-least-once guarantee" in output, output[-6000:]
+    assert run.returncode == 0, output[-6000:]
+    assert "driver-kill@torn" in output and "commit-log entry" in output, output[-6000:]
+    passed = re.search(r"schedule 0 \(1/1\): PASS .* duplicated (\d+) \(counted, not failed: at-least-once\)", output)
+    assert passed is not None and int(passed[1]) > 0, output[-6000:]
+    assert not list(tmp_path.iterdir()), "a passing soak saves nothing"
 
 
 STALL_SEED = 1

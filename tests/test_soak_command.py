@@ -11,25 +11,29 @@ from kconform.conformance.checks.checkers import Violation
 from kconform.conformance.soak import command
 from kconform.conformance.soak.command import build_parser, render_summary, replay_command
 from kconform.conformance.soak.faults import tear_last_commit
+from kconform.conformance.soak.guarantee import Guarantee
 from kconform.conformance.soak.runner import Outcome, Timeline
 from kconform.conformance.soak.schedule import draw_schedule
 
 
 def outcome(
-    index: int, injected: dict[str, int], lost: int = 0, duplicated: int = 0, error: str | None = None
-) -> Outcome:
+    index: int, injected: dict[str, int], lost: int = 0, duplicated: int = 0, error: str | None = None,
+    guarantee: Guarantee = Guarantee.EXACTLY_ONCE,
+) -> Outcome:  # fmt: skip
     violations = [
         Violation("COMMIT-011", "lost-write", f"b'x-{i}' missing", data={"value": f"x-{i}"}) for i in range(lost)
     ]
     violations += [
         Violation("COMMIT-011", "duplicate", f"b'y-{i}' visible 2 times", data={"value": f"y-{i}", "times": 2})
         for i in range(duplicated)
+        if guarantee is Guarantee.EXACTLY_ONCE
     ]
     timeline = Timeline(injected=Counter(injected))
     schedule = draw_schedule(4, index, "kafka")
     return Outcome(
-        schedule, violations, timeline, produced=100, lost=lost, duplicated=duplicated, error=error, seconds=61
-    )
+        schedule, violations, timeline, produced=100, lost=lost, duplicated=duplicated, error=error, seconds=61,
+        guarantee=guarantee,
+    )  # fmt: skip
 
 
 def test_the_summary_has_a_row_per_schedule_totals_and_faults_per_kind() -> None:
@@ -70,7 +74,34 @@ def test_usage_errors_exit_2_naming_the_fix(capsys: pytest.CaptureFixture[str]) 
     assert command.main(["--faults", "executor-kill", "--seed", "1"]) == 2
     assert "standalone" in capsys.readouterr().err
     assert command.main(["--adapter", "kconform.conformance.mutants.protocol:python_mod_no_mask", "--seed", "1"]) == 2
-    assert "pipeline-exactly-once-sink" in capsys.readouterr().err
+    assert "declares no sink ('pipeline-exactly-once-sink' or 'pipeline-sink')" in capsys.readouterr().err
+    spark_kafka = "kconform.conformance.adapters.spark_kafka:ADAPTER"
+    assert command.main(["--adapter", spark_kafka, "--faults", "commit-stall", "--seed", "1"]) == 2
+    assert "commit-stall needs an adapter with an exactly-once sink" in capsys.readouterr().err
+
+
+def test_an_at_least_once_soak_passes_with_its_duplicates_reported_and_says_how_it_was_judged(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    at_least_once = [
+        outcome(i, {"driver-kill": 1}, duplicated=4 * i, guarantee=Guarantee.AT_LEAST_ONCE) for i in (1, 2)
+    ]
+    assert command._finish(at_least_once) == 0
+    printed = capsys.readouterr().out
+    assert "judged by the at-least-once guarantee: nothing lost (COMMIT-011)" in printed
+    assert printed.splitlines()[-1] == (
+        "kconform soak: PASS: 2 schedule(s), 2 fault(s) injected, 12 duplicated (counted, not failed: at-least-once)"
+    )
+    assert command._finish([outcome(0, {"driver-kill": 1}, lost=1, guarantee=Guarantee.AT_LEAST_ONCE)]) == 1
+    assert command._finish([outcome(0, {"driver-kill": 1})]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "kconform soak: PASS: 1 schedule(s), 1 fault(s) injected"
+
+
+def test_the_help_says_how_each_guarantee_is_judged() -> None:
+    text = " ".join(build_parser().format_help().split())
+    assert "exactly-once (capability pipeline-exactly-once-sink): nothing lost and nothing duplicated" in text
+    assert "at-least-once (capability pipeline-sink): nothing lost (COMMIT-011)" in text
+    assert "duplicates are counted and reported, not failed" in text
 
 
 def test_a_torn_commit_removes_the_last_entry_only_while_the_next_batch_is_unplanned(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ from collections import Counter
 
 import pytest
 
+from kconform.conformance.soak.guarantee import Guarantee
 from kconform.conformance.soak.schedule import (
     BROKER_FAULTS,
     EXECUTOR_WORKERS,
@@ -61,7 +62,7 @@ def test_a_single_node_never_draws_a_leader_kill_and_only_a_standalone_cluster_d
         parse_kinds("leader-kill", "kafka")
     with pytest.raises(ValueError, match="unknown fault kind"):
         parse_kinds("driver-kil", "kafka")
-    assert set(NEEDS) == {FaultKind.EXECUTOR_KILL, FaultKind.LEADER_KILL}
+    assert set(NEEDS) == {FaultKind.EXECUTOR_KILL, FaultKind.LEADER_KILL, FaultKind.COMMIT_STALL}
     with pytest.raises(ValueError, match="tansu"):
         available_kinds("tansu")
 
@@ -126,3 +127,20 @@ def test_about_half_the_broker_faults_land_inside_a_transactional_write_and_noth
     broker = [f for f in faults if f.kind in BROKER_FAULTS]
     assert 0.35 < len(inside) / len(broker) < 0.65, (len(inside), len(broker))
     assert "txn+" in draw_schedule(1, 1, "kafka", parse_kinds("node-pause", "kafka")).describe()
+
+
+def test_an_at_least_once_sink_draws_no_commit_stall_and_no_transactional_anchor_and_is_told_why() -> None:
+    """Its sink opens no transaction: a ``commit-stall`` would wait for a commit that never comes, a ``txn+k``
+    anchor for one that never opens (the fault would land after the driver ended)."""
+    at_least_once = draw_schedules(1, 100, "kafka-cluster", guarantee=Guarantee.AT_LEAST_ONCE)
+    kinds: Counter[FaultKind] = sum((s.kinds() for s in at_least_once), Counter())
+    assert set(kinds) == available_kinds("kafka-cluster") - {FaultKind.COMMIT_STALL}
+    assert min(kinds.values()) >= 10, kinds
+    assert not [f for s in at_least_once for f in s.faults() if f.anchor is not None and f.anchor.log == "txn"]
+    assert draw_schedule(1, 4, "kafka", guarantee=Guarantee.AT_LEAST_ONCE) == draw_schedule(
+        1, 4, "kafka", guarantee=Guarantee.AT_LEAST_ONCE
+    )
+    with pytest.raises(ValueError, match="exactly-once sink"):
+        parse_kinds("commit-stall", "kafka", guarantee=Guarantee.AT_LEAST_ONCE)
+    with pytest.raises(ValueError, match="exactly-once sink"):
+        draw_schedule(1, 0, "kafka", {FaultKind.COMMIT_STALL}, guarantee=Guarantee.AT_LEAST_ONCE)

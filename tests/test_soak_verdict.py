@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kconform.conformance.checks.checkers import Violation
+from kconform.conformance.soak.guarantee import Guarantee
 from kconform.conformance.soak.runner import Produced, Timeline, verdict
 from kconform.conformance.soak.schedule import Schedule, Segment
 from kconform.reference_impl.ports import Record
@@ -53,3 +54,36 @@ def test_an_unfinished_final_run_is_an_error_not_a_loss_but_a_duplicate_still_fa
     doubled = verdict(source("a", "b", "c"), sink("a", "a"), produced("a", "b", "c"), SCHEDULE, Timeline(), "timed out")
     assert ("COMMIT-011", "duplicate") in kinds(doubled.violations)
     assert all(v.kind not in ("lost-write", "offset-gap") for v in doubled.violations)
+
+
+def test_at_least_once_counts_and_reports_duplicates_without_failing_on_them() -> None:
+    """A replayed batch (``b``, ``c`` again) is what an at-least-once sink may write: counted, not failed,
+    neither as COMMIT-011's duplicate nor as RESTORE-003's source offset covered twice."""
+    outcome = verdict(
+        source("a", "b", "c"), sink("a", "b", "c", "b", "c"), produced("a", "b", "c"), SCHEDULE, Timeline(), None,
+        guarantee=Guarantee.AT_LEAST_ONCE,
+    )  # fmt: skip
+    assert outcome.passed, outcome.violations
+    assert (outcome.produced, outcome.lost, outcome.duplicated) == (3, 0, 2)
+    assert outcome.guarantee is Guarantee.AT_LEAST_ONCE
+    same = verdict(source("a", "b", "c"), sink("a", "b", "c", "b", "c"), produced("a", "b", "c"), SCHEDULE, Timeline(),
+                   None)  # fmt: skip
+    assert {("COMMIT-011", "duplicate"), ("RESTORE-003", "offset-duplicate")} <= set(kinds(same.violations))
+    assert same.duplicated == 2 and same.guarantee is Guarantee.EXACTLY_ONCE
+
+
+def test_at_least_once_still_fails_a_loss_a_reordering_and_a_skipped_offset() -> None:
+    lost = verdict(source("a", "b", "c"), sink("a", "a", "c"), produced("a", "b", "c"), SCHEDULE, Timeline(), None,
+                   guarantee=Guarantee.AT_LEAST_ONCE)  # fmt: skip
+    assert kinds(lost.violations) == [("COMMIT-011", "lost-write"), ("RESTORE-003", "offset-gap")]
+    assert not lost.passed and (lost.lost, lost.duplicated) == (1, 1)
+    swapped = verdict(source("a", "b"), sink("b", "a", "b"), produced("a", "b"), SCHEDULE, Timeline(), None,
+                      guarantee=Guarantee.AT_LEAST_ONCE)  # fmt: skip
+    assert kinds(swapped.violations) == [("COMMIT-013", "reordered")] and swapped.duplicated == 1
+
+
+def test_at_least_once_with_an_unfinished_final_run_is_an_error_even_with_duplicates() -> None:
+    unfinished = verdict(source("a", "b", "c"), sink("a", "a"), produced("a", "b", "c"), SCHEDULE, Timeline(),
+                         "timed out", guarantee=Guarantee.AT_LEAST_ONCE)  # fmt: skip
+    assert not unfinished.violations and not unfinished.passed
+    assert (unfinished.lost, unfinished.duplicated) == (0, 1)

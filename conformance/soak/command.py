@@ -1,7 +1,11 @@
 """``kconform soak --adapter A --schedules N --seed S``: seeded fault schedules, a progress line each, a summary.
 
+Each adapter is judged by the guarantee its sink declares (``guarantee.JUDGED``): an exactly-once sink
+fails on a duplicate, an at-least-once one has its duplicates counted and reported, not failed.
+
 Exit codes as ``kconform run``: 0 every schedule passed and at least one fault was injected; 1 a
-schedule lost, duplicated or reordered records; 2 a usage error; 3 nothing could be checked (no
+schedule lost, reordered or skipped records (or duplicated them, under exactly-once); 2 a usage error
+(an adapter without a sink); 3 nothing could be checked (no
 Kafka jars, a schedule that could not finish, or a run that injected no fault at all: that run
 shows nothing, so it is not a pass). A failing schedule is saved under ``--out`` with its history,
 fault timeline, driver and broker log tails and the one-line command that replays it alone.
@@ -16,6 +20,7 @@ import shlex
 import shutil
 import sys
 import tempfile
+import textwrap
 import time
 import uuid
 from collections import Counter
@@ -30,6 +35,7 @@ from ..brokers import CLUSTER_SIZE, BrokerStartError, KafkaBroker
 from ..checks.checkers import explain
 from ..extras import pipeline_missing
 from ..spark.cluster import STANDALONE, SparkClusterError, StandaloneCluster, is_local
+from .guarantee import DECLARED_BY, JUDGED, Guarantee, declared_guarantee
 from .schedule import (
     NEEDS,
     SOAK_BROKERS,
@@ -45,17 +51,24 @@ if TYPE_CHECKING:  # the runner needs the pipeline extra (the Kafka client, PySp
 DEFAULT_OUT: Final = Path("build/soak")
 USAGE_EXIT: Final = 2
 ERROR_EXIT: Final = 3
-NEEDED_CAPABILITY: Final = "pipeline-exactly-once-sink"
 LOG_TAIL_LINES: Final = 60
+HELP_WIDTH: Final = 100
 
 
 def build_parser() -> argparse.ArgumentParser:
     needs = "; ".join(f"{kind} needs {what}" for kind, what in NEEDS.items())
+    paragraphs = [
+        "Each adapter is judged by the guarantee its sink declares:",
+        *(f"  {g} (capability {DECLARED_BY[g]}): {JUDGED[g]}." for g in Guarantee),
+        f"Fault kinds: {', '.join(FaultKind)}. Drawn only where possible: {needs}.",
+    ]
     parser = argparse.ArgumentParser(
         prog="kconform soak",
-        description="Seeded fault schedules over a multi-batch exactly-once query on a real Kafka broker: "
-        "nothing lost, nothing duplicated, order and offsets kept.",
-        epilog=f"Fault kinds: {', '.join(FaultKind)}. Drawn only where possible: {needs}.",
+        description="Seeded fault schedules over a multi-batch source-to-sink query on a real Kafka broker.",
+        epilog="\n".join(
+            textwrap.fill(text, HELP_WIDTH, subsequent_indent="    ", break_on_hyphens=False) for text in paragraphs
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--adapter", default=default_adapter("pipeline"), help="module:attr of a pipeline adapter")
     parser.add_argument("--schedules", type=int, default=10, help="how many schedules to draw (default 10)")
@@ -82,6 +95,15 @@ def replay_command(args: argparse.Namespace, index: int) -> str:
     words += ["--faults", args.faults] if args.faults else []
     words += ["--spark-master", args.spark_master] if args.spark_master != DEFAULT_MASTER else []
     return shlex.join(words)
+
+
+def judged_line(guarantee: Guarantee) -> str:
+    return f"judged by the {guarantee} guarantee: {JUDGED[guarantee]}"
+
+
+def duplicates_note(outcome: Outcome) -> str:
+    """How the duplicates of an at-least-once schedule stand in its verdict (nothing under exactly-once)."""
+    return " (counted, not failed: at-least-once)" if outcome.guarantee is Guarantee.AT_LEAST_ONCE else ""
 
 
 def status(outcome: Outcome) -> str:
@@ -130,7 +152,10 @@ def save_failure(out: Path, outcome: Outcome, replay: str, broker: KafkaBroker) 
     )
     (folder / "history.jsonl").write_text("".join(json.dumps(op) + "\n" for op in outcome.history))
     verdict = explain(outcome.violations, limit=50) if outcome.violations else "no violation"
-    (folder / "verdict.txt").write_text(f"{verdict}\n{('error: ' + outcome.error) if outcome.error else ''}\n")
+    counts = (f"produced {outcome.produced}, lost {outcome.lost}, duplicated {outcome.duplicated}"
+              f"{duplicates_note(outcome)}")  # fmt: skip
+    error = f"error: {outcome.error}\n" if outcome.error else ""
+    (folder / "verdict.txt").write_text(f"{judged_line(outcome.guarantee)}\n{counts}\n{verdict}\n{error}")
     drivers = []
     for number, log in enumerate(outcome.driver_logs, 1):
         lines = log.read_text(errors="replace").splitlines()[-LOG_TAIL_LINES:] if log.exists() else ["(no log)"]
@@ -163,20 +188,22 @@ def main(argv: Sequence[str]) -> int:
         args.seed = int.from_bytes(os.urandom(4), "big")
     try:
         standalone = args.spark_master == STANDALONE
-        kinds = None if args.faults is None else parse_kinds(args.faults, args.broker, standalone)
+        adapter = load_adapter(args.adapter)
+        guarantee = declared_guarantee(adapter.capabilities)
+        if guarantee is None:
+            raise ValueError(
+                f"adapter {adapter.name!r} declares no sink ({' or '.join(map(repr, DECLARED_BY.values()))}): "
+                "the soak judges what a query writes"
+            )
+        kinds = None if args.faults is None else parse_kinds(args.faults, args.broker, standalone, guarantee)
         if args.schedules < 1 or args.max_runs < 1 or args.rate < 1:
             raise ValueError("--schedules, --max-runs and --rate must be at least 1")
         indices = args.only_schedule or list(range(args.schedules))
         schedules: list[Schedule] = [
-            draw_schedule(args.seed, i, args.broker, kinds, args.max_runs, standalone) for i in indices
+            draw_schedule(args.seed, i, args.broker, kinds, args.max_runs, standalone, guarantee) for i in indices
         ]
-        adapter = load_adapter(args.adapter)
     except ValueError as error:
         print(f"kconform soak: error: {error}", file=sys.stderr)
-        return USAGE_EXIT
-    if NEEDED_CAPABILITY not in adapter.capabilities:
-        print(f"kconform soak: error: adapter {adapter.name!r} does not declare {NEEDED_CAPABILITY!r}: the soak "
-              "judges an exactly-once sink (nothing lost, nothing duplicated)", file=sys.stderr)  # fmt: skip
         return USAGE_EXIT
     try:
         jvm.classpath(jvm.KAFKA_BROKER)
@@ -185,7 +212,7 @@ def main(argv: Sequence[str]) -> int:
               "nodes, which the embedded Tansu broker cannot stand in for", file=sys.stderr)  # fmt: skip
         return ERROR_EXIT
     print(f"kconform soak: {len(schedules)} schedule(s) of seed {args.seed} on {args.broker}, adapter {args.adapter}, "
-          f"master {args.spark_master}", flush=True)  # fmt: skip
+          f"master {args.spark_master}; {judged_line(guarantee)}", flush=True)  # fmt: skip
     outcomes: list[Outcome] = []
     began = time.monotonic()
     workdir = Path(tempfile.mkdtemp(prefix="kconform-soak-"))
@@ -196,7 +223,7 @@ def main(argv: Sequence[str]) -> int:
         print(f"kconform soak: could not check (ERROR): {args.broker} broker did not start: {error}", file=sys.stderr)
         shutil.rmtree(workdir, ignore_errors=True)
         return ERROR_EXIT
-    context = SoakContext(broker, args.adapter, args.spark_master, workdir, uuid.uuid4().hex[:6])
+    context = SoakContext(broker, args.adapter, args.spark_master, workdir, uuid.uuid4().hex[:6], guarantee)
     cluster = StandaloneCluster() if standalone else None
     if is_local(args.spark_master):
         (workdir / "drivers").mkdir()
@@ -220,13 +247,16 @@ def main(argv: Sequence[str]) -> int:
             try:
                 outcome = run_schedule(context, schedule, progress)
             except Exception as failure:  # a schedule that cannot even be judged is an ERROR row, with its cause
-                outcome = Outcome(schedule, [], Timeline(), error=f"{type(failure).__name__}: {failure}")
+                outcome = Outcome(
+                    schedule, [], Timeline(), error=f"{type(failure).__name__}: {failure}", guarantee=guarantee
+                )
             outcomes.append(outcome)
             elapsed = time.monotonic() - began
             eta = elapsed / number * (len(schedules) - number)
             faults = render_kinds(outcome.timeline.injected)
             print(f"{where}: {status(outcome)} in {outcome.seconds:.0f}s; faults {faults}; "
-                  f"produced {outcome.produced}, lost {outcome.lost}, duplicated {outcome.duplicated}; "
+                  f"produced {outcome.produced}, lost {outcome.lost}, duplicated {outcome.duplicated}"
+                  f"{duplicates_note(outcome)}; "
                   f"elapsed {_clock(elapsed)}, ETA {_clock(eta)}", flush=True)  # fmt: skip
             if not outcome.passed:
                 for violation in outcome.violations[:5]:
@@ -256,10 +286,12 @@ def main(argv: Sequence[str]) -> int:
 
 def _finish(outcomes: Sequence[Outcome], interrupted: bool = False) -> int:
     print()
+    print(judged_line(outcomes[0].guarantee))  # the guarantee is the soak's: every outcome has the same
     print(render_summary(outcomes))
     injected = sum(sum(o.timeline.injected.values()) for o in outcomes)
     if any(o.violations for o in outcomes):
-        print("kconform soak: FAIL: records lost, duplicated or out of order (see the saved schedules)")
+        print("kconform soak: FAIL: records lost, duplicated (under exactly-once), out of order or skipped (see the "
+              "saved schedules)")  # fmt: skip
         return 1
     if any(o.error for o in outcomes) or interrupted:
         print("kconform soak: could not check (ERROR): a schedule did not finish")
@@ -267,5 +299,7 @@ def _finish(outcomes: Sequence[Outcome], interrupted: bool = False) -> int:
     if injected == 0:
         print("kconform soak: could not check (ERROR): no fault was injected, so this run shows nothing (not a pass)")
         return ERROR_EXIT
-    print(f"kconform soak: PASS: {len(outcomes)} schedule(s), {injected} fault(s) injected")
+    counted = duplicates_note(outcomes[0])
+    duplicated = f", {sum(o.duplicated for o in outcomes)} duplicated{counted}" if counted else ""
+    print(f"kconform soak: PASS: {len(outcomes)} schedule(s), {injected} fault(s) injected{duplicated}")
     return 0

@@ -1,6 +1,7 @@
 """One soak schedule end to end: fresh topics, records produced throughout, driver runs with faults, a verdict.
 
-The query is the adapter's exactly-once source-to-sink query (``kconform.conformance.spark.driver``),
+The query is the adapter's source-to-sink query (``kconform.conformance.spark.driver``), its sink in
+exactly-once mode where the adapter declares one (the soak's ``Guarantee``), at-least-once otherwise,
 subscribed by pattern to the schedule's source topics, each segment in its own killable driver
 process on one checkpoint. A producer thread writes numbered records (idempotent, ``acks=all``) to
 every source partition in turn while the killable segments run and records what the broker
@@ -14,8 +15,10 @@ The verdict is a Jepsen-style history: what was produced (acknowledged or not), 
 topics hold, what the sink shows ``read_committed``. It is judged with the suite's checkers:
 ``check_output`` (COMMIT-011: nothing lost, nothing duplicated), ``check_order`` (COMMIT-013) and
 ``check_read_once`` over the source offsets the output covers (RESTORE-003: every source offset
-once, no gap). An acknowledged record missing from its source topic is the broker's loss, reported
-as ``BROKER acknowledged-record-missing``, not blamed on the connector.
+once, no gap). An at-least-once sink promises no loss, not no repeat: it is judged the same way
+except that a record written more than once (and so its source offset covered more than once) is
+counted in ``duplicated``, not failed. An acknowledged record missing from its source topic is the
+broker's loss, reported as ``BROKER acknowledged-record-missing``, not blamed on the connector.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ from .faults import (
     checkpoint_entries,
     torn_or_plain,
 )
+from .guarantee import Guarantee
 from .schedule import (
     CLIENT_TIMEOUT_MS,
     MAX_ENTRY,
@@ -199,6 +203,8 @@ class Outcome:
     """Set when the schedule could not be judged (the final driver never finished, a broker did not come back)."""
     cannot_check: str | None = None
     """Set when a driver exited with a contract or harness fault: every later schedule would meet it too."""
+    guarantee: Guarantee = Guarantee.EXACTLY_ONCE
+    """What the schedule was judged by: under at-least-once ``duplicated`` is counted, never a violation."""
     history: list[dict[str, Any]] = field(default_factory=list)
     driver_logs: list[Path] = field(default_factory=list)
     """The logs of the schedule's drivers, in the order they ran."""
@@ -218,6 +224,8 @@ class SoakContext:
     master: str
     workdir: Path
     run_id: str
+    guarantee: Guarantee
+    """The adapter's sink's: the drivers ask for exactly-once only of a sink that declares it."""
     stop: threading.Event = field(default_factory=threading.Event)
     cluster: StandaloneCluster | None = None
     """The standalone cluster ``master`` points at, when the soak started one (``executor-kill``)."""
@@ -263,7 +271,7 @@ def run_schedule(context: SoakContext, schedule: Schedule, progress: Callable[[s
             sink=sink,
             checkpoint=str(folder / "checkpoint"),
             parallelism=schedule.segments[0].parallelism,
-            exactly_once=True,
+            exactly_once=context.guarantee is Guarantee.EXACTLY_ONCE,
             max_records_per_trigger=schedule.max_records_per_trigger,
             client_settings=context.broker.security,
             subscribe_pattern=topics.pattern,
@@ -296,7 +304,7 @@ def run_schedule(context: SoakContext, schedule: Schedule, progress: Callable[[s
         finally:
             producer.stop()
             watch.close()
-        outcome = judge(kafka, topics, producer.history, schedule, timeline, error)
+        outcome = judge(kafka, topics, producer.history, schedule, timeline, error, context.guarantee)
     outcome.cannot_check = cannot_check
     outcome.driver_logs = logs
     outcome.seconds = time.monotonic() - timeline.began
@@ -384,7 +392,7 @@ def _run_final(
 
 def judge(
     kafka: KafkaClient, topics: Topology, produced: list[Produced], schedule: Schedule, timeline: Timeline,
-    error: str | None,
+    error: str | None, guarantee: Guarantee,
 ) -> Outcome:  # fmt: skip
     """Read the schedule's topics and give the history its ``verdict``."""
     source = {
@@ -393,7 +401,7 @@ def judge(
         for p, records in topic_records(kafka, topic, Isolation.READ_UNCOMMITTED).items()
     }
     written = topic_records(kafka, topics.sink, Isolation.READ_COMMITTED)
-    outcome = verdict(source, written, produced, schedule, timeline, error)
+    outcome = verdict(source, written, produced, schedule, timeline, error, guarantee=guarantee)
     outcome.history += [
         {"op": "read", "isolation": "read_committed", "topic": topics.sink, "partition": p,
          "values": [None if r.value is None else r.value.decode(errors="replace") for r in records]}
@@ -404,13 +412,15 @@ def judge(
 
 def verdict(
     source: Mapping[TopicPartition, list[Record]], written: Mapping[int, list[Record]], produced: list[Produced],
-    schedule: Schedule, timeline: Timeline, error: str | None,
+    schedule: Schedule, timeline: Timeline, error: str | None, *, guarantee: Guarantee = Guarantee.EXACTLY_ONCE,
 ) -> Outcome:  # fmt: skip
     """The history's verdict: COMMIT-011 (lost, duplicated), COMMIT-013 (order), RESTORE-003 (continuity).
 
     ``source``: what the source partitions hold; ``written``: the sink's partitions read_committed. With
     ``error`` (the final run did not finish) a missing record may still have come, so only excesses and
-    disorder are evidence: such a schedule is an ERROR, or a FAIL on a duplicate, never a PASS.
+    disorder are evidence: such a schedule is an ERROR, or a FAIL on a duplicate, never a PASS. Under
+    ``Guarantee.AT_LEAST_ONCE`` a duplicate is counted, not failed: each written value covers its source
+    offset once, so only a gap is RESTORE-003's evidence.
     """
     origin = {r.value: (tp, r.offset) for tp, records in source.items() for r in records}
     expected = Counter(r.value for records in source.values() for r in records)
@@ -426,9 +436,11 @@ def verdict(
         for op in acknowledged
         if op.value not in expected
     ]
-    violations += check_output(expected, seen, exactly_once=True)
+    exactly_once = guarantee is Guarantee.EXACTLY_ONCE
+    violations += check_output(expected, seen, exactly_once=exactly_once)
     violations += check_order(origin, {p: [r.value for r in records] for p, records in written.items()})
-    covered = [ReadRecord(*origin[v], value=v, task=0) for v, n in seen.items() if v in origin for _ in range(n)]
+    reads = seen if exactly_once else Counter(seen.keys())
+    covered = [ReadRecord(*origin[v], value=v, task=0) for v, n in reads.items() if v in origin for _ in range(n)]
     ends = {tp: max((r.offset for r in records), default=-1) + 1 for tp, records in source.items()}
     violations += check_read_once(covered, ends)
     if error is not None:
@@ -441,5 +453,6 @@ def verdict(
         lost=0 if error is not None else sum((expected - seen).values()),
         duplicated=sum((seen - expected).values()),
         error=error,
+        guarantee=guarantee,
         history=[op.to_json() for op in produced],
     )

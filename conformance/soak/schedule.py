@@ -1,6 +1,6 @@
 """Seeded fault schedules for ``kconform soak``: pure data, drawn without I/O.
 
-A ``Schedule`` is a list of ``Segment``s, each one driver process of the exactly-once query on one
+A ``Schedule`` is a list of ``Segment``s, each one driver process of the source-to-sink query on one
 checkpoint. A segment runs at a parallelism (``rescale`` when it differs from the previous one's)
 and carries faults in firing order. A fault is anchored to a phase of the driver's micro-batches:
 ``offsets+k`` fires when the driver's ``k+1``-th new entry appears in the checkpoint's offset log (a
@@ -16,7 +16,8 @@ final run: records are no longer produced, it has no anchored faults and must en
 Schedule ``i`` of seed ``S`` comes from ``random.Random(f"kconform-soak:{S}:{i}")`` alone, so it
 can be replayed without drawing the ones before it (``--only-schedule i``). Only the kinds the
 run can do are drawn (see ``NEEDS``): ``leader-kill`` needs ``kafka-cluster``, ``executor-kill`` a
-standalone Spark cluster (``--spark-master standalone``) with executor JVMs to kill. An
+standalone Spark cluster (``--spark-master standalone``) with executor JVMs to kill, ``commit-stall``
+and the ``txn+k`` anchors an exactly-once sink (an at-least-once one opens no transaction). An
 executor-kill is anchored like a ``driver-kill@planned`` (an offset-log entry + delay: the batch's
 tasks are running) and names the worker whose executor it kills. A ``commit-stall`` holds back the
 answer to the first transaction commit (EndTxn) a task sends after its anchor, longer than the
@@ -31,6 +32,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Final, Literal
+
+from .guarantee import Guarantee
 
 
 class FaultKind(StrEnum):
@@ -77,6 +80,8 @@ NEEDS: Final[dict[FaultKind, str]] = {
         "--spark-master standalone (executor JVMs to kill; on local[n] the executor is the driver's JVM, "
         "which driver-kill already kills)"
     ),
+    FaultKind.COMMIT_STALL: "an adapter with an exactly-once sink (it holds back a transaction's commit; "
+    "an at-least-once sink commits none)",
 }
 """Fault kinds drawn only on some runs, with what they need; ``kconform soak --help`` prints it."""
 EXECUTOR_WORKERS: Final = 2
@@ -96,15 +101,20 @@ IN_TRANSACTION_SHARE: Final = 0.5
 """The share of broker faults anchored inside a transactional write (``txn+k``) rather than at a batch's edge."""
 
 
-def available_kinds(broker: str, executors: bool = False) -> frozenset[FaultKind]:
-    """The kinds a schedule on ``broker`` may draw (``executors``: a standalone cluster's executor JVMs to kill)."""
+def available_kinds(
+    broker: str, executors: bool = False, guarantee: Guarantee = Guarantee.EXACTLY_ONCE
+) -> frozenset[FaultKind]:
+    """The kinds a schedule on ``broker`` may draw (``executors``: a standalone cluster's executor JVMs to kill;
+    ``guarantee``: the sink's, whose transactions a ``commit-stall`` needs)."""
     if broker not in SOAK_BROKERS:
         raise ValueError(f"a soak runs on {' or '.join(SOAK_BROKERS)}, not {broker!r}")
-    kinds = set(FaultKind) - {FaultKind.EXECUTOR_KILL, FaultKind.LEADER_KILL}
+    kinds = set(FaultKind) - {FaultKind.EXECUTOR_KILL, FaultKind.LEADER_KILL, FaultKind.COMMIT_STALL}
     if broker == "kafka-cluster":
         kinds.add(FaultKind.LEADER_KILL)
     if executors:
         kinds.add(FaultKind.EXECUTOR_KILL)
+    if guarantee is Guarantee.EXACTLY_ONCE:
+        kinds.add(FaultKind.COMMIT_STALL)
     return frozenset(kinds)
 
 
@@ -232,15 +242,17 @@ def schedule_rng(seed: int, index: int) -> random.Random:
 
 def draw_schedule(
     seed: int, index: int, broker: str = "kafka", kinds: Iterable[FaultKind] | None = None, max_segments: int = 2,
-    executors: bool = False,
+    executors: bool = False, guarantee: Guarantee = Guarantee.EXACTLY_ONCE,
 ) -> Schedule:  # fmt: skip
     """Schedule ``index`` of ``seed`` on ``broker``, drawing only ``kinds`` (default: all the run can do).
 
     ``max_segments`` bounds the killable driver runs before the final one (each costs a Spark start);
-    ``executors``: the drivers run on a standalone cluster, whose executors ``executor-kill`` kills.
+    ``executors``: the drivers run on a standalone cluster, whose executors ``executor-kill`` kills;
+    ``guarantee``: the sink's (at-least-once: no ``commit-stall``, no ``txn+k`` anchor, there is no transaction).
     """
-    allowed = available_kinds(broker, executors) if kinds is None else frozenset(kinds)
-    unknown = allowed - available_kinds(broker, executors)
+    possible = available_kinds(broker, executors, guarantee)
+    allowed = possible if kinds is None else frozenset(kinds)
+    unknown = allowed - possible
     if unknown:
         needs = "; ".join(f"{kind} needs {NEEDS[kind]}" for kind in sorted(unknown))
         raise ValueError(f"this run cannot do {', '.join(sorted(unknown))}: {needs}")
@@ -258,7 +270,7 @@ def draw_schedule(
         if not final:
             anchored: list[Fault] = []
             for kind in rng.sample(extras, k=min(len(extras), rng.choice((0, 1, 1, 2, 2)))):
-                fault = _draw_extra(rng, kind, broker)
+                fault = _draw_extra(rng, kind, broker, guarantee is Guarantee.EXACTLY_ONCE)
                 (anchored if fault.anchor is not None else faults).append(fault)
             faults += sorted(anchored, key=lambda f: f.anchor or Anchor(-1, "offsets", 0))
             if FaultKind.DRIVER_KILL in allowed and (rng.random() < 0.8 or not faults):
@@ -279,7 +291,7 @@ def _draw_kill(rng: random.Random, at_least: int) -> Fault:
     return Fault(FaultKind.DRIVER_KILL, anchor, phase=phase)
 
 
-def _draw_extra(rng: random.Random, kind: FaultKind, broker: str) -> Fault:
+def _draw_extra(rng: random.Random, kind: FaultKind, broker: str, transactional: bool) -> Fault:
     log: Log = rng.choice(("offsets", "commits"))
     if kind is FaultKind.EXECUTOR_KILL:  # as driver-kill@planned: inside a batch, its tasks running
         return Fault(kind, _anchor(rng, PHASE_LOG[Phase.PLANNED]), node=rng.randint(1, EXECUTOR_WORKERS))
@@ -295,7 +307,7 @@ def _draw_extra(rng: random.Random, kind: FaultKind, broker: str) -> Fault:
         fault = Fault(kind, _anchor(rng, log), duration_ms=rng.randint(*LEADER_DOWN_MS))
     else:
         fault = Fault(kind, _anchor(rng, log), node=node)
-    if rng.random() < IN_TRANSACTION_SHARE:
+    if transactional and rng.random() < IN_TRANSACTION_SHARE:
         assert fault.anchor is not None
         fault = replace(fault, anchor=Anchor(fault.anchor.entry, "txn", 0))
     return fault
@@ -303,13 +315,15 @@ def _draw_extra(rng: random.Random, kind: FaultKind, broker: str) -> Fault:
 
 def draw_schedules(
     seed: int, count: int, broker: str = "kafka", kinds: Iterable[FaultKind] | None = None, max_segments: int = 2,
-    executors: bool = False,
+    executors: bool = False, guarantee: Guarantee = Guarantee.EXACTLY_ONCE,
 ) -> list[Schedule]:  # fmt: skip
     chosen = None if kinds is None else frozenset(kinds)
-    return [draw_schedule(seed, i, broker, chosen, max_segments, executors) for i in range(count)]
+    return [draw_schedule(seed, i, broker, chosen, max_segments, executors, guarantee) for i in range(count)]
 
 
-def parse_kinds(text: str, broker: str, executors: bool = False) -> frozenset[FaultKind]:
+def parse_kinds(
+    text: str, broker: str, executors: bool = False, guarantee: Guarantee = Guarantee.EXACTLY_ONCE
+) -> frozenset[FaultKind]:
     """``driver-kill,rescale`` -> the kinds; an unknown or impossible one is a ``ValueError`` naming what it needs."""
     kinds: set[FaultKind] = set()
     for name in filter(None, (part.strip() for part in text.split(","))):
@@ -317,7 +331,7 @@ def parse_kinds(text: str, broker: str, executors: bool = False) -> frozenset[Fa
             kind = FaultKind(name)
         except ValueError:
             raise ValueError(f"unknown fault kind {name!r}; kinds: {', '.join(FaultKind)}") from None
-        if kind not in available_kinds(broker, executors):
+        if kind not in available_kinds(broker, executors, guarantee):
             raise ValueError(f"{kind} needs {NEEDS[kind]}")
         kinds.add(kind)
     if not kinds:
