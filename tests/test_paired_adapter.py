@@ -5,14 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kconform.conformance.adapter import (
-    PIPELINE_CAPABILITIES,
-    PipelineAdapter,
-    SinkSpec,
-    SourceSpec,
-    guard,
-    load_adapter,
-)
+from kconform.conformance.adapter.guard import guard
+from kconform.conformance.adapter.interface import PIPELINE_CAPABILITIES, PipelineAdapter, SinkSpec, SourceSpec
+from kconform.conformance.adapter.loader import load_adapter
 from kconform.conformance.adapters.paired import (
     SINK_CAPABILITIES,
     SOURCE_CAPABILITIES,

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming.readwriter import DataStreamWriter
 
-    from ..adapter import PipelineAdapter, SinkSpec, SourceSpec
+    from ..adapter.interface import PipelineAdapter, SinkSpec, SourceSpec
 
 SOURCE_CAPABILITIES: Final = frozenset({"pipeline-assignment", "pipeline-rescale", "pipeline-regex"})
 """What ``read_stream`` alone earns: how a batch's tasks read, across restarts and new topics."""
