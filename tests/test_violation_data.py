@@ -83,7 +83,7 @@ def test_assignment_discovery_and_restore_checkers_give_documented_fields() -> N
     ]
     out += checkers.check_discovery(rounds, Subscription.fixed(["a"]), 2)
     out += checkers.check_new_partition_start({a0: 5}, [a0, a1], "DISC-005")
-    out += checkers.check_latest_start({a0: LATEST, a1: 3}, {a0: 4, a1: 5})
+    out += checkers.check_startup_offsets({a0: LATEST, a1: 3}, {a0: 4, a1: 5})
     state = {a0: 5, a1: 7, a2: EARLIEST, b0: 2, tp("gone", 0): 1}
     restored = [{a0: 6, a1: EARLIEST, b0: 2}, {a0: 5}]
     out += checkers.check_restore(
