@@ -17,7 +17,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from ..paths import PACKAGE_ROOT
+
+REPO_ROOT = PACKAGE_ROOT
 LEVELS = ("MUST", "SHOULD", "MAY")
 """Strongest first."""
 CATEGORIES = ("safety", "fidelity")
