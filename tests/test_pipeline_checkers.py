@@ -17,6 +17,7 @@ from kconform.conformance.checks.checkers import check_order
 from kconform.conformance.checks.pipeline_checkers import (
     ReadRecord,
     check_discovered,
+    check_driver_exit,
     check_offsets_read_by_one_task,
     check_output,
     check_pattern_reads,
@@ -188,3 +189,13 @@ def test_required_COMMIT_015_only_a_failure_naming_both_settings_with_nothing_co
                                "unnamed": ["transaction.max.timeout.ms"]}  # fmt: skip
     ignored = check_refused_timeout(None, "sink", 5, 7)
     assert [(v.kind, v.data["transaction_timeout_ms"]) for v in ignored] == [("refused-timeout-ignored", 7)]
+
+
+@given(st.none() | st.integers(-15, 3))
+def test_required_COMMIT_011_a_driver_ending_with_an_error_failed(returncode: int | None) -> None:
+    tail = "batch 2\njava.lang.IllegalStateException: checkpoint unreadable\n"
+    judged = check_driver_exit(returncode, "the restarted driver failed", tail)
+    assert [v.kind for v in judged] == ["driver-failed"] * (returncode not in (None, 0))
+    for v in judged:
+        assert v.evidence == f"the restarted driver failed; log:\n{tail}"
+        assert v.data["error"] == "java.lang.IllegalStateException: checkpoint unreadable"

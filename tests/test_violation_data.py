@@ -135,6 +135,7 @@ def test_sink_and_pipeline_checkers_give_documented_fields() -> None:
     out += pipeline_checkers.check_rewritten(Counter([None, b"z"]), Counter())
     out += pipeline_checkers.check_pattern_reads([a0, tp("x", 1)], "in")
     out += pipeline_checkers.check_refused_timeout(None, "out", 0, 7)
+    out += pipeline_checkers.check_driver_exit(1, "the restarted driver failed", "Traceback\nError: boom")
     out += pipeline_checkers.check_refused_timeout("failed", "out", 0, 7)
     out += pipeline_checkers.check_refused_timeout("transaction.timeout.ms transaction.max.timeout.ms", "out", 2, 7)
     out += sink_checkers.check_distinct_ids([b"x", b"\xff"], [], None) + sink_checkers.check_distinct_ids([], [], "e")
@@ -151,7 +152,13 @@ def test_sink_and_pipeline_checkers_give_documented_fields() -> None:
     kinds = {v.kind for v in out}
     assert {"reordered", "unbounded-ids", "open-after-stop", "pending-aborted-at-stop", "offset-gap"} <= kinds
     assert {"offset-duplicate", "never-discovered", "double-read", "lost-write", "duplicate"} <= kinds
-    assert {"lingering-transaction", "unsubscribed-read", "refused-timeout-ignored", "unclear-error"} <= kinds
+    assert {
+        "driver-failed",
+        "lingering-transaction",
+        "unsubscribed-read",
+        "refused-timeout-ignored",
+        "unclear-error",
+    } <= kinds
     assert {
         "written-anyway",
         "id-collision",

@@ -236,6 +236,16 @@ def check_refused_timeout(error: str | None, topic: str, written: int, timeout_m
     return [Violation("COMMIT-015", "written-anyway", f"{written} records committed", data=count)] * bool(written)
 
 
+def check_driver_exit(returncode: int | None, failed: str, log_tail: str) -> list[Violation]:
+    """COMMIT-011 in a scenario that kills drivers: a driver ends only by the kill or at the end of its input
+    (``returncode`` ``None`` while it runs, 0 at its end); one that exits with an error (``failed`` says
+    which, ``log_tail`` shows why) delivers nothing after it, so its checkpoint's records are lost."""
+    if returncode in (None, 0):
+        return []
+    facts = {"when": failed, "error": last_line_of(log_tail), "returncode": returncode}
+    return [Violation("COMMIT-011", "driver-failed", f"{failed}; log:\n{log_tail}", data=facts)]
+
+
 def last_line_of(text: str) -> str:
     """The last non-empty line of an error (Spark wraps the task's in pages of stack trace)."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]

@@ -48,6 +48,7 @@ from ..checks.checkers import Violation, check_offset_continuity, fail_on
 from ..checks.evidence import assignment_grid, offset_step, offset_timeline
 from ..checks.pipeline_checkers import (
     check_discovered,
+    check_driver_exit,
     check_offsets_read_by_one_task,
     check_pattern_reads,
     check_read_once,
@@ -503,7 +504,7 @@ def test_required_COMMIT_011_driver_killed_at_drawn_points_then_restarted_loses_
     final = run.start(log)
     final.wait(timeout=DRIVER_TIMEOUT_S)
     raise_if_cannot_check(final, log)
-    assert final.returncode == 0, f"the restarted driver failed; log:\n{log.read_text()[-4000:]}"
+    fail_on(check_driver_exit(final.returncode, "the restarted driver failed", log.read_text()[-4000:]))
     record_property("drivers_killed", killed)
     judge_output(kafka, source, sink, exactly_once, broker_can, record_property, partial)
 
@@ -525,7 +526,7 @@ def kill_at(run: DriverRun, log: Path, entries: Path, k: int, delay_ms: int) -> 
             step_s=0.01,
         )
         raise_if_cannot_check(driver, log)
-        assert driver.poll() in (None, 0), f"the driver failed before its kill point; log:\n{log.read_text()[-4000:]}"
+        fail_on(check_driver_exit(driver.poll(), "the driver failed before its kill point", log.read_text()[-4000:]))
         with contextlib.suppress(subprocess.TimeoutExpired):
             driver.wait(timeout=delay_ms / 1000)  # the drawn kill point inside the batch, not synchronisation
     finally:
