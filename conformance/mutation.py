@@ -29,7 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+from .paths import PACKAGE_ROOT
+
+ROOT = PACKAGE_ROOT  # mutation testing runs from a checkout: its root
 WORK = ROOT / "build" / "mutation"
 TRIAGE = ROOT / "docs" / "mutation-triage.toml"
 DOC = ROOT / "docs" / "mutation.md"

@@ -17,9 +17,12 @@ from kconform.conformance.checks.checkers import check_order
 from kconform.conformance.checks.pipeline_checkers import (
     ReadRecord,
     check_discovered,
+    check_driver_exit,
     check_offsets_read_by_one_task,
     check_output,
+    check_pattern_reads,
     check_read_once,
+    check_refused_timeout,
     check_rewritten,
     check_single_reader,
     check_unblocked,
@@ -163,3 +166,36 @@ def test_required_STRAT_001_a_key_placed_by_librdkafkas_crc32_is_named() -> None
     violations = check_sink_placement({9: [b"foobar", None], 6: [b"foobar"]}, 10)
     assert [(v.requirement, v.kind) for v in violations] == [("STRAT-001", "keyed-placement-mismatch")]
     assert "went to 9" in violations[0].evidence and "writes it to 6" in violations[0].evidence
+
+
+@given(
+    st.lists(st.sampled_from(["kc-1-first", "kc-1-while-running", "kc-1x-lookalike", "kc-1", "kc-10-x"]), min_size=1)
+)
+def test_required_DISC_002_reads_of_topics_the_pattern_does_not_match_in_full_are_named(topics: list[str]) -> None:
+    read = [TopicPartition(t, 0) for t in topics]
+    wrong = check_pattern_reads(read, "kc-1-.*")
+    assert [(v.data["topic"], v.kind) for v in wrong] == [
+        (t, "unsubscribed-read") for t in sorted(set(topics)) if t in ("kc-1x-lookalike", "kc-1", "kc-10-x")
+    ]
+
+
+def test_required_COMMIT_015_only_a_failure_naming_both_settings_with_nothing_committed_passes() -> None:
+    both = "org.apache.kafka...\nInvalidTxnTimeout: transaction.timeout.ms above transaction.max.timeout.ms\n"
+    assert check_refused_timeout(both, "sink", 0, 7) == []
+    assert [v.kind for v in check_refused_timeout(both, "sink", 3, 7)] == ["written-anyway"]
+    unclear = check_refused_timeout("trace\nInvalidTxnTimeout: transaction.timeout.ms too large\n\n", "sink", 0, 7)
+    assert [v.kind for v in unclear] == ["unclear-error"]
+    assert unclear[0].data == {"error": "InvalidTxnTimeout: transaction.timeout.ms too large",
+                               "unnamed": ["transaction.max.timeout.ms"]}  # fmt: skip
+    ignored = check_refused_timeout(None, "sink", 5, 7)
+    assert [(v.kind, v.data["transaction_timeout_ms"]) for v in ignored] == [("refused-timeout-ignored", 7)]
+
+
+@given(st.none() | st.integers(-15, 3))
+def test_required_COMMIT_011_a_driver_ending_with_an_error_failed(returncode: int | None) -> None:
+    tail = "batch 2\njava.lang.IllegalStateException: checkpoint unreadable\n"
+    judged = check_driver_exit(returncode, "the restarted driver failed", tail)
+    assert [v.kind for v in judged] == ["driver-failed"] * (returncode not in (None, 0))
+    for v in judged:
+        assert v.evidence == f"the restarted driver failed; log:\n{tail}"
+        assert v.data["error"] == "java.lang.IllegalStateException: checkpoint unreadable"

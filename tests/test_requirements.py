@@ -273,6 +273,8 @@ def test_every_checker_the_spec_names_exists() -> None:
     """The spec is documentation users read: a checker it names must be a function of the suite."""
     import kconform.conformance.checks.checkers
     import kconform.conformance.checks.history
+    import kconform.conformance.checks.pipeline_checkers
+    import kconform.conformance.checks.sink_checkers
     import kconform.conformance.checks.strategy_checkers
 
     spec = Path(requirements.__file__).resolve().parents[2] / "spec"
@@ -282,6 +284,8 @@ def test_every_checker_the_spec_names_exists() -> None:
         for m in (
             kconform.conformance.checks.checkers,
             kconform.conformance.checks.history,
+            kconform.conformance.checks.pipeline_checkers,
+            kconform.conformance.checks.sink_checkers,
             kconform.conformance.checks.strategy_checkers,
         )
         for n in dir(m)

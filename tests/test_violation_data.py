@@ -19,11 +19,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kconform.conformance.checks import checkers, pipeline_checkers, strategy_checkers
+from kconform.conformance.checks import checkers, pipeline_checkers, sink_checkers, strategy_checkers
 from kconform.conformance.checks.checkers import Violation
 from kconform.conformance.checks.history import History, Observation, check_sink_history
 from kconform.conformance.checks.pipeline_checkers import ReadRecord
-from kconform.reference_impl.discovery import Subscription
+from kconform.reference_impl.discovery import Subscription, ZeroPartitionsPolicy
 from kconform.reference_impl.kafka_strategies import Group, Member
 from kconform.reference_impl.restore import RestoreVariant
 from kconform.reference_impl.types import EARLIEST, LATEST, TopicPartition
@@ -83,7 +83,7 @@ def test_assignment_discovery_and_restore_checkers_give_documented_fields() -> N
     ]
     out += checkers.check_discovery(rounds, Subscription.fixed(["a"]), 2)
     out += checkers.check_new_partition_start({a0: 5}, [a0, a1], "DISC-005")
-    out += checkers.check_latest_start({a0: LATEST, a1: 3}, {a0: 4, a1: 5})
+    out += checkers.check_startup_offsets({a0: LATEST, a1: 3}, {a0: 4, a1: 5})
     state = {a0: 5, a1: 7, a2: EARLIEST, b0: 2, tp("gone", 0): 1}
     restored = [{a0: 6, a1: EARLIEST, b0: 2}, {a0: 5}]
     out += checkers.check_restore(
@@ -98,12 +98,24 @@ def test_assignment_discovery_and_restore_checkers_give_documented_fields() -> N
     out += checkers.check_offset_commits({a0: 3}, {a0: 5}, "after checkpoint 2")
     out += checkers.check_single_holder([{a0: 1}, {a0: 1, a1: 2}])
     out += checkers.check_emitted_prefix({a0: [0, 1, 1], a1: [3]}, {a0: 2, a1: 5, a2: EARLIEST}, {a1: 3})
+    out += checkers.check_zero_partitions(ZeroPartitionsPolicy.FAIL, "gone", [a0], None)
+    out += checkers.check_zero_partitions(ZeroPartitionsPolicy.FAIL, "gone", [], ValueError("none"))
+    out += checkers.check_zero_partitions(ZeroPartitionsPolicy.IGNORE, "gone", [], ValueError("gone"))
+    out += checkers.check_resolved_before_first_read(a0, LATEST)
+    out += checkers.check_restored_latest({a0: LATEST}, {a0: 2}, {a0: 5})
+    out += checkers.check_read_since_discovery({a0: [2, 2, 3], a1: [4]}, {a0: 2, a1: 3}, {a0: 5, a1: 5})
+    out += checkers.check_poll_moves_only_its_partition(
+        a0, [(a1, 3)], {a0: 0, a1: EARLIEST, b0: 4}, {a0: 1, a1: 0, b0: 5}
+    )
+    out += checkers.check_topic_deleted({a0: 3, b0: 4}, {a0: 3}, "b", 1)
     kinds = {v.kind for v in out}
     assert {"double-assignment", "unassigned", "owner-out-of-range", "per-topic-skew", "formula-mismatch"} <= kinds
     assert {"unsubscribed-partition", "foreign-partition", "re-reported", "missed-partition"} <= kinds
     assert {"lost-partition", "wrong-owner", "split-moved", "uneven-split", "offset-changed"} <= kinds
     assert {"unsubscribed-restored", "kept-topic-dropped", "offset-commit-backwards", "latest-unresolved"} <= kinds
     assert {"offset-duplicate", "offset-gap"} <= {v.kind for v in out if v.requirement == "RESTORE-003"}
+    assert {"failed-on-zero", "unclear-error", "idle-on-zero", "foreign-record", "sentinel-resolved-early"} <= kinds
+    assert {"moved-without-read", "forgotten", "stalled"} <= kinds
     assert_documented(out)
 
 
@@ -121,10 +133,46 @@ def test_sink_and_pipeline_checkers_give_documented_fields() -> None:
     out += pipeline_checkers.check_output(Counter([b"x", b"y"]), Counter([b"x", b"x"]), exactly_once=True)
     out += pipeline_checkers.check_unblocked({a0: 2}, {a0: 5}, "after the restart")
     out += pipeline_checkers.check_rewritten(Counter([None, b"z"]), Counter())
+    out += pipeline_checkers.check_pattern_reads([a0, tp("x", 1)], "in")
+    out += pipeline_checkers.check_refused_timeout(None, "out", 0, 7)
+    out += pipeline_checkers.check_driver_exit(1, "the restarted driver failed", "Traceback\nError: boom")
+    out += pipeline_checkers.check_refused_timeout("failed", "out", 0, 7)
+    out += pipeline_checkers.check_refused_timeout("transaction.timeout.ms transaction.max.timeout.ms", "out", 2, 7)
+    out += sink_checkers.check_distinct_ids([b"x", b"\xff"], [], None) + sink_checkers.check_distinct_ids([], [], "e")
+    out += sink_checkers.check_timeout_surfaced(None) + sink_checkers.check_timeout_surfaced(ValueError("other"))
+    out += sink_checkers.check_intervals_committed([b"x"], [], "s", None)
+    out += sink_checkers.check_intervals_committed([], [], "notify 1", "fenced")
+    out += sink_checkers.check_second_recovery([b"first-0"], [b"after-0"], [b"after-0"], "s", None)
+    out += sink_checkers.check_second_recovery([], [], [], "the first recovery", "fenced")
+    out += sink_checkers.check_foreign_transactions_kept("job-1", [b"x"], [], None)
+    out += sink_checkers.check_foreign_transactions_kept("job-1", [], [], "aborted")
+    out += sink_checkers.check_old_prefix_closed([b"new-0"], [], {0: 1})
+    out += sink_checkers.check_expired_ids_refused(["p-0-1"], False, None)
+    out += sink_checkers.check_expired_ids_refused(["p-0-1"], True, "KafkaError: unknown")
     kinds = {v.kind for v in out}
     assert {"reordered", "unbounded-ids", "open-after-stop", "pending-aborted-at-stop", "offset-gap"} <= kinds
     assert {"offset-duplicate", "never-discovered", "double-read", "lost-write", "duplicate"} <= kinds
-    assert {"lingering-transaction"} <= kinds
+    assert {
+        "driver-failed",
+        "lingering-transaction",
+        "unsubscribed-read",
+        "refused-timeout-ignored",
+        "unclear-error",
+    } <= kinds
+    assert {
+        "written-anyway",
+        "id-collision",
+        "swallowed-error",
+        "interval-lost",
+        "empty-transaction-committed",
+    } <= kinds
+    assert {"recovery-commits-uncheckpointed", "lost-checkpointed", "recovery-failed"} <= kinds
+    assert {
+        "foreign-transaction-aborted",
+        "old-prefix-left-open",
+        "expired-id-swallowed",
+        "expired-id-unnamed",
+    } <= kinds
     assert_documented(out)
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...reference_impl.assignment import assign
-from ...reference_impl.discovery import Metadata, Subscription
+from ...reference_impl.discovery import Metadata, Subscription, ZeroPartitionsPolicy
 from ...reference_impl.restore import RestoreVariant
 from ...reference_impl.types import EARLIEST, LATEST, TopicPartition, is_sentinel
 
@@ -349,6 +349,31 @@ def check_discovery(
     return out
 
 
+def check_zero_partitions(
+    policy: ZeroPartitionsPolicy, topic: str, found: Sequence[TopicPartition], error: BaseException | None
+) -> list[Violation]:
+    """DISC-007: a discovery whose subscription (``topic``) matches nothing follows ``policy``: under
+    ``ignore`` it reports nothing and raises nothing; under ``fail`` it raises (``error``) an error of
+    any type that names the subscription. ``found``: what it reported, when it returned."""
+    if error is not None:
+        if policy is ZeroPartitionsPolicy.IGNORE:
+            where = f"policy ignore, yet discover raised {error!r}"
+            return [Violation("DISC-007", "failed-on-zero", where, data={"policy": policy.value, "error": repr(error)})]
+        if topic not in str(error):
+            where = f"error does not name the subscription: {error!r}"
+            facts = {"policy": policy.value, "error": repr(error), "topic": topic}
+            return [Violation("DISC-007", "unclear-error", where, data=facts)]
+        return []
+    out = []
+    if policy is ZeroPartitionsPolicy.FAIL:
+        where = "policy fail, yet discover returned normally"
+        out.append(Violation("DISC-007", "idle-on-zero", where, data={"policy": policy.value, "error": None}))
+    if found:
+        facts = {"policy": policy.value, "partitions": tps_field(found)}
+        out.append(Violation("DISC-007", "unsubscribed-partition", f"reported {list(found)}", data=facts))
+    return out
+
+
 def check_new_partition_start(
     offsets: Mapping[TopicPartition, int], new: Iterable[TopicPartition], requirement: str
 ) -> list[Violation]:
@@ -365,7 +390,7 @@ def check_new_partition_start(
     ]
 
 
-def check_latest_start(offsets: Mapping[TopicPartition, int], ends: Mapping[TopicPartition, int]) -> list[Violation]:
+def check_startup_offsets(offsets: Mapping[TopicPartition, int], ends: Mapping[TopicPartition, int]) -> list[Violation]:
     """DISC-005: after the first discovery, each partition it found holds where the startup mode puts it
     (``ends``): under LATEST its end offset as of that discovery, resolved then, never the LATEST
     sentinel, which a checkpoint taken before the partition's first read would store and a restore
@@ -381,6 +406,34 @@ def check_latest_start(offsets: Mapping[TopicPartition, int], ends: Mapping[Topi
             where = f"{tp} starts at {start!r}, not where the startup mode puts it when discovered ({end})"
             out.append(Violation("DISC-005", "startup-mode-ignored", where, data=facts))
     return out
+
+
+def check_resolved_before_first_read(tp: TopicPartition, start: int) -> list[Violation]:
+    """DISC-005 as the source first reads ``tp``: its ``start`` is no longer the LATEST sentinel, which
+    the discovery that found it resolves (a checkpoint taken before this read would store it)."""
+    if start != LATEST:
+        return []
+    where = f"{tp}: still at the LATEST sentinel at its first read, not resolved when it was discovered"
+    return [Violation("DISC-005", "latest-unresolved", where, data=tp_fields(tp) | {"start": LATEST})]
+
+
+def check_restored_latest(
+    resumed: Mapping[TopicPartition, int], ends: Mapping[TopicPartition, int], now: Mapping[TopicPartition, int]
+) -> list[Violation]:
+    """DISC-005 after a restore from a checkpoint taken before any read of a job started at LATEST: no
+    partition resumes at the LATEST sentinel, which would skip what was produced between its discovery
+    (when it ended at ``ends``) and the restore (``now``) (FLINK-28303)."""
+    return [
+        Violation(
+            "DISC-005",
+            "latest-unresolved",
+            f"{tp}: checkpoint 1, taken before its first read, holds LATEST; restored, it starts at {now[tp]}, "
+            f"past offsets {ends[tp]}..{now[tp] - 1} produced after discovery",
+            data=tp_fields(tp) | {"checkpoint": 1, "start": LATEST, "end": ends[tp], "restored": now[tp]},
+        )
+        for tp in sorted(ends)
+        if resumed.get(tp) == LATEST
+    ]
 
 
 # -- restore ---------------------------------------------------------------------------------
@@ -445,6 +498,85 @@ def check_restore(
         got = restored[subtasks[0]][tp]
         out += check_offset_continuity(tp, offset, got)
     return out
+
+
+def check_read_since_discovery(
+    read: Mapping[TopicPartition, Sequence[int]], ends: Mapping[TopicPartition, int], now: Mapping[TopicPartition, int]
+) -> list[Violation]:
+    """RESTORE-003 after such a restore: each partition's reads are exactly what was produced after its
+    discovery, ``ends[tp]`` up to ``now[tp]``, each offset once, in order."""
+    return [
+        Violation(
+            "RESTORE-003",
+            "offset-duplicate" if len(set(got)) < len(got) else "offset-gap",
+            f"{tp}: read {list(got)} after the restore, want {ends[tp]}..{now[tp] - 1} "
+            "(what was produced after discovery)",
+            data=tp_fields(tp) | {"offsets": list(got), "want": list(range(ends[tp], now[tp]))},
+        )
+        for tp, got in sorted(read.items())
+        if list(got) != list(range(ends[tp], now[tp]))
+    ]
+
+
+def check_poll_moves_only_its_partition(
+    tp: TopicPartition,
+    returned: Sequence[tuple[TopicPartition, int]],
+    before: Mapping[TopicPartition, int],
+    after: Mapping[TopicPartition, int],
+) -> list[Violation]:
+    """A poll of ``tp`` returns only ``tp``'s records (``returned``: partition and offset of each) and moves
+    no other partition's position (``before`` and ``after`` the poll): RESTORE-003; an EARLIEST sentinel
+    stays until its own partition's first read (DISC-005)."""
+    out = [
+        Violation(
+            "RESTORE-003",
+            "foreign-record",
+            f"a poll of {tp} returned {other}@{offset}",
+            data=tp_fields(other) | {"offset": offset, "polled": tp_fields(tp)},
+        )
+        for other, offset in returned
+        if other != tp
+    ]
+    for other in sorted(before.keys() & after.keys() - {tp}):
+        if before[other] == after[other]:
+            continue
+        if before[other] == EARLIEST:
+            where = f"{other}: EARLIEST resolved to {after[other]} by a poll of {tp}, before its own first read"
+            facts = tp_fields(other) | {"start": EARLIEST, "got": after[other], "polled": tp_fields(tp)}
+            out.append(Violation("DISC-005", "sentinel-resolved-early", where, data=facts))
+        else:
+            where = f"{other}: position {before[other]} -> {after[other]} during a poll of {tp}"
+            facts = tp_fields(other) | {"start": before[other], "got": after[other], "polled": tp_fields(tp)}
+            out.append(Violation("RESTORE-003", "moved-without-read", where, data=facts))
+    return out
+
+
+def check_topic_deleted(
+    before: Mapping[TopicPartition, int], now: Mapping[TopicPartition, int], deleted: str, produced: int
+) -> list[Violation]:
+    """DISC-008 after topic ``deleted`` is deleted while the source runs: its partitions keep the offsets
+    they had (``before``), and every other partition read on past the ``produced`` records written to it
+    since (``now``: the offsets after)."""
+    out = [
+        Violation(
+            "DISC-008",
+            "forgotten",
+            f"{tp}: offset {before[tp]} before {deleted} was deleted, {now.get(tp)} after",
+            data=tp_fields(tp) | {"got": now.get(tp), "want": before[tp]},
+        )
+        for tp in sorted(before)
+        if tp.topic == deleted and now.get(tp) != before[tp]
+    ]
+    return out + [
+        Violation(
+            "DISC-008",
+            "stalled",
+            f"{tp}: at {now.get(tp)} after {deleted} was deleted, want {before[tp] + produced}",
+            data=tp_fields(tp) | {"got": now.get(tp), "want": before[tp] + produced},
+        )
+        for tp in sorted(before)
+        if tp.topic != deleted and now.get(tp) != before[tp] + produced
+    ]
 
 
 def check_single_holder(offsets: Sequence[Mapping[TopicPartition, int]]) -> list[Violation]:

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import enum
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, NamedTuple
 
 from .checkers import Violation, value_field
 
@@ -100,7 +100,7 @@ class History:
 
 
 @dataclass
-class _Value:
+class WrittenValue:
     process: str
     subtask: int
     checkpoint: int | None = None
@@ -120,8 +120,53 @@ def check_sink_history(ops: Iterable[Op], guarantee: Guarantee = Guarantee.EXACT
     recovery, the new parallelism); ok value: restored checkpoint id), ``fault`` (a nemesis step),
     ``read`` (ok value: ``Observation``). Once an attempt has recovered, a write by any other
     attempt is a zombie's, whether or not that attempt did anything before.
+
+    Each read is judged by the ``DETECTORS``; of the anomalies of one family about one value (or
+    partition) only the first is kept.
     """
-    values: dict[bytes, _Value] = {}
+    found: dict[tuple[str, bytes | int], Violation] = {}
+    for read in reads_of(ops):
+        for detect in DETECTORS:
+            for anomaly in detect(read):
+                if anomaly.kind not in ALLOWED[guarantee]:
+                    violation = Violation(
+                        ANOMALY_REQUIREMENT[anomaly.kind], anomaly.kind, anomaly.evidence, data=anomaly.data
+                    )
+                    found.setdefault((_FAMILY.get(anomaly.kind, "visible"), anomaly.key), violation)
+    return sorted(found.values())
+
+
+@dataclass(frozen=True)
+class Read:
+    """One read of the history with what the history had established by then."""
+
+    index: int
+    seen: Observation
+    values: Mapping[bytes, WrittenValue]
+    """Every value written so far, as of this read."""
+    crashed: frozenset[str]
+    durable_upto: int
+    """The newest checkpoint a notification or a recovery reported committed ..."""
+    durable_by: str
+    """... and which of the two (``notify``, ``recover``; ``start`` before either)."""
+    watermarks_at_recover: Mapping[int, int]
+    parallelism_at_recover: int
+    last_action: str
+    faulted: bool
+
+
+class Anomaly(NamedTuple):
+    """What a detector found: its kind (an ``ANOMALY_REQUIREMENT`` key), the value or partition it is about."""
+
+    kind: str
+    key: bytes | int
+    evidence: str
+    data: Mapping[str, Any]
+
+
+def reads_of(ops: Iterable[Op]) -> Iterator[Read]:
+    """Replay the history (see ``check_sink_history``), yielding each completed read with its state."""
+    values: dict[bytes, WrittenValue] = {}
     open_values: dict[str, list[bytes]] = {}
     durable_upto = 0
     durable_by = "start"
@@ -134,14 +179,6 @@ def check_sink_history(ops: Iterable[Op], guarantee: Guarantee = Guarantee.EXACT
     attempts: set[str] = set()
     faulted = False
     last_action = "start"
-    found: dict[tuple[str, bytes | int], Violation] = {}
-
-    def report(anomaly: str, key: bytes | int, evidence: str, data: Mapping[str, Any]) -> None:
-        """Keep the first anomaly of each kind of trouble per value (or partition)."""
-        if anomaly not in ALLOWED[guarantee]:
-            violation = Violation(ANOMALY_REQUIREMENT[anomaly], anomaly, evidence, data=data)
-            found.setdefault((_FAMILY.get(anomaly, "visible"), key), violation)
-
     for op in ops:
         if op.f in {"write", "barrier", "notify", "recover"}:
             attempts.add(op.process)
@@ -152,7 +189,7 @@ def check_sink_history(ops: Iterable[Op], guarantee: Guarantee = Guarantee.EXACT
         if op.f == "write":
             value, subtask = op.value
             superseded = recovered_by is not None and op.process != recovered_by
-            values[value] = _Value(op.process, subtask, failed=op.type == "fail", superseded=superseded)
+            values[value] = WrittenValue(op.process, subtask, failed=op.type == "fail", superseded=superseded)
             if op.type == "ok":
                 open_values.setdefault(op.process, []).append(value)
         elif op.f == "barrier" and op.type == "ok":
@@ -174,46 +211,47 @@ def check_sink_history(ops: Iterable[Op], guarantee: Guarantee = Guarantee.EXACT
         elif op.f == "fault" and op.type == "ok":
             faulted = True
         elif op.f == "read" and op.type == "ok":
-            context = _Context(
-                crashed, durable_upto, durable_by, watermarks_at_recover, parallelism_at_recover, last_action, faulted
+            yield Read(
+                op.index,
+                op.value,
+                {v: replace(info) for v, info in values.items()},
+                frozenset(crashed),
+                durable_upto,
+                durable_by,
+                watermarks_at_recover,
+                parallelism_at_recover,
+                last_action,
+                faulted,
             )
-            _check_read(op, op.value, values, context, report)
             continue
         last_action = op.f
-    return sorted(found.values())
 
 
-@dataclass(frozen=True)
-class _Context:
-    """What the history has established by the time of a read."""
+def duplicates(read: Read) -> list[Anomaly]:
+    """``duplicate``: a value visible more than once."""
+    return [
+        Anomaly(
+            "duplicate",
+            value,
+            f"read #{read.index}: {value!r} visible {n} times",
+            {"read": read.index, "value": value_field(value), "times": n},
+        )
+        for value, n in Counter(read.seen.committed).items()
+        if n > 1
+    ]
 
-    crashed: set[str]
-    durable_upto: int
-    durable_by: str
-    watermarks_at_recover: Mapping[int, int]
-    parallelism_at_recover: int
-    last_action: str
-    faulted: bool
 
-
-def _check_read(
-    op: Op,
-    seen: Observation,
-    values: Mapping[bytes, _Value],
-    ctx: _Context,
-    report: Callable[[str, bytes | int, str, Mapping[str, Any]], None],
-) -> None:
-    counts = Counter(seen.committed)
-    for value, n in counts.items():
-        if n > 1:
-            facts = {"read": op.index, "value": value_field(value), "times": n}
-            report("duplicate", value, f"read #{op.index}: {value!r} visible {n} times", facts)
-        info = values.get(value)
-        if info is None:
+def visible_too_early(read: Read) -> list[Anomaly]:
+    """A value visible that no completed checkpoint of a live attempt covers, named by why it should not be:
+    a recovery committed it (``recovery-commits-uncheckpointed``), a zombie or a failed write wrote it
+    (``zombie-write``), no barrier covers it (``uncommitted-read``), its attempt crashed before its
+    checkpoint completed (``aborted-read``) or that checkpoint has not completed (``precommitted-read``)."""
+    out = []
+    for value in Counter(read.seen.committed):
+        info = read.values.get(value)
+        if info is None or (info.covered and not info.failed and not info.superseded):
             continue
-        if info.covered and not info.failed and not info.superseded:
-            continue
-        if ctx.last_action == "recover":
+        if read.last_action == "recover":
             anomaly, why = "recovery-commits-uncheckpointed", "became visible when a recovery committed it"
         elif info.failed or info.superseded:
             anomaly = "zombie-write"
@@ -222,7 +260,7 @@ def _check_read(
             )
         elif info.checkpoint is None:
             anomaly, why = "uncommitted-read", "no barrier covered it yet"
-        elif info.process in ctx.crashed:
+        elif info.process in read.crashed:
             anomaly, why = (
                 "aborted-read",
                 f"its checkpoint {info.checkpoint} never completed and {info.process} crashed",
@@ -230,65 +268,94 @@ def _check_read(
         else:
             anomaly, why = "precommitted-read", f"its checkpoint {info.checkpoint} has not completed"
         facts = {
-            "read": op.index,
+            "read": read.index,
             "value": value_field(value),
             "process": info.process,
             "subtask": info.subtask,
             "checkpoint": info.checkpoint,
         }
-        report(anomaly, value, f"read #{op.index}: {value!r} is visible, yet {why}", facts)
-    for partition, watermark in sorted(ctx.watermarks_at_recover.items()):
-        stable = seen.stable.get(partition, watermark)
-        if stable < watermark:
-            # The record at the last stable offset opened the transaction that pins it: whose was it?
-            holder = next((values.get(v) for v, where in seen.located.items() if where == (partition, stable)), None)
-            if holder is not None and holder.subtask >= ctx.parallelism_at_recover:
-                anomaly, whose = "leftover-transaction", f"subtask {holder.subtask}, beyond the new parallelism,"
-            else:
-                anomaly, whose = "lingering-transaction", "an earlier attempt"
-            report(
+        out.append(Anomaly(anomaly, value, f"read #{read.index}: {value!r} is visible, yet {why}", facts))
+    return out
+
+
+def open_transactions(read: Read) -> list[Anomaly]:
+    """A partition whose last stable offset is below its high watermark before the last recovery: a
+    transaction of an earlier attempt is still open (``lingering-transaction``), or one of a subtask beyond
+    the new parallelism (``leftover-transaction``)."""
+    out = []
+    for partition, watermark in sorted(read.watermarks_at_recover.items()):
+        stable = read.seen.stable.get(partition, watermark)
+        if stable >= watermark:
+            continue
+        # The record at the last stable offset opened the transaction that pins it: whose was it?
+        located = read.seen.located.items()
+        holder = next((read.values.get(v) for v, where in located if where == (partition, stable)), None)
+        if holder is not None and holder.subtask >= read.parallelism_at_recover:
+            anomaly, whose = "leftover-transaction", f"subtask {holder.subtask}, beyond the new parallelism,"
+        else:
+            anomaly, whose = "lingering-transaction", "an earlier attempt"
+        out.append(
+            Anomaly(
                 anomaly,
                 partition,
-                f"read #{op.index}: partition {partition} last stable offset {stable} < high watermark {watermark} "
-                f"before recovery at parallelism {ctx.parallelism_at_recover}: a transaction of {whose} is still open",
+                f"read #{read.index}: partition {partition} last stable offset {stable} < high watermark "
+                f"{watermark} before recovery at parallelism {read.parallelism_at_recover}: a transaction of "
+                f"{whose} is still open",
                 {
-                    "read": op.index,
+                    "read": read.index,
                     "partition": partition,
                     "stable": stable,
                     "high_watermark": watermark,
-                    "parallelism": ctx.parallelism_at_recover,
+                    "parallelism": read.parallelism_at_recover,
                     "subtask": None if holder is None else holder.subtask,
                 },
             )
-    visible = set(counts)
-    for value, info in sorted(values.items()):
+        )
+    return out
+
+
+def lost_writes(read: Read) -> list[Anomaly]:
+    """A value of a completed checkpoint, at or before the one reported committed, that is not visible:
+    ``lost-write``; ``notification-lost-write`` when a notification reported it; ``swallowed-error`` after
+    a fault. One hidden behind an open transaction after a recovery is ``open_transactions``' to name."""
+    out = []
+    visible = set(read.seen.committed)
+    for value, info in sorted(read.values.items()):
         if (
-            not info.failed
-            and info.checkpoint is not None
-            and info.covered
-            and info.checkpoint <= ctx.durable_upto
-            and value not in visible
+            info.failed
+            or info.checkpoint is None
+            or not info.covered
+            or info.checkpoint > read.durable_upto
+            or value in visible
         ):
-            where = seen.located.get(value)
-            hidden = where is not None and where[1] >= seen.stable.get(where[0], 0)
-            if hidden and ctx.watermarks_at_recover:
-                continue  # reported as lingering-transaction
-            if ctx.faulted:
-                anomaly = "swallowed-error"
-            else:
-                anomaly = "notification-lost-write" if ctx.durable_by == "notify" else "lost-write"
-            report(
+            continue
+        where = read.seen.located.get(value)
+        hidden = where is not None and where[1] >= read.seen.stable.get(where[0], 0)
+        if hidden and read.watermarks_at_recover:
+            continue  # reported as lingering-transaction
+        if read.faulted:
+            anomaly = "swallowed-error"
+        else:
+            anomaly = "notification-lost-write" if read.durable_by == "notify" else "lost-write"
+        out.append(
+            Anomaly(
                 anomaly,
                 value,
-                f"read #{op.index}: {value!r} of completed checkpoint {info.checkpoint} is not visible, "
-                f"yet {ctx.durable_by} of checkpoint {ctx.durable_upto} reported success",
+                f"read #{read.index}: {value!r} of completed checkpoint {info.checkpoint} is not visible, "
+                f"yet {read.durable_by} of checkpoint {read.durable_upto} reported success",
                 {
-                    "read": op.index,
+                    "read": read.index,
                     "value": value_field(value),
                     "process": info.process,
                     "subtask": info.subtask,
                     "checkpoint": info.checkpoint,
-                    "durable_checkpoint": ctx.durable_upto,
-                    "durable_by": ctx.durable_by,
+                    "durable_checkpoint": read.durable_upto,
+                    "durable_by": read.durable_by,
                 },
             )
+        )
+    return out
+
+
+DETECTORS: tuple[Callable[[Read], list[Anomaly]], ...] = (duplicates, visible_too_early, open_transactions, lost_writes)
+"""Each judges one read for one family of anomalies; ``check_sink_history`` runs them in this order."""

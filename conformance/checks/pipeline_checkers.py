@@ -8,6 +8,7 @@ protocol level. They never touch Spark or a broker.
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -118,6 +119,21 @@ def check_offsets_read_by_one_task(batch: Iterable[ReadRecord]) -> list[Violatio
     ]
 
 
+def check_pattern_reads(read: Iterable[TopicPartition], pattern: str) -> list[Violation]:
+    """DISC-002 on the partitions a query subscribed by ``pattern`` read: only those of topics the pattern
+    matches in full (Java's ``Matcher.matches``, as Spark's subscribePattern tests each topic)."""
+    return [
+        Violation(
+            "DISC-002",
+            "unsubscribed-read",
+            f"{tp} does not match {pattern!r}",
+            data=tp_fields(tp) | {"pattern": pattern},
+        )
+        for tp in sorted(set(read))
+        if re.fullmatch(pattern, tp.topic) is None
+    ]
+
+
 def check_task_plan(records: Iterable[ReadRecord], parallelism: int) -> list[Violation]:
     """ASSIGN-001/002/004 on what Spark tasks read: task i holds exactly Flink subtask i's partitions, one task per
     partition (Flink's model: ASSIGN-001 ``double-assignment`` when a batch splits a partition among tasks; that no
@@ -195,3 +211,42 @@ def check_sink_output(
     origin = {r.value: (TopicPartition(r.topic, r.partition), r.offset) for rs in produced.values() for r in rs}
     order = check_order(origin, {p: [r.value for r in records] for p, records in written.items()})
     return check_output(expected, seen, exactly_once) + order
+
+
+def check_refused_timeout(error: str | None, topic: str, written: int, timeout_ms: int) -> list[Violation]:
+    """COMMIT-015 on a query whose sink asked for a transaction timeout (``timeout_ms``) the broker refuses:
+    it fails (``error``: the failure's text), naming ``transaction.timeout.ms`` and
+    ``transaction.max.timeout.ms``, and committed nothing to ``topic`` (``written``: records visible
+    read_committed)."""
+    if error is None:
+        where = "the query ran to its end without the timeout"
+        return [
+            Violation(
+                "COMMIT-015",
+                "refused-timeout-ignored",
+                where,
+                data={"transaction_timeout_ms": timeout_ms, "error": None},
+            )
+        ]
+    unnamed = [name for name in ("transaction.timeout.ms", "transaction.max.timeout.ms") if name not in error]
+    if unnamed:
+        why = f"the error does not name {', '.join(unnamed)}: {last_line_of(error)}"
+        return [Violation("COMMIT-015", "unclear-error", why, data={"error": last_line_of(error), "unnamed": unnamed})]
+    count = {"topic": topic, "record_count": written}
+    return [Violation("COMMIT-015", "written-anyway", f"{written} records committed", data=count)] * bool(written)
+
+
+def check_driver_exit(returncode: int | None, failed: str, log_tail: str) -> list[Violation]:
+    """COMMIT-011 in a scenario that kills drivers: a driver ends only by the kill or at the end of its input
+    (``returncode`` ``None`` while it runs, 0 at its end); one that exits with an error (``failed`` says
+    which, ``log_tail`` shows why) delivers nothing after it, so its checkpoint's records are lost."""
+    if returncode in (None, 0):
+        return []
+    facts = {"when": failed, "error": last_line_of(log_tail), "returncode": returncode}
+    return [Violation("COMMIT-011", "driver-failed", f"{failed}; log:\n{log_tail}", data=facts)]
+
+
+def last_line_of(text: str) -> str:
+    """The last non-empty line of an error (Spark wraps the task's in pages of stack trace)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:300] if lines else ""

@@ -17,13 +17,14 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Final
 
+from ..paths import PACKAGE_ROOT, checkout_root
 from ..release import kconform_version
 
 JVM_DIR_ENV: Final = "KCONFORM_JVM_DIR"
 """An explicit jars folder: where the runtime looks and ``kconform setup`` writes, before any default."""
-CHECKOUT: Final = Path(__file__).resolve().parents[2]
-"""The repository root when this runs from a checkout (``kconform/`` links here); in a wheel, the installed
-``kconform/``, which holds ``jvm/`` too (as ``kconform.jvm``) but no ``pyproject.toml``."""
+CHECKOUT: Final = PACKAGE_ROOT
+"""Where this kconform's ``jvm/`` is (``paths.PACKAGE_ROOT``): a checkout's root, or a wheel's ``kconform/``,
+which holds ``jvm/`` too (as ``kconform.jvm``) but is no checkout."""
 KAFKA_BROKER: Final = "kafka-broker"
 """The module whose classpath runs Apache Kafka (``jvm/kafka-broker/pom.xml``)."""
 SPARK_KAFKA: Final = "spark-kafka"
@@ -34,7 +35,7 @@ INSTALL_MAVEN: Final = "install Maven 3.8+ (apt-get install maven)"
 
 def in_checkout() -> bool:
     """Whether this kconform runs from a source checkout (its ``jvm/`` beside the code), not a wheel."""
-    return (CHECKOUT / "pyproject.toml").is_file() and (CHECKOUT / "jvm" / "pom.xml").is_file()
+    return checkout_root(CHECKOUT) is not None
 
 
 def user_cache(env: Mapping[str, str], home: Path, version: str) -> Path:

@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..mutants import registry
+from ..paths import PACKAGE_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = PACKAGE_ROOT
 LEVELS = ("MUST", "SHOULD", "MAY")
 """Strongest first."""
 CATEGORIES = ("safety", "fidelity")

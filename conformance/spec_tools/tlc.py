@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Literal
 
+from ..paths import PACKAGE_ROOT
+
 Status = Literal["pass", "violated", "error"]
 
 PROFILES: Final = ("ci", "thorough")
@@ -100,10 +102,6 @@ class ModelRun:
     bug: str
     constants: Mapping[str, object]
     workers: int | None = None
-
-
-PACKAGE_ROOT = Path(__file__).resolve().parents[2]
-"""The checkout, or the installed ``kconform`` package: both hold ``spec/tla``."""
 
 
 def tla_root(root: Path) -> Path:

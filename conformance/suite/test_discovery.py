@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from ...reference_impl.configs import DiscovererConfig
 from ...reference_impl.discovery import Metadata, Subscription, ZeroPartitionsPolicy
-from ..checks.checkers import Violation, check_discovery, fail_on, tps_field
+from ...reference_impl.types import TopicPartition
+from ..checks.checkers import check_discovery, check_zero_partitions, fail_on
 from ..gate.pytest_plugin import requirement
 from ..generators.strategies import cluster_histories, near_misses, parallelisms, topic_names
 
@@ -131,26 +132,10 @@ def test_required_DISC_007_zero_partitions_follow_the_policy(adapter: Any, polic
             subscription=Subscription.fixed(["kconform-missing"]), subtask=0, parallelism=1, on_zero=policy
         )
     )
+    found: list[TopicPartition] = []
+    error: Exception | None = None
     try:
         found = list(discoverer.discover({"other": frozenset({0})}))
     except Exception as exc:  # the adapter's own error type: any error counts, if it names the subscription
-        outcome: list[Violation] = []
-        if policy is ZeroPartitionsPolicy.IGNORE:
-            where = f"policy ignore, yet discover raised {exc!r}"
-            outcome.append(
-                Violation("DISC-007", "failed-on-zero", where, data={"policy": policy.value, "error": repr(exc)})
-            )
-        elif "kconform-missing" not in str(exc):
-            where = f"error does not name the subscription: {exc!r}"
-            facts = {"policy": policy.value, "error": repr(exc), "topic": "kconform-missing"}
-            outcome.append(Violation("DISC-007", "unclear-error", where, data=facts))
-        fail_on(outcome)
-        return
-    violations = []
-    if policy is ZeroPartitionsPolicy.FAIL:
-        where = "policy fail, yet discover returned normally"
-        violations.append(Violation("DISC-007", "idle-on-zero", where, data={"policy": policy.value, "error": None}))
-    if found:
-        facts = {"policy": policy.value, "partitions": tps_field(found)}
-        violations.append(Violation("DISC-007", "unsubscribed-partition", f"reported {found}", data=facts))
-    fail_on(violations)
+        error = exc
+    fail_on(check_zero_partitions(policy, "kconform-missing", found, error))

@@ -35,8 +35,17 @@ from ...reference_impl.kafka_model import (
 from ...reference_impl.ports import Isolation, KafkaError
 from ...reference_impl.types import TopicPartition
 from ..adapter.guard import AdapterError, Guarded
-from ..checks.checkers import Violation, check_pooled_ids, check_stopped_sink, fail_on, value_field, values_field
+from ..checks.checkers import check_pooled_ids, check_stopped_sink, fail_on
 from ..checks.history import History, Observation, check_sink_history
+from ..checks.sink_checkers import (
+    check_distinct_ids,
+    check_expired_ids_refused,
+    check_foreign_transactions_kept,
+    check_intervals_committed,
+    check_old_prefix_closed,
+    check_second_recovery,
+    check_timeout_surfaced,
+)
 from ..gate.pytest_plugin import requirement
 from ..generators.strategies import InterleavingMix
 from . import run_machine
@@ -325,6 +334,7 @@ def test_required_COMMIT_005_two_sinks_and_their_subtasks_never_share_an_id(adap
     for sink in sinks:
         sink.start()
     expected = set()
+    fenced = None
     try:
         for i, sink in enumerate(sinks):
             for subtask in range(4):
@@ -336,15 +346,8 @@ def test_required_COMMIT_005_two_sinks_and_their_subtasks_never_share_an_id(adap
         for sink in sinks:
             sink.notify_checkpoint_complete(1)
     except KafkaError as exc:
-        where = f"a writer was fenced by another: {exc!r}"
-        fail_on([Violation("COMMIT-005", "id-collision", where, data={"error": repr(exc)})])
-    seen = set(observe(log).committed)
-    fail_on(
-        [
-            Violation("COMMIT-005", "id-collision", f"lost {v!r}", data={"value": value_field(v), "times": 0})
-            for v in sorted(expected - seen)
-        ]
-    )
+        fenced = repr(exc)
+    fail_on(check_distinct_ids(expected, observe(log).committed, fenced))
 
 
 @requirement("COMMIT-007", capability="exactly-once-sink")
@@ -356,15 +359,12 @@ def test_required_COMMIT_007_timeout_is_surfaced(adapter: Any) -> None:
     sink.write(0, TOPIC, 0, None, b"late")
     sink.checkpoint(1)
     log.advance_clock(1001)
+    raised: Exception | None = None
     try:
         sink.notify_checkpoint_complete(1)
-    except KafkaError:
-        return
-    except AdapterError as exc:
-        where = f"the timeout became another error: {exc}"
-        fail_on([Violation("COMMIT-007", "swallowed-error", where, data={"error": str(exc)})])
-    where = "committing a timed-out transaction reported success"
-    fail_on([Violation("COMMIT-007", "swallowed-error", where, data={"error": None})])
+    except (KafkaError, AdapterError) as exc:
+        raised = exc
+    fail_on(check_timeout_surfaced(raised))
 
 
 @requirement("COMMIT-014", capability="exactly-once-sink")
@@ -385,6 +385,7 @@ def test_required_COMMIT_014_intervals_without_records_commit_and_recover(
     sink.start()
     written: list[bytes] = []
     step = "start"
+    error = None
     try:
         state = None
         for cid, writers in enumerate(intervals, start=1):
@@ -399,13 +400,8 @@ def test_required_COMMIT_014_intervals_without_records_commit_and_recover(
         step = f"recover checkpoint {len(intervals)} at parallelism {m}"
         adapter.recover_sink(RecoveryConfig(log=log, prefix=PREFIX, parallelism=m, checkpoint=state))
     except KafkaError as exc:
-        facts = {"step": step, "error": str(exc)}
-        fail_on([Violation("COMMIT-014", "empty-transaction-committed", f"{step} failed: {exc}", data=facts)])
-    missing = sorted(set(written) - set(observe(log).committed))
-    where = f"committed checkpoints lost {missing}"
-    fail_on(
-        [Violation("COMMIT-014", "interval-lost", where, data={"values": values_field(missing)})] if missing else []
-    )
+        error = str(exc)
+    fail_on(check_intervals_committed(written, observe(log).committed, step, error))
 
 
 @requirement("COMMIT-003", "COMMIT-010", capability="exactly-once-sink")
@@ -425,6 +421,7 @@ def test_required_COMMIT_003_and_010_a_second_recovery_commits_nothing_the_first
         sink.write(subtask, TOPIC, subtask % PARTITIONS, None, f"first-{subtask}".encode())
     state = sink.checkpoint(1)  # completes; its notification is lost
     step = "the first recovery"
+    error = None
     try:
         again = Guarded(
             adapter.recover_sink(RecoveryConfig(log=log, prefix=PREFIX, parallelism=m, checkpoint=state)),
@@ -437,29 +434,10 @@ def test_required_COMMIT_003_and_010_a_second_recovery_commits_nothing_the_first
         step = "the second recovery"
         adapter.recover_sink(RecoveryConfig(log=log, prefix=PREFIX, parallelism=m, checkpoint=state))
     except KafkaError as exc:
-        fail_on(
-            [
-                Violation(
-                    "COMMIT-010", "recovery-failed", f"{step} failed: {exc}", data={"step": step, "error": str(exc)}
-                )
-            ]
-        )
-    visible = set(observe(log).committed)
-    leaked = sorted(v for v in visible if v.startswith(b"after-"))
-    missing = sorted({f"first-{s}".encode() for s in range(n)} - visible)
-    fail_on(
-        [
-            Violation(
-                "COMMIT-010",
-                "recovery-commits-uncheckpointed",
-                f"visible: {leaked}",
-                data={"values": values_field(leaked)},
-            )
-        ]
-        * bool(leaked)
-        + [Violation("COMMIT-003", "lost-checkpointed", f"missing: {missing}", data={"values": values_field(missing)})]
-        * bool(missing)
-    )
+        error = str(exc)
+    checkpointed = [f"first-{s}".encode() for s in range(n)]
+    after = [f"after-{s}".encode() for s in range(m)]
+    fail_on(check_second_recovery(checkpointed, after, observe(log).committed, step, error))
 
 
 @requirement("COMMIT-016", capability="exactly-once-sink")
@@ -485,19 +463,15 @@ def test_required_COMMIT_016_recovery_aborts_no_transaction_of_a_sink_whose_pref
         written.append(f"{theirs}-{subtask}".encode())
         other.write(subtask, TOPIC, subtask % PARTITIONS, None, written[-1])
     other.checkpoint(1)
+    error = None
     try:
         adapter.recover_sink(
             RecoveryConfig(log=log, prefix=mine, parallelism=m, checkpoint=adapter.initial_sink_checkpoint(m))
         )
         other.notify_checkpoint_complete(1)
     except KafkaError as exc:
-        where = f"sink {theirs!r} could not commit: {exc}"
-        failed = {"prefix": theirs, "error": str(exc)}
-        fail_on([Violation("COMMIT-016", "foreign-transaction-aborted", where, data=failed)])
-    missing = sorted(set(written) - set(observe(log).committed))
-    facts = {"prefix": theirs, "values": values_field(missing)}
-    where = f"sink {theirs!r} lost {missing}"
-    fail_on([Violation("COMMIT-016", "foreign-transaction-aborted", where, data=facts)] * bool(missing))
+        error = str(exc)
+    fail_on(check_foreign_transactions_kept(theirs, written, observe(log).committed, error))
 
 
 @requirement("COMMIT-017", capability="exactly-once-sink")
@@ -531,13 +505,7 @@ def test_required_COMMIT_017_a_prefix_changed_between_runs_leaves_no_transaction
     second.checkpoint(2)
     second.notify_checkpoint_complete(2)
     seen = observe(log)
-    hidden = sorted(expected - set(seen.committed))
-    why = f"not visible read_committed: {hidden}; last stable offsets {seen.stable}"
-    facts = {
-        "values": values_field(hidden),
-        "stable": [{"partition": p, "offset": o} for p, o in sorted(seen.stable.items())],
-    }
-    fail_on([Violation("COMMIT-017", "old-prefix-left-open", why, data=facts)] * bool(hidden))
+    fail_on(check_old_prefix_closed(expected, seen.committed, seen.stable))
 
 
 @requirement("COMMIT-018", capability="exactly-once-sink")
@@ -595,18 +563,12 @@ def test_required_COMMIT_019_a_checkpoint_whose_ids_expired_fails_recovery_namin
     ids = [tid for tid in log.transactional_ids() if tid.startswith(f"{PREFIX}-")]
     log.advance_clock(DEFAULT_TRANSACTION_TIMEOUT_MS + 1)  # what is still open times out ...
     log.advance_clock(TRANSACTIONAL_ID_EXPIRATION_MS + 1)  # ... and then every id expires
-    lost = "" if committed else " (it never committed: its records are lost)"
+    error = None
     try:
         adapter.recover_sink(RecoveryConfig(log=log, prefix=PREFIX, parallelism=m, checkpoint=state))
     except KafkaError as exc:
-        named = any(tid in str(exc) for tid in ids)
-        where = f"recovery failed with {type(exc).__name__}: {exc}, naming none of {ids}"
-        failed = {"transactional_ids": ids, "error": f"{type(exc).__name__}: {exc}"}
-        fail_on([] if named else [Violation("COMMIT-019", "expired-id-unnamed", where, data=failed)])
-        return
-    where = f"recovery of checkpoint 1 succeeded though the broker had forgotten its ids {ids}{lost}"
-    facts = {"transactional_ids": ids, "checkpoint": 1, "committed": committed, "error": None}
-    fail_on([Violation("COMMIT-019", "expired-id-swallowed", where, data=facts)])
+        error = f"{type(exc).__name__}: {exc}"
+    fail_on(check_expired_ids_refused(ids, committed, error))
 
 
 @requirement("COMMIT-020", capability="sink-close")

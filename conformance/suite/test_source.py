@@ -38,14 +38,18 @@ from ..checks.checkers import (
     Picture,
     Violation,
     check_emitted_prefix,
-    check_latest_start,
     check_new_partition_start,
     check_offset_commits,
+    check_poll_moves_only_its_partition,
+    check_read_since_discovery,
+    check_resolved_before_first_read,
     check_restore,
+    check_restored_latest,
     check_single_holder,
     check_split_redistribution,
+    check_startup_offsets,
+    check_topic_deleted,
     fail_on,
-    tp_fields,
 )
 from ..checks.evidence import offset_step, offset_timeline
 from ..gate.pytest_plugin import requirement
@@ -145,7 +149,7 @@ class SourceMachine(RuleBasedStateMachine):
             self.origins = {tp: self.log.latest_offset(tp, Isolation.READ_UNCOMMITTED) for tp in offsets}
         label = f"run {len(self.runs) + 1}"
         self.runs.append({"label": label, "event": event, "parallelism": n, "resume": dict(self.origins), "read": []})
-        self._fail_on(check_latest_start(offsets, self.origins))
+        self._fail_on(check_startup_offsets(offsets, self.origins))
 
     def _offsets(self) -> dict[TopicPartition, int]:
         return {tp: off for offsets in self.source.offsets for tp, off in offsets.items()}
@@ -192,37 +196,14 @@ class SourceMachine(RuleBasedStateMachine):
     def _read_from(self, tp: TopicPartition, limit: int) -> None:
         """The source polls ``tp``; what it returns is emitted downstream, and nothing else may move."""
         before = self._offsets()
-        if before[tp] == LATEST:
-            where = f"{tp}: still at the LATEST sentinel at its first read, not resolved when it was discovered"
-            self._fail_on([Violation("DISC-005", "latest-unresolved", where, data=tp_fields(tp) | {"start": LATEST})])
+        self._fail_on(check_resolved_before_first_read(tp, before[tp]))
         if before[tp] == EARLIEST:
             self.origins[tp] = self.log.earliest_offset(tp)
         records = self.source.poll(self.log, tp, limit)
         self.emitted.setdefault(tp, []).extend(r.offset for r in records)
         self.runs[-1]["read"].extend((tp, r.offset) for r in records)
-        after = self._offsets()
-        violations = [
-            Violation(
-                "RESTORE-003",
-                "foreign-record",
-                f"a poll of {tp} returned {r.topic_partition}@{r.offset}",
-                data=tp_fields(r.topic_partition) | {"offset": r.offset, "polled": tp_fields(tp)},
-            )
-            for r in records
-            if r.topic_partition != tp
-        ]
-        for other in sorted(before.keys() & after.keys() - {tp}):
-            if before[other] == after[other]:
-                continue
-            if before[other] == EARLIEST:
-                where = f"{other}: EARLIEST resolved to {after[other]} by a poll of {tp}, before its own first read"
-                facts = tp_fields(other) | {"start": EARLIEST, "got": after[other], "polled": tp_fields(tp)}
-                violations.append(Violation("DISC-005", "sentinel-resolved-early", where, data=facts))
-            else:
-                where = f"{other}: position {before[other]} -> {after[other]} during a poll of {tp}"
-                facts = tp_fields(other) | {"start": before[other], "got": after[other], "polled": tp_fields(tp)}
-                violations.append(Violation("RESTORE-003", "moved-without-read", where, data=facts))
-        self._fail_on(violations)
+        returned = [(r.topic_partition, r.offset) for r in records]
+        self._fail_on(check_poll_moves_only_its_partition(tp, returned, before, self._offsets()))
 
     @rule(outcome=st.sampled_from(["complete", "pending", "notification-lost", "complete-previous"]))
     def checkpoint(self, outcome: str) -> None:
@@ -457,7 +438,7 @@ def test_required_DISC_005_startup_mode_only_for_the_first_discovery(adapter: An
     log.create_topic("b", 1)
     source.discover(log.list_topics(), log)
     offsets = {tp: off for o in source.offsets for tp, off in o.items()}
-    violations = check_latest_start(offsets, {TopicPartition("a", 0): 3 if startup == LATEST else startup})
+    violations = check_startup_offsets(offsets, {TopicPartition("a", 0): 3 if startup == LATEST else startup})
     violations += check_new_partition_start(offsets, [TopicPartition("a", 1), TopicPartition("b", 0)], "DISC-005")
     fail_on(violations)
 
@@ -484,19 +465,7 @@ def test_required_DISC_005_latest_checkpointed_before_the_first_read_loses_nothi
     restored = restored_all_in(adapter, state, m, metadata, LATEST)
     resumed = {tp: off for o in restored.offsets for tp, off in o.items()}
     now = {tp: log.latest_offset(tp, Isolation.READ_UNCOMMITTED) for tp in ends}
-    fail_on(
-        [
-            Violation(
-                "DISC-005",
-                "latest-unresolved",
-                f"{tp}: checkpoint 1, taken before its first read, holds LATEST; restored, it starts at {now[tp]}, "
-                f"past offsets {ends[tp]}..{now[tp] - 1} produced after discovery",
-                data=tp_fields(tp) | {"checkpoint": 1, "start": LATEST, "end": ends[tp], "restored": now[tp]},
-            )
-            for tp in sorted(ends)
-            if resumed.get(tp) == LATEST
-        ]
-    )
+    fail_on(check_restored_latest(resumed, ends, now))
     fail_on(
         check_restore(offsets, restored.offsets, SUBSCRIPTIONS["all-in"], False, metadata, adapter.restore_variant, m)
     )
@@ -504,17 +473,7 @@ def test_required_DISC_005_latest_checkpointed_before_the_first_read_loses_nothi
     for tp in sorted(ends):
         while records := restored.poll(log, tp, 3):
             read[tp].extend(r.offset for r in records)
-    violations = [
-        Violation(
-            "RESTORE-003",
-            "offset-duplicate" if len(set(got)) < len(got) else "offset-gap",
-            f"{tp}: read {got} after the restore, want {ends[tp]}..{now[tp] - 1} (what was produced after discovery)",
-            data=tp_fields(tp) | {"offsets": got, "want": list(range(ends[tp], now[tp]))},
-        )
-        for tp, got in sorted(read.items())
-        if got != list(range(ends[tp], now[tp]))
-    ]
-    fail_on(violations)
+    fail_on(check_read_since_discovery(read, ends, now))
 
 
 def _read_everything(source: Any, log: KafkaModel) -> dict[TopicPartition, int]:
@@ -614,27 +573,7 @@ def test_required_DISC_008_a_deleted_topic_stops_nothing_else_and_keeps_its_stat
         while source.poll(log, tp, 5):
             pass
     now = {tp: off for offsets in source.offsets for tp, off in offsets.items()}
-    violations = [
-        Violation(
-            "DISC-008",
-            "forgotten",
-            f"{tp}: offset {before[tp]} before in-b was deleted, {now.get(tp)} after",
-            data=tp_fields(tp) | {"got": now.get(tp), "want": before[tp]},
-        )
-        for tp in sorted(before)
-        if tp.topic == "in-b" and now.get(tp) != before[tp]
-    ]
-    violations += [
-        Violation(
-            "DISC-008",
-            "stalled",
-            f"{tp}: at {now.get(tp)} after in-b was deleted, want {before[tp] + 1}",
-            data=tp_fields(tp) | {"got": now.get(tp), "want": before[tp] + 1},
-        )
-        for tp in sorted(before)
-        if tp.topic == "in-a" and now.get(tp) != before[tp] + 1
-    ]
-    fail_on(violations)
+    fail_on(check_topic_deleted(before, now, "in-b", produced=1))
 
 
 @requirement("RESTORE-007", capability="source-state")

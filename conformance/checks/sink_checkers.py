@@ -1,0 +1,121 @@
+"""Checkers of the exactly-once sink's scenarios: pure functions over what a run raised and what a
+``read_committed`` reader then saw.
+
+The sink suite's scenarios (two sinks on one log, recoveries of one checkpoint, expired ids) each end
+in an observation: the error a step raised, if any, and the committed values; these functions judge
+it, as ``check_sink_history`` judges the state machine's whole history. An error is passed as its
+text (or the exception where its type is the judgment); ``None`` means the step raised nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from ...reference_impl.ports import KafkaError
+from .checkers import Violation, value_field, values_field
+
+
+def check_distinct_ids(written: Iterable[bytes], committed: Iterable[bytes], fenced: str | None) -> list[Violation]:
+    """COMMIT-005: two sinks (and their subtasks) on one log share no transactional id. A writer fenced by
+    another (``fenced``: its error) is the collision itself; otherwise every written value is visible."""
+    if fenced is not None:
+        return [
+            Violation("COMMIT-005", "id-collision", f"a writer was fenced by another: {fenced}", data={"error": fenced})
+        ]
+    return [
+        Violation("COMMIT-005", "id-collision", f"lost {v!r}", data={"value": value_field(v), "times": 0})
+        for v in sorted(set(written) - set(committed))
+    ]
+
+
+def check_timeout_surfaced(raised: BaseException | None) -> list[Violation]:
+    """COMMIT-007: committing a transaction the broker timed out raises the log's ``KafkaError``, neither
+    another error (``raised``: what the commit raised) nor success (``None``)."""
+    if isinstance(raised, KafkaError):
+        return []
+    if raised is not None:
+        where = f"the timeout became another error: {raised}"
+        return [Violation("COMMIT-007", "swallowed-error", where, data={"error": str(raised)})]
+    where = "committing a timed-out transaction reported success"
+    return [Violation("COMMIT-007", "swallowed-error", where, data={"error": None})]
+
+
+def check_intervals_committed(
+    written: Iterable[bytes], committed: Iterable[bytes], step: str, error: str | None
+) -> list[Violation]:
+    """COMMIT-014: checkpoints whose intervals wrote nothing (on some subtasks or all) still commit, and a
+    recovery from the last commits what it holds: no step fails (``error``, raised at ``step``), and
+    every written value is visible."""
+    if error is not None:
+        facts = {"step": step, "error": error}
+        return [Violation("COMMIT-014", "empty-transaction-committed", f"{step} failed: {error}", data=facts)]
+    missing = sorted(set(written) - set(committed))
+    where = f"committed checkpoints lost {missing}"
+    return [Violation("COMMIT-014", "interval-lost", where, data={"values": values_field(missing)})] * bool(missing)
+
+
+def check_second_recovery(
+    checkpointed: Iterable[bytes], uncheckpointed: Iterable[bytes], committed: Iterable[bytes], step: str,
+    error: str | None,
+) -> list[Violation]:  # fmt: skip
+    """COMMIT-003 and COMMIT-010 after a checkpoint is recovered twice: both recoveries succeed (``error``,
+    raised at ``step``); what the checkpoint covers is visible, what was written after the first recovery
+    (never checkpointed as complete) is not."""
+    if error is not None:
+        facts = {"step": step, "error": error}
+        return [Violation("COMMIT-010", "recovery-failed", f"{step} failed: {error}", data=facts)]
+    visible = set(committed)
+    leaked = sorted(set(uncheckpointed) & visible)
+    missing = sorted(set(checkpointed) - visible)
+    out = [
+        Violation(
+            "COMMIT-010", "recovery-commits-uncheckpointed", f"visible: {leaked}", data={"values": values_field(leaked)}
+        )
+    ] * bool(leaked)
+    return out + [
+        Violation("COMMIT-003", "lost-checkpointed", f"missing: {missing}", data={"values": values_field(missing)})
+    ] * bool(missing)
+
+
+def check_foreign_transactions_kept(
+    prefix: str, written: Iterable[bytes], committed: Iterable[bytes], error: str | None
+) -> list[Violation]:
+    """COMMIT-016: another sink's recovery aborts none of the transactions of the sink under ``prefix``,
+    whose ids start with its own: that sink commits without an error, and all it wrote is visible."""
+    if error is not None:
+        where = f"sink {prefix!r} could not commit: {error}"
+        return [Violation("COMMIT-016", "foreign-transaction-aborted", where, data={"prefix": prefix, "error": error})]
+    missing = sorted(set(written) - set(committed))
+    facts = {"prefix": prefix, "values": values_field(missing)}
+    where = f"sink {prefix!r} lost {missing}"
+    return [Violation("COMMIT-016", "foreign-transaction-aborted", where, data=facts)] * bool(missing)
+
+
+def check_old_prefix_closed(
+    expected: Iterable[bytes], committed: Iterable[bytes], stable: Mapping[int, int]
+) -> list[Violation]:
+    """COMMIT-017: after a restart under a new prefix, no transaction of the old one stays open: every value
+    the new run committed (and the checkpoint it restored) is visible; ``stable``, partition -> last stable
+    offset, shows where an open transaction holds readers back."""
+    hidden = sorted(set(expected) - set(committed))
+    why = f"not visible read_committed: {hidden}; last stable offsets {dict(stable)}"
+    facts = {
+        "values": values_field(hidden),
+        "stable": [{"partition": p, "offset": o} for p, o in sorted(stable.items())],
+    }
+    return [Violation("COMMIT-017", "old-prefix-left-open", why, data=facts)] * bool(hidden)
+
+
+def check_expired_ids_refused(ids: list[str], committed: bool, error: str | None) -> list[Violation]:
+    """COMMIT-019: recovering a checkpoint whose transactional ``ids`` the broker has forgotten fails with
+    an error (``error``: ``Type: message``) that names one of them; it never reports the checkpoint
+    committed. ``committed``: whether the checkpoint had committed before (if not, its records are lost)."""
+    if error is None:
+        lost = "" if committed else " (it never committed: its records are lost)"
+        where = f"recovery of checkpoint 1 succeeded though the broker had forgotten its ids {ids}{lost}"
+        facts = {"transactional_ids": ids, "checkpoint": 1, "committed": committed, "error": None}
+        return [Violation("COMMIT-019", "expired-id-swallowed", where, data=facts)]
+    if any(tid in error for tid in ids):
+        return []
+    where = f"recovery failed with {error}, naming none of {ids}"
+    return [Violation("COMMIT-019", "expired-id-unnamed", where, data={"transactional_ids": ids, "error": error})]
