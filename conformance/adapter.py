@@ -37,6 +37,7 @@ from ..reference_impl.configs import (
 from ..reference_impl.discovery import Metadata, ZeroPartitionsPolicy
 from ..reference_impl.ports import LogReader, OffsetStore, Record
 from ..reference_impl.restore import RestoreVariant
+from ..reference_impl.secrets import Secret, redact
 from ..reference_impl.types import TopicPartition
 from .errors import CannotCheck, ContractError
 
@@ -170,8 +171,9 @@ class SourceSpec:
     starting_offsets: str = "earliest"
     """``earliest`` or ``latest``, for partitions the checkpoint does not know yet."""
     max_records_per_trigger: int | None = None
-    client_settings: tuple[tuple[str, str], ...] = ()
-    """librdkafka settings the broker needs (security); pass them to every client."""
+    client_settings: tuple[tuple[str, str | Secret], ...] = ()
+    """librdkafka settings the broker needs (security); pass them to every client, a ``Secret``'s as
+    ``secret.reveal()`` (``kconform.reference_impl.secrets.revealed``) and only there: it prints as ``***``."""
     client_timeout_ms: int | None = None
     """How long one client call may block before the connector gives up on it (``kconform soak`` sets it
     below its node pauses and commit stalls, which must outlast it); None: the connector's default."""
@@ -184,7 +186,7 @@ class SinkSpec:
     bootstrap_servers: str
     topic: str
     exactly_once: bool
-    client_settings: tuple[tuple[str, str], ...] = ()
+    client_settings: tuple[tuple[str, str | Secret], ...] = ()
     client_timeout_ms: int | None = None
     """As ``SourceSpec.client_timeout_ms``: e.g. how long a transaction's commit may go unanswered."""
 
@@ -577,7 +579,7 @@ def _shown(args: Sequence[Any]) -> str:
     shown = ", ".join(repr(a) for a in args)
     if len(shown) > SHOWN_ARGUMENTS:  # a whole partition list would bury the message
         shown = f"{shown[: SHOWN_ARGUMENTS - 40]} ... {shown[-30:]}"
-    return shown
+    return redact(shown)  # an argument's own repr may carry a credential (a ``Secret``'s does not)
 
 
 def _method_name(adapter_name: str, method: str) -> str:

@@ -22,6 +22,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
+from ...reference_impl.secrets import redact
 from .. import jvm
 from .base import (
     STOP_TIMEOUT_S,
@@ -214,7 +215,7 @@ class KafkaNode:
     def log_tail(self, lines: int = 40) -> str:
         if not self.log_path.exists():
             return "(no log)"
-        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        return redact("\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:]))
 
 
 class KafkaBroker(Broker):

@@ -20,7 +20,9 @@ from typing import Any
 
 from _pytest.junitxml import mangle_test_address  # how pytest named the testcases it wrote
 
+from ...reference_impl.secrets import json_default
 from ..brokers.capability import format_table
+from ..redaction import write_text
 from ..release import kconform_version
 from ..spec_tools.requirements import CATEGORIES
 from .runner import (
@@ -462,7 +464,7 @@ def annotate_junit(result: RunResult, path: Path) -> None:
         ET.SubElement(case, "error", type="kconform.error", message=cause)
         count("tests")
         count("errors")
-    tree.write(path, encoding="utf-8", xml_declaration=True)
+    write_text(path, ET.tostring(tree.getroot(), encoding="unicode", xml_declaration=True) + "\n")
 
 
 def _drop_hypothesis_statistics(suite: ET.Element) -> None:
@@ -482,7 +484,7 @@ def write_reports(result: RunResult, directory: Path) -> None:
 
     directory.mkdir(parents=True, exist_ok=True)
     write_html(result, directory)
-    (directory / "report.json").write_text(json.dumps(to_json(result), indent=2) + "\n", encoding="utf-8")
-    (directory / "report.md").write_text(render_markdown(result), encoding="utf-8")
-    (directory / "pytest.log").write_text(result.pytest_log, encoding="utf-8")
+    write_text(directory / "report.json", json.dumps(to_json(result), indent=2, default=json_default) + "\n")
+    write_text(directory / "report.md", render_markdown(result))
+    write_text(directory / "pytest.log", result.pytest_log)
     annotate_junit(result, directory / "junit.xml")
