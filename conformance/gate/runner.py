@@ -57,6 +57,7 @@ from ..checks.checkers import Picture, Violation, ViolationError
 from ..errors import CannotCheck
 from ..extras import PIPELINE_FIX, needs_pipeline_extra, pipeline_missing
 from ..jvm import JvmArtifactsMissing
+from ..redaction import redacting
 from ..spec_tools.requirements import (
     LEVELS,
     Requirement,
@@ -797,6 +798,7 @@ def pytest_args(options: RunOptions, seed: int) -> list[str]:
 def run(options: RunOptions, out: IO[str] = sys.stdout) -> RunResult:
     """Run the suite; ``ValueError`` for anything that makes the run meaningless (a usage error),
     ``AdapterLoadError`` for an adapter that fails to load, ``CannotCheck`` for a level not installed."""
+    out = redacting(out)
     unavailable = pipeline_missing() if options.level != "protocol" else None
     if unavailable is not None and options.level == "pipeline":
         raise CannotCheck(unavailable)
