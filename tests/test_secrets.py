@@ -32,7 +32,7 @@ PASSWORD = "pw-unit-7f3a\"q'<x>"
 
 def test_a_secret_never_shows_its_text() -> None:
     secret = Secret(PASSWORD)
-    shown = [repr(secret), str(secret), f"{secret}", f"{secret!r}", f"{secret:>20}", "%s" % secret,
+    shown = [repr(secret), str(secret), f"{secret}", f"{secret!r}", f"{secret:>20}", format(secret),
              json.dumps({"p": secret}, default=json_default), html.escape(str(secret)), secret.__html__()]  # fmt: skip
     assert all(PASSWORD not in text and MASK in text for text in shown), shown
     assert secret.reveal() == PASSWORD
