@@ -34,10 +34,10 @@ from ..reference_impl.configs import (
     SinkConfig,
     SourceConfig,
 )
+from ..reference_impl.credentials import Secret, redact
 from ..reference_impl.discovery import Metadata, ZeroPartitionsPolicy
 from ..reference_impl.ports import LogReader, OffsetStore, Record
 from ..reference_impl.restore import RestoreVariant
-from ..reference_impl.secrets import Secret, redact
 from ..reference_impl.types import TopicPartition
 from .errors import CannotCheck, ContractError
 
@@ -173,7 +173,7 @@ class SourceSpec:
     max_records_per_trigger: int | None = None
     client_settings: tuple[tuple[str, str | Secret], ...] = ()
     """librdkafka settings the broker needs (security); pass them to every client, a ``Secret``'s as
-    ``secret.reveal()`` (``kconform.reference_impl.secrets.revealed``) and only there: it prints as ``***``."""
+    ``secret.reveal()`` (``kconform.reference_impl.credentials.revealed``) and only there: it prints as ``***``."""
     client_timeout_ms: int | None = None
     """How long one client call may block before the connector gives up on it (``kconform soak`` sets it
     below its node pauses and commit stalls, which must outlast it); None: the connector's default."""

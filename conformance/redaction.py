@@ -10,7 +10,7 @@ import io
 from pathlib import Path
 from typing import IO
 
-from ..reference_impl.secrets import redact
+from ..reference_impl.credentials import redact
 
 
 def write_text(path: Path, text: str) -> None:

@@ -15,7 +15,7 @@ import pytest
 from kconform.conformance.adapter import AdapterError, SinkSpec, SourceSpec, call
 from kconform.conformance.brokers import ExternalBroker
 from kconform.conformance.redaction import redacting, write_text
-from kconform.reference_impl.secrets import (
+from kconform.reference_impl.credentials import (
     MASK,
     Secret,
     is_secret_setting,

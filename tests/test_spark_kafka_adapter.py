@@ -8,7 +8,7 @@ import pytest
 from kconform.conformance.adapter import PIPELINE_CAPABILITIES, SinkSpec, SourceSpec, call, load_adapter
 from kconform.conformance.adapters.spark_kafka import ADAPTER, java_settings, sink_options, source_options
 from kconform.conformance.jvm import JvmArtifactsMissing
-from kconform.reference_impl.secrets import Secret, reveal, revealed
+from kconform.reference_impl.credentials import Secret, reveal, revealed
 
 
 def test_loads_as_a_pipeline_adapter_declaring_only_what_spark_offers() -> None:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from ...reference_impl.configs import CONTRACT_VERSION
-from ...reference_impl.secrets import Secret, reveal, revealed
+from ...reference_impl.credentials import Secret, reveal, revealed
 from ..adapter import SinkSpec, SourceSpec
 from ..jvm import SPARK_KAFKA, JvmArtifactsMissing, artifact_version, jvm_dir, setup_hint
 

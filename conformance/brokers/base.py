@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Literal, Self
 
+from ...reference_impl.credentials import Secret, mark_secrets, revealed
 from ...reference_impl.ports import KafkaError
-from ...reference_impl.secrets import Secret, mark_secrets, revealed
 
 if TYPE_CHECKING:
     from ...reference_impl.kafka_client import ClientRole

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from ...reference_impl.secrets import Secret, mark_secrets
+from ...reference_impl.credentials import Secret, mark_secrets
 from .base import (
     BOOTSTRAP_ENV,
     EXTERNAL_TIMEOUT_ENV,

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Final
 
-from ...reference_impl.secrets import redact
+from ...reference_impl.credentials import redact
 from .base import (
     START_TIMEOUT_S,
     STOP_TIMEOUT_S,

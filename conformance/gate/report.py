@@ -20,7 +20,7 @@ from typing import Any
 
 from _pytest.junitxml import mangle_test_address  # how pytest named the testcases it wrote
 
-from ...reference_impl.secrets import json_default
+from ...reference_impl.credentials import json_default
 from ..brokers.capability import format_table
 from ..redaction import write_text
 from ..release import kconform_version

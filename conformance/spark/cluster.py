@@ -32,7 +32,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Self
 
-from ...reference_impl.secrets import redact
+from ...reference_impl.credentials import redact
 from .. import jvm
 from ..brokers.base import dies_with_parent, free_port
 

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Final
 
-from ...reference_impl.secrets import Secret, mark_secrets, reveal
+from ...reference_impl.credentials import Secret, mark_secrets, reveal
 from ..adapter import PipelineAdapter, load_adapter
 from ..errors import CannotCheck
 from .pipeline import Pipeline, local_session

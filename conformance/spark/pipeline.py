@@ -36,9 +36,9 @@ from pyspark.sql.types import BinaryType, BooleanType, DataType, IntegerType, Lo
 
 from ...reference_impl.adapter import ReferenceAdapter
 from ...reference_impl.configs import CONTRACT_VERSION
+from ...reference_impl.credentials import Secret, revealed
 from ...reference_impl.kafka_client import KafkaClient
 from ...reference_impl.ports import Isolation, Record
-from ...reference_impl.secrets import Secret, revealed
 from ...reference_impl.spark import TIMEOUT_OPTION, KafkaDataSource, register
 from ...reference_impl.spark.offsets import SourceOffsets
 from ...reference_impl.types import TopicPartition

@@ -30,9 +30,9 @@ from kconform.conformance.brokers import (
     security_from_env,
 )
 from kconform.conformance.gate.runner import RunOptions, with_fallback
+from kconform.reference_impl.credentials import Secret
 from kconform.reference_impl.kafka_client import KafkaClient
 from kconform.reference_impl.ports import Isolation
-from kconform.reference_impl.secrets import Secret
 from kconform.reference_impl.types import TopicPartition
 
 
