@@ -39,14 +39,22 @@ def external_env(broker: KafkaBroker, work: Path) -> dict[str, str]:
     return {**os.environ, **env, "KAFKA_BOOTSTRAP_SERVERS": broker.bootstrap_servers, "TMPDIR": str(work)}
 
 
-def kconform_run(adapter: str, report: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def kconform_run(
+    adapter: str, report: Path, env: dict[str, str], only: str = "ASSIGN_001_each_task"
+) -> subprocess.CompletedProcess[str]:
     report.mkdir(parents=True)
     return subprocess.run(
         [sys.executable, "-m", "kconform.conformance.cli", "run", "--level", "pipeline", "--broker", "external",
-         "--adapter", adapter, "--only", "ASSIGN_001_each_task",
+         "--adapter", adapter, "--only", only,
          "--profile", "quick", "--seed", "1", "--report", str(report)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False,
     )  # fmt: skip
+
+
+def passed(report: Path) -> set[str]:
+    """The requirement ids a run's ``report.json`` gives PASS: a scenario ran through the secured broker."""
+    found = json.loads((report / "report.json").read_text())
+    return {r["id"] for r in found["requirements"] if r["status"] == "PASS"}
 
 
 def showing(password: str, folders: list[Path], outputs: dict[str, str]) -> list[str]:
@@ -77,13 +85,22 @@ def test_a_secured_cluster_s_password_is_in_no_file_and_no_output(secured: Kafka
 
     working = kconform_run("kconform.conformance.spark.pipeline:SPARK_ADAPTER", tmp_path / "report-working", env)
     failing = kconform_run("tests.misbehaving_adapters:FAILS_SHOWING_ITS_PASSWORD", tmp_path / "report-failing", env)
+    # Spark's own connector gets the password inside a JAAS line, handed to its JVM
+    spark_kafka = kconform_run(
+        "kconform.conformance.adapters.spark_kafka:ADAPTER", tmp_path / "report-spark-kafka", env, only="STRAT_001"
+    )
 
     assert working.returncode == 0, working.stdout + working.stderr  # the credentials reached Spark's clients
+    assert "ASSIGN-001" in passed(tmp_path / "report-working")
     report = json.loads((tmp_path / "report-working" / "report.json").read_text())
     assert report["broker_capabilities"], "the probe measured the secured broker"
     assert failing.returncode == 1, failing.stdout + failing.stderr
-    outputs = {f"{name} {stream}": getattr(run, stream) for name, run in (("working", working), ("failing", failing))
-               for stream in ("stdout", "stderr")}  # fmt: skip
+    assert spark_kafka.returncode == 0, spark_kafka.stdout + spark_kafka.stderr
+    assert "STRAT-001" in passed(tmp_path / "report-spark-kafka")
+    runs = {"working": working, "failing": failing, "spark-kafka": spark_kafka}
+    outputs = {
+        f"{name} {stream}": getattr(run, stream) for name, run in runs.items() for stream in ("stdout", "stderr")
+    }
     broker_files = [node.workdir for node in secured.nodes]
     assert showing(password, [tmp_path, *broker_files], outputs) == []
     assert f"sasl.password={MASK}" in failing.stdout, "the adapter's message was shown, redacted"
