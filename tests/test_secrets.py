@@ -7,6 +7,7 @@ import html
 import io
 import json
 import pickle
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -125,3 +126,19 @@ def test_a_remembered_text_is_redacted_without_a_secret_object() -> None:
     assert redact("pw generated-broker-pw-1!") == f"pw {MASK}!"
     remember("")  # an empty secret would mask every gap between characters
     assert redact("ab") == "ab"
+
+
+def test_a_spark_driver_process_is_handed_the_text_through_its_pipe() -> None:
+    """``kconform soak``'s drivers are other processes: they get the password itself, on standard input."""
+    from kconform.conformance.spark.driver import DriverRun, hand_over
+
+    run = DriverRun(
+        adapter="a:B", master="local[1]", bootstrap_servers="h:1", source="s", sink="o", checkpoint="/c",
+        parallelism=1, exactly_once=True, max_records_per_trigger=1,
+        client_settings=mark_secrets({"sasl.username": "u", "sasl.password": PASSWORD}),
+    )  # fmt: skip
+    assert PASSWORD not in repr(run)
+    driver = subprocess.Popen(["cat"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    hand_over(driver, run)  # it closes the pipe: cat ends
+    assert driver.stdout is not None and driver.wait(timeout=10) == 0
+    assert json.loads(driver.stdout.read())["client_settings"] == {"sasl.username": "u", "sasl.password": PASSWORD}
