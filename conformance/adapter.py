@@ -576,10 +576,11 @@ _hung: dict[tuple[str, str], str] = {}
 
 
 def _shown(args: Sequence[Any]) -> str:
-    shown = ", ".join(repr(a) for a in args)
+    # an argument's own repr may carry a credential (a ``Secret``'s does not): out before a cut could halve it
+    shown = redact(", ".join(repr(a) for a in args))
     if len(shown) > SHOWN_ARGUMENTS:  # a whole partition list would bury the message
         shown = f"{shown[: SHOWN_ARGUMENTS - 40]} ... {shown[-30:]}"
-    return redact(shown)  # an argument's own repr may carry a credential (a ``Secret``'s does not)
+    return shown
 
 
 def _method_name(adapter_name: str, method: str) -> str:

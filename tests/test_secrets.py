@@ -142,3 +142,15 @@ def test_a_spark_driver_process_is_handed_the_text_through_its_pipe() -> None:
     hand_over(driver, run)  # it closes the pipe: cat ends
     assert driver.stdout is not None and driver.wait(timeout=10) == 0
     assert json.loads(driver.stdout.read())["client_settings"] == {"sasl.username": "u", "sasl.password": PASSWORD}
+
+
+def test_a_credential_in_an_argument_s_own_repr_is_out_before_the_arguments_are_cut() -> None:
+    """The guard shortens long arguments to their start and end: a cut must not leave half a password."""
+    remember(PASSWORD)
+
+    def plan(partitions: object, token: object) -> None:
+        raise RuntimeError("refused")
+
+    with pytest.raises(AdapterError) as raised:
+        call("leaky", "adapter.plan", plan, list(range(200)), PASSWORD + "0" * 20)  # the cut falls inside it
+    assert "<x>0000" not in str(raised.value) and f"{MASK}0000" in str(raised.value), str(raised.value)
