@@ -8,12 +8,14 @@ mistake a command that checked nothing for a pass.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 
+from .redaction import redacting
 from .release import kconform_version
 
 
@@ -92,8 +94,9 @@ KCONFORM = Group(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``kconform`` console script."""
-    return KCONFORM(list(sys.argv[1:] if argv is None else argv))
+    """Entry point of the ``kconform`` console script; whatever a verb prints passes the redactor."""
+    with contextlib.redirect_stdout(redacting(sys.stdout)), contextlib.redirect_stderr(redacting(sys.stderr)):
+        return KCONFORM(list(sys.argv[1:] if argv is None else argv))
 
 
 if __name__ == "__main__":

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from dataclasses import dataclass
 from typing import Any
 
 from kconform.conformance.spark.pipeline import KconformKafkaAdapter
 from kconform.reference_impl.adapter import ReferenceAdapter
+from kconform.reference_impl.credentials import reveal
 
 
 @dataclass(frozen=True)
@@ -93,3 +95,22 @@ READ_STREAM_WITHOUT_SOURCE = ReadStreamWithoutSource(name="read-stream-without-s
 FRAME_WITHOUT_OFFSET = FrameWithoutOffset(name="frame-without-offset")
 SPARK_KAFKA_FORMAT_UNCHECKED = SparkKafkaFormatUnchecked(name="spark-kafka-format-unchecked")
 ONE_TASK_PER_BATCH = OneTaskPerBatch(name="one-task-per-batch")
+
+
+def password_of(source: Any) -> str:
+    return reveal(dict(source.client_settings).get("sasl.password", ""))
+
+
+@dataclass(frozen=True)
+class FailsShowingItsPassword(KconformKafkaAdapter):
+    """Prints the password it was given to stdout and stderr, as a careless debug line would, and fails with it
+    in its message, as a client's login error may."""
+
+    def read_stream(self, spark: Any, source: Any) -> Any:
+        line = f"connecting with sasl.password={password_of(source)}"
+        print(line, flush=True)
+        print(line, file=sys.stderr, flush=True)
+        raise RuntimeError(f"login refused: sasl.password={password_of(source)}")
+
+
+FAILS_SHOWING_ITS_PASSWORD = FailsShowingItsPassword(name="fails-showing-its-password")

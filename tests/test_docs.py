@@ -25,6 +25,7 @@ from kconform.conformance.adapter.interface import SinkSpec, SourceSpec, missing
 from kconform.conformance.adapter.loader import load_adapter
 from kconform.conformance.release import kconform_version
 from kconform.conformance.spec_tools import site
+from kconform.reference_impl.credentials import mark_secrets
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 GUIDE = REPO_ROOT / "docs" / "adapter-guide.md"
@@ -151,9 +152,15 @@ def test_the_guide_s_pipeline_adapter_maps_the_specs_onto_its_options(workdir: P
         "maxRecordsPerTrigger": "5",
     }
     frame = Chain()
-    sink = SinkSpec("broker:9092", "out", exactly_once=False, client_settings=(("security.protocol", "SSL"),))
+    settings = tuple(mark_secrets({"security.protocol": "SSL", "ssl.key.password": "k3y"}).items())
+    sink = SinkSpec("broker:9092", "out", exactly_once=False, client_settings=settings)
     assert adapter.write_stream(frame, sink) is frame
-    assert frame.options_set() == {"bootstrap.servers": "broker:9092", "topic": "out", "kafka.security.protocol": "SSL"}
+    assert frame.options_set() == {
+        "bootstrap.servers": "broker:9092",
+        "topic": "out",
+        "kafka.security.protocol": "SSL",
+        "kafka.ssl.key.password": "k3y",  # the guide's adapter hands the client the credential, not ``***``
+    }
 
 
 CI_EXAMPLE = REPO_ROOT / "docs" / "ci-example.md"
@@ -227,6 +234,8 @@ def workflow_problems(text: str) -> list[str]:
     if str(workflow.get("env", {}).get("KCONFORM_VERSION")) != kconform_version():
         problems.append(f"KCONFORM_VERSION is not this release, {kconform_version()}")
     for s in steps:
+        if "secrets." in str(s.get("run", "")):
+            problems.append(f"a credential on kconform's command line: {s['run']!r}; pass it in the step's env")
         for argv in kconform_lines(str(s.get("run", ""))):
             if error := cli_error(argv):
                 problems.append(f"kconform {shlex.join(argv)}: {error}")
@@ -251,6 +260,10 @@ def test_the_ci_workflow_installs_kconform_runs_the_gate_and_keeps_the_report() 
         (('java-version: "17"', 'java-version: "21"'), "Java 17"),
         (("path: ~/.cache/kconform", "path: ~/.m2"), "caches ~/.cache/kconform"),
         (('KCONFORM_VERSION: "', 'KCONFORM_VERSION: "9'), "KCONFORM_VERSION"),
+        (
+            ("--report build/report", "--report build/report --password ${{ secrets.KAFKA_SASL_PASSWORD }}"),
+            "credential",
+        ),
     ],
 )
 def test_a_broken_workflow_is_caught(change: tuple[str, str], problem: str) -> None:

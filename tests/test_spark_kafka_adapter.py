@@ -10,6 +10,7 @@ from kconform.conformance.adapter.interface import PIPELINE_CAPABILITIES, SinkSp
 from kconform.conformance.adapter.loader import load_adapter
 from kconform.conformance.adapters.spark_kafka import ADAPTER, java_settings, sink_options, source_options
 from kconform.conformance.jvm import JvmArtifactsMissing
+from kconform.reference_impl.credentials import Secret, reveal, revealed
 
 
 def test_loads_as_a_pipeline_adapter_declaring_only_what_spark_offers() -> None:
@@ -58,8 +59,9 @@ def test_client_settings_become_java_kafka_options_on_both_sides() -> None:
         "kafka.ssl.truststore.type": "PEM",
         "kafka.linger.ms": "5",
     }
-    assert {k: v for k, v in source.items() if k in expected} == expected
-    assert sink == {**expected, "kafka.bootstrap.servers": "h:9092", "topic": "out"}
+    assert {k: v for k, v in revealed(source).items() if k in expected} == expected
+    assert revealed(sink) == {**expected, "kafka.bootstrap.servers": "h:9092", "topic": "out"}
+    assert isinstance(sink["kafka.sasl.jaas.config"], Secret), "the JAAS line carries the password: never shown"
 
 
 def test_bootstrap_servers_of_the_spec_win_over_a_client_setting() -> None:
@@ -68,7 +70,7 @@ def test_bootstrap_servers_of_the_spec_win_over_a_client_setting() -> None:
 
 
 def test_plain_sasl_is_the_default_mechanism() -> None:
-    jaas = java_settings([("sasl.username", "u"), ("sasl.password", "p")])["sasl.jaas.config"]
+    jaas = reveal(java_settings([("sasl.username", "u"), ("sasl.password", "p")])["sasl.jaas.config"])
     assert jaas.startswith("org.apache.kafka.common.security.plain.PlainLoginModule required")
 
 

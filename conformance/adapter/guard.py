@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any, Final, TypeVar
 
+from ...reference_impl.credentials import redact
 from ...reference_impl.ports import KafkaError
 from ..errors import CannotCheck, ContractError
 from ..jvm import JvmArtifactsMissing
@@ -179,7 +180,8 @@ _hung: dict[tuple[str, str], str] = {}
 
 
 def _shown(args: Sequence[Any]) -> str:
-    shown = ", ".join(repr(a) for a in args)
+    # an argument's own repr may carry a credential (a ``Secret``'s does not): out before a cut could halve it
+    shown = redact(", ".join(repr(a) for a in args))
     if len(shown) > SHOWN_ARGUMENTS:  # a whole partition list would bury the message
         shown = f"{shown[: SHOWN_ARGUMENTS - 40]} ... {shown[-30:]}"
     return shown

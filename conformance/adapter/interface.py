@@ -27,6 +27,7 @@ from ...reference_impl.configs import (
     SinkConfig,
     SourceConfig,
 )
+from ...reference_impl.credentials import Secret
 from ...reference_impl.discovery import Metadata, ZeroPartitionsPolicy
 from ...reference_impl.ports import LogReader, OffsetStore, Record
 from ...reference_impl.restore import RestoreVariant
@@ -158,8 +159,9 @@ class SourceSpec:
     starting_offsets: str = "earliest"
     """``earliest`` or ``latest``, for partitions the checkpoint does not know yet."""
     max_records_per_trigger: int | None = None
-    client_settings: tuple[tuple[str, str], ...] = ()
-    """librdkafka settings the broker needs (security); pass them to every client."""
+    client_settings: tuple[tuple[str, str | Secret], ...] = ()
+    """librdkafka settings the broker needs (security); pass them to every client, a ``Secret``'s as
+    ``secret.reveal()`` (``kconform.reference_impl.credentials.revealed``) and only there: it prints as ``***``."""
     client_timeout_ms: int | None = None
     """How long one client call may block before the connector gives up on it (``kconform soak`` sets it
     below its node pauses and commit stalls, which must outlast it); None: the connector's default."""
@@ -172,7 +174,7 @@ class SinkSpec:
     bootstrap_servers: str
     topic: str
     exactly_once: bool
-    client_settings: tuple[tuple[str, str], ...] = ()
+    client_settings: tuple[tuple[str, str | Secret], ...] = ()
     client_timeout_ms: int | None = None
     """As ``SourceSpec.client_timeout_ms``: e.g. how long a transaction's commit may go unanswered."""
 

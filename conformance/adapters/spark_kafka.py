@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from ...reference_impl.configs import CONTRACT_VERSION
+from ...reference_impl.credentials import Secret, reveal, revealed
 from ..adapter.interface import SinkSpec, SourceSpec
 from ..jvm import SPARK_KAFKA, JvmArtifactsMissing, artifact_version, jvm_dir, setup_hint
 
@@ -41,10 +42,10 @@ SASL_LOGIN: Final = {
 }
 
 
-def java_settings(settings: Iterable[tuple[str, str]]) -> dict[str, str]:
+def java_settings(settings: Iterable[tuple[str, str | Secret]]) -> dict[str, str | Secret]:
     """The suite's librdkafka settings as the Java client's (Spark's ``kafka.*`` options take those).
 
-    Most names are shared; SASL credentials become a JAAS line and a PEM CA file a PEM trust store.
+    Most names are shared; SASL credentials become a JAAS line (a ``Secret``) and a PEM CA file a PEM trust store.
     A setting with no Java equivalent is a ``ValueError`` naming it, not silently dropped.
     """
     given = dict(settings)
@@ -53,18 +54,18 @@ def java_settings(settings: Iterable[tuple[str, str]]) -> dict[str, str]:
         raise ValueError(f"spark-sql-kafka: the Java Kafka client has no equivalent of librdkafka's {unknown}")
     out = {RENAMED.get(k, k): v for k, v in given.items() if k not in ("sasl.username", "sasl.password")}
     if "sasl.username" in given:
-        mechanism = out.get("sasl.mechanism", "PLAIN")
+        mechanism = reveal(out.get("sasl.mechanism", "PLAIN"))
         if mechanism not in SASL_LOGIN:
             raise ValueError(f"spark-sql-kafka: no JAAS login module for SASL mechanism {mechanism!r}")
-        user, password = given["sasl.username"], given.get("sasl.password", "")
-        out["sasl.jaas.config"] = f'{SASL_LOGIN[mechanism]} required username="{user}" password="{password}";'
+        user, password = given["sasl.username"], reveal(given.get("sasl.password", ""))
+        out["sasl.jaas.config"] = Secret(f'{SASL_LOGIN[mechanism]} required username="{user}" password="{password}";')
     if "ssl.ca.location" in out:
         out["ssl.truststore.location"] = out.pop("ssl.ca.location")
         out["ssl.truststore.type"] = "PEM"
     return out
 
 
-def source_options(source: SourceSpec) -> dict[str, str]:
+def source_options(source: SourceSpec) -> dict[str, str | Secret]:
     """The ``readStream.format("kafka")`` options of a scenario's source.
 
     ``parallelism`` becomes ``minPartitions``, Spark's only knob on the tasks of a batch: a lower
@@ -73,7 +74,7 @@ def source_options(source: SourceSpec) -> dict[str, str]:
     """
     if bool(source.subscribe) == (source.subscribe_pattern is not None):
         raise ValueError("spark-sql-kafka: a source subscribes to topics or to a pattern, exactly one of them")
-    options = {f"kafka.{k}": v for k, v in java_settings(source.client_settings).items()}
+    options: dict[str, str | Secret] = {f"kafka.{k}": v for k, v in java_settings(source.client_settings).items()}
     options |= {
         "kafka.bootstrap.servers": source.bootstrap_servers,
         "startingOffsets": source.starting_offsets,
@@ -90,11 +91,11 @@ def source_options(source: SourceSpec) -> dict[str, str]:
     return options
 
 
-def sink_options(sink: SinkSpec) -> dict[str, str]:
+def sink_options(sink: SinkSpec) -> dict[str, str | Secret]:
     """The ``writeStream.format("kafka")`` options of a scenario's sink; exactly-once is refused (it has none)."""
     if sink.exactly_once:
         raise ValueError("spark-sql-kafka's sink is at-least-once only: it has no transactional (exactly-once) mode")
-    options = {f"kafka.{k}": v for k, v in java_settings(sink.client_settings).items()}
+    options: dict[str, str | Secret] = {f"kafka.{k}": v for k, v in java_settings(sink.client_settings).items()}
     if sink.client_timeout_ms is not None:
         options["kafka.request.timeout.ms"] = str(sink.client_timeout_ms)
     return options | {"kafka.bootstrap.servers": sink.bootstrap_servers, "topic": sink.topic}
@@ -140,12 +141,12 @@ class SparkKafkaAdapter:
 
     def read_stream(self, spark: SparkSession, source: SourceSpec) -> DataFrame:
         require_connector(spark)
-        return spark.readStream.format(FORMAT).options(**source_options(source)).load()
+        return spark.readStream.format(FORMAT).options(**revealed(source_options(source))).load()
 
     def write_stream(self, frame: DataFrame, sink: SinkSpec) -> DataStreamWriter:
         options = sink_options(sink)
         require_connector(frame.sparkSession)
-        return frame.writeStream.format(FORMAT).options(**options)
+        return frame.writeStream.format(FORMAT).options(**revealed(options))
 
 
 ADAPTER: Final = SparkKafkaAdapter()

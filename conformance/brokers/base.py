@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Literal, Self
 
+from ...reference_impl.credentials import Secret, mark_secrets, revealed
 from ...reference_impl.ports import KafkaError
 
 if TYPE_CHECKING:
@@ -77,8 +78,8 @@ class Broker(abc.ABC):
 
     kind: BrokerKind
 
-    def __init__(self, security: Mapping[str, str] | None = None) -> None:
-        self._security = dict(security or {})
+    def __init__(self, security: Mapping[str, str | Secret] | None = None) -> None:
+        self._security = mark_secrets(security or {})
         self._bootstrap: str | None = None
         self.version = "unknown version"
         """The broker's product and version, once started (for reports and the docs' probe table)."""
@@ -90,16 +91,17 @@ class Broker(abc.ABC):
         return self._bootstrap
 
     @property
-    def security(self) -> dict[str, str]:
-        """The librdkafka security settings every client of this broker needs (SASL, TLS)."""
+    def security(self) -> dict[str, str | Secret]:
+        """The librdkafka security settings every client of this broker needs (SASL, TLS), credentials as ``Secret``."""
         return dict(self._security)
 
     def client_config(self, role: ClientRole, **overrides: Any) -> dict[str, Any]:
-        """librdkafka settings for ``role``: bootstrap, security, fast-test settings, then overrides."""
+        """librdkafka settings for ``role``: bootstrap, security, fast-test settings, then overrides; credentials
+        revealed, since this is what a client is given."""
         return {
             **COMMON_CLIENT_SETTINGS,
             **FAST_CLIENT_SETTINGS[role],
-            **self._security,
+            **revealed(self._security),
             "bootstrap.servers": self.bootstrap_servers,
             **overrides,
         }

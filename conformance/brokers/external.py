@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from ...reference_impl.credentials import Secret, mark_secrets
 from .base import (
     BOOTSTRAP_ENV,
     EXTERNAL_TIMEOUT_ENV,
@@ -31,7 +32,7 @@ class ExternalBroker(Broker):
     kind: BrokerKind = "external"
 
     def __init__(
-        self, bootstrap_servers: str | None = None, security: Mapping[str, str] | None = None,
+        self, bootstrap_servers: str | None = None, security: Mapping[str, str | Secret] | None = None,
         start_timeout_s: float | None = None,
     ) -> None:  # fmt: skip
         super().__init__(security if security is not None else security_from_env())
@@ -71,14 +72,17 @@ class ExternalBroker(Broker):
         self._bootstrap = None
 
 
-def security_from_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """librdkafka security settings from ``KAFKA_SECURITY_*``, ``KAFKA_SASL_*``, ``KAFKA_SSL_*``."""
+def security_from_env(environ: Mapping[str, str] | None = None) -> dict[str, str | Secret]:
+    """librdkafka security settings from ``KAFKA_SECURITY_*``, ``KAFKA_SASL_*``, ``KAFKA_SSL_*``; credentials
+    (``KAFKA_SASL_PASSWORD``, ``KAFKA_SSL_KEY_PASSWORD``, ...) as ``Secret``."""
     env = os.environ if environ is None else environ
-    return {
-        name.removeprefix("KAFKA_").lower().replace("_", "."): value
-        for name, value in env.items()
-        if name.startswith(SECURITY_ENV_PREFIXES)
-    }
+    return mark_secrets(
+        {
+            name.removeprefix("KAFKA_").lower().replace("_", "."): value
+            for name, value in env.items()
+            if name.startswith(SECURITY_ENV_PREFIXES)
+        }
+    )
 
 
 class ContainerBroker(Broker):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -22,6 +23,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
+from ...reference_impl.credentials import Secret, redact
 from .. import jvm
 from .base import (
     STOP_TIMEOUT_S,
@@ -76,6 +78,18 @@ TEST_SETTINGS: Final[Mapping[str, str]] = {
     "log.retention.check.interval.ms": "3600000",
 }
 
+SASL_USER: Final = "kconform"
+JAAS_ENV: Final = "KCONFORM_BROKER_JAAS"
+"""The broker reads its SASL/PLAIN JAAS line from this variable (Kafka's ``EnvVarConfigProvider``), so the
+generated password is in no file, command line or log of the broker."""
+SASL_SETTINGS: Final[Mapping[str, str]] = {
+    "sasl.enabled.mechanisms": "PLAIN",
+    "sasl.mechanism.inter.broker.protocol": "PLAIN",
+    "config.providers": "env",
+    "config.providers.env.class": "org.apache.kafka.common.config.provider.EnvVarConfigProvider",
+    "listener.name.sasl_plaintext.plain.sasl.jaas.config": f"${{env:{JAAS_ENV}}}",
+}
+
 LOG4J2: Final = """\
 rootLogger.level = INFO
 rootLogger.appenderRef.out.ref = OUT
@@ -99,12 +113,23 @@ def cluster_id() -> str:
     return found
 
 
+def plain_jaas(password: Secret) -> Secret:
+    """The broker's JAAS line for SASL/PLAIN: it logs in to other brokers as ``SASL_USER`` and accepts that user."""
+    text = password.reveal()
+    return Secret(
+        f'org.apache.kafka.common.security.plain.PlainLoginModule required username="{SASL_USER}" '
+        f'password="{text}" user_{SASL_USER}="{text}";'
+    )
+
+
 class KafkaNode:
     """One KRaft node (broker and controller in one JVM) with its ports, directory and process."""
 
-    def __init__(self, node_id: int, workdir: Path) -> None:
+    def __init__(self, node_id: int, workdir: Path, jaas: Secret | None = None) -> None:
+        """``jaas``: the broker's SASL/PLAIN JAAS line; its client listener then takes SASL_PLAINTEXT only."""
         self.node_id = node_id
         self.workdir = workdir
+        self._jaas = jaas
         self.port = free_port()
         self.controller_port = free_port()
         self._process: subprocess.Popen[bytes] | None = None
@@ -130,16 +155,18 @@ class KafkaNode:
 
     def configure(self, voters: str, settings: Mapping[str, str]) -> None:
         """Write ``server.properties`` and the log configuration."""
+        listener = "PLAINTEXT" if self._jaas is None else "SASL_PLAINTEXT"
         properties = {
             "process.roles": "broker,controller",
             "node.id": str(self.node_id),
             "controller.quorum.voters": voters,
-            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://{self.address}",
+            "listeners": f"{listener}://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
+            "advertised.listeners": f"{listener}://{self.address}",
             "controller.listener.names": "CONTROLLER",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": f"{listener}:{listener},CONTROLLER:PLAINTEXT",
+            "inter.broker.listener.name": listener,
             "log.dirs": str(self.workdir / "data"),
+            **(SASL_SETTINGS if self._jaas is not None else {}),
             **settings,
         }
         (self.workdir / "server.properties").write_text("".join(f"{k}={v}\n" for k, v in properties.items()))
@@ -160,11 +187,13 @@ class KafkaNode:
             heap=("-Xmx256m", "-XX:TieredStopAtLevel=1"),
         )  # fmt: skip
         try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=FORMAT_TIMEOUT_S, check=False)
+            done = subprocess.run(
+                command, capture_output=True, text=True, timeout=FORMAT_TIMEOUT_S, check=False, env=self._env()
+            )
         except subprocess.TimeoutExpired:
             raise BrokerStartError(f"formatting node {self.node_id}'s storage took over {FORMAT_TIMEOUT_S} s") from None
         if done.returncode != 0:
-            tail = "\n".join((done.stdout + done.stderr).splitlines()[-20:])
+            tail = redact("\n".join((done.stdout + done.stderr).splitlines()[-20:]))
             raise BrokerStartError(f"formatting node {self.node_id}'s storage failed ({done.returncode}):\n{tail}")
 
     def start(self) -> None:
@@ -172,12 +201,17 @@ class KafkaNode:
         if self.running:
             return
         command = dies_with_parent(self._java("kafka.Kafka", str(self.workdir / "server.properties")))
-        env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR", "JAVA_HOME")}
         with self.log_path.open("ab") as log:
             self._process = subprocess.Popen(
-                command, cwd=self.workdir, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+                command, cwd=self.workdir, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                env=self._env(),
                 start_new_session=True,  # a Ctrl-C in the terminal reaches the suite, which stops us in order
             )  # fmt: skip
+
+    def _env(self) -> dict[str, str]:
+        """The JVM's environment: the few variables it needs, and the JAAS line the broker's config refers to."""
+        env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR", "JAVA_HOME")}
+        return env if self._jaas is None else {**env, JAAS_ENV: self._jaas.reveal()}
 
     def check_alive(self) -> None:
         """Fail fast, with the log's tail, when the JVM exited while we wait for it."""
@@ -214,7 +248,7 @@ class KafkaNode:
     def log_tail(self, lines: int = 40) -> str:
         if not self.log_path.exists():
             return "(no log)"
-        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        return redact("\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:]))
 
 
 class KafkaBroker(Broker):
@@ -222,12 +256,19 @@ class KafkaBroker(Broker):
 
     def __init__(
         self, nodes: int = 1, start_timeout_s: float = KAFKA_START_TIMEOUT_S, tmp_root: Path | None = None,
-        settings: Mapping[str, str] | None = None, proxied: bool = False,
+        settings: Mapping[str, str] | None = None, proxied: bool = False, sasl: bool = False,
     ) -> None:  # fmt: skip
         """``settings`` override the broker properties (tests); ``tmp_root`` holds the nodes' directory,
         kept there with its logs when the start fails; ``proxied``: every node behind a ``StallingProxy``
-        (``hold_next_answer``)."""
-        super().__init__()
+        (``hold_next_answer``); ``sasl``: clients must log in with SASL/PLAIN as ``kconform`` with a password
+        generated here (in ``security``, as a ``Secret``), as on a secured cluster."""
+        password = Secret(secrets.token_urlsafe(18)) if sasl else None
+        super().__init__(
+            None if password is None else
+            {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "PLAIN", "sasl.username": SASL_USER,
+             "sasl.password": password}
+        )  # fmt: skip
+        self._jaas = None if password is None else plain_jaas(password)
         if nodes < 1:
             raise ValueError("a Kafka cluster needs at least one node")
         self.kind: BrokerKind = "kafka" if nodes == 1 else "kafka-cluster"
@@ -279,7 +320,7 @@ class KafkaBroker(Broker):
         assert self._workdir is not None
         workdir = self._workdir / f"node-{node_id}"
         workdir.mkdir()
-        return KafkaNode(node_id, workdir)
+        return KafkaNode(node_id, workdir, self._jaas)
 
     def _await_nodes(self, deadline: float, nodes: Sequence[KafkaNode]) -> None:
         """Wait until metadata lists every one of ``nodes`` as a live broker."""

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Final
 
+from ...reference_impl.credentials import redact
 from .base import (
     START_TIMEOUT_S,
     STOP_TIMEOUT_S,
@@ -121,7 +122,7 @@ class TansuBroker(Broker):
         path = self.log_path
         if path is None or not path.exists():
             return "(no log)"
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+        return redact("\n".join(path.read_text(errors="replace").splitlines()[-lines:]))
 
     def stop(self) -> None:
         self._halt(keep=False)

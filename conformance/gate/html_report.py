@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..checks.checkers import Picture
+from ..redaction import write_text
 from ..spec_tools.requirements import CATEGORIES
 from .options import broker_used
 from .report import (
@@ -435,5 +436,5 @@ def render_html(result: RunResult, bench: dict[str, Any] | None = None) -> str:
 def write_html(result: RunResult, directory: Path) -> Path:
     """``report.html`` in ``directory``, with the benchmarks of ``bench.json`` if it is there."""
     path = directory / "report.html"
-    path.write_text(render_html(result, _bench(directory)), encoding="utf-8")
+    write_text(path, render_html(result, _bench(directory)))
     return path

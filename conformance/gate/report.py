@@ -20,6 +20,7 @@ from typing import Any
 from _pytest.junitxml import mangle_test_address  # how pytest named the testcases it wrote
 
 from ..brokers.capability import format_table
+from ..redaction import write_text
 from ..release import kconform_version
 from ..spec_tools.requirements import CATEGORIES
 from .options import broker_used
@@ -461,7 +462,7 @@ def annotate_junit(result: RunResult, path: Path) -> None:
         ET.SubElement(case, "error", type="kconform.error", message=cause)
         count("tests")
         count("errors")
-    tree.write(path, encoding="utf-8", xml_declaration=True)
+    write_text(path, ET.tostring(tree.getroot(), encoding="unicode", xml_declaration=True) + "\n")
 
 
 def _drop_hypothesis_statistics(suite: ET.Element) -> None:

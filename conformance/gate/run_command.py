@@ -9,11 +9,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from ...reference_impl.credentials import json_default
 from ..adapter.interface import DEFAULT_MASTER
 from ..adapter.loader import DEFAULT_ADAPTERS, default_adapter, search_working_directory
 from ..brokers import BOOTSTRAP_ENV, BROKER_KINDS, DEFAULT_BROKER
 from ..brokers.base import EXTERNAL_TIMEOUT_ENV, START_TIMEOUT_S
 from ..errors import CannotCheck
+from ..redaction import write_text
 from .html_report import write_html
 from .options import DEFAULT_LEVEL, DEFAULT_SUITE, DEFAULT_TIMEOUT, RunOptions
 from .profiles import PROFILES, profile_from_env
@@ -147,7 +149,7 @@ def write_reports(result: RunResult, directory: Path) -> None:
     """``report.json``, ``report.md``, ``report.html`` and ``pytest.log``; pytest itself wrote ``junit.xml`` there."""
     directory.mkdir(parents=True, exist_ok=True)
     write_html(result, directory)
-    (directory / "report.json").write_text(json.dumps(to_json(result), indent=2) + "\n", encoding="utf-8")
-    (directory / "report.md").write_text(render_markdown(result), encoding="utf-8")
-    (directory / "pytest.log").write_text(result.pytest_log, encoding="utf-8")
+    write_text(directory / "report.json", json.dumps(to_json(result), indent=2, default=json_default) + "\n")
+    write_text(directory / "report.md", render_markdown(result))
+    write_text(directory / "pytest.log", result.pytest_log)
     annotate_junit(result, directory / "junit.xml")

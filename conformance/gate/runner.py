@@ -25,6 +25,7 @@ from ..adapter.loader import contract_note, default_adapter, load_adapter
 from ..brokers import fallback_warning, kafka_unavailable
 from ..errors import CannotCheck
 from ..extras import PIPELINE_FIX, needs_pipeline_extra, pipeline_missing
+from ..redaction import redacting
 from ..spec_tools.requirements import SpecNotFoundError, load_requirements
 from .collector import PIPELINE_MARK, SUITE_LEVELS, Collector
 from .expectations import load_expectations
@@ -148,6 +149,7 @@ def pytest_args(options: RunOptions, seed: int) -> list[str]:
 def run(options: RunOptions, out: IO[str] = sys.stdout) -> RunResult:
     """Run the suite; ``ValueError`` for anything that makes the run meaningless (a usage error),
     ``AdapterLoadError`` for an adapter that fails to load, ``CannotCheck`` for a level not installed."""
+    out = redacting(out)
     unavailable = pipeline_missing() if options.level != "protocol" else None
     if unavailable is not None and options.level == "pipeline":
         raise CannotCheck(unavailable)

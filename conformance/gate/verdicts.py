@@ -22,6 +22,7 @@ from ..adapter.interface import DEFAULT_MASTER
 from ..adapter.loader import search_working_directory
 from ..brokers import BROKER_KINDS, DEFAULT_BROKER
 from ..errors import CannotCheck
+from ..redaction import write_text
 from .options import DEFAULT_TIMEOUT, RunOptions
 from .profiles import DEFAULT_PROFILE, PROFILES
 from .report import class_verdicts, md_cell, render_text, row_note, tally
@@ -131,6 +132,6 @@ def main(argv: Sequence[str]) -> int:
     versions: dict[str, str] = getattr(adapter, "versions", dict)()  # the connector's jars, if it names them
     print(render_text(result))
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(render(result, command, versions), encoding="utf-8")
+    write_text(args.out, render(result, command, versions))
     print(f"verdicts: {args.out}")
     return result.exit_code

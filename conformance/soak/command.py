@@ -34,6 +34,7 @@ from ..adapter.loader import default_adapter, load_adapter, search_working_direc
 from ..brokers import CLUSTER_SIZE, BrokerStartError, KafkaBroker
 from ..checks.checkers import explain
 from ..extras import pipeline_missing
+from ..redaction import write_text
 from ..spark.cluster import STANDALONE, SparkClusterError, StandaloneCluster, is_local
 from .guarantee import DECLARED_BY, JUDGED, Guarantee, declared_guarantee
 from .schedule import (
@@ -146,25 +147,25 @@ def save_failure(out: Path, outcome: Outcome, replay: str, broker: KafkaBroker) 
     """Write a failing schedule's evidence under ``out/schedule-<i>/``; the folder."""
     folder = out / f"schedule-{outcome.schedule.index}"
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "schedule.json").write_text(json.dumps(outcome.schedule.to_json(), indent=2) + "\n")
-    (folder / "timeline.txt").write_text(
-        outcome.schedule.describe() + "\n\n" + "\n".join(outcome.timeline.events) + "\n"
+    write_text(folder / "schedule.json", json.dumps(outcome.schedule.to_json(), indent=2) + "\n")
+    write_text(
+        folder / "timeline.txt", outcome.schedule.describe() + "\n\n" + "\n".join(outcome.timeline.events) + "\n"
     )
-    (folder / "history.jsonl").write_text("".join(json.dumps(op) + "\n" for op in outcome.history))
+    write_text(folder / "history.jsonl", "".join(json.dumps(op) + "\n" for op in outcome.history))
     verdict = explain(outcome.violations, limit=50) if outcome.violations else "no violation"
     counts = (f"produced {outcome.produced}, lost {outcome.lost}, duplicated {outcome.duplicated}"
               f"{duplicates_note(outcome)}")  # fmt: skip
     error = f"error: {outcome.error}\n" if outcome.error else ""
-    (folder / "verdict.txt").write_text(f"{judged_line(outcome.guarantee)}\n{counts}\n{verdict}\n{error}")
+    write_text(folder / "verdict.txt", f"{judged_line(outcome.guarantee)}\n{counts}\n{verdict}\n{error}")
     drivers = []
     for number, log in enumerate(outcome.driver_logs, 1):
         lines = log.read_text(errors="replace").splitlines()[-LOG_TAIL_LINES:] if log.exists() else ["(no log)"]
         drivers.append(f"--- driver {number} of the schedule ({log.name}) ---\n" + "\n".join(lines))
     if drivers:
-        (folder / "spark-driver-log-tail.txt").write_text("\n".join(drivers) + "\n")
+        write_text(folder / "spark-driver-log-tail.txt", "\n".join(drivers) + "\n")
     tails = "\n".join(f"--- node {n.node_id} ---\n{n.log_tail(LOG_TAIL_LINES)}" for n in broker.nodes)
-    (folder / "broker-log-tail.txt").write_text(tails + "\n")
-    (folder / "replay.txt").write_text(replay + "\n")
+    write_text(folder / "broker-log-tail.txt", tails + "\n")
+    write_text(folder / "replay.txt", replay + "\n")
     return folder
 
 

@@ -32,6 +32,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Self
 
+from ...reference_impl.credentials import redact
 from .. import jvm
 from ..brokers.base import dies_with_parent, free_port
 
@@ -296,7 +297,7 @@ class StandaloneCluster:
         for stderr in sorted((self._workdir or Path("/nonexistent")).glob("worker-*/app-*/*/stderr")):
             tail = "\n".join(stderr.read_text(errors="replace").splitlines()[-lines:])
             parts.append(f"--- executor {stderr.parent.relative_to(stderr.parents[2])} ---\n{tail}")
-        return "\n".join(parts)
+        return redact("\n".join(parts))
 
     def stop(self) -> None:
         """Kill every process of the cluster and remove its directory; safe to call twice."""

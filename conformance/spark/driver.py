@@ -22,10 +22,12 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Final
 
+from ...reference_impl.credentials import Secret, mark_secrets, reveal
 from ..adapter.interface import PipelineAdapter
 from ..adapter.loader import load_adapter
 from ..errors import CannotCheck
@@ -49,8 +51,8 @@ class DriverRun:
     parallelism: int
     exactly_once: bool
     max_records_per_trigger: int
-    client_settings: dict[str, str]
-    sink_settings: dict[str, str] = field(default_factory=dict)
+    client_settings: Mapping[str, str | Secret]
+    sink_settings: Mapping[str, str | Secret] = field(default_factory=dict)
     """librdkafka settings for the sink only (``Pipeline.sink_settings``)."""
     subscribe_pattern: str | None = None
     """Subscribe by pattern instead of to ``source`` (``kconform soak`` adds topics while it runs)."""
@@ -81,7 +83,7 @@ def hand_over(driver: subprocess.Popen[bytes], run: DriverRun) -> subprocess.Pop
     """Give a spawned driver its run (a driver that died meanwhile exits with its error, in its log)."""
     assert driver.stdin is not None
     with contextlib.suppress(BrokenPipeError):
-        driver.stdin.write(json.dumps(asdict(run)).encode() + b"\n")
+        driver.stdin.write(json.dumps(asdict(run), default=reveal).encode() + b"\n")  # a pipe, never a file
     with contextlib.suppress(BrokenPipeError):
         driver.stdin.close()
     return driver
@@ -167,8 +169,8 @@ def main(argv: list[str]) -> int:
             sink_topic=run.sink,
             exactly_once=run.exactly_once,
             max_records_per_trigger=run.max_records_per_trigger,
-            client_settings=run.client_settings,
-            sink_settings=run.sink_settings,
+            client_settings=mark_secrets(run.client_settings),
+            sink_settings=mark_secrets(run.sink_settings),
             client_timeout_ms=run.client_timeout_ms,
             adapter=adapter,
         ).run_available_now()

@@ -36,6 +36,7 @@ from pyspark.sql.types import BinaryType, BooleanType, DataType, IntegerType, Lo
 
 from ...reference_impl.adapter import ReferenceAdapter
 from ...reference_impl.configs import CONTRACT_VERSION
+from ...reference_impl.credentials import Secret, revealed
 from ...reference_impl.kafka_client import KafkaClient
 from ...reference_impl.ports import Isolation, Record
 from ...reference_impl.spark import TIMEOUT_OPTION, KafkaDataSource, register
@@ -81,7 +82,7 @@ class KconformKafkaAdapter:
             .option("bootstrap.servers", source.bootstrap_servers)
             .option("parallelism", str(source.parallelism))
             .option("startingOffsets", source.starting_offsets)
-            .options(**{f"kafka.{k}": v for k, v in source.client_settings})
+            .options(**revealed({f"kafka.{k}": v for k, v in source.client_settings}))
         )
         if source.subscribe:
             reader = reader.option("subscribe", ",".join(source.subscribe))
@@ -100,7 +101,7 @@ class KconformKafkaAdapter:
             .option("bootstrap.servers", sink.bootstrap_servers)
             .option("topic", sink.topic)
             .option("deliveryGuarantee", "exactly-once" if sink.exactly_once else "at-least-once")
-            .options(**{f"kafka.{k}": v for k, v in sink.client_settings})
+            .options(**revealed({f"kafka.{k}": v for k, v in sink.client_settings}))
             .options(**({TIMEOUT_OPTION: str(sink.client_timeout_ms)} if sink.client_timeout_ms is not None else {}))
         )
 
@@ -318,8 +319,8 @@ class Pipeline:
     sink_topic: str | None = None
     exactly_once: bool = True
     max_records_per_trigger: int | None = None
-    client_settings: Mapping[str, str] = field(default_factory=dict)
-    sink_settings: Mapping[str, str] = field(default_factory=dict)
+    client_settings: Mapping[str, str | Secret] = field(default_factory=dict)
+    sink_settings: Mapping[str, str | Secret] = field(default_factory=dict)
     """librdkafka settings for the sink only, over ``client_settings`` (e.g. ``transaction.timeout.ms``)."""
     client_timeout_ms: int | None = None
     """``SourceSpec.client_timeout_ms`` and ``SinkSpec.client_timeout_ms``; None: the adapter's default."""

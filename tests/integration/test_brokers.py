@@ -31,6 +31,7 @@ from kconform.conformance.brokers import (
 )
 from kconform.conformance.gate.options import RunOptions
 from kconform.conformance.gate.runner import with_fallback
+from kconform.reference_impl.credentials import Secret
 from kconform.reference_impl.kafka_client import KafkaClient
 from kconform.reference_impl.ports import Isolation
 from kconform.reference_impl.types import TopicPartition
@@ -226,7 +227,8 @@ def test_external_needs_bootstrap_servers_and_hides_security(monkeypatch: pytest
     with pytest.raises(BrokerUnavailable, match="KAFKA_BOOTSTRAP_SERVERS"):
         ExternalBroker().start()
     env = {"KAFKA_SASL_PASSWORD": "s3cret", "KAFKA_SECURITY_PROTOCOL": "SASL_SSL", "KAFKA_HOME": "/opt"}
-    assert security_from_env(env) == {"sasl.password": "s3cret", "security.protocol": "SASL_SSL"}
+    assert security_from_env(env) == {"sasl.password": Secret("s3cret"), "security.protocol": "SASL_SSL"}
+    assert "s3cret" not in repr(security_from_env(env))
     broker = ExternalBroker("127.0.0.1:1", security={"sasl.password": "s3cret"})
     assert "s3cret" not in repr(broker)
 
