@@ -36,7 +36,6 @@ RELEASES: Final = {
     )
 }
 """Connector version -> its release: the lines the harness is built and run against (tests/flink)."""
-DEFAULT_RELEASE: Final = "3.1.0-1.18"
 
 
 def release(connector: str) -> ConnectorRelease:

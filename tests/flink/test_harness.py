@@ -2,7 +2,8 @@
 checkers: its history read once end to end through a task failure and a rescale from a savepoint, its sink's output
 exactly once; and the same job with the sink's exactly-once mode switched off caught duplicating on COMMIT-011.
 
-The first test of a session resolves the connector release's harness with Maven when it is not built yet.
+Each test runs on every pinned connector release; the first of a session resolves a release's harness
+with Maven when it is not built yet.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from kconform.conformance.checks.pipeline_checkers import check_read_once, check
 from kconform.conformance.flink.harness import FlinkHarness, visible_output
 from kconform.conformance.flink.history import committed_reads, left_to_read
 from kconform.conformance.flink.job import Failure, JobRun, Sink, Stop
-from kconform.conformance.flink.versions import DEFAULT_RELEASE, release
+from kconform.conformance.flink.versions import RELEASES
 from kconform.conformance.spark.pipeline import fill, topic_records
 from kconform.reference_impl.kafka_client import KafkaClient
 from kconform.reference_impl.ports import Isolation
@@ -32,9 +33,10 @@ PACE_MS = 2
 """Spreads each run's reads over several 200 ms checkpoints, so that failures and savepoints fall between them."""
 
 
-@pytest.fixture(scope="module")
-def harness() -> FlinkHarness:
-    return FlinkHarness(release(DEFAULT_RELEASE), print)
+@pytest.fixture(scope="module", params=sorted(RELEASES))
+def harness(request: pytest.FixtureRequest) -> FlinkHarness:
+    """Each pinned connector release (the 1.18 line and a 2.x line), its harness built on first use."""
+    return FlinkHarness(RELEASES[request.param], print)
 
 
 def sink_output_violations(kafka: KafkaClient, source: str, sink: str) -> list[Violation]:
