@@ -56,7 +56,8 @@ class Sink:
 
 @dataclass(frozen=True, slots=True)
 class JobRun:
-    """One job of the harness: a ``KafkaSource`` on ``topics`` into ``sink``, at ``parallelism``.
+    """One job of the harness: a ``KafkaSource`` on ``topics`` (or the topics ``topic_pattern`` matches, when set)
+    into ``sink``, at ``parallelism``.
 
     ``stop`` is ``None`` for a bounded job (it reads to the end offsets it finds at start, then finishes);
     otherwise the source is unbounded and the job is stopped with a savepoint into ``savepoint_dir``.
@@ -77,6 +78,8 @@ class JobRun:
     """A pause after each record read: spreads a few hundred records over several checkpoints."""
     timeout_ms: int = 120_000
     """The harness's bound on each wait for the job (its end, its savepoint)."""
+    topic_pattern: str | None = None
+    """A Java regular expression: subscribe by pattern instead of ``topics``."""
 
 
 def description(run: JobRun, history: Path, savepoint_dir: Path) -> dict[str, Any]:
@@ -86,7 +89,7 @@ def description(run: JobRun, history: Path, savepoint_dir: Path) -> dict[str, An
     return {
         "bootstrap_servers": run.bootstrap_servers,
         "topics": list(run.topics),
-        "topic_pattern": None,
+        "topic_pattern": run.topic_pattern,
         "starting_offsets": run.starting_offsets,
         "bounded": stop is None,
         "parallelism": run.parallelism,

@@ -93,12 +93,13 @@ def test_a_failure_after_the_sink_flushed_duplicates_only_without_exactly_once(
         failure = Failure(subtask=0, after_records=100, at="checkpoint")
         job = JobRun(
             broker.bootstrap_servers,
-            (source,),
+            (),
             Sink(sink, exactly_once, f"{tag}-txn"),
             2,
             failure=failure,
             checkpoint_interval_ms=200,
             pace_ms=PACE_MS,
+            topic_pattern=f"{tag}-i[n]",  # the source topic alone, by pattern
         )
         run = harness.run(job, tmp_path / "run")
         read = check_read_once(committed_reads([run.history]), ends)
