@@ -13,6 +13,8 @@ from typing import Any, Final, Literal
 
 from ...reference_impl.types import TopicPartition
 
+MAX_PARALLELISM: Final = 8
+"""The most subtasks a run may ask for: the MiniCluster runs them all as threads on a machine of two cores."""
 HARNESS_RESTARTS: Final = 3
 """Restarts the job's fixed-delay strategy allows: a planned failure needs one; more is a job that keeps failing."""
 
@@ -80,6 +82,12 @@ class JobRun:
     """The harness's bound on each wait for the job (its end, its savepoint)."""
     topic_pattern: str | None = None
     """A Java regular expression: subscribe by pattern instead of ``topics``."""
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.parallelism <= MAX_PARALLELISM:
+            raise ValueError(f"parallelism {self.parallelism} is outside 1..{MAX_PARALLELISM}")
+        if not self.topics and self.topic_pattern is None:
+            raise ValueError("a job reads topics or a topic pattern: give one")
 
 
 def description(run: JobRun, history: Path, savepoint_dir: Path) -> dict[str, Any]:
