@@ -11,7 +11,7 @@ PROFILE ?= default
 REPORT ?= build/report
 # JVM artifacts (versions pinned in jvm/pom.xml), resolved by Maven (kconform setup) into $(JVM_DIR)/<module>/.
 JVM_DIR := .jvm
-JVM_POMS := jvm/pom.xml $(wildcard jvm/*/pom.xml)
+JVM_POMS := jvm/pom.xml $(filter-out jvm/flink-harness/%,$(wildcard jvm/*/pom.xml))
 export KCONFORM_PROFILE := $(PROFILE)
 export KCONFORM_BROKER := $(BROKER)
 
@@ -31,7 +31,7 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 # run with the same poms starts no Maven). Without mvn the Python side still installs; pipeline tests on kafka
 # are then ERROR, Tansu only on request (kconform run --broker tansu or --allow-fallback, which says what
 # Tansu cannot show).
-$(JVM_DIR)/.resolved: $(VENV)/.installed $(JVM_POMS) $(wildcard jvm/*/src/main/java/*/*.java)
+$(JVM_DIR)/.resolved: $(VENV)/.installed $(JVM_POMS) $(filter-out jvm/flink-harness/%,$(wildcard jvm/*/src/main/java/*/*.java))
 	@if command -v mvn >/dev/null; then \
 	  $(BIN)/kconform setup --into $(JVM_DIR) && touch $@; \
 	else \
@@ -66,7 +66,7 @@ compat:
 
 # The contributor's check before a commit: lint, types, and the tests that need no broker, Spark, TLC, JVM
 # helper or wheel install, minus the mutant kills (slow), on the quick profile (duration in the README).
-CHECK_TESTS := not integration and not spark and not tla and not jvm and not wheel and not slow
+CHECK_TESTS := not integration and not spark and not flink and not tla and not jvm and not wheel and not slow
 check: lint
 	KCONFORM_PROFILE=quick $(BIN)/python -m pytest -q -p no:cacheprovider -m '$(CHECK_TESTS)'
 

@@ -625,3 +625,11 @@ class KafkaTransactionalProducer(KafkaProducer):
 
     def abort_transaction(self) -> None:
         self._call("abort_transaction", lambda: self._producer.abort_transaction(self._timeout_s))
+
+
+def topic_records(client: KafkaClient, topic: str, isolation: Isolation) -> dict[int, list[Record]]:
+    """Partition -> every record of ``topic`` a consumer at ``isolation`` sees, in log order."""
+    return {
+        p: list(client.read(TopicPartition(topic, p), 0, isolation, 1_000_000))
+        for p in sorted(client.list_topics().get(topic, ()))
+    }

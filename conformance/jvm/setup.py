@@ -26,7 +26,7 @@ import threading
 import time
 import xml.etree.ElementTree as ET
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -41,6 +41,9 @@ MAVEN_TIMEOUT_S: Final = 1800
 """A first resolution downloads about 100 MB; half an hour bounds it on a slow link."""
 LOG_TAIL: Final = 40
 """Maven's last lines shown when it fails (its error and the module it was building)."""
+CARRIED: Final = ("flink-harness",)
+"""Folders of ``jvm/`` and of the jars folder resolved on demand (``kconform.conformance.flink.resolve``), per
+connector release: not ``kconform setup``'s to resolve, and kept when it replaces the jars folder."""
 POM_NS: Final = "{http://maven.apache.org/POM/4.0.0}"
 BUILDING: Final = re.compile(r"\[INFO\] Building (\S+) \S+ +\[(\d+)/(\d+)\]")
 DOWNLOADED: Final = re.compile(r"\[INFO\] Downloaded from [^:]+: \S*/([^/\s]+) \(([^)]*)\)")
@@ -73,13 +76,16 @@ class Plan:
     up_to_date: bool
 
 
-def read_project(root: Traversable, prefix: str = "") -> dict[str, bytes]:
-    """The Maven project's poms and Java sources under ``root``, by path relative to it."""
+def read_project(root: Traversable, prefix: str = "", skip: Collection[str] = CARRIED) -> dict[str, bytes]:
+    """The Maven project's poms and Java sources under ``root``, by path relative to it, without the folders
+    in ``skip`` (by default those resolved on demand, which ``kconform setup`` neither builds nor fingerprints)."""
     found: dict[str, bytes] = {}
     for entry in root.iterdir():
         path = f"{prefix}{entry.name}"
+        if entry.is_dir() and entry.name in skip:
+            continue
         if entry.is_dir():
-            found |= read_project(entry, f"{path}/")
+            found |= read_project(entry, f"{path}/", ())
         elif entry.name == "pom.xml" or entry.name.endswith(".java"):
             found[path] = entry.read_bytes()
     return found
@@ -123,19 +129,27 @@ def plan_setup(project: Mapping[str, bytes], dest: Path, folder: Folder) -> Plan
 
 def foreign_entries(folder: Folder, modules: Sequence[str]) -> list[str]:
     """Entries of the target that ``setup`` did not put there: it replaces the folder, so it refuses."""
-    return sorted(folder.entries - {*modules, STAMP})
+    return sorted(folder.entries - {*modules, *CARRIED, STAMP})
 
 
-def maven_command(mvn: str, project: Path, jars_out: Path, build_out: Path) -> list[str]:
-    """Maven's command line: build the oracles and copy each module's runtime jars to ``jars_out/<module>``."""
+def maven_command(
+    mvn: str,
+    project: Path,
+    jars_out: Path,
+    build_out: Path,
+    pom: str = "pom.xml",
+    properties: Mapping[str, str] | None = None,
+) -> list[str]:
+    """Maven's command line: build the helpers of ``pom`` and copy their runtime jars under ``jars_out``."""
     return [
         mvn,
         "-B",
         "-Dstyle.color=never",
         "-f",
-        str(project / "pom.xml"),
+        str(project / pom),
         f"-Dkconform.jvm.dir={jars_out}",
         f"-Dkconform.build.dir={build_out}",
+        *(f"-D{key}={value}" for key, value in sorted((properties or {}).items())),
         "package",
         "dependency:copy-dependencies",
     ]
@@ -239,7 +253,36 @@ def resolve(plan: Plan, project: Mapping[str, bytes], say: Say, maven: MavenRunn
         f"{kconform_version()} with Maven ({mvn}) into {plan.dest}"
     )
     started = time.monotonic()
-    plan.dest.parent.mkdir(parents=True, exist_ok=True)
+    build = StagedBuild(plan.dest, project, "pom.xml", {}, plan.modules, stamp_text(plan, kconform_version()))
+    fetched = run_staged(build, mvn, "kconform setup", say, maven)
+    say(
+        f"kconform setup: done in {time.monotonic() - started:.0f} s: Maven downloaded {fetched} files "
+        "(the rest came from its local repository)"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class StagedBuild:
+    """One Maven run whose jars replace ``dest`` only once complete: what ``run_staged`` needs."""
+
+    dest: Path
+    project: Mapping[str, bytes]
+    """The poms and sources Maven reads (a copy is written: a wheel's site-packages may be read-only)."""
+    pom: str
+    """The pom to run, relative to the project."""
+    properties: Mapping[str, str]
+    """Extra ``-D`` properties (e.g. the versions a pom leaves open)."""
+    jar_folders: Sequence[str]
+    """Folders of ``dest``, relative to it (``""``: itself), that must hold jars for the run to count."""
+    stamp: str
+    """The ``STAMP`` file's text: what ``dest`` was resolved from."""
+
+
+def run_staged(build: StagedBuild, mvn: str, command: str, say: Say, maven: MavenRunner) -> int:
+    """Run Maven into a staging folder beside ``build.dest``, swap it in once every jar folder has jars, and
+    stamp it; a failure leaves ``dest`` as it was and names ``command`` to run again. Returns the files fetched.
+    ``CARRIED`` entries of an earlier ``dest`` (resolved on demand, not by this run) move into the new one."""
+    build.dest.parent.mkdir(parents=True, exist_ok=True)
     tail: deque[str] = deque(maxlen=LOG_TAIL)
     fetched = 0
 
@@ -248,35 +291,36 @@ def resolve(plan: Plan, project: Mapping[str, bytes], say: Say, maven: MavenRunn
         tail.append(line)
         fetched += bool(DOWNLOADED.match(line))
         if (step := progress(line)) is not None:
-            say(f"kconform setup: {step}")
+            say(f"{command}: {step}")
 
     with tempfile.TemporaryDirectory(prefix="kconform-setup-") as work:
-        copy = Path(work) / "jvm"  # Maven reads a copy: a wheel's site-packages may be read-only
-        for path, content in project.items():
+        copy = Path(work) / "jvm"
+        for path, content in build.project.items():
             (copy / path).parent.mkdir(parents=True, exist_ok=True)
             (copy / path).write_bytes(content)
-        staging = Path(tempfile.mkdtemp(prefix=f".{plan.dest.name}-staging-", dir=plan.dest.parent))
+        staging = Path(tempfile.mkdtemp(prefix=f".{build.dest.name}-staging-", dir=build.dest.parent))
         try:
-            code = maven(maven_command(mvn, copy, staging, Path(work) / "build"), on_line)
+            line = maven_command(mvn, copy, staging, Path(work) / "build", build.pom, build.properties)
+            code = maven(line, on_line)
             if code != 0:
                 why = f"killed by signal {-code}; its limit is {MAVEN_TIMEOUT_S} s" if code < 0 else f"exit {code}"
                 raise SetupError(
                     f"Maven failed ({why}); its last lines:\n" + "\n".join(tail) + "\nfix what it names "
-                    "(a proxy or mirror goes in ~/.m2/settings.xml) and run `kconform setup` again"
+                    f"(a proxy or mirror goes in ~/.m2/settings.xml) and run `{command}` again"
                 )
-            missing = [m for m in plan.modules if not any((staging / m).glob("*.jar"))]
+            missing = [str(staging / f) for f in build.jar_folders if not any((staging / f).glob("*.jar"))]
             if missing:
-                raise SetupError(f"Maven succeeded but left no jars for {', '.join(missing)}: report this as a bug")
-            (staging / STAMP).write_text(stamp_text(plan, kconform_version()))
-            if plan.dest.exists():
-                shutil.rmtree(plan.dest)
-            staging.rename(plan.dest)
+                raise SetupError(f"Maven succeeded but left no jars in {', '.join(missing)}: report this as a bug")
+            (staging / STAMP).write_text(build.stamp)
+            if build.dest.exists():
+                for entry in CARRIED:
+                    if (build.dest / entry).exists():
+                        (build.dest / entry).rename(staging / entry)
+                shutil.rmtree(build.dest)
+            staging.rename(build.dest)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
-    say(
-        f"kconform setup: done in {time.monotonic() - started:.0f} s: Maven downloaded {fetched} files "
-        "(the rest came from its local repository)"
-    )
+    return fetched
 
 
 def build_parser() -> argparse.ArgumentParser:

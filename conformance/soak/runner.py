@@ -35,7 +35,7 @@ from typing import Any, Final
 
 import confluent_kafka as ck
 
-from ...reference_impl.kafka_client import KafkaClient, wait_until
+from ...reference_impl.kafka_client import KafkaClient, topic_records, wait_until
 from ...reference_impl.ports import Isolation, Record
 from ...reference_impl.types import TopicPartition
 from ..brokers import KafkaBroker
@@ -44,7 +44,6 @@ from ..checks.pipeline_checkers import ReadRecord, check_output, check_read_once
 from ..errors import CannotCheck
 from ..spark.cluster import StandaloneCluster
 from ..spark.driver import DriverRun, StandbyDrivers, kill_group, raise_if_cannot_check
-from ..spark.pipeline import topic_records
 from .faults import (
     NotInjected,
     OpenTransactionWatch,

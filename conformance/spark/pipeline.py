@@ -37,8 +37,8 @@ from pyspark.sql.types import BinaryType, BooleanType, DataType, IntegerType, Lo
 from ...reference_impl.adapter import ReferenceAdapter
 from ...reference_impl.configs import CONTRACT_VERSION
 from ...reference_impl.credentials import Secret, revealed
-from ...reference_impl.kafka_client import KafkaClient
-from ...reference_impl.ports import Isolation, Record
+from ...reference_impl.kafka_client import KafkaClient, topic_records
+from ...reference_impl.ports import Isolation
 from ...reference_impl.spark import TIMEOUT_OPTION, KafkaDataSource, register
 from ...reference_impl.spark.offsets import SourceOffsets
 from ...reference_impl.types import TopicPartition
@@ -474,14 +474,6 @@ def fill(client: KafkaClient, topic: str, partitions: int, per_partition: int, t
         client.produce_batch(tp, [(None, f"{tag}-{p}-{i}".encode()) for i in range(per_partition)], linger_ms=5)
         ends[tp] = client.produce(tp, None, f"{tag}-{p}-sentinel".encode()) + 1
     return ends
-
-
-def topic_records(client: KafkaClient, topic: str, isolation: Isolation) -> dict[int, list[Record]]:
-    """Partition -> every record of ``topic`` a consumer at ``isolation`` sees, in log order."""
-    return {
-        p: list(client.read(TopicPartition(topic, p), 0, isolation, 1_000_000))
-        for p in sorted(client.list_topics().get(topic, ()))
-    }
 
 
 def topic_values(client: KafkaClient, topic: str, isolation: Isolation) -> Counter[bytes | None]:

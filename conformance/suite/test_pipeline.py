@@ -37,7 +37,7 @@ if (missing := pipeline_missing()) is not None:  # a core install: every test he
 
 from pyspark.sql import SparkSession
 
-from ...reference_impl.kafka_client import KafkaClient, wait_until
+from ...reference_impl.kafka_client import KafkaClient, topic_records, wait_until
 from ...reference_impl.ports import Isolation
 from ...reference_impl.types import TopicPartition
 from ..adapter.interface import DEFAULT_MASTER, PipelineAdapter
@@ -76,7 +76,6 @@ from ..spark.pipeline import (
     local_session,
     stable_offsets,
     task_attempts,
-    topic_records,
     topic_values,
 )
 

@@ -22,8 +22,8 @@ from kconform.conformance.brokers import Broker
 from kconform.conformance.brokers.capability import DUPLICATE_VERDICT_NEEDS, Capability, lacking
 from kconform.conformance.checks.checkers import fail_on
 from kconform.conformance.checks.strategy_checkers import check_keyless_spread
-from kconform.conformance.spark.pipeline import Pipeline, fill, judge_sink, topic_records, topic_values
-from kconform.reference_impl.kafka_client import KafkaClient
+from kconform.conformance.spark.pipeline import Pipeline, fill, judge_sink, topic_values
+from kconform.reference_impl.kafka_client import KafkaClient, topic_records
 from kconform.reference_impl.kafka_strategies import partition_for_key
 from kconform.reference_impl.ports import Isolation
 from kconform.reference_impl.spark.sink import DEFAULT_PREFIX, Placement, partitions_for_keys

@@ -1,0 +1,130 @@
+"""One run of a Flink job in the harness: what ``jvm/flink-harness`` reads (its run description), as data.
+
+A scenario is a sequence of runs on one source and sink: a fresh run, then runs restored from the savepoint the
+previous one stopped with (at another parallelism, say). Pure: ``description`` is the JSON the harness reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from ...reference_impl.types import TopicPartition
+
+MAX_PARALLELISM: Final = 8
+"""The most subtasks a run may ask for: the MiniCluster runs them all as threads on a machine of two cores."""
+HARNESS_RESTARTS: Final = 3
+"""Restarts the job's fixed-delay strategy allows: a planned failure needs one; more is a job that keeps failing."""
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """Subtask ``subtask``'s first attempt fails once after ``after_records`` records: in the map that reads
+    (``record``), or in the first checkpoint it takes after them (``checkpoint``: after the sink flushed them)."""
+
+    subtask: int
+    after_records: int
+    at: Literal["record", "checkpoint"] = "record"
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """When the harness stops an unbounded job with a savepoint: once every condition given holds, or once
+    ``within_ms`` passed (the answer then says the condition was not met)."""
+
+    after_records: int | None = None
+    """Records read in this run (replays included)."""
+    at_offsets: Mapping[TopicPartition, int] | None = None
+    """Each partition read up to this end (exclusive) in this run."""
+    within_ms: int = 60_000
+
+
+SINK_DEFAULTS: Final = {"transaction.timeout.ms": "60000"}
+"""The sink's own default transaction timeout (one hour) is above the broker's maximum (15 minutes): Flink's
+documentation says to lower it, and a job that does not fails when its first transaction starts."""
+
+
+@dataclass(frozen=True, slots=True)
+class Sink:
+    """The job's ``KafkaSink``: its topic, its delivery guarantee and producer settings."""
+
+    topic: str
+    exactly_once: bool
+    transactional_id_prefix: str
+    properties: Mapping[str, str] = field(default_factory=lambda: dict(SINK_DEFAULTS))
+
+
+@dataclass(frozen=True, slots=True)
+class JobRun:
+    """One job of the harness: a ``KafkaSource`` on ``topics`` (or the topics ``topic_pattern`` matches, when set)
+    into ``sink``, at ``parallelism``.
+
+    ``stop`` is ``None`` for a bounded job (it reads to the end offsets it finds at start, then finishes);
+    otherwise the source is unbounded and the job is stopped with a savepoint into ``savepoint_dir``.
+    ``restore_from`` is the savepoint of an earlier run.
+    """
+
+    bootstrap_servers: str
+    topics: tuple[str, ...]
+    sink: Sink
+    parallelism: int
+    stop: Stop | None = None
+    restore_from: str | None = None
+    failure: Failure | None = None
+    checkpoint_interval_ms: int = 500
+    starting_offsets: Literal["earliest", "latest"] = "earliest"
+    source_properties: Mapping[str, str] = field(default_factory=dict)
+    pace_ms: int = 0
+    """A pause after each record read: spreads a few hundred records over several checkpoints."""
+    timeout_ms: int = 120_000
+    """The harness's bound on each wait for the job (its end, its savepoint)."""
+    topic_pattern: str | None = None
+    """A Java regular expression: subscribe by pattern instead of ``topics``."""
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.parallelism <= MAX_PARALLELISM:
+            raise ValueError(f"parallelism {self.parallelism} is outside 1..{MAX_PARALLELISM}")
+        if not self.topics and self.topic_pattern is None:
+            raise ValueError("a job reads topics or a topic pattern: give one")
+
+
+def description(run: JobRun, history: Path, savepoint_dir: Path) -> dict[str, Any]:
+    """The run description ``kconform.FlinkHarness`` reads; it appends to ``history`` and saves into
+    ``savepoint_dir``."""
+    stop = run.stop
+    return {
+        "bootstrap_servers": run.bootstrap_servers,
+        "topics": list(run.topics),
+        "topic_pattern": run.topic_pattern,
+        "starting_offsets": run.starting_offsets,
+        "bounded": stop is None,
+        "parallelism": run.parallelism,
+        "checkpoint_interval_ms": run.checkpoint_interval_ms,
+        "restart_attempts": HARNESS_RESTARTS,
+        "sink": {
+            "topic": run.sink.topic,
+            "exactly_once": run.sink.exactly_once,
+            "transactional_id_prefix": run.sink.transactional_id_prefix,
+            "properties": dict(run.sink.properties),
+        },
+        "source_properties": dict(run.source_properties),
+        "history": str(history),
+        "savepoint_dir": str(savepoint_dir),
+        "restore_from": run.restore_from,
+        "failure": None
+        if run.failure is None
+        else {"subtask": run.failure.subtask, "after_records": run.failure.after_records, "at": run.failure.at},
+        "stop": None
+        if stop is None
+        else {
+            "after_records": stop.after_records,
+            "at_offsets": None
+            if stop.at_offsets is None
+            else [[tp.topic, tp.partition, end] for tp, end in sorted(stop.at_offsets.items())],
+            "within_ms": stop.within_ms,
+        },
+        "pace_ms": run.pace_ms,
+        "timeout_ms": run.timeout_ms,
+    }

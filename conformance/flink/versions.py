@@ -1,0 +1,49 @@
+"""The ``flink-connector-kafka`` releases the Flink harness runs: each with the Flink it was built for.
+
+The one place these versions are pinned. ``kconform.conformance.flink.resolve`` passes an entry's versions to
+``jvm/flink-harness/pom.xml`` and resolves it into ``<jvm dir>/flink-harness/<connector>/`` the first time that
+release is asked for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectorRelease:
+    """One ``flink-connector-kafka`` release and the Flink the harness runs it on."""
+
+    connector: str
+    """Its Maven version: ``<connector>-<Flink line>`` (e.g. ``3.1.0-1.18``)."""
+    flink: str
+    """The Flink (``flink-streaming-java``, ``flink-clients``, ``flink-connector-base``) of that line."""
+    kafka_clients: str | None = None
+    """A kafka-clients over the one the connector's pom names; ``None`` keeps the connector's."""
+
+    def maven_properties(self) -> dict[str, str]:
+        """The ``-D`` properties ``jvm/flink-harness/pom.xml`` leaves open."""
+        pinned = {} if self.kafka_clients is None else {"kafka.clients.version": self.kafka_clients}
+        return {"connector.version": self.connector, "flink.version": self.flink, **pinned}
+
+
+RELEASES: Final = {
+    release.connector: release
+    for release in (
+        ConnectorRelease("3.1.0-1.18", "1.18.1"),  # kafka-clients 3.4.0
+        ConnectorRelease("4.0.1-2.0", "2.0.0"),  # kafka-clients 3.9.1
+    )
+}
+"""Connector version -> its release: the lines the harness is built and run against (tests/flink)."""
+
+
+def release(connector: str) -> ConnectorRelease:
+    """The pinned release of ``connector``; ``ValueError`` naming the known ones for any other."""
+    try:
+        return RELEASES[connector]
+    except KeyError:
+        known = ", ".join(RELEASES)
+        raise ValueError(
+            f"flink-connector-kafka {connector!r} is not pinned in kconform.conformance.flink.versions (known: {known})"
+        ) from None

@@ -1,0 +1,417 @@
+package kconform;
+
+import java.io.BufferedWriter;
+import java.io.IOException;
+import java.lang.reflect.Method;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
+
+import org.apache.flink.api.common.JobStatus;
+import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.api.common.functions.RichMapFunction;
+import org.apache.flink.api.common.functions.RuntimeContext;
+import org.apache.flink.api.common.state.CheckpointListener;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.connector.base.DeliveryGuarantee;
+import org.apache.flink.connector.kafka.sink.KafkaRecordSerializationSchema;
+import org.apache.flink.connector.kafka.sink.KafkaSink;
+import org.apache.flink.connector.kafka.source.KafkaSource;
+import org.apache.flink.connector.kafka.source.KafkaSourceBuilder;
+import org.apache.flink.connector.kafka.source.enumerator.initializer.OffsetsInitializer;
+import org.apache.flink.connector.kafka.source.reader.deserializer.KafkaRecordDeserializationSchema;
+import org.apache.flink.core.execution.JobClient;
+import org.apache.flink.core.execution.SavepointFormatType;
+import org.apache.flink.runtime.checkpoint.CheckpointException;
+import org.apache.flink.runtime.state.FunctionInitializationContext;
+import org.apache.flink.runtime.state.FunctionSnapshotContext;
+import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.JsonNode;
+import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.ObjectMapper;
+import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.node.ObjectNode;
+import org.apache.flink.streaming.api.checkpoint.CheckpointedFunction;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.util.Collector;
+import org.apache.flink.util.ExceptionUtils;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.producer.ProducerRecord;
+
+/**
+ * Runs one real Flink streaming job in the local MiniCluster, so that kconform's pipeline checkers judge Flink's own
+ * Kafka connector: {@code KafkaSource} -> a map that records what each subtask read -> {@code KafkaSink}. Built
+ * against every connector release line kconform knows (Flink 1.18 to 2.x): the only API that differs, the subtask
+ * index and attempt number, is looked up by reflection ({@link Recorder#identity}).
+ *
+ * <p>{@code java kconform.FlinkHarness RUN.json}: the run description (kconform.conformance.flink.job writes it):
+ *
+ * <pre>
+ * {"bootstrap_servers": s, "topics": [t, ...] | null, "topic_pattern": regex | null, "starting_offsets": "earliest",
+ *  "bounded": b, "parallelism": n, "checkpoint_interval_ms": ms, "restart_attempts": k,
+ *  "sink": {"topic": t, "exactly_once": b, "transactional_id_prefix": s, "properties": {k: v}},
+ *  "source_properties": {k: v}, "history": path, "savepoint_dir": path, "restore_from": path | null,
+ *  "failure": {"subtask": i, "after_records": n, "at": "record" | "checkpoint"} | null,
+ *  "stop": {"after_records": n | null, "at_offsets": [[t, p, end], ...] | null, "within_ms": ms} | null,
+ *  "pace_ms": ms, "timeout_ms": ms}
+ * </pre>
+ *
+ * <p>Each subtask appends to {@code history}, one JSON object a line: {@code {"e": "init", restored}} when it starts
+ * (restored: the checkpoint or savepoint id it restored from, or null), {@code {"e": "read", topic, partition,
+ * offset, value}} (value in hex) for each record it read, {@code {"e": "snapshot", checkpoint}} when its state
+ * enters a checkpoint (records read before it are in that checkpoint), {@code {"e": "complete", checkpoint}} when
+ * told a checkpoint completed; every line carries {@code subtask} and {@code attempt}. A bounded job runs to its
+ * end; an unbounded one is stopped with a savepoint once {@code stop} holds (or once {@code within_ms} passed). The
+ * answer is one JSON line on stdout: {@code {"job_id", "ended": "finished" | "savepoint", "savepoint", "stop_met",
+ * "wall_ms"}}; a failed job is exit 1 with its stack trace on stderr.
+ */
+public final class FlinkHarness {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final long POLL_MS = 50;
+
+    private FlinkHarness() {}
+
+    public static void main(String[] args) throws Exception {
+        long started = System.nanoTime();
+        JsonNode run = JSON.readTree(Files.readAllBytes(Paths.get(args[0])));
+        Recorder.openHistory(Paths.get(run.get("history").asText()));
+        int code = 0;
+        try {
+            ObjectNode answer = runJob(run);
+            answer.put("wall_ms", TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started));
+            System.out.println(JSON.writeValueAsString(answer));
+        } catch (Exception failed) {
+            failed.printStackTrace();
+            code = 1;
+        } finally {
+            Recorder.closeHistory();
+        }
+        System.exit(code); // the MiniCluster's non-daemon threads would keep the JVM alive
+    }
+
+    static ObjectNode runJob(JsonNode run) throws Exception {
+        Map<String, String> settings = new HashMap<>();
+        settings.put("parallelism.default", run.get("parallelism").asText());
+        settings.put("pipeline.max-parallelism", "128");
+        settings.put("execution.checkpointing.interval", run.get("checkpoint_interval_ms").asText() + " ms");
+        settings.put("execution.checkpointing.tolerable-failed-checkpoints", "0");
+        settings.put("restart-strategy.type", "fixed-delay");
+        settings.put("restart-strategy.fixed-delay.attempts", run.get("restart_attempts").asText());
+        settings.put("restart-strategy.fixed-delay.delay", "100 ms");
+        settings.put("taskmanager.memory.managed.size", "16m");
+        if (!run.get("restore_from").isNull()) {
+            String path = run.get("restore_from").asText();
+            settings.put("execution.savepoint.path", path); // Flink 1.x's key
+            settings.put("execution.state-recovery.path", path); // Flink 2.x's
+        }
+        StreamExecutionEnvironment env =
+                StreamExecutionEnvironment.getExecutionEnvironment(Configuration.fromMap(settings));
+
+        DataStream<Read> reads =
+                env.fromSource(source(run), WatermarkStrategy.noWatermarks(), "kafka-source")
+                        .uid("kafka-source")
+                        .map(new Recorder(run.get("failure"), run.get("pace_ms").asLong()))
+                        .uid("recorder");
+        reads.sinkTo(sink(run.get("bootstrap_servers").asText(), run.get("sink"))).uid("kafka-sink");
+
+        JobClient job = env.executeAsync("kconform-flink-harness");
+        ObjectNode answer = JSON.createObjectNode();
+        answer.put("job_id", job.getJobID().toString());
+        long timeoutMs = run.get("timeout_ms").asLong();
+        if (run.get("bounded").asBoolean()) {
+            job.getJobExecutionResult().get(timeoutMs, TimeUnit.MILLISECONDS);
+            answer.put("ended", "finished");
+            answer.putNull("savepoint");
+            answer.putNull("stop_met");
+            return answer;
+        }
+        boolean met = Recorder.awaitStop(run.get("stop"), job);
+        String savepoint = stopWithSavepoint(job, run.get("savepoint_dir").asText(), timeoutMs);
+        job.getJobExecutionResult().get(timeoutMs, TimeUnit.MILLISECONDS);
+        answer.put("ended", "savepoint");
+        answer.put("savepoint", savepoint);
+        answer.put("stop_met", met);
+        return answer;
+    }
+
+    /**
+     * Stop the job with a savepoint; Flink refuses one while a subtask restarts after a failure ("not all required
+     * tasks are currently running"), so a refused savepoint is asked for again until {@code timeoutMs} passed.
+     */
+    static String stopWithSavepoint(JobClient job, String directory, long timeoutMs) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+        while (true) {
+            try {
+                return job.stopWithSavepoint(false, directory, SavepointFormatType.CANONICAL)
+                        .get(timeoutMs, TimeUnit.MILLISECONDS);
+            } catch (ExecutionException refused) {
+                boolean restarting = ExceptionUtils.findThrowable(refused, CheckpointException.class).isPresent();
+                if (!restarting || System.nanoTime() > deadline) {
+                    throw refused;
+                }
+                TimeUnit.MILLISECONDS.sleep(POLL_MS); // poll interval of a bounded retry, not a synchronisation
+            }
+        }
+    }
+
+    static KafkaSource<Read> source(JsonNode run) {
+        KafkaSourceBuilder<Read> builder =
+                KafkaSource.<Read>builder()
+                        .setBootstrapServers(run.get("bootstrap_servers").asText())
+                        .setDeserializer(new ReadDeserializer());
+        if (!run.get("topic_pattern").isNull()) {
+            builder.setTopicPattern(Pattern.compile(run.get("topic_pattern").asText()));
+        } else {
+            List<String> topics = new ArrayList<>();
+            run.get("topics").forEach(t -> topics.add(t.asText()));
+            builder.setTopics(topics);
+        }
+        String start = run.get("starting_offsets").asText();
+        builder.setStartingOffsets(
+                switch (start) {
+                    case "earliest" -> OffsetsInitializer.earliest();
+                    case "latest" -> OffsetsInitializer.latest();
+                    default -> throw new IllegalArgumentException("unknown starting_offsets " + start);
+                });
+        if (run.get("bounded").asBoolean()) {
+            builder.setBounded(OffsetsInitializer.latest());
+        }
+        run.get("source_properties").fields().forEachRemaining(e -> builder.setProperty(e.getKey(), e.getValue().asText()));
+        return builder.build();
+    }
+
+    static KafkaSink<Read> sink(String bootstrapServers, JsonNode sink) {
+        String topic = sink.get("topic").asText();
+        var builder =
+                KafkaSink.<Read>builder()
+                        .setBootstrapServers(bootstrapServers)
+                        .setRecordSerializer(new ReadSerializer(topic))
+                        .setDeliveryGuarantee(
+                                sink.get("exactly_once").asBoolean()
+                                        ? DeliveryGuarantee.EXACTLY_ONCE
+                                        : DeliveryGuarantee.AT_LEAST_ONCE)
+                        .setTransactionalIdPrefix(sink.get("transactional_id_prefix").asText());
+        sink.get("properties").fields().forEachRemaining(e -> builder.setProperty(e.getKey(), e.getValue().asText()));
+        return builder.build();
+    }
+
+    /** One source record as the job carries it: where it was read and its key and value. */
+    public static final class Read {
+        public String topic;
+        public int partition;
+        public long offset;
+        public byte[] key;
+        public byte[] value;
+
+        public Read() {}
+    }
+
+    /** The source's deserializer: keeps the record's position, which the map records. */
+    static final class ReadDeserializer implements KafkaRecordDeserializationSchema<Read> {
+        @Override
+        public void deserialize(ConsumerRecord<byte[], byte[]> record, Collector<Read> out) {
+            Read read = new Read();
+            read.topic = record.topic();
+            read.partition = record.partition();
+            read.offset = record.offset();
+            read.key = record.key();
+            read.value = record.value();
+            out.collect(read);
+        }
+
+        @Override
+        public TypeInformation<Read> getProducedType() {
+            return TypeInformation.of(Read.class);
+        }
+    }
+
+    /** The sink's serializer: the record's key and value to the output topic, partitioned by Kafka's producer. */
+    static final class ReadSerializer implements KafkaRecordSerializationSchema<Read> {
+        private final String topic;
+
+        ReadSerializer(String topic) {
+            this.topic = topic;
+        }
+
+        @Override
+        public ProducerRecord<byte[], byte[]> serialize(Read read, KafkaSinkContext context, Long timestamp) {
+            return new ProducerRecord<>(topic, null, read.key, read.value);
+        }
+    }
+
+    /**
+     * The map between source and sink (chained to both: the same subtask reads, records and writes): appends what
+     * its subtask read, and where its state entered a checkpoint, to the history; injects the planned failure.
+     * The history file and the stop condition's counters are static: the MiniCluster runs every subtask in this JVM.
+     */
+    static final class Recorder extends RichMapFunction<Read, Read> implements CheckpointedFunction, CheckpointListener {
+        private static final Object LOCK = new Object();
+        private static BufferedWriter history;
+        private static long readsThisRun;
+        private static final Map<String, Long> nextOffsets = new HashMap<>();
+
+        private final int failSubtask;
+        private final long failAfter;
+        private final boolean failAtCheckpoint;
+        private final long paceMs;
+        private transient int subtask;
+        private transient int attempt;
+        private transient long read;
+
+        Recorder(JsonNode failure, long paceMs) {
+            boolean planned = failure != null && !failure.isNull();
+            this.failSubtask = planned ? failure.get("subtask").asInt() : -1;
+            this.failAfter = planned ? failure.get("after_records").asLong() : Long.MAX_VALUE;
+            this.failAtCheckpoint = planned && "checkpoint".equals(failure.get("at").asText());
+            this.paceMs = paceMs;
+        }
+
+        static void openHistory(Path path) throws IOException {
+            history = Files.newBufferedWriter(
+                    path, StandardCharsets.UTF_8, StandardOpenOption.CREATE, StandardOpenOption.APPEND);
+        }
+
+        static void closeHistory() throws IOException {
+            synchronized (LOCK) {
+                history.close();
+            }
+        }
+
+        /** (subtask index, attempt number): RuntimeContext's own getters up to Flink 1.x, getTaskInfo()'s since. */
+        static int[] identity(RuntimeContext context) throws ReflectiveOperationException {
+            Object holder = context;
+            Class<?> type = RuntimeContext.class;
+            try {
+                holder = RuntimeContext.class.getMethod("getTaskInfo").invoke(context);
+                type = Class.forName("org.apache.flink.api.common.TaskInfo");
+            } catch (NoSuchMethodException flink1) {
+                // Flink 1.18: the getters are on RuntimeContext itself
+            }
+            Method index = type.getMethod("getIndexOfThisSubtask");
+            Method attempt = type.getMethod("getAttemptNumber");
+            return new int[] {(int) index.invoke(holder), (int) attempt.invoke(holder)};
+        }
+
+        private void write(String event, ObjectNode fields) throws IOException {
+            fields.put("e", event);
+            fields.put("subtask", subtask);
+            fields.put("attempt", attempt);
+            synchronized (LOCK) {
+                history.write(JSON.writeValueAsString(fields));
+                history.newLine();
+                if (!event.equals("read")) {
+                    history.flush();
+                }
+            }
+        }
+
+        @Override
+        public void initializeState(FunctionInitializationContext context) throws Exception {
+            int[] who = identity(getRuntimeContext());
+            subtask = who[0];
+            attempt = who[1];
+            ObjectNode fields = JSON.createObjectNode();
+            if (context.isRestored() && context.getRestoredCheckpointId().isPresent()) {
+                fields.put("restored", context.getRestoredCheckpointId().getAsLong());
+            } else {
+                fields.putNull("restored");
+            }
+            write("init", fields);
+        }
+
+        @Override
+        public Read map(Read in) throws Exception {
+            read++;
+            if (!failAtCheckpoint && subtask == failSubtask && attempt == 0 && read > failAfter) {
+                throw new IllegalStateException(
+                        "kconform: injected failure of subtask " + subtask + " after " + failAfter + " records");
+            }
+            ObjectNode fields = JSON.createObjectNode();
+            fields.put("topic", in.topic);
+            fields.put("partition", in.partition);
+            fields.put("offset", in.offset);
+            if (in.value == null) {
+                fields.putNull("value");
+            } else {
+                fields.put("value", HexFormat.of().formatHex(in.value));
+            }
+            write("read", fields);
+            synchronized (LOCK) {
+                readsThisRun++;
+                nextOffsets.merge(in.topic + "\u0000" + in.partition, in.offset + 1, Math::max);
+                LOCK.notifyAll();
+            }
+            if (paceMs > 0) {
+                Thread.sleep(paceMs); // spreads the reads over checkpoints; no outcome depends on it
+            }
+            return in;
+        }
+
+        @Override
+        public void snapshotState(FunctionSnapshotContext context) throws Exception {
+            if (failAtCheckpoint && subtask == failSubtask && attempt == 0 && read > failAfter) {
+                throw new IllegalStateException(
+                        "kconform: injected failure of subtask " + subtask + " in checkpoint "
+                                + context.getCheckpointId() + " after " + read + " records");
+            }
+            ObjectNode fields = JSON.createObjectNode();
+            fields.put("checkpoint", context.getCheckpointId());
+            write("snapshot", fields);
+        }
+
+        @Override
+        public void notifyCheckpointComplete(long checkpointId) throws Exception {
+            ObjectNode fields = JSON.createObjectNode();
+            fields.put("checkpoint", checkpointId);
+            write("complete", fields);
+        }
+
+        /** Whether {@code stop} held before its deadline: wait, bounded, for it, or for the job to end. */
+        static boolean awaitStop(JsonNode stop, JobClient job) throws Exception {
+            long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(stop.get("within_ms").asLong());
+            while (true) {
+                synchronized (LOCK) {
+                    if (stopHolds(stop)) {
+                        return true;
+                    }
+                    long left = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
+                    if (left <= 0) {
+                        return false;
+                    }
+                    LOCK.wait(Math.min(left, POLL_MS));
+                }
+                JobStatus status = job.getJobStatus().get(POLL_MS * 20, TimeUnit.MILLISECONDS);
+                if (status.isGloballyTerminalState()) {
+                    throw new IllegalStateException("the job ended (" + status + ") before it was stopped");
+                }
+            }
+        }
+
+        private static boolean stopHolds(JsonNode stop) {
+            JsonNode after = stop.get("after_records");
+            if (after != null && !after.isNull() && readsThisRun < after.asLong()) {
+                return false;
+            }
+            JsonNode ends = stop.get("at_offsets");
+            if (ends != null && !ends.isNull()) {
+                for (JsonNode end : ends) {
+                    long next = nextOffsets.getOrDefault(end.get(0).asText() + "\u0000" + end.get(1).asInt(), 0L);
+                    if (next < end.get(2).asLong()) {
+                        return false;
+                    }
+                }
+            }
+            return true;
+        }
+    }
+
+}

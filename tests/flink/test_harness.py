@@ -1,0 +1,112 @@
+"""Flink's own Kafka connector in real Flink jobs (the local MiniCluster) on the live broker, judged by the pipeline
+checkers: its history read once end to end through a task failure and a rescale from a savepoint, its sink's output
+exactly once; and the same job with the sink's exactly-once mode switched off caught duplicating on COMMIT-011.
+
+Each test runs on every pinned connector release; the first of a session resolves a release's harness
+with Maven when it is not built yet.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from uuid import uuid4
+
+import pytest
+
+from kconform.conformance.brokers import Broker
+from kconform.conformance.checks.checkers import Violation
+from kconform.conformance.checks.pipeline_checkers import check_read_once, check_single_reader, check_sink_output
+from kconform.conformance.flink.harness import FlinkHarness, visible_output
+from kconform.conformance.flink.history import committed_reads, left_to_read
+from kconform.conformance.flink.job import Failure, JobRun, Sink, Stop
+from kconform.conformance.flink.versions import RELEASES
+from kconform.conformance.spark.pipeline import fill
+from kconform.reference_impl.kafka_client import KafkaClient, topic_records
+from kconform.reference_impl.ports import Isolation
+
+pytestmark = [pytest.mark.flink, pytest.mark.integration]
+
+PARTITIONS = 4
+PER_PARTITION = 150
+PACE_MS = 2
+"""Spreads each run's reads over several 200 ms checkpoints, so that failures and savepoints fall between them."""
+
+
+@pytest.fixture(scope="module", params=sorted(RELEASES))
+def harness(request: pytest.FixtureRequest) -> FlinkHarness:
+    """Each pinned connector release (the 1.18 line and a 2.x line), its harness built on first use."""
+    return FlinkHarness(RELEASES[request.param], print)
+
+
+def sink_output_violations(kafka: KafkaClient, source: str, sink: str) -> list[Violation]:
+    produced = topic_records(kafka, source, Isolation.READ_UNCOMMITTED)
+    return check_sink_output(produced, visible_output(kafka, sink), exactly_once=True)
+
+
+def test_exactly_once_through_a_task_failure_and_a_rescale_from_a_savepoint(
+    broker: Broker, harness: FlinkHarness, tmp_path: Path
+) -> None:
+    tag = f"flink-{uuid4().hex[:8]}"
+    source, sink = f"{tag}-in", f"{tag}-out"
+    with KafkaClient(broker) as kafka:
+        kafka.create_topic(source, PARTITIONS)
+        kafka.create_topic(sink, 2)
+        ends = fill(kafka, source, PARTITIONS, PER_PARTITION, tag)
+        job = JobRun(
+            broker.bootstrap_servers,
+            (source,),
+            Sink(sink, True, f"{tag}-txn"),
+            2,
+            checkpoint_interval_ms=200,
+            pace_ms=PACE_MS,
+        )
+        failing = replace(job, stop=Stop(after_records=400), failure=Failure(subtask=0, after_records=120))
+        first = harness.run(failing, tmp_path / "run-1")
+        left = left_to_read(ends, committed_reads([first.history]))
+        second = harness.run(
+            replace(job, parallelism=3, restore_from=first.savepoint, stop=Stop(at_offsets=left)), tmp_path / "run-2"
+        )
+        runs = [first.history, second.history]
+        violations = check_read_once(committed_reads(runs), ends)
+        violations += check_single_reader(first.history.reads(), 2) + check_single_reader(second.history.reads(), 3)
+        violations += sink_output_violations(kafka, source, sink)
+    assert first.savepoint is not None and left, "the first run stopped before it had read everything"
+    assert {(s.subtask, s.attempt) for s in first.history.segments} >= {(0, 1)}, "subtask 0 never failed"
+    assert {s.subtask for s in second.history.segments} == {0, 1, 2} and second.stop_met
+    assert not violations, violations
+
+
+@pytest.mark.parametrize("exactly_once", [True, False], ids=["exactly-once", "at-least-once"])
+def test_a_failure_after_the_sink_flushed_duplicates_only_without_exactly_once(
+    broker: Broker, harness: FlinkHarness, tmp_path: Path, exactly_once: bool
+) -> None:
+    """Subtask 0 fails in a checkpoint, after the sink flushed the records read since the last one: the job goes
+    back to that checkpoint and reads them again. Exactly-once, their transaction was aborted; at-least-once,
+    they were written and are written again, which COMMIT-011 catches as duplicates."""
+    tag = f"flink-{uuid4().hex[:8]}"
+    source, sink = f"{tag}-in", f"{tag}-out"
+    with KafkaClient(broker) as kafka:
+        kafka.create_topic(source, PARTITIONS)
+        kafka.create_topic(sink, 2)
+        ends = fill(kafka, source, PARTITIONS, PER_PARTITION, tag)
+        failure = Failure(subtask=0, after_records=100, at="checkpoint")
+        job = JobRun(
+            broker.bootstrap_servers,
+            (),
+            Sink(sink, exactly_once, f"{tag}-txn"),
+            2,
+            failure=failure,
+            checkpoint_interval_ms=200,
+            pace_ms=PACE_MS,
+            topic_pattern=f"{tag}-i[n]",  # the source topic alone, by pattern
+        )
+        run = harness.run(job, tmp_path / "run")
+        read = check_read_once(committed_reads([run.history]), ends)
+        output = sink_output_violations(kafka, source, sink)
+    assert any(s.attempt > 0 for s in run.history.segments), "no subtask failed"
+    assert not read, read
+    if exactly_once:
+        assert not output, output
+    else:
+        assert output and {(v.requirement, v.kind) for v in output} == {("COMMIT-011", "duplicate")}, output

@@ -1,0 +1,121 @@
+"""The Flink harness's history, parsed and followed back through restores, without Flink: lines as the harness's
+map writes them (``jvm/flink-harness``), in the orders a failure, a region restart and a rescale produce."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from kconform.conformance.checks.pipeline_checkers import ReadRecord, check_read_once
+from kconform.conformance.flink.history import HistoryError, committed_reads, left_to_read, parse_run
+from kconform.reference_impl.types import TopicPartition
+
+TP0, TP1 = TopicPartition("in", 0), TopicPartition("in", 1)
+
+
+def line(event: str, subtask: int, attempt: int, **fields: Any) -> str:
+    return json.dumps({"e": event, "subtask": subtask, "attempt": attempt, **fields})
+
+
+def reads(subtask: int, attempt: int, tp: TopicPartition, offsets: range) -> list[str]:
+    return [
+        line("read", subtask, attempt, topic=tp.topic, partition=tp.partition, offset=o, value=f"v{o}".encode().hex())
+        for o in offsets
+    ]
+
+
+def offsets(records: list[ReadRecord]) -> list[tuple[TopicPartition, int, int]]:
+    return sorted((r.tp, r.offset, r.task) for r in records)
+
+
+def test_a_failed_subtask_keeps_only_what_its_restored_checkpoint_held_then_its_rereads() -> None:
+    lines = [
+        line("init", 0, 0, restored=None),
+        line("init", 1, 0, restored=None),
+        *reads(0, 0, TP0, range(0, 3)),
+        *reads(1, 0, TP1, range(0, 2)),
+        line("snapshot", 0, 0, checkpoint=1),
+        line("snapshot", 1, 0, checkpoint=1),
+        line("complete", 0, 0, checkpoint=1),
+        *reads(0, 0, TP0, range(3, 5)),  # read, then lost with attempt 0
+        line("init", 0, 1, restored=1),  # region restart of subtask 0 only
+        *reads(0, 1, TP0, range(3, 6)),
+        *reads(1, 0, TP1, range(2, 4)),
+    ]
+    run = parse_run(lines, "finished")
+    committed = committed_reads([run])
+    assert offsets(committed) == [(TP0, o, 0) for o in range(6)] + [(TP1, o, 1) for o in range(4)]
+    assert {r.offset: r.value for r in committed if r.tp == TP0}[0] == b"v0"
+    assert not check_read_once(committed, {TP0: 6, TP1: 4})
+    assert len(run.reads()) == 12  # the two replayed reads stay in the run's own reads
+
+
+def test_a_rescaled_run_rests_on_the_savepoint_of_the_run_before_counted_once() -> None:
+    first = parse_run(
+        [
+            line("init", 0, 0, restored=None),
+            line("init", 1, 0, restored=None),
+            *reads(0, 0, TP0, range(0, 2)),
+            *reads(1, 0, TP1, range(0, 1)),
+            line("snapshot", 0, 0, checkpoint=4),
+            line("snapshot", 1, 0, checkpoint=4),
+            line("complete", 0, 0, checkpoint=4),
+            line("complete", 1, 0, checkpoint=4),
+        ],
+        "savepoint",
+    )
+    assert first.savepoint() == 4
+    assert left_to_read({TP0: 3, TP1: 1}, committed_reads([first])) == {TP0: 3}
+    second = parse_run(
+        [
+            *(line("init", s, 0, restored=4) for s in range(3)),
+            *reads(2, 0, TP0, range(2, 3)),
+            line("snapshot", 2, 0, checkpoint=5),
+            line("init", 2, 1, restored=5),
+            *reads(2, 1, TP0, range(3, 4)),
+            line("snapshot", 0, 0, checkpoint=6),
+            line("snapshot", 1, 0, checkpoint=6),
+            line("snapshot", 2, 1, checkpoint=6),
+            line("complete", 2, 1, checkpoint=6),
+        ],
+        "savepoint",
+    )
+    committed = committed_reads([first, second])
+    assert offsets(committed) == [(TP0, 0, 0), (TP0, 1, 0), (TP0, 2, 2), (TP0, 3, 2), (TP1, 0, 1)]
+
+
+def test_reads_after_the_checkpoint_a_restart_went_back_to_are_not_committed_and_show_as_a_gap() -> None:
+    """A connector that restarts past its checkpoint (here: at offset 5, not 3) shows as a gap."""
+    run = parse_run(
+        [
+            line("init", 0, 0, restored=None),
+            *reads(0, 0, TP0, range(0, 3)),
+            line("snapshot", 0, 0, checkpoint=1),
+            *reads(0, 0, TP0, range(3, 5)),
+            line("init", 0, 1, restored=1),
+            *reads(0, 1, TP0, range(5, 6)),
+        ],
+        "finished",
+    )
+    violations = check_read_once(committed_reads([run]), {TP0: 6})
+    assert [(v.kind, v.data["offset"]) for v in violations] == [("offset-gap", 3), ("offset-gap", 4)]
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        ([line("read", 0, 0, topic="in", partition=0, offset=0, value=None)], "before it started"),
+        ([line("init", 0, 0, restored=None), line("resume", 0, 0)], "unknown event"),
+    ],
+)
+def test_a_line_no_harness_writes_is_a_history_error(lines: list[str], message: str) -> None:
+    with pytest.raises(HistoryError, match=message):
+        parse_run(lines, "finished")
+
+
+def test_a_first_run_restored_from_nowhere_is_a_history_error() -> None:
+    run = parse_run([line("init", 0, 0, restored=9)], "finished")
+    with pytest.raises(HistoryError, match="restored from 9"):
+        committed_reads([run])

@@ -1,0 +1,38 @@
+"""The run description the Flink harness reads (``jvm/flink-harness``), from a ``JobRun``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kconform.conformance.flink.job import MAX_PARALLELISM, Failure, JobRun, Sink, Stop, description
+from kconform.reference_impl.types import TopicPartition
+
+SINK = Sink("out", True, "txn")
+
+
+def test_an_unbounded_run_says_when_to_stop_and_where_to_save() -> None:
+    run = JobRun("b:9092", ("in",), SINK, 3, stop=Stop(at_offsets={TopicPartition("in", 1): 7}), restore_from="/sp/1")
+    described = description(run, Path("/h.jsonl"), Path("/sp"))
+    assert described["bounded"] is False and described["restore_from"] == "/sp/1"
+    assert described["stop"] == {"after_records": None, "at_offsets": [["in", 1, 7]], "within_ms": 60_000}
+    assert described["sink"]["properties"] == {"transaction.timeout.ms": "60000"}
+
+
+def test_a_bounded_run_with_a_failure_in_a_checkpoint() -> None:
+    run = JobRun("b:9092", (), SINK, 2, failure=Failure(0, 5, "checkpoint"), topic_pattern="in-.*")
+    described = description(run, Path("/h.jsonl"), Path("/sp"))
+    assert described["bounded"] is True and described["stop"] is None and described["topic_pattern"] == "in-.*"
+    assert described["failure"] == {"subtask": 0, "after_records": 5, "at": "checkpoint"}
+
+
+@pytest.mark.parametrize("parallelism", [0, MAX_PARALLELISM + 1])
+def test_parallelism_is_bounded(parallelism: int) -> None:
+    with pytest.raises(ValueError, match="outside"):
+        JobRun("b:9092", ("in",), SINK, parallelism)
+
+
+def test_a_job_reads_something() -> None:
+    with pytest.raises(ValueError, match="topics or a topic pattern"):
+        JobRun("b:9092", (), SINK, 1)
