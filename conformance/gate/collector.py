@@ -28,7 +28,7 @@ from ..adapter.guard import AdapterHung, forget_hangs, record_hang
 from ..checks.checkers import Violation, ViolationError
 from ..errors import CannotCheck
 from ..jvm import JvmArtifactsMissing
-from ..spec_tools.requirements import Requirement, ids_in_test_name, ids_in_text, level_of_test_name
+from ..spec_tools.requirements import Requirement, ids_in_test_name, level_of_test_name
 from .expectations import Deviation, find_deviation
 from .options import RunOptions
 from .pytest_plugin import UNVERIFIED_PROPERTY, CouldNotCheck
@@ -38,8 +38,6 @@ SUITE_LEVELS = ("protocol", "pipeline")
 PIPELINE_MARK = "pipeline"
 """The marker of a pipeline-level test; a test without it is protocol level."""
 BLOB = re.compile(r"@reproduce_failure\([^)]*\)")
-VIOLATION_LINE = re.compile(r"^\s*(?P<id>[A-Z]+-\d{3}) (?P<kind>[a-z][a-z0-9-]*): (?P<evidence>.+)$", re.MULTILINE)
-"""A violation as ``explain`` prints it, for failures that did not raise ``ViolationError``."""
 TEST_CASE_DUMP = re.compile(r"^(?:(?:Falsifying|Failing)(?: explicit)? (?:example|test case)|while generating)", re.M)
 """Where Hypothesis's notes start: the test case, kept in the counterexample, never in a one-line message."""
 HEARTBEAT_S = 30.0
@@ -103,13 +101,9 @@ def violation_errors(exc: BaseException) -> list[ViolationError]:
     return [exc] if isinstance(exc, ViolationError) else []
 
 
-def violations_in_text(text: str, ids: Sequence[str]) -> list[Violation]:
-    """The ``ID kind: evidence`` lines of a failure message, else the message as one violation of ``ids``."""
-    found = [
-        Violation(m["id"], m["kind"], m["evidence"], data={"text": m["evidence"]})
-        for m in VIOLATION_LINE.finditer(text)
-    ]
-    return found or [Violation(", ".join(ids), UNSTRUCTURED, text, data={"text": text})]
+def unstructured_failure(text: str, ids: Sequence[str]) -> list[Violation]:
+    """A failure that raised no violation (an adapter's error, a timeout): its message, one violation of ``ids``."""
+    return [Violation(", ".join(ids), UNSTRUCTURED, text, data={"text": text})]
 
 
 def counterexamples(exc: BaseException) -> list[Counterexample]:
@@ -329,9 +323,9 @@ class Collector:
             result.counterexamples = evidence
             told = "\n".join([c.error for c in result.counterexamples] or [result.message])
             result.violations = [v for e in raised for v in e.violations]
-            named = ids_in_text(told) | {v.requirement for v in result.violations}  # the message shows only the first
+            named = {v.requirement for v in result.violations}
             result.violated = [i for i in ids if i in named] or ids
-            result.violations = result.violations or violations_in_text(told, result.violated)
+            result.violations = result.violations or unstructured_failure(told, result.violated)
             result.pictures = [p for e in raised for p in e.pictures]
             if raised:
                 result.verified_before_failing = frozenset.intersection(*(e.verified for e in raised))
