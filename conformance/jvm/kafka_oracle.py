@@ -40,8 +40,12 @@ class OracleError(RuntimeError):
 
 
 def oracle_jar(module: str = KAFKA_ORACLE, name: str = "the Kafka oracle") -> Path:
-    """The jar of the helper built by ``module``, or ``JvmArtifactsMissing`` naming ``kconform setup``."""
-    jars = sorted((jvm_dir() / module).glob(f"{module}-*.jar"))
+    """The jar of the helper built by ``module``, or ``JvmArtifactsMissing`` naming ``kconform setup``.
+
+    ``module`` is a folder of the jars folder; a nested one (``kafka-clients-3.4.0/kafka-oracle``, a build at
+    another release) holds the jar of its last part's name.
+    """
+    jars = sorted((jvm_dir() / module).glob(f"{Path(module).name}-*.jar"))
     if not jars:
         raise JvmArtifactsMissing(f"{name} is not built (no {module}-*.jar in {jvm_dir() / module}): {setup_hint()}")
     return jars[-1]
@@ -128,10 +132,14 @@ class JvmHelper:
 
 
 class KafkaOracle(JvmHelper):
-    """kafka-clients' partitioner and assignors in one running helper JVM."""
+    """kafka-clients' partitioner and assignors in one running helper JVM.
 
-    def __init__(self, timeout_s: float = TIMEOUT_S) -> None:
-        super().__init__(KAFKA_ORACLE, MAIN_CLASS, (), "the Kafka oracle", timeout_s)
+    ``module``: the build to run, ``kafka-oracle`` (the release ``jvm/pom.xml`` pins) by default, or one at
+    another release (``kconform.conformance.jvm.oracle_at_release``).
+    """
+
+    def __init__(self, timeout_s: float = TIMEOUT_S, module: str = KAFKA_ORACLE) -> None:
+        super().__init__(module, MAIN_CLASS, (), "the Kafka oracle", timeout_s)
 
     def keyed(self, keys: Sequence[bytes], num_partitions: Sequence[int]) -> tuple[list[int], list[int]]:
         """(``Utils.murmur2(key)``, ``BuiltInPartitioner.partitionForKey(key, n)``) for each key and count."""

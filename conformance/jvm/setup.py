@@ -37,6 +37,8 @@ from . import INSTALL_MAVEN, JVM_DIR_ENV, JvmArtifactsMissing, java_binary, jvm_
 
 STAMP: Final = ".resolved"
 """The file in a jars folder that says which poms it was resolved from (``make setup``'s target too)."""
+RELEASE_BUILDS: Final = "releases"
+"""The folder of a jars folder that holds oracle builds at other releases (the bug bank's); setup keeps it."""
 MAVEN_TIMEOUT_S: Final = 1800
 """A first resolution downloads about 100 MB; half an hour bounds it on a slow link."""
 LOG_TAIL: Final = 40
@@ -123,7 +125,7 @@ def plan_setup(project: Mapping[str, bytes], dest: Path, folder: Folder) -> Plan
 
 def foreign_entries(folder: Folder, modules: Sequence[str]) -> list[str]:
     """Entries of the target that ``setup`` did not put there: it replaces the folder, so it refuses."""
-    return sorted(folder.entries - {*modules, STAMP})
+    return sorted(folder.entries - {*modules, STAMP, RELEASE_BUILDS})
 
 
 def maven_command(mvn: str, project: Path, jars_out: Path, build_out: Path) -> list[str]:
@@ -268,6 +270,8 @@ def resolve(plan: Plan, project: Mapping[str, bytes], say: Say, maven: MavenRunn
             if missing:
                 raise SetupError(f"Maven succeeded but left no jars for {', '.join(missing)}: report this as a bug")
             (staging / STAMP).write_text(stamp_text(plan, kconform_version()))
+            if (plan.dest / RELEASE_BUILDS).is_dir():  # a cache of builds the new pieces do not replace
+                (plan.dest / RELEASE_BUILDS).rename(staging / RELEASE_BUILDS)
             if plan.dest.exists():
                 shutil.rmtree(plan.dest)
             staging.rename(plan.dest)
