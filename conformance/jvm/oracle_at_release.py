@@ -79,8 +79,13 @@ def build_at_release(release: str, say: Say, maven: MavenRunner = run_maven) -> 
         try:
             command = maven_command(mvn, copy, staging, Path(work) / "build")
             command[-2:-2] = ["-pl", KAFKA_ORACLE, f"-Dkafka.version={release}"]
-            if maven(command, lines.append) != 0 or not (staging / KAFKA_ORACLE / f"kafka-clients-{release}.jar").is_file():
-                raise SetupError(f"Maven could not build the Kafka oracle at kafka-clients {release}: " + "\n".join(lines[-20:]))
+            if (
+                maven(command, lines.append) != 0
+                or not (staging / KAFKA_ORACLE / f"kafka-clients-{release}.jar").is_file()
+            ):
+                raise SetupError(
+                    f"Maven could not build the Kafka oracle at kafka-clients {release}: " + "\n".join(lines[-20:])
+                )
             (staging / STAMP).write_text(json.dumps({"kafka-clients": release, "fingerprint": digest}) + "\n")
             if dest.exists():
                 shutil.rmtree(dest)
