@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 from ...reference_impl.kafka_strategies import ASSIGNORS, Assignment, Group
 from ..adapter import AdapterBase
-from ..jvm.kafka_oracle import KafkaOracle, oracle_jar
+from ..errors import HarnessError
+from ..jvm.kafka_oracle import KafkaOracle, OracleError, OracleRefused, oracle_jar
 from ..jvm.oracle_at_release import KAFKA_CLIENTS_VERSION_ENV, oracle_module
 
 
@@ -31,10 +32,16 @@ class KafkaClientsAdapter(AdapterBase):
     _oracle: KafkaOracle | None = field(default=None, repr=False)
 
     def assign_group(self, strategy: str, group: Group) -> Assignment:
+        """Kafka's answer; an assignor that throws fails the test, a helper JVM that dies or hangs is ERROR."""
         if self._oracle is None:
             self._oracle = KafkaOracle(module=self.module)
             atexit.register(self._oracle.close)
-        return self._oracle.assign(strategy, [group])[0]
+        try:
+            return self._oracle.assign(strategy, [group])[0]
+        except OracleRefused:
+            raise
+        except OracleError as error:
+            raise HarnessError(f"the Kafka oracle of {self.name} failed: {error}") from error
 
 
 def adapter() -> KafkaClientsAdapter:

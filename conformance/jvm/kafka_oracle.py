@@ -39,6 +39,10 @@ class OracleError(RuntimeError):
     """The helper answered with an error, gave no answer in time, or exited."""
 
 
+class OracleRefused(OracleError):
+    """The helper answered with an error: the class it asked threw (an assignor that cannot assign a group)."""
+
+
 def oracle_jar(module: str = KAFKA_ORACLE, name: str = "the Kafka oracle") -> Path:
     """The jar of the helper built by ``module``, or ``JvmArtifactsMissing`` naming ``kconform setup``.
 
@@ -104,7 +108,7 @@ class JvmHelper:
             raise OracleError(f"{self.name} has exited{self._stderr_tail()}") from exc
         answer: dict[str, Any] = json.loads(self._read_line())
         if "error" in answer:
-            raise OracleError(f"{self.name} could not answer {payload.get('op')!r}: {answer['error']}")
+            raise OracleRefused(f"{self.name} could not answer {payload.get('op')!r}: {answer['error']}")
         return answer
 
     def _read_line(self) -> bytes:
