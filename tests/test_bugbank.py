@@ -208,3 +208,10 @@ def test_a_bug_added_to_a_catalogue_of_ones_own_runs_with_no_code_change(
     assert "1/1 caught on an intended id" in capsys.readouterr().out
     assert "**caught**: the buggy release fails STRAT-010" in page.read_text()
     assert json.loads((tmp_path / "r" / "MINE-1" / "3.4.0" / "report.json").read_text())["exit_code"] == 1
+
+
+def test_the_committed_page_has_a_row_for_every_bug_of_the_catalogue() -> None:
+    """``make bugbank`` regenerates docs/bugbank.md; a bug added without regenerating it is caught here."""
+    page = (Path(__file__).resolve().parents[1] / "docs" / "bugbank.md").read_text()
+    rows = [line for line in page.splitlines() if line.startswith("| [")]
+    assert [row.split("]", 1)[0][3:] for row in rows] == [bug.id for bug in load(None)]
