@@ -15,7 +15,7 @@ JVM_POMS := jvm/pom.xml $(filter-out jvm/flink-harness/%,$(wildcard jvm/*/pom.xm
 export KCONFORM_PROFILE := $(PROFILE)
 export KCONFORM_BROKER := $(BROKER)
 
-.PHONY: setup conformance test check compat spec bench soak soak-long probe lint docs site verdicts golden mutation mutation-report clean
+.PHONY: setup conformance test check bugbank compat spec bench soak soak-long probe lint docs site verdicts golden mutation mutation-report clean
 
 setup: $(VENV)/.installed $(JVM_DIR)/.resolved
 
@@ -72,6 +72,11 @@ check: lint
 
 spec: setup
 	$(BIN)/kconform spec check --profile $(if $(filter thorough,$(PROFILE)),thorough,ci)
+
+# The bug bank (kconform bugbank): each real bug of fixtures/bugbank.toml on its buggy and its fixed release,
+# each resolved on demand and cached; writes docs/bugbank.md (duration in the README).
+bugbank: setup
+	$(BIN)/kconform bugbank --page docs/bugbank.md
 
 bench: setup
 	$(BIN)/kconform bench --json $(REPORT)/bench.json

@@ -86,6 +86,10 @@ KCONFORM = Group(
         ),
         "verdicts": Delegate("write an adapter's verdict per requirement id (fixed seed) as Markdown", "gate.verdicts"),
         "soak": Delegate("seeded fault schedules on real Kafka, judged by the sink's guarantee", "soak.command"),
+        "bugbank": Delegate(
+            "run real bugs of released connectors and clients: the buggy release must fail, the fixed one pass",
+            "bugbank.command",
+        ),
         "bench": Delegate("run the benchmarks and print ratios against their goals", "bench.command"),
         "site": Delegate("build the spec and docs as a static site with MkDocs (build/site)", "spec_tools.site"),
     },

@@ -73,6 +73,7 @@ def test_the_wheel_carries_the_spec_the_models_and_the_fixtures(wheel: Path) -> 
         "kconform/spec/assignment.md",
         "kconform/spec/tla/models.toml",
         "kconform/fixtures/golden/topics.txt",
+        "kconform/fixtures/bugbank.toml",
         "kconform/jvm/pom.xml",
         "kconform/jvm/spark-kafka/pom.xml",
         "kconform/jvm/kafka-oracle/src/main/java/kconform/KafkaOracle.java",

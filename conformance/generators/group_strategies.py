@@ -47,8 +47,11 @@ def groups(draw: st.DrawFn, identical: bool | None = None, max_members: int = 6)
     """A group at a rebalance: members, their subscriptions, what they owned, the partitions now.
 
     ``identical``: every member subscribes to the same topics (``None``: either). The previous
-    ownership is consistent (no partition owned twice), as it is after any completed rebalance.
-    Few, flat draws keep generating and shrinking fast.
+    ownership is what members report, which a completed rebalance does not always leave consistent:
+    a member that missed the last rebalance rejoins with the generation before and what it owned
+    then, and a partition may be claimed by two members of the same generation (a coordinator or
+    client fault: the assignor must give it to one member, KAFKA-12984). Few, flat draws keep
+    generating and shrinking fast.
     """
     topics = draw(TOPICS, label="topics")
     shapes = draw(st.lists(TOPIC_SHAPE, min_size=len(topics), max_size=len(topics)), label="topic shapes")
@@ -71,13 +74,27 @@ def groups(draw: st.DrawFn, identical: bool | None = None, max_members: int = 6)
         label="previous owner of each partition (-1: none; a member not in the previous generation: one that left)",
     )
     generation = draw(st.integers(1, 5), label="previous generation")
+    late = draw(
+        st.lists(st.booleans(), min_size=len(ids), max_size=len(ids)),
+        label="missed the last rebalance (rejoins with the generation before)",
+    )
+    doubly = draw(
+        st.lists(st.tuples(st.integers(0, max(len(before) - 1, 0)), st.integers(0, len(ids) - 1)), max_size=2),
+        label="(partition, second member) claims of a partition another member of its generation owns",
+    )
+    second_claims = {
+        (before[tp], m)
+        for tp, m in doubly
+        if before and stayed[m] and not late[m] and 0 <= owners[tp] != m and stayed[owners[tp]] and not late[owners[tp]]
+    }
     instances = draw(st.lists(member_ids(), max_size=len(ids), unique=True), label="group.instance.ids")
     members = tuple(
         Member(
             member_id=m,
             topics=frozenset(t for bit, t in enumerate(topics) if masks[i] >> bit & 1),
-            owned=frozenset(tp for tp, owner in zip(before, owners, strict=True) if owner == i and stayed[i]),
-            generation=generation if stayed[i] else -1,
+            owned=frozenset(tp for tp, owner in zip(before, owners, strict=True) if owner == i and stayed[i])
+            | {tp for tp, m in second_claims if m == i},
+            generation=(generation - late[i] if stayed[i] else -1),
             instance_id=instances[i] if i < len(instances) else None,
         )
         for i, m in enumerate(ids)

@@ -39,9 +39,17 @@ class OracleError(RuntimeError):
     """The helper answered with an error, gave no answer in time, or exited."""
 
 
+class OracleRefused(OracleError):
+    """The helper answered with an error: the class it asked threw (an assignor that cannot assign a group)."""
+
+
 def oracle_jar(module: str = KAFKA_ORACLE, name: str = "the Kafka oracle") -> Path:
-    """The jar of the helper built by ``module``, or ``JvmArtifactsMissing`` naming ``kconform setup``."""
-    jars = sorted((jvm_dir() / module).glob(f"{module}-*.jar"))
+    """The jar of the helper built by ``module``, or ``JvmArtifactsMissing`` naming ``kconform setup``.
+
+    ``module`` is a folder of the jars folder; a nested one (``kafka-clients-3.4.0/kafka-oracle``, a build at
+    another release) holds the jar of its last part's name.
+    """
+    jars = sorted((jvm_dir() / module).glob(f"{Path(module).name}-*.jar"))
     if not jars:
         raise JvmArtifactsMissing(f"{name} is not built (no {module}-*.jar in {jvm_dir() / module}): {setup_hint()}")
     return jars[-1]
@@ -100,7 +108,7 @@ class JvmHelper:
             raise OracleError(f"{self.name} has exited{self._stderr_tail()}") from exc
         answer: dict[str, Any] = json.loads(self._read_line())
         if "error" in answer:
-            raise OracleError(f"{self.name} could not answer {payload.get('op')!r}: {answer['error']}")
+            raise OracleRefused(f"{self.name} could not answer {payload.get('op')!r}: {answer['error']}")
         return answer
 
     def _read_line(self) -> bytes:
@@ -128,10 +136,14 @@ class JvmHelper:
 
 
 class KafkaOracle(JvmHelper):
-    """kafka-clients' partitioner and assignors in one running helper JVM."""
+    """kafka-clients' partitioner and assignors in one running helper JVM.
 
-    def __init__(self, timeout_s: float = TIMEOUT_S) -> None:
-        super().__init__(KAFKA_ORACLE, MAIN_CLASS, (), "the Kafka oracle", timeout_s)
+    ``module``: the build to run, ``kafka-oracle`` (the release ``jvm/pom.xml`` pins) by default, or one at
+    another release (``kconform.conformance.jvm.oracle_at_release``).
+    """
+
+    def __init__(self, timeout_s: float = TIMEOUT_S, module: str = KAFKA_ORACLE) -> None:
+        super().__init__(module, MAIN_CLASS, (), "the Kafka oracle", timeout_s)
 
     def keyed(self, keys: Sequence[bytes], num_partitions: Sequence[int]) -> tuple[list[int], list[int]]:
         """(``Utils.murmur2(key)``, ``BuiltInPartitioner.partitionForKey(key, n)``) for each key and count."""

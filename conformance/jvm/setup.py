@@ -41,9 +41,11 @@ MAVEN_TIMEOUT_S: Final = 1800
 """A first resolution downloads about 100 MB; half an hour bounds it on a slow link."""
 LOG_TAIL: Final = 40
 """Maven's last lines shown when it fails (its error and the module it was building)."""
-CARRIED: Final = ("flink-harness",)
-"""Folders of ``jvm/`` and of the jars folder resolved on demand (``kconform.conformance.flink.resolve``), per
-connector release: not ``kconform setup``'s to resolve, and kept when it replaces the jars folder."""
+RELEASE_BUILDS: Final = "releases"
+"""The jars folder's folder of oracle builds at other kafka-clients releases (``oracle_at_release``, the bug bank's)."""
+CARRIED: Final = ("flink-harness", RELEASE_BUILDS)
+"""Folders of ``jvm/`` and of the jars folder resolved on demand, per release (``kconform.conformance.flink.resolve``,
+``oracle_at_release``): not ``kconform setup``'s to resolve, and kept when it replaces the jars folder."""
 POM_NS: Final = "{http://maven.apache.org/POM/4.0.0}"
 BUILDING: Final = re.compile(r"\[INFO\] Building (\S+) \S+ +\[(\d+)/(\d+)\]")
 DOWNLOADED: Final = re.compile(r"\[INFO\] Downloaded from [^:]+: \S*/([^/\s]+) \(([^)]*)\)")

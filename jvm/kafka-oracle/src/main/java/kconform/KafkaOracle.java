@@ -5,6 +5,9 @@ import java.io.BufferedWriter;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.OutputStreamWriter;
+import java.lang.reflect.Constructor;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -25,7 +28,6 @@ import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
 import org.apache.kafka.clients.consumer.RangeAssignor;
 import org.apache.kafka.clients.consumer.RoundRobinAssignor;
 import org.apache.kafka.clients.consumer.StickyAssignor;
-import org.apache.kafka.clients.producer.internals.BuiltInPartitioner;
 import org.apache.kafka.common.Cluster;
 import org.apache.kafka.common.Node;
 import org.apache.kafka.common.PartitionInfo;
@@ -46,7 +48,8 @@ import org.apache.kafka.common.utils.Utils;
  *          "topics": ["topic"], "owned": [["topic", partition]], "generation": g}]}
  * </pre>
  *
- * A request it cannot answer gets {"error": "..."}. The assignors run as the group leader runs them,
+ * A request it cannot answer gets {"error": "..."}. It builds against any kafka-clients from 2.4 on (the
+ * bug bank builds it at the release under test): the newer members it needs are found by reflection. The assignors run as the group leader runs them,
  * through {@code ConsumerPartitionAssignor.assign(Cluster, GroupSubscription)}, with each member's
  * subscription built as its consumer builds it (the sticky assignors' user data comes from a
  * member-side assignor instance told the member's previous assignment and generation).
@@ -54,7 +57,30 @@ import org.apache.kafka.common.utils.Utils;
 public final class KafkaOracle {
     private static final String GROUP_ID = "kconform-oracle";
 
+    /** {@code BuiltInPartitioner.partitionForKey} (kafka-clients 3.3+); null before, where DefaultPartitioner
+     *  computed the same {@code toPositive(murmur2(key)) % n} inline. */
+    private static final Method PARTITION_FOR_KEY = method(
+        "org.apache.kafka.clients.producer.internals.BuiltInPartitioner", "partitionForKey", byte[].class, int.class);
+
     private KafkaOracle() {
+    }
+
+    private static Method method(String className, String name, Class<?>... parameters) {
+        try {
+            return Class.forName(className).getMethod(name, parameters);
+        } catch (ReflectiveOperationException e) {
+            return null;
+        }
+    }
+
+    private static int partitionForKey(byte[] key, int partitions) {
+        if (PARTITION_FOR_KEY == null)
+            return Utils.toPositive(Utils.murmur2(key)) % partitions;
+        try {
+            return (Integer) PARTITION_FOR_KEY.invoke(null, key, partitions);
+        } catch (IllegalAccessException | InvocationTargetException e) {
+            throw new IllegalStateException(e);
+        }
     }
 
     public static void main(String[] args) throws IOException {
@@ -93,7 +119,7 @@ public final class KafkaOracle {
         for (int i = 0; i < keys.size(); i++) {
             byte[] key = HexFormat.of().parseHex((String) keys.get(i));
             hashes.add((long) Utils.murmur2(key));
-            placed.add((long) BuiltInPartitioner.partitionForKey(key, ((Number) partitions.get(i)).intValue()));
+            placed.add((long) partitionForKey(key, ((Number) partitions.get(i)).intValue()));
         }
         return Map.of("murmur2", hashes, "partition", placed);
     }
@@ -145,9 +171,22 @@ public final class KafkaOracle {
         }
         if ("cooperative-sticky".equals(strategy))
             ownedPartitions = owned;  // the eager protocol revokes everything before it rejoins
-        Subscription subscription = new Subscription(topics, userData, ownedPartitions, generation, Optional.empty());
+        Subscription subscription = newSubscription(topics, userData, ownedPartitions, generation);
         subscription.setGroupInstanceId(instance);
         return subscription;
+    }
+
+    /** With the generation where the release's Subscription carries one (3.1+, KIP-792), else without. */
+    private static Subscription newSubscription(List<String> topics, ByteBuffer userData, List<TopicPartition> owned, int generation) {
+        try {
+            Constructor<Subscription> withGeneration =
+                Subscription.class.getConstructor(List.class, ByteBuffer.class, List.class, int.class, Optional.class);
+            return withGeneration.newInstance(topics, userData, owned, generation, Optional.empty());
+        } catch (NoSuchMethodException e) {
+            return new Subscription(topics, userData, owned);
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException(e);
+        }
     }
 
     private static ConsumerPartitionAssignor assignor(String strategy) {

@@ -1,0 +1,91 @@
+"""The bug bank's catalogue as data: one ``[[bug]]`` table per real bug (``fixtures/bugbank.toml``).
+
+Pure: ``parse_catalogue`` reads TOML text and checks every entry against the components the bank
+knows and the requirement ids of the spec, naming the entry in each error, so a catalogue that
+loads is one the runner can run (or say why it cannot).
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+LEVELS: Final = ("protocol", "pipeline", "all")
+"""``kconform run --level``'s choices."""
+FIX_COMMIT: Final = re.compile(r"[0-9a-f]{40}")
+TEXT_FIELDS: Final = ("id", "link", "component", "buggy", "fixed", "fix_commit", "mechanism", "only", "level")
+FIELDS: Final = frozenset({*TEXT_FIELDS, "requirements"})
+
+
+class CatalogueError(ValueError):
+    """A catalogue entry the bank cannot run as written; the message names the entry and the field."""
+
+
+@dataclass(frozen=True)
+class Bug:
+    """One real bug: where it is filed, which releases have it and not, and what of the suite catches it."""
+
+    id: str
+    link: str
+    component: str
+    buggy: str
+    """The last release with the bug (a version of the component's artifact)."""
+    fixed: str
+    """The first release with the fix."""
+    fix_commit: str
+    requirements: tuple[str, ...]
+    """The requirement ids the bug breaks: the buggy release must fail on one of them."""
+    mechanism: str
+    only: str
+    """``kconform run --only``: the part of the suite that reaches the bug (a requirement id or a prefix)."""
+    level: str
+
+
+def parse_catalogue(text: str, source: str, components: Collection[str], requirement_ids: Collection[str]) -> list[Bug]:
+    """The bugs of a catalogue's TOML ``text`` (``source`` names it in errors), each checked."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise CatalogueError(f"{source}: not valid TOML: {error}") from error
+    if set(data) - {"bug"} or not isinstance(data.get("bug", []), list):
+        raise CatalogueError(f"{source}: a catalogue holds only [[bug]] tables, found {sorted(set(data) - {'bug'})}")
+    bugs = [
+        _bug(entry, f"{source}: bug #{n + 1}", components, requirement_ids)
+        for n, entry in enumerate(data.get("bug", []))
+    ]
+    seen: set[str] = set()
+    for bug in bugs:
+        if bug.id in seen:
+            raise CatalogueError(f"{source}: bug {bug.id}: listed twice")
+        seen.add(bug.id)
+    return bugs
+
+
+def _bug(entry: Mapping[str, Any], where: str, components: Collection[str], requirement_ids: Collection[str]) -> Bug:
+    if isinstance(entry.get("id"), str) and entry["id"]:
+        where = f"{where.rsplit(': ', 1)[0]}: bug {entry['id']}"
+    missing = sorted(FIELDS - entry.keys())
+    unknown = sorted(entry.keys() - FIELDS)
+    if missing or unknown:
+        raise CatalogueError(f"{where}: missing fields {missing}, unknown fields {unknown}")
+    for name in TEXT_FIELDS:
+        if not isinstance(entry[name], str) or not entry[name].strip():
+            raise CatalogueError(f"{where}: {name} must be a non-empty string, got {entry[name]!r}")
+    if entry["component"] not in components:
+        raise CatalogueError(f"{where}: unknown component {entry['component']!r} (the bank knows {sorted(components)})")
+    if entry["level"] not in LEVELS:
+        raise CatalogueError(f"{where}: level {entry['level']!r} is not one of {list(LEVELS)}")
+    if not FIX_COMMIT.fullmatch(entry["fix_commit"]):
+        raise CatalogueError(f"{where}: fix_commit must be a full 40-hex commit id, got {entry['fix_commit']!r}")
+    ids = entry["requirements"]
+    if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
+        raise CatalogueError(f"{where}: requirements must be a non-empty list of requirement ids, got {ids!r}")
+    unknown_ids = sorted(set(ids) - set(requirement_ids))
+    if unknown_ids:
+        raise CatalogueError(f"{where}: requirement ids {unknown_ids} are not in the spec's requirement registry")
+    if entry["buggy"] == entry["fixed"]:
+        raise CatalogueError(f"{where}: the buggy and the fixed release are both {entry['buggy']!r}")
+    return Bug(**{name: entry[name] for name in TEXT_FIELDS}, requirements=tuple(ids))

@@ -1,0 +1,175 @@
+"""``kconform bugbank``: run each bug of the catalogue on its buggy and its fixed release and judge it.
+
+The thin shell around the pure catalogue, verdict and page modules: it makes each release ready
+through its component (resolved, built, cached), runs ``kconform run`` on it in a child process with
+the bug's selection and a fixed seed, reads the run's ``report.json``, prints progress and K/N, and
+writes the generated page when asked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from importlib.resources import files
+from pathlib import Path
+from typing import Final
+
+from ..jvm import JvmArtifactsMissing
+from ..jvm.setup import SetupError
+from ..spec_tools.requirements import SpecNotFoundError, load_requirements
+from .catalogue import Bug, CatalogueError, parse_catalogue
+from .components import COMPONENTS
+from .page import render_page, replay_command
+from .verdict import Judgement, Outcome, Verdict, judge, outcome_of_report
+
+RUN_TIMEOUT_S: Final = 1800
+"""Longest one release's run may take (the pipeline level on a slow machine included)."""
+SHIPPED: Final = "bugbank.toml"
+"""The catalogue in ``kconform.fixtures``."""
+
+Say = Callable[[str], None]
+RunRelease = Callable[[Bug, str], Outcome]
+
+
+def bank(bugs: Sequence[Bug], run: RunRelease, say: Say) -> list[tuple[Bug, Judgement]]:
+    """Each bug's verdict: a component whose harness is not built is *could not run* without a run."""
+    results = []
+    for n, bug in enumerate(bugs, 1):
+        component = COMPONENTS[bug.component]
+        say(f"[{n}/{len(bugs)}] {bug.id} ({bug.component} {bug.buggy} -> {bug.fixed}, {', '.join(bug.requirements)})")
+        if (why := component.not_runnable()) is not None:
+            judgement = Judgement(Verdict.COULD_NOT_RUN, why)
+        else:
+            judgement = judge(bug.requirements, run(bug, bug.buggy), run(bug, bug.fixed))
+        say(f"  {judgement.verdict}: {judgement.reason}")
+        results.append((bug, judgement))
+    return results
+
+
+def exit_code(results: Sequence[tuple[Bug, Judgement]]) -> int:
+    """1 when a bug is missed, caught off target or a false alarm; else 3 when one could not run; else 0."""
+    verdicts = {j.verdict for _, j in results}
+    if verdicts & {Verdict.MISSED, Verdict.OFF_TARGET, Verdict.FALSE_ALARM}:
+        return 1
+    return 3 if Verdict.COULD_NOT_RUN in verdicts else 0
+
+
+def run_command(bug: Bug, adapter: str, profile: str, seed: int, report: Path) -> list[str]:
+    """``kconform run`` on the bug's selection of the suite."""
+    return [
+        *("kconform", "run", "--adapter", adapter, "--level", bug.level, "--only", bug.only),
+        *("--profile", profile, "--seed", str(seed), "--report", str(report)),
+    ]
+
+
+def release_runner(profile: str, seed: int, reports: Path, say: Say) -> RunRelease:
+    """Runs one release of a bug in a child ``kconform run`` and reads back its report."""
+
+    def run(bug: Bug, release: str) -> Outcome:
+        component = COMPONENTS[bug.component]
+        assert component.adapter is not None and component.prepare is not None
+        started = time.monotonic()
+        try:
+            env = component.prepare(release, say)
+        except (SetupError, JvmArtifactsMissing, ValueError) as error:
+            return Outcome(problem=f"{component.name} {release} could not be made ready: {error}")
+        report = reports / bug.id / release
+        command = run_command(bug, component.adapter, profile, seed, report)
+        shown = " ".join(f"{k}={v}" for k, v in env.items())
+        say(f"  {release}: {shown} {' '.join(command)}")
+        child = [sys.executable, "-m", "kconform.conformance.cli", *command[1:]]
+        try:
+            done = subprocess.run(
+                child, env=os.environ | dict(env), capture_output=True, text=True, timeout=RUN_TIMEOUT_S
+            )
+        except subprocess.TimeoutExpired:
+            return Outcome(problem=f"kconform run on {release} took longer than {RUN_TIMEOUT_S} s")
+        try:
+            outcome = outcome_of_report(json.loads((report / "report.json").read_text()))
+        except (OSError, json.JSONDecodeError):
+            tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+            outcome = Outcome(problem=f"kconform run exited {done.returncode} without a report: {' '.join(tail)}")
+        what = outcome.problem or (f"FAIL {', '.join(sorted(outcome.failed))}" if outcome.failed else "PASS")
+        say(f"  {release}: {what} ({time.monotonic() - started:.0f} s)")
+        return outcome
+
+    return run
+
+
+def load(catalogue: Path | None) -> list[Bug]:
+    """The bugs of ``catalogue`` (default: the shipped one), checked against the spec's requirement ids."""
+    text = catalogue.read_text() if catalogue else files("kconform.fixtures").joinpath(SHIPPED).read_text()
+    return parse_catalogue(text, str(catalogue or f"fixtures/{SHIPPED}"), COMPONENTS.keys(), load_requirements().keys())
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """``kconform bugbank``'s options (``kconform --help`` walks every verb's parser)."""
+    parser = argparse.ArgumentParser(
+        prog="kconform bugbank",
+        description=(
+            "Run the bug bank: each real bug of the catalogue on its buggy and its fixed release through the "
+            "ordinary suite (each release resolved on demand and cached). Verdict per bug: caught (the buggy "
+            "release fails on an intended requirement id and the fixed one passes), caught off target, missed, "
+            "false alarm (the fixed release fails) or could not run (with the reason); prints K/N caught."
+        ),
+        epilog="exit 0: every bug caught; 1: a bug missed, caught off target or a false alarm; 2: a bad catalogue "
+        "or usage; 3: otherwise, a bug that could not run.",
+    )
+    parser.add_argument("--only", metavar="ID", help="run only the bug with this upstream id (KAFKA-14639)")
+    parser.add_argument("--component", choices=sorted(COMPONENTS), help="run only the bugs of this component")
+    parser.add_argument(
+        "--catalogue",
+        type=Path,
+        metavar="FILE",
+        help="a catalogue of your own (a regression bank) instead of the shipped one",
+    )
+    parser.add_argument(
+        "--page", type=Path, metavar="FILE", help="write the generated Markdown page here (docs/bugbank.md)"
+    )
+    parser.add_argument(
+        "--profile", choices=("quick", "default", "thorough"), default="default", help="Hypothesis profile of each run"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=1, help="Hypothesis seed of every run, so verdicts replay (default 1)"
+    )
+    parser.add_argument(
+        "--reports", type=Path, default=Path("build/bugbank"), help="each run's report goes to DIR/<bug>/<release>"
+    )
+    return parser
+
+
+def main(argv: Sequence[str]) -> int:
+    """``kconform bugbank``: the verdict of each selected bug, K/N caught, the page when ``--page`` is given."""
+    args = build_parser().parse_args(argv)
+    try:
+        bugs = load(args.catalogue)
+    except (CatalogueError, SpecNotFoundError, OSError) as error:
+        print(f"kconform bugbank: ERROR: {error}", file=sys.stderr)
+        return 2
+    selected = [b for b in bugs if args.only in (None, b.id) and args.component in (None, b.component)]
+    if not selected:
+        print(
+            f"kconform bugbank: no bug of the catalogue matches --only {args.only} --component {args.component}",
+            file=sys.stderr,
+        )
+        return 2
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+
+    results = bank(selected, release_runner(args.profile, args.seed, args.reports, say), say)
+    caught = sum(j.verdict is Verdict.CAUGHT for _, j in results)
+    say(f"kconform bugbank: {caught}/{len(results)} caught on an intended id")
+    catalogue = str(args.catalogue) if args.catalogue else None
+    for bug, judgement in results:
+        say(f"  {bug.id:<16} {judgement.verdict:<18} {replay_command(bug, catalogue)}")
+    if args.page:
+        coordinates = {name: c.coordinate for name, c in COMPONENTS.items()}
+        args.page.write_text(render_page(results, coordinates, catalogue, args.seed))
+        say(f"kconform bugbank: wrote {args.page}")
+    return exit_code(results)

@@ -1,0 +1,218 @@
+"""The bug bank: its catalogue loader, its verdicts, its page, the oracle built at a release, and a bug added
+to a catalogue of one's own running with no code change."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from kconform.conformance.bugbank import command
+from kconform.conformance.bugbank.catalogue import Bug, CatalogueError, parse_catalogue
+from kconform.conformance.bugbank.command import bank, exit_code, load, run_command
+from kconform.conformance.bugbank.components import COMPONENTS
+from kconform.conformance.bugbank.page import render_page
+from kconform.conformance.bugbank.verdict import Judgement, Outcome, Verdict, judge, outcome_of_report
+from kconform.conformance.jvm import oracle_at_release
+from kconform.conformance.jvm.oracle_at_release import KAFKA_CLIENTS_VERSION_ENV, build_at_release, oracle_module
+from kconform.conformance.jvm.setup import Folder, foreign_entries
+
+ENTRY = """
+[[bug]]
+id = "KAFKA-14639"
+link = "https://issues.apache.org/jira/browse/KAFKA-14639"
+component = "kafka-clients"
+buggy = "3.4.0"
+fixed = "3.4.1"
+fix_commit = "ae7225702889311ba3577ba8ad602c03b1dfdaf2"
+requirements = ["STRAT-010"]
+only = "STRAT-010"
+level = "protocol"
+mechanism = "a member that missed a rebalance loses its claims"
+"""
+IDS = {"STRAT-004", "STRAT-010"}
+
+
+def parse(text: str) -> list[Bug]:
+    return parse_catalogue(text, "bank.toml", COMPONENTS.keys(), IDS)
+
+
+def test_an_entry_loads_with_every_field() -> None:
+    (bug,) = parse(ENTRY)
+    assert (bug.id, bug.component, bug.buggy, bug.fixed, bug.requirements) == (
+        "KAFKA-14639",
+        "kafka-clients",
+        "3.4.0",
+        "3.4.1",
+        ("STRAT-010",),
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        (('"kafka-clients"', '"kafka-streams"'), "bug KAFKA-14639: unknown component 'kafka-streams'"),
+        (('["STRAT-010"]', '["STRAT-010", "STRAT-9999"]'), "bug KAFKA-14639: requirement ids ['STRAT-9999'] are not"),
+        (('["STRAT-010"]', "[]"), "bug KAFKA-14639: requirements must be a non-empty list"),
+        (('level = "protocol"', 'level = "fast"'), "bug KAFKA-14639: level 'fast'"),
+        (('"ae7225702889311ba3577ba8ad602c03b1dfdaf2"', '"ae72257"'), "bug KAFKA-14639: fix_commit must be"),
+        (('fixed = "3.4.1"', 'fixed = "3.4.0"'), "both '3.4.0'"),
+        (('only = "STRAT-010"\n', ""), "bug KAFKA-14639: missing fields ['only']"),
+        (("mechanism", "story"), "unknown fields ['story']"),
+        (('id = "KAFKA-14639"', "id = 14639"), "bank.toml: bug #1: id must be a non-empty string"),
+    ],
+)
+def test_an_entry_the_bank_cannot_run_is_an_error_naming_it(change: tuple[str, str], says: str) -> None:
+    with pytest.raises(CatalogueError, match=r"^bank\.toml: ") as error:
+        parse(ENTRY.replace(*change))
+    assert says in str(error.value)
+
+
+def test_a_bug_listed_twice_and_a_foreign_table_are_errors() -> None:
+    with pytest.raises(CatalogueError, match="bug KAFKA-14639: listed twice"):
+        parse(ENTRY + ENTRY)
+    with pytest.raises(CatalogueError, match=r"only \[\[bug\]\] tables"):
+        parse(ENTRY + "\n[settings]\nx = 1\n")
+    with pytest.raises(CatalogueError, match="not valid TOML"):
+        parse("[[bug]\n")
+
+
+def test_the_shipped_catalogue_loads_against_the_spec() -> None:
+    bugs = load(None)
+    assert {"KAFKA-14639", "KAFKA-12984", "FLINK-32019", "librdkafka-5213"} <= {b.id for b in bugs}
+    assert {b.component for b in bugs} <= COMPONENTS.keys()
+
+
+FAILS_010 = Outcome(frozenset({"STRAT-010"}))
+PASSES = Outcome()
+
+
+@pytest.mark.parametrize(
+    ("buggy", "fixed", "verdict"),
+    [
+        (FAILS_010, PASSES, Verdict.CAUGHT),
+        (Outcome(frozenset({"STRAT-008"})), PASSES, Verdict.OFF_TARGET),
+        (PASSES, PASSES, Verdict.MISSED),
+        (FAILS_010, FAILS_010, Verdict.FALSE_ALARM),
+        (PASSES, Outcome(frozenset({"STRAT-004"})), Verdict.FALSE_ALARM),
+        (Outcome(problem="kconform run exited 3"), PASSES, Verdict.COULD_NOT_RUN),
+        (FAILS_010, Outcome(problem="no JVM"), Verdict.COULD_NOT_RUN),
+    ],
+)
+def test_the_verdict_of_each_pair_of_runs(buggy: Outcome, fixed: Outcome, verdict: Verdict) -> None:
+    assert judge({"STRAT-010"}, buggy, fixed).verdict is verdict
+
+
+def test_a_run_that_could_not_check_names_why() -> None:
+    assert judge({"STRAT-010"}, Outcome(problem="kconform run exited 3: no jars"), PASSES).reason == (
+        "the buggy release: kconform run exited 3: no jars"
+    )
+
+
+def report(code: int, statuses: dict[str, str], could_not_check: Sequence[str] = ()) -> dict[str, object]:
+    rows = [{"id": i, "status": s, "reason": "broker down" if s == "ERROR" else ""} for i, s in statuses.items()]
+    return {"exit_code": code, "requirements": rows, "could_not_check": list(could_not_check)}
+
+
+def test_a_report_gives_the_failed_ids_or_why_it_could_not_check() -> None:
+    assert outcome_of_report(report(0, {"STRAT-010": "PASS", "STRAT-001": "SKIP"})) == Outcome()
+    assert outcome_of_report(report(1, {"STRAT-010": "FAIL", "STRAT-004": "XPASS", "STRAT-008": "PASS"})) == Outcome(
+        frozenset({"STRAT-010", "STRAT-004"})
+    )
+    assert outcome_of_report(report(3, {"DISC-005": "ERROR"})).problem == "kconform run exited 3: DISC-005: broker down"
+    assert outcome_of_report(report(3, {}, ["no jars"])).problem == "kconform run exited 3: no jars"
+    assert outcome_of_report(report(1, {"STRAT-010": "PASS"})).problem == "kconform run exited 1"
+
+
+def test_the_bank_runs_both_releases_and_never_runs_a_component_without_a_harness() -> None:
+    bugs = parse(ENTRY) + parse(ENTRY.replace("kafka-clients", "flink-connector-kafka").replace("KAFKA-", "FLINK-"))
+    asked: list[tuple[str, str]] = []
+
+    def run(bug: Bug, release: str) -> Outcome:
+        asked.append((bug.id, release))
+        return FAILS_010 if release == bug.buggy else PASSES
+
+    lines: list[str] = []
+    results = bank(bugs, run, lines.append)
+    assert asked == [("KAFKA-14639", "3.4.0"), ("KAFKA-14639", "3.4.1")]
+    assert [j for _, j in results] == [
+        Judgement(Verdict.CAUGHT, "the buggy release fails STRAT-010"),
+        Judgement(Verdict.COULD_NOT_RUN, "the flink-connector-kafka harness is not built yet"),
+    ]
+    assert lines[0] == "[1/2] KAFKA-14639 (kafka-clients 3.4.0 -> 3.4.1, STRAT-010)"
+    assert exit_code(results) == 3
+    assert exit_code(results[:1]) == 0
+    assert exit_code([(bugs[0], Judgement(Verdict.MISSED, ""))]) == 1
+
+
+def test_the_page_is_the_same_for_the_same_results_and_names_the_replay() -> None:
+    (bug,) = parse(ENTRY)
+    results = [(bug, Judgement(Verdict.CAUGHT, "the buggy release fails STRAT-010"))]
+    coordinates = {name: c.coordinate for name, c in COMPONENTS.items()}
+    page = render_page(results, coordinates, None, 1)
+    assert page == render_page(results, coordinates, None, 1)
+    assert "**1/1 caught on an intended id**" in page
+    assert "`org.apache.kafka:kafka-clients:3.4.0` → `org.apache.kafka:kafka-clients:3.4.1`" in page
+    assert "`kconform bugbank --only KAFKA-14639`" in page
+    assert "--catalogue mine.toml" in render_page(results, coordinates, "mine.toml", 1)
+
+
+def test_the_run_is_the_ordinary_suite_on_the_bugs_selection() -> None:
+    (bug,) = parse(ENTRY)
+    line = run_command(bug, "m:a", "quick", 7, Path("r"))
+    assert line[:2] == ["kconform", "run"]
+    assert " ".join(line[2:]) == "--adapter m:a --level protocol --only STRAT-010 --profile quick --seed 7 --report r"
+
+
+def test_a_release_build_is_cached_and_named_by_its_version(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KCONFORM_JVM_DIR", str(tmp_path))
+    monkeypatch.setattr(oracle_at_release, "maven_tools", lambda: "mvn")
+    commands: list[list[str]] = []
+
+    def maven(line: Sequence[str], say: object) -> int:
+        commands.append(list(line))
+        out = Path(next(a for a in line if a.startswith("-Dkconform.jvm.dir=")).partition("=")[2]) / "kafka-oracle"
+        out.mkdir(parents=True)
+        (out / "kafka-oracle-0.1.0.jar").write_bytes(b"jar")
+        (out / "kafka-clients-3.4.0.jar").write_bytes(b"jar")
+        return 0
+
+    built = build_at_release("3.4.0", lambda _: None, maven)
+    assert built == tmp_path / "releases" / "kafka-clients-3.4.0" / "kafka-oracle"
+    assert "-Dkafka.version=3.4.0" in commands[0]
+    assert commands[0][commands[0].index("-f") + 1].endswith("kafka-oracle/pom.xml")  # the oracle alone
+    assert build_at_release("3.4.0", lambda _: None, maven) == built
+    assert len(commands) == 1  # the second call started no Maven
+    assert oracle_module({KAFKA_CLIENTS_VERSION_ENV: "3.4.0"}) == "releases/kafka-clients-3.4.0/kafka-oracle"
+    assert oracle_module({}) == "kafka-oracle"
+    with pytest.raises(ValueError, match="not a kafka-clients release"):
+        oracle_module({KAFKA_CLIENTS_VERSION_ENV: "../../etc"})
+
+
+def test_setup_keeps_the_release_builds_it_did_not_make() -> None:
+    folder = Folder(frozenset({"kafka-oracle", "releases", ".resolved", "mine"}), None, frozenset())
+    assert foreign_entries(folder, ["kafka-oracle"]) == ["mine"]
+
+
+@pytest.mark.jvm
+def test_a_bug_added_to_a_catalogue_of_ones_own_runs_with_no_code_change(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """KAFKA-14639 under another id in a temporary catalogue: the buggy release fails STRAT-010, the fixed passes."""
+    catalogue = tmp_path / "mine.toml"
+    catalogue.write_text(ENTRY.replace('id = "KAFKA-14639"', 'id = "MINE-1"'))
+    page = tmp_path / "bank.md"
+    argv = ["--catalogue", str(catalogue), "--profile", "quick", "--reports", str(tmp_path / "r"), "--page", str(page)]
+    assert command.main(argv) == 0, capsys.readouterr().out
+    assert "1/1 caught on an intended id" in capsys.readouterr().out
+    assert "**caught**: the buggy release fails STRAT-010" in page.read_text()
+    assert json.loads((tmp_path / "r" / "MINE-1" / "3.4.0" / "report.json").read_text())["exit_code"] == 1
+
+
+def test_the_committed_page_has_a_row_for_every_bug_of_the_catalogue() -> None:
+    """``make bugbank`` regenerates docs/bugbank.md; a bug added without regenerating it is caught here."""
+    page = (Path(__file__).resolve().parents[1] / "docs" / "bugbank.md").read_text()
+    rows = [line for line in page.splitlines() if line.startswith("| [")]
+    assert [row.split("]", 1)[0][3:] for row in rows] == [bug.id for bug in load(None)]
