@@ -1,6 +1,6 @@
 # kconform: `make conformance` sets up and runs the suite; `make test` runs the project's own tests.
 # Variables: ADAPTER=module:attr  LEVEL=protocol|pipeline|all  (default: those of kconform run)
-#            BROKER=kafka|kafka-cluster|tansu|external|testcontainers
+#            BROKER=kafka|kafka-cluster|kafka-sasl|tansu|external|testcontainers
 #            PROFILE=quick|default|thorough
 SHELL := /bin/bash
 PYTHON ?= python3

@@ -1,7 +1,8 @@
 """The Kafka brokers the suite runs against, by kind.
 
 ``kafka`` (default) and ``kafka-cluster`` are Apache Kafka started from the jars ``kconform setup``
-resolved; ``tansu`` is the embedded Kafka-compatible broker from PyPI; ``external`` is a cluster
+resolved, ``kafka-sasl`` one such node that takes only SASL/PLAIN logins (a password generated per run);
+``tansu`` is the embedded Kafka-compatible broker from PyPI; ``external`` is a cluster
 someone else runs; ``testcontainers`` is Kafka in Docker. Without the Kafka jars ``kafka`` is
 ``BrokerUnavailable`` (could not check), never silently Tansu: the fallback runs only when asked for
 (``kconform run --allow-fallback``), loudly, naming what Tansu cannot show.
@@ -66,6 +67,11 @@ def broker_from_env(kind: str | None = None) -> Broker:
                 "--allow-fallback"
             )
         return KafkaBroker()
+    if name == "kafka-sasl":  # a secured cluster's path: every client logs in, the password never shown
+        cause = kafka_unavailable()
+        if cause is not None:
+            raise BrokerUnavailable(f"kafka-sasl broker: Apache Kafka cannot start here: {cause}")
+        return KafkaBroker(sasl=True)
     if name == "kafka-cluster":
         return KafkaBroker(nodes=CLUSTER_SIZE)
     if name == "tansu":

@@ -22,8 +22,15 @@ from ...reference_impl.ports import KafkaError
 if TYPE_CHECKING:
     from ...reference_impl.kafka_client import ClientRole
 
-BrokerKind = Literal["kafka", "kafka-cluster", "tansu", "external", "testcontainers"]
-BROKER_KINDS: Final[tuple[BrokerKind, ...]] = ("kafka", "kafka-cluster", "tansu", "external", "testcontainers")
+BrokerKind = Literal["kafka", "kafka-cluster", "kafka-sasl", "tansu", "external", "testcontainers"]
+BROKER_KINDS: Final[tuple[BrokerKind, ...]] = (
+    "kafka",
+    "kafka-cluster",
+    "kafka-sasl",
+    "tansu",
+    "external",
+    "testcontainers",
+)
 DEFAULT_BROKER: Final[BrokerKind] = "kafka"
 BROKER_ENV: Final = "KCONFORM_BROKER"
 BOOTSTRAP_ENV: Final = "KAFKA_BOOTSTRAP_SERVERS"

@@ -271,7 +271,7 @@ class KafkaBroker(Broker):
         self._jaas = None if password is None else plain_jaas(password)
         if nodes < 1:
             raise ValueError("a Kafka cluster needs at least one node")
-        self.kind: BrokerKind = "kafka" if nodes == 1 else "kafka-cluster"
+        self.kind: BrokerKind = "kafka-cluster" if nodes > 1 else "kafka-sasl" if sasl else "kafka"
         self._size = nodes
         self._start_timeout_s = start_timeout_s
         self._tmp_root = tmp_root

@@ -78,7 +78,8 @@ aborted records); it is reported with the reason, never as a pass.""",
         "--broker",
         choices=BROKER_KINDS,
         default=DEFAULT_BROKER,
-        help=f"the pipeline level's broker (default %(default)s; the suite reads ${BROKER_ENV}); external reads "
+        help=f"the pipeline level's broker (default %(default)s; the suite reads ${BROKER_ENV}); kafka-sasl takes "
+        "only SASL/PLAIN logins (a password generated per run, never printed); external reads "
         f"${BOOTSTRAP_ENV} and waits ${EXTERNAL_TIMEOUT_ENV} seconds (default {START_TIMEOUT_S:g}) for an answer",
     )
     parser.add_argument(

@@ -105,3 +105,18 @@ def test_a_secured_cluster_s_password_is_in_no_file_and_no_output(secured: Kafka
     assert showing(password, [tmp_path, *broker_files], outputs) == []
     assert f"sasl.password={MASK}" in failing.stdout, "the adapter's message was shown, redacted"
     assert f"connecting with sasl.password={MASK}" in (tmp_path / "report-failing" / "pytest.log").read_text()
+
+
+def test_the_gate_starts_a_secured_node_itself_and_its_clients_log_in(tmp_path: Path) -> None:
+    """``--broker kafka-sasl``: kconform starts a node that refuses anonymous clients and hands its generated
+    password to the adapter as a ``Secret``; the pipeline scenario passes through it (the probe too)."""
+    report = tmp_path / "report"
+    report.mkdir()
+    run = subprocess.run(
+        [sys.executable, "-m", "kconform.conformance.cli", "run", "--level", "pipeline", "--broker", "kafka-sasl",
+         "--adapter", "kconform.conformance.spark.pipeline:SPARK_ADAPTER", "--only", "ASSIGN_001_each_task",
+         "--profile", "quick", "--seed", "1", "--report", str(report)],
+        cwd=ROOT, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "broker kafka-sasl" in run.stdout and "ASSIGN-001" in passed(report), run.stdout
