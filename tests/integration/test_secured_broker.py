@@ -109,7 +109,7 @@ def test_a_secured_cluster_s_password_is_in_no_file_and_no_output(secured: Kafka
 
 def test_the_gate_starts_a_secured_node_itself_and_its_clients_log_in(tmp_path: Path) -> None:
     """``--broker kafka-sasl``: kconform starts a node that refuses anonymous clients and hands its generated
-    password to the adapter as a ``Secret``; the pipeline scenario passes through it (the probe too)."""
+    password to the adapter as a ``Secret``; the pipeline scenario passes through it."""
     report = tmp_path / "report"
     report.mkdir()
     run = subprocess.run(
