@@ -31,8 +31,13 @@ class ConnectorRelease:
 RELEASES: Final = {
     release.connector: release
     for release in (
+        ConnectorRelease("3.0.2-1.18", "1.18.1"),
         ConnectorRelease("3.1.0-1.18", "1.18.1"),  # kafka-clients 3.4.0
+        ConnectorRelease("3.2.0-1.19", "1.19.1"),
+        ConnectorRelease("3.3.0-1.20", "1.20.0"),  # kafka-clients 3.4.0
+        ConnectorRelease("3.4.0-1.20", "1.20.1"),
         ConnectorRelease("4.0.1-2.0", "2.0.0"),  # kafka-clients 3.9.1
+        ConnectorRelease("5.0.0-2.2", "2.2.0"),
     )
 }
 """Connector version -> its release: the lines the harness is built and run against (tests/flink)."""
@@ -47,3 +52,18 @@ def release(connector: str) -> ConnectorRelease:
         raise ValueError(
             f"flink-connector-kafka {connector!r} is not pinned in kconform.conformance.flink.versions (known: {known})"
         ) from None
+
+
+NEWEST: Final = next(reversed(RELEASES))
+"""The newest pinned line (the last one above): the one ``make test`` runs the harness on."""
+EVERY: Final = "all"
+"""The choice of every pinned line (``make flink-versions``)."""
+
+
+def chosen(choice: str | None) -> tuple[ConnectorRelease, ...]:
+    """The releases named by ``choice`` (comma-separated connector versions, or ``all``); the newest for ``None``."""
+    if choice is None or not choice.strip():
+        return (RELEASES[NEWEST],)
+    if choice.strip() == EVERY:
+        return tuple(RELEASES.values())
+    return tuple(release(name.strip()) for name in choice.split(",") if name.strip())

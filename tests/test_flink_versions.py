@@ -1,0 +1,33 @@
+"""Which pinned connector releases the Flink harness tests run: the newest by default (``make test``), every one
+on ``all`` (``make flink-versions``), or those named; an unknown name is refused, never skipped."""
+
+from __future__ import annotations
+
+import pytest
+
+from kconform.conformance.flink.versions import EVERY, NEWEST, RELEASES, chosen
+
+
+def test_the_newest_line_alone_by_default() -> None:
+    assert NEWEST == list(RELEASES)[-1] == "5.0.0-2.2"
+    assert [r.connector for r in chosen(None)] == [r.connector for r in chosen("  ")] == [NEWEST]
+
+
+def test_all_is_every_pinned_line_oldest_first() -> None:
+    assert [r.connector for r in chosen(EVERY)] == list(RELEASES)
+    assert len(RELEASES) >= 6 and next(iter(RELEASES)) == "3.0.2-1.18"
+
+
+def test_named_lines_in_the_order_named() -> None:
+    assert [r.connector for r in chosen("4.0.1-2.0, 3.0.2-1.18")] == ["4.0.1-2.0", "3.0.2-1.18"]
+    assert chosen("3.2.0-1.19")[0].flink == "1.19.1"
+
+
+def test_an_unknown_line_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"'2\.9\.0-1\.16' is not pinned"):
+        chosen("5.0.0-2.2,2.9.0-1.16")
+
+
+def test_each_line_runs_on_its_own_flink_line() -> None:
+    for name, entry in RELEASES.items():
+        assert name.rsplit("-", 1)[1] == ".".join(entry.flink.split(".")[:2]), name
