@@ -21,6 +21,8 @@ class ConnectorRelease:
     """The Flink (``flink-streaming-java``, ``flink-clients``, ``flink-connector-base``) of that line."""
     kafka_clients: str | None = None
     """A kafka-clients over the one the connector's pom names; ``None`` keeps the connector's."""
+    java_options: tuple[str, ...] = ()
+    """JVM options its Flink needs on Java 17 that later Flinks do not (the harness passes them to its JVM)."""
 
     def maven_properties(self) -> dict[str, str]:
         """The ``-D`` properties ``jvm/flink-harness/pom.xml`` leaves open."""
@@ -31,6 +33,9 @@ class ConnectorRelease:
 RELEASES: Final = {
     release.connector: release
     for release in (
+        # Flink 1.17 predates its Java 17 support (Flink 1.18): its ClosureCleaner makes String's fields
+        # accessible, which Java 17 refuses (InaccessibleObjectException) unless java.lang is opened.
+        ConnectorRelease("3.0.0-1.17", "1.17.2", java_options=("--add-opens=java.base/java.lang=ALL-UNNAMED",)),
         ConnectorRelease("3.0.2-1.18", "1.18.1"),
         ConnectorRelease("3.1.0-1.18", "1.18.1"),  # kafka-clients 3.4.0
         ConnectorRelease("3.2.0-1.19", "1.19.1"),
