@@ -15,7 +15,7 @@ JVM_POMS := jvm/pom.xml $(filter-out jvm/flink-harness/%,$(wildcard jvm/*/pom.xm
 export KCONFORM_PROFILE := $(PROFILE)
 export KCONFORM_BROKER := $(BROKER)
 
-.PHONY: setup conformance test check bugbank compat spec bench soak soak-long probe lint docs site verdicts golden mutation mutation-report clean
+.PHONY: setup conformance test check bugbank compat spec bench soak soak-long probe lint docs site verdicts golden mutation mutation-report flink-versions clean
 
 setup: $(VENV)/.installed $(JVM_DIR)/.resolved
 
@@ -119,6 +119,12 @@ site: setup
 verdicts: setup
 	$(BIN)/kconform verdicts --adapter kconform.conformance.adapters.spark_kafka:ADAPTER \
 	  --expectations conformance/adapters/spark_kafka.expectations.toml --out docs/verdicts/spark-kafka.md
+
+# The Flink harness tests (tests/flink) on every flink-connector-kafka release line pinned in
+# conformance/flink/versions.py, each built with Maven on first use (duration in the README); `make test`
+# runs them on the newest line alone. KCONFORM_FLINK_VERSIONS=3.2.0-1.19,4.0.1-2.0 picks lines by hand.
+flink-versions: setup
+	KCONFORM_FLINK_VERSIONS=all $(BIN)/python -m pytest -q -p no:cacheprovider tests/flink
 
 # Mutation testing of the pure core (assignment, discovery, restore, commit) with the protocol suite as the
 # test set (Cosmic Ray, one mutant at a time); writes docs/mutation.md. MODULES=discovery restricts it.

@@ -53,8 +53,9 @@ class FlinkHarness:
         self.folder = resolve(release, say)
 
     def command(self, run_file: Path) -> list[str]:
-        """The JVM's command line: bounded heap, the release's classpath, the run description."""
-        return [str(java_binary()), HEAP, "-cp", f"{self.folder}/*", MAIN_CLASS, str(run_file)]
+        """The JVM's command line: bounded heap, the release's JVM options and classpath, the run description."""
+        options = self.release.java_options
+        return [str(java_binary()), HEAP, *options, "-cp", f"{self.folder}/*", MAIN_CLASS, str(run_file)]
 
     def run(self, job: JobRun, work: Path) -> RunResult:
         """Run ``job`` with its files in the new folder ``work``; ``HarnessError`` when the JVM fails or overruns."""

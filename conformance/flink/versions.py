@@ -21,6 +21,8 @@ class ConnectorRelease:
     """The Flink (``flink-streaming-java``, ``flink-clients``, ``flink-connector-base``) of that line."""
     kafka_clients: str | None = None
     """A kafka-clients over the one the connector's pom names; ``None`` keeps the connector's."""
+    java_options: tuple[str, ...] = ()
+    """JVM options its Flink needs on Java 17 that later Flinks do not (the harness passes them to its JVM)."""
 
     def maven_properties(self) -> dict[str, str]:
         """The ``-D`` properties ``jvm/flink-harness/pom.xml`` leaves open."""
@@ -31,8 +33,19 @@ class ConnectorRelease:
 RELEASES: Final = {
     release.connector: release
     for release in (
+        # Flink 1.17 predates its Java 17 support (Flink 1.18): its ClosureCleaner makes String's fields
+        # accessible, which Java 17 refuses (InaccessibleObjectException) unless java.lang is opened.
+        ConnectorRelease("3.0.0-1.17", "1.17.2", java_options=("--add-opens=java.base/java.lang=ALL-UNNAMED",)),
+        ConnectorRelease("3.0.2-1.18", "1.18.1"),
+        # 3.0.x above: tests/flink's at-least-once run (a failure after the sink flushed) shows records of one
+        # input partition out of offset order in the output (COMMIT-013) in most runs, besides the expected
+        # duplicates; 3.1.0 on the same Flink 1.18.1 never did (0 of 6 runs) - a behaviour of 3.0.x, not papered over.
         ConnectorRelease("3.1.0-1.18", "1.18.1"),  # kafka-clients 3.4.0
+        ConnectorRelease("3.2.0-1.19", "1.19.1"),
+        ConnectorRelease("3.3.0-1.20", "1.20.0"),  # kafka-clients 3.4.0
+        ConnectorRelease("3.4.0-1.20", "1.20.1"),
         ConnectorRelease("4.0.1-2.0", "2.0.0"),  # kafka-clients 3.9.1
+        ConnectorRelease("5.0.0-2.2", "2.2.0"),
     )
 }
 """Connector version -> its release: the lines the harness is built and run against (tests/flink)."""
@@ -47,3 +60,18 @@ def release(connector: str) -> ConnectorRelease:
         raise ValueError(
             f"flink-connector-kafka {connector!r} is not pinned in kconform.conformance.flink.versions (known: {known})"
         ) from None
+
+
+NEWEST: Final = next(reversed(RELEASES))
+"""The newest pinned line (the last one above): the one ``make test`` runs the harness on."""
+EVERY: Final = "all"
+"""The choice of every pinned line (``make flink-versions``)."""
+
+
+def chosen(choice: str | None) -> tuple[ConnectorRelease, ...]:
+    """The releases named by ``choice`` (comma-separated connector versions, or ``all``); the newest for ``None``."""
+    if choice is None or not choice.strip():
+        return (RELEASES[NEWEST],)
+    if choice.strip() == EVERY:
+        return tuple(RELEASES.values())
+    return tuple(release(name.strip()) for name in choice.split(",") if name.strip())
