@@ -242,5 +242,11 @@ def test_testcontainers_skips_with_a_reason_when_it_cannot_run() -> None:
 
 
 def test_unknown_broker_kind_is_rejected() -> None:
-    with pytest.raises(ValueError, match="kafka, kafka-cluster, tansu, external, testcontainers"):
+    with pytest.raises(ValueError, match="kafka, kafka-cluster, kafka-sasl, tansu, external, testcontainers"):
         broker_from_env("kraft")
+
+
+def test_kafka_sasl_is_a_node_whose_clients_must_log_in() -> None:
+    broker = broker_from_env("kafka-sasl")
+    assert isinstance(broker, KafkaBroker) and broker.kind == "kafka-sasl"
+    assert broker.security["security.protocol"] == "SASL_PLAINTEXT" and "***" in repr(broker.security)
