@@ -14,7 +14,7 @@ from typing import Any, Final
 from .discovery import Metadata, Subscription, ZeroPartitionsPolicy
 from .ports import TransactionalLog
 
-CONTRACT_VERSION: Final = 2
+CONTRACT_VERSION: Final = 3
 """The adapter contract these objects belong to: an adapter states it as ``contract_version``."""
 
 

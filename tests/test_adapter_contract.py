@@ -11,10 +11,17 @@ import pytest
 
 import kconform.conformance.adapter as package
 from kconform.conformance.adapter import interface
-from kconform.conformance.adapter.interface import CONTRACT_CHANGES
-from kconform.conformance.adapter.loader import ContractOne, contract_note, for_this_contract, load_adapter
+from kconform.conformance.adapter.interface import CONTRACT_CHANGES, SinkSpec, SourceSpec
+from kconform.conformance.adapter.loader import (
+    ContractOne,
+    PlainSettings,
+    contract_note,
+    for_this_contract,
+    load_adapter,
+)
 from kconform.reference_impl.adapter import ADAPTER
 from kconform.reference_impl.configs import CONTRACT_VERSION, SinkConfig
+from kconform.reference_impl.credentials import Secret
 from kconform.reference_impl.kafka_model import KafkaModel
 
 CONTRACT_ONE = "kconform.fixtures.adapters.contract_one:ADAPTER"
@@ -48,29 +55,63 @@ def test_contract_one_s_plan_is_used_as_before_if_it_has_one() -> None:
 
 
 def test_an_adapter_without_a_changed_member_is_called_as_it_is() -> None:
-    """Contracts 1 and 2 call ``assign`` and the pipeline members alike: nothing to translate, nothing to say."""
+    """Every contract calls ``assign`` alike: nothing to translate, nothing to say."""
+
+    class AssignOnly:
+        name = "assign-only"
+        capabilities = frozenset({"assignment"})
+
+        def assign(self, topic: str, partition: int, parallelism: int) -> int:
+            return 0
+
+    adapter = AssignOnly()
+    assert for_this_contract(adapter, "m:A") is adapter
+    assert contract_note(adapter) is None
+
+
+@pytest.mark.parametrize("written_for", [1, 2])
+def test_a_pipeline_adapter_of_an_older_contract_gets_plain_settings_and_is_told_of_secrets(written_for: int) -> None:
+    """Contract 3 hands credentials as ``Secret``s; an adapter written before it still gets their text, as it did,
+    and the run names the change."""
+    seen: list[object] = []
 
     class PipelineOnly:
         name = "pipeline-only"
         capabilities = frozenset({"pipeline"})
+        contract_version = written_for
 
-        def read_stream(self, spark: object, source: object) -> None: ...
+        def read_stream(self, spark: object, source: SourceSpec) -> None:
+            seen.append(dict(source.client_settings)["sasl.password"])
 
-        def write_stream(self, frame: object, sink: object) -> None: ...
+        def write_stream(self, frame: object, sink: SinkSpec) -> None:
+            seen.append(dict(sink.client_settings)["sasl.password"])
 
-    adapter = PipelineOnly()
-    assert for_this_contract(adapter, "m:P") is adapter
-    assert contract_note(adapter) is None
+    password = "contract-3-password-9e4f"  # every Secret made is redacted for the process: a name no test uses
+    settings = (("sasl.password", Secret(password)),)
+    adapter = for_this_contract(PipelineOnly(), "m:P")
+    assert isinstance(adapter, PlainSettings)
+    adapter.read_stream(
+        None, SourceSpec(bootstrap_servers="b", parallelism=1, subscribe=("t",), client_settings=settings)
+    )
+    adapter.write_stream(None, SinkSpec(bootstrap_servers="b", topic="t", exactly_once=True, client_settings=settings))
+    assert seen == [password, password]
+    note = contract_note(adapter)
+    assert note is not None and f"adapter contract {written_for}" in note and "contract 3: " in note, note
+    assert "Secret" in note and "revealed" in note and "contract_version = 3" in note, note
+    assert ("contract 2: " in note) == (written_for == 1), note
+    current = PipelineOnly()
+    current.contract_version = CONTRACT_VERSION  # type: ignore[misc]
+    assert for_this_contract(current, "m:P") is current
 
 
-@pytest.mark.parametrize("version", [3, 0, "2", True])
+@pytest.mark.parametrize("version", [4, 0, "2", True])
 def test_a_contract_this_kconform_does_not_speak_is_refused(version: object) -> None:
     class Future:
         name = "future"
         capabilities = frozenset({"assignment"})
         contract_version = version
 
-    with pytest.raises(ValueError, match="upgrade kconform" if version == 3 else "must be a positive int"):
+    with pytest.raises(ValueError, match="upgrade kconform" if version == 4 else "must be a positive int"):
         for_this_contract(Future(), "m:FUTURE")
 
 

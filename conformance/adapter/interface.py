@@ -266,6 +266,9 @@ CONTRACT_CHANGES: Final = {
     "SourceConfig, RestoreConfig, SinkConfig, RecoveryConfig: the old parameters are its fields) instead of "
     "positional arguments; a whole-list plan() is used only where the capability 'assignment-plan' is declared; "
     "an adapter states contract_version = 2",
+    3: "a credential in SourceSpec/SinkSpec.client_settings arrives as a Secret, which prints as ***: hand a "
+    "client kconform.reference_impl.credentials.revealed(dict(spec.client_settings)); an adapter states "
+    "contract_version = 3",
 }
 """What each contract version changed from the one before; an adapter written for an older one is told."""
 CONTRACT_ONE: Final = " (contract 1)"

@@ -7,6 +7,7 @@ import importlib
 import inspect
 import os
 import sys
+from dataclasses import replace
 from typing import Any, Final, cast
 
 from ...reference_impl.configs import (
@@ -17,6 +18,7 @@ from ...reference_impl.configs import (
     SinkConfig,
     SourceConfig,
 )
+from ...reference_impl.credentials import Secret, revealed
 from .guard import check_signature
 from .interface import (
     CAPABILITIES,
@@ -25,6 +27,8 @@ from .interface import (
     CONTRACT_ONE_PARAMETERS,
     PIPELINE_CAPABILITIES,
     Adapter,
+    SinkSpec,
+    SourceSpec,
     member_name,
     missing_members,
 )
@@ -101,8 +105,9 @@ def load_adapter(spec: str) -> Adapter:
 
 
 def for_this_contract(adapter: Any, spec: str) -> Any:
-    """``adapter`` as contract ``CONTRACT_VERSION`` calls it: contract 1 (no ``contract_version``) through
-    ``ContractOne``; a newer contract than this kconform speaks is a ``ValueError`` naming the upgrade."""
+    """``adapter`` as contract ``CONTRACT_VERSION`` calls it: contract 1's members through ``ContractOne``, an
+    older contract's pipeline members through ``PlainSettings``; a newer contract than this kconform speaks is a
+    ``ValueError`` naming the upgrade."""
     version = getattr(adapter, "contract_version", 1)
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise ValueError(f"--adapter {spec!r}: contract_version must be a positive int, got {version!r}")
@@ -111,9 +116,11 @@ def for_this_contract(adapter: Any, spec: str) -> Any:
             f"--adapter {spec!r} is written for adapter contract {version}; this kconform speaks contract "
             f"{CONTRACT_VERSION}: upgrade kconform (pip install --upgrade kconform)"
         )
-    if version == CONTRACT_VERSION or not changed_members(adapter):
-        return adapter  # what it has, contracts 1 and 2 call alike (a pipeline-only adapter, an assigner)
-    return ContractOne(adapter)
+    if version == 1 and changed_members(adapter):
+        adapter = ContractOne(adapter)
+    if version < 3 and any(hasattr(adapter, m) for m in ("read_stream", "write_stream")):
+        adapter = PlainSettings(adapter, version)
+    return adapter  # what it has, every contract calls alike (an assigner, a pipeline adapter of contract 3)
 
 
 def changed_members(adapter: Any) -> list[str]:
@@ -123,13 +130,40 @@ def changed_members(adapter: Any) -> list[str]:
 
 def contract_note(adapter: Any) -> str | None:
     """What a run says about an adapter written for an older contract: what changed and how to update."""
-    if not isinstance(adapter, ContractOne):
+    if not isinstance(adapter, ContractOne | PlainSettings):
         return None
-    changes = "; ".join(f"contract {v}: {what}" for v, what in sorted(CONTRACT_CHANGES.items()))
+    written_for = adapter.written_for
+    changes = "; ".join(f"contract {v}: {what}" for v, what in sorted(CONTRACT_CHANGES.items()) if v > written_for)
+    stated = "it states no contract_version" if written_for == 1 else f"contract_version = {written_for}"
     return (
-        f"adapter {adapter.name!r} is written for adapter contract 1 (it states no contract_version); kconform "
-        f"still runs it, translating each call. To update it: {changes} (docs/adapter-guide.md#the-adapter-contract)"
+        f"adapter {adapter.name!r} is written for adapter contract {written_for} ({stated}); kconform still runs "
+        f"it, translating each call. To update it: {changes} (docs/adapter-guide.md#the-adapter-contract)"
     )
+
+
+class PlainSettings:
+    """An adapter written before contract 3, whose pipeline members got ``client_settings`` as plain text,
+    called by contract 3: each spec's credentials are revealed for it, as they were, so it still logs in; what it
+    prints is still redacted at every exit. The run says how to update it (``contract_note``)."""
+
+    contract_version = CONTRACT_VERSION
+
+    def __init__(self, adapter: Any, written_for: int) -> None:
+        self.adapter = adapter
+        self.written_for = getattr(adapter, "written_for", written_for)  # a ContractOne inside says 1
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.adapter, name)
+
+    def read_stream(self, spark: Any, source: SourceSpec) -> Any:
+        return self.adapter.read_stream(spark, replace(source, client_settings=_plain(source.client_settings)))
+
+    def write_stream(self, frame: Any, sink: SinkSpec) -> Any:
+        return self.adapter.write_stream(frame, replace(sink, client_settings=_plain(sink.client_settings)))
+
+
+def _plain(settings: tuple[tuple[str, str | Secret], ...]) -> tuple[tuple[str, str | Secret], ...]:
+    return tuple(revealed(dict(settings)).items())
 
 
 class ContractOne:
@@ -140,6 +174,7 @@ class ContractOne:
     """
 
     contract_version = CONTRACT_VERSION
+    written_for = 1
 
     def __init__(self, adapter: Any) -> None:
         self.adapter = adapter
