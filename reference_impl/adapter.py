@@ -48,6 +48,8 @@ class ReferenceAdapter:
     """The consumer-group assignors ``assign_group`` offers, by Kafka's protocol names."""
     owner: Owner = owner
     """Who owns a partition: Flink's assigner, or a connector's own (discovery and restore place by it too)."""
+    job_class: type[SourceJob] = SourceJob
+    """The source job fresh and restored sources run (a source mutant puts its broken one here)."""
 
     def assign(self, topic: str, partition: int, parallelism: int) -> int:
         return self.owner(TopicPartition(topic, partition), parallelism)
@@ -64,7 +66,7 @@ class ReferenceAdapter:
         return PartitionDiscoverer(config.subscription, subtask, config.parallelism, config.on_zero, owner=self.owner)
 
     def source(self, config: SourceConfig) -> SourceJob:
-        return SourceJob(
+        return self.job_class(
             config.subscription,
             config.parallelism,
             self.restore_variant,
@@ -75,7 +77,7 @@ class ReferenceAdapter:
         )
 
     def restore_source(self, config: RestoreConfig) -> SourceJob:
-        return SourceJob.restore(
+        return self.job_class.restore(
             config.checkpoint,
             config.parallelism,
             config.subscription,

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from ...reference_impl.adapter import ReferenceAdapter
 from ...reference_impl.assignment import Owner, java_string_hash, owner
 from ...reference_impl.commit import ExactlyOnceSink, NamingStrategy, SinkCheckpoint
-from ...reference_impl.configs import DiscovererConfig, RecoveryConfig, RestoreConfig, SinkConfig, SourceConfig
+from ...reference_impl.configs import DiscovererConfig, RecoveryConfig, RestoreConfig, SinkConfig
 from ...reference_impl.discovery import Metadata, PartitionDiscoverer, Subscription, ZeroPartitionsPolicy
 from ...reference_impl.kafka_model import KafkaModel
 from ...reference_impl.kafka_strategies import (
@@ -111,34 +111,12 @@ class SourceMutant(ReferenceAdapter):
     """The reference adapter with its source job class replaced: for fresh sources, and for restored ones
     too unless ``fresh_only`` (a bug of the running job alone then stays clear of the restore's requirements)."""
 
-    job_class: type[SourceJob] = SourceJob
     fresh_only: bool = False
-
-    def source(self, config: SourceConfig) -> SourceJob:
-        return self.job_class(
-            config.subscription,
-            config.parallelism,
-            self.restore_variant,
-            config.keep_unsubscribed,
-            self.discovery_of_zero,
-            config.initial_offset,
-            self.owner,
-        )
 
     def restore_source(self, config: RestoreConfig) -> SourceJob:
         if self.fresh_only:
-            return super().restore_source(config)
-        return self.job_class.restore(
-            config.checkpoint,
-            config.parallelism,
-            config.subscription,
-            config.metadata,
-            self.restore_variant,
-            config.keep_unsubscribed,
-            self.discovery_of_zero,
-            config.initial_offset,
-            self.owner,
-        )
+            return ReferenceAdapter.restore_source(replace(self, job_class=SourceJob), config)
+        return super().restore_source(config)
 
 
 def source_mutant(
