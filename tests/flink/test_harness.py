@@ -26,6 +26,7 @@ from kconform.conformance.flink.versions import ConnectorRelease, chosen
 from kconform.conformance.spark.pipeline import fill
 from kconform.reference_impl.kafka_client import KafkaClient, topic_records
 from kconform.reference_impl.ports import Isolation
+from kconform.reference_impl.types import TopicPartition
 
 pytestmark = [pytest.mark.flink, pytest.mark.integration]
 
@@ -50,15 +51,21 @@ def sink_output_violations(kafka: KafkaClient, source: str, sink: str) -> list[V
     return check_sink_output(produced, visible_output(kafka, sink), exactly_once=True)
 
 
+def filled_topics(kafka: KafkaClient, source: str, sink: str, tag: str) -> dict[TopicPartition, int]:
+    """A source topic filled with ``PER_PARTITION`` records a partition and an empty two-partition sink topic;
+    the source's end offsets."""
+    kafka.create_topic(source, PARTITIONS)
+    kafka.create_topic(sink, 2)
+    return fill(kafka, source, PARTITIONS, PER_PARTITION, tag)
+
+
 def test_exactly_once_through_a_task_failure_and_a_rescale_from_a_savepoint(
     broker: Broker, harness: FlinkHarness, tmp_path: Path
 ) -> None:
     tag = f"flink-{uuid4().hex[:8]}"
     source, sink = f"{tag}-in", f"{tag}-out"
     with KafkaClient(broker) as kafka:
-        kafka.create_topic(source, PARTITIONS)
-        kafka.create_topic(sink, 2)
-        ends = fill(kafka, source, PARTITIONS, PER_PARTITION, tag)
+        ends = filled_topics(kafka, source, sink, tag)
         job = JobRun(
             broker.bootstrap_servers,
             (source,),
@@ -93,9 +100,7 @@ def test_a_failure_after_the_sink_flushed_duplicates_only_without_exactly_once(
     tag = f"flink-{uuid4().hex[:8]}"
     source, sink = f"{tag}-in", f"{tag}-out"
     with KafkaClient(broker) as kafka:
-        kafka.create_topic(source, PARTITIONS)
-        kafka.create_topic(sink, 2)
-        ends = fill(kafka, source, PARTITIONS, PER_PARTITION, tag)
+        ends = filled_topics(kafka, source, sink, tag)
         failure = Failure(subtask=0, after_records=100, at="checkpoint")
         job = JobRun(
             broker.bootstrap_servers,
