@@ -172,6 +172,22 @@ def test_should_RESTORE_005_a_kept_topic_dropped_on_restore_is_blamed_on_RESTORE
     assert [(v.requirement, v.kind) for v in violations] == [("RESTORE-005", "kept-topic-dropped")]
 
 
+def test_required_ASSIGN_007_a_partition_restored_twice_or_nowhere_is_unsafe_not_a_fidelity_deviation() -> None:
+    """Two subtasks holding a partition read it twice and none reads it never again, whatever the assigner: safety
+    (ASSIGN-007), which a connector's expected RESTORE-002 deviation (its own owner) must not hide. A partition
+    kept with its offset forgotten is RESTORE-003; which subtask holds it stays RESTORE-002."""
+    a, b = TopicPartition("in-a", 0), TopicPartition("in-a", 1)
+    metadata, union = {"in-a": frozenset({0, 1})}, RestoreVariant.UNION_FILTER
+    twice = check_restore({a: 3, b: 4}, [{a: 3, b: 4}, {a: 3}], ALL, False, metadata, union, 2)
+    assert ("ASSIGN-007", "double-assignment") in [(v.requirement, v.kind) for v in twice]
+    nowhere = check_restore({a: 3, b: 4}, [{a: 3}, {}], ALL, False, metadata, union, 2)
+    assert [(v.requirement, v.kind) for v in nowhere if v.kind == "lost-partition"] == [
+        ("ASSIGN-007", "lost-partition")
+    ]
+    forgotten = check_restore({a: 3}, [{a: EARLIEST}], ALL, False, {"in-a": frozenset({0})}, union, 1)
+    assert [(v.requirement, v.kind) for v in forgotten] == [("RESTORE-003", "lost-partition")]
+
+
 def test_required_RESTORE_007_a_commit_below_the_newest_notified_checkpoint_moved_backwards() -> None:
     tp = TopicPartition("t", 0)
     assert [v.kind for v in check_offset_commits({tp: 5}, {tp: 9}, "late notify 1")] == ["offset-commit-backwards"]

@@ -23,7 +23,7 @@ from kconform.conformance.adapter.loader import default_adapter
 from kconform.conformance.checks.checkers import Violation, ViolationError
 from kconform.conformance.gate import collector, results, run_command
 from kconform.conformance.gate.collector import counterexamples
-from kconform.conformance.gate.expectations import Deviation, find_deviation, load_expectations
+from kconform.conformance.gate.expectations import Deviation, excusing_deviation, find_deviation, load_expectations
 from kconform.conformance.gate.report import violates
 from kconform.conformance.gate.results import Status, aggregate
 
@@ -395,6 +395,16 @@ def test_deviation_matches_requirement_and_optional_test_substring() -> None:
     assert find_deviation([one_test, any_test], "required_ASSIGN_004_golden", ["ASSIGN-004"]) is one_test
     assert find_deviation([one_test, any_test], "required_ASSIGN_004_formula", ["ASSIGN-004"]) is any_test
     assert find_deviation([one_test, any_test], "required_ASSIGN_001_x", ["ASSIGN-001"]) is None
+
+
+def test_a_failure_is_excused_only_when_every_id_it_violated_is_listed() -> None:
+    """A listed fidelity deviation never hides a safety violation found in the same failing example."""
+    owner = Deviation("RESTORE-002", "its own assigner", BUG)
+    name = "required_RESTORE_001_to_007_source_state_machine"
+    assert excusing_deviation([owner], name, ["RESTORE-002"]) is owner
+    assert excusing_deviation([owner], name, ["RESTORE-002", "ASSIGN-007"]) is None
+    assert excusing_deviation([owner, Deviation("ASSIGN-007", "r", BUG)], name, ["RESTORE-002", "ASSIGN-007"]) is owner
+    assert excusing_deviation([owner], name, []) is None
 
 
 def test_hanging_adapter_could_not_be_checked_after_the_timeout_not_a_hang(tmp_path: Path) -> None:

@@ -448,8 +448,12 @@ def check_restore(
     variant: RestoreVariant,
     parallelism: int,
 ) -> list[Violation]:
-    """RESTORE-002, 003, 005, 006: ``state`` is the checkpointed union; ``restored`` each new subtask's offsets
-    after a restore at ``parallelism``, which must give exactly that many subtasks."""
+    """RESTORE-002, 003, 005, 006 and ASSIGN-007: ``state`` is the checkpointed union; ``restored`` each new
+    subtask's offsets after a restore at ``parallelism``, which must give exactly that many subtasks.
+
+    Which subtask and how many subtasks are fidelity (RESTORE-002); a partition restored on two subtasks (read
+    twice) or on none while it is visible and subscribed (never read again) is unsafe whatever the assigner
+    (ASSIGN-007), and a partition kept but with its offset forgotten loses or repeats records (RESTORE-003)."""
     out: list[Violation] = []
     if len(restored) != parallelism:
         where = f"restored onto {len(restored)} subtasks, asked for parallelism {parallelism}"
@@ -476,7 +480,7 @@ def check_restore(
             out.append(Violation("RESTORE-005", "kept-topic-dropped", where, data=facts))
             continue
         if not subtasks or lost_state:
-            requirement = "RESTORE-006" if tp not in visible else "RESTORE-002"
+            requirement = "RESTORE-006" if tp not in visible else "RESTORE-003" if lost_state else "ASSIGN-007"
             got = restored[subtasks[0]][tp] if lost_state else None
             how = f"only rediscovered at {got}" if lost_state else "restored nowhere"
             lost = facts | {"restored": got}
@@ -484,7 +488,7 @@ def check_restore(
             continue
         if len(subtasks) > 1:
             where = f"{tp} restored on subtasks {subtasks}"
-            out.append(Violation("RESTORE-002", "double-assignment", where, data=facts))
+            out.append(Violation("ASSIGN-007", "double-assignment", where, data=facts))
         flink_owner = assign(tp.topic, tp.partition, parallelism)
         if variant is RestoreVariant.UNION_FILTER and subtasks[0] != flink_owner:
             out.append(
@@ -580,13 +584,14 @@ def check_topic_deleted(
 
 
 def check_single_holder(offsets: Sequence[Mapping[TopicPartition, int]]) -> list[Violation]:
-    """RESTORE-002 over each subtask's offsets (index = subtask): no partition is held by two subtasks."""
+    """ASSIGN-007 over each subtask's offsets (index = subtask): no partition is held by two subtasks, whatever
+    the assigner (two holders read it twice)."""
     holders: dict[TopicPartition, list[int]] = {}
     for subtask, held in enumerate(offsets):
         for tp in held:
             holders.setdefault(tp, []).append(subtask)
     return [
-        Violation("RESTORE-002", "double-assignment", f"{tp} on {s}", data=tp_fields(tp) | {"subtasks": s})
+        Violation("ASSIGN-007", "double-assignment", f"{tp} on {s}", data=tp_fields(tp) | {"subtasks": s})
         for tp, s in holders.items()
         if len(s) > 1
     ]

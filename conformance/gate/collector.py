@@ -29,7 +29,7 @@ from ..checks.checkers import Violation, ViolationError
 from ..errors import CannotCheck
 from ..jvm import JvmArtifactsMissing
 from ..spec_tools.requirements import Requirement, ids_in_test_name, level_of_test_name
-from .expectations import Deviation, find_deviation
+from .expectations import Deviation, excusing_deviation, find_deviation
 from .options import RunOptions
 from .pytest_plugin import UNVERIFIED_PROPERTY, CouldNotCheck
 from .results import ADDRESS, UNSTRUCTURED, Counterexample, Status, TestResult, skip_cause, strongest
@@ -340,7 +340,10 @@ class Collector:
             result.message = "; ".join(f"{i} not verified: {why}" for i, why in result.unverified.items())
         # Only what the test verified can show that a listed deviation is gone (XPASS).
         verified = [i for i in ids if i not in result.unverified]
-        deviation = find_deviation(self.deviations, name, result.violated or verified)
+        if result.status is Status.FAIL:
+            deviation = excusing_deviation(self.deviations, name, result.violated)
+        else:
+            deviation = find_deviation(self.deviations, name, verified)
         if deviation is not None and result.status in (Status.PASS, Status.PARTIAL, Status.FAIL):
             result.deviation = deviation
             result.status = Status.XFAIL if result.status is Status.FAIL else Status.XPASS

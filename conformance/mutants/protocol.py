@@ -359,7 +359,7 @@ class _LatestForNewJob(SourceJob):
 
 @mutant(
     "even_split_restore",
-    {"RESTORE-002", "RESTORE-003", "RESTORE-006"},
+    {"RESTORE-002", "RESTORE-003", "RESTORE-006", "ASSIGN-007"},
     "getListState instead of union state: offsets lost, partitions re-read from EARLIEST",
 )
 @dataclass(frozen=True)
@@ -843,6 +843,23 @@ class _StartupModeOnRestoreJob(SourceJob):
         job = super().restore(checkpoint, parallelism, subscription, {}, *args)  # no discovery yet
         for tp, subtask in job._discover_new(metadata).items():
             job.offsets[subtask].setdefault(tp, job.initial_offset)
+        return job
+
+
+@source_mutant(
+    "restored_on_two_subtasks",
+    {"ASSIGN-007"},
+    "a restore gives the first subtask's partitions to the second as well: both read them",
+)
+class _RestoredTwiceJob(SourceJob):
+    """After a restore, subtask 1 also holds subtask 0's partitions at their offsets (a state handed to two
+    readers): whatever the assigner, those partitions are read twice."""
+
+    @classmethod
+    def restore(cls, checkpoint: SourceCheckpoint, parallelism: int, *args: Any) -> SourceJob:
+        job = super().restore(checkpoint, parallelism, *args)
+        if parallelism > 1:
+            job.offsets[1].update(job.offsets[0])
         return job
 
 

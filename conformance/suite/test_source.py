@@ -401,6 +401,7 @@ def restored_all_in(adapter: Any, state: Any, m: int, metadata: Any, startup: in
     "RESTORE-006",
     "RESTORE-007",
     "DISC-005",
+    "ASSIGN-007",
     capability="source-state",
 )
 def test_required_RESTORE_001_to_007_source_state_machine(adapter: Any, record_property: Any) -> None:
@@ -443,7 +444,7 @@ def test_required_DISC_005_startup_mode_only_for_the_first_discovery(adapter: An
     fail_on(violations)
 
 
-@requirement("DISC-005", "RESTORE-003", capability="source-state")
+@requirement("DISC-005", "RESTORE-003", "ASSIGN-007", capability="source-state")
 @given(st.integers(1, 4), st.integers(1, 3), st.integers(1, 3), st.integers(1, 4))
 def test_required_DISC_005_latest_checkpointed_before_the_first_read_loses_nothing(
     adapter: Any, partitions: int, n: int, m: int, produced: int
@@ -494,7 +495,7 @@ def _small_log(partitions: int) -> KafkaModel:
     return log
 
 
-@requirement("RESTORE-002", "RESTORE-003", capability="source-state")
+@requirement("RESTORE-002", "RESTORE-003", "ASSIGN-007", capability="source-state")
 @given(st.integers(1, 12), st.integers(257, 320))
 def test_required_RESTORE_002_003_restore_onto_subtasks_above_256(adapter: Any, partitions: int, m: int) -> None:
     """Subtask indexes past CPython's small-int cache: an owner compared with ``is`` drops their state."""
@@ -528,7 +529,7 @@ def _restore_and_judge_shares(adapter: Any, partitions: int, n: int, m: int) -> 
     fail_on(violations)
 
 
-@requirement("RESTORE-002", "RESTORE-003", capability="source-state")
+@requirement("RESTORE-002", "RESTORE-003", "ASSIGN-007", capability="source-state")
 @given(st.integers(1, 5), st.integers(2, 4) | st.integers(257, 300))
 @example(partitions=2, n=4)  # subtasks hold 1, 0, 1 and 2 entries: not the even chunks a re-cut would give
 @example(partitions=3, n=300)  # past CPython's small-int cache: a parallelism compared with 'is' re-cuts
@@ -540,7 +541,7 @@ def test_required_RESTORE_002_003_restore_at_an_unchanged_parallelism_keeps_each
     _restore_and_judge_shares(adapter, partitions, n, n)
 
 
-@requirement("RESTORE-002", "RESTORE-003", capability="rescale")
+@requirement("RESTORE-002", "RESTORE-003", "ASSIGN-007", capability="rescale")
 @given(st.integers(1, 5), st.integers(1, 4), st.integers(1, 5))
 @example(partitions=5, n=1, m=3)  # 10 entries onto 3 subtasks: chunks of 4, 3 and 3, no other cut
 def test_required_RESTORE_002_003_a_rescale_cuts_split_state_into_even_chunks(
