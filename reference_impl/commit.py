@@ -173,7 +173,13 @@ class ExactlyOnceSink:
             batch = self.pending.pop(cid)
             self._commit(batch)
             committed |= {c.transactional_id for c in batch}
-        named = self._snapshot_ids.get(checkpoint_id, set())
+        if checkpoint_id not in self._snapshot_ids:
+            # A late or repeated notification: a checkpoint at least as new completed and may still name the
+            # retained ids, so none is freed here (freeing one let the next transaction reuse an id that a
+            # recovery from that checkpoint must resume: COMMIT-003).
+            self._retained |= committed
+            return
+        named = self._snapshot_ids[checkpoint_id]
         self._snapshot_ids = {c: ids for c, ids in self._snapshot_ids.items() if c > checkpoint_id}
         # A pooled id is reused only once no completed checkpoint names it (else recovery could not resume it).
         ended = committed | self._retained

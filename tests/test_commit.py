@@ -135,3 +135,24 @@ def test_required_COMMIT_002_the_sink_machine_reaches_every_interleaving_at_the_
     )
     assert not mix.missing(), f"never reached: {mix.missing()} ({dict(mix.counts)})"
     assert mix.counts["recover"] + mix.counts["recover-leaving-zombie"] < 0.35 * sum(mix.counts.values())
+
+
+def test_required_COMMIT_003_a_repeated_notification_frees_no_pooled_id_the_completed_checkpoint_names() -> None:
+    """Checkpoint 1 names the pooled id it committed; a second notification of 1 must not free it, or the next
+    transaction reuses it and a recovery from checkpoint 1 is fenced when it resumes the id (the reference's own
+    bug until the sink machine judged a failed recovery)."""
+    log = KafkaModel()
+    log.create_topic("out", 1)
+    sink = ExactlyOnceSink(log, "pool", 1, NamingStrategy.POOLING)
+    sink.start()
+    sink.write(0, "out", 0, None, b"a")
+    first = sink.checkpoint(1)
+    sink.notify_checkpoint_complete(1)
+    sink.notify_checkpoint_complete(1)  # late, again
+    sink.write(0, "out", 0, None, b"b")
+    sink.checkpoint(2)
+    sink.write(0, "out", 0, None, b"c")
+    assert [c.transactional_id for c in first.committables] == ["pool-0-p0"]
+    recovered = ExactlyOnceSink.recover(log, "pool", 1, first, NamingStrategy.POOLING)  # raised ProducerFencedError
+    recovered.close()
+    assert [r.value for r in log.read(TopicPartition("out", 0), 0, Isolation.READ_COMMITTED, 10)] == [b"a"]

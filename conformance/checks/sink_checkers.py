@@ -40,6 +40,17 @@ def check_timeout_surfaced(raised: BaseException | None) -> list[Violation]:
     return [Violation("COMMIT-007", "swallowed-error", where, data={"error": None})]
 
 
+def check_recovery_succeeded(checkpoint: int, error: str | None, faulted: bool) -> list[Violation]:
+    """COMMIT-003: a recovery from the last completed checkpoint commits what it says was pre-committed, so it
+    fails only when something outside the job destroyed those transactions (``faulted``: another job initialised
+    the sink's ids; COMMIT-007 then asks that it fail loudly). Failing otherwise leaves a job that can never
+    restart from its checkpoint: a pooled id reused while that checkpoint still names it, say."""
+    if error is None or faulted:
+        return []
+    where = f"recovery from checkpoint {checkpoint} failed with no fault outside the job: {error}"
+    return [Violation("COMMIT-003", "recovery-failed", where, data={"checkpoint": checkpoint, "error": error})]
+
+
 def check_intervals_committed(
     written: Iterable[bytes], committed: Iterable[bytes], step: str, error: str | None
 ) -> list[Violation]:

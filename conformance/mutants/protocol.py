@@ -483,6 +483,39 @@ class _PoolNeverFreedSink(ExactlyOnceSink):
 
 
 @sink_mutant(
+    "pooled_id_freed_at_commit",
+    {"COMMIT-003"},
+    "a pooled id freed once its transaction commits, though the completed checkpoint still names it",
+    naming=NamingStrategy.POOLING,
+)
+class _PoolFreedAtCommitSink(ExactlyOnceSink):
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        """Every committed id goes back to the pool at once: the next transaction reuses it, and a recovery
+        from the checkpoint that named it is fenced when it resumes the id."""
+        committed = {c.transactional_id for cid in self.pending if cid <= checkpoint_id for c in self.pending[cid]}
+        super().notify_checkpoint_complete(checkpoint_id)
+        self._in_use -= committed | self._retained
+        self._retained = set()
+
+
+@sink_mutant(
+    "late_notification_frees_pooled_ids",
+    {"COMMIT-003"},
+    "a late or repeated notification frees the pooled ids the newest completed checkpoint still names",
+    naming=NamingStrategy.POOLING,
+)
+class _LateNotificationFreesSink(ExactlyOnceSink):
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        """The reference's own bug until the sink machine judged failed recoveries: a notification of a
+        checkpoint already handled (its snapshot forgotten) released every retained id."""
+        late = checkpoint_id not in self._snapshot_ids
+        super().notify_checkpoint_complete(checkpoint_id)
+        if late:
+            self._in_use -= self._retained
+            self._retained = set()
+
+
+@sink_mutant(
     "expired_ids_as_committed",
     {"COMMIT-019"},
     "a recovered committable whose id expired is discarded as committed (FLINK-39072's proposal)",

@@ -43,6 +43,7 @@ from ..checks.sink_checkers import (
     check_foreign_transactions_kept,
     check_intervals_committed,
     check_old_prefix_closed,
+    check_recovery_succeeded,
     check_second_recovery,
     check_timeout_surfaced,
 )
@@ -66,6 +67,7 @@ INTERLEAVINGS = (
     "start-over-after-abort",
     "recover",
     "recover-leaving-zombie",
+    "crash-with-checkpoint-in-flight",
     "zombie-acts",
 )
 """The interleaving classes the sink machine must reach (``InterleavingMix``); a step may count twice,
@@ -251,6 +253,18 @@ class SinkMachine(RuleBasedStateMachine):
         self.mix.step("recover-leaving-zombie" if keep_zombie else "recover")
         self._recover(n, keep_zombie)
 
+    @precondition(lambda self: self.completed is not None and not self.broken)
+    @rule(records=st.lists(st.tuples(st.integers(0, 7), st.integers(0, PARTITIONS - 1)), min_size=1, max_size=3))
+    def crash_with_checkpoint_in_flight(self, records: list[tuple[int, int]]) -> None:
+        """The commonest crash of a two-phase sink: after a checkpoint completed, the next barrier is taken and
+        records flow into the transactions begun then; the job dies before that checkpoint completes and
+        recovers from the one before (COMMIT-003/010: what that checkpoint names must still be resumable, what
+        came after it must never become visible). Drawn as one step, so every example can reach it."""
+        self.mix.step("crash-with-checkpoint-in-flight")
+        self.barrier(0, "pending")
+        self._write(records)
+        self._recover(self.parallelism, keep_zombie=False)
+
     def _recover(self, n: int, keep_zombie: bool) -> None:
         survivor = (self.sink_process, self.sink) if keep_zombie and self.sink is not None else None
         self.zombie = None
@@ -268,10 +282,14 @@ class SinkMachine(RuleBasedStateMachine):
             self.sink = self._guard(
                 self.adapter.recover_sink(RecoveryConfig(log=self.log, prefix=PREFIX, parallelism=n, checkpoint=state))
             )
-        except KafkaError:
+        except KafkaError as error:
             self.history.complete(self.process, "fail", "recover", cid)
             self.sink = None
             self.broken = True  # surfaced: the run stops here, as a real job would fail
+            fail_on(
+                check_recovery_succeeded(cid, str(error), self.faulted),
+                detail="\nhistory (last operations):\n" + self.history.render(),
+            )
             return
         self.history.complete(self.process, "ok", "recover", cid)
         self.sink_process = self.process
