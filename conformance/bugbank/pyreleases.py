@@ -69,6 +69,11 @@ def child_env(folder: Path, inherited: Mapping[str, str]) -> dict[str, str]:
     return {"PYTHONPATH": os.pathsep.join([str(folder), *([rest] if rest else [])])}
 
 
+PIP_FIX: Final = (
+    "the package index (pip's own settings, e.g. PIP_INDEX_URL, choose it) must be reachable and serve a wheel of "
+    f"{DISTRIBUTION} for Python {sys.version_info.major}.{sys.version_info.minor}; or point ${RELEASES_DIR_ENV} at a "
+    "folder where the release is installed"
+)
 VERSION_CHECK: Final = "import confluent_kafka as ck; print(ck.__version__, ck.libversion()[0])"
 
 
@@ -85,29 +90,27 @@ def install_release(release: str, say: Say) -> Mapping[str, str]:
         staging = folder.with_name(f"{folder.name}.staging-{os.getpid()}")
         shutil.rmtree(staging, ignore_errors=True)
         say(f"installing {DISTRIBUTION}=={release} (its wheel, librdkafka inside) with pip into {folder}")
-        _run(pip_command(sys.executable, release, staging), f"pip install {DISTRIBUTION}=={release}", PIP_TIMEOUT_S)
+        pip = pip_command(sys.executable, release, staging)
+        _run(pip, f"pip install {DISTRIBUTION}=={release}", PIP_TIMEOUT_S, PIP_FIX)
         (staging / STAMP).write_text(f"{DISTRIBUTION}=={release}\n")
         shutil.rmtree(folder, ignore_errors=True)
         staging.rename(folder)
-    versions = _run([sys.executable, "-c", VERSION_CHECK], "import it", CHECK_TIMEOUT_S, os.environ | env).split()
+    check = [sys.executable, "-c", VERSION_CHECK]
+    fix = f"delete {folder} and run again"
+    versions = _run(check, f"import {DISTRIBUTION} {release}", CHECK_TIMEOUT_S, fix, os.environ | env).split()
     if versions[:1] != [release]:
-        raise ReleaseInstallError(
-            f"{folder} holds {DISTRIBUTION} {versions}, not {release}: delete the folder and run again"
-        )
+        raise ReleaseInstallError(f"{folder} holds {DISTRIBUTION} {versions}, not {release}: {fix}")
     say(f"{DISTRIBUTION} {release} ready (librdkafka {versions[-1]}) in {folder}")
     return env
 
 
-def _run(command: list[str], what: str, timeout_s: int, env: Mapping[str, str] | None = None) -> str:
+def _run(command: list[str], what: str, timeout_s: int, fix: str, env: Mapping[str, str] | None = None) -> str:
+    """``command``'s output; a ``ReleaseInstallError`` naming ``what`` and ``fix`` when it fails or hangs."""
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, env=env)
     except subprocess.TimeoutExpired as error:
-        raise ReleaseInstallError(f"{what}: no answer within {timeout_s} s (is the package index reachable?)") from error
+        raise ReleaseInstallError(f"{what}: no answer within {timeout_s} s: {fix}") from error
     if done.returncode != 0:
         tail = " ".join((done.stderr or done.stdout).strip().splitlines()[-3:])
-        raise ReleaseInstallError(
-            f"{what} failed ({tail}): the package index must serve a wheel of {DISTRIBUTION} for this Python "
-            f"{sys.version_info.major}.{sys.version_info.minor} (pip's own settings, e.g. PIP_INDEX_URL, choose "
-            f"the index; or point ${RELEASES_DIR_ENV} at a folder where it is installed)"
-        )
+        raise ReleaseInstallError(f"{what} failed ({tail}): {fix}")
     return done.stdout
