@@ -142,4 +142,4 @@ golden: setup
 	$(BIN)/python -m kconform.conformance.jvm.flink_oracle fixtures/golden/topics.txt fixtures/golden/assign_vectors.csv
 
 clean:
-	rm -rf $(VENV) $(JVM_DIR) build .hypothesis .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(JVM_DIR) .releases build .hypothesis .pytest_cache .mypy_cache .ruff_cache
