@@ -90,11 +90,18 @@ def install_release(release: str, say: Say) -> Mapping[str, str]:
         staging = folder.with_name(f"{folder.name}.staging-{os.getpid()}")
         shutil.rmtree(staging, ignore_errors=True)
         say(f"installing {DISTRIBUTION}=={release} (its wheel, librdkafka inside) with pip into {folder}")
-        pip = pip_command(sys.executable, release, staging)
-        _run(pip, f"pip install {DISTRIBUTION}=={release}", PIP_TIMEOUT_S, PIP_FIX)
-        (staging / STAMP).write_text(f"{DISTRIBUTION}=={release}\n")
-        shutil.rmtree(folder, ignore_errors=True)
-        staging.rename(folder)
+        try:
+            _run(
+                pip_command(sys.executable, release, staging),
+                f"pip install {DISTRIBUTION}=={release}",
+                PIP_TIMEOUT_S,
+                PIP_FIX,
+            )
+            (staging / STAMP).write_text(f"{DISTRIBUTION}=={release}\n")
+            shutil.rmtree(folder, ignore_errors=True)
+            staging.rename(folder)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
     check = [sys.executable, "-c", VERSION_CHECK]
     fix = f"delete {folder} and run again"
     versions = _run(check, f"import {DISTRIBUTION} {release}", CHECK_TIMEOUT_S, fix, os.environ | env).split()
