@@ -103,7 +103,7 @@ lint: $(VENV)/.installed
 	$(BIN)/ruff check $(LINT_PATHS)
 	$(BIN)/ruff format --check $(LINT_PATHS)
 	@mkdir -p build/typecheck && ln -sfn ../.. build/typecheck/kconform
-	cd build/typecheck && $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml \
+	cd build/typecheck && $(abspath $(BIN))/mypy --config-file $(CURDIR)/pyproject.toml \
 	  kconform/conformance kconform/reference_impl kconform/spec kconform/fixtures
 
 docs: setup
@@ -142,4 +142,4 @@ golden: setup
 	$(BIN)/python -m kconform.conformance.jvm.flink_oracle fixtures/golden/topics.txt fixtures/golden/assign_vectors.csv
 
 clean:
-	rm -rf $(VENV) $(JVM_DIR) build .hypothesis .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(JVM_DIR) .releases build .hypothesis .pytest_cache .mypy_cache .ruff_cache

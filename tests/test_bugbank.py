@@ -4,6 +4,7 @@ to a catalogue of one's own running with no code change."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -14,6 +15,13 @@ from kconform.conformance.bugbank.catalogue import Bug, CatalogueError, parse_ca
 from kconform.conformance.bugbank.command import bank, exit_code, load, run_command
 from kconform.conformance.bugbank.components import COMPONENTS
 from kconform.conformance.bugbank.page import render_page
+from kconform.conformance.bugbank.pyreleases import (
+    ReleaseInstallError,
+    child_env,
+    pip_command,
+    release_folder,
+    releases_dir,
+)
 from kconform.conformance.bugbank.verdict import Judgement, Outcome, Verdict, judge, outcome_of_report
 from kconform.conformance.jvm import oracle_at_release
 from kconform.conformance.jvm.oracle_at_release import KAFKA_CLIENTS_VERSION_ENV, build_at_release, oracle_module
@@ -189,6 +197,23 @@ def test_a_release_build_is_cached_and_named_by_its_version(tmp_path: Path, monk
     assert oracle_module({}) == "kafka-oracle"
     with pytest.raises(ValueError, match="not a kafka-clients release"):
         oracle_module({KAFKA_CLIENTS_VERSION_ENV: "../../etc"})
+
+
+def test_a_confluent_kafka_release_is_a_cached_folder_first_on_the_child_s_path(tmp_path: Path) -> None:
+    """Where a release goes (override, checkout, user cache), what pip is asked, and the child's PYTHONPATH."""
+    home, checkout = tmp_path / "home", tmp_path / "checkout"
+    assert releases_dir({"KCONFORM_RELEASES_DIR": "/r"}, checkout, home) == Path("/r")
+    assert releases_dir({}, checkout, home) == checkout / ".releases"
+    assert releases_dir({}, None, home) == home / ".cache" / "kconform" / "releases"
+    folder = release_folder(tmp_path, "2.13.0")
+    assert folder == tmp_path / "confluent-kafka-2.13.0"
+    with pytest.raises(ReleaseInstallError, match="not a confluent-kafka release"):
+        release_folder(tmp_path, "../2.13.0")
+    line = pip_command("py", "2.13.0", folder)
+    assert line[-1] == "confluent-kafka==2.13.0" and line[line.index("--target") + 1] == str(folder)
+    assert {"--no-deps", ":all:"} <= set(line)  # the wheel alone, never a build from source
+    assert child_env(folder, {}) == {"PYTHONPATH": str(folder)}
+    assert child_env(folder, {"PYTHONPATH": "/mine"}) == {"PYTHONPATH": f"{folder}{os.pathsep}/mine"}
 
 
 def test_setup_keeps_the_release_builds_it_did_not_make() -> None:

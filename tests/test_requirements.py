@@ -272,6 +272,7 @@ def test_anchors_are_github_s_which_keeps_each_space() -> None:
 def test_every_checker_the_spec_names_exists() -> None:
     """The spec is documentation users read: a checker it names must be a function of the suite."""
     import kconform.conformance.checks.checkers
+    import kconform.conformance.checks.client_checkers
     import kconform.conformance.checks.history
     import kconform.conformance.checks.pipeline_checkers
     import kconform.conformance.checks.sink_checkers
@@ -283,6 +284,7 @@ def test_every_checker_the_spec_names_exists() -> None:
         n
         for m in (
             kconform.conformance.checks.checkers,
+            kconform.conformance.checks.client_checkers,
             kconform.conformance.checks.history,
             kconform.conformance.checks.pipeline_checkers,
             kconform.conformance.checks.sink_checkers,

@@ -45,6 +45,8 @@ PIPELINE_CAPABILITIES = {
     "pipeline-sink": "writes a streaming query's rows to Kafka, at least once",
     "pipeline-exactly-once-sink": "its sink's exactly-once mode: read_committed output equals the input",
     "pipeline-keyed-sink": "its sink writes a keyed row (no partition column) where Java's producer puts its key",
+    "confluent-kafka-consumer": "reads Kafka with the confluent-kafka this interpreter imports: the consumer's "
+    "positions and resume are checked on the run's broker (RESTORE-008, RESTORE-009)",
 }
 CAPABILITIES = {
     "assignment": "exposes its partition assigner",

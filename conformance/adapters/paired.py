@@ -28,8 +28,11 @@ if TYPE_CHECKING:
 
     from ..adapter.interface import PipelineAdapter, SinkSpec, SourceSpec
 
-SOURCE_CAPABILITIES: Final = frozenset({"pipeline-assignment", "pipeline-rescale", "pipeline-regex"})
-"""What ``read_stream`` alone earns: how a batch's tasks read, across restarts and new topics."""
+SOURCE_CAPABILITIES: Final = frozenset(
+    {"pipeline-assignment", "pipeline-rescale", "pipeline-regex", "confluent-kafka-consumer"}
+)
+"""What ``read_stream`` alone earns: how a batch's tasks read, across restarts and new topics, and the client
+they read with."""
 SINK_CAPABILITIES: Final = frozenset({"pipeline-sink", "pipeline-exactly-once-sink", "pipeline-keyed-sink"})
 """What ``write_stream`` alone earns: how the rows reach Kafka."""
 

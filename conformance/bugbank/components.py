@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from ..jvm.oracle_at_release import KAFKA_CLIENTS_VERSION_ENV, build_at_release
+from .pyreleases import install_release
 
 Say = Callable[[str], None]
 Prepare = Callable[[str, Say], Mapping[str, str]]
@@ -48,7 +49,12 @@ COMPONENTS: Mapping[str, Component] = {
             _kafka_clients,
         ),
         Component("flink-connector-kafka", "org.apache.flink:flink-connector-kafka:{version}"),
-        Component("confluent-kafka", "confluent-kafka=={version}"),
+        Component(
+            "confluent-kafka",
+            "confluent-kafka=={version}",
+            "kconform.conformance.spark.pipeline:REFERENCE",
+            install_release,
+        ),
         Component("pyspark", "pyspark=={version}"),
     )
 }

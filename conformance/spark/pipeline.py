@@ -72,6 +72,7 @@ class KconformKafkaAdapter:
             "pipeline-sink",
             "pipeline-exactly-once-sink",
             "pipeline-keyed-sink",
+            "confluent-kafka-consumer",
         }
     )
 

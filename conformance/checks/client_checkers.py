@@ -1,0 +1,27 @@
+"""Checkers of the Kafka consumer a source reads with: pure functions over what the client reported.
+
+The suite's client scenarios (``kconform.conformance.suite.test_client``) drive the consumer and record
+its deliveries (``ReadRecord``, ``task`` standing for the consumer's incarnation) and positions; these
+judge them. What was read once is ``check_read_once``'s; the position the consumer would store or
+commit is judged here.
+"""
+
+from __future__ import annotations
+
+from ...reference_impl.types import TopicPartition
+from .checkers import Violation, tp_fields
+
+
+def check_position_at_end(tp: TopicPartition, position: int, end: int, requirement: str) -> list[Violation]:
+    """RESTORE-008: a consumer that reached the end of ``tp`` (an end-of-partition event, not a record)
+    reports the end offset as its position; one past it skips the next record written once committed."""
+    if position == end:
+        return []
+    return [
+        Violation(
+            requirement,
+            "position-past-end" if position > end else "position-before-end",
+            f"{tp}: position {position} after the end-of-partition event at {end}",
+            data=tp_fields(tp) | {"got": position, "want": end, "end": end},
+        )
+    ]

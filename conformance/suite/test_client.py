@@ -1,0 +1,154 @@
+"""RESTORE-008 and RESTORE-009: the Kafka consumer a source reads with, on the run's broker.
+
+A source's progress is only as good as the positions its client reports and redelivers from. An
+adapter that declares ``confluent-kafka-consumer`` reads Kafka with the confluent-kafka (librdkafka)
+this interpreter imports, so the suite drives that consumer the way a source does (batch consume
+with end-of-partition events, commit the position, restart; pause and resume) and judges what it
+delivered with the pure checkers. Each example costs about a second, so Hypothesis draws few.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any, Final
+from uuid import uuid4
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from ..extras import pipeline_missing
+
+if (missing := pipeline_missing()) is not None:  # a core install: every test here is skipped, naming the fix
+    pytest.skip(missing, allow_module_level=True)
+
+import confluent_kafka as ck
+
+from ...reference_impl.kafka_client import KafkaClient, configure
+from ...reference_impl.types import TopicPartition
+from ..brokers import Broker
+from ..checks.checkers import fail_on
+from ..checks.client_checkers import check_position_at_end
+from ..checks.pipeline_checkers import ReadRecord, check_read_once
+from ..gate.pytest_plugin import live_broker, requirement
+
+pytestmark = pytest.mark.pipeline
+
+CAPABILITY: Final = "confluent-kafka-consumer"
+CONSUME_TIMEOUT_S: Final = 15.0
+"""Longest a consumer may take to deliver what was written and report the end of the partition."""
+TRANSIENT: Final = frozenset(
+    {ck.KafkaError.NOT_COORDINATOR, ck.KafkaError.COORDINATOR_LOAD_IN_PROGRESS, ck.KafkaError.COORDINATOR_NOT_AVAILABLE}
+)
+"""Errors a consumer reports while the group's coordinator settles (a fresh broker); it asks again by itself."""
+BATCH: Final = 100
+"""``Consumer.consume``'s batch size: the batch path (``rd_kafka_consume_batch_queue``) is what sources use."""
+
+
+def client_settings() -> settings:
+    """The loaded profile with about one drawn example per fifty protocol examples (each starts consumers)."""
+    return settings(max_examples=max(1, settings().max_examples // 50), deadline=None)
+
+
+@pytest.fixture(scope="module")
+def client_broker(adapter_under_test: Any) -> Iterator[Broker]:
+    """The run's broker, started only for an adapter that reads with this interpreter's confluent-kafka."""
+    if CAPABILITY not in adapter_under_test.capabilities:
+        pytest.skip(f"adapter {adapter_under_test.name!r} does not declare capability {CAPABILITY!r}")
+    yield from live_broker()
+
+
+def consumer(broker: Broker, group: str) -> ck.Consumer:
+    """A consumer as a source makes one: explicit commits, end-of-partition events (``configure``'s)."""
+    return ck.Consumer(configure(broker, "consumer", **{"group.id": group, "auto.offset.reset": "earliest"}))
+
+
+def consume_to_end(client: ck.Consumer, tp: TopicPartition, end: int, incarnation: int) -> list[ReadRecord]:
+    """Batch-consume until the end-of-partition event at ``end``; a timeout fails naming what was read."""
+    read: list[ReadRecord] = []
+    deadline = time.monotonic() + CONSUME_TIMEOUT_S
+    while time.monotonic() < deadline:
+        for message in client.consume(BATCH, timeout=0.2):
+            error, offset = message.error(), message.offset()
+            assert offset is not None, f"{tp}: an event without an offset: {error}"
+            if error is None:
+                read.append(ReadRecord(tp, offset, message.value(), incarnation))
+            elif error.code() in TRANSIENT or (error.retriable() and not error.fatal()):
+                continue
+            elif error.code() != ck.KafkaError._PARTITION_EOF:
+                raise AssertionError(f"{tp}: consume failed: {error}")
+            elif offset >= end:
+                return read
+    raise AssertionError(
+        f"{tp}: no end-of-partition event at {end} within {CONSUME_TIMEOUT_S} s; read {[r.offset for r in read]}"
+    )
+
+
+def new_partition(kafka: KafkaClient, values: Sequence[bytes]) -> TopicPartition:
+    tp = TopicPartition(f"kc-client-{uuid4().hex[:8]}", 0)
+    kafka.create_topic(tp.topic, 1)
+    if values:
+        kafka.produce_batch(tp, [(None, v) for v in values])
+    return tp
+
+
+def values(prefix: str, count: int) -> list[bytes]:
+    return [f"{prefix}-{i}".encode() for i in range(count)]
+
+
+@requirement("RESTORE-008", capability=CAPABILITY)
+@client_settings()
+@given(before=st.integers(1, 5), after=st.integers(1, 5))
+@example(before=3, after=3)
+def test_required_RESTORE_008_a_restart_from_the_position_committed_at_the_end_reads_every_later_record(
+    client_broker: Broker, before: int, after: int
+) -> None:
+    """Read to the end-of-partition event, commit the consumer's position, write more, restart the
+    group from its committed offset: the position was the end offset and every record is read once."""
+    group = f"kc-client-{uuid4().hex[:8]}"
+    with KafkaClient(client_broker) as kafka:
+        tp = new_partition(kafka, values("before", before))
+        kafka.committed(group, [tp])  # waits out a coordinator still loading, which a fresh broker's first group meets
+        first = consumer(client_broker, group)
+        try:
+            first.assign([ck.TopicPartition(tp.topic, tp.partition, ck.OFFSET_STORED)])
+            read = consume_to_end(first, tp, before, 0)
+            (position,) = first.position([ck.TopicPartition(tp.topic, tp.partition)])
+            first.commit(asynchronous=False)
+        finally:
+            first.close()
+        kafka.produce_batch(tp, [(None, v) for v in values("after", after)])
+        second = consumer(client_broker, group)
+        try:
+            second.assign([ck.TopicPartition(tp.topic, tp.partition, ck.OFFSET_STORED)])
+            read += consume_to_end(second, tp, before + after, 1)
+        finally:
+            second.close()
+    fail_on(
+        check_position_at_end(tp, position.offset, before, "RESTORE-008")
+        + check_read_once(read, {tp: before + after}, "RESTORE-008")
+    )
+
+
+@requirement("RESTORE-009", capability=CAPABILITY)
+@client_settings()
+@given(before=st.integers(1, 5), after=st.integers(1, 5))
+@example(before=3, after=2)
+def test_required_RESTORE_009_resuming_a_partition_that_is_not_paused_delivers_nothing_again(
+    client_broker: Broker, before: int, after: int
+) -> None:
+    """Read to the end, resume the partition (not paused), write more and read to the end again:
+    every record is delivered once (a resume that restarts the fetch from where it began repeats them)."""
+    with KafkaClient(client_broker) as kafka:
+        tp = new_partition(kafka, values("before", before))
+        reader = consumer(client_broker, f"kc-client-{uuid4().hex[:8]}")
+        try:
+            reader.assign([ck.TopicPartition(tp.topic, tp.partition, 0)])
+            read = consume_to_end(reader, tp, before, 0)
+            reader.resume([ck.TopicPartition(tp.topic, tp.partition)])
+            kafka.produce_batch(tp, [(None, v) for v in values("after", after)])
+            read += consume_to_end(reader, tp, before + after, 0)
+        finally:
+            reader.close()
+    fail_on(check_read_once(read, {tp: before + after}, "RESTORE-009"))
