@@ -46,7 +46,8 @@ from ..adapter.interface import DEFAULT_MASTER, PipelineAdapter, SinkSpec, Sourc
 from ..checks.checkers import Violation
 from ..checks.pipeline_checkers import ReadRecord, check_sink_output
 from ..errors import ContractError, HarnessError
-from ..jvm import SPARK_KAFKA, JvmArtifactsMissing, jars, jvm_dir, setup_hint
+from ..jvm import JvmArtifactsMissing, jars, jvm_dir, setup_hint
+from ..jvm.spark_at_release import connector_module
 from .cluster import STANDALONE, cluster_settings, is_local
 
 QUERY_TIMEOUT_S: Final = 120
@@ -194,8 +195,8 @@ def spark_condition(error: BaseException) -> tuple[str | None, Mapping[str, str]
 def data_source_error(adapter_name: str, member: str, name: str) -> HarnessError:
     """A data source the session cannot find is a missing jar or package, not the connector's violation."""
     fix = (
-        f"{setup_hint()}, which resolves spark-sql-kafka-0-10 into {jvm_dir() / SPARK_KAFKA} (the suite's "
-        "session puts those jars on spark.jars)"
+        f"{setup_hint()}, which resolves spark-sql-kafka-0-10 into {jvm_dir() / connector_module(os.environ)} "
+        "(the suite's session puts those jars on spark.jars)"
         if name == "kafka"
         else f"install the package or put the jar that provides {name!r} on spark.jars (a Python data source: "
         "register it on the session in read_stream/write_stream)"
@@ -237,7 +238,7 @@ def local_session(master: str = DEFAULT_MASTER) -> SparkSession:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     try:
-        connector = ",".join(str(jar) for jar in jars(SPARK_KAFKA))
+        connector = ",".join(str(jar) for jar in jars(connector_module(os.environ)))
     except JvmArtifactsMissing:
         connector = ""  # kconform-kafka needs no jar; kconform.conformance.adapters.spark_kafka names the fix
     builder = SparkSession.builder.master(master)
