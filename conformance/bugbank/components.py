@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from ..jvm.oracle_at_release import KAFKA_CLIENTS_VERSION_ENV, build_at_release
+from ..spark import at_release as spark_release
 
 Say = Callable[[str], None]
 Prepare = Callable[[str, Say], Mapping[str, str]]
@@ -49,6 +50,8 @@ COMPONENTS: Mapping[str, Component] = {
         ),
         Component("flink-connector-kafka", "org.apache.flink:flink-connector-kafka:{version}"),
         Component("confluent-kafka", "confluent-kafka=={version}"),
-        Component("pyspark", "pyspark=={version}"),
+        Component(
+            "pyspark", "pyspark=={version}", "kconform.conformance.adapters.spark_kafka:ADAPTER", spark_release.prepare
+        ),
     )
 }
