@@ -223,8 +223,9 @@ def test_required_COMMIT_011_a_driver_ending_with_an_error_failed(returncode: in
 
 
 def test_required_RESTORE_003_a_restart_that_fails_on_its_replayed_batch_is_named() -> None:
-    error = "StreamingQueryException: assertion failed\n  at KafkaMicroBatchStream.planInputPartitions"
+    error = "[STREAM_FAILED] Query terminated with exception: assertion failed\n=== Streaming Query ===\n+- Scan"
     assert check_restart_finished(None, 3) == []
     [violation] = check_restart_finished(error, 3)
     assert (violation.requirement, violation.kind) == ("RESTORE-003", "restart-failed")
-    assert violation.data == {"replayed_batch": 3, "error": "at KafkaMicroBatchStream.planInputPartitions"}
+    want = "[STREAM_FAILED] Query terminated with exception: assertion failed"
+    assert violation.data == {"replayed_batch": 3, "error": want}
