@@ -108,7 +108,6 @@ aborted records); it is reported with the reason, never as a pass.""",
     parser.add_argument(
         "--spark",
         metavar="VERSION",
-        type=check_release,
         help=f"judge this Spark release (default: ${SPARK_VERSION_ENV}, else the pinned one): its pyspark, in a venv "
         "made on demand and cached, and its spark-sql-kafka-0-10, resolved with Maven and cached; the reference "
         "connector needs Spark 4's Python data source API",
