@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
+import pyspark
 from pyspark import TaskContext
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
@@ -77,6 +78,7 @@ class KconformKafkaAdapter:
     )
 
     def read_stream(self, spark: SparkSession, source: SourceSpec) -> DataFrame:
+        require_data_source_api()
         spark.dataSource.register(self.data_source)
         reader = (
             spark.readStream.format(self.data_source.name())
@@ -96,6 +98,7 @@ class KconformKafkaAdapter:
         return reader.load()
 
     def write_stream(self, frame: DataFrame, sink: SinkSpec) -> DataStreamWriter:
+        require_data_source_api()
         frame.sparkSession.dataSource.register(self.data_source)
         return (
             frame.writeStream.format(self.data_source.name())
@@ -105,6 +108,20 @@ class KconformKafkaAdapter:
             .options(**revealed({f"kafka.{k}": v for k, v in sink.client_settings}))
             .options(**({TIMEOUT_OPTION: str(sink.client_timeout_ms)} if sink.client_timeout_ms is not None else {}))
         )
+
+
+def require_data_source_api() -> None:
+    """``HarnessError`` naming the way out when this pyspark lacks the Python streaming data source API the
+    reference connector is written against (an older Spark release, ``kconform run --spark``): Spark would
+    otherwise fail its queries inside the Python worker, which would read as the reference's violation."""
+    try:
+        from ...reference_impl.spark import sink, source  # noqa: F401
+    except ImportError as missing:
+        raise HarnessError(
+            f"the reference connector ({KafkaDataSource.name()}) needs pyspark's Python streaming data source API, "
+            f"which this run's pyspark {pyspark.__version__} lacks ({missing}): judge a JVM connector on this "
+            "release instead (--adapter kconform.conformance.adapters.spark_kafka:ADAPTER)"
+        ) from missing
 
 
 SPARK_ADAPTER: Final = KconformKafkaAdapter()
