@@ -122,6 +122,12 @@ def make_venv(release: str, say: Say) -> Path:
         capture_output=True, text=True, timeout=60, check=True,
     ).stdout.strip()  # fmt: skip
     (Path(purelib) / PTH).write_text(pth_text(site_dirs))
+    seen = subprocess.run(
+        [str(venv_python(venv)), "-c", "import importlib.metadata as m, kconform; print(m.version('pyspark'))"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    if seen.stdout.strip() != release:  # else the run would start its venv again and again
+        raise ReleaseError(f"{venv} imports pyspark {seen.stdout.strip() or seen.stderr.strip()[-300:]}, not {release}")
     stamp.write_text(stamp_text(release, site_dirs))
     return venv_python(venv)
 
