@@ -3,6 +3,7 @@ says; these check the release names, the versions passed, the stamp and cache, a
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,6 +12,8 @@ import pytest
 
 from kconform.conformance import jvm
 from kconform.conformance.gate import run_command
+from kconform.conformance.gate.collector import Collector
+from kconform.conformance.gate.options import RunOptions
 from kconform.conformance.jvm import setup, spark_at_release
 from kconform.conformance.jvm.spark_at_release import (
     SPARK_VERSION_ENV,
@@ -109,3 +112,13 @@ def test_the_venvs_pth_adds_the_parents_site_dirs_with_their_own_pth_files() -> 
 def test_run_refuses_what_is_not_a_spark_release(capsys: pytest.CaptureFixture[str]) -> None:
     assert run_command.main(["--spark", "4.0"]) == 2
     assert "kconform run: error: '4.0' is not a Spark release version" in capsys.readouterr().err
+
+
+def test_a_replay_line_of_a_run_at_another_release_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    collector = Collector(RunOptions(adapter="m:A"), 1, {}, [], io.StringIO())
+    monkeypatch.delenv(SPARK_VERSION_ENV, raising=False)
+    assert "--spark" not in collector.replay_command("required_X", pipeline=True)
+    monkeypatch.setenv(SPARK_VERSION_ENV, pinned())
+    assert "--spark" not in collector.replay_command("required_X", pipeline=True)
+    monkeypatch.setenv(SPARK_VERSION_ENV, "4.0.1")
+    assert collector.replay_command("required_X", pipeline=True).endswith(" --spark 4.0.1")
