@@ -23,6 +23,7 @@ from kconform.conformance.checks.pipeline_checkers import (
     check_pattern_reads,
     check_read_once,
     check_refused_timeout,
+    check_restart_finished,
     check_rewritten,
     check_single_reader,
     check_unblocked,
@@ -219,3 +220,12 @@ def test_required_COMMIT_011_a_driver_ending_with_an_error_failed(returncode: in
     for v in judged:
         assert v.evidence == f"the restarted driver failed; log:\n{tail}"
         assert v.data["error"] == "java.lang.IllegalStateException: checkpoint unreadable"
+
+
+def test_required_RESTORE_003_a_restart_that_fails_on_its_replayed_batch_is_named() -> None:
+    error = "[STREAM_FAILED] Query terminated with exception: assertion failed\n=== Streaming Query ===\n+- Scan"
+    assert check_restart_finished(None, 3) == []
+    [violation] = check_restart_finished(error, 3)
+    assert (violation.requirement, violation.kind) == ("RESTORE-003", "restart-failed")
+    want = "[STREAM_FAILED] Query terminated with exception: assertion failed"
+    assert violation.data == {"replayed_batch": 3, "error": want}

@@ -15,6 +15,7 @@ patched. What it does not offer is not declared, so those scenarios are skipped 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final
@@ -22,7 +23,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 from ...reference_impl.configs import CONTRACT_VERSION
 from ...reference_impl.credentials import Secret, reveal, revealed
 from ..adapter.interface import SinkSpec, SourceSpec
-from ..jvm import SPARK_KAFKA, JvmArtifactsMissing, artifact_version, jvm_dir, setup_hint
+from ..jvm import JvmArtifactsMissing, artifact_version, jvm_dir, setup_hint
+from ..jvm.spark_at_release import SPARK_VERSION_ENV, connector_module, pinned, scala_binary
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -111,7 +113,7 @@ def connector_missing(spark: SparkSession) -> str | None:
     except Py4JJavaError:
         return (
             f"this SparkSession cannot load Spark's Kafka connector ({PROVIDER}): {setup_hint()} to resolve "
-            f"jvm/spark-kafka into {jvm_dir() / SPARK_KAFKA} and start the session with "
+            f"jvm/spark-kafka into {jvm_dir() / connector_module(os.environ)} and start the session with "
             "kconform.conformance.spark.pipeline.local_session (it sets spark.jars), "
             "or put spark-sql-kafka-0-10 on spark.jars yourself"
         )
@@ -137,7 +139,9 @@ class SparkKafkaAdapter:
 
     def versions(self) -> dict[str, str]:
         """The connector's jars judged (for ``kconform verdicts``), as ``kconform setup`` resolved them."""
-        return {jar: artifact_version(SPARK_KAFKA, jar) for jar in ("spark-sql-kafka-0-10_2.13", "kafka-clients")}
+        module = connector_module(os.environ)
+        connector = f"spark-sql-kafka-0-10_{scala_binary(os.environ.get(SPARK_VERSION_ENV) or pinned())}"
+        return {jar: artifact_version(module, jar) for jar in (connector, "kafka-clients")}
 
     def read_stream(self, spark: SparkSession, source: SourceSpec) -> DataFrame:
         require_connector(spark)

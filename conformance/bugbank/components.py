@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from ..jvm.oracle_at_release import KAFKA_CLIENTS_VERSION_ENV, build_at_release
+from ..spark import at_release as spark_release
 from .pyreleases import install_release
 
 Say = Callable[[str], None]
@@ -55,6 +56,8 @@ COMPONENTS: Mapping[str, Component] = {
             "kconform.conformance.spark.pipeline:REFERENCE",
             install_release,
         ),
-        Component("pyspark", "pyspark=={version}"),
+        Component(
+            "pyspark", "pyspark=={version}", "kconform.conformance.adapters.spark_kafka:ADAPTER", spark_release.prepare
+        ),
     )
 }

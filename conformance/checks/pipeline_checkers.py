@@ -246,6 +246,24 @@ def check_driver_exit(returncode: int | None, failed: str, log_tail: str) -> lis
     return [Violation("COMMIT-011", "driver-failed", f"{failed}; log:\n{log_tail}", data=facts)]
 
 
+def check_restart_finished(error: str | None, replayed_batch: int) -> list[Violation]:
+    """RESTORE-003 across a restart that replays ``replayed_batch`` (planned before the stop, never committed): a
+    bounded query that fails on it instead of finishing reads nothing after, and fails again on every restart.
+    Spark's query error says why on its first line (the query's plan follows)."""
+    if error is None:
+        return []
+    cause = error.strip().splitlines()[0][:300] if error.strip() else "(no message)"
+    facts = {"replayed_batch": replayed_batch, "error": cause}
+    return [
+        Violation(
+            "RESTORE-003",
+            "restart-failed",
+            f"the restarted query failed replaying its uncommitted batch {replayed_batch}: {cause}",
+            data=facts,
+        )
+    ]
+
+
 def last_line_of(text: str) -> str:
     """The last non-empty line of an error (Spark wraps the task's in pages of stack trace)."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]

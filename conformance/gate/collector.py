@@ -27,7 +27,8 @@ from hypothesis.errors import FailedHealthCheck
 from ..adapter.guard import AdapterHung, forget_hangs, record_hang
 from ..checks.checkers import Violation, ViolationError
 from ..errors import CannotCheck
-from ..jvm import JvmArtifactsMissing
+from ..jvm import SPARK_KAFKA, JvmArtifactsMissing
+from ..jvm.spark_at_release import SPARK_VERSION_ENV, connector_module
 from ..spec_tools.requirements import Requirement, ids_in_test_name, level_of_test_name
 from .expectations import Deviation, excusing_deviation, find_deviation
 from .options import RunOptions
@@ -364,6 +365,8 @@ class Collector:
         ):
             if value != default:
                 args += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
+        if connector_module(os.environ) != SPARK_KAFKA:  # a run at another Spark release replays there
+            args += ["--spark", os.environ[SPARK_VERSION_ENV]]
         return shlex.join(args)
 
     def _finish(self, result: TestResult) -> None:

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Final
 
 from ...reference_impl.credentials import json_default
 from ..adapter.interface import DEFAULT_MASTER
@@ -15,13 +18,20 @@ from ..adapter.loader import DEFAULT_ADAPTERS, default_adapter, search_working_d
 from ..brokers import BOOTSTRAP_ENV, BROKER_KINDS, DEFAULT_BROKER
 from ..brokers.base import EXTERNAL_TIMEOUT_ENV, START_TIMEOUT_S
 from ..errors import CannotCheck
+from ..jvm import JvmArtifactsMissing
+from ..jvm.setup import SetupError
+from ..jvm.spark_at_release import SPARK_VERSION_ENV, check_release
 from ..redaction import write_text
+from ..spark.at_release import ReleaseError, installed_pyspark, make_venv, prepare
 from .html_report import write_html
 from .options import DEFAULT_LEVEL, DEFAULT_SUITE, DEFAULT_TIMEOUT, RunOptions
 from .profiles import PROFILES, profile_from_env
 from .report import annotate_junit, render_markdown, render_text, to_json
 from .results import ERROR_EXIT, USAGE_EXIT, RunResult
 from .runner import BROKER_ENV, AdapterLoadError, run
+
+RELEASE_RUN_TIMEOUT_S: Final = 4 * 3600
+"""Longest a run at another Spark release may take in its venv (the whole suite at the pipeline level included)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -95,6 +105,13 @@ aborted records); it is reported with the reason, never as a pass.""",
         help="per-test seconds (default %(default)g); an adapter method still running then is ERROR and is not "
         "called again in the run; a test slow elsewhere (the suite, the broker) fails",
     )
+    parser.add_argument(
+        "--spark",
+        metavar="VERSION",
+        help=f"judge this Spark release (default: ${SPARK_VERSION_ENV}, else the pinned one): its pyspark, in a venv "
+        "made on demand and cached, and its spark-sql-kafka-0-10, resolved with Maven and cached; the reference "
+        "connector needs pyspark 4.2's Python streaming data source API (on 4.0 and 4.1 it is could-not-check)",
+    )
     parser.add_argument("--strict", action="store_true", help="SHOULD failures and PARTIAL results fail the run too")
     parser.add_argument(
         "--verbose", action="store_true", help="print the metrics and the broker's capabilities too (reports have them)"
@@ -117,6 +134,21 @@ def main(argv: Sequence[str]) -> int:
     if args.timeout <= 0:
         parser.error("--timeout must be positive")
     search_working_directory()
+    release = args.spark or os.environ.get(SPARK_VERSION_ENV)
+    if release:
+        try:
+            os.environ.update(prepare(check_release(release), lambda line: print(line, flush=True)))
+        except ValueError as exc:
+            print(f"kconform run: error: {exc}", file=sys.stderr)
+            return USAGE_EXIT
+        except (SetupError, ReleaseError, JvmArtifactsMissing) as exc:
+            print(
+                f"kconform run: could not check (ERROR): Spark {release} could not be made ready: {exc}",
+                file=sys.stderr,
+            )
+            return ERROR_EXIT
+        if installed_pyspark() != release:
+            return run_in_release_venv(release, argv)
     try:
         options = RunOptions(
             adapter=args.adapter or default_adapter(args.level),
@@ -144,6 +176,23 @@ def main(argv: Sequence[str]) -> int:
         write_reports(result, options.report)
     print(render_text(result, verbose=args.verbose))
     return result.exit_code
+
+
+def run_in_release_venv(release: str, argv: Sequence[str]) -> int:
+    """The same ``kconform run`` in the venv of pyspark ``release`` (made by ``prepare``): its exit code."""
+    python = make_venv(release, lambda line: print(line, flush=True))
+    command = [str(python), "-m", "kconform.conformance.cli", "run", *argv]
+    print(f"kconform run: Spark {release} runs in {python}", flush=True)
+    try:
+        return subprocess.run(
+            command, env=os.environ | {SPARK_VERSION_ENV: release}, timeout=RELEASE_RUN_TIMEOUT_S
+        ).returncode
+    except subprocess.TimeoutExpired:
+        print(
+            f"kconform run: ERROR: the run at Spark {release} took longer than {RELEASE_RUN_TIMEOUT_S} s",
+            file=sys.stderr,
+        )
+        return ERROR_EXIT
 
 
 def write_reports(result: RunResult, directory: Path) -> None:

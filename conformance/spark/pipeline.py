@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
+import pyspark
 from pyspark import TaskContext
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
@@ -46,7 +47,8 @@ from ..adapter.interface import DEFAULT_MASTER, PipelineAdapter, SinkSpec, Sourc
 from ..checks.checkers import Violation
 from ..checks.pipeline_checkers import ReadRecord, check_sink_output
 from ..errors import ContractError, HarnessError
-from ..jvm import SPARK_KAFKA, JvmArtifactsMissing, jars, jvm_dir, setup_hint
+from ..jvm import JvmArtifactsMissing, jars, jvm_dir, setup_hint
+from ..jvm.spark_at_release import connector_module
 from .cluster import STANDALONE, cluster_settings, is_local
 
 QUERY_TIMEOUT_S: Final = 120
@@ -77,6 +79,7 @@ class KconformKafkaAdapter:
     )
 
     def read_stream(self, spark: SparkSession, source: SourceSpec) -> DataFrame:
+        require_data_source_api()
         spark.dataSource.register(self.data_source)
         reader = (
             spark.readStream.format(self.data_source.name())
@@ -96,6 +99,7 @@ class KconformKafkaAdapter:
         return reader.load()
 
     def write_stream(self, frame: DataFrame, sink: SinkSpec) -> DataStreamWriter:
+        require_data_source_api()
         frame.sparkSession.dataSource.register(self.data_source)
         return (
             frame.writeStream.format(self.data_source.name())
@@ -105,6 +109,20 @@ class KconformKafkaAdapter:
             .options(**revealed({f"kafka.{k}": v for k, v in sink.client_settings}))
             .options(**({TIMEOUT_OPTION: str(sink.client_timeout_ms)} if sink.client_timeout_ms is not None else {}))
         )
+
+
+def require_data_source_api() -> None:
+    """``HarnessError`` naming the way out when this pyspark lacks the Python streaming data source API the
+    reference connector is written against (an older Spark release, ``kconform run --spark``): Spark would
+    otherwise fail its queries inside the Python worker, which would read as the reference's violation."""
+    try:
+        from ...reference_impl.spark import sink, source  # noqa: F401
+    except ImportError as missing:
+        raise HarnessError(
+            f"the reference connector ({KafkaDataSource.name()}) needs pyspark's Python streaming data source API, "
+            f"which this run's pyspark {pyspark.__version__} lacks ({missing}): judge a JVM connector on this "
+            "release instead (--adapter kconform.conformance.adapters.spark_kafka:ADAPTER)"
+        ) from missing
 
 
 SPARK_ADAPTER: Final = KconformKafkaAdapter()
@@ -195,8 +213,8 @@ def spark_condition(error: BaseException) -> tuple[str | None, Mapping[str, str]
 def data_source_error(adapter_name: str, member: str, name: str) -> HarnessError:
     """A data source the session cannot find is a missing jar or package, not the connector's violation."""
     fix = (
-        f"{setup_hint()}, which resolves spark-sql-kafka-0-10 into {jvm_dir() / SPARK_KAFKA} (the suite's "
-        "session puts those jars on spark.jars)"
+        f"{setup_hint()}, which resolves spark-sql-kafka-0-10 into {jvm_dir() / connector_module(os.environ)} "
+        "(the suite's session puts those jars on spark.jars)"
         if name == "kafka"
         else f"install the package or put the jar that provides {name!r} on spark.jars (a Python data source: "
         "register it on the session in read_stream/write_stream)"
@@ -238,7 +256,7 @@ def local_session(master: str = DEFAULT_MASTER) -> SparkSession:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     try:
-        connector = ",".join(str(jar) for jar in jars(SPARK_KAFKA))
+        connector = ",".join(str(jar) for jar in jars(connector_module(os.environ)))
     except JvmArtifactsMissing:
         connector = ""  # kconform-kafka needs no jar; kconform.conformance.adapters.spark_kafka names the fix
     builder = SparkSession.builder.master(master)

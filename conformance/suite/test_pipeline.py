@@ -35,6 +35,7 @@ from ..extras import pipeline_missing
 if (missing := pipeline_missing()) is not None:  # a core install: every test here is skipped, naming the fix
     pytest.skip(missing, allow_module_level=True)
 
+from pyspark.errors import StreamingQueryException
 from pyspark.sql import SparkSession
 
 from ...reference_impl.kafka_client import KafkaClient, topic_records, wait_until
@@ -53,6 +54,7 @@ from ..checks.pipeline_checkers import (
     check_pattern_reads,
     check_read_once,
     check_refused_timeout,
+    check_restart_finished,
     check_rewritten,
     check_single_reader,
     check_task_plan,
@@ -364,6 +366,38 @@ def test_required_DISC_005_009_partitions_added_to_a_subscribed_topic_are_found_
         violations += check_read_once([r for r in records if r.tp in part], part, requirement=requirement_id)
     added = {tp: end for tp, end in ends.items() if tp.partition >= 3}
     fail_on(violations + check_discovered([r for r in records if r.tp in added], added))
+
+
+@requirement("RESTORE-003", "RESTORE-004", capability="pipeline")
+def test_required_RESTORE_003_available_now_restart_replays_an_uncommitted_batch_after_partitions_were_added(
+    adapter: Any, make_pipeline: Callable[..., Pipeline], kafka: KafkaClient, broker_can: dict[str, Capability]
+) -> None:
+    """A bounded (``availableNow``) query whose last batch was planned but never committed (its offsets logged,
+    its commit not: the query stopped or its driver died inside the batch), restarted after a partition was
+    added to its topic and records written everywhere: it must replay that batch as planned, read the rest and
+    finish, every record read once (a replayed batch counts once): the first partitions continuing (RESTORE-003),
+    the added one from offset 0 (RESTORE-004). SPARK-53560: Spark's connector before 4.0.2 took the
+    ``availableNow`` bound over the new partitions at start and failed replaying the batch, on every restart."""
+    skip_unless_broker_can(broker_can, ("create_partitions",), "RESTORE-003, RESTORE-004")
+    topic = new_topic(kafka, 2)
+    fill(kafka, topic, 2, 6, "first")
+    first = make_pipeline(2, subscribe=topic, max_records_per_trigger=4)
+    first.run_available_now()
+    replayed = first.forget_last_commit()
+    kafka.create_partitions(topic, 3)
+    ends = fill(kafka, topic, 3, 4, "after")
+    restarted = make_pipeline(2, subscribe=topic, max_records_per_trigger=4)
+    error = None
+    try:
+        restarted.run_available_now()
+    except StreamingQueryException as failed:
+        error = str(failed)
+    records = [r for batch in {**first.batches, **restarted.batches}.values() for r in batch]
+    violations = check_restart_finished(error, replayed)
+    for requirement_id, partitions in (("RESTORE-003", range(2)), ("RESTORE-004", range(2, 3))):
+        part = {tp: end for tp, end in ends.items() if tp.partition in partitions}
+        violations += check_read_once([r for r in records if r.tp in part], part, requirement=requirement_id)
+    fail_on(violations)
 
 
 @requirement("COMMIT-011", "COMMIT-013", capability="pipeline-exactly-once-sink")
