@@ -15,6 +15,7 @@ from kconform.conformance.gate import run_command
 from kconform.conformance.gate.collector import Collector
 from kconform.conformance.gate.options import RunOptions
 from kconform.conformance.jvm import setup, spark_at_release
+from kconform.conformance.jvm.setup import SetupError
 from kconform.conformance.jvm.spark_at_release import (
     SPARK_VERSION_ENV,
     TOKEN_PROVIDER_ENV,
@@ -24,6 +25,7 @@ from kconform.conformance.jvm.spark_at_release import (
     pinned,
     resolve_at_release,
     scala_binary,
+    token_providers,
 )
 from kconform.conformance.spark.at_release import pth_text
 
@@ -69,13 +71,13 @@ def test_a_run_reads_the_pinned_connector_unless_told_another_release() -> None:
     assert connector_module({SPARK_VERSION_ENV: "4.0.1"}) == "releases/spark-4.0.1/spark-kafka"
 
 
-def test_the_token_provider_is_the_releases_own_unless_named() -> None:
-    assert maven_properties("3.5.7", {}) == {
+def test_the_token_provider_is_the_releases_own_then_the_earlier_patches_of_its_line() -> None:
+    assert maven_properties("3.5.7", "3.5.7") == {
         "spark.version": "3.5.7",
         "scala.binary.version": "2.12",
         "spark.token-provider.version": "3.5.7",
     }
-    assert maven_properties("4.0.1", {TOKEN_PROVIDER_ENV: "4.0.0"})["spark.token-provider.version"] == "4.0.0"
+    assert token_providers("4.0.2") == ["4.0.2", "4.0.1", "4.0.0"] and token_providers("4.1.0") == ["4.1.0"]
 
 
 def test_a_release_is_resolved_once_with_its_versions_then_found(jars: Path) -> None:
@@ -89,6 +91,27 @@ def test_a_release_is_resolved_once_with_its_versions_then_found(jars: Path) -> 
     assert resolve_at_release("4.0.1", {}, said.append, maven) == folder and len(maven.commands) == 1
     resolve_at_release("4.0.1", {TOKEN_PROVIDER_ENV: "4.0.0"}, said.append, maven)  # other versions: again
     assert len(maven.commands) == 2 and any("its token provider at 4.0.0" in line for line in said)
+
+
+class MavenWithoutTokenProvider(FakeMaven):
+    """A repository that serves the connector of 4.0.2 but its token provider only at 4.0.0."""
+
+    def __call__(self, command: Sequence[str], on_line: setup.Say) -> int:
+        if "-Dspark.token-provider.version=4.0.0" not in command:
+            self.commands.append(command)
+            on_line("[ERROR] Could not find artifact spark-token-provider-kafka-0-10_2.13")
+            return 1
+        return super().__call__(command, on_line)
+
+
+def test_a_token_provider_maven_lacks_falls_back_to_an_earlier_patch_of_the_line_and_says_so(jars: Path) -> None:
+    maven, said = MavenWithoutTokenProvider(), list[str]()
+    folder = resolve_at_release("4.0.2", {}, said.append, maven)
+    assert any(folder.glob("*.jar")) and len(maven.commands) == 3
+    assert any("its token provider at 4.0.0: Maven served none at 4.0.2" in line for line in said)
+    assert resolve_at_release("4.0.2", {}, said.append, maven) == folder and len(maven.commands) == 3  # cached
+    with pytest.raises(SetupError, match=r"token provider 4\.1\.0: \[ERROR\] Could not find .*KCONFORM_SPARK_TOKEN"):
+        resolve_at_release("4.1.0", {}, said.append, MavenWithoutTokenProvider())
 
 
 def test_the_pinned_release_starts_no_maven(jars: Path) -> None:

@@ -23,6 +23,7 @@ from .setup import (
     RELEASE_BUILDS,
     MavenRunner,
     Say,
+    SetupError,
     StagedBuild,
     fingerprint,
     maven_tools,
@@ -76,31 +77,62 @@ def connector_module(env: Mapping[str, str]) -> str:
     return f"{RELEASE_BUILDS}/spark-{check_release(release)}/{SPARK_KAFKA}"
 
 
-def maven_properties(release: str, env: Mapping[str, str]) -> dict[str, str]:
+def token_providers(release: str) -> list[str]:
+    """The spark-token-provider-kafka-0-10 releases to try for ``release``: its own, then the earlier patch
+    releases of its line. A Maven repository may serve the connector of a patch release without its token
+    provider (the one here lacks 4.0.1, 4.0.2, 4.1.0, 4.1.2 and 4.1.3); the provider only handles delegation
+    tokens, which no run here uses, and keeps its API within a line."""
+    line, patch = check_release(release).rsplit(".", 1)
+    return [f"{line}.{p}" for p in range(int(patch), -1, -1)]
+
+
+def maven_properties(release: str, token_provider: str) -> dict[str, str]:
     """What ``jvm/spark-release/pom.xml`` is given for ``release``."""
     return {
         "spark.version": release,
         "scala.binary.version": scala_binary(release),
-        "spark.token-provider.version": env.get(TOKEN_PROVIDER_ENV) or release,
+        "spark.token-provider.version": token_provider,
     }
 
 
 def resolve_at_release(release: str, env: Mapping[str, str], say: Say, maven: MavenRunner = run_maven) -> Path:
-    """The connector's folder at ``release``, resolved with Maven unless these poms and versions already were."""
+    """The connector's folder at ``release``, resolved with Maven unless these poms and versions already were.
+
+    The token provider is ``$KCONFORM_SPARK_TOKEN_PROVIDER_VERSION`` when set, else the first of
+    ``token_providers(release)`` that Maven resolves; the progress line says when it is not the release's own.
+    """
     if connector_module({SPARK_VERSION_ENV: release}) == SPARK_KAFKA:
         return jvm_dir() / SPARK_KAFKA
     dest = jvm_dir() / connector_module({SPARK_VERSION_ENV: release})
     project = read_project(jvm_project() / SPARK_RELEASE, skip=())
-    properties = maven_properties(release, env)
-    digest = fingerprint({**project, "<versions>": json.dumps(properties, sort_keys=True).encode()})
-    if stamped_fingerprint(read_folder(dest).stamp) == digest and any(dest.glob("*.jar")):
+    named = env.get(TOKEN_PROVIDER_ENV)
+    candidates = [named] if named else token_providers(release)
+
+    def digest_of(properties: Mapping[str, str]) -> str:
+        return fingerprint({**project, "<versions>": json.dumps(properties, sort_keys=True).encode()})
+
+    stamp = stamped_fingerprint(read_folder(dest).stamp)
+    if any(stamp == digest_of(maven_properties(release, c)) for c in candidates) and any(dest.glob("*.jar")):
         return dest
-    token_provider = properties["spark.token-provider.version"]
-    note = f" (its token provider at {token_provider}, from ${TOKEN_PROVIDER_ENV})" if token_provider != release else ""
-    say(f"resolving Spark {release}'s Kafka connector with Maven into {dest}{note}")
-    started = time.monotonic()
-    stamp = json.dumps({"fingerprint": digest, "release": properties}) + "\n"
-    build = StagedBuild(dest, project, "pom.xml", properties, ("",), stamp)
-    fetched = run_staged(build, maven_tools(), f"kconform run --spark {release}", say, maven)
-    say(f"Spark {release}'s Kafka connector: done in {time.monotonic() - started:.0f} s, {fetched} files downloaded")
-    return dest
+    failures: list[str] = []
+    for token_provider in candidates:
+        properties = maven_properties(release, token_provider)
+        note = f" (its token provider at {token_provider}: Maven served none at {release})" if failures else ""
+        note = f" (its token provider at {token_provider}, from ${TOKEN_PROVIDER_ENV})" if named else note
+        say(f"resolving Spark {release}'s Kafka connector with Maven into {dest}{note}")
+        started = time.monotonic()
+        build_stamp = json.dumps({"fingerprint": digest_of(properties), "release": properties}) + "\n"
+        build = StagedBuild(dest, project, "pom.xml", properties, ("",), build_stamp)
+        try:
+            fetched = run_staged(build, maven_tools(), f"kconform run --spark {release}", say, maven)
+        except SetupError as error:
+            lines = str(error).splitlines()
+            failures.append(f"token provider {token_provider}: {next((x for x in lines if 'ERROR' in x), lines[0])}")
+            continue
+        took = time.monotonic() - started
+        say(f"Spark {release}'s Kafka connector: done in {took:.0f} s, {fetched} files downloaded")
+        return dest
+    raise SetupError(
+        f"Spark {release}'s Kafka connector could not be resolved ({'; '.join(failures)}); if Maven lacks its "
+        f"token provider, name one that it serves in ${TOKEN_PROVIDER_ENV}"
+    )
