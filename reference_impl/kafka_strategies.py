@@ -216,23 +216,31 @@ def round_robin_assign(group: Group) -> Assignment:
     return _sorted(out)
 
 
-def kept_ownership(group: Group) -> dict[str, set[TopicPartition]]:
-    """What each member may keep: its owned partitions that still exist and that it still subscribes to.
+def owners(group: Group) -> dict[TopicPartition, set[str]]:
+    """Who owns each claimed partition: the members of the newest generation that claims it.
 
-    A partition claimed by several members goes to the claim of the highest generation, and to
-    none of them if that generation claims it twice (``AbstractStickyAssignor.allSubscriptionsEqual``).
+    An older claim is one a rebalance its member missed overrode; that member revokes it when it
+    learns its assignment (``AbstractStickyAssignor.allSubscriptionsEqual``).
     """
     claims: dict[TopicPartition, list[Member]] = defaultdict(list)
     for m in group.members:
         for tp in m.owned:
-            if tp.topic in m.topics and group.exists(tp):
-                claims[tp].append(m)
+            claims[tp].append(m)
+    newest = {tp: max(c.generation for c in claimants) for tp, claimants in claims.items()}
+    return {tp: {c.member_id for c in claimants if c.generation == newest[tp]} for tp, claimants in claims.items()}
+
+
+def kept_ownership(group: Group) -> dict[str, set[TopicPartition]]:
+    """What each member may keep: a partition it alone owns (``owners``) that still exists and that it
+    still subscribes to; a partition its newest generation claims twice goes to none of them."""
+    members = {m.member_id: m for m in group.members}
     kept: dict[str, set[TopicPartition]] = {m.member_id: set() for m in group.members}
-    for tp, claimants in claims.items():
-        newest = max(c.generation for c in claimants)
-        winners = [c for c in claimants if c.generation == newest]
-        if len(winners) == 1:
-            kept[winners[0].member_id].add(tp)
+    for tp, holders in owners(group).items():
+        if len(holders) != 1:
+            continue
+        (owner,) = holders
+        if group.exists(tp) and tp.topic in members[owner].topics:
+            kept[owner].add(tp)
     return kept
 
 
@@ -250,10 +258,7 @@ def cooperative_sticky_assign(group: Group) -> Assignment:
 
     Those are revoked in this rebalance and assigned in the next one, when nobody owns them.
     """
-    claimants: dict[TopicPartition, set[str]] = defaultdict(set)
-    for m in group.members:
-        for tp in m.owned:
-            claimants[tp].add(m.member_id)
+    claimants = owners(group)
     return {
         member: [tp for tp in tps if claimants.get(tp, {member}) <= {member}]
         for member, tps in sticky_assign(group).items()

@@ -35,9 +35,11 @@ from kconform.reference_impl.kafka_strategies import (
     StickyPartitioner,
     cooperative_sticky_assign,
     java_order,
+    kept_ownership,
     member_order,
     murmur2,
     next_generation,
+    owners,
     partition_for_key,
     range_assign,
     round_robin_assign,
@@ -181,6 +183,27 @@ def test_required_STRAT_004_a_cooperative_rebalance_may_hold_back_only_what_it_r
     }
 
 
+def claims(member_id: str, owned: tuple[str, ...], generation: int) -> Member:
+    return Member(member_id, frozenset({"t"}), frozenset(tps(*owned)), generation)
+
+
+def test_required_STRAT_004_a_partition_claimed_in_three_generations_goes_to_the_newest_claim_alone() -> None:
+    """Claims of generations 3, 1 and 2 in that order: the newest keeps t-0, whatever the order (KAFKA-15106
+    gave it to the members of generations 3 and 2 both)."""
+    group = Group((claims("a", ("t-0",), 3), claims("c", ("t-0",), 1), claims("b", ("t-0",), 2)), {"t": 3})
+    assert owners(group) == {tp("t-0"): {"a"}}
+    assert kept_ownership(group) == {"a": {tp("t-0")}, "b": set(), "c": set()}
+    assert check_group_assignment(group, sticky_assign(group)) == []
+    released_3_5_1 = {"a": tps("t-0"), "b": tps("t-0"), "c": tps("t-1")}
+    assert kinds(check_group_assignment(group, released_3_5_1)) == {
+        ("STRAT-004", "double-assignment"),
+        ("STRAT-004", "unassigned"),
+    }
+    twice_in_the_newest = Group((*group.members, claims("d", ("t-0",), 3)), {"t": 3})
+    assert owners(twice_in_the_newest) == {tp("t-0"): {"a", "d"}}
+    assert kept_ownership(twice_in_the_newest)["a"] == set()
+
+
 def test_required_STRAT_008_checker_names_skew_a_sticky_assignor_could_fix() -> None:
     identical = Group((member("a", "t"), member("b", "t")), {"t": 4})
     assert kinds(check_balance(identical, {"a": tps("t-0", "t-1", "t-2"), "b": tps("t-3")})) == {
@@ -224,6 +247,17 @@ def test_required_STRAT_010_checker_names_revoke_and_assign_and_no_settling() ->
     eager = sticky_assign(group)
     assert kinds(check_cooperative(group, eager)) == {("STRAT-010", "revoked-and-assigned")}
     assert kinds(check_settles([(group, {"a": tps("t-0"), "b": []})])) == {("STRAT-010", "unsettled")}
+
+
+def test_required_STRAT_010_an_overridden_older_claim_is_not_ownership() -> None:
+    """b missed a rebalance and still claims t-0, which a (newer) owns: a keeping it revokes nothing, b getting
+    it is assigned what a owns."""
+    group = Group((claims("a", ("t-0",), 2), claims("b", ("t-0",), 1)), {"t": 2})
+    assert check_cooperative(group, {"a": tps("t-0"), "b": tps("t-1")}) == []
+    assert cooperative_sticky_assign(group)["a"] == tps("t-0")
+    assert kinds(check_cooperative(group, {"a": tps("t-1"), "b": tps("t-0")})) == {
+        ("STRAT-010", "revoked-and-assigned")
+    }
 
 
 # -- the oracle --------------------------------------------------------------------------------

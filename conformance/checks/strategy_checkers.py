@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from ...reference_impl.kafka_strategies import (
     Group,
     kept_ownership,
+    owners,
     partition_for_key,
     range_assign,
     round_robin_assign,
@@ -244,11 +245,9 @@ def check_stickiness(group: Group, assignment: Observed) -> list[Violation]:
 
 
 def check_cooperative(group: Group, assignment: Observed) -> list[Violation]:
-    """STRAT-010: no partition goes to a member in the rebalance that revokes it from another member."""
-    owners: dict[TopicPartition, set[str]] = defaultdict(set)
-    for m in group.members:
-        for tp in m.owned:
-            owners[tp].add(m.member_id)
+    """STRAT-010: no partition goes to a member in the rebalance that revokes it from another member
+    (its owner: the claim of the newest generation, ``owners``)."""
+    owned_by = owners(group)
     return [
         Violation(
             "STRAT-010",
@@ -258,7 +257,7 @@ def check_cooperative(group: Group, assignment: Observed) -> list[Violation]:
         )
         for member_id, tps in sorted(assignment.items())
         for tp in sorted(tps)
-        if (others := owners.get(tp, set()) - {member_id})
+        if (others := owned_by.get(tp, set()) - {member_id})
     ]
 
 

@@ -37,6 +37,8 @@ def member_ids() -> st.SearchStrategy[str]:
     return st.text(st.sampled_from(ID_ALPHABET), min_size=1, max_size=4)
 
 
+MISSED_REBALANCES = 2
+"""The most rebalances a drawn member missed: two let three generations claim one partition (KAFKA-15106)."""
 TOPICS = st.lists(topic_names(8), min_size=1, max_size=4, unique=True)
 TOPIC_SHAPE = st.tuples(st.integers(1, 8), st.integers(0, 8), st.integers(0, 9))
 """(partitions now, partitions before, 0 when the topic has no metadata now)."""
@@ -48,10 +50,11 @@ def groups(draw: st.DrawFn, identical: bool | None = None, max_members: int = 6)
 
     ``identical``: every member subscribes to the same topics (``None``: either). The previous
     ownership is what members report, which a completed rebalance does not always leave consistent:
-    a member that missed the last rebalance rejoins with the generation before and what it owned
-    then, and a partition may be claimed by two members of the same generation (a coordinator or
-    client fault: the assignor must give it to one member, KAFKA-12984). Few, flat draws keep
-    generating and shrinking fast.
+    a member that missed the last rebalances (one or two) rejoins with its older generation and
+    what it owned then, which the rebalances it missed may have given to other members (a
+    partition has one owner per generation), and a partition may be claimed by two members of the same
+    generation (a coordinator or client fault: the assignor must give it to one member,
+    KAFKA-12984). Few, flat draws keep generating and shrinking fast.
     """
     topics = draw(TOPICS, label="topics")
     shapes = draw(st.lists(TOPIC_SHAPE, min_size=len(topics), max_size=len(topics)), label="topic shapes")
@@ -69,15 +72,22 @@ def groups(draw: st.DrawFn, identical: bool | None = None, max_members: int = 6)
     if identical:
         masks = [masks[0]] * len(ids)
     stayed = draw(st.lists(st.booleans(), min_size=len(ids), max_size=len(ids)), label="in the previous generation")
-    owners = draw(
-        st.lists(st.integers(-1, len(ids) - 1), min_size=len(before), max_size=len(before)),
-        label="previous owner of each partition (-1: none; a member not in the previous generation: one that left)",
+    history = draw(
+        st.lists(
+            st.lists(st.integers(-1, len(ids) - 1), min_size=len(before), max_size=len(before)),
+            min_size=MISSED_REBALANCES + 1,
+            max_size=MISSED_REBALANCES + 1,
+        ),
+        label="owner of each partition in the previous generation, then in each one before "
+        "(-1: none; a member not in the previous generation: one that left)",
     )
-    generation = draw(st.integers(1, 5), label="previous generation")
-    late = draw(
-        st.lists(st.booleans(), min_size=len(ids), max_size=len(ids)),
-        label="missed the last rebalance (rejoins with the generation before)",
+    owners = history[0]
+    generation = draw(st.integers(MISSED_REBALANCES, 5), label="previous generation")
+    missed = draw(
+        st.lists(st.integers(0, MISSED_REBALANCES), min_size=len(ids), max_size=len(ids)),
+        label="rebalances each member missed (it rejoins with that much older a generation)",
     )
+    late = [n > 0 for n in missed]
     doubly = draw(
         st.lists(st.tuples(st.integers(0, max(len(before) - 1, 0)), st.integers(0, len(ids) - 1)), max_size=2),
         label="(partition, second member) claims of a partition another member of its generation owns",
@@ -92,9 +102,11 @@ def groups(draw: st.DrawFn, identical: bool | None = None, max_members: int = 6)
         Member(
             member_id=m,
             topics=frozenset(t for bit, t in enumerate(topics) if masks[i] >> bit & 1),
-            owned=frozenset(tp for tp, owner in zip(before, owners, strict=True) if owner == i and stayed[i])
+            owned=frozenset(
+                tp for tp, owner in zip(before, history[missed[i]], strict=True) if owner == i and stayed[i]
+            )
             | {tp for tp, m in second_claims if m == i},
-            generation=(generation - late[i] if stayed[i] else -1),
+            generation=(generation - missed[i] if stayed[i] else -1),
             instance_id=instances[i] if i < len(instances) else None,
         )
         for i, m in enumerate(ids)

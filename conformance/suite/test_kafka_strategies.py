@@ -21,6 +21,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from ...reference_impl.kafka_strategies import DEFAULT_BATCH_SIZE, Group, Member, next_generation
+from ...reference_impl.types import TopicPartition
 from ..adapter.guard import Guarded
 from ..checks.checkers import Violation, fail_on
 from ..checks.strategy_checkers import (
@@ -76,6 +77,24 @@ ROUND_ROBIN_JAVADOC = Group(
     _members(("C0", {"t0"}), ("C1", {"t0", "t1"}), ("C2", {"t0", "t1", "t2"})), {"t0": 1, "t1": 2, "t2": 3}
 )
 """The examples of the assignors' Javadoc; the second is RoundRobin's skew with differing subscriptions."""
+
+
+def _claims(member_id: str, topic: str, partitions: tuple[int, ...], generation: int) -> Member:
+    owned = frozenset(TopicPartition(topic, p) for p in partitions)
+    return Member(member_id, frozenset({topic}), owned, generation)
+
+
+THREE_GENERATIONS = Group(
+    (
+        _claims("consumer1", "topic", (0, 2), 3),
+        _claims("consumer2", "topic", (1, 2, 3), 1),
+        _claims("consumer3", "topic", (2, 4, 5), 2),
+        _claims("consumer4", "topic1", (0,), 2),
+    ),
+    {"topic": 6, "topic1": 1},
+)
+"""Kafka's ``AbstractStickyAssignorTest.testSubscriptionNotEqualAndAssignSamePartitionWith3Generation``:
+``topic-2`` claimed in three generations, the newest claim first; it goes to ``consumer1`` alone."""
 
 
 def offer(adapter: Any, strategy: str) -> None:
@@ -157,6 +176,7 @@ def test_required_STRAT_003_keyless_records_spread_over_every_partition(adapter:
 @requirement("STRAT-004", capability="group-assignment")
 @pytest.mark.parametrize("strategy", STRATEGIES)
 @given(group=groups())
+@example(group=THREE_GENERATIONS)
 def test_required_STRAT_004_every_partition_to_exactly_one_subscriber(
     adapter: Any, strategy: str, group: Group
 ) -> None:
