@@ -250,14 +250,16 @@ def test_required_STRAT_010_checker_names_revoke_and_assign_and_no_settling() ->
 
 
 def test_required_STRAT_010_an_overridden_older_claim_is_not_ownership() -> None:
-    """b missed a rebalance and still claims t-0, which a (newer) owns: a keeping it revokes nothing, b getting
-    it is assigned what a owns."""
-    group = Group((claims("a", ("t-0",), 2), claims("b", ("t-0",), 1)), {"t": 2})
+    """b missed a rebalance and still claims t-0, which a (newer) owns: a keeping it revokes nothing; c, which
+    reads nothing, getting it is assigned what a owns; b getting it adds no reader (it still reads t-0), so
+    the claims are settled the other way, which STRAT-010 leaves to STRAT-004."""
+    group = Group((claims("a", ("t-0",), 2), claims("b", ("t-0",), 1), claims("c", (), 2)), {"t": 2})
     assert check_cooperative(group, {"a": tps("t-0"), "b": tps("t-1")}) == []
     assert cooperative_sticky_assign(group)["a"] == tps("t-0")
-    assert kinds(check_cooperative(group, {"a": tps("t-1"), "b": tps("t-0")})) == {
+    assert kinds(check_cooperative(group, {"a": tps("t-1"), "c": tps("t-0")})) == {
         ("STRAT-010", "revoked-and-assigned")
     }
+    assert check_cooperative(group, {"a": tps("t-1"), "b": tps("t-0")}) == []
 
 
 # -- the oracle --------------------------------------------------------------------------------

@@ -245,9 +245,12 @@ def check_stickiness(group: Group, assignment: Observed) -> list[Violation]:
 
 
 def check_cooperative(group: Group, assignment: Observed) -> list[Violation]:
-    """STRAT-010: no partition goes to a member in the rebalance that revokes it from another member
-    (its owner: the claim of the newest generation, ``owners``)."""
+    """STRAT-010: no partition goes to a new reader in the rebalance that revokes it from another member (its
+    owner: the claim of the newest generation, ``owners``). A member that claims the partition itself, in an
+    older generation or twice in one, reads it already: keeping it there adds no reader, so that is no
+    violation (the claims were inconsistent before the rebalance; STRAT-004 judges how they are settled)."""
     owned_by = owners(group)
+    claimers = {tp: {m.member_id for m in group.members if tp in m.owned} for tp in owned_by}
     return [
         Violation(
             "STRAT-010",
@@ -257,7 +260,7 @@ def check_cooperative(group: Group, assignment: Observed) -> list[Violation]:
         )
         for member_id, tps in sorted(assignment.items())
         for tp in sorted(tps)
-        if (others := owned_by.get(tp, set()) - {member_id})
+        if (others := owned_by.get(tp, set()) - {member_id}) and member_id not in claimers[tp]
     ]
 
 

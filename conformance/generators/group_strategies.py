@@ -98,14 +98,19 @@ def groups(draw: st.DrawFn, identical: bool | None = None, max_members: int = 6)
         if before and stayed[m] and not late[m] and 0 <= owners[tp] != m and stayed[owners[tp]] and not late[owners[tp]]
     }
     instances = draw(st.lists(member_ids(), max_size=len(ids), unique=True), label="group.instance.ids")
+    subscribed = [frozenset(t for bit, t in enumerate(topics) if masks[i] >> bit & 1) for i in range(len(ids))]
+    # A member claims only partitions of topics it subscribes to now: Kafka's consumer revokes the partitions
+    # of topics it left before it rejoins (ConsumerCoordinator.onJoinPrepare), so no assignor meets such claims.
     members = tuple(
         Member(
             member_id=m,
-            topics=frozenset(t for bit, t in enumerate(topics) if masks[i] >> bit & 1),
+            topics=subscribed[i],
             owned=frozenset(
-                tp for tp, owner in zip(before, history[missed[i]], strict=True) if owner == i and stayed[i]
+                tp
+                for tp, owner in zip(before, history[missed[i]], strict=True)
+                if owner == i and stayed[i] and tp.topic in subscribed[i]
             )
-            | {tp for tp, m in second_claims if m == i},
+            | {tp for tp, m in second_claims if m == i and tp.topic in subscribed[i]},
             generation=(generation - missed[i] if stayed[i] else -1),
             instance_id=instances[i] if i < len(instances) else None,
         )
