@@ -46,6 +46,10 @@ PIPELINE_CAPABILITIES = {
     "pipeline-exactly-once-sink": "its sink's exactly-once mode: read_committed output equals the input",
     "pipeline-keyed-sink": "its sink writes a keyed row (no partition column) where Java's producer puts its key",
 }
+ENGINE_CAPABILITIES = {
+    "flink-job": "is Flink's own KafkaSource and KafkaSink at one release, run as real jobs (pipeline level)",
+}
+"""Pipeline-level capabilities of an engine the suite runs itself (no Spark frame): its own scenarios judge it."""
 CAPABILITIES = {
     "assignment": "exposes its partition assigner",
     "assignment-plan": "plans a whole partition list at once, plan(partitions, parallelism) (range-style assigners)",
@@ -60,6 +64,7 @@ CAPABILITIES = {
     "keyed-sink-placement": "exposes its sink's partitioner: partitioner().partition(topic, partition, key, value, n)",
     "group-assignment": "exposes its consumer-group assignors: assign_group(strategy, group) for assignment_strategies",
     **PIPELINE_CAPABILITIES,
+    **ENGINE_CAPABILITIES,
 }
 
 
@@ -224,6 +229,7 @@ REQUIRED_MEMBERS: dict[str, tuple[str, ...]] = {
     "keyed-sink-placement": ("partitioner()",),
     "group-assignment": ("assign_group(strategy, group)", "assignment_strategies"),
     "pipeline": ("read_stream(spark, source)", "write_stream(frame, sink)"),
+    "flink-job": ("release",),
 }
 """What each capability needs of an adapter; nothing else is required (``AdapterBase`` has the rest)."""
 
