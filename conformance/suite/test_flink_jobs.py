@@ -34,6 +34,7 @@ from ...reference_impl.types import TopicPartition
 from ..brokers import Broker
 from ..checks.checkers import Violation, fail_on
 from ..checks.pipeline_checkers import check_discovered, check_read_once, check_single_reader, check_sink_output
+from ..errors import HarnessError
 from ..flink.harness import FlinkHarness, RunningJob, visible_output
 from ..flink.history import RunHistory, committed_reads, left_to_read
 from ..flink.job import Failure, JobRun, Sink, Stop
@@ -136,9 +137,10 @@ def test_required_RESTORE_003_flink_exactly_once_through_a_failure_and_savepoint
     violations: list[Violation] = []
     work = tmp_path / tag
     for step, parallelism in enumerate(parallelisms):
-        ends = write(kafka, source, range(PARTITIONS), 60, f"{tag}-step{step}")
-        last = step == len(parallelisms) - 1
-        stop = Stop(at_offsets=left_to_read(ends, committed_reads(runs))) if last else Stop(after_records=120)
+        # The first run reads all it finds, more than any subtask's share of it before its failure.
+        ends = write(kafka, source, range(PARTITIONS), 260 if step == 0 else 60, f"{tag}-step{step}")
+        left = Stop(at_offsets=left_to_read(ends, committed_reads(runs) if runs else []))
+        stop = left if step in (0, len(parallelisms) - 1) else Stop(after_records=120)
         job = replace(job_of(flink_broker, (source,), sink, True, parallelism), stop=stop, restore_from=savepoint)
         if step == 0:
             job = replace(job, failure=Failure(subtask=0, after_records=fail_after))
@@ -146,6 +148,8 @@ def test_required_RESTORE_003_flink_exactly_once_through_a_failure_and_savepoint
         runs.append(result.history)
         savepoint = result.savepoint
         violations += check_single_reader(result.history.reads(), parallelism, requirement="ASSIGN-007")
+    if not any(s.subtask == 0 and s.attempt > 0 for s in runs[0].segments):
+        raise HarnessError(f"the failure injection did not happen: subtask 0 of run 1 never restarted ({work})")
     produced = topic_records(kafka, source, Isolation.READ_UNCOMMITTED)
     violations += check_read_once(committed_reads(runs), ends)
     violations += check_sink_output(produced, visible_output(kafka, sink), exactly_once=True)
