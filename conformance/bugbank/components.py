@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from ..flink import component as flink
 from ..jvm.oracle_at_release import KAFKA_CLIENTS_VERSION_ENV, build_at_release
 
 Say = Callable[[str], None]
@@ -47,7 +48,9 @@ COMPONENTS: Mapping[str, Component] = {
             "kconform.conformance.adapters.kafka_clients:adapter",
             _kafka_clients,
         ),
-        Component("flink-connector-kafka", "org.apache.flink:flink-connector-kafka:{version}"),
+        Component(
+            "flink-connector-kafka", "org.apache.flink:flink-connector-kafka:{version}", flink.ADAPTER, flink.prepare
+        ),
         Component("confluent-kafka", "confluent-kafka=={version}"),
         Component("pyspark", "pyspark=={version}"),
     )
