@@ -127,7 +127,7 @@ def test_a_report_gives_the_failed_ids_or_why_it_could_not_check() -> None:
 
 
 def test_the_bank_runs_both_releases_and_never_runs_a_component_without_a_harness() -> None:
-    bugs = parse(ENTRY) + parse(ENTRY.replace("kafka-clients", "flink-connector-kafka").replace("KAFKA-", "FLINK-"))
+    bugs = parse(ENTRY) + parse(ENTRY.replace("kafka-clients", "confluent-kafka").replace("KAFKA-", "CK-"))
     asked: list[tuple[str, str]] = []
 
     def run(bug: Bug, release: str) -> Outcome:
@@ -139,7 +139,7 @@ def test_the_bank_runs_both_releases_and_never_runs_a_component_without_a_harnes
     assert asked == [("KAFKA-14639", "3.4.0"), ("KAFKA-14639", "3.4.1")]
     assert [j for _, j in results] == [
         Judgement(Verdict.CAUGHT, "the buggy release fails STRAT-010"),
-        Judgement(Verdict.COULD_NOT_RUN, "the flink-connector-kafka harness is not built yet"),
+        Judgement(Verdict.COULD_NOT_RUN, "the confluent-kafka harness is not built yet"),
     ]
     assert lines[0] == "[1/2] KAFKA-14639 (kafka-clients 3.4.0 -> 3.4.1, STRAT-010)"
     assert exit_code(results) == 3
