@@ -8,17 +8,16 @@ from __future__ import annotations
 import pytest
 
 from kconform.conformance.adapter.loader import load_adapter
-from kconform.conformance.adapters.flink_kafka import FLINK_CONNECTOR_ENV, FlinkKafkaAdapter
+from kconform.conformance.adapters.flink_kafka import ADAPTER_SPEC, FLINK_CONNECTOR_ENV, FlinkKafkaAdapter, prepare
 from kconform.conformance.bugbank.command import load
 from kconform.conformance.bugbank.components import COMPONENTS
-from kconform.conformance.flink import component
 from kconform.conformance.flink.harness import STARTUP_S, run_limit_s
 from kconform.conformance.flink.job import JobRun, Sink, Stop
 from kconform.conformance.flink.versions import NEWEST, RELEASES
 from kconform.conformance.gate.run_command import main
 from kconform.conformance.gate.runner import LEVEL_CAPABILITIES
 
-SPEC = component.ADAPTER
+SPEC = ADAPTER_SPEC
 
 
 def test_the_adapter_judges_the_newest_line_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -48,7 +47,7 @@ def test_the_bank_runs_flink_bugs_on_pinned_lines_through_the_adapter() -> None:
     flink = COMPONENTS["flink-connector-kafka"]
     assert flink.not_runnable() is None and flink.adapter == SPEC
     with pytest.raises(ValueError, match="not pinned"):
-        component.prepare("4.0.0-2.0", print)  # refused before any build
+        prepare("4.0.0-2.0", print)  # refused before any build
     caught_here = {b.id: b for b in load(None) if b.id in ("FLINK-32019", "FLINK-28303", "FLINK-36780")}
     assert len(caught_here) == 3
     for bug in caught_here.values():
@@ -61,3 +60,14 @@ def test_a_running_job_may_wait_for_its_stop_condition_then_its_savepoint_and_en
     assert run_limit_s(JobRun("b:9092", ("t",), Sink("o", True, "x"), 2, stop=Stop(within_ms=400_000))) == (
         STARTUP_S + 400 + 240
     )
+
+
+def test_flink_connector_implies_the_flink_adapter_at_the_pipeline_level(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv(FLINK_CONNECTOR_ENV, raising=False)
+    assert main(["--flink-connector", "9.9.9-9.9"]) == 2
+    assert "'9.9.9-9.9' is not pinned" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--flink-connector", NEWEST, "--adapter", "kconform.reference_impl.adapter:ReferenceAdapter"])
+    assert "it takes no other --adapter" in capsys.readouterr().err

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from ..flink import component as flink
+from ..adapters import flink_kafka
 from ..jvm.oracle_at_release import KAFKA_CLIENTS_VERSION_ENV, build_at_release
 
 Say = Callable[[str], None]
@@ -49,7 +49,10 @@ COMPONENTS: Mapping[str, Component] = {
             _kafka_clients,
         ),
         Component(
-            "flink-connector-kafka", "org.apache.flink:flink-connector-kafka:{version}", flink.ADAPTER, flink.prepare
+            "flink-connector-kafka",
+            "org.apache.flink:flink-connector-kafka:{version}",
+            flink_kafka.ADAPTER_SPEC,
+            flink_kafka.prepare,
         ),
         Component("confluent-kafka", "confluent-kafka=={version}"),
         Component("pyspark", "pyspark=={version}"),
