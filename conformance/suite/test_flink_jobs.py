@@ -55,6 +55,8 @@ DEFAULT_DISCOVERY_MS: Final = 300_000
 """``partition.discovery.interval.ms``'s default since flink-connector-kafka 3.1.0 (FLIP-288: five minutes)."""
 SLACK_MS: Final = 60_000
 """On top of a discovery interval: the job's start, a discovery's own work, the records through the job."""
+JOB_TIMEOUT_S: Final = 300
+"""A test's bound per job it runs (``kconform run --timeout`` is per test, its default below one job's worst)."""
 
 
 def flink_settings() -> settings:
@@ -117,6 +119,7 @@ def job_of(broker: Broker, topics: tuple[str, ...], sink: str, exactly_once: boo
 
 
 @requirement("RESTORE-003", "ASSIGN-007", "COMMIT-011", "COMMIT-013", capability="flink-job")
+@pytest.mark.timeout(JOB_TIMEOUT_S * 8)  # up to four runs an example, the explicit one and a drawn one
 @flink_settings()
 @given(fail_after=st.integers(10, 250), parallelisms=st.lists(st.integers(1, 4), min_size=2, max_size=4))
 @example(fail_after=120, parallelisms=[2, 3, 1, 4])
@@ -211,6 +214,7 @@ def await_first_read(kafka: KafkaClient, running: RunningJob, probe: TopicPartit
 
 
 @requirement("DISC-005", capability="flink-job")
+@pytest.mark.timeout(JOB_TIMEOUT_S)
 def test_required_DISC_005_flink_partitions_added_while_running_are_read_from_their_first_record(
     harness: FlinkHarness, flink_broker: Broker, kafka: KafkaClient, tmp_path: Path
 ) -> None:
@@ -222,6 +226,7 @@ def test_required_DISC_005_flink_partitions_added_while_running_are_read_from_th
 
 
 @requirement("DISC-009", capability="flink-job")
+@pytest.mark.timeout(JOB_TIMEOUT_S + (DEFAULT_DISCOVERY_MS + 3 * SLACK_MS) // 1000)
 def test_required_DISC_009_flink_partitions_added_while_running_are_found_with_default_discovery(
     harness: FlinkHarness, flink_broker: Broker, kafka: KafkaClient, tmp_path: Path
 ) -> None:
@@ -233,6 +238,7 @@ def test_required_DISC_009_flink_partitions_added_while_running_are_found_with_d
 
 
 @requirement("RESTORE-003", "DISC-005", capability="flink-job")
+@pytest.mark.timeout(JOB_TIMEOUT_S * 2)
 def test_required_RESTORE_003_flink_job_at_latest_stopped_before_its_first_record_restores_without_loss(
     harness: FlinkHarness, flink_broker: Broker, kafka: KafkaClient, tmp_path: Path
 ) -> None:
