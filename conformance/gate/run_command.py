@@ -59,9 +59,9 @@ aborted records); it is reported with the reason, never as a pass.""",
     parser.add_argument(
         "--level",
         choices=["protocol", "pipeline", "all"],
-        default=None,
+        default=DEFAULT_LEVEL,
         help="protocol: the in-process checks; pipeline: Spark streaming queries (Flink jobs, for Flink's own "
-        f"connector) on a broker; all: both (default {DEFAULT_LEVEL}; pipeline with --flink-connector)",
+        "connector) on a broker; all: both (default %(default)s; pipeline with --flink-connector)",
     )
     parser.add_argument(
         "--flink-connector",
@@ -130,7 +130,8 @@ def main(argv: Sequence[str]) -> int:
             parser.error(f"--flink-connector judges {FLINK_ADAPTER}; it takes no other --adapter")
         args.adapter = FLINK_ADAPTER
         os.environ[FLINK_CONNECTOR_ENV] = args.flink_connector
-    level = args.level or ("pipeline" if args.flink_connector is not None else DEFAULT_LEVEL)
+    flink_default = args.flink_connector is not None and args.level == DEFAULT_LEVEL
+    level = "pipeline" if flink_default else args.level  # the Flink adapter has no protocol level
     search_working_directory()
     try:
         options = RunOptions(
