@@ -134,8 +134,12 @@ def test_a_report_gives_the_failed_ids_or_why_it_could_not_check() -> None:
     assert outcome_of_report(report(1, {"STRAT-010": "PASS"})).problem == "kconform run exited 1"
 
 
-def test_the_bank_runs_both_releases_and_never_runs_a_component_without_a_harness() -> None:
-    bugs = parse(ENTRY) + parse(ENTRY.replace("kafka-clients", "flink-connector-kafka").replace("KAFKA-", "FLINK-"))
+def test_the_bank_runs_both_releases_and_never_runs_a_bug_the_catalogue_says_cannot_run() -> None:
+    why = "no scenario reaches it yet"
+    unreachable = ENTRY.replace("KAFKA-", "CK-").replace(
+        'level = "protocol"', f'level = "protocol"\ncould_not_run = "{why}"'
+    )
+    bugs = parse(ENTRY) + parse(unreachable)
     asked: list[tuple[str, str]] = []
 
     def run(bug: Bug, release: str) -> Outcome:
@@ -147,12 +151,17 @@ def test_the_bank_runs_both_releases_and_never_runs_a_component_without_a_harnes
     assert asked == [("KAFKA-14639", "3.4.0"), ("KAFKA-14639", "3.4.1")]
     assert [j for _, j in results] == [
         Judgement(Verdict.CAUGHT, "the buggy release fails STRAT-010"),
-        Judgement(Verdict.COULD_NOT_RUN, "the flink-connector-kafka harness is not built yet"),
+        Judgement(Verdict.COULD_NOT_RUN, why),
     ]
     assert lines[0] == "[1/2] KAFKA-14639 (kafka-clients 3.4.0 -> 3.4.1, STRAT-010)"
     assert exit_code(results) == 3
     assert exit_code(results[:1]) == 0
     assert exit_code([(bugs[0], Judgement(Verdict.MISSED, ""))]) == 1
+
+
+def test_a_could_not_run_reason_must_say_something() -> None:
+    with pytest.raises(CatalogueError, match="could_not_run must be a non-empty reason"):
+        parse(ENTRY.replace('level = "protocol"', 'level = "protocol"\ncould_not_run = " "'))
 
 
 def test_the_page_is_the_same_for_the_same_results_and_names_the_replay() -> None:

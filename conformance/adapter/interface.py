@@ -48,6 +48,10 @@ PIPELINE_CAPABILITIES = {
     "confluent-kafka-consumer": "reads Kafka with the confluent-kafka this interpreter imports: the consumer's "
     "positions and resume are checked on the run's broker (RESTORE-008, RESTORE-009)",
 }
+ENGINE_CAPABILITIES = {
+    "flink-job": "is Flink's own KafkaSource and KafkaSink at one release, run as real jobs (pipeline level)",
+}
+"""Pipeline-level capabilities of an engine the suite runs itself (no Spark frame): its own scenarios judge it."""
 CAPABILITIES = {
     "assignment": "exposes its partition assigner",
     "assignment-plan": "plans a whole partition list at once, plan(partitions, parallelism) (range-style assigners)",
@@ -62,6 +66,7 @@ CAPABILITIES = {
     "keyed-sink-placement": "exposes its sink's partitioner: partitioner().partition(topic, partition, key, value, n)",
     "group-assignment": "exposes its consumer-group assignors: assign_group(strategy, group) for assignment_strategies",
     **PIPELINE_CAPABILITIES,
+    **ENGINE_CAPABILITIES,
 }
 
 
@@ -226,6 +231,7 @@ REQUIRED_MEMBERS: dict[str, tuple[str, ...]] = {
     "keyed-sink-placement": ("partitioner()",),
     "group-assignment": ("assign_group(strategy, group)", "assignment_strategies"),
     "pipeline": ("read_stream(spark, source)", "write_stream(frame, sink)"),
+    "flink-job": ("release",),
 }
 """What each capability needs of an adapter; nothing else is required (``AdapterBase`` has the rest)."""
 

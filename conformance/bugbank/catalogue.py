@@ -18,6 +18,9 @@ LEVELS: Final = ("protocol", "pipeline", "all")
 FIX_COMMIT: Final = re.compile(r"[0-9a-f]{40}")
 TEXT_FIELDS: Final = ("id", "link", "component", "buggy", "fixed", "fix_commit", "mechanism", "only", "level")
 FIELDS: Final = frozenset({*TEXT_FIELDS, "requirements"})
+OPTIONAL: Final = ("could_not_run",)
+"""A reason the bug cannot be run here (no release runnable on this platform, no scenario of its component
+reaches it yet): recorded in the bank rather than dropped, and judged *could not run* without a run."""
 
 
 class CatalogueError(ValueError):
@@ -42,6 +45,7 @@ class Bug:
     only: str
     """``kconform run --only``: the part of the suite that reaches the bug (a requirement id or a prefix)."""
     level: str
+    could_not_run: str | None = None
 
 
 def parse_catalogue(text: str, source: str, components: Collection[str], requirement_ids: Collection[str]) -> list[Bug]:
@@ -68,7 +72,7 @@ def _bug(entry: Mapping[str, Any], where: str, components: Collection[str], requ
     if isinstance(entry.get("id"), str) and entry["id"]:
         where = f"{where.rsplit(': ', 1)[0]}: bug {entry['id']}"
     missing = sorted(FIELDS - entry.keys())
-    unknown = sorted(entry.keys() - FIELDS)
+    unknown = sorted(entry.keys() - FIELDS - set(OPTIONAL))
     if missing or unknown:
         raise CatalogueError(f"{where}: missing fields {missing}, unknown fields {unknown}")
     for name in TEXT_FIELDS:
@@ -88,4 +92,7 @@ def _bug(entry: Mapping[str, Any], where: str, components: Collection[str], requ
         raise CatalogueError(f"{where}: requirement ids {unknown_ids} are not in the spec's requirement registry")
     if entry["buggy"] == entry["fixed"]:
         raise CatalogueError(f"{where}: the buggy and the fixed release are both {entry['buggy']!r}")
-    return Bug(**{name: entry[name] for name in TEXT_FIELDS}, requirements=tuple(ids))
+    why = entry.get("could_not_run")
+    if why is not None and (not isinstance(why, str) or not why.strip()):
+        raise CatalogueError(f"{where}: could_not_run must be a non-empty reason, got {why!r}")
+    return Bug(**{name: entry[name] for name in TEXT_FIELDS}, requirements=tuple(ids), could_not_run=why)

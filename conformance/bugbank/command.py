@@ -37,13 +37,12 @@ RunRelease = Callable[[Bug, str], Outcome]
 
 
 def bank(bugs: Sequence[Bug], run: RunRelease, say: Say) -> list[tuple[Bug, Judgement]]:
-    """Each bug's verdict: a component whose harness is not built is *could not run* without a run."""
+    """Each bug's verdict: one the catalogue says cannot run here is *could not run*, with its reason, without a run."""
     results = []
     for n, bug in enumerate(bugs, 1):
-        component = COMPONENTS[bug.component]
         say(f"[{n}/{len(bugs)}] {bug.id} ({bug.component} {bug.buggy} -> {bug.fixed}, {', '.join(bug.requirements)})")
-        if (why := component.not_runnable()) is not None:
-            judgement = Judgement(Verdict.COULD_NOT_RUN, why)
+        if bug.could_not_run is not None:
+            judgement = Judgement(Verdict.COULD_NOT_RUN, bug.could_not_run)
         else:
             judgement = judge(bug.requirements, run(bug, bug.buggy), run(bug, bug.fixed))
         say(f"  {judgement.verdict}: {judgement.reason}")
@@ -72,7 +71,6 @@ def release_runner(profile: str, seed: int, reports: Path, say: Say) -> RunRelea
 
     def run(bug: Bug, release: str) -> Outcome:
         component = COMPONENTS[bug.component]
-        assert component.adapter is not None and component.prepare is not None
         started = time.monotonic()
         try:
             env = component.prepare(release, say)

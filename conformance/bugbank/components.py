@@ -1,8 +1,8 @@
 """The components the bank puts under the suite by release, and how a run reaches each.
 
 A component names its artifact's coordinate, the adapter the suite judges and how a release is
-made ready (resolved, built, cached) before ``kconform run`` starts; a component whose harness is not
-built says so, and each of its bugs is *could not run* with that reason, never a verdict.
+made ready (resolved, built, cached) before ``kconform run`` starts; a release that cannot be made ready is
+*could not run* with the reason, never a verdict.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from ..adapters import flink_kafka
 from ..jvm.oracle_at_release import KAFKA_CLIENTS_VERSION_ENV, build_at_release
 from ..spark import at_release as spark_release
 from .pyreleases import install_release
@@ -24,15 +25,9 @@ class Component:
     name: str
     coordinate: str
     """The artifact, ``{version}`` standing for the release (Maven ``group:artifact:version``, PyPI ``name==v``)."""
-    adapter: str | None = None
-    """``kconform run --adapter``; ``None`` until the component's harness is built."""
-    prepare: Prepare | None = None
-
-    def not_runnable(self) -> str | None:
-        """Why no bug of this component can run here, or ``None``."""
-        if self.adapter is None or self.prepare is None:
-            return f"the {self.name} harness is not built yet"
-        return None
+    adapter: str
+    """``kconform run --adapter``."""
+    prepare: Prepare
 
 
 def _kafka_clients(release: str, say: Say) -> Mapping[str, str]:
@@ -49,7 +44,12 @@ COMPONENTS: Mapping[str, Component] = {
             "kconform.conformance.adapters.kafka_clients:adapter",
             _kafka_clients,
         ),
-        Component("flink-connector-kafka", "org.apache.flink:flink-connector-kafka:{version}"),
+        Component(
+            "flink-connector-kafka",
+            "org.apache.flink:flink-connector-kafka:{version}",
+            flink_kafka.ADAPTER_SPEC,
+            flink_kafka.prepare,
+        ),
         Component(
             "confluent-kafka",
             "confluent-kafka=={version}",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -59,31 +60,64 @@ class FlinkHarness:
 
     def run(self, job: JobRun, work: Path) -> RunResult:
         """Run ``job`` with its files in the new folder ``work``; ``HarnessError`` when the JVM fails or overruns."""
+        return self.start(job, work).finish()
+
+    def start(self, job: JobRun, work: Path) -> RunningJob:
+        """Start ``job`` with its files in the new folder ``work`` and return at once: the caller acts on the
+        broker while it runs (adds partitions, writes records), then ``finish``es it."""
         work.mkdir(parents=True)
-        history, run_file, log = work / "history.jsonl", work / "run.json", work / "stderr.log"
-        run_file.write_text(json.dumps(description(job, history, work / "savepoints"), indent=1))
-        limit = STARTUP_S + 3 * job.timeout_ms / 1000  # the job's end, a savepoint and its end after it
-        with log.open("wb") as stderr:
-            process = subprocess.Popen(
-                self.command(run_file), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr
-            )
-            try:
-                out, _ = process.communicate(timeout=limit)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.communicate()
-                raise HarnessError(f"the Flink harness did not end within {limit:g} s; {self._tail(log)}") from None
-        if process.returncode != 0:
-            raise HarnessError(f"the Flink harness failed (exit {process.returncode}); {self._tail(log)}")
+        run_file = work / "run.json"
+        run_file.write_text(json.dumps(description(job, work / "history.jsonl", work / "savepoints"), indent=1))
+        log = (work / "stderr.log").open("wb")
+        process = subprocess.Popen(self.command(run_file), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log)
+        log.close()  # the child holds its own copy
+        return RunningJob(self.release, process, work, time.monotonic() + run_limit_s(job))
+
+
+def run_limit_s(job: JobRun) -> float:
+    """How long the JVM may take: its start, then the wait for the stop condition (a bounded job: for its end),
+    the savepoint and the job's end after it."""
+    waiting = job.timeout_ms if job.stop is None else max(job.timeout_ms, job.stop.within_ms)
+    return STARTUP_S + (waiting + 2 * job.timeout_ms) / 1000
+
+
+@dataclass
+class RunningJob:
+    """One started harness JVM: ``ended`` asks, bounded, whether it is done; ``finish`` waits for its answer."""
+
+    release: ConnectorRelease
+    process: subprocess.Popen[bytes]
+    work: Path
+    deadline: float
+    """``time.monotonic()`` past which the JVM is killed and the run is a ``HarnessError``."""
+
+    def ended(self, within_s: float) -> bool:
+        """Whether the JVM ended, waiting at most ``within_s`` for it."""
+        try:
+            self.process.wait(timeout=max(0.0, min(within_s, self.deadline - time.monotonic())))
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+
+    def finish(self) -> RunResult:
+        """Its answer and history; ``HarnessError`` when the JVM failed or overran its deadline (then killed)."""
+        try:
+            out, _ = self.process.communicate(timeout=max(0.0, self.deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.communicate()
+            raise HarnessError(f"the Flink harness did not end in time; {self._tail()}") from None
+        if self.process.returncode != 0:
+            raise HarnessError(f"the Flink harness failed (exit {self.process.returncode}); {self._tail()}")
         answer = json.loads(out.decode().strip().splitlines()[-1])
-        with history.open(encoding="utf-8") as lines:
+        with (self.work / "history.jsonl").open(encoding="utf-8") as lines:
             recorded = parse_run(lines, answer["ended"])
         return RunResult(
             answer["job_id"], answer["ended"], answer["savepoint"], answer["stop_met"], answer["wall_ms"], recorded
         )
 
-    def _tail(self, log: Path) -> str:
-        text = log.read_bytes()[-STDERR_TAIL:].decode("utf-8", "replace").strip()
+    def _tail(self) -> str:
+        text = (self.work / "stderr.log").read_bytes()[-STDERR_TAIL:].decode("utf-8", "replace").strip()
         return f"flink-connector-kafka {self.release.connector} printed:\n{text}" if text else "it printed nothing"
 
 

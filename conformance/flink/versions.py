@@ -36,6 +36,9 @@ RELEASES: Final = {
         # Flink 1.17 predates its Java 17 support (Flink 1.18): its ClosureCleaner makes String's fields
         # accessible, which Java 17 refuses (InaccessibleObjectException) unless java.lang is opened.
         ConnectorRelease("3.0.0-1.17", "1.17.2", java_options=("--add-opens=java.base/java.lang=ALL-UNNAMED",)),
+        # FLINK-28303's fix (a split at LATEST checkpointed as its resolved offset) on the line it broke; Maven
+        # Central lacks 3.0.1-1.17's parent pom, so its first fixed release there is 3.0.2-1.17.
+        ConnectorRelease("3.0.2-1.17", "1.17.2", java_options=("--add-opens=java.base/java.lang=ALL-UNNAMED",)),
         ConnectorRelease("3.0.2-1.18", "1.18.1"),
         # 3.0.x above bring kafka-clients 3.2.3, whose sticky partitioner sends an at-least-once replay of keyless
         # records to other output partitions than their first writes (COMMIT-013 counts such copies as repeats).

@@ -15,6 +15,8 @@ from typing import Final
 from ...reference_impl.credentials import json_default
 from ..adapter.interface import DEFAULT_MASTER
 from ..adapter.loader import DEFAULT_ADAPTERS, default_adapter, search_working_directory
+from ..adapters.flink_kafka import ADAPTER_SPEC as FLINK_ADAPTER
+from ..adapters.flink_kafka import FLINK_CONNECTOR_ENV
 from ..brokers import BOOTSTRAP_ENV, BROKER_KINDS, DEFAULT_BROKER
 from ..brokers.base import EXTERNAL_TIMEOUT_ENV, START_TIMEOUT_S
 from ..errors import CannotCheck
@@ -67,8 +69,14 @@ aborted records); it is reported with the reason, never as a pass.""",
         "--level",
         choices=["protocol", "pipeline", "all"],
         default=DEFAULT_LEVEL,
-        help="protocol: the in-process checks; pipeline: Spark streaming queries on a broker; all: both "
-        "(default %(default)s)",
+        help="protocol: the in-process checks; pipeline: Spark streaming queries (Flink jobs, for Flink's own "
+        "connector) on a broker; all: both (default %(default)s; pipeline with --flink-connector)",
+    )
+    parser.add_argument(
+        "--flink-connector",
+        metavar="VERSION",
+        help=f"judge Flink's own KafkaSource and KafkaSink at this pinned flink-connector-kafka line (3.1.0-1.18): "
+        f"short for --adapter {FLINK_ADAPTER} with ${FLINK_CONNECTOR_ENV}=VERSION, at level pipeline",
     )
     parser.add_argument(
         "--profile",
@@ -133,6 +141,13 @@ def main(argv: Sequence[str]) -> int:
     args = parser.parse_args(argv)
     if args.timeout <= 0:
         parser.error("--timeout must be positive")
+    if args.flink_connector is not None:
+        if args.adapter not in (None, FLINK_ADAPTER):
+            parser.error(f"--flink-connector judges {FLINK_ADAPTER}; it takes no other --adapter")
+        args.adapter = FLINK_ADAPTER
+        os.environ[FLINK_CONNECTOR_ENV] = args.flink_connector
+    flink_default = args.flink_connector is not None and args.level == DEFAULT_LEVEL
+    level = "pipeline" if flink_default else args.level  # the Flink adapter has no protocol level
     search_working_directory()
     release = args.spark or os.environ.get(SPARK_VERSION_ENV)
     if release:
@@ -151,8 +166,8 @@ def main(argv: Sequence[str]) -> int:
             return run_in_release_venv(release, argv)
     try:
         options = RunOptions(
-            adapter=args.adapter or default_adapter(args.level),
-            level=args.level,
+            adapter=args.adapter or default_adapter(level),
+            level=level,
             profile=args.profile or profile_from_env(),
             report=args.report,
             expectations=args.expectations,

@@ -20,7 +20,7 @@ from typing import IO
 
 import pytest
 
-from ..adapter.interface import CAPABILITIES, PIPELINE_CAPABILITIES, Adapter
+from ..adapter.interface import CAPABILITIES, ENGINE_CAPABILITIES, PIPELINE_CAPABILITIES, Adapter
 from ..adapter.loader import contract_note, default_adapter, load_adapter
 from ..brokers import fallback_warning, kafka_unavailable
 from ..errors import CannotCheck
@@ -35,8 +35,8 @@ from .pytest_plugin import BROKER_CAPABILITIES, BROKER_VERSION
 from .results import RunResult, Status, aggregate, interruption
 
 LEVEL_CAPABILITIES = {
-    "protocol": frozenset(CAPABILITIES) - frozenset(PIPELINE_CAPABILITIES),
-    "pipeline": frozenset(PIPELINE_CAPABILITIES),
+    "protocol": frozenset(CAPABILITIES) - frozenset(PIPELINE_CAPABILITIES) - frozenset(ENGINE_CAPABILITIES),
+    "pipeline": frozenset(PIPELINE_CAPABILITIES) | frozenset(ENGINE_CAPABILITIES),
 }
 BROKER_ENV = "KCONFORM_BROKER"
 

@@ -1,0 +1,263 @@
+"""Pipeline level, Flink: the adapter's Flink ``KafkaSource`` and ``KafkaSink`` release as real jobs on a live broker.
+
+Capability ``flink-job`` (``kconform.conformance.adapters.flink_kafka``): each scenario runs jobs of that
+connector release in the harness (``kconform.conformance.flink``: a local MiniCluster, the harness built on first
+use) and judges what its subtasks read and what its sink made visible with the same checkers and requirement ids
+as the Spark scenarios (``test_pipeline``): exactly once through a subtask failure and savepoint rescales, partitions
+added while a job runs found and read from their first record, a job stopped before its first record restored
+without loss. Waits on a running job are conditioned on what it did (its output, its end) and bounded.
+
+Few drawn examples (a job takes seconds); a failing one prints its draw and replay blob.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Final
+from uuid import uuid4
+
+import pytest
+from hypothesis import Phase, example, given, settings
+from hypothesis import strategies as st
+
+from ..extras import pipeline_missing
+
+if (missing := pipeline_missing()) is not None:  # a core install: every test here is skipped, naming the fix
+    pytest.skip(missing, allow_module_level=True)
+
+from ...reference_impl.kafka_client import KafkaClient, topic_records, wait_until
+from ...reference_impl.ports import Isolation, KafkaError
+from ...reference_impl.types import TopicPartition
+from ..brokers import Broker
+from ..checks.checkers import Violation, fail_on
+from ..checks.pipeline_checkers import check_discovered, check_read_once, check_single_reader, check_sink_output
+from ..errors import HarnessError
+from ..flink.harness import FlinkHarness, RunningJob, visible_output
+from ..flink.history import RunHistory, committed_reads, left_to_read
+from ..flink.job import Failure, JobRun, Sink, Stop
+from ..gate.pytest_plugin import BROKER_VERSION, CouldNotCheck, live_broker, requirement
+from ..jvm import JvmArtifactsMissing
+from ..jvm.setup import SetupError
+
+pytestmark = pytest.mark.pipeline
+
+PARTITIONS: Final = 4
+PACE_MS: Final = 2
+"""Spreads a run's reads over several checkpoints, so that failures and savepoints fall between them."""
+CHECKPOINT_MS: Final = 200
+STARTED_WITHIN_S: Final = 90.0
+"""The JVM's and the MiniCluster's start and the source's first discovery, on two shared cores."""
+EXPLICIT_DISCOVERY_MS: Final = 1000
+DEFAULT_DISCOVERY_MS: Final = 300_000
+"""``partition.discovery.interval.ms``'s default since flink-connector-kafka 3.1.0 (FLIP-288: five minutes)."""
+SLACK_MS: Final = 60_000
+"""On top of a discovery interval: the job's start, a discovery's own work, the records through the job."""
+JOB_TIMEOUT_S: Final = 300
+"""A test's bound per job it runs (``kconform run --timeout`` is per test, its default below one job's worst)."""
+
+
+def flink_settings() -> settings:
+    """The loaded profile with about one drawn example per hundred protocol examples, no shrinking."""
+    return settings(
+        max_examples=max(1, settings().max_examples // 100),
+        phases=[Phase.explicit, Phase.reuse, Phase.generate],
+        deadline=None,
+    )
+
+
+@pytest.fixture(scope="module")
+def harness(adapter_under_test: Any) -> FlinkHarness:
+    """The adapter's connector release, its harness built on first use; skips an adapter of another engine."""
+    if "flink-job" not in adapter_under_test.capabilities:
+        pytest.skip(f"adapter {adapter_under_test.name!r} does not declare capability 'flink-job'")
+    try:
+        return FlinkHarness(adapter_under_test.release, print)
+    except (SetupError, JvmArtifactsMissing) as error:
+        raise CouldNotCheck(f"the Flink harness of {adapter_under_test.name}: {error}") from error
+
+
+@pytest.fixture(scope="module")
+def flink_broker(harness: FlinkHarness, request: pytest.FixtureRequest) -> Iterator[Broker]:
+    for running in live_broker():
+        request.config.stash[BROKER_VERSION] = running.version
+        yield running
+
+
+@pytest.fixture
+def kafka(flink_broker: Broker) -> Iterator[KafkaClient]:
+    with KafkaClient(flink_broker) as client:
+        yield client
+
+
+def write(kafka: KafkaClient, topic: str, partitions: Sequence[int], count: int, tag: str) -> dict[TopicPartition, int]:
+    """``count`` records on each of ``partitions`` of ``topic`` (values ``tag-p-i``); each partition's end."""
+    ends = {}
+    for p in partitions:
+        tp = TopicPartition(topic, p)
+        ends[tp] = kafka.produce_batch(tp, [(None, f"{tag}-{p}-{i}".encode()) for i in range(count)], linger_ms=5)[-1]
+        ends[tp] += 1
+    return ends
+
+
+def sink_values(kafka: KafkaClient, sink: str) -> list[bytes]:
+    """What the sink wrote so far, aborted transactions included (a sign of reading, not a verdict)."""
+    return [r.value or b"" for rs in topic_records(kafka, sink, Isolation.READ_UNCOMMITTED).values() for r in rs]
+
+
+def job_of(broker: Broker, topics: tuple[str, ...], sink: str, exactly_once: bool, parallelism: int) -> JobRun:
+    return JobRun(
+        broker.bootstrap_servers,
+        topics,
+        Sink(sink, exactly_once, f"{sink}-txn"),
+        parallelism,
+        checkpoint_interval_ms=CHECKPOINT_MS,
+        pace_ms=PACE_MS,
+    )
+
+
+@requirement("RESTORE-003", "ASSIGN-007", "COMMIT-011", "COMMIT-013", capability="flink-job")
+@pytest.mark.timeout(JOB_TIMEOUT_S * 8)  # up to four runs an example, the explicit one and a drawn one
+@flink_settings()
+@given(fail_after=st.integers(10, 250), parallelisms=st.lists(st.integers(1, 4), min_size=2, max_size=4))
+@example(fail_after=120, parallelisms=[2, 3, 1, 4])
+def test_required_RESTORE_003_flink_exactly_once_through_a_failure_and_savepoint_rescales(
+    harness: FlinkHarness, flink_broker: Broker, kafka: KafkaClient, tmp_path: Path, fail_after: int,
+    parallelisms: list[int],
+) -> None:  # fmt: skip
+    """Subtask 0 of the first run fails once after ``fail_after`` records; each run stops with a savepoint that
+    the next restores at the next parallelism, records written between runs: every offset is in the final state
+    once (RESTORE-003), each run's subtasks read disjoint partitions (ASSIGN-007), and the exactly-once sink's
+    read_committed output is the input once, in order (COMMIT-011, COMMIT-013)."""
+    tag = f"flink-{uuid4().hex[:8]}"
+    source, sink = f"{tag}-in", f"{tag}-out"
+    kafka.create_topic(source, PARTITIONS)
+    kafka.create_topic(sink, 2)
+    runs: list[RunHistory] = []
+    savepoint: str | None = None
+    violations: list[Violation] = []
+    work = tmp_path / tag
+    for step, parallelism in enumerate(parallelisms):
+        # The first run reads all it finds, more than any subtask's share of it before its failure.
+        ends = write(kafka, source, range(PARTITIONS), 260 if step == 0 else 60, f"{tag}-step{step}")
+        left = Stop(at_offsets=left_to_read(ends, committed_reads(runs) if runs else []))
+        stop = left if step in (0, len(parallelisms) - 1) else Stop(after_records=120)
+        job = replace(job_of(flink_broker, (source,), sink, True, parallelism), stop=stop, restore_from=savepoint)
+        if step == 0:
+            job = replace(job, failure=Failure(subtask=0, after_records=fail_after))
+        result = harness.run(job, work / f"run-{step + 1}")
+        runs.append(result.history)
+        savepoint = result.savepoint
+        violations += check_single_reader(result.history.reads(), parallelism, requirement="ASSIGN-007")
+    if not any(s.subtask == 0 and s.attempt > 0 for s in runs[0].segments):
+        raise HarnessError(f"the failure injection did not happen: subtask 0 of run 1 never restarted ({work})")
+    produced = topic_records(kafka, source, Isolation.READ_UNCOMMITTED)
+    violations += check_read_once(committed_reads(runs), ends)
+    violations += check_sink_output(produced, visible_output(kafka, sink), exactly_once=True)
+    fail_on(violations, detail=f"runs at {parallelisms}, subtask 0 failing after {fail_after} records: {work}")
+
+
+def partitions_added_while_running(
+    harness: FlinkHarness, broker: Broker, kafka: KafkaClient, work: Path, source_properties: Mapping[str, str],
+    discovered_within_ms: int,
+) -> list[Violation]:  # fmt: skip
+    """A job at LATEST on a two-partition topic; once it reads (its first discovery done), two partitions are
+    added and written to, and once their records come out of the job or ``discovered_within_ms`` passed, written
+    to again: each added partition must be found (DISC-009) and read from offset 0 (DISC-005). The second
+    writes tell a partition started late (read, with a gap: DISC-005) from one never found (DISC-009)."""
+    tag = f"flink-{uuid4().hex[:8]}"
+    source, sink = f"{tag}-in", f"{tag}-out"
+    kafka.create_topic(source, 2)
+    kafka.create_topic(sink, 1)
+    added = [TopicPartition(source, p) for p in (2, 3)]
+    before, after = 20, 10
+    ends = {tp: before + after for tp in added}
+    stop = Stop(at_offsets=ends, within_ms=discovered_within_ms + 2 * SLACK_MS)
+    job = replace(
+        job_of(broker, (source,), sink, False, 2),
+        stop=stop,
+        starting_offsets="latest",
+        source_properties=dict(source_properties),
+    )
+    running = harness.start(job, work)
+    if await_first_read(kafka, running, TopicPartition(source, 0), sink):
+        kafka.create_partitions(source, 4)
+        write(kafka, source, (2, 3), before, f"{tag}-before")
+        prefixes = tuple(f"{tag}-before-{tp.partition}-".encode() for tp in added)
+        with contextlib.suppress(KafkaError):  # not read in time: the records written next tell which it was
+            wait_until(
+                lambda: any(v.startswith(prefixes) for v in sink_values(kafka, sink)) or None,
+                discovered_within_ms / 1000,
+                "the added partitions' records read",
+                step_s=0.2,
+            )
+        write(kafka, source, (2, 3), after, f"{tag}-after")
+    result = running.finish()
+    return check_discovered([r for r in committed_reads([result.history]) if r.tp in added], ends)
+
+
+def await_first_read(kafka: KafkaClient, running: RunningJob, probe: TopicPartition, sink: str) -> bool:
+    """Write one record a second to ``probe`` until the job's output shows one (its source's first discovery is
+    done and its readers read); ``False`` when the job ended first (``finish`` then says why)."""
+
+    def probed() -> bool | None:
+        if running.ended(within_s=1.0):
+            return False
+        if sink_values(kafka, sink):
+            return True
+        kafka.produce(probe, None, b"probe")
+        return None
+
+    return wait_until(probed, STARTED_WITHIN_S, "the job's first read", step_s=0.0)
+
+
+@requirement("DISC-005", capability="flink-job")
+@pytest.mark.timeout(JOB_TIMEOUT_S)
+def test_required_DISC_005_flink_partitions_added_while_running_are_read_from_their_first_record(
+    harness: FlinkHarness, flink_broker: Broker, kafka: KafkaClient, tmp_path: Path
+) -> None:
+    """With ``partition.discovery.interval.ms`` set short, records written to a partition before the job
+    discovered it are read (FLINK-32019: flink-connector-kafka up to 3.0.2 started such partitions at LATEST)."""
+    properties = {"partition.discovery.interval.ms": str(EXPLICIT_DISCOVERY_MS)}
+    work = tmp_path / "job"
+    fail_on(partitions_added_while_running(harness, flink_broker, kafka, work, properties, 10 * EXPLICIT_DISCOVERY_MS))
+
+
+@requirement("DISC-009", capability="flink-job")
+@pytest.mark.timeout(JOB_TIMEOUT_S + (DEFAULT_DISCOVERY_MS + 3 * SLACK_MS) // 1000)
+def test_required_DISC_009_flink_partitions_added_while_running_are_found_with_default_discovery(
+    harness: FlinkHarness, flink_broker: Broker, kafka: KafkaClient, tmp_path: Path
+) -> None:
+    """With the release's own discovery settings (none given; the default interval is five minutes, so this
+    waits up to six), partitions added while the job runs are found and read (FLINK-36780: 3.1.0 to 3.4.0
+    switched discovery off for every source whose interval was not set)."""
+    work = tmp_path / "job"
+    fail_on(partitions_added_while_running(harness, flink_broker, kafka, work, {}, DEFAULT_DISCOVERY_MS + SLACK_MS))
+
+
+@requirement("RESTORE-003", "DISC-005", capability="flink-job")
+@pytest.mark.timeout(JOB_TIMEOUT_S * 2)
+def test_required_RESTORE_003_flink_job_at_latest_stopped_before_its_first_record_restores_without_loss(
+    harness: FlinkHarness, flink_broker: Broker, kafka: KafkaClient, tmp_path: Path
+) -> None:
+    """A job at LATEST reads a probe topic until one probe comes through, then stops with a savepoint; its data
+    topic has had no record yet. Records written to it after, read by the job restored from that savepoint,
+    are read from offset 0: the split's start was resolved at discovery, not kept as LATEST (FLINK-28303:
+    flink-connector-kafka 3.0.0 checkpointed the LATEST marker, and a restore skipped what came after)."""
+    tag = f"flink-{uuid4().hex[:8]}"
+    probes, data, sink = f"{tag}-probe", f"{tag}-in", f"{tag}-out"
+    kafka.create_topic(probes, 1)
+    kafka.create_topic(data, 2)
+    kafka.create_topic(sink, 1)
+    job = replace(job_of(flink_broker, (probes, data), sink, False, 2), starting_offsets="latest")
+    running = harness.start(replace(job, stop=Stop(after_records=1)), tmp_path / "run-1")
+    await_first_read(kafka, running, TopicPartition(probes, 0), sink)
+    first = running.finish()
+    ends = write(kafka, data, (0, 1), 30, tag)
+    second = harness.run(
+        replace(job, restore_from=first.savepoint, stop=Stop(at_offsets=ends, within_ms=SLACK_MS)), tmp_path / "run-2"
+    )
+    reads = [r for r in committed_reads([first.history, second.history]) if r.tp in ends]
+    fail_on(check_read_once(reads, ends), detail=f"savepoint {first.savepoint}; runs in {tmp_path}")
