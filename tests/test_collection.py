@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from kconform.conformance.gate.collection import imported_packages, mapped_name
+from kconform.conformance.gate.collector import applies
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -32,3 +36,27 @@ def test_pytest_s_own_name_is_kept_where_it_is_right(tmp_path: Path) -> None:
 def test_kconform_s_suite_maps_to_its_installed_name() -> None:
     path = ROOT / "conformance" / "suite" / "test_source.py"
     assert mapped_name(path, imported_packages()) == "kconform.conformance.suite.test_source"
+
+
+class _Marked:
+    """A test item as ``applies`` sees it: its requirement mark."""
+
+    def __init__(self, capability: str | None) -> None:
+        self.mark = pytest.mark.requirement("RESTORE-003", capability=capability).mark
+
+    def get_closest_marker(self, name: str) -> Any:
+        return self.mark if name == "requirement" else None
+
+
+def test_a_test_of_another_engine_is_left_out_not_skipped() -> None:
+    """A Spark adapter is not judged by Flink jobs nor by the confluent-kafka client it does not read with, and a
+    Flink adapter not by the Spark queries: skipped, those would leave its requirements 'not fully verified'."""
+    spark = frozenset({"pipeline", "pipeline-rescale"})
+    reference = spark | {"confluent-kafka-consumer"}
+    flink = frozenset({"flink-job"})
+    flink_test, client_test, spark_test = _Marked("flink-job"), _Marked("confluent-kafka-consumer"), _Marked(None)
+    assert [applies(t, True, spark) for t in (flink_test, client_test, spark_test)] == [False, False, True]  # type: ignore[arg-type]
+    assert [applies(t, True, reference) for t in (flink_test, client_test, spark_test)] == [False, True, True]  # type: ignore[arg-type]
+    assert [applies(t, True, flink) for t in (flink_test, client_test, spark_test)] == [True, False, False]  # type: ignore[arg-type]
+    # A protocol test is the protocol level's, whatever the engine.
+    assert applies(spark_test, False, flink)  # type: ignore[arg-type]

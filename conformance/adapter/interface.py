@@ -52,6 +52,9 @@ ENGINE_CAPABILITIES = {
     "flink-job": "is Flink's own KafkaSource and KafkaSink at one release, run as real jobs (pipeline level)",
 }
 """Pipeline-level capabilities of an engine the suite runs itself (no Spark frame): its own scenarios judge it."""
+ENGINE_SPECIFIC = frozenset({*ENGINE_CAPABILITIES, "confluent-kafka-consumer"})
+"""Capabilities of how an adapter runs, not of what it supports: a test that needs one judges requirements
+through that engine's or client's own scenario, so it says nothing of an adapter that does not run on it."""
 CAPABILITIES = {
     "assignment": "exposes its partition assigner",
     "assignment-plan": "plans a whole partition list at once, plan(partitions, parallelism) (range-style assigners)",

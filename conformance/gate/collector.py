@@ -16,7 +16,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import IO, Any
@@ -25,6 +25,7 @@ import pytest
 from hypothesis.errors import FailedHealthCheck
 
 from ..adapter.guard import AdapterHung, forget_hangs, record_hang
+from ..adapter.interface import ENGINE_CAPABILITIES, ENGINE_SPECIFIC
 from ..checks.checkers import Violation, ViolationError
 from ..errors import CannotCheck
 from ..jvm import SPARK_KAFKA, JvmArtifactsMissing
@@ -32,7 +33,7 @@ from ..jvm.spark_at_release import SPARK_VERSION_ENV, connector_module
 from ..spec_tools.requirements import Requirement, ids_in_test_name, level_of_test_name
 from .expectations import Deviation, excusing_deviation, find_deviation
 from .options import RunOptions
-from .pytest_plugin import UNVERIFIED_PROPERTY, CouldNotCheck
+from .pytest_plugin import REQUIREMENT_MARK, UNVERIFIED_PROPERTY, CouldNotCheck
 from .results import ADDRESS, UNSTRUCTURED, Counterexample, Status, TestResult, skip_cause, strongest
 
 SUITE_LEVELS = ("protocol", "pipeline")
@@ -176,6 +177,18 @@ class Heartbeat:
             self.out.flush()
 
 
+def applies(item: pytest.Item, pipeline: bool, capabilities: frozenset[str]) -> bool:
+    """Whether a test can say anything of an adapter declaring ``capabilities``: one that needs an engine or client
+    the adapter does not run on (``ENGINE_SPECIFIC``) does not, and an adapter of an engine the suite runs itself
+    (a Flink job) is judged at the pipeline level by that engine's scenarios alone. Such a test is left out, not
+    skipped: a skip would count its requirements as not fully verified for an adapter it can never apply to."""
+    mark = item.get_closest_marker(REQUIREMENT_MARK)
+    capability = mark.kwargs.get("capability") if mark else None
+    if capability in ENGINE_SPECIFIC:
+        return capability in capabilities
+    return not (pipeline and capabilities & ENGINE_CAPABILITIES.keys())
+
+
 class Collector:
     """The pytest plugin of a run: selection, progress lines and the evidence of each test."""
 
@@ -186,8 +199,12 @@ class Collector:
         requirements: dict[str, Requirement],
         deviations: Sequence[Deviation],
         out: IO[str],
+        capabilities: Collection[str] = (),
     ) -> None:
         self.options = options
+        self.capabilities = frozenset(capabilities)
+        self.other_engine = 0
+        """Tests left out because they judge through an engine or client the adapter does not run on."""
         self.seed = seed
         self.requirements = requirements
         self.deviations = deviations
@@ -215,7 +232,11 @@ class Collector:
             self.per_level[level] += 1
             wanted = self.options.level in ("all", level)
             if wanted and (self.options.only is None or selected_by(self.options.only, item)):
-                keep.append(item)
+                if applies(item, level == PIPELINE_MARK, self.capabilities):
+                    keep.append(item)
+                else:
+                    self.other_engine += 1
+                    drop.append(item)
             else:
                 drop.append(item)
         if drop:

@@ -20,7 +20,7 @@ from typing import IO
 
 import pytest
 
-from ..adapter.interface import CAPABILITIES, ENGINE_CAPABILITIES, PIPELINE_CAPABILITIES, Adapter
+from ..adapter.interface import CAPABILITIES, ENGINE_CAPABILITIES, ENGINE_SPECIFIC, PIPELINE_CAPABILITIES, Adapter
 from ..adapter.loader import contract_note, default_adapter, load_adapter
 from ..brokers import fallback_warning, kafka_unavailable
 from ..errors import CannotCheck
@@ -170,7 +170,7 @@ def run(options: RunOptions, out: IO[str] = sys.stdout) -> RunResult:
         file=out,
         flush=True,
     )
-    collector = Collector(options, seed, requirements, deviations, out)
+    collector = Collector(options, seed, requirements, deviations, out, adapter.capabilities)
     log = io.StringIO()
     started = time.time()
     with _environment(BROKER_ENV, options.broker), contextlib.redirect_stdout(log):
@@ -189,6 +189,11 @@ def run(options: RunOptions, out: IO[str] = sys.stdout) -> RunResult:
         why = empty or [f"no test at level {options.level} matches --only {options.only!r}"]
         raise ValueError("; ".join(why) + "; nothing was checked")
     notes += [f"{note}; it was not checked" for note in empty]
+    if collector.other_engine:
+        notes.append(
+            f"{collector.other_engine} tests left out: they judge through an engine or client adapter {adapter.name!r} "
+            f"does not run on ({', '.join(sorted(ENGINE_SPECIFIC))}), so they say nothing of it"
+        )
     if interrupted:
         notes.append(interruption(len(collector.results), collector.selected))
     undeclared = [
