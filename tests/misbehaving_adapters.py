@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import sys
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
-from kconform.conformance.mutants import protocol
 from kconform.conformance.spark.pipeline import KconformKafkaAdapter
-from kconform.fixtures.adapters.own_assigner import modulo_owner
 from kconform.reference_impl.adapter import ReferenceAdapter
 from kconform.reference_impl.credentials import reveal
 
@@ -36,11 +34,6 @@ class Hangs(ReferenceAdapter):
 RAISES = Raises(name="raises")
 NEGATIVE_INDEX = NegativeIndex(name="negative-index")
 HANGS = Hangs(name="hangs")
-OWN_ASSIGNER_RESTORED_TWICE = replace(
-    protocol.restored_on_two_subtasks, name="modulo-restored-twice", owner=modulo_owner
-)
-"""A connector with its own assigner (expected not to be Flink's on RESTORE-002) whose restore also hands one
-subtask's partitions to another: unsafe, however its fidelity deviations are listed."""
 
 
 @dataclass(frozen=True)

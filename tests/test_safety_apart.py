@@ -80,7 +80,7 @@ def test_subtasks_that_claim_one_partition_twice_are_unsafe_on_assign_007(tmp_pa
 def test_a_listed_fidelity_deviation_does_not_hide_a_restore_onto_two_subtasks(tmp_path: Path) -> None:
     """The restore's failing example violates RESTORE-002 (listed: its own owner) and ASSIGN-007 (not listed):
     the test fails, the run exits 1 and says unsafe, never XFAIL."""
-    adapter = "tests.misbehaving_adapters:OWN_ASSIGNER_RESTORED_TWICE"
+    adapter = "tests.own_assigner_broken:OWN_ASSIGNER_RESTORED_TWICE"
     proc, report = protocol_run(tmp_path, adapter, "--only", "RESTORE", "--expectations", str(OWN_EXPECTATIONS))
     assert proc.returncode == 1, proc.stdout[-4000:]
     assert "safe: no (violated: ASSIGN-007)" in proc.stdout
