@@ -20,7 +20,7 @@ from typing import IO
 
 import pytest
 
-from ..adapter.interface import CAPABILITIES, ENGINE_CAPABILITIES, ENGINE_SPECIFIC, PIPELINE_CAPABILITIES, Adapter
+from ..adapter.interface import CAPABILITIES, ENGINE_CAPABILITIES, PIPELINE_CAPABILITIES, Adapter
 from ..adapter.loader import contract_note, default_adapter, load_adapter
 from ..brokers import fallback_warning, kafka_unavailable
 from ..errors import CannotCheck
@@ -191,8 +191,8 @@ def run(options: RunOptions, out: IO[str] = sys.stdout) -> RunResult:
     notes += [f"{note}; it was not checked" for note in empty]
     if collector.other_engine:
         notes.append(
-            f"{collector.other_engine} tests left out: they judge through an engine or client adapter {adapter.name!r} "
-            f"does not run on ({', '.join(sorted(ENGINE_SPECIFIC))}), so they say nothing of it"
+            f"{collector.other_engine} tests left out: they run on an engine or client (Spark queries, Flink jobs, "
+            f"the confluent-kafka consumer) that adapter {adapter.name!r} does not run on, so they say nothing of it"
         )
     if interrupted:
         notes.append(interruption(len(collector.results), collector.selected))
