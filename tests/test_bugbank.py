@@ -20,12 +20,12 @@ from kconform.conformance.bugbank.pyreleases import (
     child_env,
     pip_command,
     release_folder,
-    releases_dir,
 )
 from kconform.conformance.bugbank.verdict import Judgement, Outcome, Verdict, judge, outcome_of_report
 from kconform.conformance.jvm import oracle_at_release
 from kconform.conformance.jvm.oracle_at_release import KAFKA_CLIENTS_VERSION_ENV, build_at_release, oracle_module
 from kconform.conformance.jvm.setup import Folder, foreign_entries
+from kconform.conformance.paths import releases_dir
 
 ENTRY = """
 [[bug]]

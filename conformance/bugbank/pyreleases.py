@@ -20,12 +20,10 @@ from pathlib import Path
 from typing import Final
 
 from ..jvm import in_checkout
-from ..paths import PACKAGE_ROOT
+from ..paths import PACKAGE_ROOT, RELEASES_DIR_ENV, releases_dir
 
 Say = Callable[[str], None]
 
-RELEASES_DIR_ENV: Final = "KCONFORM_RELEASES_DIR"
-"""Where installed releases are kept, before any default (a checkout's ``.releases/``, else the user cache)."""
 DISTRIBUTION: Final = "confluent-kafka"
 RELEASE: Final = re.compile(r"\d+(?:\.\d+)+")
 """A PyPI release of confluent-kafka (2.13.0); anything else could name a path outside the releases folder."""
@@ -37,15 +35,6 @@ CHECK_TIMEOUT_S: Final = 60
 
 class ReleaseInstallError(ValueError):
     """A release that could not be made ready; the message names the release and the fix."""
-
-
-def releases_dir(env: Mapping[str, str], checkout: Path | None, home: Path) -> Path:
-    """``$KCONFORM_RELEASES_DIR``, else a checkout's ``.releases/``, else ``$XDG_CACHE_HOME/kconform/releases``."""
-    if explicit := env.get(RELEASES_DIR_ENV):
-        return Path(explicit)
-    if checkout is not None:
-        return checkout / ".releases"
-    return Path(env.get("XDG_CACHE_HOME") or home / ".cache") / "kconform" / "releases"
 
 
 def release_folder(root: Path, release: str) -> Path:

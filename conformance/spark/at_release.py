@@ -1,7 +1,7 @@
 """A Spark release other than the pinned one, made ready for ``kconform run --spark VERSION``.
 
 A run imports one pyspark, so a release runs in a child interpreter: a venv per release
-(``.releases/pyspark-<release>/`` in a checkout, the per-user cache otherwise) that holds only that
+(``<releases folder>/pyspark-<release>/``, ``kconform.conformance.paths.releases_dir``) that holds only that
 release's pyspark and py4j, installed with pip, and reaches everything else (kconform itself, confluent-kafka,
 pytest, ...) through a ``.pth`` line that adds this interpreter's site-packages after its own. Its Kafka
 connector comes from ``kconform.conformance.jvm.spark_at_release``. Both are made once and reused: the venv
@@ -23,9 +23,9 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Final
 
-from ..jvm import CHECKOUT, in_checkout, user_cache
+from ..jvm import CHECKOUT, in_checkout
 from ..jvm.spark_at_release import SPARK_VERSION_ENV, check_release, resolve_at_release
-from ..release import kconform_version
+from ..paths import releases_dir
 
 Say = Callable[[str], None]
 PIP_TIMEOUT_S: Final = 1800
@@ -39,13 +39,6 @@ LOG_TAIL: Final = 20
 
 class ReleaseError(Exception):
     """A release's venv cannot be made; the message names the fix."""
-
-
-def releases_dir() -> Path:
-    """Where release venvs live: a checkout's ``.releases/`` (git-ignored), else beside the per-user jars cache."""
-    if in_checkout():
-        return CHECKOUT / ".releases"
-    return user_cache(os.environ, Path.home(), kconform_version()).parent / "releases"
 
 
 def installed_pyspark() -> str | None:
@@ -100,7 +93,8 @@ def run_bounded(command: Sequence[str], say: Say, what: str) -> None:
 
 def make_venv(release: str, say: Say) -> Path:
     """The venv of pyspark ``release`` (its python), made with pip unless its stamp says it is there."""
-    venv = releases_dir() / f"pyspark-{check_release(release)}"
+    root = releases_dir(os.environ, CHECKOUT if in_checkout() else None, Path.home())
+    venv = root / f"pyspark-{check_release(release)}"
     site_dirs = parent_site_dirs()
     stamp = venv / STAMP
     if stamp.is_file() and stamp.read_text() == stamp_text(release, site_dirs) and venv_python(venv).exists():
