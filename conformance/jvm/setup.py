@@ -212,20 +212,25 @@ def maven_tools() -> str:
     return mvn
 
 
-def run_maven(command: Sequence[str], on_line: Say) -> int:
-    """Run Maven, passing each log line on; killed after ``MAVEN_TIMEOUT_S`` (exit code then negative)."""
+def run_streaming(command: Sequence[str], on_line: Say, timeout_s: float) -> int:
+    """Run ``command``, passing each output line on; killed after ``timeout_s`` (exit code then negative)."""
     with subprocess.Popen(
         command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    ) as maven:
-        watchdog = threading.Timer(MAVEN_TIMEOUT_S, maven.kill)
+    ) as child:
+        watchdog = threading.Timer(timeout_s, child.kill)
         watchdog.start()
         try:
-            assert maven.stdout is not None
-            for line in maven.stdout:
+            assert child.stdout is not None
+            for line in child.stdout:
                 on_line(line.rstrip("\n"))
-            return maven.wait(timeout=MAVEN_TIMEOUT_S)
+            return child.wait(timeout=timeout_s)
         finally:
             watchdog.cancel()
+
+
+def run_maven(command: Sequence[str], on_line: Say) -> int:
+    """Run Maven, passing each log line on; killed after ``MAVEN_TIMEOUT_S`` (exit code then negative)."""
+    return run_streaming(command, on_line, MAVEN_TIMEOUT_S)
 
 
 def setup(dest: Path, say: Say, maven: MavenRunner = run_maven) -> None:

@@ -16,7 +16,6 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-import threading
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Final
 
 from ..jvm import CHECKOUT, in_checkout
+from ..jvm.setup import run_streaming
 from ..jvm.spark_at_release import SPARK_VERSION_ENV, check_release, resolve_at_release
 from ..paths import releases_dir
 
@@ -72,20 +72,13 @@ def venv_python(venv: Path) -> Path:
 def run_bounded(command: Sequence[str], say: Say, what: str) -> None:
     """Run ``command``, passing pip's progress lines on; killed after ``PIP_TIMEOUT_S``; ``ReleaseError`` on failure."""
     tail: deque[str] = deque(maxlen=LOG_TAIL)
-    with subprocess.Popen(
-        command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    ) as child:
-        watchdog = threading.Timer(PIP_TIMEOUT_S, child.kill)
-        watchdog.start()
-        try:
-            assert child.stdout is not None
-            for line in child.stdout:
-                tail.append(line.rstrip())
-                if line.lstrip().startswith(PIP_PROGRESS):
-                    say(f"  {line.strip()}")
-            code = child.wait(timeout=PIP_TIMEOUT_S)
-        finally:
-            watchdog.cancel()
+
+    def on_line(line: str) -> None:
+        tail.append(line.rstrip())
+        if line.lstrip().startswith(PIP_PROGRESS):
+            say(f"  {line.strip()}")
+
+    code = run_streaming(command, on_line, PIP_TIMEOUT_S)
     if code != 0:
         why = f"killed after {PIP_TIMEOUT_S} s" if code < 0 else f"exit {code}"
         raise ReleaseError(f"{what} failed ({why}); its last lines:\n" + "\n".join(tail))
