@@ -42,7 +42,7 @@ class _Marked:
     """A test item as ``applies`` sees it: its requirement mark."""
 
     def __init__(self, capability: str | None) -> None:
-        self.mark = pytest.mark.requirement("RESTORE-003", capability=capability).mark
+        self.mark = pytest.mark.requirement(capability=capability).mark
 
     def get_closest_marker(self, name: str) -> Any:
         return self.mark if name == "requirement" else None
