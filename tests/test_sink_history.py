@@ -34,13 +34,13 @@ def read_of(
     stable: Mapping[int, int] | None = None,
     durable: tuple[int, str] = (1, "notify"),
     watermarks: Mapping[int, int] | None = None,
-    last_action: str = "notify",
+    hidden_before_recovery: frozenset[bytes] = frozenset(),
     crashed: frozenset[str] = frozenset(),
     faulted: bool = False,
 ) -> Read:
     located = located if located is not None else {v: (0, i) for i, v in enumerate(values)}
     seen = Observation(committed, located, stable if stable is not None else {0: len(values)})
-    return Read(7, seen, values, crashed, *durable, watermarks or {}, 1, last_action, faulted)
+    return Read(7, seen, values, crashed, *durable, watermarks or {}, 1, hidden_before_recovery, faulted)
 
 
 def kinds(anomalies: list[Anomaly]) -> list[str]:
@@ -56,24 +56,26 @@ def test_required_COMMIT_008_a_value_visible_twice_is_a_duplicate(committed: lis
 
 
 @pytest.mark.parametrize(
-    ("written", "last_action", "crashed", "anomaly"),
+    ("written", "hidden_before_recovery", "crashed", "anomaly"),
     [
-        (COMMITTED, "notify", frozenset(), None),
-        (COMMITTED, "recover", frozenset(), None),
-        (WrittenValue("attempt-0", 0, checkpoint=1), "recover", frozenset(), "recovery-commits-uncheckpointed"),
-        (WrittenValue("attempt-0", 0, checkpoint=1, covered=True, failed=True), "notify", frozenset(), "zombie-write"),
-        (WrittenValue("attempt-0", 0, covered=True, superseded=True), "notify", frozenset(), "zombie-write"),
-        (WrittenValue("attempt-0", 0), "write", frozenset(), "uncommitted-read"),
-        (WrittenValue("attempt-0", 0, checkpoint=2), "barrier", frozenset({"attempt-0"}), "aborted-read"),
-        (WrittenValue("attempt-0", 0, checkpoint=2), "barrier", frozenset(), "precommitted-read"),
+        (COMMITTED, frozenset(), frozenset(), None),
+        (COMMITTED, frozenset({b"v"}), frozenset(), None),
+        (WrittenValue("attempt-0", 0, checkpoint=1), frozenset({b"v"}), frozenset(), "recovery-commits-uncheckpointed"),
+        (WrittenValue("attempt-0", 0, checkpoint=1, covered=True, failed=True), frozenset(), frozenset(), "zombie-write"),
+        (WrittenValue("attempt-0", 0, covered=True, superseded=True), frozenset(), frozenset(), "zombie-write"),
+        (WrittenValue("attempt-0", 0), frozenset(), frozenset(), "uncommitted-read"),
+        (WrittenValue("attempt-0", 0, checkpoint=2), frozenset(), frozenset({"attempt-0"}), "aborted-read"),
+        (WrittenValue("attempt-0", 0, checkpoint=2), frozenset(), frozenset(), "precommitted-read"),
     ],
 )
 def test_required_COMMIT_001_002_006_008_010_a_visible_value_no_completed_checkpoint_covers_is_named(
-    written: WrittenValue, last_action: str, crashed: frozenset[str], anomaly: str | None
+    written: WrittenValue, hidden_before_recovery: frozenset[bytes], crashed: frozenset[str], anomaly: str | None
 ) -> None:
-    found = visible_too_early(read_of((b"v",), {b"v": written}, last_action=last_action, crashed=crashed))
+    found = visible_too_early(
+        read_of((b"v",), {b"v": written}, hidden_before_recovery=hidden_before_recovery, crashed=crashed)
+    )
     assert kinds(found) == ([anomaly] if anomaly else [])
-    assert visible_too_early(read_of((b"unknown",), {}, last_action=last_action)) == []
+    assert visible_too_early(read_of((b"unknown",), {}, hidden_before_recovery=hidden_before_recovery)) == []
 
 
 @pytest.mark.parametrize(
@@ -83,7 +85,7 @@ def test_required_COMMIT_004_012_a_stable_offset_below_the_watermark_at_recovery
     stable: int, holder: int, anomaly: str | None
 ) -> None:
     values = {b"done": COMMITTED, b"open": WrittenValue("attempt-0", holder, checkpoint=2)}
-    read = read_of((b"done",), values, stable={0: stable}, watermarks={0: 2}, last_action="recover")
+    read = read_of((b"done",), values, stable={0: stable}, watermarks={0: 2})
     found = open_transactions(read)
     assert kinds(found) == ([anomaly] if anomaly else [])
     assert all(a.key == 0 and a.data["subtask"] == holder for a in found)
@@ -124,5 +126,30 @@ def test_the_replay_gives_each_read_the_state_of_its_moment() -> None:
     first, second, third = reads_of(history.ops)
     assert first.values[b"v"] == WrittenValue("attempt-0", 0) and first.durable_by == "start"
     assert second.values[b"v"] == COMMITTED and (second.durable_upto, second.durable_by) == (1, "notify")
-    assert (third.last_action, third.crashed, third.parallelism_at_recover) == ("recover", {"attempt-0"}, 2)
+    assert (third.hidden_before_recovery, third.crashed, third.parallelism_at_recover) == (
+        frozenset(),
+        {"attempt-0"},
+        2,
+    )
     assert third.watermarks_at_recover == {0: 1} and (third.durable_upto, third.durable_by) == (1, "recover")
+
+
+@pytest.mark.parametrize("read_before_recovery", [True, False])
+def test_required_COMMIT_002_010_a_recovery_is_blamed_only_for_what_a_read_just_before_it_saw_hidden(
+    read_before_recovery: bool,
+) -> None:
+    """A sink that commits at the barrier, then crashes: without a read between the barrier and the
+    recovery, the history cannot say the recovery made the value visible (CI, stop 33)."""
+    history = History()
+    history.complete("attempt-0", "ok", "write", (b"v", 0))
+    history.complete("attempt-0", "ok", "barrier", 1)
+    if read_before_recovery:
+        history.complete("reader", "ok", "read", Observation((), {b"v": (0, 0)}, {0: 0}))
+    history.invoke("attempt-1", "recover", ({0: 2}, 1))
+    history.complete("attempt-1", "ok", "recover", 0)
+    history.complete("reader", "ok", "read", Observation((b"v",), {b"v": (0, 0)}, {0: 2}))
+    *_, last = reads_of(history.ops)
+    assert last.hidden_before_recovery == (frozenset({b"v"}) if read_before_recovery else frozenset())
+    assert kinds(visible_too_early(last)) == (
+        ["recovery-commits-uncheckpointed"] if read_before_recovery else ["aborted-read"]
+    )

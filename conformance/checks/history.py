@@ -151,7 +151,9 @@ class Read:
     """... and which of the two (``notify``, ``recover``; ``start`` before either)."""
     watermarks_at_recover: Mapping[int, int]
     parallelism_at_recover: int
-    last_action: str
+    hidden_before_recovery: frozenset[bytes]
+    """Values the previous read saw hidden when the only operation since is a recovery: any of them visible
+    now, that recovery made visible. Without such a read, when a value became visible is not known."""
     faulted: bool
 
 
@@ -178,7 +180,8 @@ def reads_of(ops: Iterable[Op]) -> Iterator[Read]:
     crashed: set[str] = set()
     attempts: set[str] = set()
     faulted = False
-    last_action = "start"
+    hidden_at_last_read: frozenset[bytes] = frozenset()
+    since_last_read: list[str] = []
     for op in ops:
         if op.f in {"write", "barrier", "notify", "recover"}:
             attempts.add(op.process)
@@ -220,11 +223,13 @@ def reads_of(ops: Iterable[Op]) -> Iterator[Read]:
                 durable_by,
                 watermarks_at_recover,
                 parallelism_at_recover,
-                last_action,
+                hidden_at_last_read if since_last_read == ["recover"] else frozenset(),
                 faulted,
             )
+            hidden_at_last_read = frozenset(values) - frozenset(op.value.committed)
+            since_last_read = []
             continue
-        last_action = op.f
+        since_last_read.append(op.f)
 
 
 def duplicates(read: Read) -> list[Anomaly]:
@@ -251,7 +256,7 @@ def visible_too_early(read: Read) -> list[Anomaly]:
         info = read.values.get(value)
         if info is None or (info.covered and not info.failed and not info.superseded):
             continue
-        if read.last_action == "recover":
+        if value in read.hidden_before_recovery:
             anomaly, why = "recovery-commits-uncheckpointed", "became visible when a recovery committed it"
         elif info.failed or info.superseded:
             anomaly = "zombie-write"
