@@ -24,6 +24,7 @@ from kconform.conformance.checks.history import (
 )
 
 COMMITTED = WrittenValue("attempt-0", 0, checkpoint=1, covered=True)
+NONE: frozenset[str] = frozenset()
 
 
 def read_of(
@@ -58,14 +59,14 @@ def test_required_COMMIT_008_a_value_visible_twice_is_a_duplicate(committed: lis
 @pytest.mark.parametrize(
     ("written", "hidden_before_recovery", "crashed", "anomaly"),
     [
-        (COMMITTED, frozenset(), frozenset(), None),
-        (COMMITTED, frozenset({b"v"}), frozenset(), None),
+        (COMMITTED, NONE, NONE, None),
+        (COMMITTED, frozenset({b"v"}), NONE, None),
         (WrittenValue("attempt-0", 0, checkpoint=1), frozenset({b"v"}), frozenset(), "recovery-commits-uncheckpointed"),
-        (WrittenValue("attempt-0", 0, checkpoint=1, covered=True, failed=True), frozenset(), frozenset(), "zombie-write"),
-        (WrittenValue("attempt-0", 0, covered=True, superseded=True), frozenset(), frozenset(), "zombie-write"),
-        (WrittenValue("attempt-0", 0), frozenset(), frozenset(), "uncommitted-read"),
-        (WrittenValue("attempt-0", 0, checkpoint=2), frozenset(), frozenset({"attempt-0"}), "aborted-read"),
-        (WrittenValue("attempt-0", 0, checkpoint=2), frozenset(), frozenset(), "precommitted-read"),
+        (WrittenValue("attempt-0", 0, checkpoint=1, covered=True, failed=True), NONE, NONE, "zombie-write"),
+        (WrittenValue("attempt-0", 0, covered=True, superseded=True), NONE, NONE, "zombie-write"),
+        (WrittenValue("attempt-0", 0), NONE, NONE, "uncommitted-read"),
+        (WrittenValue("attempt-0", 0, checkpoint=2), NONE, frozenset({"attempt-0"}), "aborted-read"),
+        (WrittenValue("attempt-0", 0, checkpoint=2), NONE, NONE, "precommitted-read"),
     ],
 )
 def test_required_COMMIT_001_002_006_008_010_a_visible_value_no_completed_checkpoint_covers_is_named(
