@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import io
 import re
+import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from kconform.conformance import jvm
-from kconform.conformance.gate import run_command
+from kconform.conformance.gate import run_command, spark_release, verdicts
 from kconform.conformance.gate.collector import Collector
 from kconform.conformance.gate.options import RunOptions
 from kconform.conformance.jvm import setup, spark_at_release
@@ -145,3 +146,31 @@ def test_a_replay_line_of_a_run_at_another_release_names_it(monkeypatch: pytest.
     assert "--spark" not in collector.replay_command("required_X", pipeline=True)
     monkeypatch.setenv(SPARK_VERSION_ENV, "4.0.1")
     assert collector.replay_command("required_X", pipeline=True).endswith(" --spark 4.0.1")
+
+
+def test_verdicts_refuses_what_is_not_a_spark_release(capsys: pytest.CaptureFixture[str]) -> None:
+    assert verdicts.main(["--spark", "4.0", "--adapter", "m:A", "--out", "x.md"]) == 2
+    assert "kconform verdicts: error: '4.0' is not a Spark release version" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["run", "verdicts"])
+def test_a_command_at_another_release_runs_itself_again_in_that_releases_venv(
+    command: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ran: list[tuple[list[str], str | None]] = []
+
+    def child(argv: list[str], env: dict[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
+        ran.append((argv, env.get(SPARK_VERSION_ENV)))
+        return subprocess.CompletedProcess(argv, 1)
+
+    monkeypatch.setenv(SPARK_VERSION_ENV, "")  # undone after the test: the command sets it for its run
+    monkeypatch.setattr(spark_release, "prepare", lambda release, say: {SPARK_VERSION_ENV: release})
+    monkeypatch.setattr(spark_release, "installed_pyspark", lambda: pinned())
+    monkeypatch.setattr(spark_release, "make_venv", lambda release, say: Path(f"/venvs/pyspark-{release}/bin/python"))
+    monkeypatch.setattr(spark_release.subprocess, "run", child)
+    assert spark_release.at_spark_release(command, None, ["--only", "X"]) is None  # the pinned one: nothing to do
+    assert spark_release.at_spark_release(command, "4.0.1", ["--spark", "4.0.1"]) == 1  # the child's exit code
+    cli = ["/venvs/pyspark-4.0.1/bin/python", "-m", "kconform.conformance.cli", command, "--spark", "4.0.1"]
+    assert ran == [(cli, "4.0.1")]
+    monkeypatch.setattr(spark_release, "installed_pyspark", lambda: "4.0.1")  # already in that venv: go on here
+    assert spark_release.at_spark_release(command, "4.0.1", ["--spark", "4.0.1"]) is None and len(ran) == 1

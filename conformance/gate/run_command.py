@@ -6,11 +6,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Final
 
 from ...reference_impl.credentials import json_default
 from ..adapter.interface import DEFAULT_MASTER
@@ -20,20 +18,15 @@ from ..adapters.flink_kafka import FLINK_CONNECTOR_ENV
 from ..brokers import BOOTSTRAP_ENV, BROKER_KINDS, DEFAULT_BROKER
 from ..brokers.base import EXTERNAL_TIMEOUT_ENV, START_TIMEOUT_S
 from ..errors import CannotCheck
-from ..jvm import JvmArtifactsMissing
-from ..jvm.setup import SetupError
-from ..jvm.spark_at_release import SPARK_VERSION_ENV, check_release
+from ..jvm.spark_at_release import SPARK_VERSION_ENV
 from ..redaction import write_text
-from ..spark.at_release import ReleaseError, installed_pyspark, make_venv, prepare
 from .html_report import write_html
 from .options import DEFAULT_LEVEL, DEFAULT_SUITE, DEFAULT_TIMEOUT, RunOptions
 from .profiles import PROFILES, profile_from_env
 from .report import annotate_junit, render_markdown, render_text, to_json
 from .results import ERROR_EXIT, USAGE_EXIT, RunResult
 from .runner import BROKER_ENV, AdapterLoadError, run
-
-RELEASE_RUN_TIMEOUT_S: Final = 4 * 3600
-"""Longest a run at another Spark release may take in its venv (the whole suite at the pipeline level included)."""
+from .spark_release import at_spark_release
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -149,21 +142,9 @@ def main(argv: Sequence[str]) -> int:
     flink_default = args.flink_connector is not None and args.level == DEFAULT_LEVEL
     level = "pipeline" if flink_default else args.level  # the Flink adapter has no protocol level
     search_working_directory()
-    release = args.spark or os.environ.get(SPARK_VERSION_ENV)
-    if release:
-        try:
-            os.environ.update(prepare(check_release(release), lambda line: print(line, flush=True)))
-        except ValueError as exc:
-            print(f"kconform run: error: {exc}", file=sys.stderr)
-            return USAGE_EXIT
-        except (SetupError, ReleaseError, JvmArtifactsMissing) as exc:
-            print(
-                f"kconform run: could not check (ERROR): Spark {release} could not be made ready: {exc}",
-                file=sys.stderr,
-            )
-            return ERROR_EXIT
-        if installed_pyspark() != release:
-            return run_in_release_venv(release, argv)
+    released = at_spark_release("run", args.spark, argv)
+    if released is not None:
+        return released
     try:
         options = RunOptions(
             adapter=args.adapter or default_adapter(level),
@@ -191,23 +172,6 @@ def main(argv: Sequence[str]) -> int:
         write_reports(result, options.report)
     print(render_text(result, verbose=args.verbose))
     return result.exit_code
-
-
-def run_in_release_venv(release: str, argv: Sequence[str]) -> int:
-    """The same ``kconform run`` in the venv of pyspark ``release`` (made by ``prepare``): its exit code."""
-    python = make_venv(release, lambda line: print(line, flush=True))
-    command = [str(python), "-m", "kconform.conformance.cli", "run", *argv]
-    print(f"kconform run: Spark {release} runs in {python}", flush=True)
-    try:
-        return subprocess.run(
-            command, env=os.environ | {SPARK_VERSION_ENV: release}, timeout=RELEASE_RUN_TIMEOUT_S
-        ).returncode
-    except subprocess.TimeoutExpired:
-        print(
-            f"kconform run: ERROR: the run at Spark {release} took longer than {RELEASE_RUN_TIMEOUT_S} s",
-            file=sys.stderr,
-        )
-        return ERROR_EXIT
 
 
 def write_reports(result: RunResult, directory: Path) -> None:

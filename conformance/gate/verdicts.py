@@ -3,7 +3,8 @@
 It is ``kconform run`` with what makes the page reproducible fixed: the seed (``DEFAULT_SEED``
 unless given) and a fresh Hypothesis example database, so examples an earlier run saved cannot
 change what runs. The page names the versions judged (PySpark, the connector's jars when the
-adapter reports them, the broker) and nothing that changes between identical runs (no times).
+adapter reports them, the broker) and nothing that changes between identical runs (no times);
+``--spark VERSION`` judges another Spark release, whose page is its own.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from .profiles import DEFAULT_PROFILE, PROFILES
 from .report import class_verdicts, md_cell, render_text, row_note, tally
 from .results import ERROR_EXIT, USAGE_EXIT, RunResult
 from .runner import AdapterLoadError, load, run
+from .spark_release import at_spark_release
 
 DEFAULT_SEED: Final = 2026
 
@@ -100,6 +102,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--spark-master", default=DEFAULT_MASTER, help="Spark master of the pipeline scenarios (default %(default)s)"
     )
+    parser.add_argument(
+        "--spark",
+        metavar="VERSION",
+        help="judge this Spark release's pyspark and spark-sql-kafka-0-10, as kconform run --spark does "
+        "(default: the pinned one)",
+    )
     return parser
 
 
@@ -107,6 +115,9 @@ def main(argv: Sequence[str]) -> int:
     """Write the page, print the run's summary; the exit code is ``kconform run``'s for the same run."""
     args = build_parser().parse_args(argv)
     search_working_directory()
+    released = at_spark_release("verdicts", args.spark, argv)
+    if released is not None:
+        return released
     command = shlex.join(["kconform", "verdicts", *argv])
     with tempfile.TemporaryDirectory(prefix="kconform-examples-") as examples:
         options = RunOptions(
