@@ -118,7 +118,7 @@ site: setup
 # Regenerate the committed verdict tables of the shipped adapters (fixed seed: a clean clone gets the same):
 # Spark's built-in connector on the pinned Spark, then on each of SPARK_RELEASES (kconform verdicts --spark);
 # a release's violation is its page's finding (exit 1 goes on), a run that could not check stops make.
-SPARK_RELEASES := 4.0.2 4.1.1
+SPARK_RELEASES := 3.5.7 4.0.2 4.1.1
 verdicts: setup
 	$(BIN)/kconform verdicts --adapter kconform.conformance.adapters.spark_kafka:ADAPTER \
 	  --expectations conformance/adapters/spark_kafka.expectations.toml --out docs/verdicts/spark-kafka.md

@@ -111,7 +111,7 @@ aborted records); it is reported with the reason, never as a pass.""",
         metavar="VERSION",
         help=f"judge this Spark release (default: ${SPARK_VERSION_ENV}, else the pinned one): its pyspark, in a venv "
         "made on demand and cached, and its spark-sql-kafka-0-10, resolved with Maven and cached; the reference "
-        "connector needs pyspark 4.2's Python streaming data source API (on 4.0 and 4.1 it is could-not-check)",
+        "connector needs pyspark 4.2's Python streaming data source API (on 3.5, 4.0 and 4.1 it is could-not-check)",
     )
     parser.add_argument("--strict", action="store_true", help="SHOULD failures and PARTIAL results fail the run too")
     parser.add_argument(

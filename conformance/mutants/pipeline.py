@@ -25,7 +25,8 @@ from pyspark.sql.types import StructType
 from ...reference_impl.assignment import assign
 from ...reference_impl.kafka_client import KafkaClient, KafkaTransactionalProducer
 from ...reference_impl.ports import KafkaError
-from ...reference_impl.spark import Connection, KafkaDataSource
+from ...reference_impl.spark import Connection
+from ...reference_impl.spark.data_source import KafkaDataSource
 from ...reference_impl.spark.offsets import SourceOffsets
 from ...reference_impl.spark.sink import (
     KafkaStreamWriter,

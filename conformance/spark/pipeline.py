@@ -21,10 +21,10 @@ import re
 import sys
 from collections import Counter
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import pyspark
 from pyspark import TaskContext
@@ -40,7 +40,7 @@ from ...reference_impl.configs import CONTRACT_VERSION
 from ...reference_impl.credentials import Secret, revealed
 from ...reference_impl.kafka_client import KafkaClient, topic_records
 from ...reference_impl.ports import Isolation
-from ...reference_impl.spark import TIMEOUT_OPTION, KafkaDataSource, register
+from ...reference_impl.spark import FORMAT, TIMEOUT_OPTION, register
 from ...reference_impl.spark.offsets import SourceOffsets
 from ...reference_impl.types import TopicPartition
 from ..adapter.interface import DEFAULT_MASTER, PipelineAdapter, SinkSpec, SourceSpec
@@ -50,6 +50,9 @@ from ..errors import ContractError, HarnessError
 from ..jvm import JvmArtifactsMissing, jars, jvm_dir, setup_hint
 from ..jvm.spark_at_release import connector_module
 from .cluster import STANDALONE, cluster_settings, is_local
+
+if TYPE_CHECKING:
+    from ...reference_impl.spark.data_source import KafkaDataSource
 
 QUERY_TIMEOUT_S: Final = 120
 
@@ -64,7 +67,8 @@ class KconformKafkaAdapter:
 
     contract_version: ClassVar[int] = CONTRACT_VERSION
     name: str = "spark-kconform-kafka"
-    data_source: type[KafkaDataSource] = KafkaDataSource
+    data_source: type[KafkaDataSource] | None = None
+    """``None``: the reference's own, imported when a query needs it (pyspark 4's data source API)."""
     capabilities: frozenset[str] = frozenset(
         {
             "pipeline",
@@ -78,11 +82,18 @@ class KconformKafkaAdapter:
         }
     )
 
-    def read_stream(self, spark: SparkSession, source: SourceSpec) -> DataFrame:
+    def source_class(self) -> type[KafkaDataSource]:
+        """The data source registered and used by name; ``HarnessError`` on a pyspark without the API."""
         require_data_source_api()
-        spark.dataSource.register(self.data_source)
+        from ...reference_impl.spark.data_source import KafkaDataSource
+
+        return self.data_source or KafkaDataSource
+
+    def read_stream(self, spark: SparkSession, source: SourceSpec) -> DataFrame:
+        data_source = self.source_class()
+        spark.dataSource.register(data_source)
         reader = (
-            spark.readStream.format(self.data_source.name())
+            spark.readStream.format(data_source.name())
             .option("bootstrap.servers", source.bootstrap_servers)
             .option("parallelism", str(source.parallelism))
             .option("startingOffsets", source.starting_offsets)
@@ -99,10 +110,10 @@ class KconformKafkaAdapter:
         return reader.load()
 
     def write_stream(self, frame: DataFrame, sink: SinkSpec) -> DataStreamWriter:
-        require_data_source_api()
-        frame.sparkSession.dataSource.register(self.data_source)
+        data_source = self.source_class()
+        frame.sparkSession.dataSource.register(data_source)
         return (
-            frame.writeStream.format(self.data_source.name())
+            frame.writeStream.format(data_source.name())
             .option("bootstrap.servers", sink.bootstrap_servers)
             .option("topic", sink.topic)
             .option("deliveryGuarantee", "exactly-once" if sink.exactly_once else "at-least-once")
@@ -116,10 +127,10 @@ def require_data_source_api() -> None:
     reference connector is written against (an older Spark release, ``kconform run --spark``): Spark would
     otherwise fail its queries inside the Python worker, which would read as the reference's violation."""
     try:
-        from ...reference_impl.spark import sink, source  # noqa: F401
+        from ...reference_impl.spark import data_source, sink, source  # noqa: F401
     except ImportError as missing:
         raise HarnessError(
-            f"the reference connector ({KafkaDataSource.name()}) needs pyspark's Python streaming data source API, "
+            f"the reference connector ({FORMAT}) needs pyspark's Python streaming data source API, "
             f"which this run's pyspark {pyspark.__version__} lacks ({missing}): judge a JVM connector on this "
             "release instead (--adapter kconform.conformance.adapters.spark_kafka:ADAPTER)"
         ) from missing
@@ -275,7 +286,8 @@ def local_session(master: str = DEFAULT_MASTER) -> SparkSession:
         .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1")
         .getOrCreate()
     )
-    register(session)
+    with suppress(ImportError):  # pyspark before 4.0: no Python data sources, Spark's own connector only
+        register(session)
     return session
 
 

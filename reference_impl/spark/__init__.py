@@ -11,14 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final
-
-from pyspark.sql import SparkSession
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader, DataSourceStreamWriter
-from pyspark.sql.types import StructType
+from typing import TYPE_CHECKING, Final
 
 from ..kafka_client import KafkaClient, StaticEndpoint
 from ..ports import Isolation, KafkaError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 FORMAT: Final = "kconform-kafka"
 BOOTSTRAP: Final = "bootstrap.servers"
@@ -92,30 +91,9 @@ def positive_int(options: Mapping[str, str], name: str, default: int | None) -> 
     return value
 
 
-class KafkaDataSource(DataSource):
-    """``kconform-kafka``: options are checked when the query is defined, Kafka is reached at start."""
-
-    @classmethod
-    def name(cls) -> str:
-        return FORMAT
-
-    def schema(self) -> StructType:
-        from .source import SCHEMA, SourceOptions
-
-        SourceOptions.parse(self.options)
-        return SCHEMA
-
-    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        from .source import KafkaStreamReader, SourceOptions
-
-        return KafkaStreamReader(SourceOptions.parse(self.options))
-
-    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        from .sink import KafkaStreamWriter, SinkOptions
-
-        return KafkaStreamWriter(SinkOptions.parse(self.options), schema)
-
-
 def register(spark: SparkSession) -> None:
-    """Register the ``kconform-kafka`` source and sink with ``spark``."""
+    """Register the ``kconform-kafka`` source and sink with ``spark``. They need pyspark 4's Python data source
+    API, imported here so that the rest of this package (and a run of Spark's own connector) works on 3.5."""
+    from .data_source import KafkaDataSource
+
     spark.dataSource.register(KafkaDataSource)
