@@ -116,7 +116,8 @@ site: setup
 	$(BIN)/kconform site --out build/site
 
 # Regenerate the committed verdict tables of the shipped adapters (fixed seed: a clean clone gets the same):
-# Spark's built-in connector on the pinned Spark, then on each of SPARK_RELEASES (kconform verdicts --spark);
+# Spark's built-in connector on the pinned Spark, then on each of SPARK_RELEASES (kconform verdicts --spark),
+# then Flink's own connector at its newest pinned line (conformance/flink/versions.py);
 # a release's violation is its page's finding (exit 1 goes on), a run that could not check stops make.
 SPARK_RELEASES := 3.5.7 4.0.2 4.1.1
 verdicts: setup
@@ -127,6 +128,7 @@ verdicts: setup
 	    --expectations conformance/adapters/spark_kafka.expectations.toml \
 	    --out docs/verdicts/spark-kafka-$$release.md; code=$$?; [ $$code -le 1 ] || exit $$code; \
 	done
+	$(BIN)/kconform verdicts --adapter kconform.conformance.adapters.flink_kafka:adapter --out docs/verdicts/flink-kafka.md
 
 # The Flink harness tests (tests/flink) on every flink-connector-kafka release line pinned in
 # conformance/flink/versions.py, each built with Maven on first use (duration in the README); `make test`

@@ -3,8 +3,11 @@ nothing that differs between two identical runs; the run it makes cannot replay 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
+from kconform.conformance.adapters.flink_kafka import FlinkKafkaAdapter
+from kconform.conformance.flink.versions import release
 from kconform.conformance.gate import results, verdicts
 from kconform.conformance.gate.expectations import Deviation
 from kconform.conformance.gate.options import RunOptions
@@ -62,3 +65,10 @@ def test_a_run_can_be_given_its_own_example_database(tmp_path: Path) -> None:
     args = pytest_args(RunOptions(adapter="m:A", examples=tmp_path), seed=3)
     assert f"--kconform-examples={tmp_path}" in args
     assert not any(a.startswith("--kconform-examples") for a in pytest_args(RunOptions(adapter="m:A"), seed=3))
+
+
+def test_a_flink_page_names_the_connector_and_flink_and_no_pyspark() -> None:
+    flink = replace(result(1.0), adapter_name="flink-connector-kafka 5.0.0-2.2", capabilities=["flink-job"])
+    versions = FlinkKafkaAdapter(release("5.0.0-2.2")).versions()
+    page = verdicts.render(flink, "kconform verdicts --adapter f:adapter", versions)
+    assert "- judged: flink-connector-kafka 5.0.0-2.2; Flink 2.2.0\n" in page and "PySpark" not in page

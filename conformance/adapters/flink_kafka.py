@@ -33,6 +33,10 @@ class FlinkKafkaAdapter(AdapterBase):
     name: str = "flink-connector-kafka"
     capabilities: frozenset[str] = frozenset({"flink-job"})
 
+    def versions(self) -> dict[str, str]:
+        """What ``kconform verdicts`` names as judged: the connector release and the Flink it runs on."""
+        return {"flink-connector-kafka": self.release.connector, "Flink": self.release.flink}
+
 
 def adapter() -> FlinkKafkaAdapter:
     """The adapter at ``$KCONFORM_FLINK_CONNECTOR``; a line that is not pinned is a ``ValueError`` naming the

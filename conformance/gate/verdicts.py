@@ -19,7 +19,7 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Final
 
-from ..adapter.interface import DEFAULT_MASTER
+from ..adapter.interface import DEFAULT_MASTER, ENGINE_CAPABILITIES
 from ..adapter.loader import search_working_directory
 from ..brokers import BROKER_KINDS, DEFAULT_BROKER
 from ..errors import CannotCheck
@@ -37,7 +37,8 @@ DEFAULT_SEED: Final = 2026
 def render(result: RunResult, command: str, versions: dict[str, str]) -> str:
     """The verdict page of ``result``, which ``command`` regenerates."""
     o = result.options
-    pyspark = {"PySpark": version("pyspark")} if find_spec("pyspark") else {}  # a core install judges without it
+    on_spark = find_spec("pyspark") and not ENGINE_CAPABILITIES.keys() & set(result.capabilities)
+    pyspark = {"PySpark": version("pyspark")} if on_spark else {}  # a core install, or Flink, judges without it
     judged = "; ".join(f"{name} {v}" for name, v in {**pyspark, **versions}.items()) or "the protocol level only"
     lines = [
         f"# Verdicts: {result.adapter_name}",
