@@ -228,6 +228,23 @@ class _RescaleDoubleReadReader(KafkaStreamReader):
 
 
 @reader_mutant(
+    "spark_replay_replanned_at_new_parallelism",
+    {"COMMIT-011"},
+    "a batch replayed after a restart at another parallelism is planned at the new one, not as it first ran",
+    scenario="batch_replayed_after_its_tasks_committed",
+    data_source="kc-mutant-replay-replanned",
+)
+class _ReplayReplannedReader(KafkaStreamReader):
+    """Plans every batch at the parallelism option, ignoring the one its log entry carries: a batch logged
+    before a restart at another parallelism is replayed over other tasks than wrote it, whose progress
+    markers no longer describe what they read."""
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        current = SourceOffsets.from_json(end)
+        return super().partitions(start, replace(current, parallelism=self._options.parallelism).to_json())
+
+
+@reader_mutant(
     "spark_new_topic_at_latest",
     {"DISC-005"},
     "a newly matching topic starts at its end",
