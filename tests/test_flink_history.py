@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kconform.conformance.checks.pipeline_checkers import ReadRecord, check_read_once
+from kconform.conformance.checks.pipeline_checkers import ReadRecord, check_bounded_read, check_read_once
 from kconform.conformance.flink.history import HistoryError, committed_reads, left_to_read, parse_run
 from kconform.reference_impl.types import TopicPartition
 
@@ -119,3 +119,36 @@ def test_a_first_run_restored_from_nowhere_is_a_history_error() -> None:
     run = parse_run([line("init", 0, 0, restored=9)], "finished")
     with pytest.raises(HistoryError, match="restored from 9"):
         committed_reads([run])
+
+
+def test_required_RESTORE_010_a_bounded_job_that_read_all_then_never_finished_is_unfinished() -> None:
+    """FLINK-34470 as the harness records it: a bounded job read every committed record of logs that end in a
+    commit marker (in-0: 0-2 committed, 4-5 aborted, 7-8 committed, markers 3, 6, 9; in-1: 0-3, marker 4), then
+    ran on, reading nothing, until the harness gave up on it 40 s later."""
+    lines = [
+        line("init", 0, 0, restored=None),
+        line("init", 1, 0, restored=None),
+        *reads(0, 0, TP0, range(0, 3)),
+        *reads(1, 0, TP1, range(0, 4)),
+        line("snapshot", 0, 0, checkpoint=1),
+        line("snapshot", 1, 0, checkpoint=1),
+        line("complete", 0, 0, checkpoint=1),
+        *reads(0, 0, TP0, range(7, 9)),
+        line("snapshot", 0, 0, checkpoint=2),
+        line("snapshot", 1, 0, checkpoint=2),
+        line("complete", 1, 0, checkpoint=2),
+    ]
+    committed, stopping = {TP0: [0, 1, 2, 7, 8], TP1: [0, 1, 2, 3]}, {TP0: 10, TP1: 5}
+    run = parse_run(lines, "unfinished")
+    (violation,) = check_bounded_read(committed_reads([run]), committed, stopping, idle_ms=40_000)
+    assert (violation.requirement, violation.kind) == ("RESTORE-010", "unfinished")
+    assert violation.data["complete"] is True and violation.data["record_count"] == 9
+    assert violation.data["stopping"] == [
+        {"topic": "in", "partition": 0, "offset": 10},
+        {"topic": "in", "partition": 1, "offset": 5},
+    ]
+    assert violation.data["last_records"] == [
+        {"topic": "in", "partition": 0, "offset": 8},
+        {"topic": "in", "partition": 1, "offset": 3},
+    ]
+    assert check_bounded_read(committed_reads([parse_run(lines, "finished")]), committed, stopping, None) == []

@@ -1,4 +1,5 @@
-"""The pure checkers of the pipeline level: what tasks read (RESTORE-002/003) and a sink's output
+"""The pure checkers of the pipeline level: what tasks read (RESTORE-002/003, a bounded read's end: RESTORE-010)
+and a sink's output
 (COMMIT-011 loss and duplication, COMMIT-013 order, STRAT-001 keyed placement).
 
 Properties over generated outputs: any interleaving of input partitions that keeps each one's
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 from kconform.conformance.checks.checkers import check_order
 from kconform.conformance.checks.pipeline_checkers import (
     ReadRecord,
+    check_bounded_read,
     check_discovered,
     check_driver_exit,
     check_offsets_read_by_one_task,
@@ -229,3 +231,36 @@ def test_required_RESTORE_003_a_restart_that_fails_on_its_replayed_batch_is_name
     assert (violation.requirement, violation.kind) == ("RESTORE-003", "restart-failed")
     want = "[STREAM_FAILED] Query terminated with exception: assertion failed"
     assert violation.data == {"replayed_batch": 3, "error": want}
+
+
+MARKED = {TopicPartition("in", 0): [0, 1, 2, 7, 8], TopicPartition("in", 1): [0, 4]}
+"""Committed offsets of logs committed, aborted, committed (in-0: markers at 3, 6, 9) or committed, committed
+(in-1: markers at 1, 5): each ends in a commit marker."""
+MARKED_STOP = {TopicPartition("in", 0): 10, TopicPartition("in", 1): 6}
+
+
+def test_required_RESTORE_010_a_bounded_read_that_read_every_committed_record_once_and_ended_passes() -> None:
+    reads = [read(tp.partition, o, tp.partition) for tp, offsets in MARKED.items() for o in offsets]
+    assert check_bounded_read(reads, MARKED, MARKED_STOP, idle_ms=None) == []
+
+
+@given(idle_ms=st.integers(0, 10**6), missing=st.booleans())
+def test_required_RESTORE_010_a_bounded_read_given_up_on_is_unfinished_whatever_it_read(
+    idle_ms: int, missing: bool
+) -> None:
+    reads = [read(tp.partition, o, 0) for tp, offsets in MARKED.items() for o in offsets][: -1 if missing else None]
+    violations = check_bounded_read(reads, MARKED, MARKED_STOP, idle_ms)
+    assert [v.kind for v in violations] == ["record-missed"] * missing + ["unfinished"]
+    assert violations[-1].data["idle_ms"] == idle_ms and violations[-1].data["complete"] is not missing
+
+
+def test_required_RESTORE_010_missed_repeated_aborted_and_past_the_stop_reads_are_named() -> None:
+    reads = [read(0, o, 0) for o in (0, 1, 1, 4, 7, 8, 10)] + [read(1, o, 1) for o in (0, 4)]
+    violations = check_bounded_read(reads, MARKED, MARKED_STOP, idle_ms=None)
+    assert [(v.kind, v.data["offset"]) for v in violations] == [
+        ("record-missed", 2),
+        ("record-duplicate", 1),
+        ("unexpected-read", 4),
+        ("unexpected-read", 10),
+    ]
+    assert {v.requirement for v in violations} == {"RESTORE-010"}

@@ -126,6 +126,7 @@ def test_sink_and_pipeline_checkers_give_documented_fields() -> None:
     out += checkers.check_stopped_sink(["p-0-1"], ["p-0-2"], "in-0: 3 < 5")
     batch = [ReadRecord(a0, 0, b"x", 0), ReadRecord(a0, 0, b"x", 1), ReadRecord(a0, 2, b"\xff", 0)]
     out += pipeline_checkers.check_read_once(batch, {a0: 3})
+    out += pipeline_checkers.check_bounded_read(batch + batch, {a0: [0, 2], a1: [1]}, {a0: 2, a1: 3}, idle_ms=31_000)
     out += pipeline_checkers.check_discovered(batch, {a1: 4})
     out += pipeline_checkers.check_single_reader(batch, 1)
     out += pipeline_checkers.check_offsets_read_by_one_task(batch)

@@ -15,7 +15,16 @@ from dataclasses import dataclass
 
 from ...reference_impl.ports import Record
 from ...reference_impl.types import TopicPartition
-from .checkers import Violation, check_formula, check_order, check_plan, check_single_owner, tp_fields, value_field
+from .checkers import (
+    Violation,
+    check_formula,
+    check_order,
+    check_plan,
+    check_single_owner,
+    offsets_field,
+    tp_fields,
+    value_field,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +65,68 @@ def check_read_once(
         if seen[(tp, o)] > expected[(tp, o)]
     ]
     return out
+
+
+def check_bounded_read(
+    reads: Iterable[ReadRecord],
+    committed: Mapping[TopicPartition, Sequence[int]],
+    stopping: Mapping[TopicPartition, int],
+    idle_ms: int | None,
+) -> list[Violation]:
+    """RESTORE-010: a bounded read up to ``stopping`` (each partition's end when it started) reads each record of
+    ``committed`` (partition -> the offsets a read_committed consumer sees there) below it once, nothing else,
+    and ends, also where the last offset below it is a control marker that no read returns. ``idle_ms`` is
+    ``None`` for a read that ended; for one given up on, how long it had run since its last read (its caller
+    gives it at least its bound to end)."""
+    reads = list(reads)
+    want = {tp: [o for o in offsets if o < stopping[tp]] for tp, offsets in committed.items() if tp in stopping}
+    expected = {(tp, o) for tp, offsets in want.items() for o in offsets}
+    seen = Counter((r.tp, r.offset) for r in reads)
+    out = [
+        Violation(
+            "RESTORE-010",
+            "record-missed",
+            f"{tp} committed offset {o}, below the stopping offset {stopping[tp]}, never read",
+            data=tp_fields(tp) | {"offset": o, "times": 0, "end": stopping[tp]},
+        )
+        for tp, o in sorted(expected - set(seen))
+    ]
+    out += [
+        Violation(
+            "RESTORE-010",
+            "record-duplicate" if key in expected else "unexpected-read",
+            f"{key[0]} offset {key[1]} read {times} times"
+            + ("" if key in expected else " (not a committed record below the stopping offset)"),
+            data=tp_fields(key[0]) | {"offset": key[1], "times": times} | _end_field(stopping, key[0]),
+        )
+        for key, times in sorted(seen.items())
+        if times > (1 if key in expected else 0)
+    ]
+    if idle_ms is not None:
+        last = {tp: max(offsets, default=None) for tp, offsets in want.items()}
+        complete = expected <= set(seen)
+        ends = ", ".join(f"{tp} last record {last.get(tp)} stop {end}" for tp, end in sorted(stopping.items()))
+        out.append(
+            Violation(
+                "RESTORE-010",
+                "unfinished",
+                f"the bounded read was still running {idle_ms} ms after its last read, having read "
+                f"{'every' if complete else 'not every'} committed record below its stopping offsets "
+                f"({len(reads)} reads; {ends})",
+                data={
+                    "idle_ms": idle_ms,
+                    "complete": complete,
+                    "record_count": len(reads),
+                    "stopping": offsets_field(stopping),
+                    "last_records": offsets_field({tp: o for tp, o in last.items() if o is not None}),
+                },
+            )
+        )
+    return out
+
+
+def _end_field(ends: Mapping[TopicPartition, int], tp: TopicPartition) -> dict[str, int]:
+    return {"end": ends[tp]} if tp in ends else {}
 
 
 def check_discovered(

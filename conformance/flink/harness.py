@@ -42,6 +42,9 @@ class RunResult:
     savepoint: str | None
     stop_met: bool | None
     """Whether an unbounded run's stop condition held before its deadline (``None`` for a bounded run)."""
+    idle_ms: int | None
+    """A bounded run that was still running after ``timeout_ms`` (ended ``unfinished``, then cancelled): how long
+    since its last read, or since its start when it read nothing; ``None`` for a run that ended."""
     wall_ms: int
     history: RunHistory
 
@@ -113,7 +116,13 @@ class RunningJob:
         with (self.work / "history.jsonl").open(encoding="utf-8") as lines:
             recorded = parse_run(lines, answer["ended"])
         return RunResult(
-            answer["job_id"], answer["ended"], answer["savepoint"], answer["stop_met"], answer["wall_ms"], recorded
+            answer["job_id"],
+            answer["ended"],
+            answer["savepoint"],
+            answer["stop_met"],
+            answer.get("idle_ms"),
+            answer["wall_ms"],
+            recorded,
         )
 
     def _tail(self) -> str:

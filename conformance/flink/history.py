@@ -19,7 +19,8 @@ from typing import Literal
 from ...reference_impl.types import TopicPartition
 from ..checks.pipeline_checkers import ReadRecord
 
-Ended = Literal["finished", "savepoint"]
+Ended = Literal["finished", "unfinished", "savepoint"]
+"""A bounded run's end, a bounded run the harness cancelled after its bound, an unbounded run's savepoint."""
 
 
 class HistoryError(ValueError):

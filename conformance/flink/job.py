@@ -61,8 +61,9 @@ class JobRun:
     """One job of the harness: a ``KafkaSource`` on ``topics`` (or the topics ``topic_pattern`` matches, when set)
     into ``sink``, at ``parallelism``.
 
-    ``stop`` is ``None`` for a bounded job (it reads to the end offsets it finds at start, then finishes);
-    otherwise the source is unbounded and the job is stopped with a savepoint into ``savepoint_dir``.
+    ``stop`` is ``None`` for a bounded job (it reads to the end offsets it finds at start, then finishes; one still
+    running after ``timeout_ms`` is cancelled and ends ``unfinished``); otherwise the source is unbounded and the
+    job is stopped with a savepoint into ``savepoint_dir``.
     ``restore_from`` is the savepoint of an earlier run.
     """
 

@@ -115,6 +115,7 @@ def test_a_failure_after_the_sink_flushed_duplicates_only_without_exactly_once(
         run = harness.run(job, tmp_path / "run")
         read = check_read_once(committed_reads([run.history]), ends)
         output = sink_output_violations(kafka, source, sink)
+    assert run.ended == "finished" and run.idle_ms is None, f"the bounded job did not end: {run}"
     assert any(s.attempt > 0 for s in run.history.segments), "no subtask failed"
     assert not read, read
     if exactly_once:

@@ -15,6 +15,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.regex.Pattern;
 
 import org.apache.flink.api.common.JobStatus;
@@ -70,9 +71,11 @@ import org.apache.kafka.clients.producer.ProducerRecord;
  * offset, value}} (value in hex) for each record it read, {@code {"e": "snapshot", checkpoint}} when its state
  * enters a checkpoint (records read before it are in that checkpoint), {@code {"e": "complete", checkpoint}} when
  * told a checkpoint completed; every line carries {@code subtask} and {@code attempt}. A bounded job runs to its
- * end; an unbounded one is stopped with a savepoint once {@code stop} holds (or once {@code within_ms} passed). The
- * answer is one JSON line on stdout: {@code {"job_id", "ended": "finished" | "savepoint", "savepoint", "stop_met",
- * "wall_ms"}}; a failed job is exit 1 with its stack trace on stderr.
+ * end, or is cancelled once {@code timeout_ms} passed without it ("unfinished", with {@code idle_ms}: how long since
+ * its last read, or since the job was built when it read nothing); an unbounded one is stopped with a savepoint
+ * once {@code stop} holds (or once {@code within_ms} passed). The answer is one JSON line on stdout: {@code
+ * {"job_id", "ended": "finished" | "unfinished" | "savepoint", "savepoint", "stop_met", "idle_ms"?, "wall_ms"}}; a
+ * failed job is exit 1 with its stack trace on stderr.
  */
 public final class FlinkHarness {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -128,10 +131,17 @@ public final class FlinkHarness {
         answer.put("job_id", job.getJobID().toString());
         long timeoutMs = run.get("timeout_ms").asLong();
         if (run.get("bounded").asBoolean()) {
-            job.getJobExecutionResult().get(timeoutMs, TimeUnit.MILLISECONDS);
-            answer.put("ended", "finished");
             answer.putNull("savepoint");
             answer.putNull("stop_met");
+            try {
+                job.getJobExecutionResult().get(timeoutMs, TimeUnit.MILLISECONDS);
+                answer.put("ended", "finished");
+            } catch (TimeoutException running) {
+                // a bounded source that never ends is the connector's fault to judge, not the harness's
+                answer.put("ended", "unfinished");
+                answer.put("idle_ms", Recorder.idleMs());
+                job.cancel().get(timeoutMs, TimeUnit.MILLISECONDS);
+            }
             return answer;
         }
         boolean met = Recorder.awaitStop(run.get("stop"), job);
@@ -258,6 +268,7 @@ public final class FlinkHarness {
         private static BufferedWriter history;
         private static long readsThisRun;
         private static final Map<String, Long> nextOffsets = new HashMap<>();
+        private static long lastReadNanos = System.nanoTime();
 
         private final int failSubtask;
         private final long failAfter;
@@ -347,6 +358,7 @@ public final class FlinkHarness {
             write("read", fields);
             synchronized (LOCK) {
                 readsThisRun++;
+                lastReadNanos = System.nanoTime();
                 nextOffsets.merge(in.topic + "\u0000" + in.partition, in.offset + 1, Math::max);
                 LOCK.notifyAll();
             }
@@ -373,6 +385,13 @@ public final class FlinkHarness {
             ObjectNode fields = JSON.createObjectNode();
             fields.put("checkpoint", checkpointId);
             write("complete", fields);
+        }
+
+        /** Milliseconds since the last record read in this JVM, or since the job was built when none was. */
+        static long idleMs() {
+            synchronized (LOCK) {
+                return TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - lastReadNanos);
+            }
         }
 
         /** Whether {@code stop} held before its deadline: wait, bounded, for it, or for the job to end. */
