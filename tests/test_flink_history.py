@@ -4,12 +4,20 @@ map writes them (``jvm/flink-harness``), in the orders a failure, a region resta
 from __future__ import annotations
 
 import json
+from collections import Counter
 from typing import Any
 
 import pytest
 
-from kconform.conformance.checks.pipeline_checkers import ReadRecord, check_read_once
-from kconform.conformance.flink.history import HistoryError, committed_reads, left_to_read, parse_run
+from kconform.conformance.checks.pipeline_checkers import ReadRecord, check_read_once, check_rewritten
+from kconform.conformance.flink.history import (
+    HistoryError,
+    committed_reads,
+    left_to_read,
+    parse_run,
+    parse_segments,
+    restarted_or_checkpointed,
+)
 from kconform.reference_impl.types import TopicPartition
 
 TP0, TP1 = TopicPartition("in", 0), TopicPartition("in", 1)
@@ -119,3 +127,42 @@ def test_a_first_run_restored_from_nowhere_is_a_history_error() -> None:
     run = parse_run([line("init", 0, 0, restored=9)], "finished")
     with pytest.raises(HistoryError, match="restored from 9"):
         committed_reads([run])
+
+
+REFUSED = b"v3"
+"""The value of offset 3 (``reads``): the record written while the broker refused the sink's writes."""
+SWALLOWED = [  # FLINK-35749's run: the send of offset 3 failed, the error was swallowed, checkpoint 2 completed
+    line("init", 0, 0, restored=None),
+    *reads(0, 0, TP0, range(0, 3)),
+    line("snapshot", 0, 0, checkpoint=1),
+    line("complete", 0, 0, checkpoint=1),
+    *reads(0, 0, TP0, range(3, 4)),
+    line("snapshot", 0, 0, checkpoint=2),
+    line("complete", 0, 0, checkpoint=2),
+]
+SURFACED = [  # the fixed release: the failed send failed the task, which read offset 3 again from checkpoint 1
+    *SWALLOWED[:5],
+    line("init", 0, 1, restored=1),
+]
+
+
+def test_a_refused_write_settles_once_a_checkpoint_holding_its_read_completes_or_the_job_restarts() -> None:
+    """The refusal holds until the job went on past the refused record (``write_refused``): a snapshot alone,
+    a completed checkpoint without it, or another record's read in a checkpoint is not that."""
+    assert restarted_or_checkpointed(parse_segments(SWALLOWED), {REFUSED})
+    assert restarted_or_checkpointed(parse_segments(SURFACED), {REFUSED})
+    assert not restarted_or_checkpointed(parse_segments(SURFACED[:-1]), {REFUSED})  # read, not yet checkpointed
+    assert not restarted_or_checkpointed(parse_segments(SWALLOWED[:-1]), {REFUSED})  # snapshot, not completed
+    assert not restarted_or_checkpointed(parse_segments(SWALLOWED), {b"v9"})
+
+
+def test_required_COMMIT_007_a_checkpoint_completed_over_a_refused_write_that_never_came_out_is_caught() -> None:
+    """The recorded run of a sink that swallowed the refusal: its checkpoint holds the refused read, the output
+    lacks the record (COMMIT-007); the sink that surfaced it wrote the record after its restart (at least once:
+    a second copy is no violation)."""
+    run = parse_run(SWALLOWED, "finished")
+    assert REFUSED in {r.value for r in committed_reads([run])}
+    output = Counter([b"v0", b"v1", b"v2"])
+    violations = check_rewritten(Counter([REFUSED]), output, "was refused")
+    assert [(v.requirement, v.kind, v.data["value"]) for v in violations] == [("COMMIT-007", "lost-write", "v3")]
+    assert check_rewritten(Counter([REFUSED]), output + Counter([b"v2", REFUSED]), "was refused") == []
