@@ -285,7 +285,7 @@ def await_visible(kafka: KafkaClient, running: RunningJob, sink: str, values: Se
 
     def shown() -> bool | None:
         if running.ended(within_s=0.0):
-            raise HarnessError(f"the job ended before it wrote its first records; {running.finish()}")
+            raise HarnessError(f"the job ended ({running.finish().ended}) before it wrote its first records")
         return True if set(values) <= set(sink_values(kafka, sink)) else None
 
     try:
@@ -302,7 +302,7 @@ def write_refused(kafka: KafkaClient, running: RunningJob, tp: TopicPartition, v
 
     def went_on() -> bool | None:
         if running.ended(within_s=0.0):
-            raise HarnessError(f"the job ended while the broker refused its writes; {running.finish()}")
+            raise HarnessError(f"the job ended ({running.finish().ended}) while the broker refused its writes")
         segments = running.segments_so_far()
         return restarted_or_checkpointed(segments, {value}) or None
 
