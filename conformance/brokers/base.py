@@ -138,16 +138,6 @@ class Broker(abc.ABC):
         return f"<{type(self).__name__} {self._bootstrap or 'not started'}>"
 
     @contextlib.contextmanager
-    def refusing_writes(self, topic: str, timeout_s: float = STOP_TIMEOUT_S * 2) -> Iterator[None]:
-        """A nemesis step: for the ``with`` block the broker refuses every write to ``topic``, each send failing
-        asynchronously (``refusal``); then it takes them again. Any broker that alters topic configs can."""
-        # The admin client (confluent-kafka, the ``pipeline`` extra) is needed once a fault is taken, not to name one.
-        from .refusal import refused_writes
-
-        with refused_writes(self, topic, timeout_s):
-            yield
-
-    @contextlib.contextmanager
     def _starting(self, logs: Callable[[], str]) -> Iterator[None]:
         """Around a start: a ``BrokerStartError`` gains ``logs()`` and keeps the files for a look; any
         other exit (Ctrl-C included) stops what was started. Either way no process is left behind."""

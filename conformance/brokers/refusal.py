@@ -1,4 +1,4 @@
-"""A nemesis step any scenario can take on any broker: the broker refuses every write to one topic for a while.
+"""A nemesis step any scenario can take on any ``Broker``: the broker refuses every write to one topic for a while.
 
 The topic's ``max.message.bytes`` is set below the smallest record batch (its header alone is 61 bytes), so
 the broker answers each produce request ``MESSAGE_TOO_LARGE``. A producer learns it asynchronously, in the send's
@@ -22,7 +22,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     ResourceType,
 )
 
-from ...reference_impl.kafka_client import Endpoint, admin_result, wait_until
+from ...reference_impl.kafka_client import DEFAULT_TIMEOUT_S, Endpoint, admin_result, wait_until
 
 LIMIT: Final = "max.message.bytes"
 REFUSING: Final = "1"
@@ -30,9 +30,10 @@ REFUSING: Final = "1"
 
 
 @contextlib.contextmanager
-def refused_writes(endpoint: Endpoint, topic: str, timeout_s: float) -> Iterator[None]:
-    """The ``with`` block runs while the broker refuses every write to ``topic``; on its exit (a raise
-    included) the topic's limit is what it was before, and the broker answers with it again."""
+def refused_writes(endpoint: Endpoint, topic: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> Iterator[None]:
+    """The ``with`` block runs while the broker at ``endpoint`` refuses every write to ``topic``; on its exit (a
+    raise included) the topic's limit is what it was before, and the broker answers with it again. Each admin
+    call and each wait for the broker to describe the change is bounded by ``timeout_s``."""
     admin = AdminClient(endpoint.client_config("admin"))
     resource = ConfigResource(ResourceType.TOPIC, topic)
     own = _own_limit(admin, resource, timeout_s)

@@ -33,6 +33,7 @@ from ...reference_impl.kafka_client import KafkaClient, topic_records, wait_unti
 from ...reference_impl.ports import Isolation, KafkaError
 from ...reference_impl.types import TopicPartition
 from ..brokers import Broker
+from ..brokers.refusal import refused_writes
 from ..checks.checkers import Violation, fail_on
 from ..checks.pipeline_checkers import (
     check_discovered,
@@ -319,7 +320,7 @@ def test_required_COMMIT_007_flink_at_least_once_sink_surfaces_writes_the_broker
     harness: FlinkHarness, flink_broker: Broker, kafka: KafkaClient, tmp_path: Path
 ) -> None:
     """An at-least-once job writes its input to the sink topic; once records flow the broker refuses every write
-    to that topic (``Broker.refusing_writes``) while a few records are written one at a time, each until a
+    to that topic (``refused_writes``) while a few records are written one at a time, each until a
     checkpoint holding it completed or the job restarted, then takes writes again. Failing and restarting from the
     checkpoint is conforming; a refused record missing from the output in the end is an error the sink swallowed
     (COMMIT-007: FLINK-35749, flink-connector-kafka 3.2.0 checked the send's error in a mailbox task whose result
@@ -340,7 +341,7 @@ def test_required_COMMIT_007_flink_at_least_once_sink_surfaces_writes_the_broker
     work = tmp_path / "job"
     running = harness.start(job, work)
     await_visible(kafka, running, sink, [f"{tag}-before-{p}-19".encode() for p in (0, 1)])
-    with flink_broker.refusing_writes(sink):
+    with refused_writes(flink_broker, sink):
         for i, value in enumerate(refused):
             if write_refused(kafka, running, TopicPartition(source, i % 2), value):
                 refused = refused[: i + 1]

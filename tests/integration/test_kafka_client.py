@@ -11,6 +11,7 @@ import pytest
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType  # type: ignore[attr-defined]
 
 from kconform.conformance.brokers import Broker, ExternalBroker
+from kconform.conformance.brokers.refusal import refused_writes
 from kconform.reference_impl.kafka_client import KafkaClient, TransactionTimeoutRefusedError
 from kconform.reference_impl.ports import Isolation, KafkaError
 from kconform.reference_impl.types import TopicPartition
@@ -79,7 +80,7 @@ def test_a_transaction_timeout_the_broker_refuses_names_both_settings(broker: Br
 def test_a_topic_refuses_every_write_while_the_nemesis_holds_then_keeps_its_own_limit(
     broker: Broker, own_limit: str | None
 ) -> None:
-    """``Broker.refusing_writes``: every produce to the topic fails (the broker's MSG_SIZE_TOO_LARGE) inside the
+    """``refused_writes``: every produce to the topic fails (the broker's MSG_SIZE_TOO_LARGE) inside the
     block, none after it, and the topic's own ``max.message.bytes`` (or the broker's, without one) is back."""
     topic = f"kc-refused-writes-{uuid4().hex[:8]}"
     tp = TopicPartition(topic, 0)
@@ -93,7 +94,7 @@ def test_a_topic_refuses_every_write_while_the_nemesis_holds_then_keeps_its_own_
             )[ConfigResource(ResourceType.TOPIC, topic)].result(timeout=10)
         before = kafka._admin.describe_configs([resource])[resource].result(timeout=10)["max.message.bytes"]
         kafka.produce(tp, None, b"before")
-        with broker.refusing_writes(topic), pytest.raises(KafkaError, match="MSG_SIZE_TOO_LARGE"):
+        with refused_writes(broker, topic), pytest.raises(KafkaError, match="MSG_SIZE_TOO_LARGE"):
             kafka.produce(tp, None, b"refused")
         kafka.produce(tp, None, b"after")
         after = kafka._admin.describe_configs([resource])[resource].result(timeout=10)["max.message.bytes"]
