@@ -4,12 +4,15 @@ map writes them (``jvm/flink-harness``), in the orders a failure, a region resta
 from __future__ import annotations
 
 import json
+import subprocess
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kconform.conformance.checks.pipeline_checkers import ReadRecord, check_read_once, check_rewritten
+from kconform.conformance.flink.harness import RunningJob
 from kconform.conformance.flink.history import (
     HistoryError,
     committed_reads,
@@ -18,6 +21,7 @@ from kconform.conformance.flink.history import (
     parse_segments,
     restarted_or_checkpointed,
 )
+from kconform.conformance.flink.versions import RELEASES
 from kconform.reference_impl.types import TopicPartition
 
 TP0, TP1 = TopicPartition("in", 0), TopicPartition("in", 1)
@@ -166,3 +170,14 @@ def test_required_COMMIT_007_a_checkpoint_completed_over_a_refused_write_that_ne
     violations = check_rewritten(Counter([REFUSED]), output, "was refused")
     assert [(v.requirement, v.kind, v.data["value"]) for v in violations] == [("COMMIT-007", "lost-write", "v3")]
     assert check_rewritten(Counter([REFUSED]), output + Counter([b"v2", REFUSED]), "was refused") == []
+
+
+def test_a_running_job_s_history_so_far_leaves_out_a_line_still_being_written(tmp_path: Path) -> None:
+    """``RunningJob.segments_so_far`` reads while the harness appends: a last line without its newline is not
+    parsed (it would be a half-written JSON object); a job that has not opened its history yet has none."""
+    running = RunningJob(RELEASES["3.3.0-1.20"], subprocess.Popen(["true"]), tmp_path, deadline=0.0)
+    running.process.wait()
+    assert running.segments_so_far() == ()
+    (tmp_path / "history.jsonl").write_text("\n".join(SWALLOWED[:7]) + "\n" + SWALLOWED[7][:10])
+    [segment] = running.segments_so_far()
+    assert [r.value for r in segment.reads()] == [b"v0", b"v1", b"v2", REFUSED] and segment.checkpoints() == [1]
