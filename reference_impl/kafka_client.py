@@ -166,7 +166,7 @@ def _translated(what: str) -> Iterator[None]:
         raise KafkaError(f"{what}: the client failed: {exc}") from exc
 
 
-def _result(future: Any, what: str, timeout_s: float) -> Any:
+def admin_result(future: Any, what: str, timeout_s: float) -> Any:
     """Wait for an admin future, bounded; errors become ports exceptions."""
     try:
         with _translated(what):
@@ -243,16 +243,16 @@ class KafkaClient:
     def create_topic(self, name: str, partitions: int) -> None:
         """Create and wait until metadata shows every partition."""
         futures = self._admin.create_topics([NewTopic(name, num_partitions=partitions)])
-        _result(futures[name], f"create topic {name}", self.timeout_s)
+        admin_result(futures[name], f"create topic {name}", self.timeout_s)
         self._await_partitions(name, partitions)
 
     def create_partitions(self, topic: str, new_total: int) -> None:
         futures = self._admin.create_partitions([NewPartitions(topic, new_total)])
-        _result(futures[topic], f"create partitions of {topic}", self.timeout_s)
+        admin_result(futures[topic], f"create partitions of {topic}", self.timeout_s)
         self._await_partitions(topic, new_total)
 
     def delete_topic(self, name: str) -> None:
-        _result(self._admin.delete_topics([name])[name], f"delete topic {name}", self.timeout_s)
+        admin_result(self._admin.delete_topics([name])[name], f"delete topic {name}", self.timeout_s)
         wait_until(lambda: name not in self.list_topics() or None, self.timeout_s, f"topic {name} gone")
 
     def _await_partitions(self, topic: str, count: int) -> None:

@@ -4,12 +4,29 @@ map writes them (``jvm/flink-harness``), in the orders a failure, a region resta
 from __future__ import annotations
 
 import json
+import subprocess
+from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kconform.conformance.checks.pipeline_checkers import ReadRecord, check_bounded_read, check_read_once
-from kconform.conformance.flink.history import HistoryError, committed_reads, left_to_read, parse_run
+from kconform.conformance.checks.pipeline_checkers import (
+    ReadRecord,
+    check_bounded_read,
+    check_read_once,
+    check_rewritten,
+)
+from kconform.conformance.flink.harness import RunningJob
+from kconform.conformance.flink.history import (
+    HistoryError,
+    committed_reads,
+    left_to_read,
+    parse_run,
+    parse_segments,
+    restarted_or_checkpointed,
+)
+from kconform.conformance.flink.versions import RELEASES
 from kconform.reference_impl.types import TopicPartition
 
 TP0, TP1 = TopicPartition("in", 0), TopicPartition("in", 1)
@@ -152,3 +169,53 @@ def test_required_RESTORE_010_a_bounded_job_that_read_all_then_never_finished_is
         {"topic": "in", "partition": 1, "offset": 3},
     ]
     assert check_bounded_read(committed_reads([parse_run(lines, "finished")]), committed, stopping, None) == []
+
+
+REFUSED = b"v3"
+"""The value of offset 3 (``reads``): the record written while the broker refused the sink's writes."""
+SWALLOWED = [  # FLINK-35749's run: the send of offset 3 failed, the error was swallowed, checkpoint 2 completed
+    line("init", 0, 0, restored=None),
+    *reads(0, 0, TP0, range(0, 3)),
+    line("snapshot", 0, 0, checkpoint=1),
+    line("complete", 0, 0, checkpoint=1),
+    *reads(0, 0, TP0, range(3, 4)),
+    line("snapshot", 0, 0, checkpoint=2),
+    line("complete", 0, 0, checkpoint=2),
+]
+SURFACED = [  # the fixed release: the failed send failed the task, which read offset 3 again from checkpoint 1
+    *SWALLOWED[:5],
+    line("init", 0, 1, restored=1),
+]
+
+
+def test_a_refused_write_settles_once_a_checkpoint_holding_its_read_completes_or_the_job_restarts() -> None:
+    """The refusal holds until the job went on past the refused record (``write_refused``): a snapshot alone,
+    a completed checkpoint without it, or another record's read in a checkpoint is not that."""
+    assert restarted_or_checkpointed(parse_segments(SWALLOWED), {REFUSED})
+    assert restarted_or_checkpointed(parse_segments(SURFACED), {REFUSED})
+    assert not restarted_or_checkpointed(parse_segments(SURFACED[:-1]), {REFUSED})  # read, not yet checkpointed
+    assert not restarted_or_checkpointed(parse_segments(SWALLOWED[:-1]), {REFUSED})  # snapshot, not completed
+    assert not restarted_or_checkpointed(parse_segments(SWALLOWED), {b"v9"})
+
+
+def test_required_COMMIT_007_a_checkpoint_completed_over_a_refused_write_that_never_came_out_is_caught() -> None:
+    """The recorded run of a sink that swallowed the refusal: its checkpoint holds the refused read, the output
+    lacks the record (COMMIT-007); the sink that surfaced it wrote the record after its restart (at least once:
+    a second copy is no violation)."""
+    run = parse_run(SWALLOWED, "finished")
+    assert REFUSED in {r.value for r in committed_reads([run])}
+    output = Counter([b"v0", b"v1", b"v2"])
+    violations = check_rewritten(Counter([REFUSED]), output, "was refused")
+    assert [(v.requirement, v.kind, v.data["value"]) for v in violations] == [("COMMIT-007", "lost-write", "v3")]
+    assert check_rewritten(Counter([REFUSED]), output + Counter([b"v2", REFUSED]), "was refused") == []
+
+
+def test_a_running_job_s_history_so_far_leaves_out_a_line_still_being_written(tmp_path: Path) -> None:
+    """``RunningJob.segments_so_far`` reads while the harness appends: a last line without its newline is not
+    parsed (it would be a half-written JSON object); a job that has not opened its history yet has none."""
+    running = RunningJob(RELEASES["3.3.0-1.20"], subprocess.Popen(["true"]), tmp_path, deadline=0.0)
+    running.process.wait()
+    assert running.segments_so_far() == ()
+    (tmp_path / "history.jsonl").write_text("\n".join(SWALLOWED[:7]) + "\n" + SWALLOWED[7][:10])
+    [segment] = running.segments_so_far()
+    assert [r.value for r in segment.reads()] == [b"v0", b"v1", b"v2", REFUSED] and segment.checkpoints() == [1]

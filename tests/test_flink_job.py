@@ -6,7 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from kconform.conformance.flink.job import MAX_PARALLELISM, Failure, JobRun, Sink, Stop, description
+from kconform.conformance.flink.job import (
+    HARNESS_RESTARTS,
+    MAX_PARALLELISM,
+    Failure,
+    JobRun,
+    Sink,
+    Stop,
+    description,
+)
 from kconform.reference_impl.types import TopicPartition
 
 SINK = Sink("out", True, "txn")
@@ -25,6 +33,12 @@ def test_a_bounded_run_with_a_failure_in_a_checkpoint() -> None:
     described = description(run, Path("/h.jsonl"), Path("/sp"))
     assert described["bounded"] is True and described["stop"] is None and described["topic_pattern"] == "in-.*"
     assert described["failure"] == {"subtask": 0, "after_records": 5, "at": "checkpoint"}
+    assert described["restart_attempts"] == HARNESS_RESTARTS
+
+
+def test_a_run_through_a_fault_that_fails_each_restart_may_restart_more() -> None:
+    run = JobRun("b:9092", ("in",), SINK, 1, restart_attempts=20)
+    assert description(run, Path("/h.jsonl"), Path("/sp"))["restart_attempts"] == 20
 
 
 @pytest.mark.parametrize("parallelism", [0, MAX_PARALLELISM + 1])

@@ -169,10 +169,13 @@ def test_required_COMMIT_004_a_stable_offset_short_of_the_end_at_the_kill_is_lin
 
 def test_required_COMMIT_007_records_of_a_timed_out_transaction_must_be_written_again() -> None:
     timed_out = Counter({b"a": 1, b"b": 1})
-    assert check_rewritten(timed_out, Counter({b"a": 1, b"b": 1, b"c": 1})) == []
-    assert [(v.requirement, v.kind, v.evidence[:4]) for v in check_rewritten(timed_out, Counter({b"a": 1}))] == [
-        ("COMMIT-007", "lost-write", "b'b'")
+    cause = "was in a transaction the broker timed out"
+    assert check_rewritten(timed_out, Counter({b"a": 1, b"b": 1, b"c": 1}), cause) == []
+    violations = check_rewritten(timed_out, Counter({b"a": 1}), cause)
+    assert [(v.requirement, v.kind, v.evidence) for v in violations] == [
+        ("COMMIT-007", "lost-write", f"b'b' {cause}, never written again")
     ]
+    assert violations[0].data["cause"] == cause
 
 
 @given(st.lists(st.none() | st.binary(max_size=12), max_size=20), st.integers(1, 64))

@@ -133,7 +133,7 @@ def test_sink_and_pipeline_checkers_give_documented_fields() -> None:
     out += pipeline_checkers.check_task_plan(batch, 2)
     out += pipeline_checkers.check_output(Counter([b"x", b"y"]), Counter([b"x", b"x"]), exactly_once=True)
     out += pipeline_checkers.check_unblocked({a0: 2}, {a0: 5}, "after the restart")
-    out += pipeline_checkers.check_rewritten(Counter([None, b"z"]), Counter())
+    out += pipeline_checkers.check_rewritten(Counter([None, b"z"]), Counter(), "was refused")
     out += pipeline_checkers.check_pattern_reads([a0, tp("x", 1)], "in")
     out += pipeline_checkers.check_refused_timeout(None, "out", 0, 7)
     out += pipeline_checkers.check_driver_exit(1, "the restarted driver failed", "Traceback\nError: boom")

@@ -258,17 +258,18 @@ def check_unblocked(
     ]
 
 
-def check_rewritten(timed_out: Counter[bytes | None], seen: Counter[bytes | None]) -> list[Violation]:
-    """COMMIT-007: every record of a transaction the broker timed out is visible after the restart, i.e. the
-    sink did not take the timed-out transaction for a committed one."""
+def check_rewritten(failed: Counter[bytes | None], seen: Counter[bytes | None], cause: str) -> list[Violation]:
+    """COMMIT-007: every record whose write the broker failed (``cause`` says how: a transaction it timed out,
+    a write it refused) is visible in the end, i.e. the sink surfaced the error and wrote the record again
+    instead of taking the failed write for a done one."""
     return [
         Violation(
             "COMMIT-007",
             "lost-write",
-            f"{v!r} was in a transaction the broker timed out, never written again",
-            data={"value": value_field(v), "times": seen[v]},
+            f"{v!r} {cause}, never written again",
+            data={"value": value_field(v), "times": seen[v], "cause": cause},
         )
-        for v in sorted((timed_out - seen).keys(), key=repr)
+        for v in sorted((failed - seen).keys(), key=repr)
     ]
 
 

@@ -20,7 +20,7 @@ from ...reference_impl.ports import Isolation, Record
 from ..errors import HarnessError
 from ..jvm import java_binary
 from ..jvm.setup import Say
-from .history import Ended, RunHistory, parse_run
+from .history import Ended, RunHistory, Segment, parse_run, parse_segments
 from .job import JobRun, description
 from .resolve import MAIN_CLASS, resolve
 from .versions import ConnectorRelease
@@ -124,6 +124,13 @@ class RunningJob:
             answer["wall_ms"],
             recorded,
         )
+
+    def segments_so_far(self) -> tuple[Segment, ...]:
+        """What its subtasks recorded up to now: the history's complete lines (the harness flushes them at each
+        event but a read, so a checkpoint's line comes after the reads it holds)."""
+        path = self.work / "history.jsonl"
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+        return parse_segments(text[: text.rfind("\n") + 1].splitlines())
 
     def _tail(self) -> str:
         text = (self.work / "stderr.log").read_bytes()[-STDERR_TAIL:].decode("utf-8", "replace").strip()

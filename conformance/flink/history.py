@@ -12,7 +12,7 @@ end to end shows each offset once there (``check_read_once``), whatever was repl
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -84,6 +84,11 @@ class RunHistory:
 
 def parse_run(lines: Iterable[str], ended: Ended) -> RunHistory:
     """The run a history file's lines describe; ``HistoryError`` on a line no harness writes."""
+    return RunHistory(parse_segments(lines), ended)
+
+
+def parse_segments(lines: Iterable[str]) -> tuple[Segment, ...]:
+    """The subtask attempts a history's lines describe, so far (a run still going has no end yet)."""
     started: dict[tuple[int, int], int | None] = {}
     events: dict[tuple[int, int], list[ReadRecord | int]] = {}
     completed: dict[tuple[int, int], set[int]] = {}
@@ -109,9 +114,8 @@ def parse_run(lines: Iterable[str], ended: Ended) -> RunHistory:
             completed[key].add(int(event["checkpoint"]))
         else:
             raise HistoryError(f"line {number}: unknown event {kind!r}")
-    return RunHistory(
-        tuple(Segment(s, a, started[(s, a)], tuple(events[(s, a)]), frozenset(completed[(s, a)])) for s, a in started),
-        ended,
+    return tuple(
+        Segment(s, a, started[(s, a)], tuple(events[(s, a)]), frozenset(completed[(s, a)])) for s, a in started
     )
 
 
@@ -172,3 +176,15 @@ def left_to_read(ends: Mapping[TopicPartition, int], reads: Iterable[ReadRecord]
     """The partitions of ``ends`` that ``reads`` have not read up to their end, with that end."""
     done = next_offsets(reads)
     return {tp: end for tp, end in ends.items() if done.get(tp, 0) < end}
+
+
+def restarted_or_checkpointed(segments: Iterable[Segment], values: Collection[bytes | None]) -> bool:
+    """Whether a subtask restarted (an attempt past its first), or a checkpoint some subtask heard completed
+    holds a read of one of ``values``: the two ways a job goes on once its sink failed to write them."""
+    for segment in segments:
+        if segment.attempt > 0:
+            return True
+        for checkpoint in segment.completed & set(segment.checkpoints()):
+            if any(r.value in values for r in segment.reads_before(checkpoint)):
+                return True
+    return False

@@ -83,6 +83,9 @@ class JobRun:
     """The harness's bound on each wait for the job (its end, its savepoint)."""
     topic_pattern: str | None = None
     """A Java regular expression: subscribe by pattern instead of ``topics``."""
+    restart_attempts: int = HARNESS_RESTARTS
+    """Restarts the job may take before it fails: more than ``HARNESS_RESTARTS`` for a fault that fails it
+    again on each restart until the fault ends."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.parallelism <= MAX_PARALLELISM:
@@ -103,7 +106,7 @@ def description(run: JobRun, history: Path, savepoint_dir: Path) -> dict[str, An
         "bounded": stop is None,
         "parallelism": run.parallelism,
         "checkpoint_interval_ms": run.checkpoint_interval_ms,
-        "restart_attempts": HARNESS_RESTARTS,
+        "restart_attempts": run.restart_attempts,
         "sink": {
             "topic": run.sink.topic,
             "exactly_once": run.sink.exactly_once,

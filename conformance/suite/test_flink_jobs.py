@@ -13,6 +13,7 @@ Few drawn examples (a job takes seconds); a failing one prints its draw and repl
 from __future__ import annotations
 
 import contextlib
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -32,17 +33,20 @@ from ...reference_impl.kafka_client import KafkaClient, topic_records, wait_unti
 from ...reference_impl.ports import Isolation, KafkaError
 from ...reference_impl.types import TopicPartition
 from ..brokers import Broker
+from ..brokers.refusal import refused_writes
 from ..checks.checkers import Violation, fail_on
 from ..checks.pipeline_checkers import (
     check_bounded_read,
     check_discovered,
+    check_output,
     check_read_once,
+    check_rewritten,
     check_single_reader,
     check_sink_output,
 )
 from ..errors import HarnessError
 from ..flink.harness import FlinkHarness, RunningJob, visible_output
-from ..flink.history import RunHistory, committed_reads, left_to_read
+from ..flink.history import RunHistory, committed_reads, left_to_read, restarted_or_checkpointed
 from ..flink.job import Failure, JobRun, Sink, Stop
 from ..gate.pytest_plugin import BROKER_VERSION, CouldNotCheck, live_broker, requirement
 from ..jvm import JvmArtifactsMissing
@@ -330,3 +334,92 @@ def test_required_RESTORE_010_flink_bounded_job_ends_when_its_input_ends_in_a_co
         )
     reads = committed_reads([result.history])
     fail_on(check_bounded_read(reads, committed, stopping, result.idle_ms), detail=f"job in {work}")
+
+
+REFUSED_WRITES: Final = 3
+"""Records written one at a time while the broker refuses the sink's writes."""
+REFUSAL_RESTARTS: Final = 20
+"""A job that surfaces the refusal fails again on each restart while the refusal lasts (a poll's time)."""
+SETTLED_WITHIN_S: Final = 30.0
+"""A refused record's read in a completed checkpoint (200 ms apart), or the job's restart after its failure."""
+
+
+def await_visible(kafka: KafkaClient, running: RunningJob, sink: str, values: Sequence[bytes]) -> None:
+    """Until ``values`` are all in the sink's output; ``HarnessError`` when the job ended first or took longer than
+    its start may take (the sink writes, the broker takes them: no fault yet)."""
+
+    def shown() -> bool | None:
+        if running.ended(within_s=0.0):
+            raise HarnessError(f"the job ended ({running.finish().ended}) before it wrote its first records")
+        return True if set(values) <= set(sink_values(kafka, sink)) else None
+
+    try:
+        wait_until(shown, STARTED_WITHIN_S, "the job's first records written", step_s=0.2)
+    except KafkaError as error:
+        raise HarnessError(str(error)) from None
+
+
+def write_refused(kafka: KafkaClient, running: RunningJob, tp: TopicPartition, value: bytes) -> bool:
+    """Write ``value`` while the sink's writes are refused, alone (the job idle when its send fails), and wait
+    until the job went on: a checkpoint holding its read completed, or the job restarted (``True``: it surfaced
+    an error, and the refusal has done its part). ``HarnessError`` when neither came in time."""
+    kafka.produce(tp, None, value)
+
+    def went_on() -> bool | None:
+        if running.ended(within_s=0.0):
+            raise HarnessError(f"the job ended ({running.finish().ended}) while the broker refused its writes")
+        segments = running.segments_so_far()
+        return restarted_or_checkpointed(segments, {value}) or None
+
+    try:
+        wait_until(went_on, SETTLED_WITHIN_S, f"the job's checkpoint or restart after {value!r}", step_s=0.1)
+    except KafkaError as error:
+        raise HarnessError(str(error)) from None
+    return any(s.attempt > 0 for s in running.segments_so_far())
+
+
+@requirement("COMMIT-007", "COMMIT-011", capability="flink-job")
+@pytest.mark.timeout(JOB_TIMEOUT_S * 3)
+def test_required_COMMIT_007_flink_at_least_once_sink_surfaces_writes_the_broker_refused(
+    harness: FlinkHarness, flink_broker: Broker, kafka: KafkaClient, tmp_path: Path
+) -> None:
+    """An at-least-once job writes its input to the sink topic; once records flow the broker refuses every write
+    to that topic (``refused_writes``) while a few records are written one at a time, each until a
+    checkpoint holding it completed or the job restarted, then takes writes again. Failing and restarting from the
+    checkpoint is conforming; a refused record missing from the output in the end is an error the sink swallowed
+    (COMMIT-007: FLINK-35749, flink-connector-kafka 3.2.0 checked the send's error in a mailbox task whose result
+    nobody read, and an at-least-once checkpoint completed without the record), any other one lost (COMMIT-011)."""
+    tag = f"flink-{uuid4().hex[:8]}"
+    source, sink = f"{tag}-in", f"{tag}-out"
+    kafka.create_topic(source, 2)
+    kafka.create_topic(sink, 1)
+    write(kafka, source, (0, 1), 20, f"{tag}-before")
+    ends = {TopicPartition(source, p): 40 for p in (0, 1)}
+    within_s = STARTED_WITHIN_S + REFUSED_WRITES * SETTLED_WITHIN_S + SLACK_MS / 1000
+    job = replace(
+        job_of(flink_broker, (source,), sink, False, 2),
+        stop=Stop(at_offsets=ends, within_ms=int(within_s * 1000)),
+        restart_attempts=REFUSAL_RESTARTS,
+    )
+    refused = [f"{tag}-refused-{i}".encode() for i in range(REFUSED_WRITES)]
+    work = tmp_path / "job"
+    running = harness.start(job, work)
+    await_visible(kafka, running, sink, [f"{tag}-before-{p}-19".encode() for p in (0, 1)])
+    with refused_writes(flink_broker, sink):
+        for i, value in enumerate(refused):
+            if write_refused(kafka, running, TopicPartition(source, i % 2), value):
+                refused = refused[: i + 1]
+                break
+    for tp, end in ends.items():
+        count = end - kafka.latest_offset(tp, Isolation.READ_UNCOMMITTED)
+        kafka.produce_batch(tp, [(None, f"{tag}-after-{tp.partition}-{i}".encode()) for i in range(count)])
+    result = running.finish()
+    if not result.stop_met:
+        raise HarnessError(f"the job did not read its input to {ends} in time: {work}")
+    produced = Counter(r.value for rs in topic_records(kafka, source, Isolation.READ_UNCOMMITTED).values() for r in rs)
+    seen = Counter(r.value for rs in visible_output(kafka, sink).values() for r in rs)
+    cause = "was written while the broker refused the sink's writes"
+    violations = check_rewritten(Counter(refused), seen, cause)
+    violations += check_output(produced - Counter(refused), seen, exactly_once=False)
+    restarts = max(s.attempt for s in result.history.segments)
+    fail_on(violations, detail=f"{len(refused)} records refused, {restarts} restarts: {work}")

@@ -709,5 +709,6 @@ def test_required_COMMIT_007_transactions_a_killed_driver_left_open_time_out(
         r.value for tp, (lso, _) in left.items() for r in kafka.read(tp, lso, Isolation.READ_UNCOMMITTED, 1_000_000)
     )
     restart(make_pipeline, run, timeout)
-    fail_on(check_rewritten(timed_out, topic_values(kafka, sink, Isolation.READ_COMMITTED)))
+    cause = "was in a transaction the broker timed out"
+    fail_on(check_rewritten(timed_out, topic_values(kafka, sink, Isolation.READ_COMMITTED), cause))
     judge_output(kafka, source, sink, True, broker_can, record_property, partial)

@@ -8,8 +8,10 @@ from uuid import uuid4
 
 import confluent_kafka as ck
 import pytest
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType  # type: ignore[attr-defined]
 
 from kconform.conformance.brokers import Broker, ExternalBroker
+from kconform.conformance.brokers.refusal import refused_writes
 from kconform.reference_impl.kafka_client import KafkaClient, TransactionTimeoutRefusedError
 from kconform.reference_impl.ports import Isolation, KafkaError
 from kconform.reference_impl.types import TopicPartition
@@ -72,3 +74,30 @@ def test_a_transaction_timeout_the_broker_refuses_names_both_settings(broker: Br
         kafka.init_producer(f"kc-refused-{uuid4().hex[:8]}", 2_147_483_647)
     assert "transaction.timeout.ms=2147483647" in str(refused.value)
     assert "raise the broker's transaction.max.timeout.ms" in str(refused.value)
+
+
+@pytest.mark.parametrize("own_limit", [None, "500000"])
+def test_a_topic_refuses_every_write_while_the_nemesis_holds_then_keeps_its_own_limit(
+    broker: Broker, own_limit: str | None
+) -> None:
+    """``refused_writes``: every produce to the topic fails (the broker's MSG_SIZE_TOO_LARGE) inside the
+    block, none after it, and the topic's own ``max.message.bytes`` (or the broker's, without one) is back."""
+    topic = f"kc-refused-writes-{uuid4().hex[:8]}"
+    tp = TopicPartition(topic, 0)
+    with KafkaClient(broker) as kafka:
+        kafka.create_topic(topic, 1)
+        resource = ConfigResource(ResourceType.TOPIC, topic)
+        if own_limit is not None:
+            entry = ConfigEntry("max.message.bytes", own_limit, incremental_operation=AlterConfigOpType.SET)
+            kafka._admin.incremental_alter_configs(
+                [ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[entry])]
+            )[ConfigResource(ResourceType.TOPIC, topic)].result(timeout=10)
+        before = kafka._admin.describe_configs([resource])[resource].result(timeout=10)["max.message.bytes"]
+        kafka.produce(tp, None, b"before")
+        with refused_writes(broker, topic), pytest.raises(KafkaError, match="MSG_SIZE_TOO_LARGE"):
+            kafka.produce(tp, None, b"refused")
+        kafka.produce(tp, None, b"after")
+        after = kafka._admin.describe_configs([resource])[resource].result(timeout=10)["max.message.bytes"]
+        values = [r.value for r in kafka.read(tp, 0, Isolation.READ_COMMITTED, 10)]
+    assert values == [b"before", b"after"]
+    assert (after.value, after.source) == (before.value, before.source)
