@@ -5,7 +5,9 @@ connector release in the harness (``kconform.conformance.flink``: a local MiniCl
 use) and judges what its subtasks read and what its sink made visible with the same checkers and requirement ids
 as the Spark scenarios (``test_pipeline``): exactly once through a subtask failure and savepoint rescales, partitions
 added while a job runs found and read from their first record, a job stopped before its first record restored
-without loss. Waits on a running job are conditioned on what it did (its output, its end) and bounded.
+without loss, a bounded job on input that ends in commit markers read once and ended, and an at-least-once job
+through a window in which the broker refuses its sink's writes (each refused record surfaced and written again).
+Waits on a running job are conditioned on what it did (its output, its end) and bounded.
 
 Few drawn examples (a job takes seconds); a failing one prints its draw and replay blob.
 """
