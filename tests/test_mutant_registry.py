@@ -6,23 +6,29 @@ import pytest
 
 from kconform.conformance.adapter.loader import load_adapter
 from kconform.conformance.mutants import registry
+from kconform.conformance.mutants.flink import FlinkMutant
 from kconform.conformance.mutants.pipeline import FaultOnlyMutant, PipelineMutant, SparkMutant
 from kconform.conformance.mutants.protocol import Mutant, SourceMutant
 from kconform.reference_impl.adapter import ReferenceAdapter
 
 PROTOCOL = "kconform.conformance.mutants.protocol"
 PIPELINE = "kconform.conformance.mutants.pipeline"
+FLINK = "kconform.conformance.mutants.flink"
 
 
 def test_every_registered_mutant_loads_by_its_adapter_spec_from_its_own_module() -> None:
     loaded = registry.load()
-    assert {m.name for m in registry.mutants(Mutant)} | {m.name for m in registry.mutants(SparkMutant)} == set(loaded)
+    kinds = (Mutant, SparkMutant, FlinkMutant)
+    assert {m.name for kind in kinds for m in registry.mutants(kind)} == set(loaded)
     for mutant in registry.mutants(Mutant):
         assert load_adapter(f"{PROTOCOL}:{mutant.name}") == mutant.adapter
         assert mutant.adapter.name == f"mutant:{mutant.name}"
     for spark in registry.mutants(SparkMutant):
         assert load_adapter(f"{PIPELINE}:{spark.name}") is spark.adapter
-    assert registry.mutants(PipelineMutant) and registry.mutants(FaultOnlyMutant)
+    for flink in registry.mutants(FlinkMutant):
+        adapter = load_adapter(f"{FLINK}:{flink.name}")
+        assert adapter is flink.adapter and adapter.job_edit is registry.registered()[flink.name].defined
+    assert registry.mutants(PipelineMutant) and registry.mutants(FaultOnlyMutant) and registry.mutants(FlinkMutant)
 
 
 def test_a_mutant_is_not_an_attribute_of_the_other_module() -> None:

@@ -19,6 +19,7 @@ import pytest
 from kconform.conformance.brokers.capability import lacking
 from kconform.conformance.gate.profiles import hypothesis_profile
 from kconform.conformance.mutants import registry
+from kconform.conformance.mutants.flink import FlinkMutant
 from kconform.conformance.mutants.pipeline import FaultOnlyMutant, PipelineMutant
 from kconform.conformance.mutants.protocol import Mutant
 
@@ -53,6 +54,14 @@ def test_required_pipeline_mutant_is_killed_by_its_scenario(
         assert all(name in output for name in missing), f"the skip does not name {missing}:\n{output[-3000:]}"
         return
     assert_killed(adapter, mutant.name, mutant.bug, mutant.kills_on, selected, profile="quick")
+
+
+@pytest.mark.flink
+@pytest.mark.parametrize("mutant", registry.mutants(FlinkMutant), ids=lambda m: m.name)
+def test_required_flink_mutant_is_killed_by_its_scenario(mutant: FlinkMutant) -> None:
+    """A Flink job the harness breaks on purpose fails the Flink scenario that targets its bug, on its ids."""
+    adapter = f"kconform.conformance.mutants.flink:{mutant.name}"
+    assert_killed(adapter, mutant.name, mutant.bug, mutant.kills_on, ["-k", mutant.scenario], profile="quick")
 
 
 def assert_killed(

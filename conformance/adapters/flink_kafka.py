@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from ..adapter import AdapterBase
+from ..flink.harness import JobEdit, as_asked
 from ..flink.resolve import resolve
 from ..flink.versions import NEWEST, ConnectorRelease, release
 
@@ -32,6 +33,8 @@ class FlinkKafkaAdapter(AdapterBase):
     release: ConnectorRelease
     name: str = "flink-connector-kafka"
     capabilities: frozenset[str] = frozenset({"flink-job"})
+    job_edit: JobEdit = as_asked
+    """What the harness does to each job: nothing, unless a Flink mutant breaks the job on purpose."""
 
     def versions(self) -> dict[str, str]:
         """What ``kconform verdicts`` names as judged: the connector release and the Flink it runs on."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -32,6 +33,15 @@ STARTUP_S: Final = 60.0
 """The JVM's start and the MiniCluster's, on top of the run's own bound."""
 STDERR_TAIL: Final = 3000
 
+JobEdit = Callable[[JobRun], JobRun]
+"""What the harness does to each job before it runs it: nothing for a connector as released; a Flink mutant's
+sabotage (``kconform.conformance.mutants.flink``) otherwise."""
+
+
+def as_asked(job: JobRun) -> JobRun:
+    """The job the scenario described, unchanged."""
+    return job
+
 
 @dataclass(frozen=True, slots=True)
 class RunResult:
@@ -52,9 +62,10 @@ class RunResult:
 class FlinkHarness:
     """The harness of one ``flink-connector-kafka`` release, resolved (built on first use) on creation."""
 
-    def __init__(self, release: ConnectorRelease, say: Say) -> None:
+    def __init__(self, release: ConnectorRelease, say: Say, edit: JobEdit = as_asked) -> None:
         self.release = release
         self.folder = resolve(release, say)
+        self.edit = edit
 
     def command(self, run_file: Path) -> list[str]:
         """The JVM's command line: bounded heap, the release's JVM options and classpath, the run description."""
@@ -68,6 +79,7 @@ class FlinkHarness:
     def start(self, job: JobRun, work: Path) -> RunningJob:
         """Start ``job`` with its files in the new folder ``work`` and return at once: the caller acts on the
         broker while it runs (adds partitions, writes records), then ``finish``es it."""
+        job = self.edit(job)
         work.mkdir(parents=True)
         run_file = work / "run.json"
         run_file.write_text(json.dumps(description(job, work / "history.jsonl", work / "savepoints"), indent=1))

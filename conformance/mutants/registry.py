@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
 
-MODULES = (f"{__package__}.protocol", f"{__package__}.pipeline")
+MODULES = (f"{__package__}.protocol", f"{__package__}.pipeline", f"{__package__}.flink")
 """The modules that register mutants; the pipeline one needs the ``pipeline`` extra (PySpark)."""
 
 

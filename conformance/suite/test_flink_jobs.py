@@ -91,7 +91,7 @@ def harness(adapter_under_test: Any) -> FlinkHarness:
     if "flink-job" not in adapter_under_test.capabilities:
         pytest.skip(f"adapter {adapter_under_test.name!r} does not declare capability 'flink-job'")
     try:
-        return FlinkHarness(adapter_under_test.release, print)
+        return FlinkHarness(adapter_under_test.release, print, adapter_under_test.job_edit)
     except (SetupError, JvmArtifactsMissing) as error:
         raise CouldNotCheck(f"the Flink harness of {adapter_under_test.name}: {error}") from error
 

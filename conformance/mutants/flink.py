@@ -1,0 +1,54 @@
+"""Flink jobs broken on purpose: Flink's own connector at the newest pinned line, with the harness changing each
+job it runs in one way a deployment can get wrong. Each must fail the Flink scenario that targets its bug
+(``tests/test_mutants.py``), as the real bugs of the bank fail theirs on their releases.
+
+``--adapter kconform.conformance.mutants.flink:<name>`` runs one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from ..adapters.flink_kafka import FlinkKafkaAdapter
+from ..flink.harness import JobEdit
+from ..flink.job import JobRun
+from ..flink.versions import NEWEST, release
+from . import registry
+
+
+@dataclass(frozen=True)
+class FlinkMutant:
+    """A sabotaged Flink job, the scenario that must catch it and the requirements it breaks."""
+
+    name: str
+    kills_on: frozenset[str]
+    bug: str
+    adapter: FlinkKafkaAdapter
+    scenario: str
+    """A substring of the suite test's name: the one scenario the mutant is run against."""
+
+
+def __getattr__(name: str) -> FlinkKafkaAdapter:
+    """``--adapter kconform.conformance.mutants.flink:<name>``: the adapter of the registered mutant ``name``."""
+    return registry.find(name, FlinkMutant).adapter
+
+
+def flink_mutant(name: str, kills_on: set[str], bug: str, *, scenario: str) -> Callable[[JobEdit], JobEdit]:
+    """Registers ``edit``, applied by the harness to every job of the newest line, as the mutant ``name``."""
+    adapter = FlinkKafkaAdapter(release(NEWEST), name=f"flink-connector-kafka {NEWEST} ({name})")
+    return lambda edit: registry.register(
+        edit, FlinkMutant(name, frozenset(kills_on), bug, replace(adapter, job_edit=edit), scenario)
+    )
+
+
+@flink_mutant(
+    "flink_sink_exactly_once_off",
+    {"COMMIT-011", "COMMIT-013"},
+    "the job's KafkaSink runs at-least-once where exactly-once was asked",
+    scenario="flink_exactly_once_through_a_failure",
+)
+def _exactly_once_off(job: JobRun) -> JobRun:
+    """``DeliveryGuarantee.AT_LEAST_ONCE`` in place of ``EXACTLY_ONCE``: what a subtask wrote after the last
+    checkpoint is visible at once, and written again when the job replays from that checkpoint."""
+    return replace(job, sink=replace(job.sink, exactly_once=False))
