@@ -1,16 +1,18 @@
-"""RESTORE-008 and RESTORE-009: the Kafka consumer a source reads with, on the run's broker.
+"""RESTORE-008, RESTORE-009 and RESTORE-010: the Kafka consumer a source reads with, on the run's broker.
 
 A source's progress is only as good as the positions its client reports and redelivers from. An
 adapter that declares ``confluent-kafka-consumer`` reads Kafka with the confluent-kafka (librdkafka)
 this interpreter imports, so the suite drives that consumer the way a source does (batch consume
-with end-of-partition events, commit the position, restart; pause and resume) and judges what it
-delivered with the pure checkers. Each example costs about a second, so Hypothesis draws few.
+with end-of-partition events, commit the position, restart; pause and resume, also from another
+thread while a poll waits) and judges what it delivered with the pure checkers. Each example costs
+about a second, so Hypothesis draws few.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final
 from uuid import uuid4
 
@@ -25,7 +27,7 @@ if (missing := pipeline_missing()) is not None:  # a core install: every test he
 
 import confluent_kafka as ck
 
-from ...reference_impl.kafka_client import KafkaClient, configure
+from ...reference_impl.kafka_client import KafkaClient, configure, wait_until
 from ...reference_impl.types import TopicPartition
 from ..brokers import Broker
 from ..checks.checkers import fail_on
@@ -152,3 +154,38 @@ def test_required_RESTORE_009_resuming_a_partition_that_is_not_paused_delivers_n
         finally:
             reader.close()
     fail_on(check_read_once(read, {tp: before + after}, "RESTORE-009"))
+
+
+def fetched_to(client: ck.Consumer, tp: TopicPartition, end: int) -> bool | None:
+    """Whether the consumer's last fetch response for ``tp`` reported a high watermark of ``end`` or more."""
+    high = client.get_watermark_offsets(ck.TopicPartition(tp.topic, tp.partition), cached=True)[1]
+    return True if high >= end else None
+
+
+@requirement("RESTORE-010", capability=CAPABILITY)
+@client_settings()
+@given(before=st.integers(0, 5), held=st.integers(1, 10))
+@example(before=2, held=5)
+def test_required_RESTORE_010_a_partition_paused_while_a_poll_waits_is_read_on_from_the_last_record_delivered(
+    client_broker: Broker, before: int, held: int
+) -> None:
+    """Read to the end; while a poll thread reads on, write more and, once the consumer fetched them
+    (its batch poll holds them until it fills or times out), pause and resume the partition from this
+    thread: every record is delivered once (the pause drops the records fetched, which are fetched again)."""
+    with KafkaClient(client_broker) as kafka:
+        tp = new_partition(kafka, values("before", before))
+        reader = consumer(client_broker, f"kc-client-{uuid4().hex[:8]}")
+        partition = [ck.TopicPartition(tp.topic, tp.partition)]
+        try:
+            reader.assign([ck.TopicPartition(tp.topic, tp.partition, 0)])
+            read = consume_to_end(reader, tp, before, 0)
+            with ThreadPoolExecutor(1) as poll_thread:
+                polling = poll_thread.submit(consume_to_end, reader, tp, before + held, 0)
+                kafka.produce_batch(tp, [(None, v) for v in values("held", held)])
+                wait_until(lambda: fetched_to(reader, tp, before + held), CONSUME_TIMEOUT_S, f"a fetch of {tp}", 0.001)
+                reader.pause(partition)
+                reader.resume(partition)
+                read += polling.result(timeout=CONSUME_TIMEOUT_S)
+        finally:
+            reader.close()
+    fail_on(check_read_once(read, {tp: before + held}, "RESTORE-010"))
