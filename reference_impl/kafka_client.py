@@ -131,7 +131,7 @@ _UNSUPPORTED_CODES: Final = frozenset(
 def _offset_spec() -> Any:
     """confluent-kafka's ``OffsetSpec``, looked up only when offsets are listed: ListOffsets (with
     ``IsolationLevel``) came in 2.3.0, and the bug bank loads this client on older releases for
-    scenarios that never list offsets (RESTORE-010 on 2.0.2)."""
+    scenarios that never list offsets (RESTORE-011 on 2.0.2)."""
     return ck_admin.OffsetSpec  # type: ignore[attr-defined]
 
 

@@ -30,7 +30,7 @@ def check_position_at_end(tp: TopicPartition, position: int, end: int, requireme
 def check_stored_offset_committed(
     tp: TopicPartition, stored: int, committed: int | None, error: str | None, requirement: str
 ) -> list[Violation]:
-    """RESTORE-011: a commit after the source stored ``stored`` (an offset alone, no leader epoch)
+    """RESTORE-012: a commit after the source stored ``stored`` (an offset alone, no leader epoch)
     succeeds and leaves the group's offset there, whatever leader epoch the offset it replaces carried."""
     if committed == stored and error is None:
         return []

@@ -1,4 +1,4 @@
-"""RESTORE-008 to RESTORE-011: the Kafka consumer a source reads with, on the run's broker.
+"""RESTORE-008 to RESTORE-012: the Kafka consumer a source reads with, on the run's broker.
 
 A source's progress is only as good as the positions its client reports and redelivers from. An
 adapter that declares ``confluent-kafka-consumer`` reads Kafka with the confluent-kafka (librdkafka)
@@ -164,11 +164,11 @@ def fetched_to(client: ck.Consumer, tp: TopicPartition, end: int) -> bool | None
     return True if high >= end else None
 
 
-@requirement("RESTORE-010", capability=CAPABILITY)
+@requirement("RESTORE-011", capability=CAPABILITY)
 @client_settings()
 @given(before=st.integers(0, 5), held=st.integers(1, 10))
 @example(before=2, held=5)
-def test_required_RESTORE_010_a_partition_paused_while_a_poll_waits_is_read_on_from_the_last_record_delivered(
+def test_required_RESTORE_011_a_partition_paused_while_a_poll_waits_is_read_on_from_the_last_record_delivered(
     client_broker: Broker, before: int, held: int
 ) -> None:
     """Read to the end; while a poll thread reads on, write more and, once the consumer fetched them
@@ -190,7 +190,7 @@ def test_required_RESTORE_010_a_partition_paused_while_a_poll_waits_is_read_on_f
                 read += polling.result(timeout=CONSUME_TIMEOUT_S)
         finally:
             reader.close()
-    fail_on(check_read_once(read, {tp: before + held}, "RESTORE-010"))
+    fail_on(check_read_once(read, {tp: before + held}, "RESTORE-011"))
 
 
 def as_read(tp: TopicPartition, message: ck.Message, incarnation: int) -> ReadRecord:
@@ -211,11 +211,11 @@ def consume_messages(client: ck.Consumer, tp: TopicPartition, count: int) -> lis
     return messages
 
 
-@requirement("RESTORE-011", capability=CAPABILITY)
+@requirement("RESTORE-012", capability=CAPABILITY)
 @client_settings()
 @given(before=st.integers(1, 5), after=st.integers(1, 5))
 @example(before=3, after=2)
-def test_required_RESTORE_011_an_offset_the_source_stores_is_committed_over_one_committed_from_a_record(
+def test_required_RESTORE_012_an_offset_the_source_stores_is_committed_over_one_committed_from_a_record(
     client_broker: Broker, before: int, after: int
 ) -> None:
     """The group's offset is committed from a record (with its leader epoch, as Kafka's Java consumer
@@ -249,6 +249,6 @@ def test_required_RESTORE_011_an_offset_the_source_stores_is_committed_over_one_
             second.close()
         committed = kafka.committed(group, [tp]).get(tp)
     fail_on(
-        check_read_once(read, {tp: before + after}, "RESTORE-011")
-        + check_stored_offset_committed(tp, before + after, committed, error, "RESTORE-011")
+        check_read_once(read, {tp: before + after}, "RESTORE-012")
+        + check_stored_offset_committed(tp, before + after, committed, error, "RESTORE-012")
     )
