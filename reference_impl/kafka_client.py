@@ -23,7 +23,8 @@ from typing import Any, Final, Literal, Protocol, TypeVar
 from uuid import uuid4
 
 import confluent_kafka as ck
-from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec  # type: ignore[attr-defined]
+from confluent_kafka import admin as ck_admin
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic  # type: ignore[attr-defined]
 
 from .ports import (
     InvalidPidMappingError,
@@ -125,13 +126,14 @@ _FETCH_AGAIN_CODES: Final = frozenset(
 _UNSUPPORTED_CODES: Final = frozenset(
     {ck.KafkaError._UNSUPPORTED_FEATURE, ck.KafkaError.UNSUPPORTED_VERSION, ck.KafkaError._NOT_IMPLEMENTED}
 )
-_ISOLATION: Final = {
-    Isolation.READ_COMMITTED: ck.IsolationLevel.READ_COMMITTED,
-    Isolation.READ_UNCOMMITTED: ck.IsolationLevel.READ_UNCOMMITTED,
-}
 
-_EARLIEST: Final[Any] = OffsetSpec.earliest()  # type: ignore[no-untyped-call]
-_LATEST: Final[Any] = OffsetSpec.latest()  # type: ignore[no-untyped-call]
+
+def _offset_spec() -> Any:
+    """confluent-kafka's ``OffsetSpec``, looked up only when offsets are listed: ListOffsets (with
+    ``IsolationLevel``) came in 2.3.0, and the bug bank loads this client on older releases for
+    scenarios that never list offsets (RESTORE-011 on 2.0.2)."""
+    return ck_admin.OffsetSpec  # type: ignore[attr-defined]
+
 
 T = TypeVar("T")
 
@@ -345,7 +347,7 @@ class KafkaClient:
         while True:
             futures = self._admin.list_offsets(
                 {ck.TopicPartition(tp.topic, tp.partition): spec},
-                isolation_level=_ISOLATION[isolation],
+                isolation_level=ck.IsolationLevel[isolation.name],
                 request_timeout=self.timeout_s,
             )
             (future,) = futures.values()
@@ -362,11 +364,11 @@ class KafkaClient:
             return int(info.offset)
 
     def earliest_offset(self, tp: TopicPartition) -> int:
-        return self._list_offset(tp, _EARLIEST, Isolation.READ_UNCOMMITTED)
+        return self._list_offset(tp, _offset_spec().earliest(), Isolation.READ_UNCOMMITTED)
 
     def latest_offset(self, tp: TopicPartition, isolation: Isolation) -> int:
         """ListOffsets latest: the high watermark, or the LSO for read_committed (KAFKA-008)."""
-        return self._list_offset(tp, _LATEST, isolation)
+        return self._list_offset(tp, _offset_spec().latest(), isolation)
 
     def high_watermark(self, tp: TopicPartition) -> int:
         """The HW a fetch response reports: right where ListOffsets latest is not (Tansu, KAFKA-008)."""
@@ -386,7 +388,7 @@ class KafkaClient:
 
     def offset_for_time(self, tp: TopicPartition, timestamp_ms: int) -> int | None:
         """ListOffsets by timestamp (KAFKA-011); ``None`` when no record is that recent."""
-        offset = self._list_offset(tp, OffsetSpec.for_timestamp(timestamp_ms), Isolation.READ_UNCOMMITTED)
+        offset = self._list_offset(tp, _offset_spec().for_timestamp(timestamp_ms), Isolation.READ_UNCOMMITTED)
         return None if offset < 0 else offset
 
     def _consumer(self, isolation: Isolation) -> ck.Consumer:

@@ -46,7 +46,7 @@ PIPELINE_CAPABILITIES = {
     "pipeline-exactly-once-sink": "its sink's exactly-once mode: read_committed output equals the input",
     "pipeline-keyed-sink": "its sink writes a keyed row (no partition column) where Java's producer puts its key",
     "confluent-kafka-consumer": "reads Kafka with the confluent-kafka this interpreter imports: the consumer's "
-    "positions and resume are checked on the run's broker (RESTORE-008, RESTORE-009)",
+    "positions, pause, resume and stored offsets are checked on the run's broker (RESTORE-008, -009, -011, -012)",
 }
 ENGINE_CAPABILITIES = {
     "flink-job": "is Flink's own KafkaSource and KafkaSink at one release, run as real jobs (pipeline level)",

@@ -1,16 +1,18 @@
-"""RESTORE-008 and RESTORE-009: the Kafka consumer a source reads with, on the run's broker.
+"""RESTORE-008, -009, -011 and -012: the Kafka consumer a source reads with, on the run's broker.
 
 A source's progress is only as good as the positions its client reports and redelivers from. An
 adapter that declares ``confluent-kafka-consumer`` reads Kafka with the confluent-kafka (librdkafka)
 this interpreter imports, so the suite drives that consumer the way a source does (batch consume
-with end-of-partition events, commit the position, restart; pause and resume) and judges what it
-delivered with the pure checkers. Each example costs about a second, so Hypothesis draws few.
+with end-of-partition events, commit the position, restart; pause and resume, also from another
+thread while a poll waits; store its own offsets and commit them) and judges what it delivered with
+the pure checkers. Each example costs about a second, so Hypothesis draws few.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final
 from uuid import uuid4
 
@@ -25,11 +27,11 @@ if (missing := pipeline_missing()) is not None:  # a core install: every test he
 
 import confluent_kafka as ck
 
-from ...reference_impl.kafka_client import KafkaClient, configure
+from ...reference_impl.kafka_client import KafkaClient, configure, wait_until
 from ...reference_impl.types import TopicPartition
 from ..brokers import Broker
 from ..checks.checkers import fail_on
-from ..checks.client_checkers import check_position_at_end
+from ..checks.client_checkers import check_position_at_end, check_stored_offset_committed
 from ..checks.pipeline_checkers import ReadRecord, check_read_once
 from ..gate.pytest_plugin import live_broker, requirement
 
@@ -59,9 +61,11 @@ def client_broker(adapter_under_test: Any) -> Iterator[Broker]:
     yield from live_broker()
 
 
-def consumer(broker: Broker, group: str) -> ck.Consumer:
+def consumer(broker: Broker, group: str, **settings: Any) -> ck.Consumer:
     """A consumer as a source makes one: explicit commits, end-of-partition events (``configure``'s)."""
-    return ck.Consumer(configure(broker, "consumer", **{"group.id": group, "auto.offset.reset": "earliest"}))
+    return ck.Consumer(
+        configure(broker, "consumer", **{"group.id": group, "auto.offset.reset": "earliest", **settings})
+    )
 
 
 def consume_to_end(client: ck.Consumer, tp: TopicPartition, end: int, incarnation: int) -> list[ReadRecord]:
@@ -152,3 +156,99 @@ def test_required_RESTORE_009_resuming_a_partition_that_is_not_paused_delivers_n
         finally:
             reader.close()
     fail_on(check_read_once(read, {tp: before + after}, "RESTORE-009"))
+
+
+def fetched_to(client: ck.Consumer, tp: TopicPartition, end: int) -> bool | None:
+    """Whether the consumer's last fetch response for ``tp`` reported a high watermark of ``end`` or more."""
+    high = client.get_watermark_offsets(ck.TopicPartition(tp.topic, tp.partition), cached=True)[1]
+    return True if high >= end else None
+
+
+@requirement("RESTORE-011", capability=CAPABILITY)
+@client_settings()
+@given(before=st.integers(0, 5), held=st.integers(1, 10))
+@example(before=2, held=5)
+def test_required_RESTORE_011_a_partition_paused_while_a_poll_waits_is_read_on_from_the_last_record_delivered(
+    client_broker: Broker, before: int, held: int
+) -> None:
+    """Read to the end; while a poll thread reads on, write more and, once the consumer fetched them
+    (its batch poll holds them until it fills or times out), pause and resume the partition from this
+    thread: every record is delivered once (the pause drops the records fetched, which are fetched again)."""
+    with KafkaClient(client_broker) as kafka:
+        tp = new_partition(kafka, values("before", before))
+        reader = consumer(client_broker, f"kc-client-{uuid4().hex[:8]}")
+        partition = [ck.TopicPartition(tp.topic, tp.partition)]
+        try:
+            reader.assign([ck.TopicPartition(tp.topic, tp.partition, 0)])
+            read = consume_to_end(reader, tp, before, 0)
+            with ThreadPoolExecutor(1) as poll_thread:
+                polling = poll_thread.submit(consume_to_end, reader, tp, before + held, 0)
+                kafka.produce_batch(tp, [(None, v) for v in values("held", held)])
+                wait_until(lambda: fetched_to(reader, tp, before + held), CONSUME_TIMEOUT_S, f"a fetch of {tp}", 0.001)
+                reader.pause(partition)
+                reader.resume(partition)
+                read += polling.result(timeout=CONSUME_TIMEOUT_S)
+        finally:
+            reader.close()
+    fail_on(check_read_once(read, {tp: before + held}, "RESTORE-011"))
+
+
+def as_read(tp: TopicPartition, message: ck.Message, incarnation: int) -> ReadRecord:
+    """A delivered record as the checkers take it; a record without an offset fails."""
+    offset = message.offset()
+    assert offset is not None, f"{tp}: a record without an offset"
+    return ReadRecord(tp, offset, message.value(), incarnation)
+
+
+def consume_messages(client: ck.Consumer, tp: TopicPartition, count: int) -> list[ck.Message]:
+    """Batch-consume ``count`` records as the client's messages (each with its leader epoch); a timeout fails."""
+    messages: list[ck.Message] = []
+    deadline = time.monotonic() + CONSUME_TIMEOUT_S
+    while len(messages) < count:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{tp}: {count} records not read within {CONSUME_TIMEOUT_S} s")
+        messages += [m for m in client.consume(count - len(messages), timeout=0.2) if m.error() is None]
+    return messages
+
+
+@requirement("RESTORE-012", capability=CAPABILITY)
+@client_settings()
+@given(before=st.integers(1, 5), after=st.integers(1, 5))
+@example(before=3, after=2)
+def test_required_RESTORE_012_an_offset_the_source_stores_is_committed_over_one_committed_from_a_record(
+    client_broker: Broker, before: int, after: int
+) -> None:
+    """The group's offset is committed from a record (with its leader epoch, as Kafka's Java consumer
+    commits); write more, restart the group: it reads on from there, stores the end offset it tracked
+    itself (an offset alone, no leader epoch) and commits: the commit succeeds and the group's offset
+    is the stored one."""
+    group = f"kc-client-{uuid4().hex[:8]}"
+    with KafkaClient(client_broker) as kafka:
+        tp = new_partition(kafka, values("before", before))
+        kafka.committed(group, [tp])  # waits out a coordinator still loading, which a fresh broker's first group meets
+        first = consumer(client_broker, group)
+        try:
+            first.assign([ck.TopicPartition(tp.topic, tp.partition, ck.OFFSET_STORED)])
+            messages = consume_messages(first, tp, before)
+            first.commit(message=messages[-1], asynchronous=False)
+        finally:
+            first.close()
+        read = [as_read(tp, m, 0) for m in messages]
+        kafka.produce_batch(tp, [(None, v) for v in values("after", after)])
+        second = consumer(client_broker, group, **{"enable.auto.offset.store": False})
+        error: str | None = None
+        try:
+            second.assign([ck.TopicPartition(tp.topic, tp.partition, ck.OFFSET_STORED)])
+            read += consume_to_end(second, tp, before + after, 1)
+            second.store_offsets(offsets=[ck.TopicPartition(tp.topic, tp.partition, before + after)])
+            try:
+                second.commit(asynchronous=False)
+            except ck.KafkaException as failed:
+                error = str(failed.args[0])
+        finally:
+            second.close()
+        committed = kafka.committed(group, [tp]).get(tp)
+    fail_on(
+        check_read_once(read, {tp: before + after}, "RESTORE-012")
+        + check_stored_offset_committed(tp, before + after, committed, error, "RESTORE-012")
+    )
