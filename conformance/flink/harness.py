@@ -114,6 +114,11 @@ class RunningJob:
             return False
         return True
 
+    def kill(self) -> None:
+        """SIGKILL the JVM, as a lost machine ends a job: no savepoint, no cleanup, nothing aborted."""
+        self.process.kill()
+        self.process.communicate()
+
     def finish(self) -> RunResult:
         """Its answer and history; ``HarnessError`` when the JVM failed or overran its deadline (then killed)."""
         try:

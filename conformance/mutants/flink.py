@@ -52,3 +52,16 @@ def _exactly_once_off(job: JobRun) -> JobRun:
     """``DeliveryGuarantee.AT_LEAST_ONCE`` in place of ``EXACTLY_ONCE``: what a subtask wrote after the last
     checkpoint is visible at once, and written again when the job replays from that checkpoint."""
     return replace(job, sink=replace(job.sink, exactly_once=False))
+
+
+@flink_mutant(
+    "flink_sink_transaction_timeout_ignored",
+    {"COMMIT-004"},
+    "the job's KafkaSink gives its producers a minute of transaction timeout, not the one it was configured with",
+    scenario="killed_and_not_restarted",
+)
+def _transaction_timeout_ignored(job: JobRun) -> JobRun:
+    """The sink's producers keep kafka-clients' default ``transaction.timeout.ms`` (60 s) whatever the job set: a
+    job killed and never restarted blocks read_committed readers for that minute, not for the timeout asked."""
+    properties = {**job.sink.properties, "transaction.timeout.ms": "60000"}
+    return replace(job, sink=replace(job.sink, properties=properties))

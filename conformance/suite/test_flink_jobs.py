@@ -15,6 +15,7 @@ Few drawn examples (a job takes seconds); a failing one prints its draw and repl
 from __future__ import annotations
 
 import contextlib
+import time
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
@@ -35,6 +36,7 @@ from ...reference_impl.kafka_client import KafkaClient, topic_records, wait_unti
 from ...reference_impl.ports import Isolation, KafkaError
 from ...reference_impl.types import TopicPartition
 from ..brokers import Broker
+from ..brokers.probe import TXN_TIMEOUT_WAIT_S
 from ..brokers.refusal import refused_writes
 from ..checks.checkers import Violation, fail_on
 from ..checks.pipeline_checkers import (
@@ -45,11 +47,12 @@ from ..checks.pipeline_checkers import (
     check_rewritten,
     check_single_reader,
     check_sink_output,
+    check_unblocked,
 )
 from ..errors import HarnessError
 from ..flink.harness import FlinkHarness, RunningJob, visible_output
 from ..flink.history import RunHistory, committed_reads, left_to_read, restarted_or_checkpointed
-from ..flink.job import Failure, JobRun, Sink, Stop
+from ..flink.job import SINK_DEFAULTS, Failure, JobRun, Sink, Stop
 from ..gate.pytest_plugin import BROKER_VERSION, CouldNotCheck, live_broker, requirement
 from ..jvm import JvmArtifactsMissing
 from ..jvm.setup import SetupError
@@ -425,3 +428,70 @@ def test_required_COMMIT_007_flink_at_least_once_sink_surfaces_writes_the_broker
     violations += check_output(produced - Counter(refused), seen, exactly_once=False)
     restarts = max(s.attempt for s in result.history.segments)
     fail_on(violations, detail=f"{len(refused)} records refused, {restarts} restarts: {work}")
+
+
+KILLED_TXN_TIMEOUT_MS: Final = 5_000
+"""The killed job's ``transaction.timeout.ms``: the broker aborts its open transactions this long after their start."""
+KILLED_CHECKPOINT_MS: Final = 20_000
+"""Checkpoints of the killed job: rare, so each transaction holds records for seconds and the kill lands in one."""
+
+
+def open_transactions(kafka: KafkaClient, topic: str, partitions: int) -> dict[TopicPartition, tuple[int, int]]:
+    """Partition -> (last stable offset, end) of ``topic``: a transaction holds records where the first is below."""
+    tps = [TopicPartition(topic, p) for p in range(partitions)]
+    return {
+        tp: (kafka.latest_offset(tp, Isolation.READ_COMMITTED), kafka.latest_offset(tp, Isolation.READ_UNCOMMITTED))
+        for tp in tps
+    }
+
+
+@requirement("COMMIT-004", capability="flink-job")
+@pytest.mark.timeout(JOB_TIMEOUT_S)
+def test_required_COMMIT_004_flink_job_killed_and_not_restarted_blocks_readers_no_longer_than_its_timeout(
+    harness: FlinkHarness, flink_broker: Broker, kafka: KafkaClient, tmp_path: Path
+) -> None:
+    """An exactly-once job (``transaction.timeout.ms`` 5 s, a checkpoint every 20 s) is SIGKILLed while its sink's
+    transactions hold records, and never restarted: no recovery will abort them, so the transaction timeout the
+    sink gave its producers is what lets read_committed readers past them, within that timeout and the broker's
+    abort sweep (KafkaSink passes its producer properties to each transactional producer)."""
+    tag = f"flink-{uuid4().hex[:8]}"
+    source, sink = f"{tag}-in", f"{tag}-out"
+    kafka.create_topic(source, PARTITIONS)
+    kafka.create_topic(sink, 2)
+    write(kafka, source, range(PARTITIONS), 500, tag)
+    properties = {**SINK_DEFAULTS, "transaction.timeout.ms": str(KILLED_TXN_TIMEOUT_MS)}
+    job = replace(
+        job_of(flink_broker, (source,), sink, True, 2),
+        sink=Sink(sink, True, f"{sink}-txn", properties),
+        checkpoint_interval_ms=KILLED_CHECKPOINT_MS,
+        stop=Stop(after_records=10**9, within_ms=JOB_TIMEOUT_S * 1000),
+    )
+    running = harness.start(job, tmp_path / "job")
+
+    def holding_records() -> bool | None:
+        return True if any(lso < end for lso, end in open_transactions(kafka, sink, 2).values()) else None
+
+    def ended_or_holding() -> bool | None:
+        return True if running.ended(within_s=0.0) else holding_records()
+
+    try:
+        wait_until(ended_or_holding, STARTED_WITHIN_S, "a sink transaction holding records", step_s=0.05)
+        if running.ended(within_s=0.0):
+            running.finish()  # raises, saying why it ended
+            raise HarnessError("the job ended before a transaction of its sink held records")
+    except KafkaError as error:
+        raise HarnessError(f"no transaction of the job's sink held records: {error}") from error
+    finally:
+        running.kill()
+    killed_at = time.monotonic()
+    ends = {tp: end for tp, (_, end) in open_transactions(kafka, sink, 2).items()}
+
+    def unblocked() -> bool | None:
+        return True if all(lso >= ends[tp] for tp, (lso, _) in open_transactions(kafka, sink, 2).items()) else None
+
+    bound_s = KILLED_TXN_TIMEOUT_MS / 1000 + TXN_TIMEOUT_WAIT_S
+    with contextlib.suppress(KafkaError):  # still blocked at the bound: check_unblocked names it
+        wait_until(unblocked, bound_s, "the killed job's transactions timed out", step_s=0.2)
+    stable = {tp: lso for tp, (lso, _) in open_transactions(kafka, sink, 2).items()}
+    when = f"{time.monotonic() - killed_at:.0f} s after the kill (transaction.timeout.ms={KILLED_TXN_TIMEOUT_MS})"
+    fail_on(check_unblocked(stable, ends, when), detail=f"job in {tmp_path / 'job'}")
