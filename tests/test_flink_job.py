@@ -26,6 +26,9 @@ def test_an_unbounded_run_says_when_to_stop_and_where_to_save() -> None:
     assert described["bounded"] is False and described["restore_from"] == "/sp/1"
     assert described["stop"] == {"after_records": None, "at_offsets": [["in", 1, 7]], "within_ms": 60_000}
     assert described["sink"]["properties"] == {"transaction.timeout.ms": "60000"}
+    assert described["sink"]["naming"] is None  # the release's default naming strategy
+    pooled = JobRun("b:9092", ("in",), Sink("out", True, "txn", naming="POOLING"), 1)
+    assert description(pooled, Path("/h.jsonl"), Path("/sp"))["sink"]["naming"] == "POOLING"
 
 
 def test_a_bounded_run_with_a_failure_in_a_checkpoint() -> None:

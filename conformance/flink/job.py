@@ -54,6 +54,8 @@ class Sink:
     exactly_once: bool
     transactional_id_prefix: str
     properties: Mapping[str, str] = field(default_factory=lambda: dict(SINK_DEFAULTS))
+    naming: str | None = None
+    """Its ``TransactionNamingStrategy`` (``ConnectorRelease.transaction_naming``); ``None``: the release's default."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +114,7 @@ def description(run: JobRun, history: Path, savepoint_dir: Path) -> dict[str, An
             "exactly_once": run.sink.exactly_once,
             "transactional_id_prefix": run.sink.transactional_id_prefix,
             "properties": dict(run.sink.properties),
+            "naming": run.sink.naming,
         },
         "source_properties": dict(run.source_properties),
         "history": str(history),

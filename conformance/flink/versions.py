@@ -23,12 +23,17 @@ class ConnectorRelease:
     """A kafka-clients over the one the connector's pom names; ``None`` keeps the connector's."""
     java_options: tuple[str, ...] = ()
     """JVM options its Flink needs on Java 17 that later Flinks do not (the harness passes them to its JVM)."""
+    transaction_naming: tuple[str, ...] = ()
+    """The exactly-once sink's ``TransactionNamingStrategy`` values (connector 4.0 on, FLINK-34554); none before."""
 
     def maven_properties(self) -> dict[str, str]:
         """The ``-D`` properties ``jvm/flink-harness/pom.xml`` leaves open."""
         pinned = {} if self.kafka_clients is None else {"kafka.clients.version": self.kafka_clients}
         return {"connector.version": self.connector, "flink.version": self.flink, **pinned}
 
+
+NAMING: Final = ("INCREMENTING", "POOLING")
+"""``TransactionNamingStrategy``'s values: a new id per checkpoint (the 3.x behaviour), or ids reused from a pool."""
 
 RELEASES: Final = {
     release.connector: release
@@ -46,8 +51,8 @@ RELEASES: Final = {
         ConnectorRelease("3.2.0-1.19", "1.19.1"),
         ConnectorRelease("3.3.0-1.20", "1.20.0"),  # kafka-clients 3.4.0
         ConnectorRelease("3.4.0-1.20", "1.20.1"),
-        ConnectorRelease("4.0.1-2.0", "2.0.0"),  # kafka-clients 3.9.1
-        ConnectorRelease("5.0.0-2.2", "2.2.0"),
+        ConnectorRelease("4.0.1-2.0", "2.0.0", transaction_naming=NAMING),  # kafka-clients 3.9.1
+        ConnectorRelease("5.0.0-2.2", "2.2.0", transaction_naming=NAMING),
     )
 }
 """Connector version -> its release: the lines the harness is built and run against (tests/flink)."""

@@ -53,6 +53,7 @@ from ..errors import HarnessError
 from ..flink.harness import FlinkHarness, RunningJob, visible_output
 from ..flink.history import RunHistory, committed_reads, left_to_read, restarted_or_checkpointed
 from ..flink.job import SINK_DEFAULTS, Failure, JobRun, Sink, Stop
+from ..flink.versions import NAMING
 from ..gate.pytest_plugin import BROKER_VERSION, CouldNotCheck, live_broker, requirement
 from ..jvm import JvmArtifactsMissing
 from ..jvm.setup import SetupError
@@ -141,16 +142,24 @@ def job_of(broker: Broker, topics: tuple[str, ...], sink: str, exactly_once: boo
 @requirement("RESTORE-003", "ASSIGN-007", "COMMIT-011", "COMMIT-013", capability="flink-job")
 @pytest.mark.timeout(JOB_TIMEOUT_S * 8)  # up to four runs an example, the explicit one and a drawn one
 @flink_settings()
-@given(fail_after=st.integers(10, 250), parallelisms=st.lists(st.integers(1, 4), min_size=2, max_size=4))
-@example(fail_after=120, parallelisms=[2, 3, 1, 4])
+@given(
+    fail_after=st.integers(10, 250),
+    parallelisms=st.lists(st.integers(1, 4), min_size=2, max_size=4),
+    naming=st.sampled_from(NAMING),
+)
+@example(fail_after=120, parallelisms=[2, 3, 1, 4], naming="INCREMENTING")
+@example(fail_after=60, parallelisms=[3, 1, 2], naming="POOLING")
 def test_required_RESTORE_003_flink_exactly_once_through_a_failure_and_savepoint_rescales(
-    harness: FlinkHarness, flink_broker: Broker, kafka: KafkaClient, tmp_path: Path, fail_after: int,
-    parallelisms: list[int],
+    harness: FlinkHarness, flink_broker: Broker, kafka: KafkaClient, tmp_path: Path, record_property: Any,
+    fail_after: int, parallelisms: list[int], naming: str,
 ) -> None:  # fmt: skip
     """Subtask 0 of the first run fails once after ``fail_after`` records; each run stops with a savepoint that
     the next restores at the next parallelism, records written between runs: every offset is in the final state
     once (RESTORE-003), each run's subtasks read disjoint partitions (ASSIGN-007), and the exactly-once sink's
-    read_committed output is the input once, in order (COMMIT-011, COMMIT-013)."""
+    read_committed output is the input once, in order (COMMIT-011, COMMIT-013). The sink names its transactions
+    by the drawn ``TransactionNamingStrategy`` where the release has them (4.0 on); before, by its only one."""
+    strategy = naming if naming in harness.release.transaction_naming else None
+    record_property("sink_naming", strategy or "the release's only one")
     tag = f"flink-{uuid4().hex[:8]}"
     source, sink = f"{tag}-in", f"{tag}-out"
     kafka.create_topic(source, PARTITIONS)
@@ -165,6 +174,7 @@ def test_required_RESTORE_003_flink_exactly_once_through_a_failure_and_savepoint
         left = Stop(at_offsets=left_to_read(ends, committed_reads(runs) if runs else []))
         stop = left if step in (0, len(parallelisms) - 1) else Stop(after_records=120)
         job = replace(job_of(flink_broker, (source,), sink, True, parallelism), stop=stop, restore_from=savepoint)
+        job = replace(job, sink=replace(job.sink, naming=strategy))
         if step == 0:
             job = replace(job, failure=Failure(subtask=0, after_records=fail_after))
         result = harness.run(job, work / f"run-{step + 1}")

@@ -22,6 +22,7 @@ import org.apache.flink.api.common.JobStatus;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.RichMapFunction;
 import org.apache.flink.api.common.functions.RuntimeContext;
+import org.apache.flink.api.common.serialization.SerializationSchema;
 import org.apache.flink.api.common.state.CheckpointListener;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.configuration.Configuration;
@@ -46,7 +47,6 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.util.Collector;
 import org.apache.flink.util.ExceptionUtils;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.producer.ProducerRecord;
 
 /**
  * Runs one real Flink streaming job in the local MiniCluster, so that kconform's pipeline checkers judge Flink's own
@@ -59,7 +59,8 @@ import org.apache.kafka.clients.producer.ProducerRecord;
  * <pre>
  * {"bootstrap_servers": s, "topics": [t, ...] | null, "topic_pattern": regex | null, "starting_offsets": "earliest",
  *  "bounded": b, "parallelism": n, "checkpoint_interval_ms": ms, "restart_attempts": k,
- *  "sink": {"topic": t, "exactly_once": b, "transactional_id_prefix": s, "properties": {k: v}},
+ *  "sink": {"topic": t, "exactly_once": b, "transactional_id_prefix": s, "properties": {k: v},
+ *  "naming": "INCREMENTING" | "POOLING" | null},
  *  "source_properties": {k: v}, "history": path, "savepoint_dir": path, "restore_from": path | null,
  *  "failure": {"subtask": i, "after_records": n, "at": "record" | "checkpoint"} | null,
  *  "stop": {"after_records": n | null, "at_offsets": [[t, p, end], ...] | null, "within_ms": ms} | null,
@@ -204,14 +205,34 @@ public final class FlinkHarness {
         var builder =
                 KafkaSink.<Read>builder()
                         .setBootstrapServers(bootstrapServers)
-                        .setRecordSerializer(new ReadSerializer(topic))
+                        .setRecordSerializer(serializer(topic))
                         .setDeliveryGuarantee(
                                 sink.get("exactly_once").asBoolean()
                                         ? DeliveryGuarantee.EXACTLY_ONCE
                                         : DeliveryGuarantee.AT_LEAST_ONCE)
                         .setTransactionalIdPrefix(sink.get("transactional_id_prefix").asText());
         sink.get("properties").fields().forEachRemaining(e -> builder.setProperty(e.getKey(), e.getValue().asText()));
+        JsonNode naming = sink.get("naming");
+        if (naming != null && !naming.isNull()) {
+            setNaming(builder, naming.asText());
+        }
         return builder.build();
+    }
+
+    /**
+     * The sink's {@code TransactionNamingStrategy} (connector 4.0 on, FLINK-34554), set by reflection so that one
+     * source builds against every release line; a line without it cannot run the job asked.
+     */
+    static void setNaming(Object builder, String name) {
+        try {
+            Class<?> strategy = Class.forName("org.apache.flink.connector.kafka.sink.TransactionNamingStrategy");
+            Object value = strategy.getMethod("valueOf", String.class).invoke(null, name);
+            builder.getClass().getMethod("setTransactionNamingStrategy", strategy).invoke(builder, value);
+        } catch (ClassNotFoundException | NoSuchMethodException missing) {
+            throw new IllegalArgumentException("this connector release has no TransactionNamingStrategy", missing);
+        } catch (ReflectiveOperationException failed) {
+            throw new IllegalStateException("setting TransactionNamingStrategy " + name, failed);
+        }
     }
 
     /** One source record as the job carries it: where it was read and its key and value. */
@@ -245,16 +266,31 @@ public final class FlinkHarness {
     }
 
     /** The sink's serializer: the record's key and value to the output topic, partitioned by Kafka's producer. */
-    static final class ReadSerializer implements KafkaRecordSerializationSchema<Read> {
-        private final String topic;
+    /**
+     * Each record to {@code topic}, its key and value as read. Built by the connector's own builder: its schema names
+     * the topic it writes (KafkaDatasetFacetProvider, from connector 4.0), which the POOLING naming strategy needs.
+     */
+    static KafkaRecordSerializationSchema<Read> serializer(String topic) {
+        return KafkaRecordSerializationSchema.<Read>builder()
+                .setTopic(topic)
+                .setKeySerializationSchema(new KeyOf())
+                .setValueSerializationSchema(new ValueOf())
+                .build();
+    }
 
-        ReadSerializer(String topic) {
-            this.topic = topic;
-        }
-
+    /** A record's key as read (classes, not lambdas: the lineage facet of 4.0 on infers their element type). */
+    static final class KeyOf implements SerializationSchema<Read> {
         @Override
-        public ProducerRecord<byte[], byte[]> serialize(Read read, KafkaSinkContext context, Long timestamp) {
-            return new ProducerRecord<>(topic, null, read.key, read.value);
+        public byte[] serialize(Read read) {
+            return read.key;
+        }
+    }
+
+    /** A record's value as read. */
+    static final class ValueOf implements SerializationSchema<Read> {
+        @Override
+        public byte[] serialize(Read read) {
+            return read.value;
         }
     }
 
