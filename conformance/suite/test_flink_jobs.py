@@ -4,10 +4,11 @@ Capability ``flink-job`` (``kconform.conformance.adapters.flink_kafka``): each s
 connector release in the harness (``kconform.conformance.flink``: a local MiniCluster, the harness built on first
 use) and judges what its subtasks read and what its sink made visible with the same checkers and requirement ids
 as the Spark scenarios (``test_pipeline``): exactly once through a subtask failure and savepoint rescales, partitions
-added while a job runs found and read from their first record, a job stopped before its first record restored
-without loss, a bounded job on input that ends in commit markers read once and ended, and an at-least-once job
-through a window in which the broker refuses its sink's writes (each refused record surfaced and written again).
-Waits on a running job are conditioned on what it did (its output, its end) and bounded.
+added while a job runs, or while it is stopped, found and read from their first record, a job stopped before its
+first record restored without loss, a bounded job on input that ends in commit markers read once and ended, an
+at-least-once job through a window in which the broker refuses its sink's writes (each refused record surfaced
+and written again), and a job killed and never restarted, whose transactions time out. Waits on a running job
+are conditioned on what it did (its output, its end) and bounded.
 
 Few drawn examples (a job takes seconds); a failing one prints its draw and replay blob.
 """
@@ -215,17 +216,27 @@ def partitions_added_while_running(
     if await_first_read(kafka, running, TopicPartition(source, 0), sink):
         kafka.create_partitions(source, 4)
         write(kafka, source, (2, 3), before, f"{tag}-before")
-        prefixes = tuple(f"{tag}-before-{tp.partition}-".encode() for tp in added)
-        with contextlib.suppress(KafkaError):  # not read in time: the records written next tell which it was
-            wait_until(
-                lambda: any(v.startswith(prefixes) for v in sink_values(kafka, sink)) or None,
-                discovered_within_ms / 1000,
-                "the added partitions' records read",
-                step_s=0.2,
-            )
-        write(kafka, source, (2, 3), after, f"{tag}-after")
+        write_once_read(kafka, added, after, sink, tag, discovered_within_ms)
     result = running.finish()
     return check_discovered([r for r in committed_reads([result.history]) if r.tp in added], ends)
+
+
+def write_once_read(
+    kafka: KafkaClient, added: Sequence[TopicPartition], count: int, sink: str, tag: str, within_ms: int
+) -> None:
+    """Once records written to ``added`` (values ``tag-before-p-i``) come out of the job into ``sink``, or
+    ``within_ms`` passed, write ``count`` more to each (``tag-after-p-i``): read, they show a partition started
+    late (a gap before them) apart from one never found (nothing read)."""
+    prefixes = tuple(f"{tag}-before-{tp.partition}-".encode() for tp in added)
+    with contextlib.suppress(KafkaError):  # not read in time: the records written next tell which it was
+        wait_until(
+            lambda: any(v.startswith(prefixes) for v in sink_values(kafka, sink)) or None,
+            within_ms / 1000,
+            "the added partitions' records read",
+            step_s=0.2,
+        )
+    for tp in added:
+        write(kafka, tp.topic, (tp.partition,), count, f"{tag}-after")
 
 
 def await_first_read(kafka: KafkaClient, running: RunningJob, probe: TopicPartition, sink: str) -> bool:
@@ -265,6 +276,53 @@ def test_required_DISC_009_flink_partitions_added_while_running_are_found_with_d
     switched discovery off for every source whose interval was not set)."""
     work = tmp_path / "job"
     fail_on(partitions_added_while_running(harness, flink_broker, kafka, work, {}, DEFAULT_DISCOVERY_MS + SLACK_MS))
+
+
+@requirement("DISC-005", capability="flink-job")
+@pytest.mark.timeout(JOB_TIMEOUT_S * 2)
+def test_required_DISC_005_flink_partitions_added_while_a_job_is_stopped_are_read_from_their_first_record(
+    harness: FlinkHarness, flink_broker: Broker, kafka: KafkaClient, tmp_path: Path
+) -> None:
+    """A job at LATEST on a two-partition topic reads (its first discovery done) and stops with a savepoint; two
+    partitions are added and written to while no job runs; the job restored from the savepoint must read them
+    from offset 0 (written to again once it read them or a bound passed, as while running). Unlike a partition
+    added while the job runs, the records surely precede the discovery that finds the partitions: the restored
+    enumerator's first. flink-connector-kafka 3.0.2 (FLINK-32019) keeps only the assigned partitions
+    (``KafkaSource.restoreEnumerator`` passes ``checkpoint.assignedPartitions()``) and starts every partition
+    outside them at the startup initializer (``KafkaSourceEnumerator.initializePartitionSplits``), LATEST,
+    resolved to the end then: the records are skipped. From 3.1.0 the state holds ``initialDiscoveryFinished``
+    (``KafkaSourceEnumState``), so the restored enumerator starts them at ``newDiscoveryOffsetsInitializer``,
+    EARLIEST (5.0 as well)."""
+    tag = f"flink-{uuid4().hex[:8]}"
+    source, sink, restored_sink = f"{tag}-in", f"{tag}-out", f"{tag}-out-restored"
+    kafka.create_topic(source, 2)
+    kafka.create_topic(sink, 1)
+    kafka.create_topic(restored_sink, 1)  # its first output tells the restored job reads
+    properties = {"partition.discovery.interval.ms": str(EXPLICIT_DISCOVERY_MS)}
+    job = replace(
+        job_of(flink_broker, (source,), sink, False, 2), starting_offsets="latest", source_properties=properties
+    )
+    running = harness.start(replace(job, stop=Stop(after_records=1)), tmp_path / "run-1")
+    await_first_read(kafka, running, TopicPartition(source, 0), sink)
+    first = running.finish()
+    kafka.create_partitions(source, 4)
+    added = [TopicPartition(source, p) for p in (2, 3)]
+    before, after = 20, 10
+    write(kafka, source, (2, 3), before, f"{tag}-before")
+    ends = {tp: before + after for tp in added}
+    discovered_within_ms = 10 * EXPLICIT_DISCOVERY_MS
+    restored = replace(
+        job,
+        sink=replace(job.sink, topic=restored_sink),
+        restore_from=first.savepoint,
+        stop=Stop(at_offsets=ends, within_ms=discovered_within_ms + 2 * SLACK_MS),
+    )
+    running = harness.start(restored, tmp_path / "run-2")
+    if await_first_read(kafka, running, TopicPartition(source, 0), restored_sink):
+        write_once_read(kafka, added, after, restored_sink, tag, discovered_within_ms)
+    second = running.finish()
+    reads = [r for r in committed_reads([first.history, second.history]) if r.tp in added]
+    fail_on(check_discovered(reads, ends), detail=f"savepoint {first.savepoint}; runs in {tmp_path}")
 
 
 @requirement("RESTORE-003", "DISC-005", capability="flink-job")
