@@ -190,12 +190,12 @@ def test_requirements_verb_lists_spec_checker_and_tests(capsys: pytest.CaptureFi
 def test_requirements_verb_markdown_is_a_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert requirements.main(["--markdown"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert "| id | level | class | title | checked by | tests | mutants | TLA+ |" in lines
+    assert "| id | level | class | title | judged at | checked by | tests | mutants | TLA+ |" in lines
     row = next(line for line in lines if line.startswith("| [ASSIGN-001]"))
     assert row.startswith(
         "| [ASSIGN-001](assignment.md#assign-001-must-fidelity-the-assigner-gives-every-partition-exactly-one-subtask)"
     )
-    assert "| [`check_plan`](../conformance/checks/checkers.py) |" in row
+    assert "| protocol, Spark queries | [`check_plan`](../conformance/checks/checkers.py) |" in row
     test = "tests/test_assignment.py::test_required_ASSIGN_001_owner_in_range"
     assert f"[`{test}`](../tests/test_assignment.py)" in row
     row = next(line for line in lines if line.startswith("| [COMMIT-004]"))
@@ -302,3 +302,24 @@ def test_the_anomaly_table_of_the_spec_is_the_checker_s() -> None:
     page = (Path(requirements.__file__).resolve().parents[2] / "spec" / "commit.md").read_text()
     rows = dict(re.findall(r"^\| `([a-z-]+)` \| [^|]+ \| ([A-Z]+-\d{3}) \|", page, re.MULTILINE))
     assert rows == ANOMALY_REQUIREMENT
+
+
+def test_every_suite_module_says_where_it_judges_an_adapter_and_its_pipeline_mark_agrees() -> None:
+    """``SUITE_LEVELS`` (the requirement table's "judged at") names every suite module; those marked pipeline as a
+    whole are the pipeline level's, the others the protocol level's."""
+    suite = REPO_ROOT / requirements.SUITE
+    modules = {path.stem: path.read_text(encoding="utf-8") for path in suite.glob("test_*.py")}
+    assert set(requirements.SUITE_LEVELS) == set(modules)
+    for module, text in modules.items():
+        pipeline = "pytestmark = pytest.mark.pipeline" in text
+        assert (requirements.SUITE_LEVELS[module] != "protocol") == pipeline, module
+
+
+def test_judged_at_counts_suite_tests_only_in_the_table_s_order() -> None:
+    tests = [
+        "tests/test_restore.py::test_required_X",
+        "conformance/suite/test_flink_jobs.py::test_required_Y",
+        "conformance/suite/test_source.py::test_required_Z",
+    ]
+    assert requirements.judged_at(tests) == ["protocol", "Flink jobs"]
+    assert requirements.judged_at(tests[:1]) == []
