@@ -156,6 +156,8 @@ def test_required_DISC_009_a_partition_added_while_running_and_never_read_was_ne
     kinds = [(v.requirement, v.kind) for v in violations]
     assert kinds == [("DISC-009", "never-discovered"), ("DISC-005", "offset-gap")]
     assert violations[0].evidence.startswith("in-1:")
+    unfound = check_discovered([read(0, o, 0) for o in range(3)], added, unfound="DISC-002")  # a new topic's
+    assert [(v.requirement, v.kind) for v in unfound] == [("DISC-002", "never-discovered")]
 
 
 def test_required_COMMIT_004_a_stable_offset_short_of_the_end_at_the_kill_is_lingering() -> None:

@@ -130,16 +130,20 @@ def _end_field(ends: Mapping[TopicPartition, int], tp: TopicPartition) -> dict[s
 
 
 def check_discovered(
-    records: Iterable[ReadRecord], added: Mapping[TopicPartition, int], requirement: str = "DISC-005"
+    records: Iterable[ReadRecord],
+    added: Mapping[TopicPartition, int],
+    requirement: str = "DISC-005",
+    unfound: str = "DISC-009",
 ) -> list[Violation]:
-    """DISC-009 then ``requirement``: each partition in ``added`` (found while the query ran, with
+    """``unfound`` then ``requirement``: each partition in ``added`` (found while the query ran, with
     records produced before and after the query had caught up) was read at all, and then read once
-    from its first record. Nothing read of it at all is DISC-009's ``never-discovered``, not a gap."""
+    from its first record. Nothing read of it at all is ``never-discovered`` (DISC-009 for a partition of a
+    subscribed topic, DISC-002 for one of a newly matching topic), not a gap."""
     records = list(records)
     seen = {r.tp for r in records}
     out = [
         Violation(
-            "DISC-009",
+            unfound,
             "never-discovered",
             f"{tp}: none of its {end} records read; discovery never found it",
             data=tp_fields(tp) | {"end": end},

@@ -278,37 +278,35 @@ def test_required_DISC_009_flink_partitions_added_while_running_are_found_with_d
     fail_on(partitions_added_while_running(harness, flink_broker, kafka, work, {}, DEFAULT_DISCOVERY_MS + SLACK_MS))
 
 
-@requirement("DISC-005", capability="flink-job")
-@pytest.mark.timeout(JOB_TIMEOUT_S * 2)
-def test_required_DISC_005_flink_partitions_added_while_a_job_is_stopped_are_read_from_their_first_record(
-    harness: FlinkHarness, flink_broker: Broker, kafka: KafkaClient, tmp_path: Path
-) -> None:
-    """A job at LATEST on a two-partition topic reads (its first discovery done) and stops with a savepoint; two
-    partitions are added and written to while no job runs; the job restored from the savepoint must read them
-    from offset 0 (written to again once it read them or a bound passed, as while running). Unlike a partition
-    added while the job runs, the records surely precede the discovery that finds the partitions: the restored
-    enumerator's first. flink-connector-kafka 3.0.2 (FLINK-32019) keeps only the assigned partitions
-    (``KafkaSource.restoreEnumerator`` passes ``checkpoint.assignedPartitions()``) and starts every partition
-    outside them at the startup initializer (``KafkaSourceEnumerator.initializePartitionSplits``), LATEST,
-    resolved to the end then: the records are skipped. From 3.1.0 the state holds ``initialDiscoveryFinished``
-    (``KafkaSourceEnumState``), so the restored enumerator starts them at ``newDiscoveryOffsetsInitializer``,
-    EARLIEST (5.0 as well)."""
+def added_while_stopped(
+    harness: FlinkHarness, broker: Broker, kafka: KafkaClient, work: Path, new_topic: bool
+) -> list[Violation]:
+    """A job at LATEST reads (its first discovery done) and stops with a savepoint; while no job runs, two
+    partitions are added to its topic, or (``new_topic``, the job subscribed by pattern) a two-partition topic
+    matching its pattern is created, and written to; the job restored from the savepoint must read them from
+    offset 0 (written to again once it read them or a bound passed, as while running). Unlike partitions added
+    while the job runs, the records surely precede the discovery that finds them: the restored enumerator's first."""
     tag = f"flink-{uuid4().hex[:8]}"
     source, sink, restored_sink = f"{tag}-in", f"{tag}-out", f"{tag}-out-restored"
     kafka.create_topic(source, 2)
     kafka.create_topic(sink, 1)
     kafka.create_topic(restored_sink, 1)  # its first output tells the restored job reads
     properties = {"partition.discovery.interval.ms": str(EXPLICIT_DISCOVERY_MS)}
-    job = replace(
-        job_of(flink_broker, (source,), sink, False, 2), starting_offsets="latest", source_properties=properties
-    )
-    running = harness.start(replace(job, stop=Stop(after_records=1)), tmp_path / "run-1")
+    job = replace(job_of(broker, (source,), sink, False, 2), starting_offsets="latest", source_properties=properties)
+    if new_topic:
+        job = replace(job, topics=(), topic_pattern=f"{tag}-in.*")
+    running = harness.start(replace(job, stop=Stop(after_records=1)), work / "run-1")
     await_first_read(kafka, running, TopicPartition(source, 0), sink)
     first = running.finish()
-    kafka.create_partitions(source, 4)
-    added = [TopicPartition(source, p) for p in (2, 3)]
+    if new_topic:
+        kafka.create_topic(f"{tag}-in-new", 2)
+        added = [TopicPartition(f"{tag}-in-new", p) for p in (0, 1)]
+    else:
+        kafka.create_partitions(source, 4)
+        added = [TopicPartition(source, p) for p in (2, 3)]
     before, after = 20, 10
-    write(kafka, source, (2, 3), before, f"{tag}-before")
+    for tp in added:
+        write(kafka, tp.topic, (tp.partition,), before, f"{tag}-before")
     ends = {tp: before + after for tp in added}
     discovered_within_ms = 10 * EXPLICIT_DISCOVERY_MS
     restored = replace(
@@ -317,12 +315,36 @@ def test_required_DISC_005_flink_partitions_added_while_a_job_is_stopped_are_rea
         restore_from=first.savepoint,
         stop=Stop(at_offsets=ends, within_ms=discovered_within_ms + 2 * SLACK_MS),
     )
-    running = harness.start(restored, tmp_path / "run-2")
+    running = harness.start(restored, work / "run-2")
     if await_first_read(kafka, running, TopicPartition(source, 0), restored_sink):
         write_once_read(kafka, added, after, restored_sink, tag, discovered_within_ms)
     second = running.finish()
     reads = [r for r in committed_reads([first.history, second.history]) if r.tp in added]
-    fail_on(check_discovered(reads, ends), detail=f"savepoint {first.savepoint}; runs in {tmp_path}")
+    return check_discovered(reads, ends, unfound="DISC-002" if new_topic else "DISC-009")
+
+
+@requirement("DISC-005", "DISC-009", capability="flink-job")
+@pytest.mark.timeout(JOB_TIMEOUT_S * 2)
+def test_required_DISC_005_flink_partitions_added_while_a_job_is_stopped_are_read_from_their_first_record(
+    harness: FlinkHarness, flink_broker: Broker, kafka: KafkaClient, tmp_path: Path
+) -> None:
+    """Partitions added to the job's topic while it is stopped. flink-connector-kafka 3.0.2 (FLINK-32019) keeps
+    only the assigned partitions (``KafkaSource.restoreEnumerator`` passes ``checkpoint.assignedPartitions()``)
+    and starts every partition outside them at the startup initializer
+    (``KafkaSourceEnumerator.initializePartitionSplits``), LATEST, resolved to the end then: the records are
+    skipped. From 3.1.0 the state holds ``initialDiscoveryFinished`` (``KafkaSourceEnumState``), so the restored
+    enumerator starts them at ``newDiscoveryOffsetsInitializer``, EARLIEST (5.0 as well)."""
+    fail_on(added_while_stopped(harness, flink_broker, kafka, tmp_path, new_topic=False), detail=f"runs in {tmp_path}")
+
+
+@requirement("DISC-002", "DISC-005", capability="flink-job")
+@pytest.mark.timeout(JOB_TIMEOUT_S * 2)
+def test_required_DISC_002_flink_topic_matching_the_pattern_created_while_stopped_is_read_from_its_start(
+    harness: FlinkHarness, flink_broker: Broker, kafka: KafkaClient, tmp_path: Path
+) -> None:
+    """A job subscribed by pattern; a topic matching it is created and written to while the job is stopped: the
+    restored job finds it (DISC-002) and reads it from its first record (DISC-005), as for partitions added."""
+    fail_on(added_while_stopped(harness, flink_broker, kafka, tmp_path, new_topic=True), detail=f"runs in {tmp_path}")
 
 
 @requirement("RESTORE-003", "DISC-005", capability="flink-job")
