@@ -72,3 +72,4 @@ def test_a_flink_page_names_the_connector_and_flink_and_no_pyspark() -> None:
     versions = FlinkKafkaAdapter(release("5.0.0-2.2")).versions()
     page = verdicts.render(flink, "kconform verdicts --adapter f:adapter", versions)
     assert "- judged: flink-connector-kafka 5.0.0-2.2; Flink 2.2.0\n" in page and "PySpark" not in page
+    assert "seed `7`\n" in page and "Spark master" not in page

@@ -52,7 +52,8 @@ def render(result: RunResult, command: str, versions: dict[str, str]) -> str:
         f"- adapter `{o.adapter}`, capabilities: {', '.join(result.capabilities)}",
         f"- judged: {judged}",
         f"- broker: {result.broker_version or o.broker} (`--broker {o.broker}`)",
-        f"- level `{o.level}`, profile `{o.profile}`, seed `{result.seed}`, Spark master `{o.spark_master}`",
+        f"- level `{o.level}`, profile `{o.profile}`, seed `{result.seed}`"
+        + (f", Spark master `{o.spark_master}`" if on_spark else ""),
         f"- expectations: `{o.expectations}`" if o.expectations else "- expectations: none",
         f"- exit code {result.exit_code}",
         "",
