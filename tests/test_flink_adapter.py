@@ -8,10 +8,16 @@ from __future__ import annotations
 import pytest
 
 from kconform.conformance.adapter.loader import load_adapter
-from kconform.conformance.adapters.flink_kafka import ADAPTER_SPEC, FLINK_CONNECTOR_ENV, FlinkKafkaAdapter, prepare
+from kconform.conformance.adapters.flink_kafka import (
+    ADAPTER_SPEC,
+    FLINK_CONNECTOR_ENV,
+    FlinkKafkaAdapter,
+    job_edit_of,
+    prepare,
+)
 from kconform.conformance.bugbank.command import load
 from kconform.conformance.bugbank.components import COMPONENTS
-from kconform.conformance.flink.harness import STARTUP_S, run_limit_s
+from kconform.conformance.flink.harness import STARTUP_S, as_asked, run_limit_s
 from kconform.conformance.flink.job import JobRun, Sink, Stop
 from kconform.conformance.flink.versions import NEWEST, RELEASES
 from kconform.conformance.gate.run_command import main
@@ -71,3 +77,20 @@ def test_flink_connector_implies_the_flink_adapter_at_the_pipeline_level(
     with pytest.raises(SystemExit):
         main(["--flink-connector", NEWEST, "--adapter", "kconform.reference_impl.adapter:ReferenceAdapter"])
     assert "it takes no other --adapter" in capsys.readouterr().err
+
+
+def test_a_flink_adapter_written_with_release_alone_runs_its_jobs_as_asked() -> None:
+    """``job_edit`` is optional: an adapter from before it existed (``release`` only) is not broken by it."""
+
+    class ReleaseOnly:
+        release = RELEASES[NEWEST]
+        name = "old-shape"
+        capabilities = frozenset({"flink-job"})
+
+    assert job_edit_of(ReleaseOnly()) is as_asked
+    assert job_edit_of(FlinkKafkaAdapter(RELEASES[NEWEST])) is as_asked
+
+    def off(job: JobRun) -> JobRun:
+        return job
+
+    assert job_edit_of(FlinkKafkaAdapter(RELEASES[NEWEST], job_edit=off)) is off

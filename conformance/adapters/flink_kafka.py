@@ -41,6 +41,14 @@ class FlinkKafkaAdapter(AdapterBase):
         return {"flink-connector-kafka": self.release.connector, "Flink": self.release.flink}
 
 
+def job_edit_of(adapter: object) -> JobEdit:
+    """What the harness does to each job of ``adapter``: its ``job_edit`` when it has one (a Flink mutant's), else
+    nothing. Optional, so a ``flink-job`` adapter written with ``release`` alone, before the member existed, runs
+    unchanged: the contract (``CONTRACT_VERSION``) did not change."""
+    edit: JobEdit = getattr(adapter, "job_edit", as_asked)
+    return edit
+
+
 def adapter() -> FlinkKafkaAdapter:
     """The adapter at ``$KCONFORM_FLINK_CONNECTOR``; a line that is not pinned is a ``ValueError`` naming the
     pinned ones (``kconform run`` exits 2: a usage error, nothing was checked)."""

@@ -36,6 +36,7 @@ if (missing := pipeline_missing()) is not None:  # a core install: every test he
 from ...reference_impl.kafka_client import KafkaClient, topic_records, wait_until
 from ...reference_impl.ports import Isolation, KafkaError
 from ...reference_impl.types import TopicPartition
+from ..adapters.flink_kafka import job_edit_of
 from ..brokers import Broker
 from ..brokers.probe import TXN_TIMEOUT_WAIT_S
 from ..brokers.refusal import refused_writes
@@ -96,7 +97,7 @@ def harness(adapter_under_test: Any) -> FlinkHarness:
     if "flink-job" not in adapter_under_test.capabilities:
         pytest.skip(f"adapter {adapter_under_test.name!r} does not declare capability 'flink-job'")
     try:
-        return FlinkHarness(adapter_under_test.release, print, adapter_under_test.job_edit)
+        return FlinkHarness(adapter_under_test.release, print, job_edit_of(adapter_under_test))
     except (SetupError, JvmArtifactsMissing) as error:
         raise CouldNotCheck(f"the Flink harness of {adapter_under_test.name}: {error}") from error
 
