@@ -635,3 +635,13 @@ def topic_records(client: KafkaClient, topic: str, isolation: Isolation) -> dict
         p: list(client.read(TopicPartition(topic, p), 0, isolation, 1_000_000))
         for p in sorted(client.list_topics().get(topic, ()))
     }
+
+
+def stable_offsets(client: KafkaClient, topic: str) -> dict[TopicPartition, tuple[int, int]]:
+    """Partition -> (last stable offset, high watermark) of ``topic``: where read_committed readers stop, and
+    where the log ends; the first is below the second while a transaction holds records (KAFKA-002)."""
+    partitions = [TopicPartition(topic, p) for p in sorted(client.list_topics().get(topic, ()))]
+    return {
+        tp: (client.latest_offset(tp, Isolation.READ_COMMITTED), client.latest_offset(tp, Isolation.READ_UNCOMMITTED))
+        for tp in partitions
+    }

@@ -517,13 +517,3 @@ def judge_sink(client: KafkaClient, source: str, sink: str, exactly_once: bool) 
     produced = topic_records(client, source, Isolation.READ_UNCOMMITTED)
     written = topic_records(client, sink, Isolation.READ_COMMITTED)
     return check_sink_output(produced, written, exactly_once)
-
-
-def stable_offsets(client: KafkaClient, topic: str) -> dict[TopicPartition, tuple[int, int]]:
-    """Partition -> (last stable offset, high watermark) of ``topic``: where read_committed readers stop, and
-    where the log ends; the first is below the second while a transaction holds records (KAFKA-002)."""
-    partitions = [TopicPartition(topic, p) for p in sorted(client.list_topics().get(topic, ()))]
-    return {
-        tp: (client.latest_offset(tp, Isolation.READ_COMMITTED), client.latest_offset(tp, Isolation.READ_UNCOMMITTED))
-        for tp in partitions
-    }

@@ -33,7 +33,7 @@ from ..extras import pipeline_missing
 if (missing := pipeline_missing()) is not None:  # a core install: every test here is skipped, naming the fix
     pytest.skip(missing, allow_module_level=True)
 
-from ...reference_impl.kafka_client import KafkaClient, topic_records, wait_until
+from ...reference_impl.kafka_client import KafkaClient, stable_offsets, topic_records, wait_until
 from ...reference_impl.ports import Isolation, KafkaError
 from ...reference_impl.types import TopicPartition
 from ..adapters.flink_kafka import job_edit_of
@@ -527,15 +527,6 @@ KILLED_CHECKPOINT_MS: Final = 20_000
 """Checkpoints of the killed job: rare, so each transaction holds records for seconds and the kill lands in one."""
 
 
-def open_transactions(kafka: KafkaClient, topic: str, partitions: int) -> dict[TopicPartition, tuple[int, int]]:
-    """Partition -> (last stable offset, end) of ``topic``: a transaction holds records where the first is below."""
-    tps = [TopicPartition(topic, p) for p in range(partitions)]
-    return {
-        tp: (kafka.latest_offset(tp, Isolation.READ_COMMITTED), kafka.latest_offset(tp, Isolation.READ_UNCOMMITTED))
-        for tp in tps
-    }
-
-
 @requirement("COMMIT-004", capability="flink-job")
 @pytest.mark.timeout(JOB_TIMEOUT_S)
 def test_required_COMMIT_004_flink_job_killed_and_not_restarted_blocks_readers_no_longer_than_its_timeout(
@@ -560,7 +551,7 @@ def test_required_COMMIT_004_flink_job_killed_and_not_restarted_blocks_readers_n
     running = harness.start(job, tmp_path / "job")
 
     def holding_records() -> bool | None:
-        return True if any(lso < end for lso, end in open_transactions(kafka, sink, 2).values()) else None
+        return True if any(lso < end for lso, end in stable_offsets(kafka, sink).values()) else None
 
     def ended_or_holding() -> bool | None:
         return True if running.ended(within_s=0.0) else holding_records()
@@ -575,14 +566,14 @@ def test_required_COMMIT_004_flink_job_killed_and_not_restarted_blocks_readers_n
     finally:
         running.kill()
     killed_at = time.monotonic()
-    ends = {tp: end for tp, (_, end) in open_transactions(kafka, sink, 2).items()}
+    ends = {tp: end for tp, (_, end) in stable_offsets(kafka, sink).items()}
 
     def unblocked() -> bool | None:
-        return True if all(lso >= ends[tp] for tp, (lso, _) in open_transactions(kafka, sink, 2).items()) else None
+        return True if all(lso >= ends[tp] for tp, (lso, _) in stable_offsets(kafka, sink).items()) else None
 
     bound_s = KILLED_TXN_TIMEOUT_MS / 1000 + TXN_TIMEOUT_WAIT_S
     with contextlib.suppress(KafkaError):  # still blocked at the bound: check_unblocked names it
         wait_until(unblocked, bound_s, "the killed job's transactions timed out", step_s=0.2)
-    stable = {tp: lso for tp, (lso, _) in open_transactions(kafka, sink, 2).items()}
+    stable = {tp: lso for tp, (lso, _) in stable_offsets(kafka, sink).items()}
     when = f"{time.monotonic() - killed_at:.0f} s after the kill (transaction.timeout.ms={KILLED_TXN_TIMEOUT_MS})"
     fail_on(check_unblocked(stable, ends, when), detail=f"job in {tmp_path / 'job'}")

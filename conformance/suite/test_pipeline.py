@@ -38,7 +38,7 @@ if (missing := pipeline_missing()) is not None:  # a core install: every test he
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import SparkSession
 
-from ...reference_impl.kafka_client import KafkaClient, topic_records, wait_until
+from ...reference_impl.kafka_client import KafkaClient, stable_offsets, topic_records, wait_until
 from ...reference_impl.ports import Isolation
 from ...reference_impl.types import TopicPartition
 from ..adapter.interface import DEFAULT_MASTER, PipelineAdapter
@@ -76,7 +76,6 @@ from ..spark.pipeline import (
     fill,
     judge_sink,
     local_session,
-    stable_offsets,
     task_attempts,
     topic_values,
 )
