@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any, Final
 from uuid import uuid4
 
@@ -61,11 +62,18 @@ def client_broker(adapter_under_test: Any) -> Iterator[Broker]:
     yield from live_broker()
 
 
-def consumer(broker: Broker, group: str, **settings: Any) -> ck.Consumer:
-    """A consumer as a source makes one: explicit commits, end-of-partition events (``configure``'s)."""
-    return ck.Consumer(
+@contextmanager
+def assigned(broker: Broker, group: str, tp: TopicPartition, offset: int, **settings: Any) -> Iterator[ck.Consumer]:
+    """A consumer as a source makes one (explicit commits, end-of-partition events: ``configure``'s), assigned
+    ``tp`` from ``offset`` (``ck.OFFSET_STORED``: the group's), closed on the way out."""
+    client = ck.Consumer(
         configure(broker, "consumer", **{"group.id": group, "auto.offset.reset": "earliest", **settings})
     )
+    try:
+        client.assign([ck.TopicPartition(tp.topic, tp.partition, offset)])
+        yield client
+    finally:
+        client.close()
 
 
 def consume_to_end(client: ck.Consumer, tp: TopicPartition, end: int, incarnation: int) -> list[ReadRecord]:
@@ -114,21 +122,13 @@ def test_required_RESTORE_008_a_restart_from_the_position_committed_at_the_end_r
     with KafkaClient(client_broker) as kafka:
         tp = new_partition(kafka, values("before", before))
         kafka.committed(group, [tp])  # waits out a coordinator still loading, which a fresh broker's first group meets
-        first = consumer(client_broker, group)
-        try:
-            first.assign([ck.TopicPartition(tp.topic, tp.partition, ck.OFFSET_STORED)])
+        with assigned(client_broker, group, tp, ck.OFFSET_STORED) as first:
             read = consume_to_end(first, tp, before, 0)
             (position,) = first.position([ck.TopicPartition(tp.topic, tp.partition)])
             first.commit(asynchronous=False)
-        finally:
-            first.close()
         kafka.produce_batch(tp, [(None, v) for v in values("after", after)])
-        second = consumer(client_broker, group)
-        try:
-            second.assign([ck.TopicPartition(tp.topic, tp.partition, ck.OFFSET_STORED)])
+        with assigned(client_broker, group, tp, ck.OFFSET_STORED) as second:
             read += consume_to_end(second, tp, before + after, 1)
-        finally:
-            second.close()
     fail_on(
         check_position_at_end(tp, position.offset, before, "RESTORE-008")
         + check_read_once(read, {tp: before + after}, "RESTORE-008")
@@ -146,15 +146,11 @@ def test_required_RESTORE_009_resuming_a_partition_that_is_not_paused_delivers_n
     every record is delivered once (a resume that restarts the fetch from where it began repeats them)."""
     with KafkaClient(client_broker) as kafka:
         tp = new_partition(kafka, values("before", before))
-        reader = consumer(client_broker, f"kc-client-{uuid4().hex[:8]}")
-        try:
-            reader.assign([ck.TopicPartition(tp.topic, tp.partition, 0)])
+        with assigned(client_broker, f"kc-client-{uuid4().hex[:8]}", tp, 0) as reader:
             read = consume_to_end(reader, tp, before, 0)
             reader.resume([ck.TopicPartition(tp.topic, tp.partition)])
             kafka.produce_batch(tp, [(None, v) for v in values("after", after)])
             read += consume_to_end(reader, tp, before + after, 0)
-        finally:
-            reader.close()
     fail_on(check_read_once(read, {tp: before + after}, "RESTORE-009"))
 
 
@@ -176,10 +172,8 @@ def test_required_RESTORE_011_a_partition_paused_while_a_poll_waits_is_read_on_f
     thread: every record is delivered once (the pause drops the records fetched, which are fetched again)."""
     with KafkaClient(client_broker) as kafka:
         tp = new_partition(kafka, values("before", before))
-        reader = consumer(client_broker, f"kc-client-{uuid4().hex[:8]}")
         partition = [ck.TopicPartition(tp.topic, tp.partition)]
-        try:
-            reader.assign([ck.TopicPartition(tp.topic, tp.partition, 0)])
+        with assigned(client_broker, f"kc-client-{uuid4().hex[:8]}", tp, 0) as reader:
             read = consume_to_end(reader, tp, before, 0)
             with ThreadPoolExecutor(1) as poll_thread:
                 polling = poll_thread.submit(consume_to_end, reader, tp, before + held, 0)
@@ -188,8 +182,6 @@ def test_required_RESTORE_011_a_partition_paused_while_a_poll_waits_is_read_on_f
                 reader.pause(partition)
                 reader.resume(partition)
                 read += polling.result(timeout=CONSUME_TIMEOUT_S)
-        finally:
-            reader.close()
     fail_on(check_read_once(read, {tp: before + held}, "RESTORE-011"))
 
 
@@ -226,27 +218,19 @@ def test_required_RESTORE_012_an_offset_the_source_stores_is_committed_over_one_
     with KafkaClient(client_broker) as kafka:
         tp = new_partition(kafka, values("before", before))
         kafka.committed(group, [tp])  # waits out a coordinator still loading, which a fresh broker's first group meets
-        first = consumer(client_broker, group)
-        try:
-            first.assign([ck.TopicPartition(tp.topic, tp.partition, ck.OFFSET_STORED)])
+        with assigned(client_broker, group, tp, ck.OFFSET_STORED) as first:
             messages = consume_messages(first, tp, before)
             first.commit(message=messages[-1], asynchronous=False)
-        finally:
-            first.close()
         read = [as_read(tp, m, 0) for m in messages]
         kafka.produce_batch(tp, [(None, v) for v in values("after", after)])
-        second = consumer(client_broker, group, **{"enable.auto.offset.store": False})
         error: str | None = None
-        try:
-            second.assign([ck.TopicPartition(tp.topic, tp.partition, ck.OFFSET_STORED)])
+        with assigned(client_broker, group, tp, ck.OFFSET_STORED, **{"enable.auto.offset.store": False}) as second:
             read += consume_to_end(second, tp, before + after, 1)
             second.store_offsets(offsets=[ck.TopicPartition(tp.topic, tp.partition, before + after)])
             try:
                 second.commit(asynchronous=False)
             except ck.KafkaException as failed:
                 error = str(failed.args[0])
-        finally:
-            second.close()
         committed = kafka.committed(group, [tp]).get(tp)
     fail_on(
         check_read_once(read, {tp: before + after}, "RESTORE-012")
