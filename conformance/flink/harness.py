@@ -14,9 +14,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from ...reference_impl.kafka_client import KafkaClient, topic_records
 from ...reference_impl.ports import Isolation, Record
 from ..errors import HarnessError
 from ..jvm import java_binary
@@ -25,6 +24,9 @@ from .history import Ended, RunHistory, Segment, parse_run, parse_segments
 from .job import JobRun, description
 from .resolve import MAIN_CLASS, resolve
 from .versions import ConnectorRelease
+
+if TYPE_CHECKING:  # the Kafka client is the pipeline extra: imported where a job's output is read
+    from ...reference_impl.kafka_client import KafkaClient
 
 HEAP: Final = "-Xmx512m"
 """The MiniCluster, Kafka and the suite share two cores and a few GB: a 1,000-record job with a failure peaked at
@@ -156,4 +158,6 @@ class RunningJob:
 
 def visible_output(client: KafkaClient, topic: str) -> dict[int, list[Record]]:
     """Partition -> the records of the sink topic a ``read_committed`` consumer sees, in log order."""
+    from ...reference_impl.kafka_client import topic_records
+
     return topic_records(client, topic, Isolation.READ_COMMITTED)
