@@ -1,4 +1,4 @@
-"""The core install's promise (``test_core_install``, on the wheel, in ``make test``) kept in seconds for ``make check``.
+"""The core install's promise (``test_core_install``, on the wheel, in ``make test``), kept in seconds.
 
 Without the pipeline extra (the Kafka client, PySpark) every verb still explains itself: a module-level import of
 either on a verb's import path breaks the core install, and this catches it before the slow wheel test does.
@@ -10,7 +10,6 @@ import subprocess
 import sys
 
 from kconform.conformance.cli import KCONFORM
-
 
 BLOCK_EXTRAS = """
 import sys
@@ -31,7 +30,10 @@ def test_every_verb_builds_its_parser_without_the_pipeline_extra() -> None:
     for verb in KCONFORM.verbs:
         shown = subprocess.run(
             [sys.executable, "-c", BLOCK_EXTRAS.format(extras=extras, verb=verb)],
-            capture_output=True, text=True, timeout=120, check=False,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
         )
         assert shown.returncode == 0, f"kconform {verb} --help without the pipeline extra:\n{shown.stderr[-2000:]}"
         assert shown.stdout.startswith("usage: kconform"), shown.stdout
