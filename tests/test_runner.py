@@ -20,10 +20,12 @@ from typing import Any
 import pytest
 
 from kconform.conformance.adapter.loader import default_adapter
+from kconform.conformance.adapters.flink_kafka import ADAPTER_SPEC, FLINK_CONNECTOR_ENV
 from kconform.conformance.checks.checkers import Violation, ViolationError
 from kconform.conformance.gate import collector, results, run_command
 from kconform.conformance.gate.collector import counterexamples
 from kconform.conformance.gate.expectations import Deviation, excusing_deviation, find_deviation, load_expectations
+from kconform.conformance.gate.options import RunOptions
 from kconform.conformance.gate.report import violates
 from kconform.conformance.gate.results import Status, aggregate
 
@@ -670,3 +672,17 @@ def test_on_a_terminal_the_heartbeat_is_one_line_rewritten_in_place_and_cleared(
     assert "\n" not in out.getvalue()
     assert cleared == " " * len(beats[-1]) and after == "", "the result line starts on an empty line"
     heartbeat.close()
+
+
+def test_a_failure_of_an_older_flink_line_replays_at_that_line_not_the_newest() -> None:
+    """``--flink-connector 3.4.0-1.20`` runs with ``$KCONFORM_FLINK_CONNECTOR`` set: the replay names the line."""
+    line = {FLINK_CONNECTOR_ENV: "3.4.0-1.20"}
+    args = collector.replay_args(RunOptions(adapter=ADAPTER_SPEC), 1, "required_DISC_009_x", True, line)
+    assert args[args.index("run") :] == ["run", "--flink-connector", "3.4.0-1.20", "--only", "required_DISC_009_x",
+                                         "--seed", "1"]  # fmt: skip
+    mutant = "kconform.conformance.mutants.flink:flink_sink_exactly_once_off"
+    args = collector.replay_args(RunOptions(adapter=mutant), 1, "required_X", True, line)
+    assert (
+        args[0] == f"{FLINK_CONNECTOR_ENV}=3.4.0-1.20" and ["--adapter", mutant] == args[args.index("--adapter") :][:2]
+    )
+    assert FLINK_CONNECTOR_ENV not in shlex.join(collector.replay_args(RunOptions(adapter=mutant), 1, "x", True, {}))

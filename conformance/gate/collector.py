@@ -16,7 +16,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import IO, Any
@@ -26,6 +26,8 @@ from hypothesis.errors import FailedHealthCheck
 
 from ..adapter.guard import AdapterHung, forget_hangs, record_hang
 from ..adapter.interface import ENGINE_CAPABILITIES, ENGINE_SPECIFIC
+from ..adapters.flink_kafka import ADAPTER_SPEC as FLINK_ADAPTER
+from ..adapters.flink_kafka import FLINK_CONNECTOR_ENV
 from ..checks.checkers import Violation, ViolationError
 from ..errors import CannotCheck
 from ..jvm import SPARK_KAFKA, JvmArtifactsMissing
@@ -72,6 +74,30 @@ def kconform_program() -> list[str]:
     if on_path and script.exists() and Path(on_path).resolve() == script.resolve():
         return ["kconform"]
     return [str(script)] if script.exists() else [sys.executable, "-m", "kconform.conformance.cli"]
+
+
+def replay_args(options: RunOptions, seed: int, name: str, pipeline: bool, environ: Mapping[str, str]) -> list[str]:
+    """The command that reruns test ``name`` alone as this run ran it: its seed, every option off its default,
+    and the release judged (a run at another Spark release or Flink line replays there, not at the default)."""
+    level = PIPELINE_MARK if pipeline else "protocol"
+    flink_line = environ.get(FLINK_CONNECTOR_ENV)
+    prefix = [f"{FLINK_CONNECTOR_ENV}={flink_line}"] if flink_line and options.adapter != FLINK_ADAPTER else []
+    adapter = ["--flink-connector", flink_line] if flink_line and options.adapter == FLINK_ADAPTER else []
+    args = [*prefix, *kconform_program(), "run", *(adapter or ["--adapter", options.adapter, "--level", level])]
+    args += ["--only", name, "--seed", str(seed)]
+    defaults = RunOptions(adapter=options.adapter)
+    for flag, value, default in (
+        ("--profile", options.profile, defaults.profile),
+        ("--broker", options.broker, defaults.broker),
+        ("--timeout", options.timeout, defaults.timeout),
+        ("--suite", options.suite, defaults.suite),
+        ("--spark-master", options.spark_master, defaults.spark_master),
+    ):
+        if value != default:
+            args += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
+    if connector_module(environ) != SPARK_KAFKA:
+        args += ["--spark", environ[SPARK_VERSION_ENV]]
+    return args
 
 
 def display_name(item_name: str) -> str:
@@ -372,23 +398,7 @@ class Collector:
         return result
 
     def replay_command(self, name: str, pipeline: bool) -> str:
-        o = self.options
-        level = PIPELINE_MARK if pipeline else "protocol"
-        args = [*kconform_program(), "run", "--adapter", o.adapter, "--level", level, "--only", name]
-        args += ["--seed", str(self.seed)]
-        defaults = RunOptions(adapter=o.adapter)
-        for flag, value, default in (
-            ("--profile", o.profile, defaults.profile),
-            ("--broker", o.broker, defaults.broker),
-            ("--timeout", o.timeout, defaults.timeout),
-            ("--suite", o.suite, defaults.suite),
-            ("--spark-master", o.spark_master, defaults.spark_master),
-        ):
-            if value != default:
-                args += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
-        if connector_module(os.environ) != SPARK_KAFKA:  # a run at another Spark release replays there
-            args += ["--spark", os.environ[SPARK_VERSION_ENV]]
-        return shlex.join(args)
+        return shlex.join(replay_args(self.options, self.seed, name, pipeline, os.environ))
 
     def _finish(self, result: TestResult) -> None:
         seen = [t.message for t in self.results if t.status is Status.ERROR]
