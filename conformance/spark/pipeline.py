@@ -23,8 +23,6 @@ import sys
 import tempfile
 from collections import Counter
 from collections.abc import Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +39,7 @@ from pyspark.sql.types import BinaryType, DataType, IntegerType, LongType, Strin
 from ...reference_impl.adapter import ReferenceAdapter
 from ...reference_impl.configs import CONTRACT_VERSION
 from ...reference_impl.credentials import Secret, revealed
-from ...reference_impl.kafka_client import KafkaClient, topic_records
+from ...reference_impl.kafka_client import KafkaClient, topic_records, wait_until
 from ...reference_impl.ports import Isolation
 from ...reference_impl.spark import FORMAT, TIMEOUT_OPTION, register
 from ...reference_impl.spark.offsets import SourceOffsets
@@ -54,7 +52,15 @@ from ..jvm import JvmArtifactsMissing, jars, jvm_dir, setup_hint
 from ..jvm.spark_at_release import connector_module
 from .cluster import STANDALONE, cluster_settings, is_local
 from .failures import TaskFailures
-from .real_time import RowCapture, batch_duration, captured_batches, require_task_slots, subscribed_partitions
+from .real_time import (
+    RowCapture,
+    batch_duration,
+    captured_batches,
+    caught_up,
+    committed_offsets,
+    end_offsets,
+    require_task_slots,
+)
 
 if TYPE_CHECKING:
     from ...reference_impl.spark.data_source import KafkaDataSource
@@ -368,7 +374,7 @@ class Pipeline:
         writer = writer.option("checkpointLocation", str(self.checkpoint))
         writer = writer.trigger(availableNow=True) if available_now else writer
         if real_time is not None:
-            self.require_task_slots()
+            self.end_offsets()  # refused before it starts when a partition would find no task slot
             writer = writer.outputMode("update")  # real-time mode's only output mode
             writer = writer.trigger(realTime=real_time)  # type: ignore[call-overload]  # pyspark 4.2 stubs lack it
         with data_source_found(self.adapter.name, "write_stream" if self.sink_topic else "read_stream"):
@@ -388,11 +394,13 @@ class Pipeline:
         self.capture = Path(tempfile.mkdtemp(prefix=f"{self.checkpoint.name}-rows-", dir=self.checkpoint.parent))
         return RowCapture(self.capture, self.failures)
 
-    def require_task_slots(self) -> None:
-        """In real-time mode, ``HarnessError`` when the session has fewer task slots than the query's partitions."""
+    def end_offsets(self) -> dict[TopicPartition, int]:
+        """The end offset of every partition the query subscribes to, now; in real-time mode ``HarnessError`` when
+        the session has fewer task slots than there are partitions."""
         topics = self.subscribe.split(",") if self.subscribe else ()
-        partitions = subscribed_partitions(self.bootstrap_servers, self.client_settings, topics, self.subscribe_pattern)
-        require_task_slots(self.spark, partitions)
+        ends = end_offsets(self.bootstrap_servers, self.client_settings, topics, self.subscribe_pattern)
+        require_task_slots(self.spark, len(ends))
+        return ends
 
     def run_available_now(self, timeout_s: int = QUERY_TIMEOUT_S) -> None:
         """Start with ``availableNow`` and wait, bounded, for the query to finish; its error is raised.
@@ -412,22 +420,21 @@ class Pipeline:
         self._raise_failure()
 
     def process_all_available(self, timeout_s: int = QUERY_TIMEOUT_S) -> None:
-        """Wait until the running query has processed everything its source reports now (bounded in real-time
-        mode, whose batches take their whole duration; a query that fails raises its error)."""
+        """Wait until the running query has processed everything its source reports now; in real-time mode, bounded,
+        until a committed batch took every partition to its end now (``kconform.conformance.spark.real_time``)."""
         query = self.query
         assert query is not None, "start the pipeline first"
         if batch_duration(self.adapter) is None:
             query.processAllAvailable()
             return
-        self.require_task_slots()  # partitions may have been added since the start
-        with ThreadPoolExecutor(1, thread_name_prefix="kconform-rtm") as pool:
-            processed = pool.submit(query.processAllAvailable)
-            try:
-                processed.result(timeout=timeout_s)
-            except FutureTimeout:
-                query.stop()  # ends the waiting call, so the pool can close
-                late = f"real-time query on {self.checkpoint} did not catch up within {timeout_s} s"
-                raise TimeoutError(late) from None
+        ends = self.end_offsets()
+        wait_until(
+            lambda: True if not query.isActive or caught_up(ends, committed_offsets(self.checkpoint)) else None,
+            timeout_s,
+            f"real-time query on {self.checkpoint} committing every partition to its end {ends}",
+            step_s=0.2,
+        )
+        self._raise_failure()
 
     def progress(self) -> list[Any]:
         """The last query's progress reports (``StreamingQueryProgress``), oldest first."""

@@ -5,7 +5,9 @@ once. Its allowlist (``RealTimeModeAllowlist``) admits the Kafka, ``foreach``, c
 sinks and JVM operators only: no ``foreachBatch``, no Python UDF; and it has no ``availableNow``.
 So here a source-only query's rows are captured by a ``ForeachWriter`` (``RowCapture``), one file
 per task attempt, a task failure is injected in that writer, and a query runs "to the end" by
-waiting, bounded, until it processed what was available, then stopping it.
+waiting, bounded, until a committed batch took every partition to the end offset it had when the
+wait began, then stopping it. Not ``processAllAvailable``: it returns once a batch committed what its
+tasks read, though a retried task read nothing (measured on Spark 4.2.0).
 
 A task that finds no free slot starts after the others' batch ended and reads nothing, batch after
 batch, while the query reports everything processed (measured on Spark 4.2.0, local[2] and a
@@ -24,6 +26,7 @@ from pyspark import TaskContext
 
 from ...reference_impl.credentials import Secret, revealed
 from ...reference_impl.kafka_client import KafkaClient, StaticEndpoint
+from ...reference_impl.ports import Isolation
 from ...reference_impl.types import TopicPartition
 from ..checks.pipeline_checkers import ReadRecord
 from ..errors import HarnessError
@@ -63,8 +66,10 @@ def sink_failure_unsupported(adapter: object) -> str | None:
 class RowCapture:
     """A ``ForeachWriter`` writing each task attempt's rows to ``folder/<batch>-<task>-<attempt>``.
 
-    Spark pickles it before ``open``, so each task sets its own attempt's state; ``failures`` makes the first
-    attempt of the chosen tasks fail after their first rows, which Spark must retry.
+    Spark pickles it before ``open``, so each task sets its own attempt's state. ``failures`` makes the first
+    attempt of each chosen task fail after its first rows once per run, not in every batch as in micro-batches:
+    a retried real-time task reads nothing (its batch then commits the partition where it started, and the next
+    batch reads it; measured on Spark 4.2.0), so a failure in every batch would leave the partition unread forever.
     """
 
     def __init__(self, folder: Path, failures: TaskFailures | None = None) -> None:
@@ -82,7 +87,9 @@ class RowCapture:
 
     def process(self, row: Row) -> None:
         failure = self.failures and self.failures.failure(self.batch, self.task, self.attempt, self.rows)
-        if failure:
+        failed_once = self.folder / f"failed-{self.task}"
+        if failure and not failed_once.exists():
+            failed_once.touch()
             raise failure
         value = None if row["value"] is None else bytes(row["value"]).hex()
         line = {"topic": row["topic"], "partition": row["partition"], "offset": row["offset"], "value": value}
@@ -119,19 +126,34 @@ def read_rows(lines: Iterable[str]) -> list[ReadRecord]:
     return records
 
 
-def subscribed_partitions(
+def end_offsets(
     bootstrap_servers: str, settings: Mapping[str, str | Secret], topics: Iterable[str], pattern: str | None
-) -> int:
-    """How many Kafka partitions a query subscribed to ``topics`` or ``pattern`` reads now."""
+) -> dict[TopicPartition, int]:
+    """The end offset of every Kafka partition a query subscribed to ``topics`` or ``pattern`` reads now."""
     endpoint = StaticEndpoint(bootstrap_servers, tuple(sorted(revealed(dict(settings)).items())))
     with KafkaClient(endpoint) as client:
-        listed = client.list_topics()
-    wanted = set(topics)
-    return sum(
-        len(partitions)
-        for topic, partitions in listed.items()
-        if topic in wanted or (pattern is not None and re.fullmatch(pattern, topic))
-    )
+        wanted = set(topics)
+        return {
+            tp: client.latest_offset(tp, Isolation.READ_UNCOMMITTED)
+            for topic, partitions in client.list_topics().items()
+            if topic in wanted or (pattern is not None and re.fullmatch(pattern, topic))
+            for tp in (TopicPartition(topic, p) for p in sorted(partitions))
+        }
+
+
+def committed_offsets(checkpoint: Path) -> dict[TopicPartition, int]:
+    """The next offset of every partition as of the last batch Spark committed (its offset-log entry, in the
+    Kafka source's JSON); empty before the first commit."""
+    commits = [int(p.name) for p in (checkpoint / "commits").glob("[0-9]*")]  # a folder not there yet has none
+    if not commits:
+        return {}
+    source = json.loads((checkpoint / "offsets" / str(max(commits))).read_text().splitlines()[2])
+    return {TopicPartition(topic, int(p)): offset for topic, parts in source.items() for p, offset in parts.items()}
+
+
+def caught_up(ends: Mapping[TopicPartition, int], committed: Mapping[TopicPartition, int]) -> bool:
+    """Whether a committed batch has taken every partition to its end (and so has the query's start resolved)."""
+    return all(committed.get(tp, -1) >= end for tp, end in ends.items())
 
 
 def require_task_slots(spark: SparkSession, partitions: int) -> None:
