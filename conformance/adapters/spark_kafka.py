@@ -169,8 +169,8 @@ ADAPTER: Final = SparkKafkaAdapter()
 """``--adapter kconform.conformance.adapters.spark_kafka:ADAPTER``."""
 
 REAL_TIME_BATCH: Final = "5 seconds"
-"""Spark's shortest real-time batch (``spark.sql.streaming.realTimeMode.minBatchDuration``): each restart,
-stop and commit of a scenario waits for a batch to end, so the shortest keeps a scenario to seconds."""
+"""Short, as each run of a scenario waits for a batch to end (one run: about 10 s here), and accepted by Spark
+4.2.0's ``spark.sql.streaming.realTimeMode.minBatchDuration`` (the mode's documented default is 5 minutes)."""
 
 REAL_TIME: Final = SparkKafkaAdapter(
     name="spark-sql-kafka-0-10 (real-time mode)",
