@@ -116,13 +116,17 @@ site: setup
 	$(BIN)/kconform site --out build/site
 
 # Regenerate the committed verdict tables of the shipped adapters (fixed seed: a clean clone gets the same):
-# Spark's built-in connector on the pinned Spark, then on each of SPARK_RELEASES (kconform verdicts --spark),
+# Spark's built-in connector on the pinned Spark, then in its real-time mode (REAL_TIME: one task slot per
+# Kafka partition, hence local[8,3]), then on each of SPARK_RELEASES (kconform verdicts --spark),
 # then Flink's own connector at its newest pinned line (conformance/flink/versions.py);
-# a release's violation is its page's finding (exit 1 goes on), a run that could not check stops make.
+# a page's violation is its finding (exit 1 goes on), a run that could not check stops make.
 SPARK_RELEASES := 3.5.7 4.0.2 4.1.1
 verdicts: setup
 	$(BIN)/kconform verdicts --adapter kconform.conformance.adapters.spark_kafka:ADAPTER \
 	  --expectations conformance/adapters/spark_kafka.expectations.toml --out docs/verdicts/spark-kafka.md
+	$(BIN)/kconform verdicts --adapter kconform.conformance.adapters.spark_kafka:REAL_TIME --spark-master 'local[8,3]' \
+	  --expectations conformance/adapters/spark_kafka_real_time.expectations.toml \
+	  --out docs/verdicts/spark-kafka-real-time.md; code=$$?; [ $$code -le 1 ] || exit $$code
 	for release in $(SPARK_RELEASES); do \
 	  $(BIN)/kconform verdicts --spark $$release --adapter kconform.conformance.adapters.spark_kafka:ADAPTER \
 	    --expectations conformance/adapters/spark_kafka.expectations.toml \

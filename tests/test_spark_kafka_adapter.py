@@ -8,7 +8,7 @@ import pytest
 from kconform.conformance.adapter.guard import call
 from kconform.conformance.adapter.interface import PIPELINE_CAPABILITIES, SinkSpec, SourceSpec
 from kconform.conformance.adapter.loader import load_adapter
-from kconform.conformance.adapters.spark_kafka import ADAPTER, java_settings, sink_options, source_options
+from kconform.conformance.adapters.spark_kafka import ADAPTER, REAL_TIME, java_settings, sink_options, source_options
 from kconform.conformance.jvm import JvmArtifactsMissing
 from kconform.reference_impl.credentials import Secret, reveal, revealed
 
@@ -100,3 +100,12 @@ def test_missing_connector_jars_pass_through_the_guard_as_a_setup_error_not_a_vi
 
     with pytest.raises(JvmArtifactsMissing, match="make setup"):
         call("spark-sql-kafka-0-10", "read_stream", missing)
+
+
+def test_real_time_mode_passes_neither_min_partitions_nor_a_trigger_limit() -> None:
+    """Spark refuses both there ("... is not compatible with real time mode"): each would fail every query."""
+    spec = SourceSpec("h:9092", 3, subscribe=("a",), max_records_per_trigger=25)
+    options = source_options(spec, real_time=True)
+    assert options == {"kafka.bootstrap.servers": "h:9092", "subscribe": "a", "startingOffsets": "earliest"}
+    assert REAL_TIME.real_time_batch is not None and ADAPTER.real_time_batch is None
+    assert REAL_TIME.capabilities <= ADAPTER.capabilities

@@ -195,7 +195,9 @@ class PipelineAdapter(Protocol):
 
     ``read_stream`` returns a streaming frame with at least ``topic``, ``partition``, ``offset``,
     ``key`` and ``value``; ``write_stream`` returns the writer of ``frame`` to Kafka, without a
-    checkpoint location or trigger (the suite sets both).
+    checkpoint location or trigger (the suite sets both). Optional, so not a member here:
+    ``real_time_batch``, a duration that makes the suite run every query in Spark's real-time mode
+    (``kconform.conformance.spark.real_time``).
     """
 
     @property

@@ -9,6 +9,11 @@ patched. What it does not offer is not declared, so those scenarios are skipped 
 - ``pipeline-exactly-once-sink``: the sink has no transactional mode; it is at-least-once
   (Spark's Structured Streaming + Kafka guide), so the suite allows its duplicates, never a loss.
 
+``REAL_TIME`` is the same connector in Spark's real-time mode (``trigger(realTime=...)``, Spark 4.1+):
+long-running batches of a fixed duration, one task per Kafka partition. ``minPartitions`` and
+``maxOffsetsPerTrigger`` are refused there ("... is not compatible with real time mode",
+``KafkaMicroBatchStream``), so it passes neither: its tasks are its partitions and its batches end in time.
+
 ``kconform setup`` resolves the connector's jars (``jvm/spark-kafka/pom.xml``) and
 ``kconform.conformance.spark.pipeline.local_session`` puts them on ``spark.jars``.
 """
@@ -67,12 +72,14 @@ def java_settings(settings: Iterable[tuple[str, str | Secret]]) -> dict[str, str
     return out
 
 
-def source_options(source: SourceSpec) -> dict[str, str | Secret]:
+def source_options(source: SourceSpec, real_time: bool = False) -> dict[str, str | Secret]:
     """The ``readStream.format("kafka")`` options of a scenario's source.
 
     ``parallelism`` becomes ``minPartitions``, Spark's only knob on the tasks of a batch: a lower
     bound, not Flink's n (a batch has one task per partition with new records, and splits partitions
     into offset ranges when fewer than n have any). ``maxRecordsPerTrigger`` is ``maxOffsetsPerTrigger``.
+    In ``real_time`` mode Spark refuses both, so neither is passed: a batch there is one task per
+    partition, ended by the batch duration, not by a record count.
     """
     if bool(source.subscribe) == (source.subscribe_pattern is not None):
         raise ValueError("spark-sql-kafka: a source subscribes to topics or to a pattern, exactly one of them")
@@ -80,13 +87,14 @@ def source_options(source: SourceSpec) -> dict[str, str | Secret]:
     options |= {
         "kafka.bootstrap.servers": source.bootstrap_servers,
         "startingOffsets": source.starting_offsets,
-        "minPartitions": str(source.parallelism),
     }
+    if not real_time:
+        options["minPartitions"] = str(source.parallelism)
     if source.subscribe:
         options["subscribe"] = ",".join(source.subscribe)
     else:
         options["subscribePattern"] = str(source.subscribe_pattern)
-    if source.max_records_per_trigger is not None:
+    if source.max_records_per_trigger is not None and not real_time:
         options["maxOffsetsPerTrigger"] = str(source.max_records_per_trigger)
     if source.client_timeout_ms is not None:
         options["kafkaConsumer.pollTimeoutMs"] = str(source.client_timeout_ms)
@@ -136,6 +144,9 @@ class SparkKafkaAdapter:
     capabilities: frozenset[str] = frozenset(
         {"pipeline", "pipeline-rescale", "pipeline-regex", "pipeline-sink", "pipeline-keyed-sink"}
     )
+    real_time_batch: str | None = None
+    """The batch duration of Spark's real-time trigger, which the suite's queries then run under;
+    ``None``: micro-batches (``kconform.conformance.spark.real_time.batch_duration`` reads it)."""
 
     def versions(self) -> dict[str, str]:
         """The connector's jars judged (for ``kconform verdicts``), as ``kconform setup`` resolved them."""
@@ -145,7 +156,8 @@ class SparkKafkaAdapter:
 
     def read_stream(self, spark: SparkSession, source: SourceSpec) -> DataFrame:
         require_connector(spark)
-        return spark.readStream.format(FORMAT).options(**revealed(source_options(source))).load()
+        options = source_options(source, real_time=self.real_time_batch is not None)
+        return spark.readStream.format(FORMAT).options(**revealed(options)).load()
 
     def write_stream(self, frame: DataFrame, sink: SinkSpec) -> DataStreamWriter:
         options = sink_options(sink)
@@ -155,3 +167,15 @@ class SparkKafkaAdapter:
 
 ADAPTER: Final = SparkKafkaAdapter()
 """``--adapter kconform.conformance.adapters.spark_kafka:ADAPTER``."""
+
+REAL_TIME_BATCH: Final = "5 seconds"
+"""Short, as each run of a scenario waits for a batch to end (one run: about 10 s here), and accepted by Spark
+4.2.0's ``spark.sql.streaming.realTimeMode.minBatchDuration`` (the mode's documented default is 5 minutes)."""
+
+REAL_TIME: Final = SparkKafkaAdapter(
+    name="spark-sql-kafka-0-10 (real-time mode)",
+    capabilities=ADAPTER.capabilities,
+    real_time_batch=REAL_TIME_BATCH,
+)
+"""``--adapter kconform.conformance.adapters.spark_kafka:REAL_TIME``: the same connector, every query in
+Spark's real-time mode."""

@@ -7,7 +7,8 @@ committed but before Spark's commit log recorded it (``forget_last_commit``). Re
 batch's rows are captured with the Spark task that read them, for the pure checkers of
 ``kconform.conformance.checks.pipeline_checkers``; a replayed batch id replaces its earlier capture, as an idempotent
 downstream would. ``TaskFailures`` makes chosen tasks fail their first attempt mid-stream, so
-Spark (with task retries, e.g. ``local[2,3]``) runs them again.
+Spark (with task retries, e.g. ``local[2,3]``) runs them again. An adapter that names a real-time
+batch duration runs every query in Spark's real-time mode (``kconform.conformance.spark.real_time``).
 
 The query's source and sink come from a ``kconform.conformance.adapter.interface.PipelineAdapter``;
 ``SPARK_ADAPTER`` is the reference implementation's (format ``kconform-kafka``).
@@ -19,6 +20,7 @@ import json
 import os
 import re
 import sys
+import tempfile
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
@@ -27,18 +29,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import pyspark
-from pyspark import TaskContext
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.readwriter import DataStreamWriter
-from pyspark.sql.types import BinaryType, BooleanType, DataType, IntegerType, LongType, StringType
+from pyspark.sql.types import BinaryType, DataType, IntegerType, LongType, StringType
 
 from ...reference_impl.adapter import ReferenceAdapter
 from ...reference_impl.configs import CONTRACT_VERSION
 from ...reference_impl.credentials import Secret, revealed
-from ...reference_impl.kafka_client import KafkaClient, topic_records
+from ...reference_impl.kafka_client import KafkaClient, topic_records, wait_until
 from ...reference_impl.ports import Isolation
 from ...reference_impl.spark import FORMAT, TIMEOUT_OPTION, register
 from ...reference_impl.spark.offsets import SourceOffsets
@@ -50,6 +51,16 @@ from ..errors import ContractError, HarnessError
 from ..jvm import JvmArtifactsMissing, jars, jvm_dir, setup_hint
 from ..jvm.spark_at_release import connector_module
 from .cluster import STANDALONE, cluster_settings, is_local
+from .failures import TaskFailures
+from .real_time import (
+    RowCapture,
+    batch_duration,
+    captured_batches,
+    caught_up,
+    committed_offsets,
+    end_offsets,
+    require_task_slots,
+)
 
 if TYPE_CHECKING:
     from ...reference_impl.spark.data_source import KafkaDataSource
@@ -300,42 +311,6 @@ def task_attempts(spark: SparkSession) -> int:
     return int(spark.conf.get("spark.task.maxFailures", "4") or 4)
 
 
-class InjectedTaskFailure(RuntimeError):
-    """Raised on purpose inside a task by ``TaskFailures``; Spark is expected to retry the task."""
-
-
-@dataclass(frozen=True, slots=True)
-class TaskFailures:
-    """The first attempt of each Spark task in ``tasks`` fails after ``after_rows`` of its rows, in every batch."""
-
-    tasks: frozenset[int]
-    after_rows: int
-
-    def inject(self, frame: DataFrame) -> DataFrame:
-        """``frame`` with a pass-through filter that raises ``InjectedTaskFailure`` where planned."""
-        plan = self
-
-        def passes(_offset: int) -> bool:
-            context = TaskContext.get()
-            if context is None or context.attemptNumber() > 0 or context.partitionId() not in plan.tasks:
-                return True
-            key = (context.stageId(), context.partitionId())
-            _ROWS_SEEN[key] = _ROWS_SEEN.get(key, 0) + 1
-            if _ROWS_SEEN[key] > plan.after_rows:
-                raise InjectedTaskFailure(
-                    f"kconform: injected failure of task {key[1]} (stage {key[0]}, attempt 0) after "
-                    f"{plan.after_rows} rows; Spark should retry it"
-                )
-            return True
-
-        check = F.udf(passes, BooleanType()).asNondeterministic()
-        return frame.where(check(F.col("offset")))
-
-
-_ROWS_SEEN: dict[tuple[int, int], int] = {}
-"""Rows a first task attempt passed, per (stage, task), in this Python worker."""
-
-
 @dataclass
 class Pipeline:
     """A source subscription at ``parallelism``, optionally writing to ``sink_topic``, on ``checkpoint``."""
@@ -359,6 +334,8 @@ class Pipeline:
     failures: TaskFailures | None = None
     batches: dict[int, list[ReadRecord]] = field(default_factory=dict)
     query: StreamingQuery | None = None
+    capture: Path | None = None
+    """Where a real-time query's ``RowCapture`` writes its rows (``batches`` is read from it on ``stop``)."""
 
     def source(self) -> DataFrame:
         spec = SourceSpec(
@@ -374,13 +351,18 @@ class Pipeline:
         with data_source_found(self.adapter.name, "read_stream"):
             frame = self.adapter.read_stream(self.spark, spec)
         check_source_frame(self.adapter.name, frame)
-        return frame if self.failures is None else self.failures.inject(frame)
+        if self.failures is None or batch_duration(self.adapter) is not None:  # real-time: RowCapture injects them
+            return frame
+        return self.failures.inject(frame)
 
     def start(self, available_now: bool = False) -> StreamingQuery:
-        """Start the query; ``available_now`` reads what exists now and then terminates."""
+        """Start the query; ``available_now`` reads what exists now and then terminates (micro-batches only)."""
+        real_time = batch_duration(self.adapter)
+        assert real_time is None or not available_now, "real-time mode has no availableNow: run_available_now"
         frame = self.source()
         if self.sink_topic is None:
-            writer = frame.withColumn("task", F.spark_partition_id()).writeStream.foreachBatch(self._capture)
+            rows = frame.withColumn("task", F.spark_partition_id()).writeStream
+            writer = rows.foreachBatch(self._capture) if real_time is None else rows.foreach(self._row_capture())
         else:
             settings = {**self.client_settings, **self.sink_settings}
             spec = SinkSpec(
@@ -391,6 +373,10 @@ class Pipeline:
                 writer = self.adapter.write_stream(frame.select("key", "value"), spec)
         writer = writer.option("checkpointLocation", str(self.checkpoint))
         writer = writer.trigger(availableNow=True) if available_now else writer
+        if real_time is not None:
+            self.end_offsets()  # refused before it starts when a partition would find no task slot
+            writer = writer.outputMode("update")  # real-time mode's only output mode
+            writer = writer.trigger(realTime=real_time)  # type: ignore[call-overload]  # pyspark 4.2 stubs lack it
         with data_source_found(self.adapter.name, "write_stream" if self.sink_topic else "read_stream"):
             self.query = writer.start()
         return self.query
@@ -401,18 +387,54 @@ class Pipeline:
             for r in frame.select("topic", "partition", "offset", "value", "task").collect()
         ]
 
+    def _row_capture(self) -> RowCapture:
+        """A real-time query's ``ForeachWriter``, writing into a folder of this run (a restart on the same
+        checkpoint is another ``Pipeline``, with its own rows)."""
+        self.checkpoint.parent.mkdir(parents=True, exist_ok=True)
+        self.capture = Path(tempfile.mkdtemp(prefix=f"{self.checkpoint.name}-rows-", dir=self.checkpoint.parent))
+        return RowCapture(self.capture, self.failures)
+
+    def end_offsets(self) -> dict[TopicPartition, int]:
+        """The end offset of every partition the query subscribes to, now; in real-time mode ``HarnessError`` when
+        the session has fewer task slots than there are partitions."""
+        topics = self.subscribe.split(",") if self.subscribe else ()
+        ends = end_offsets(self.bootstrap_servers, self.client_settings, topics, self.subscribe_pattern)
+        require_task_slots(self.spark, len(ends))
+        return ends
+
     def run_available_now(self, timeout_s: int = QUERY_TIMEOUT_S) -> None:
-        """Start with ``availableNow`` and wait, bounded, for the query to finish; its error is raised."""
+        """Start with ``availableNow`` and wait, bounded, for the query to finish; its error is raised.
+
+        Real-time mode has no ``availableNow``: the query runs until it processed what was there, then stops."""
+        if batch_duration(self.adapter) is not None:
+            self.start()
+            try:
+                self.process_all_available(timeout_s)
+            finally:
+                self.stop()
+            return
         query = self.start(available_now=True)
         if not query.awaitTermination(timeout_s):
             query.stop()
             raise TimeoutError(f"query on {self.checkpoint} did not finish within {timeout_s} s")
         self._raise_failure()
 
-    def process_all_available(self) -> None:
-        """Wait until the running query has processed everything its source reports now."""
-        assert self.query is not None, "start the pipeline first"
-        self.query.processAllAvailable()
+    def process_all_available(self, timeout_s: int = QUERY_TIMEOUT_S) -> None:
+        """Wait until the running query has processed everything its source reports now; in real-time mode, bounded,
+        until a committed batch took every partition to its end now (``kconform.conformance.spark.real_time``)."""
+        query = self.query
+        assert query is not None, "start the pipeline first"
+        if batch_duration(self.adapter) is None:
+            query.processAllAvailable()
+            return
+        ends = self.end_offsets()
+        wait_until(
+            lambda: True if not query.isActive or caught_up(ends, committed_offsets(self.checkpoint)) else None,
+            timeout_s,
+            f"real-time query on {self.checkpoint} committing every partition to its end {ends}",
+            step_s=0.2,
+        )
+        self._raise_failure()
 
     def progress(self) -> list[Any]:
         """The last query's progress reports (``StreamingQueryProgress``), oldest first."""
@@ -456,6 +478,8 @@ class Pipeline:
     def stop(self) -> None:
         if self.query is not None:
             self.query.stop()
+            if self.capture is not None:
+                self.batches.update(captured_batches(self.capture))
             self._raise_failure()
 
     def _raise_failure(self) -> None:

@@ -70,15 +70,16 @@ from ..gate.pytest_plugin import (
     requirement,
 )
 from ..spark.driver import DriverRun, kill_group, raise_if_cannot_check
+from ..spark.failures import TaskFailures
 from ..spark.pipeline import (
     Pipeline,
-    TaskFailures,
     fill,
     judge_sink,
     local_session,
     task_attempts,
     topic_values,
 )
+from ..spark.real_time import sink_failure_unsupported
 
 pytestmark = pytest.mark.pipeline
 
@@ -459,6 +460,8 @@ def test_required_COMMIT_011_sink_task_failures_are_retried_without_loss_or_dupl
     output holds every input record (once, in exactly-once mode, where the broker can show it)."""
     if task_attempts(spark) < 2:
         pytest.skip(f"master {spark.sparkContext.master} does not retry tasks; run with --spark-master local[2,3]")
+    if (unsupported := sink_failure_unsupported(pipeline_adapter)) is not None:
+        pytest.skip(f"COMMIT-011, COMMIT-013: not in real-time mode: {unsupported}")
     exactly_once = "pipeline-exactly-once-sink" in pipeline_adapter.capabilities
     source, sink = new_topic(kafka, 3), new_topic(kafka, 2)
     fill(kafka, source, 3, 20, "a")
