@@ -792,9 +792,10 @@ class _KeepIgnoredJob(SourceJob):
         on_zero: ZeroPartitionsPolicy = ZeroPartitionsPolicy.IGNORE,
         initial_offset: int = EARLIEST,
         owner: Owner = owner,
+        isolation: Isolation = Isolation.READ_UNCOMMITTED,
     ) -> SourceJob:
         return super().restore(
-            checkpoint, parallelism, subscription, metadata, variant, False, on_zero, initial_offset, owner
+            checkpoint, parallelism, subscription, metadata, variant, False, on_zero, initial_offset, owner, isolation
         )
 
 
@@ -811,6 +812,39 @@ class _FetchAfterPositionJob(SourceJob):
         if not is_sentinel(position) and position < reader.latest_offset(tp, Isolation.READ_UNCOMMITTED):
             self.advance(tp, position + 1)
         return super().poll(reader, tp, max_records)
+
+
+@source_mutant(
+    "aborted_records_read",
+    {"RESTORE-013"},
+    "the source's consumer reads read_uncommitted whatever isolation the job asks for: aborted records emitted",
+)
+class _ReadUncommittedJob(SourceJob):
+    """Its consumer is made without the job's ``isolation.level``, so Kafka's default, read_uncommitted, reads."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.isolation = Isolation.READ_UNCOMMITTED
+
+
+@source_mutant(
+    "position_counts_records",
+    {"RESTORE-013"},
+    "the source's position moves by the number of records a poll returned: a marker or aborted record it "
+    "passed puts it behind, and the next poll reads records again",
+)
+class _CountingPositionJob(SourceJob):
+    """Moves the position by the records a poll returned, as if every offset held one (Spark's Kafka source
+    assumed consecutive offsets until SPARK-25005)."""
+
+    def poll(self, reader: LogReader, tp: TopicPartition, max_records: int) -> list[Record]:
+        position = next_offsets(self.offsets).get(tp, LATEST)
+        records = super().poll(reader, tp, max_records)
+        subtask = self.owner_of(tp)
+        if records and subtask is not None and position != LATEST:
+            start = reader.earliest_offset(tp) if position == EARLIEST else position
+            self.offsets[subtask][tp] = start + len(records)
+        return records
 
 
 @source_mutant(

@@ -52,7 +52,9 @@ from ..checks.checkers import (
     fail_on,
 )
 from ..checks.evidence import offset_step, offset_timeline
+from ..checks.input_checkers import check_committed_reads, check_positions_in_gaps
 from ..gate.pytest_plugin import requirement
+from ..generators.input_classes import INPUT_CLASSES, InputWrite, input_writes, log_view, write_input
 from ..generators.strategies import InterleavingMix
 from . import run_machine
 
@@ -371,15 +373,21 @@ class SourceMachine(RuleBasedStateMachine):
         self._fail_on(check_emitted_prefix(self.emitted, self._offsets(), self.origins))
 
 
-def fresh_all_in(adapter: Any, n: int, startup: int) -> Any:
+def fresh_all_in(adapter: Any, n: int, startup: int, isolation: Isolation = Isolation.READ_UNCOMMITTED) -> Any:
     """A fresh source job of every topic at parallelism ``n``, its calls guarded."""
     config = SourceConfig(
-        subscription=SUBSCRIPTIONS["all-in"], parallelism=n, initial_offset=startup, keep_unsubscribed=False
+        subscription=SUBSCRIPTIONS["all-in"],
+        parallelism=n,
+        initial_offset=startup,
+        keep_unsubscribed=False,
+        isolation=isolation,
     )
     return Guarded(adapter.source(config), "source", adapter.name)
 
 
-def restored_all_in(adapter: Any, state: Any, m: int, metadata: Any, startup: int) -> Any:
+def restored_all_in(
+    adapter: Any, state: Any, m: int, metadata: Any, startup: int, isolation: Isolation = Isolation.READ_UNCOMMITTED
+) -> Any:
     """That job restored from ``state`` at parallelism ``m``, its calls guarded."""
     config = RestoreConfig(
         checkpoint=state,
@@ -388,6 +396,7 @@ def restored_all_in(adapter: Any, state: Any, m: int, metadata: Any, startup: in
         metadata=metadata,
         keep_unsubscribed=False,
         initial_offset=startup,
+        isolation=isolation,
     )
     return Guarded(adapter.restore_source(config), "source", adapter.name)
 
@@ -620,3 +629,84 @@ def test_required_RESTORE_004_partitions_new_at_a_restore_start_at_earliest_what
     subscribed = SUBSCRIPTIONS["all-in"]
     found = {TopicPartition(t, p) for t, ids in log.list_topics().items() if subscribed.matches(t) for p in ids}
     fail_on(check_new_partition_start(offsets, found - before, "RESTORE-004"))
+
+
+TXN_TOPIC = "in-txn"
+"""The transactional input's topic: ``SUBSCRIPTIONS["all-in"]`` reads it."""
+TXN_PARTITIONS = 2
+GAPS_BEFORE_A_RECORD = [
+    InputWrite("aborted-transaction", (0, 1), 2),
+    InputWrite("committed-transaction", (0,), 2),
+    InputWrite("plain", (0, 1), 1),
+]
+"""Aborted records and two markers before committed records: a position that is not an offset shows."""
+
+
+@requirement("RESTORE-013", capability="source-state")
+def test_required_RESTORE_013_read_committed_source_over_transactional_input_and_a_restore_at_a_gap(
+    adapter: Any, record_property: Any
+) -> None:
+    """A read_committed source on drawn input (``INPUT_CLASSES``: plain records, tombstones, empty values,
+    committed and aborted transactions, so control markers and aborted records between the records) polls a
+    drawn number of times, checkpoints wherever that left it (often inside a gap), has the checkpoint's offsets
+    committed, reads on, more input arrives, and it is restored from the checkpoint at a drawn parallelism and
+    reads to the end. Downstream rolls back to the checkpoint, as exactly-once state does. Its emitted records
+    must be the committed ones, each once; its checkpointed and committed positions must lie in the gap
+    after its last emitted record. The input classes drawn are the run's ``source_input_*`` metrics."""
+    mix = InterleavingMix(INPUT_CLASSES, kind="input")
+
+    @given(
+        before=input_writes(TXN_PARTITIONS),
+        after=input_writes(TXN_PARTITIONS),
+        polls=st.integers(0, 12),
+        limit=st.integers(1, 3),
+        n=st.integers(1, 3),
+        m=st.integers(1, 3),
+    )
+    @example(before=GAPS_BEFORE_A_RECORD, after=GAPS_BEFORE_A_RECORD, polls=3, limit=1, n=1, m=2)
+    def scenario(before: list[InputWrite], after: list[InputWrite], polls: int, limit: int, n: int, m: int) -> None:
+        for write in [*before, *after]:
+            mix.step(write.kind)
+        _read_committed_across_a_restore(adapter, before, after, polls, limit, n, m)
+
+    try:
+        scenario()
+    finally:
+        mix.record(record_property, "source_input")
+
+
+def _read_committed_across_a_restore(
+    adapter: Any, before: list[InputWrite], after: list[InputWrite], polls: int, limit: int, n: int, m: int
+) -> None:
+    log = KafkaModel()
+    log.create_topic(TXN_TOPIC, TXN_PARTITIONS)
+    write_input(log, TXN_TOPIC, before, "before")
+    source = fresh_all_in(adapter, n, EARLIEST, Isolation.READ_COMMITTED)
+    source.discover(log.list_topics(), log)
+    tps = [TopicPartition(TXN_TOPIC, p) for p in range(TXN_PARTITIONS)]
+    emitted: dict[TopicPartition, list[int]] = {tp: [] for tp in tps}
+    for i in range(polls):
+        tp = tps[i % TXN_PARTITIONS]
+        emitted[tp].extend(r.offset for r in source.poll(log, tp, limit))
+    views = {tp: log_view(log, tp) for tp in tps}
+    state = source.snapshot(1, log, GROUP)
+    checkpointed = {tp: off for offsets in source.offsets for tp, off in offsets.items()}
+    source.notify_checkpoint_complete(1, log, GROUP)
+    resolved = {tp: 0 if is_sentinel(off) else off for tp, off in checkpointed.items()}
+    violations = check_committed_reads(views, emitted, "before checkpoint 1", read_to=resolved)
+    violations += check_positions_in_gaps(views, emitted, checkpointed, "in checkpoint 1")
+    violations += check_positions_in_gaps(views, emitted, log.committed(GROUP), "committed for checkpoint 1")
+    fail_on(violations)
+    for tp in tps:  # read on past the checkpoint: a crash takes this back downstream
+        source.poll(log, tp, limit)
+    write_input(log, TXN_TOPIC, after, "after")
+    restored = restored_all_in(adapter, state, m, dict(log.list_topics()), EARLIEST, Isolation.READ_COMMITTED)
+    for tp in tps:
+        while records := restored.poll(log, tp, limit):
+            emitted[tp].extend(r.offset for r in records)
+    views = {tp: log_view(log, tp) for tp in tps}
+    ended = {tp: off for offsets in restored.offsets for tp, off in offsets.items()}
+    fail_on(
+        check_committed_reads(views, emitted, "after a restore from checkpoint 1")
+        + check_positions_in_gaps(views, emitted, ended, "after reading to the end")
+    )

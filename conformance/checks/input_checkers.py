@@ -1,0 +1,125 @@
+"""RESTORE-013: what a read_committed source emits, and where it stands, on input with offset gaps.
+
+Transactions leave offsets no read returns: their control markers, and under read_committed the records of
+aborted ones (KAFKA-001, KAFKA-003). A ``LogView`` says, offset by offset, which is which; the checkers judge
+a source's emitted offsets and its positions (checkpointed, committed) against it, whatever level recorded
+them. They are pure: the views and the recordings are data.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ...reference_impl.types import TopicPartition, is_sentinel
+from .checkers import Violation, tp_fields
+
+
+@dataclass(frozen=True, slots=True)
+class LogView:
+    """One partition as read_committed and read_uncommitted reads show it, below read_committed's end.
+
+    An offset below ``end`` in neither tuple is a control marker (or a record compaction removed): no read
+    returns it.
+    """
+
+    committed: tuple[int, ...]
+    """Offsets of the records read_committed returns, ascending."""
+    aborted: tuple[int, ...]
+    """Offsets of the records read_uncommitted returns and read_committed hides: aborted transactions."""
+    end: int
+    """Where read_committed stops (the last stable offset)."""
+
+    def what_is_at(self, offset: int) -> str:
+        if offset in self.committed:
+            return "committed record"
+        if offset in self.aborted:
+            return "aborted record"
+        return "control marker" if offset < self.end else "offset past the end"
+
+    def next_record(self, after: int | None) -> int:
+        """The first committed record after offset ``after`` (from the log start for ``None``), else ``end``."""
+        i = 0 if after is None else bisect_right(self.committed, after)
+        return self.committed[i] if i < len(self.committed) else self.end
+
+
+def check_committed_reads(
+    views: Mapping[TopicPartition, LogView],
+    emitted: Mapping[TopicPartition, Sequence[int]],
+    when: str,
+    read_to: Mapping[TopicPartition, int] | None = None,
+) -> list[Violation]:
+    """Each partition's emitted offsets are its committed records, each once, none missing below where it was
+    read to (``read_to``, its position; else the view's end): never an aborted record (``aborted-emitted``),
+    never an offset that holds no record (``marker-emitted``), no committed record left out
+    (``record-skipped``) or emitted twice (``record-repeated``)."""
+    out = []
+    for tp, view in sorted(views.items()):
+        until = view.end if read_to is None else read_to.get(tp, 0)
+        seen = Counter(emitted.get(tp, ()))
+        for offset, times in sorted(seen.items()):
+            what = view.what_is_at(offset)
+            fields = tp_fields(tp) | {"offset": offset, "times": times, "end": view.end}
+            if what == "aborted record":
+                evidence = f"{tp} offset {offset}: an {what} emitted {when}, under read_committed"
+                out.append(Violation("RESTORE-013", "aborted-emitted", evidence, data=fields))
+            elif what != "committed record":
+                evidence = f"{tp} offset {offset}: a {what} emitted {when} as a record"
+                out.append(Violation("RESTORE-013", "marker-emitted", evidence, data=fields))
+            elif times > 1:
+                evidence = f"{tp} offset {offset} emitted {times} times {when}"
+                out.append(Violation("RESTORE-013", "record-repeated", evidence, data=fields))
+        out += [
+            Violation(
+                "RESTORE-013",
+                "record-skipped",
+                f"{tp} committed offset {offset} never emitted {when} ({_around(view, offset)})",
+                data=tp_fields(tp) | {"offset": offset, "times": 0, "end": view.end},
+            )
+            for offset in view.committed
+            if offset < until and offset not in seen
+        ]
+    return out
+
+
+def check_positions_in_gaps(
+    views: Mapping[TopicPartition, LogView],
+    emitted: Mapping[TopicPartition, Sequence[int]],
+    positions: Mapping[TopicPartition, int],
+    when: str,
+) -> list[Violation]:
+    """A partition's position (the next offset to read, as checkpointed or committed) lies past its last
+    emitted record and no further than its next committed record (or the end): any offset of the gap
+    between them is right, a marker's included. Behind the last emitted record, a restore from it emits
+    that record again (``position-behind-read``); past the next record, it skips it (``position-past-record``).
+    A partition with no resolved position yet (a start sentinel) has nothing to judge."""
+    out = []
+    for tp, position in sorted(positions.items()):
+        view = views.get(tp)
+        if view is None or is_sentinel(position):
+            continue
+        last = max(emitted.get(tp, ()), default=None)
+        low = 0 if last is None else last + 1
+        high = view.next_record(last)
+        fields = tp_fields(tp) | {"position": position, "last_emitted": last, "next_record": high, "end": view.end}
+        if position < low:
+            evidence = f"{tp} position {position} {when} not past the last record emitted, {last}: a restore repeats it"
+            out.append(Violation("RESTORE-013", "position-behind-read", evidence, data=fields))
+        elif position > high:
+            evidence = (
+                f"{tp} position {position} {when}, past the next record not yet emitted, at {high} "
+                f"({_around(view, high)}): a restore skips it"
+                if high in view.committed
+                else f"{tp} position {position} {when}, past {high}, where read_committed ends: a restore skips "
+                "what a transaction open there commits"
+            )
+            out.append(Violation("RESTORE-013", "position-past-record", evidence, data=fields))
+    return out
+
+
+def _around(view: LogView, offset: int) -> str:
+    """What the log holds just before ``offset``: the gap a reader had to cross to reach it."""
+    before = [f"{o}: {view.what_is_at(o)}" for o in range(max(0, offset - 3), offset)]
+    return "before it " + ", ".join(before) if before else "the first offset"
