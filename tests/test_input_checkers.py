@@ -1,13 +1,18 @@
-"""RESTORE-013's checkers and the input classes they are fed: each checker passes what a read_committed
-reader of the Kafka model returns, and names each way of breaking the requirement; the generator draws
-every input class at the default profile, and writes each as the class says."""
+"""RESTORE-013's and RESTORE-014's checkers and the input classes they are fed: each checker passes what a
+read_committed reader of the Kafka model returns, and names each way of breaking its requirement; the
+generator draws every input class at the default profile, and writes each as the class says."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 
 from kconform.conformance.checks.checkers import Violation
-from kconform.conformance.checks.input_checkers import LogView, check_committed_reads, check_positions_in_gaps
+from kconform.conformance.checks.input_checkers import (
+    LogView,
+    check_committed_reads,
+    check_positions_in_gaps,
+    check_values_as_written,
+)
 from kconform.conformance.gate.profiles import PROFILES
 from kconform.conformance.generators.input_classes import (
     INPUT_CLASSES,
@@ -15,6 +20,7 @@ from kconform.conformance.generators.input_classes import (
     input_writes,
     log_view,
     write_input,
+    written_values,
 )
 from kconform.conformance.generators.strategies import InterleavingMix
 from kconform.reference_impl.kafka_model import KafkaModel
@@ -86,6 +92,19 @@ def test_required_RESTORE_013_a_position_behind_the_last_record_or_past_the_next
     assert kinds(beyond) == [("RESTORE-013", "position-past-record")]
 
 
+def test_required_RESTORE_014_a_tombstone_an_empty_value_and_a_changed_one_are_named() -> None:
+    written = {TP: {0: b"v", 1: None, 2: b""}}
+    assert check_values_as_written(written, [(TP, 0, b"v"), (TP, 1, None), (TP, 2, b"")], "at the end") == []
+    emitted = [(TP, 0, b"w"), (TP, 1, b""), (TP, 2, None), (TP, 9, b"no record here: RESTORE-013's")]
+    violations = check_values_as_written(written, emitted, "at the end")
+    assert kinds(violations) == [
+        ("RESTORE-014", "value-changed"),
+        ("RESTORE-014", "tombstone-not-null"),
+        ("RESTORE-014", "empty-became-null"),
+    ]
+    assert [(v.data["got"], v.data["want"]) for v in violations] == [("w", "v"), ("", None), (None, "")]
+
+
 @given(input_writes(2), input_writes(2))
 def test_required_RESTORE_013_a_read_committed_reader_of_any_drawn_input_passes(
     before: list[InputWrite], after: list[InputWrite]
@@ -98,6 +117,8 @@ def test_required_RESTORE_013_a_read_committed_reader_of_any_drawn_input_passes(
     aborted = any(w.kind == "aborted-transaction" and 0 in w.partitions for w in [*before, *after])
     named = {v.kind for v in check_committed_reads({TP: view}, {TP: uncommitted}, "at the end")}
     assert named == ({"aborted-emitted"} if aborted else set())
+    read = [(TP, r.offset, r.value) for r in log.read(TP, 0, Isolation.READ_COMMITTED, 1000)]
+    assert check_values_as_written({TP: written_values(log, TP)}, read, "at the end") == []
 
 
 def test_required_RESTORE_013_every_input_class_is_drawn_at_the_default_profile() -> None:

@@ -1,20 +1,21 @@
-"""RESTORE-013: what a read_committed source emits, and where it stands, on input with offset gaps.
+"""RESTORE-013 and RESTORE-014: what a source emits, and where it stands, on input as pipelines write it.
 
 Transactions leave offsets no read returns: their control markers, and under read_committed the records of
 aborted ones (KAFKA-001, KAFKA-003). A ``LogView`` says, offset by offset, which is which; the checkers judge
-a source's emitted offsets and its positions (checkpointed, committed) against it, whatever level recorded
-them. They are pure: the views and the recordings are data.
+a source's emitted offsets and its positions (checkpointed, committed) against it, and the values it emitted
+against those written (a tombstone's null, an empty value), whatever level recorded them. They are pure:
+the views and the recordings are data.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ...reference_impl.types import TopicPartition, is_sentinel
-from .checkers import Violation, tp_fields
+from .checkers import Violation, tp_fields, value_field
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,3 +124,28 @@ def _around(view: LogView, offset: int) -> str:
     """What the log holds just before ``offset``: the gap a reader had to cross to reach it."""
     before = [f"{o}: {view.what_is_at(o)}" for o in range(max(0, offset - 3), offset)]
     return "before it " + ", ".join(before) if before else "the first offset"
+
+
+def check_values_as_written(
+    written: Mapping[TopicPartition, Mapping[int, bytes | None]],
+    emitted: Iterable[tuple[TopicPartition, int, bytes | None]],
+    when: str,
+) -> list[Violation]:
+    """RESTORE-014: each emitted record carries the value written at its offset: a tombstone's null as null
+    (``tombstone-not-null``), an empty value as empty (``empty-became-null``), any other byte for byte
+    (``value-changed``). An offset with no written record is RESTORE-013's to name."""
+    out = []
+    for tp, offset, value in emitted:
+        want = written.get(tp, {}).get(offset, value)
+        if value == want:
+            continue
+        kind = "tombstone-not-null" if want is None else "empty-became-null" if want == b"" else "value-changed"
+        out.append(
+            Violation(
+                "RESTORE-014",
+                kind,
+                f"{tp} offset {offset} emitted {when} with value {value!r}, written as {want!r}",
+                data=tp_fields(tp) | {"offset": offset, "got": value_field(value), "want": value_field(want)},
+            )
+        )
+    return out

@@ -91,3 +91,8 @@ def log_view(reader: LogReader, tp: TopicPartition) -> LogView:
     committed = tuple(r.offset for r in reader.read(tp, 0, Isolation.READ_COMMITTED, WHOLE_LOG))
     written = (r.offset for r in reader.read(tp, 0, Isolation.READ_UNCOMMITTED, WHOLE_LOG))
     return LogView(committed, tuple(o for o in written if o < end and o not in committed), end)
+
+
+def written_values(reader: LogReader, tp: TopicPartition) -> dict[int, bytes | None]:
+    """Offset -> value of every record of ``tp`` (aborted ones too), as a read_uncommitted reader sees it."""
+    return {r.offset: r.value for r in reader.read(tp, 0, Isolation.READ_UNCOMMITTED, WHOLE_LOG)}

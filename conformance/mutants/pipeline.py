@@ -260,6 +260,25 @@ class _NewTopicAtLatestReader(KafkaStreamReader):
 
 
 @reader_mutant(
+    "spark_tasks_read_uncommitted",
+    {"RESTORE-013"},
+    "the source's tasks read with Kafka's default isolation, whatever kafka.isolation.level asks",
+    scenario="read_committed_query_over_transactional_input",
+    data_source="kc-mutant-tasks-read-uncommitted",
+    needs=("abort_hidden_from_read_committed",),
+)
+class _TasksReadUncommittedReader(KafkaStreamReader):
+    """The driver plans batches to read_committed's end, but the tasks' consumers are made without the
+    ``isolation.level`` setting: they return the aborted records in the range too."""
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        connection = self._options.connection
+        settings = tuple((k, v) for k, v in connection.settings if k != "isolation.level")
+        self._options = replace(self._options, connection=replace(connection, settings=settings))
+        yield from super().read(partition)
+
+
+@reader_mutant(
     "spark_discovery_off_by_default",
     {"DISC-009"},
     "with no discovery option the source discovers once per query run (FLINK-36780)",

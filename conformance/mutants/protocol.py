@@ -848,6 +848,19 @@ class _CountingPositionJob(SourceJob):
 
 
 @source_mutant(
+    "empty_values_as_null",
+    {"RESTORE-014"},
+    "the source hands on an empty value (or key) as null: a tombstone downstream (librdkafka 0.11.0, #1386)",
+)
+class _EmptyAsNullJob(SourceJob):
+    """As librdkafka 0.11.0's consumer did (confluentinc/librdkafka#1386, fixed in 0.11.1): an empty value or
+    key reaches the application as null, so an empty record becomes a tombstone."""
+
+    def poll(self, reader: LogReader, tp: TopicPartition, max_records: int) -> list[Record]:
+        return [replace(r, key=r.key or None, value=r.value or None) for r in super().poll(reader, tp, max_records)]
+
+
+@source_mutant(
     "sentinels_resolved_eagerly", {"DISC-005"}, "every EARLIEST sentinel resolved at the first poll of any partition"
 )
 class _EagerSentinelJob(SourceJob):

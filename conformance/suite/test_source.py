@@ -15,6 +15,7 @@ EARLIEST partition was first read, or where it ended when a LATEST partition was
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from hypothesis import assume, example, given
@@ -30,7 +31,7 @@ from hypothesis.stateful import (
 from ...reference_impl.configs import RestoreConfig, SourceConfig
 from ...reference_impl.discovery import Subscription
 from ...reference_impl.kafka_model import KafkaModel
-from ...reference_impl.ports import Isolation
+from ...reference_impl.ports import Isolation, Record
 from ...reference_impl.restore import RestoreVariant
 from ...reference_impl.types import EARLIEST, LATEST, TopicPartition, is_sentinel
 from ..adapter.guard import Guarded
@@ -52,9 +53,16 @@ from ..checks.checkers import (
     fail_on,
 )
 from ..checks.evidence import offset_step, offset_timeline
-from ..checks.input_checkers import check_committed_reads, check_positions_in_gaps
+from ..checks.input_checkers import check_committed_reads, check_positions_in_gaps, check_values_as_written
 from ..gate.pytest_plugin import requirement
-from ..generators.input_classes import INPUT_CLASSES, InputWrite, input_writes, log_view, write_input
+from ..generators.input_classes import (
+    INPUT_CLASSES,
+    InputWrite,
+    input_writes,
+    log_view,
+    write_input,
+    written_values,
+)
 from ..generators.strategies import InterleavingMix
 from . import run_machine
 
@@ -638,12 +646,15 @@ GAPS_BEFORE_A_RECORD = [
     InputWrite("aborted-transaction", (0, 1), 2),
     InputWrite("committed-transaction", (0,), 2),
     InputWrite("plain", (0, 1), 1),
+    InputWrite("tombstone", (1,), 1),
+    InputWrite("empty-value", (0,), 1),
 ]
-"""Aborted records and two markers before committed records: a position that is not an offset shows."""
+"""Aborted records and two markers before committed records (a position that is not an offset shows), and a
+tombstone and an empty value after them."""
 
 
-@requirement("RESTORE-013", capability="source-state")
-def test_required_RESTORE_013_read_committed_source_over_transactional_input_and_a_restore_at_a_gap(
+@requirement("RESTORE-013", "RESTORE-014", capability="source-state")
+def test_required_RESTORE_013_014_read_committed_source_over_transactional_input_and_a_restore_at_a_gap(
     adapter: Any, record_property: Any
 ) -> None:
     """A read_committed source on drawn input (``INPUT_CLASSES``: plain records, tombstones, empty values,
@@ -651,8 +662,9 @@ def test_required_RESTORE_013_read_committed_source_over_transactional_input_and
     drawn number of times, checkpoints wherever that left it (often inside a gap), has the checkpoint's offsets
     committed, reads on, more input arrives, and it is restored from the checkpoint at a drawn parallelism and
     reads to the end. Downstream rolls back to the checkpoint, as exactly-once state does. Its emitted records
-    must be the committed ones, each once; its checkpointed and committed positions must lie in the gap
-    after its last emitted record. The input classes drawn are the run's ``source_input_*`` metrics."""
+    must be the committed ones, each once, with the values written (RESTORE-014); its checkpointed and
+    committed positions must lie in the gap after its last emitted record (RESTORE-013). The input classes
+    drawn are the run's ``source_input_*`` metrics."""
     mix = InterleavingMix(INPUT_CLASSES, kind="input")
 
     @given(
@@ -685,9 +697,15 @@ def _read_committed_across_a_restore(
     source.discover(log.list_topics(), log)
     tps = [TopicPartition(TXN_TOPIC, p) for p in range(TXN_PARTITIONS)]
     emitted: dict[TopicPartition, list[int]] = {tp: [] for tp in tps}
+    values: list[tuple[TopicPartition, int, bytes | None]] = []
+
+    def emit(records: Sequence[Record]) -> None:
+        for r in records:
+            emitted[r.topic_partition].append(r.offset)
+            values.append((r.topic_partition, r.offset, r.value))
+
     for i in range(polls):
-        tp = tps[i % TXN_PARTITIONS]
-        emitted[tp].extend(r.offset for r in source.poll(log, tp, limit))
+        emit(source.poll(log, tps[i % TXN_PARTITIONS], limit))
     views = {tp: log_view(log, tp) for tp in tps}
     state = source.snapshot(1, log, GROUP)
     checkpointed = {tp: off for offsets in source.offsets for tp, off in offsets.items()}
@@ -703,10 +721,12 @@ def _read_committed_across_a_restore(
     restored = restored_all_in(adapter, state, m, dict(log.list_topics()), EARLIEST, Isolation.READ_COMMITTED)
     for tp in tps:
         while records := restored.poll(log, tp, limit):
-            emitted[tp].extend(r.offset for r in records)
+            emit(records)
     views = {tp: log_view(log, tp) for tp in tps}
     ended = {tp: off for offsets in restored.offsets for tp, off in offsets.items()}
+    written = {tp: written_values(log, tp) for tp in tps}
     fail_on(
         check_committed_reads(views, emitted, "after a restore from checkpoint 1")
         + check_positions_in_gaps(views, emitted, ended, "after reading to the end")
+        + check_values_as_written(written, values, "before or after the restore")
     )
