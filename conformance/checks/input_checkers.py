@@ -52,10 +52,10 @@ def check_committed_reads(
     when: str,
     read_to: Mapping[TopicPartition, int] | None = None,
 ) -> list[Violation]:
-    """Each partition's emitted offsets are its committed records, each once, none missing below where it was
-    read to (``read_to``, its position; else the view's end): never an aborted record (``aborted-emitted``),
-    never an offset that holds no record (``marker-emitted``), no committed record left out
-    (``record-skipped``) or emitted twice (``record-repeated``)."""
+    """RESTORE-013: each partition's emitted offsets are its committed records, each once, none missing below
+    where it was read to (``read_to``, its position; else the view's end): never an aborted record
+    (``aborted-emitted``), never an offset that holds no record (``marker-emitted``), no committed record left
+    out (``record-skipped``) or emitted twice (``record-repeated``)."""
     out = []
     for tp, view in sorted(views.items()):
         until = view.end if read_to is None else read_to.get(tp, 0)
@@ -91,8 +91,8 @@ def check_positions_in_gaps(
     positions: Mapping[TopicPartition, int],
     when: str,
 ) -> list[Violation]:
-    """A partition's position (the next offset to read, as checkpointed or committed) lies past its last
-    emitted record and no further than its next committed record (or the end): any offset of the gap
+    """RESTORE-013: a partition's position (the next offset to read, as checkpointed or committed) lies past its
+    last emitted record and no further than its next committed record (or the end): any offset of the gap
     between them is right, a marker's included. Behind the last emitted record, a restore from it emits
     that record again (``position-behind-read``); past the next record, it skips it (``position-past-record``).
     A partition with no resolved position yet (a start sentinel) has nothing to judge."""
@@ -104,7 +104,7 @@ def check_positions_in_gaps(
         last = max(emitted.get(tp, ()), default=None)
         low = 0 if last is None else last + 1
         high = view.next_record(last)
-        fields = tp_fields(tp) | {"position": position, "last_emitted": last, "next_record": high, "end": view.end}
+        fields = tp_fields(tp) | {"next_offset": position, "last_emitted": last, "next_record": high, "end": view.end}
         if position < low:
             evidence = f"{tp} position {position} {when} not past the last record emitted, {last}: a restore repeats it"
             out.append(Violation("RESTORE-013", "position-behind-read", evidence, data=fields))
