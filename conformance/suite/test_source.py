@@ -653,7 +653,7 @@ GAPS_BEFORE_A_RECORD = [
 tombstone and an empty value after them."""
 
 
-@requirement("RESTORE-013", "RESTORE-014", capability="source-state")
+@requirement("RESTORE-013", "RESTORE-014", "ASSIGN-007", capability="source-state")
 def test_required_RESTORE_013_014_read_committed_source_over_transactional_input_and_a_restore_at_a_gap(
     adapter: Any, record_property: Any
 ) -> None:
@@ -719,6 +719,7 @@ def _read_committed_across_a_restore(
         source.poll(log, tp, limit)
     write_input(log, TXN_TOPIC, after, "after")
     restored = restored_all_in(adapter, state, m, dict(log.list_topics()), EARLIEST, Isolation.READ_COMMITTED)
+    fail_on(check_single_holder(restored.offsets))  # a partition's position is its one holder's
     for tp in tps:
         while records := restored.poll(log, tp, limit):
             emit(records)
