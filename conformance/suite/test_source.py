@@ -1,4 +1,4 @@
-"""RESTORE-001..007 and DISC-005: the adapter's source under growth, checkpoints, crashes and rescale.
+"""RESTORE-001..007, 013, 014 and DISC-005: the adapter's source under growth, checkpoints, crashes and rescale.
 
 A Hypothesis state machine produces records into the Kafka model, lets the source discover and
 read them, checkpoints, completes checkpoints (committing offsets), crashes and restores at a
@@ -11,6 +11,10 @@ state: on restore it rolls back to the checkpoint, so after every step each part
 offsets must be exactly ``start .. next offset - 1``, ``start`` being where the log began when an
 EARLIEST partition was first read, or where it ended when a LATEST partition was discovered
 (DISC-005: LATEST is resolved at discovery, so a checkpoint never holds it).
+
+That machine writes plain records, so every offset holds one; transactional and odd input (aborted
+records, control markers, tombstones, empty values) has its own scenario (RESTORE-013, 014), judged by
+what a read_committed reader sees at each offset rather than by a contiguous prefix.
 """
 
 from __future__ import annotations
