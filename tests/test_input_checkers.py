@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from kconform.conformance.checks.checkers import Violation
 from kconform.conformance.checks.input_checkers import (
     LogView,
-    check_committed_reads,
     check_positions_in_gaps,
+    check_records_read,
     check_values_as_written,
 )
 from kconform.conformance.gate.profiles import PROFILES
@@ -28,7 +28,7 @@ from kconform.reference_impl.ports import Isolation
 from kconform.reference_impl.types import EARLIEST, TopicPartition
 
 TP = TopicPartition("in", 0)
-VIEW = LogView(committed=(0, 4, 5), aborted=(1, 2), end=7)
+VIEW = LogView(records=(0, 4, 5), hidden=(1, 2), end=7)
 """0 committed, 1-2 aborted, 3 their abort marker, 4-5 committed, 6 their commit marker."""
 
 
@@ -40,7 +40,7 @@ def written(writes: list[InputWrite]) -> tuple[KafkaModel, LogView]:
     log = KafkaModel()
     log.create_topic("in", 2)
     write_input(log, "in", writes, "t")
-    return log, log_view(log, TP)
+    return log, log_view(log, TP, Isolation.READ_COMMITTED)
 
 
 def test_required_RESTORE_013_each_input_class_is_written_as_it_says() -> None:
@@ -53,14 +53,16 @@ def test_required_RESTORE_013_each_input_class_is_written_as_it_says() -> None:
             InputWrite("empty-value", (0,), 1),
         ]
     )
-    assert view == LogView(committed=(0, 4, 5, 7), aborted=(1, 2), end=8)
+    assert view == LogView(records=(0, 4, 5, 7), hidden=(1, 2), end=8)
     values = [r.value for r in log.read(TP, 0, Isolation.READ_COMMITTED, 10)]
     assert values == [b"t-plain-0-0-0", None, b"t-committed-transaction-3-0-0", b""]
-    assert log_view(log, TopicPartition("in", 1)) == LogView(committed=(), aborted=(0, 1), end=3)
+    p1 = TopicPartition("in", 1)
+    assert log_view(log, p1, Isolation.READ_COMMITTED) == LogView(records=(), hidden=(0, 1), end=3)
+    assert log_view(log, p1, Isolation.READ_UNCOMMITTED) == LogView(records=(0, 1), hidden=(), end=3)
 
 
 def test_required_RESTORE_013_the_committed_records_once_pass_from_any_position_in_their_gap() -> None:
-    assert check_committed_reads({TP: VIEW}, {TP: [0, 4, 5]}, "at the end") == []
+    assert check_records_read({TP: VIEW}, {TP: [0, 4, 5]}, "at the end") == []
     for position in (1, 2, 3, 4):  # after record 0: anywhere up to the next committed record, 4
         assert check_positions_in_gaps({TP: VIEW}, {TP: [0]}, {TP: position}, "in checkpoint 1") == []
     for position in (6, 7):  # after record 5: past the commit marker too, up to the end
@@ -70,15 +72,15 @@ def test_required_RESTORE_013_the_committed_records_once_pass_from_any_position_
 
 def test_required_RESTORE_013_aborted_records_markers_skips_and_repeats_are_named() -> None:
     emitted = {TP: [0, 1, 3, 5, 5]}
-    assert kinds(check_committed_reads({TP: VIEW}, emitted, "at the end")) == [
+    assert kinds(check_records_read({TP: VIEW}, emitted, "at the end")) == [
         ("RESTORE-013", "aborted-emitted"),
         ("RESTORE-013", "marker-emitted"),
         ("RESTORE-013", "record-repeated"),
         ("RESTORE-013", "record-skipped"),
     ]
-    skipped = check_committed_reads({TP: VIEW}, {TP: [0]}, "before checkpoint 1", read_to={TP: 5})
+    skipped = check_records_read({TP: VIEW}, {TP: [0]}, "before checkpoint 1", read_to={TP: 5})
     assert [(v.kind, v.data["offset"]) for v in skipped] == [("record-skipped", 4)]
-    assert check_committed_reads({TP: VIEW}, {TP: [0]}, "before checkpoint 1", read_to={TP: 4}) == []
+    assert check_records_read({TP: VIEW}, {TP: [0]}, "before checkpoint 1", read_to={TP: 4}) == []
 
 
 def test_required_RESTORE_013_a_position_behind_the_last_record_or_past_the_next_is_named() -> None:
@@ -106,17 +108,19 @@ def test_required_RESTORE_014_a_tombstone_an_empty_value_and_a_changed_one_are_n
 
 
 @given(input_writes(2), input_writes(2))
-def test_required_RESTORE_013_a_read_committed_reader_of_any_drawn_input_passes(
+def test_required_RESTORE_013_a_reader_of_any_drawn_input_passes_at_its_own_isolation(
     before: list[InputWrite], after: list[InputWrite]
 ) -> None:
     log, view = written([*before, *after])
     emitted = [r.offset for r in log.read(TP, 0, Isolation.READ_COMMITTED, 1000)]
-    assert check_committed_reads({TP: view}, {TP: emitted}, "at the end") == []
+    assert check_records_read({TP: view}, {TP: emitted}, "at the end") == []
     assert check_positions_in_gaps({TP: view}, {TP: emitted}, {TP: view.end}, "at the end") == []
     uncommitted = [r.offset for r in log.read(TP, 0, Isolation.READ_UNCOMMITTED, 1000)]
     aborted = any(w.kind == "aborted-transaction" and 0 in w.partitions for w in [*before, *after])
-    named = {v.kind for v in check_committed_reads({TP: view}, {TP: uncommitted}, "at the end")}
+    named = {v.kind for v in check_records_read({TP: view}, {TP: uncommitted}, "at the end")}
     assert named == ({"aborted-emitted"} if aborted else set())
+    everything = log_view(log, TP, Isolation.READ_UNCOMMITTED)
+    assert check_records_read({TP: everything}, {TP: uncommitted}, "read_uncommitted, at the end") == []
     read = [(TP, r.offset, r.value) for r in log.read(TP, 0, Isolation.READ_COMMITTED, 1000)]
     assert check_values_as_written({TP: written_values(log, TP)}, read, "at the end") == []
 

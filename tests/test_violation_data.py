@@ -121,8 +121,8 @@ def test_assignment_discovery_and_restore_checkers_give_documented_fields() -> N
 
 def test_input_checkers_give_documented_fields() -> None:
     a0 = tp("a", 0)
-    view = input_checkers.LogView(committed=(0, 4), aborted=(1, 2), end=6)
-    out = input_checkers.check_committed_reads({a0: view}, {a0: [1, 3, 4, 4]}, "at the end")
+    view = input_checkers.LogView(records=(0, 4), hidden=(1, 2), end=6)
+    out = input_checkers.check_records_read({a0: view}, {a0: [1, 3, 4, 4]}, "at the end")
     out += input_checkers.check_positions_in_gaps({a0: view}, {a0: [0, 4]}, {a0: 3}, "in checkpoint 1")
     out += input_checkers.check_positions_in_gaps({a0: view}, {a0: []}, {a0: 5}, "in checkpoint 1")
     out += input_checkers.check_positions_in_gaps({a0: view}, {a0: [0, 4]}, {a0: 7}, "at the end")

@@ -1,10 +1,11 @@
 """RESTORE-013 and RESTORE-014: what a source emits, and where it stands, on input as pipelines write it.
 
 Transactions leave offsets no read returns: their control markers, and under read_committed the records of
-aborted ones (KAFKA-001, KAFKA-003). A ``LogView`` says, offset by offset, which is which; the checkers judge
-a source's emitted offsets and its positions (checkpointed, committed) against it, and the values it emitted
-against those written (a tombstone's null, an empty value), whatever level recorded them. They are pure:
-the views and the recordings are data.
+aborted ones (KAFKA-001, KAFKA-003; read_uncommitted returns those, KAFKA-007). A ``LogView`` says, offset by
+offset, which is which at the source's isolation; the checkers judge a source's emitted offsets and its
+positions (checkpointed, committed) against it, and the values it emitted against those written (a
+tombstone's null, an empty value), whatever level recorded them. They are pure: the views and the
+recordings are data.
 """
 
 from __future__ import annotations
@@ -20,42 +21,43 @@ from .checkers import Violation, tp_fields, value_field
 
 @dataclass(frozen=True, slots=True)
 class LogView:
-    """One partition as read_committed and read_uncommitted reads show it, below read_committed's end.
+    """One partition as a read at the source's isolation shows it, below that isolation's end.
 
-    An offset below ``end`` in neither tuple is a control marker (or a record compaction removed): no read
-    returns it.
+    Under read_committed an aborted transaction's records are ``hidden``; under read_uncommitted every data
+    record is one of ``records`` (KAFKA-007). An offset below ``end`` in neither tuple is a control marker (or a
+    record compaction removed): no read returns it.
     """
 
-    committed: tuple[int, ...]
-    """Offsets of the records read_committed returns, ascending."""
-    aborted: tuple[int, ...]
-    """Offsets of the records read_uncommitted returns and read_committed hides: aborted transactions."""
+    records: tuple[int, ...]
+    """Offsets of the records the read returns, ascending."""
+    hidden: tuple[int, ...]
+    """Offsets of the records read_uncommitted returns and this read hides: aborted transactions'."""
     end: int
-    """Where read_committed stops (the last stable offset)."""
+    """Where the read stops (the last stable offset under read_committed, else the high watermark)."""
 
     def what_is_at(self, offset: int) -> str:
-        if offset in self.committed:
-            return "committed record"
-        if offset in self.aborted:
+        if offset in self.records:
+            return "record"
+        if offset in self.hidden:
             return "aborted record"
         return "control marker" if offset < self.end else "offset past the end"
 
     def next_record(self, after: int | None) -> int:
-        """The first committed record after offset ``after`` (from the log start for ``None``), else ``end``."""
-        i = 0 if after is None else bisect_right(self.committed, after)
-        return self.committed[i] if i < len(self.committed) else self.end
+        """The first record after offset ``after`` (from the log start for ``None``), else ``end``."""
+        i = 0 if after is None else bisect_right(self.records, after)
+        return self.records[i] if i < len(self.records) else self.end
 
 
-def check_committed_reads(
+def check_records_read(
     views: Mapping[TopicPartition, LogView],
     emitted: Mapping[TopicPartition, Sequence[int]],
     when: str,
     read_to: Mapping[TopicPartition, int] | None = None,
 ) -> list[Violation]:
-    """RESTORE-013: each partition's emitted offsets are its committed records, each once, none missing below
-    where it was read to (``read_to``, its position; else the view's end): never an aborted record
-    (``aborted-emitted``), never an offset that holds no record (``marker-emitted``), no committed record left
-    out (``record-skipped``) or emitted twice (``record-repeated``)."""
+    """RESTORE-013: each partition's emitted offsets are the records its isolation reads, each once, none
+    missing below where it was read to (``read_to``, its position; else the view's end): never an aborted
+    record under read_committed (``aborted-emitted``), never an offset that holds no record
+    (``marker-emitted``), no record left out (``record-skipped``) or emitted twice (``record-repeated``)."""
     out = []
     for tp, view in sorted(views.items()):
         until = view.end if read_to is None else read_to.get(tp, 0)
@@ -66,7 +68,7 @@ def check_committed_reads(
             if what == "aborted record":
                 evidence = f"{tp} offset {offset}: an {what} emitted {when}, under read_committed"
                 out.append(Violation("RESTORE-013", "aborted-emitted", evidence, data=fields))
-            elif what != "committed record":
+            elif what != "record":
                 evidence = f"{tp} offset {offset}: a {what} emitted {when} as a record"
                 out.append(Violation("RESTORE-013", "marker-emitted", evidence, data=fields))
             elif times > 1:
@@ -76,10 +78,10 @@ def check_committed_reads(
             Violation(
                 "RESTORE-013",
                 "record-skipped",
-                f"{tp} committed offset {offset} never emitted {when} ({_around(view, offset)})",
+                f"{tp} offset {offset}, a record, never emitted {when} ({_around(view, offset)})",
                 data=tp_fields(tp) | {"offset": offset, "times": 0, "end": view.end},
             )
-            for offset in view.committed
+            for offset in view.records
             if offset < until and offset not in seen
         ]
     return out
@@ -92,7 +94,7 @@ def check_positions_in_gaps(
     when: str,
 ) -> list[Violation]:
     """RESTORE-013: a partition's position (the next offset to read, as checkpointed or committed) lies past its
-    last emitted record and no further than its next committed record (or the end): any offset of the gap
+    last emitted record and no further than its next record (or the end): any offset of the gap
     between them is right, a marker's included. Behind the last emitted record, a restore from it emits
     that record again (``position-behind-read``); past the next record, it skips it (``position-past-record``).
     A partition with no resolved position yet (a start sentinel) has nothing to judge."""
@@ -112,9 +114,9 @@ def check_positions_in_gaps(
             evidence = (
                 f"{tp} position {position} {when}, past the next record not yet emitted, at {high} "
                 f"({_around(view, high)}): a restore skips it"
-                if high in view.committed
-                else f"{tp} position {position} {when}, past {high}, where read_committed ends: a restore skips "
-                "what a transaction open there commits"
+                if high in view.records
+                else f"{tp} position {position} {when}, past {high}, where its isolation's read ends: a restore "
+                "skips what is written there"
             )
             out.append(Violation("RESTORE-013", "position-past-record", evidence, data=fields))
     return out

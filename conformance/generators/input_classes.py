@@ -85,12 +85,12 @@ def _key(tag: str, write: int, record: int) -> bytes:
     return f"{tag}-key-{write}-{record}".encode()
 
 
-def log_view(reader: LogReader, tp: TopicPartition) -> LogView:
-    """``tp`` as read_committed and read_uncommitted show it now (``LogView``)."""
-    end = reader.latest_offset(tp, Isolation.READ_COMMITTED)
-    committed = tuple(r.offset for r in reader.read(tp, 0, Isolation.READ_COMMITTED, WHOLE_LOG))
+def log_view(reader: LogReader, tp: TopicPartition, isolation: Isolation) -> LogView:
+    """``tp`` as a read at ``isolation`` shows it now, beside read_uncommitted (``LogView``)."""
+    end = reader.latest_offset(tp, isolation)
+    records = tuple(r.offset for r in reader.read(tp, 0, isolation, WHOLE_LOG))
     written = (r.offset for r in reader.read(tp, 0, Isolation.READ_UNCOMMITTED, WHOLE_LOG))
-    return LogView(committed, tuple(o for o in written if o < end and o not in committed), end)
+    return LogView(records, tuple(o for o in written if o < end and o not in records), end)
 
 
 def written_values(reader: LogReader, tp: TopicPartition) -> dict[int, bytes | None]:

@@ -47,7 +47,7 @@ from ..brokers.capability import DUPLICATE_VERDICT_NEEDS, Capability, lacking
 from ..brokers.probe import TXN_TIMEOUT_WAIT_S, probe
 from ..checks.checkers import Violation, check_offset_continuity, fail_on
 from ..checks.evidence import assignment_grid, offset_step, offset_timeline
-from ..checks.input_checkers import check_committed_reads, check_values_as_written
+from ..checks.input_checkers import check_records_read, check_values_as_written
 from ..checks.pipeline_checkers import (
     check_discovered,
     check_driver_exit,
@@ -411,7 +411,11 @@ def test_required_RESTORE_003_available_now_restart_replays_an_uncommitted_batch
     fail_on(violations)
 
 
-READ_COMMITTED: Final = {"isolation.level": "read_committed"}
+ISOLATION_SETTINGS: Final = {
+    Isolation.READ_COMMITTED: {"isolation.level": "read_committed"},
+    Isolation.READ_UNCOMMITTED: {},
+}
+"""The source's client settings at each isolation: read_uncommitted is the connectors' default, so not set."""
 TXN_PARTITIONS: Final = 3
 EVERY_INPUT_CLASS: Final = [
     InputWrite("plain", (0, 1, 2), 2),
@@ -426,8 +430,8 @@ EVERY_INPUT_CLASS: Final = [
 
 
 @requirement("RESTORE-013", "RESTORE-014", capability="pipeline")
-@pytest.mark.timeout(DRIVER_TIMEOUT_S * 2)
-def test_required_RESTORE_013_014_read_committed_query_over_transactional_input_restarts_at_a_gap(
+@pytest.mark.timeout(DRIVER_TIMEOUT_S * 3)
+def test_required_RESTORE_013_014_query_over_transactional_input_restarts_at_a_gap(
     adapter: Any,
     make_pipeline: Callable[..., Pipeline],
     kafka: KafkaClient,
@@ -435,26 +439,48 @@ def test_required_RESTORE_013_014_read_committed_query_over_transactional_input_
     tmp_path: Path,
     record_property: Any,
 ) -> None:
-    """A read_committed query on input of every class (``INPUT_CLASSES``, written by a transactional and a
-    plain producer into the live broker), read in small batches (``maxRecordsPerTrigger``) so that batch ends
-    fall inside gaps; more such input, and a restart on its checkpoint at a drawn parallelism. Across both runs
-    it must read each committed record once and nothing else: no aborted record, no marker, none skipped at a
-    gap or read again after the restart (RESTORE-013), each with the value written, a tombstone's null and an
-    empty value kept apart (RESTORE-014). The input classes drawn are the run's ``pipeline_input_*`` metrics."""
+    """A query at a drawn isolation (``kafka.isolation.level=read_committed``, or none: read_uncommitted) on input
+    of every class (``INPUT_CLASSES``, written by a transactional and a plain producer into the live broker),
+    read in small batches (``maxRecordsPerTrigger``) so that batch ends fall inside gaps; more such input, and a
+    restart on its checkpoint at a drawn parallelism. Across both runs it must read each record its isolation
+    reads once and nothing else: no aborted record under read_committed, no marker, none skipped at a gap or read
+    again after the restart (RESTORE-013), each with the value written, a tombstone's null and an empty value kept
+    apart (RESTORE-014). The input classes drawn are the run's ``pipeline_input_*`` metrics."""
     skip_unless_broker_can(broker_can, ("abort_hidden_from_read_committed",), "RESTORE-013")
     mix = InterleavingMix(INPUT_CLASSES, kind="input")
 
     @pipeline_settings()
     @given(
+        isolation=st.sampled_from(Isolation),
         before=input_writes(TXN_PARTITIONS),
         after=input_writes(TXN_PARTITIONS),
         parallelism=st.integers(1, 3),
         restart_parallelism=st.integers(1, 3),
         batch=st.integers(1, 5),
     )
-    @example(before=EVERY_INPUT_CLASS, after=EVERY_INPUT_CLASS, parallelism=2, restart_parallelism=3, batch=2)
+    @example(
+        isolation=Isolation.READ_COMMITTED,
+        before=EVERY_INPUT_CLASS,
+        after=EVERY_INPUT_CLASS,
+        parallelism=2,
+        restart_parallelism=3,
+        batch=2,
+    )
+    @example(
+        isolation=Isolation.READ_UNCOMMITTED,
+        before=EVERY_INPUT_CLASS,
+        after=EVERY_INPUT_CLASS,
+        parallelism=3,
+        restart_parallelism=1,
+        batch=3,
+    )
     def scenario(
-        before: list[InputWrite], after: list[InputWrite], parallelism: int, restart_parallelism: int, batch: int
+        isolation: Isolation,
+        before: list[InputWrite],
+        after: list[InputWrite],
+        parallelism: int,
+        restart_parallelism: int,
+        batch: int,
     ) -> None:
         for write in [*before, *after]:
             mix.step(write.kind)
@@ -463,20 +489,20 @@ def test_required_RESTORE_013_014_read_committed_query_over_transactional_input_
         runs = []
         for step, (writes, n) in enumerate(((before, parallelism), (after, restart_parallelism))):
             write_input(kafka, topic, writes, f"{topic}-{step}")
-            run = make_pipeline(
-                n, checkpoint, subscribe=topic, max_records_per_trigger=batch, client_settings=READ_COMMITTED
-            )
+            settings = ISOLATION_SETTINGS[isolation]
+            run = make_pipeline(n, checkpoint, subscribe=topic, max_records_per_trigger=batch, client_settings=settings)
             run.run_available_now()
             runs.append(run)
-        views = {tp: log_view(kafka, tp) for tp in (TopicPartition(topic, p) for p in range(TXN_PARTITIONS))}
+        tps = [TopicPartition(topic, p) for p in range(TXN_PARTITIONS)]
+        views = {tp: log_view(kafka, tp, isolation) for tp in tps}
         read = [r for run in runs for r in run.records()]
         emitted: dict[TopicPartition, list[int]] = {tp: [] for tp in views}
         for record in read:
             emitted.setdefault(record.tp, []).append(record.offset)
         written = {tp: written_values(kafka, tp) for tp in views}
-        when = f"by two runs at parallelism {parallelism}, then {restart_parallelism}"
+        when = f"by two runs ({isolation.value}) at parallelism {parallelism}, then {restart_parallelism}"
         fail_on(
-            check_committed_reads(views, emitted, when)
+            check_records_read(views, emitted, when)
             + check_values_as_written(written, [(r.tp, r.offset, r.value) for r in read], when)
         )
 

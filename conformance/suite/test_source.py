@@ -57,7 +57,7 @@ from ..checks.checkers import (
     fail_on,
 )
 from ..checks.evidence import offset_step, offset_timeline
-from ..checks.input_checkers import check_committed_reads, check_positions_in_gaps, check_values_as_written
+from ..checks.input_checkers import check_positions_in_gaps, check_records_read, check_values_as_written
 from ..gate.pytest_plugin import requirement
 from ..generators.input_classes import (
     INPUT_CLASSES,
@@ -658,20 +658,21 @@ tombstone and an empty value after them."""
 
 
 @requirement("RESTORE-013", "RESTORE-014", "ASSIGN-007", capability="source-state")
-def test_required_RESTORE_013_014_read_committed_source_over_transactional_input_and_a_restore_at_a_gap(
+def test_required_RESTORE_013_014_source_over_transactional_input_restored_at_a_gap(
     adapter: Any, record_property: Any
 ) -> None:
-    """A read_committed source on drawn input (``INPUT_CLASSES``: plain records, tombstones, empty values,
+    """A source at a drawn isolation on drawn input (``INPUT_CLASSES``: plain records, tombstones, empty values,
     committed and aborted transactions, so control markers and aborted records between the records) polls a
     drawn number of times, checkpoints wherever that left it (often inside a gap), has the checkpoint's offsets
     committed, reads on, more input arrives, and it is restored from the checkpoint at a drawn parallelism and
     reads to the end. Downstream rolls back to the checkpoint, as exactly-once state does. Its emitted records
-    must be the committed ones, each once, with the values written (RESTORE-014); its checkpointed and
-    committed positions must lie in the gap after its last emitted record (RESTORE-013). The input classes
-    drawn are the run's ``source_input_*`` metrics."""
+    must be those its isolation reads (no aborted one under read_committed), each once, with the values written
+    (RESTORE-014); its checkpointed and committed positions must lie in the gap after its last emitted record
+    (RESTORE-013). The input classes drawn are the run's ``source_input_*`` metrics."""
     mix = InterleavingMix(INPUT_CLASSES, kind="input")
 
     @given(
+        isolation=st.sampled_from(Isolation),
         before=input_writes(TXN_PARTITIONS),
         after=input_writes(TXN_PARTITIONS),
         polls=st.integers(0, 12),
@@ -679,11 +680,27 @@ def test_required_RESTORE_013_014_read_committed_source_over_transactional_input
         n=st.integers(1, 3),
         m=st.integers(1, 3),
     )
-    @example(before=GAPS_BEFORE_A_RECORD, after=GAPS_BEFORE_A_RECORD, polls=3, limit=1, n=1, m=2)
-    def scenario(before: list[InputWrite], after: list[InputWrite], polls: int, limit: int, n: int, m: int) -> None:
+    @example(
+        isolation=Isolation.READ_COMMITTED,
+        before=GAPS_BEFORE_A_RECORD,
+        after=GAPS_BEFORE_A_RECORD,
+        polls=3,
+        limit=1,
+        n=1,
+        m=2,
+    )
+    def scenario(
+        isolation: Isolation,
+        before: list[InputWrite],
+        after: list[InputWrite],
+        polls: int,
+        limit: int,
+        n: int,
+        m: int,
+    ) -> None:
         for write in [*before, *after]:
             mix.step(write.kind)
-        _read_committed_across_a_restore(adapter, before, after, polls, limit, n, m)
+        _read_across_a_restore(adapter, isolation, before, after, polls, limit, n, m)
 
     try:
         scenario()
@@ -691,13 +708,20 @@ def test_required_RESTORE_013_014_read_committed_source_over_transactional_input
         mix.record(record_property, "source_input")
 
 
-def _read_committed_across_a_restore(
-    adapter: Any, before: list[InputWrite], after: list[InputWrite], polls: int, limit: int, n: int, m: int
+def _read_across_a_restore(
+    adapter: Any,
+    isolation: Isolation,
+    before: list[InputWrite],
+    after: list[InputWrite],
+    polls: int,
+    limit: int,
+    n: int,
+    m: int,
 ) -> None:
     log = KafkaModel()
     log.create_topic(TXN_TOPIC, TXN_PARTITIONS)
     write_input(log, TXN_TOPIC, before, "before")
-    source = fresh_all_in(adapter, n, EARLIEST, Isolation.READ_COMMITTED)
+    source = fresh_all_in(adapter, n, EARLIEST, isolation)
     source.discover(log.list_topics(), log)
     tps = [TopicPartition(TXN_TOPIC, p) for p in range(TXN_PARTITIONS)]
     emitted: dict[TopicPartition, list[int]] = {tp: [] for tp in tps}
@@ -710,28 +734,28 @@ def _read_committed_across_a_restore(
 
     for i in range(polls):
         emit(source.poll(log, tps[i % TXN_PARTITIONS], limit))
-    views = {tp: log_view(log, tp) for tp in tps}
+    views = {tp: log_view(log, tp, isolation) for tp in tps}
     state = source.snapshot(1, log, GROUP)
     checkpointed = {tp: off for offsets in source.offsets for tp, off in offsets.items()}
     source.notify_checkpoint_complete(1, log, GROUP)
     resolved = {tp: 0 if is_sentinel(off) else off for tp, off in checkpointed.items()}
-    violations = check_committed_reads(views, emitted, "before checkpoint 1", read_to=resolved)
+    violations = check_records_read(views, emitted, "before checkpoint 1", read_to=resolved)
     violations += check_positions_in_gaps(views, emitted, checkpointed, "in checkpoint 1")
     violations += check_positions_in_gaps(views, emitted, log.committed(GROUP), "committed for checkpoint 1")
     fail_on(violations)
     for tp in tps:  # read on past the checkpoint: a crash takes this back downstream
         source.poll(log, tp, limit)
     write_input(log, TXN_TOPIC, after, "after")
-    restored = restored_all_in(adapter, state, m, dict(log.list_topics()), EARLIEST, Isolation.READ_COMMITTED)
+    restored = restored_all_in(adapter, state, m, dict(log.list_topics()), EARLIEST, isolation)
     fail_on(check_single_holder(restored.offsets))  # a partition's position is its one holder's
     for tp in tps:
         while records := restored.poll(log, tp, limit):
             emit(records)
-    views = {tp: log_view(log, tp) for tp in tps}
+    views = {tp: log_view(log, tp, isolation) for tp in tps}
     ended = {tp: off for offsets in restored.offsets for tp, off in offsets.items()}
     written = {tp: written_values(log, tp) for tp in tps}
     fail_on(
-        check_committed_reads(views, emitted, "after a restore from checkpoint 1")
+        check_records_read(views, emitted, "after a restore from checkpoint 1")
         + check_positions_in_gaps(views, emitted, ended, "after reading to the end")
         + check_values_as_written(written, values, "before or after the restore")
     )
