@@ -359,7 +359,7 @@ class _LatestForNewJob(SourceJob):
 
 @mutant(
     "even_split_restore",
-    {"RESTORE-002", "RESTORE-003", "RESTORE-006", "ASSIGN-007"},
+    {"RESTORE-002", "RESTORE-003", "RESTORE-006", "RESTORE-013", "ASSIGN-007"},
     "getListState instead of union state: offsets lost, partitions re-read from EARLIEST",
 )
 @dataclass(frozen=True)
@@ -369,7 +369,9 @@ class EvenSplitRestore(ReferenceAdapter):
     def restore_source(self, config: RestoreConfig) -> SourceJob:
         checkpoint, parallelism, subscription = config.checkpoint, config.parallelism, config.subscription
         keep = config.keep_unsubscribed
-        job = SourceJob(subscription, parallelism, self.restore_variant, keep, self.discovery_of_zero)
+        job = SourceJob(
+            subscription, parallelism, self.restore_variant, keep, self.discovery_of_zero, isolation=config.isolation
+        )
         job._discovered_once = True
         for i, chunk in enumerate(redistribute_splits(checkpoint.by_subtask, parallelism)):
             job.offsets[i] = {
@@ -801,7 +803,7 @@ class _KeepIgnoredJob(SourceJob):
 
 @source_mutant(
     "fetch_after_position",
-    {"RESTORE-003"},
+    {"RESTORE-003", "RESTORE-013"},
     "the source's fetch starts one past its position: a record skipped per poll",
 )
 class _FetchAfterPositionJob(SourceJob):
