@@ -74,6 +74,7 @@ class ReferenceAdapter:
             self.discovery_of_zero,
             config.initial_offset,
             self.owner,
+            config.isolation,
         )
 
     def restore_source(self, config: RestoreConfig) -> SourceJob:
@@ -87,6 +88,7 @@ class ReferenceAdapter:
             self.discovery_of_zero,
             config.initial_offset,
             self.owner,
+            config.isolation,
         )
 
     def sink(self, config: SinkConfig) -> ExactlyOnceSink:

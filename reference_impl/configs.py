@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from .discovery import Metadata, Subscription, ZeroPartitionsPolicy
-from .ports import TransactionalLog
+from .ports import Isolation, TransactionalLog
 
 CONTRACT_VERSION: Final = 3
 """The adapter contract these objects belong to: an adapter states it as ``contract_version``."""
@@ -37,6 +37,8 @@ class SourceConfig:
     parallelism: int
     initial_offset: int
     keep_unsubscribed: bool
+    isolation: Isolation = Isolation.READ_UNCOMMITTED
+    """The consumer's ``isolation.level`` (Kafka's default unless the job asks for read_committed, RESTORE-013)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,6 +52,8 @@ class RestoreConfig:
     metadata: Metadata
     keep_unsubscribed: bool
     initial_offset: int
+    isolation: Isolation = Isolation.READ_UNCOMMITTED
+    """As ``SourceConfig.isolation``: the restored job reads as the job it restores did."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -117,6 +117,8 @@ class SourceJob:
     """Start position of the partitions found by the very first discovery of a fresh job."""
     owner: Owner = owner
     """Flink's assigner unless the connector has its own: discovery and the union-filter restore place by it."""
+    isolation: Isolation = Isolation.READ_UNCOMMITTED
+    """The consumer's ``isolation.level``: Kafka's default, unless the job asks for read_committed (RESTORE-013)."""
     offsets: list[dict[TopicPartition, int]] = field(default_factory=list)
     pending_commits: dict[int, dict[TopicPartition, int]] = field(default_factory=dict)
     _discoverers: list[PartitionDiscoverer] = field(default_factory=list)
@@ -155,7 +157,7 @@ class SourceJob:
             if not first:
                 start = EARLIEST
             elif self.initial_offset == LATEST:
-                start = reader.latest_offset(tp, Isolation.READ_UNCOMMITTED)
+                start = reader.latest_offset(tp, self.isolation)
             else:
                 start = self.initial_offset
             self.offsets[subtask].setdefault(tp, start)
@@ -191,9 +193,11 @@ class SourceJob:
 
         EARLIEST is resolved here, to the log start, at the partition's first read and not before
         (DISC-005). LATEST is resolved at discovery; it can reach ``poll`` only from a checkpoint
-        written without that (before connector 3.1), and is then resolved to the high watermark. The
-        resolved position is kept even when nothing is read, as a consumer's position is after its
-        first seek.
+        written without that (before connector 3.1), and is then resolved to the end the isolation reads
+        to. The resolved position is kept even when nothing is read, as a consumer's position is after
+        its first seek. The position is one past the last record returned, never a count of records:
+        control markers and aborted records take offsets too, and the next read passes over them
+        (RESTORE-013).
         """
         subtask = self.owner_of(tp)
         if subtask is None:
@@ -202,8 +206,8 @@ class SourceJob:
         if position == EARLIEST:
             position = reader.earliest_offset(tp)
         elif position == LATEST:
-            position = reader.latest_offset(tp, Isolation.READ_UNCOMMITTED)
-        records = list(reader.read(tp, position, Isolation.READ_UNCOMMITTED, max_records))
+            position = reader.latest_offset(tp, self.isolation)
+        records = list(reader.read(tp, position, self.isolation, max_records))
         self.advance(tp, records[-1].offset + 1 if records else position)
         return records
 
@@ -243,6 +247,7 @@ class SourceJob:
         on_zero: ZeroPartitionsPolicy = ZeroPartitionsPolicy.IGNORE,
         initial_offset: int = EARLIEST,
         owner: Owner = owner,
+        isolation: Isolation = Isolation.READ_UNCOMMITTED,
     ) -> SourceJob:
         """A job restored from ``checkpoint`` at ``parallelism`` that has run its first discovery.
 
@@ -251,7 +256,7 @@ class SourceJob:
         discovery never resolves LATEST and needs no ``LogReader``; restored partitions missing from
         a partial metadata view are kept (RESTORE-006).
         """
-        job = cls(subscription, parallelism, variant, keep_unsubscribed, on_zero, initial_offset, owner)
+        job = cls(subscription, parallelism, variant, keep_unsubscribed, on_zero, initial_offset, owner, isolation)
         job._discovered_once = True
         if variant is RestoreVariant.UNION_FILTER:
             union = checkpoint.union()

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kconform.conformance.checks import checkers, pipeline_checkers, sink_checkers, strategy_checkers
+from kconform.conformance.checks import checkers, input_checkers, pipeline_checkers, sink_checkers, strategy_checkers
 from kconform.conformance.checks.checkers import Violation
 from kconform.conformance.checks.history import History, Observation, check_sink_history
 from kconform.conformance.checks.pipeline_checkers import ReadRecord
@@ -116,6 +116,18 @@ def test_assignment_discovery_and_restore_checkers_give_documented_fields() -> N
     assert {"offset-duplicate", "offset-gap"} <= {v.kind for v in out if v.requirement == "RESTORE-003"}
     assert {"failed-on-zero", "unclear-error", "idle-on-zero", "foreign-record", "sentinel-resolved-early"} <= kinds
     assert {"moved-without-read", "forgotten", "stalled"} <= kinds
+    assert_documented(out)
+
+
+def test_input_checkers_give_documented_fields() -> None:
+    a0 = tp("a", 0)
+    view = input_checkers.LogView(records=(0, 4), hidden=(1, 2), end=6)
+    out = input_checkers.check_records_read({a0: view}, {a0: [1, 3, 4, 4]}, "at the end")
+    out += input_checkers.check_positions_in_gaps({a0: view}, {a0: [0, 4]}, {a0: 3}, "in checkpoint 1")
+    out += input_checkers.check_positions_in_gaps({a0: view}, {a0: []}, {a0: 5}, "in checkpoint 1")
+    out += input_checkers.check_positions_in_gaps({a0: view}, {a0: [0, 4]}, {a0: 7}, "at the end")
+    out += input_checkers.check_values_as_written({a0: {0: None, 4: b""}}, [(a0, 0, b""), (a0, 4, None)], "now")
+    assert len({v.kind for v in out}) == 8  # every kind but value-changed, whose fields are those of the other two
     assert_documented(out)
 
 

@@ -97,19 +97,21 @@ def cluster_histories(draw: st.DrawFn, partial_views: bool, max_rounds: int = 5)
 
 @dataclass
 class InterleavingMix:
-    """How often a state machine ran each interleaving class: a generator gap shows as a zero.
+    """How often a run reached each class (a state machine's interleavings, a generator's input classes):
+    a generator gap shows as a zero.
 
-    Each step is also a Hypothesis ``event`` (``--hypothesis-show-statistics``); ``record`` puts
-    the shares into the run's metrics.
+    Each step is also a Hypothesis ``event`` (``--hypothesis-show-statistics``), named by ``kind``;
+    ``record`` puts the shares into the run's metrics.
     """
 
     classes: tuple[str, ...]
     counts: Counter[str] = field(default_factory=Counter)
+    kind: str = "interleaving"
 
     def step(self, name: str) -> None:
         if name not in self.classes:
-            raise ValueError(f"unknown interleaving class {name!r}; declare it in {self.classes}")
-        event(f"interleaving: {name}")
+            raise ValueError(f"unknown {self.kind} class {name!r}; declare it in {self.classes}")
+        event(f"{self.kind}: {name}")
         self.counts[name] += 1
 
     def missing(self) -> list[str]:

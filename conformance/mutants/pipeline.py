@@ -43,6 +43,7 @@ from ..spark.pipeline import KconformKafkaAdapter
 from . import registry
 
 R = TypeVar("R", bound=KafkaStreamReader)
+READ_UNCOMMITTED: Final = ("isolation.level", "read_uncommitted")
 W = TypeVar("W", bound=KafkaStreamWriter)
 
 
@@ -257,6 +258,25 @@ class _NewTopicAtLatestReader(KafkaStreamReader):
     def _discover(self, previous: SourceOffsets) -> SourceOffsets:
         found = super()._discover(previous)
         return replace(found, first={tp: found.offsets[tp] for tp in found.first})
+
+
+@reader_mutant(
+    "spark_tasks_read_uncommitted",
+    {"RESTORE-013"},
+    "the source's tasks read read_uncommitted whatever kafka.isolation.level asks",
+    scenario="query_over_transactional_input",
+    data_source="kc-mutant-tasks-read-uncommitted",
+    needs=("abort_hidden_from_read_committed",),
+)
+class _TasksReadUncommittedReader(KafkaStreamReader):
+    """The driver plans batches to read_committed's end, but the tasks' consumers read read_uncommitted: they
+    return the aborted records in the range too."""
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        connection = self._options.connection
+        settings = (*((k, v) for k, v in connection.settings if k != "isolation.level"), READ_UNCOMMITTED)
+        self._options = replace(self._options, connection=replace(connection, settings=settings))
+        yield from super().read(partition)
 
 
 @reader_mutant(

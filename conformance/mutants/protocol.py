@@ -359,7 +359,7 @@ class _LatestForNewJob(SourceJob):
 
 @mutant(
     "even_split_restore",
-    {"RESTORE-002", "RESTORE-003", "RESTORE-006", "ASSIGN-007"},
+    {"RESTORE-002", "RESTORE-003", "RESTORE-006", "RESTORE-013", "ASSIGN-007"},
     "getListState instead of union state: offsets lost, partitions re-read from EARLIEST",
 )
 @dataclass(frozen=True)
@@ -369,7 +369,9 @@ class EvenSplitRestore(ReferenceAdapter):
     def restore_source(self, config: RestoreConfig) -> SourceJob:
         checkpoint, parallelism, subscription = config.checkpoint, config.parallelism, config.subscription
         keep = config.keep_unsubscribed
-        job = SourceJob(subscription, parallelism, self.restore_variant, keep, self.discovery_of_zero)
+        job = SourceJob(
+            subscription, parallelism, self.restore_variant, keep, self.discovery_of_zero, isolation=config.isolation
+        )
         job._discovered_once = True
         for i, chunk in enumerate(redistribute_splits(checkpoint.by_subtask, parallelism)):
             job.offsets[i] = {
@@ -792,15 +794,16 @@ class _KeepIgnoredJob(SourceJob):
         on_zero: ZeroPartitionsPolicy = ZeroPartitionsPolicy.IGNORE,
         initial_offset: int = EARLIEST,
         owner: Owner = owner,
+        isolation: Isolation = Isolation.READ_UNCOMMITTED,
     ) -> SourceJob:
         return super().restore(
-            checkpoint, parallelism, subscription, metadata, variant, False, on_zero, initial_offset, owner
+            checkpoint, parallelism, subscription, metadata, variant, False, on_zero, initial_offset, owner, isolation
         )
 
 
 @source_mutant(
     "fetch_after_position",
-    {"RESTORE-003"},
+    {"RESTORE-003", "RESTORE-013"},
     "the source's fetch starts one past its position: a record skipped per poll",
 )
 class _FetchAfterPositionJob(SourceJob):
@@ -811,6 +814,52 @@ class _FetchAfterPositionJob(SourceJob):
         if not is_sentinel(position) and position < reader.latest_offset(tp, Isolation.READ_UNCOMMITTED):
             self.advance(tp, position + 1)
         return super().poll(reader, tp, max_records)
+
+
+@source_mutant(
+    "aborted_records_read",
+    {"RESTORE-013"},
+    "the source's consumer reads read_uncommitted whatever isolation the job asks for: aborted records emitted",
+)
+class _ReadUncommittedJob(SourceJob):
+    """Its consumer is made without the job's ``isolation.level``, so Kafka's default, read_uncommitted, reads."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.isolation = Isolation.READ_UNCOMMITTED
+
+
+@source_mutant(
+    "position_counts_records",
+    {"RESTORE-013"},
+    "the source's position moves by the number of records a poll returned: a marker or aborted record it "
+    "passed puts it behind, and the next poll reads records again",
+)
+class _CountingPositionJob(SourceJob):
+    """Moves the position by the records a poll returned, as if every offset held one (Spark's Kafka source
+    assumed consecutive offsets until SPARK-25005)."""
+
+    def poll(self, reader: LogReader, tp: TopicPartition, max_records: int) -> list[Record]:
+        position = next_offsets(self.offsets).get(tp, LATEST)
+        records = super().poll(reader, tp, max_records)
+        subtask = self.owner_of(tp)
+        if records and subtask is not None and position != LATEST:
+            start = reader.earliest_offset(tp) if position == EARLIEST else position
+            self.offsets[subtask][tp] = start + len(records)
+        return records
+
+
+@source_mutant(
+    "empty_values_as_null",
+    {"RESTORE-014"},
+    "the source hands on an empty value (or key) as null: a tombstone downstream (librdkafka 0.11.0, #1386)",
+)
+class _EmptyAsNullJob(SourceJob):
+    """As librdkafka 0.11.0's consumer did (confluentinc/librdkafka#1386, fixed in 0.11.1): an empty value or
+    key reaches the application as null, so an empty record becomes a tombstone."""
+
+    def poll(self, reader: LogReader, tp: TopicPartition, max_records: int) -> list[Record]:
+        return [replace(r, key=r.key or None, value=r.value or None) for r in super().poll(reader, tp, max_records)]
 
 
 @source_mutant(

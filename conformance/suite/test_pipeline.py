@@ -47,6 +47,7 @@ from ..brokers.capability import DUPLICATE_VERDICT_NEEDS, Capability, lacking
 from ..brokers.probe import TXN_TIMEOUT_WAIT_S, probe
 from ..checks.checkers import Violation, check_offset_continuity, fail_on
 from ..checks.evidence import assignment_grid, offset_step, offset_timeline
+from ..checks.input_checkers import check_records_read, check_values_as_written
 from ..checks.pipeline_checkers import (
     check_discovered,
     check_driver_exit,
@@ -69,6 +70,15 @@ from ..gate.pytest_plugin import (
     live_broker,
     requirement,
 )
+from ..generators.input_classes import (
+    INPUT_CLASSES,
+    InputWrite,
+    input_writes,
+    log_view,
+    write_input,
+    written_values,
+)
+from ..generators.strategies import InterleavingMix
 from ..spark.driver import DriverRun, kill_group, raise_if_cannot_check
 from ..spark.failures import TaskFailures
 from ..spark.pipeline import (
@@ -159,15 +169,17 @@ def make_pipeline(
     adapter: Any, spark: SparkSession, pipeline_broker: Broker, tmp_path: Path
 ) -> Callable[..., Pipeline]:
     """``make_pipeline(parallelism, checkpoint=..., **fields)``: a ``Pipeline`` of the adapter under test,
-    guarded, so an exception in ``read_stream`` or ``write_stream`` fails naming the method."""
+    guarded, so an exception in ``read_stream`` or ``write_stream`` fails naming the method; its
+    ``client_settings`` go over the broker's security settings."""
 
     def make(parallelism: int, checkpoint: Path | None = None, **fields: Any) -> Pipeline:
+        settings = {**pipeline_broker.security, **fields.pop("client_settings", {})}
         return Pipeline(
             spark,
             pipeline_broker.bootstrap_servers,
             checkpoint or tmp_path / "checkpoint",
             parallelism,
-            client_settings=pipeline_broker.security,
+            client_settings=settings,
             adapter=adapter,
             **fields,
         )
@@ -398,6 +410,107 @@ def test_required_RESTORE_003_available_now_restart_replays_an_uncommitted_batch
         part = {tp: end for tp, end in ends.items() if tp.partition in partitions}
         violations += check_read_once([r for r in records if r.tp in part], part, requirement=requirement_id)
     fail_on(violations)
+
+
+ISOLATION_SETTINGS: Final = {
+    Isolation.READ_COMMITTED: {"isolation.level": "read_committed"},
+    Isolation.READ_UNCOMMITTED: {},
+}
+"""The source's client settings at each isolation: read_uncommitted is the connectors' default, so not set."""
+TXN_PARTITIONS: Final = 3
+EVERY_INPUT_CLASS: Final = [
+    InputWrite("plain", (0, 1, 2), 2),
+    InputWrite("aborted-transaction", (0, 1), 3),
+    InputWrite("committed-transaction", (0, 2), 2),
+    InputWrite("tombstone", (1,), 1),
+    InputWrite("aborted-transaction", (2,), 2),
+    InputWrite("empty-value", (0, 2), 1),
+    InputWrite("committed-transaction", (1,), 1),
+]
+"""Every input class; every partition has aborted records and ends in a commit marker."""
+
+
+@requirement("RESTORE-013", "RESTORE-014", capability="pipeline")
+@pytest.mark.timeout(DRIVER_TIMEOUT_S * 3)
+def test_required_RESTORE_013_014_query_over_transactional_input_restarts_at_a_gap(
+    adapter: Any,
+    make_pipeline: Callable[..., Pipeline],
+    kafka: KafkaClient,
+    broker_can: dict[str, Capability],
+    tmp_path: Path,
+    record_property: Any,
+) -> None:
+    """A query at a drawn isolation (``kafka.isolation.level=read_committed``, or none: read_uncommitted) on input
+    of every class (``INPUT_CLASSES``, written by a transactional and a plain producer into the live broker),
+    read in small batches (``maxRecordsPerTrigger``) so that batch ends fall inside gaps; more such input, and a
+    restart on its checkpoint at a drawn parallelism. Across both runs it must read each record its isolation
+    reads once and nothing else: no aborted record under read_committed, no marker, none skipped at a gap or read
+    again after the restart (RESTORE-013), each with the value written, a tombstone's null and an empty value kept
+    apart (RESTORE-014). The input classes drawn are the run's ``pipeline_input_*`` metrics."""
+    skip_unless_broker_can(broker_can, ("abort_hidden_from_read_committed",), "RESTORE-013")
+    mix = InterleavingMix(INPUT_CLASSES, kind="input")
+
+    @pipeline_settings()
+    @given(
+        isolation=st.sampled_from(Isolation),
+        before=input_writes(TXN_PARTITIONS),
+        after=input_writes(TXN_PARTITIONS),
+        parallelism=st.integers(1, 3),
+        restart_parallelism=st.integers(1, 3),
+        batch=st.integers(1, 5),
+    )
+    @example(
+        isolation=Isolation.READ_COMMITTED,
+        before=EVERY_INPUT_CLASS,
+        after=EVERY_INPUT_CLASS,
+        parallelism=2,
+        restart_parallelism=3,
+        batch=2,
+    )
+    @example(
+        isolation=Isolation.READ_UNCOMMITTED,
+        before=EVERY_INPUT_CLASS,
+        after=EVERY_INPUT_CLASS,
+        parallelism=3,
+        restart_parallelism=1,
+        batch=3,
+    )
+    def scenario(
+        isolation: Isolation,
+        before: list[InputWrite],
+        after: list[InputWrite],
+        parallelism: int,
+        restart_parallelism: int,
+        batch: int,
+    ) -> None:
+        for write in [*before, *after]:
+            mix.step(write.kind)
+        topic = new_topic(kafka, TXN_PARTITIONS)
+        checkpoint = tmp_path / f"txn-{uuid4().hex[:8]}"
+        runs = []
+        for step, (writes, n) in enumerate(((before, parallelism), (after, restart_parallelism))):
+            write_input(kafka, topic, writes, f"{topic}-{step}")
+            settings = ISOLATION_SETTINGS[isolation]
+            run = make_pipeline(n, checkpoint, subscribe=topic, max_records_per_trigger=batch, client_settings=settings)
+            run.run_available_now()
+            runs.append(run)
+        tps = [TopicPartition(topic, p) for p in range(TXN_PARTITIONS)]
+        views = {tp: log_view(kafka, tp, isolation) for tp in tps}
+        read = [r for run in runs for r in run.records()]
+        emitted: dict[TopicPartition, list[int]] = {tp: [] for tp in views}
+        for record in read:
+            emitted.setdefault(record.tp, []).append(record.offset)
+        written = {tp: written_values(kafka, tp) for tp in views}
+        when = f"by two runs ({isolation.value}) at parallelism {parallelism}, then {restart_parallelism}"
+        fail_on(
+            check_records_read(views, emitted, when)
+            + check_values_as_written(written, [(r.tp, r.offset, r.value) for r in read], when)
+        )
+
+    try:
+        scenario()
+    finally:
+        mix.record(record_property, "pipeline_input")
 
 
 @requirement("COMMIT-011", "COMMIT-013", capability="pipeline-exactly-once-sink")

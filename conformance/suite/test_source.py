@@ -1,4 +1,4 @@
-"""RESTORE-001..007 and DISC-005: the adapter's source under growth, checkpoints, crashes and rescale.
+"""RESTORE-001..007, 013, 014 and DISC-005: the adapter's source under growth, checkpoints, crashes and rescale.
 
 A Hypothesis state machine produces records into the Kafka model, lets the source discover and
 read them, checkpoints, completes checkpoints (committing offsets), crashes and restores at a
@@ -11,10 +11,15 @@ state: on restore it rolls back to the checkpoint, so after every step each part
 offsets must be exactly ``start .. next offset - 1``, ``start`` being where the log began when an
 EARLIEST partition was first read, or where it ended when a LATEST partition was discovered
 (DISC-005: LATEST is resolved at discovery, so a checkpoint never holds it).
+
+That machine writes plain records, so every offset holds one; transactional and odd input (aborted
+records, control markers, tombstones, empty values) has its own scenario (RESTORE-013, 014), judged by
+what a read_committed reader sees at each offset rather than by a contiguous prefix.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from hypothesis import assume, example, given
@@ -30,7 +35,7 @@ from hypothesis.stateful import (
 from ...reference_impl.configs import RestoreConfig, SourceConfig
 from ...reference_impl.discovery import Subscription
 from ...reference_impl.kafka_model import KafkaModel
-from ...reference_impl.ports import Isolation
+from ...reference_impl.ports import Isolation, Record
 from ...reference_impl.restore import RestoreVariant
 from ...reference_impl.types import EARLIEST, LATEST, TopicPartition, is_sentinel
 from ..adapter.guard import Guarded
@@ -52,7 +57,16 @@ from ..checks.checkers import (
     fail_on,
 )
 from ..checks.evidence import offset_step, offset_timeline
+from ..checks.input_checkers import check_positions_in_gaps, check_records_read, check_values_as_written
 from ..gate.pytest_plugin import requirement
+from ..generators.input_classes import (
+    INPUT_CLASSES,
+    InputWrite,
+    input_writes,
+    log_view,
+    write_input,
+    written_values,
+)
 from ..generators.strategies import InterleavingMix
 from . import run_machine
 
@@ -371,15 +385,21 @@ class SourceMachine(RuleBasedStateMachine):
         self._fail_on(check_emitted_prefix(self.emitted, self._offsets(), self.origins))
 
 
-def fresh_all_in(adapter: Any, n: int, startup: int) -> Any:
+def fresh_all_in(adapter: Any, n: int, startup: int, isolation: Isolation = Isolation.READ_UNCOMMITTED) -> Any:
     """A fresh source job of every topic at parallelism ``n``, its calls guarded."""
     config = SourceConfig(
-        subscription=SUBSCRIPTIONS["all-in"], parallelism=n, initial_offset=startup, keep_unsubscribed=False
+        subscription=SUBSCRIPTIONS["all-in"],
+        parallelism=n,
+        initial_offset=startup,
+        keep_unsubscribed=False,
+        isolation=isolation,
     )
     return Guarded(adapter.source(config), "source", adapter.name)
 
 
-def restored_all_in(adapter: Any, state: Any, m: int, metadata: Any, startup: int) -> Any:
+def restored_all_in(
+    adapter: Any, state: Any, m: int, metadata: Any, startup: int, isolation: Isolation = Isolation.READ_UNCOMMITTED
+) -> Any:
     """That job restored from ``state`` at parallelism ``m``, its calls guarded."""
     config = RestoreConfig(
         checkpoint=state,
@@ -388,6 +408,7 @@ def restored_all_in(adapter: Any, state: Any, m: int, metadata: Any, startup: in
         metadata=metadata,
         keep_unsubscribed=False,
         initial_offset=startup,
+        isolation=isolation,
     )
     return Guarded(adapter.restore_source(config), "source", adapter.name)
 
@@ -620,3 +641,121 @@ def test_required_RESTORE_004_partitions_new_at_a_restore_start_at_earliest_what
     subscribed = SUBSCRIPTIONS["all-in"]
     found = {TopicPartition(t, p) for t, ids in log.list_topics().items() if subscribed.matches(t) for p in ids}
     fail_on(check_new_partition_start(offsets, found - before, "RESTORE-004"))
+
+
+TXN_TOPIC = "in-txn"
+"""The transactional input's topic: ``SUBSCRIPTIONS["all-in"]`` reads it."""
+TXN_PARTITIONS = 2
+GAPS_BEFORE_A_RECORD = [
+    InputWrite("aborted-transaction", (0, 1), 2),
+    InputWrite("committed-transaction", (0,), 2),
+    InputWrite("plain", (0, 1), 1),
+    InputWrite("tombstone", (1,), 1),
+    InputWrite("empty-value", (0,), 1),
+]
+"""Aborted records and two markers before committed records (a position that is not an offset shows), and a
+tombstone and an empty value after them."""
+
+
+@requirement("RESTORE-013", "RESTORE-014", "ASSIGN-007", capability="source-state")
+def test_required_RESTORE_013_014_source_over_transactional_input_restored_at_a_gap(
+    adapter: Any, record_property: Any
+) -> None:
+    """A source at a drawn isolation on drawn input (``INPUT_CLASSES``: plain records, tombstones, empty values,
+    committed and aborted transactions, so control markers and aborted records between the records) polls a
+    drawn number of times, checkpoints wherever that left it (often inside a gap), has the checkpoint's offsets
+    committed, reads on, more input arrives, and it is restored from the checkpoint at a drawn parallelism and
+    reads to the end. Downstream rolls back to the checkpoint, as exactly-once state does. Its emitted records
+    must be those its isolation reads (no aborted one under read_committed), each once, with the values written
+    (RESTORE-014); its checkpointed and committed positions must lie in the gap after its last emitted record
+    (RESTORE-013). The input classes drawn are the run's ``source_input_*`` metrics."""
+    mix = InterleavingMix(INPUT_CLASSES, kind="input")
+
+    @given(
+        isolation=st.sampled_from(Isolation),
+        before=input_writes(TXN_PARTITIONS),
+        after=input_writes(TXN_PARTITIONS),
+        polls=st.integers(0, 12),
+        limit=st.integers(1, 3),
+        n=st.integers(1, 3),
+        m=st.integers(1, 3),
+    )
+    @example(
+        isolation=Isolation.READ_COMMITTED,
+        before=GAPS_BEFORE_A_RECORD,
+        after=GAPS_BEFORE_A_RECORD,
+        polls=3,
+        limit=1,
+        n=1,
+        m=2,
+    )
+    def scenario(
+        isolation: Isolation,
+        before: list[InputWrite],
+        after: list[InputWrite],
+        polls: int,
+        limit: int,
+        n: int,
+        m: int,
+    ) -> None:
+        for write in [*before, *after]:
+            mix.step(write.kind)
+        _read_across_a_restore(adapter, isolation, before, after, polls, limit, n, m)
+
+    try:
+        scenario()
+    finally:
+        mix.record(record_property, "source_input")
+
+
+def _read_across_a_restore(
+    adapter: Any,
+    isolation: Isolation,
+    before: list[InputWrite],
+    after: list[InputWrite],
+    polls: int,
+    limit: int,
+    n: int,
+    m: int,
+) -> None:
+    log = KafkaModel()
+    log.create_topic(TXN_TOPIC, TXN_PARTITIONS)
+    write_input(log, TXN_TOPIC, before, "before")
+    source = fresh_all_in(adapter, n, EARLIEST, isolation)
+    source.discover(log.list_topics(), log)
+    tps = [TopicPartition(TXN_TOPIC, p) for p in range(TXN_PARTITIONS)]
+    emitted: dict[TopicPartition, list[int]] = {tp: [] for tp in tps}
+    values: list[tuple[TopicPartition, int, bytes | None]] = []
+
+    def emit(records: Sequence[Record]) -> None:
+        for r in records:
+            emitted[r.topic_partition].append(r.offset)
+            values.append((r.topic_partition, r.offset, r.value))
+
+    for i in range(polls):
+        emit(source.poll(log, tps[i % TXN_PARTITIONS], limit))
+    views = {tp: log_view(log, tp, isolation) for tp in tps}
+    state = source.snapshot(1, log, GROUP)
+    checkpointed = {tp: off for offsets in source.offsets for tp, off in offsets.items()}
+    source.notify_checkpoint_complete(1, log, GROUP)
+    resolved = {tp: 0 if is_sentinel(off) else off for tp, off in checkpointed.items()}
+    violations = check_records_read(views, emitted, "before checkpoint 1", read_to=resolved)
+    violations += check_positions_in_gaps(views, emitted, checkpointed, "in checkpoint 1")
+    violations += check_positions_in_gaps(views, emitted, log.committed(GROUP), "committed for checkpoint 1")
+    fail_on(violations)
+    for tp in tps:  # read on past the checkpoint: a crash takes this back downstream
+        source.poll(log, tp, limit)
+    write_input(log, TXN_TOPIC, after, "after")
+    restored = restored_all_in(adapter, state, m, dict(log.list_topics()), EARLIEST, isolation)
+    fail_on(check_single_holder(restored.offsets))  # a partition's position is its one holder's
+    for tp in tps:
+        while records := restored.poll(log, tp, limit):
+            emit(records)
+    views = {tp: log_view(log, tp, isolation) for tp in tps}
+    ended = {tp: off for offsets in restored.offsets for tp, off in offsets.items()}
+    written = {tp: written_values(log, tp) for tp in tps}
+    fail_on(
+        check_records_read(views, emitted, "after a restore from checkpoint 1")
+        + check_positions_in_gaps(views, emitted, ended, "after reading to the end")
+        + check_values_as_written(written, values, "before or after the restore")
+    )

@@ -245,13 +245,19 @@ def read_ranges(connection: Connection, ranges: Sequence[OffsetRange]) -> Iterat
 
     A range is complete when the consumer's position reaches ``until``: the position, not the
     offset of the last record, because control markers (and, under read_committed, aborted
-    records) take offsets that are never returned.
+    records) take offsets that are never returned. The consumer reads at the isolation the driver
+    planned the range with (``Connection.isolation``), set explicitly: librdkafka's own default is
+    read_committed, the option's is read_uncommitted (RESTORE-013).
     """
     consumer = ck.Consumer(
         configure(
             connection.endpoint,
             "consumer",
-            **{"group.id": f"kconform-source-{uuid4().hex}", "auto.offset.reset": "error"},
+            **{
+                "group.id": f"kconform-source-{uuid4().hex}",
+                "auto.offset.reset": "error",
+                "isolation.level": connection.isolation.value,
+            },
         )
     )
     pending = {(r.tp.topic, r.tp.partition): r for r in ranges}
