@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import struct
 import subprocess
@@ -27,6 +28,7 @@ import pytest
 
 from kconform.conformance.bench.command import Figure, write_json
 from kconform.conformance.checks.evidence import assignment_grid, offset_step, offset_timeline
+from kconform.conformance.gate.collector import kconform_program
 from kconform.conformance.gate.html_report import BENCH_FILE, assignment_grid_svg, bench_svg, offset_timeline_svg
 from kconform.conformance.gate.results import skip_cause
 from kconform.reference_impl.assignment import assign
@@ -117,10 +119,8 @@ def test_report_html_gives_both_verdicts_and_the_failing_plan_as_a_grid(mutant_r
     assert "<h2>Fidelity requirements</h2>" in html
     assert html.count('<svg class="assignment-grid"') == 1
     assert 'class="diff-row"' in html  # the partition with a negative owner is marked
-    assert (
-        "/kconform run --adapter kconform.conformance.mutants.protocol:java_remainder_no_mask" in html
-        or "-m kconform.conformance.cli" in html
-    )
+    program = shlex.join(kconform_program())  # ``kconform`` when this venv is activated, else its path
+    assert f"{program} run --adapter kconform.conformance.mutants.protocol:java_remainder_no_mask" in html
     assert html.count('<svg class="bench-chart"') == 1
 
 
