@@ -36,6 +36,7 @@ class ReferenceAdapter:
             "regex-subscription",
             "partition-growth",
             "source-state",
+            "read-committed-source",
             "rescale",
             "offset-commit",
             "exactly-once-sink",

@@ -63,6 +63,7 @@ CAPABILITIES = {
     "partition-growth": "discovers partitions added to existing topics",
     "source-state": "exposes source snapshot and restore",
     "rescale": "restores source state at a different parallelism",
+    "read-committed-source": "its source reads read_committed when SourceConfig/RestoreConfig.isolation asks it to",
     "offset-commit": "commits source offsets to the consumer group on checkpoint completion",
     "exactly-once-sink": "exposes a transactional two-phase-commit sink",
     "sink-close": "its exactly-once sink's close(): what stopping the job without a restart does to its transactions",
@@ -226,6 +227,7 @@ REQUIRED_MEMBERS: dict[str, tuple[str, ...]] = {
         "restore_variant",
     ),
     "rescale": ("restore_source(config: RestoreConfig)",),
+    "read-committed-source": ("source(config: SourceConfig)", "restore_source(config: RestoreConfig)"),
     "offset-commit": ("source(config: SourceConfig)",),
     "exactly-once-sink": (
         "sink(config: SinkConfig)",
