@@ -20,6 +20,7 @@ from kconform.conformance.checks.pipeline_checkers import (
     check_bounded_read,
     check_discovered,
     check_driver_exit,
+    check_listed_reads,
     check_offsets_read_by_one_task,
     check_output,
     check_pattern_reads,
@@ -205,6 +206,16 @@ def test_required_DISC_002_reads_of_topics_the_pattern_does_not_match_in_full_ar
     assert [(v.data["topic"], v.kind) for v in wrong] == [
         (t, "unsubscribed-read") for t in sorted(set(topics)) if t in ("kc-1x-lookalike", "kc-1", "kc-10-x")
     ]
+
+
+def test_required_DISC_001_reads_of_topics_not_listed_by_exact_name_are_named() -> None:
+    read = [TopicPartition(t, p) for t in ("kc-a", "kc-A", "kc-ab", "kc-b", "kc-ab") for p in (0, 1)]
+    wrong = check_listed_reads(read, ["kc-b", "kc-a"])
+    assert [(v.data["topic"], v.data["partition"], v.kind) for v in wrong] == [
+        (t, p, "unsubscribed-read") for t in ("kc-A", "kc-ab") for p in (0, 1)
+    ]
+    assert wrong[0].data["topics"] == ["kc-a", "kc-b"]
+    assert check_listed_reads(read[:2] + read[6:8], ["kc-a", "kc-b"]) == []
 
 
 def test_required_COMMIT_015_only_a_failure_naming_both_settings_with_nothing_committed_passes() -> None:

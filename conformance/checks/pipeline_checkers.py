@@ -209,6 +209,19 @@ def check_pattern_reads(read: Iterable[TopicPartition], pattern: str) -> list[Vi
     ]
 
 
+def check_listed_reads(read: Iterable[TopicPartition], topics: Iterable[str]) -> list[Violation]:
+    """DISC-001 on the partitions a query subscribed to a fixed list read: only those of the listed topics, by exact
+    name (a near miss of one, another case or a longer name, is another topic)."""
+    listed = sorted(set(topics))
+    return [
+        Violation(
+            "DISC-001", "unsubscribed-read", f"{tp} is not a listed topic", data=tp_fields(tp) | {"topics": listed}
+        )
+        for tp in sorted(set(read))
+        if tp.topic not in listed
+    ]
+
+
 def check_task_plan(records: Iterable[ReadRecord], parallelism: int) -> list[Violation]:
     """ASSIGN-001/002/004 on what Spark tasks read: task i holds exactly Flink subtask i's partitions, one task per
     partition (Flink's model: ASSIGN-001 ``double-assignment`` when a batch splits a partition among tasks; that no

@@ -10,6 +10,7 @@ tests) because Spark's Python workers must import them.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final, TypeVar
@@ -23,6 +24,7 @@ from pyspark.sql.datasource import DataSourceStreamReader, DataSourceStreamWrite
 from pyspark.sql.types import StructType
 
 from ...reference_impl.assignment import assign
+from ...reference_impl.discovery import Subscription
 from ...reference_impl.kafka_client import KafkaClient, KafkaTransactionalProducer
 from ...reference_impl.ports import KafkaError
 from ...reference_impl.spark import Connection
@@ -167,6 +169,22 @@ class _RetrySkipsReader(KafkaStreamReader):
             head, *rest = partition.ranges
             partition = replace(partition, ranges=(replace(head, start=min(head.start + 1, head.until)), *rest))
         yield from super().read(partition)
+
+
+@reader_mutant(
+    "spark_fixed_list_by_prefix",
+    {"DISC-001"},
+    "a fixed subscription also reads every topic whose name starts with a listed one",
+    scenario="fixed_subscription_reads_exactly_its_listed_topics",
+    data_source="kc-mutant-fixed-list-by-prefix",
+)
+class _FixedListByPrefixReader(KafkaStreamReader):
+    """Matches the listed topics as prefixes (a regex built from the list, ``startswith``), not by exact name."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        listed = sorted(options.subscription.topics)
+        by_prefix = Subscription.regex("(?:" + "|".join(map(re.escape, listed)) + ").*") if listed else None
+        super().__init__(replace(options, subscription=by_prefix or options.subscription))
 
 
 @reader_mutant(

@@ -50,6 +50,7 @@ from ..checks.evidence import assignment_grid, offset_step, offset_timeline
 from ..checks.pipeline_checkers import (
     check_discovered,
     check_driver_exit,
+    check_listed_reads,
     check_offsets_read_by_one_task,
     check_pattern_reads,
     check_read_once,
@@ -321,6 +322,37 @@ def test_required_DISC_005_009_newly_matching_topic_is_found_and_read_from_earli
     fail_on(
         check_read_once([r for r in subscribed if r.tp in ends], ends, requirement="DISC-005")
         + check_discovered([r for r in subscribed if r.tp in added], added)
+    )
+
+
+@requirement("DISC-001", capability="pipeline")
+def test_required_DISC_001_a_fixed_subscription_reads_exactly_its_listed_topics(
+    make_pipeline: Callable[..., Pipeline], kafka: KafkaClient
+) -> None:
+    """A query subscribed to two topics, with near misses of their names (another case, a longer and a shorter
+    name, a ``.`` for a ``-``) written alongside, before the first run and between two runs on one checkpoint
+    (one created between them): it reads every record of the listed topics once, and none of the others."""
+    base = f"kc-suite-{uuid4().hex[:8]}"
+    listed = [f"{base}-a", f"{base}-b"]
+    near_misses = [f"{base}-A", f"{base}-ab", f"{base}-", f"{base}.a"]
+    for topic in listed:
+        kafka.create_topic(topic, 2)
+    for topic in near_misses[:-1]:
+        kafka.create_topic(topic, 1)
+    records = []
+    for run, alongside in (("first", near_misses[:-1]), ("second", near_misses)):
+        if run == "second":
+            kafka.create_topic(near_misses[-1], 1)
+        ends = {tp: end for topic in listed for tp, end in fill(kafka, topic, 2, 3, run).items()}
+        for topic in alongside:
+            fill(kafka, topic, 1, 2, f"{run}-near-miss")
+        pipeline = make_pipeline(2, subscribe=",".join(listed))
+        pipeline.run_available_now()
+        records += list(pipeline.records())
+    listed_records = [r for r in records if r.tp.topic in listed]
+    fail_on(
+        check_listed_reads((r.tp for r in records), listed)
+        + check_read_once(listed_records, ends, requirement="DISC-001")
     )
 
 
