@@ -19,6 +19,7 @@ from kconform.conformance.checks.pipeline_checkers import (
     ReadRecord,
     check_bounded_read,
     check_discovered,
+    check_closed_at_stop,
     check_driver_exit,
     check_listed_reads,
     check_offsets_read_by_one_task,
@@ -216,6 +217,16 @@ def test_required_DISC_001_reads_of_topics_not_listed_by_exact_name_are_named() 
     ]
     assert wrong[0].data["topics"] == ["kc-a", "kc-b"]
     assert check_listed_reads(read[:2] + read[6:8], ["kc-a", "kc-b"]) == []
+
+
+def test_required_COMMIT_020_a_partition_held_below_its_end_after_the_stop_is_named() -> None:
+    a, b = TopicPartition("sink", 0), TopicPartition("sink", 1)
+    wrong = check_closed_at_stop({a: 9, b: 5}, {a: 9, b: 7}, 30.04)
+    assert [(v.requirement, v.kind, v.data["partition"], v.data["stable"], v.data["end"]) for v in wrong] == [
+        ("COMMIT-020", "open-after-stop", 1, 5, 7)
+    ]
+    assert wrong[0].data["waited_s"] == 30.0
+    assert check_closed_at_stop({a: 10, b: 7}, {a: 9, b: 7}, 1.0) == []
 
 
 def test_required_COMMIT_015_only_a_failure_naming_both_settings_with_nothing_committed_passes() -> None:

@@ -275,6 +275,25 @@ def check_unblocked(
     ]
 
 
+def check_closed_at_stop(
+    stable: Mapping[TopicPartition, int], ends: Mapping[TopicPartition, int], waited_s: float
+) -> list[Violation]:
+    """COMMIT-020 on a query stopped while its sink's transactions held records, and not restarted: each partition's
+    last stable offset has reached ``ends`` (the log's end at the stop) within ``waited_s``, far below the
+    transaction timeout, so no transaction of the stopped query is left to block read_committed readers."""
+    return [
+        Violation(
+            "COMMIT-020",
+            "open-after-stop",
+            f"{tp}: last stable offset {stable.get(tp, 0)} is still below {end}, the end of the log when the query "
+            f"stopped, {waited_s:.0f} s after the stop: a transaction the stopped query began is still open",
+            data=tp_fields(tp) | {"stable": stable.get(tp, 0), "end": end, "waited_s": round(waited_s, 1)},
+        )
+        for tp, end in sorted(ends.items())
+        if stable.get(tp, 0) < end
+    ]
+
+
 def check_rewritten(failed: Counter[bytes | None], seen: Counter[bytes | None], cause: str) -> list[Violation]:
     """COMMIT-007: every record whose write the broker failed (``cause`` says how: a transaction it timed out,
     a write it refused) is visible in the end, i.e. the sink surfaced the error and wrote the record again

@@ -188,6 +188,24 @@ class _FixedListByPrefixReader(KafkaStreamReader):
 
 
 @reader_mutant(
+    "spark_fails_on_a_vanished_partition",
+    {"DISC-008"},
+    "the source fails the query when a partition it read vanishes from the metadata (a deleted topic)",
+    scenario="topic_deleted_under_a_pattern",
+    data_source="kc-mutant-fails-on-vanished",
+)
+class _FailsOnVanishedReader(KafkaStreamReader):
+    """Takes a partition missing from the metadata for lost data and fails the query, as Spark's own connector does
+    under ``failOnDataLoss`` (its default): a topic retired under a pattern subscription stops every other topic."""
+
+    def _discover(self, previous: SourceOffsets) -> SourceOffsets:
+        present = self._options.subscription.select(self._kafka().list_topics())
+        if vanished := sorted(str(tp) for tp in previous.offsets.keys() - present):
+            raise KafkaError(f"partitions {vanished} are gone from the metadata: some data may have been lost")
+        return super()._discover(previous)
+
+
+@reader_mutant(
     "spark_rotated_plan",
     {"ASSIGN-004", "ASSIGN-006"},
     "Spark task i reads subtask i+1's partitions",
@@ -396,6 +414,51 @@ class _FreshIdsWriter(KafkaStreamWriter):
         connection = options.connection
         fresh = _FreshIdConnection(connection.bootstrap_servers, connection.settings, connection.timeout_s)
         super().__init__(replace(options, connection=fresh), schema)
+
+
+_KEPT_PRODUCERS: Final[list[KafkaTransactionalProducer]] = []
+"""The worker's producers, kept for reuse by a later batch: a task that ends early leaves its transaction in one."""
+
+
+class _KeepingClient(KafkaClient):
+    """Hands its transactional producers to the worker's keep (``_KEPT_PRODUCERS``) instead of closing them."""
+
+    def init_producer(
+        self, transactional_id: str, transaction_timeout_ms: int | None = None
+    ) -> KafkaTransactionalProducer:
+        producer = super().init_producer(transactional_id, transaction_timeout_ms)
+        self._producers.remove(producer)
+        _KEPT_PRODUCERS.append(producer)
+        return producer
+
+
+@dataclass(frozen=True, slots=True)
+class _KeepingConnection(Connection):
+    """The sink's connection, handing out ``_KeepingClient``s."""
+
+    def client(self) -> KafkaClient:
+        client = _KeepingClient(self.endpoint, timeout_s=self.timeout_s)
+        client.await_metadata()
+        return client
+
+
+@writer_mutant(
+    "spark_sink_keeps_producers_open",
+    {"COMMIT-020"},
+    "the sink keeps its producers alive between batches, so a task cancelled by a stop leaves its transaction open",
+    scenario="stopped_while_its_tasks_write",
+    data_source="kc-mutant-keeps-producers",
+    needs=("last_stable_offset",),
+)
+class _KeepingProducersWriter(KafkaStreamWriter):
+    """Keeps each task's producer alive in the Python worker, never closing it (a pool to spare a later batch the
+    InitProducerId round trips): a task cancelled when its query stops ends without its transaction, which then
+    blocks read_committed readers of its partitions until the broker times it out."""
+
+    def __init__(self, options: SinkOptions, schema: StructType) -> None:
+        connection = options.connection
+        keeping = _KeepingConnection(connection.bootstrap_servers, connection.settings, connection.timeout_s)
+        super().__init__(replace(options, connection=keeping), schema)
 
 
 @writer_mutant(
