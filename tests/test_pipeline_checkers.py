@@ -18,8 +18,8 @@ from kconform.conformance.checks.checkers import check_order
 from kconform.conformance.checks.pipeline_checkers import (
     ReadRecord,
     check_bounded_read,
-    check_discovered,
     check_closed_at_stop,
+    check_discovered,
     check_driver_exit,
     check_listed_reads,
     check_offsets_read_by_one_task,
