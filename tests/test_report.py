@@ -281,13 +281,10 @@ def test_unchecked_safety_gives_the_spec_s_from_outside_at_the_pipeline_level_an
     assert list(at_pipeline) == ["COMMIT-002", "RESTORE-010", "COMMIT-013", "DISC-001"]
     assert at_pipeline["COMMIT-002"] == f"not observable from outside: {spec['COMMIT-002'].outside_why}"
     assert at_pipeline["COMMIT-002"].startswith("not observable from outside: The order of a checkpoint's completion")
-    assert at_pipeline["RESTORE-010"] == "the suite judges it only at: Flink jobs"
+    assert at_pipeline["RESTORE-010"] == "judged only through: Flink jobs, which this run left out"
     at_protocol = results.unchecked_safety(untested, spec, judged, "protocol")
-    assert at_protocol["COMMIT-002"] == "the suite judges it only at: protocol"
-    assert at_protocol["COMMIT-013"] == "the suite judges it only at: Spark queries, Flink jobs"
-    assert results.unchecked_safety(["COMMIT-002"], spec, {}, "protocol") == {
-        "COMMIT-002": "no test of the suite judges it"
-    }
+    assert at_protocol["COMMIT-002"] == "no selected test judges it"
+    assert at_protocol["COMMIT-013"] == "judged at the pipeline level only, through: Spark queries, Flink jobs"
 
 
 def test_every_report_lists_the_unchecked_safety_ids_with_their_reasons() -> None:

@@ -215,19 +215,23 @@ def unchecked_safety(
     untested: Sequence[str], requirements: Mapping[str, Requirement], judged: Mapping[str, Sequence[str]], level: str
 ) -> dict[str, str]:
     """Each connector safety id of ``untested`` with why the run's ``level`` did not check it: beyond the protocol
-    level, the spec's "From outside." (the observation that is missing, or what a judge would look at); else the
-    levels where the suite does judge it (``judged``: id -> ``judged_at``), which the run did not reach."""
+    level, the spec's "From outside." (the observation that is missing, or what a judge would look at); else where
+    the suite does judge it (``judged``: id -> ``judged_at``): the pipeline level seen from the protocol level, or,
+    at the pipeline level, the engines and clients (Spark queries, Flink jobs, its consumer) the run left out."""
     reasons = {}
     for req_id in untested:
         req = requirements.get(req_id)
         if req is None or not req.connector_safety:
             continue
+        outside = [where for where in judged.get(req_id, []) if where != "protocol"]
         if level != "protocol" and req.outside in (UNJUDGED, HIDDEN):
             reasons[req_id] = f"{req.outside} from outside: {req.outside_why}"
-        elif where := judged.get(req_id):
-            reasons[req_id] = f"the suite judges it only at: {', '.join(where)}"
+        elif outside and level == "protocol":
+            reasons[req_id] = f"judged at the pipeline level only, through: {', '.join(outside)}"
+        elif outside:
+            reasons[req_id] = f"judged only through: {', '.join(outside)}, which this run left out"
         else:
-            reasons[req_id] = "no test of the suite judges it"
+            reasons[req_id] = "no selected test judges it"
     return reasons
 
 
