@@ -416,51 +416,6 @@ class _FreshIdsWriter(KafkaStreamWriter):
         super().__init__(replace(options, connection=fresh), schema)
 
 
-_KEPT_PRODUCERS: Final[list[KafkaTransactionalProducer]] = []
-"""The worker's producers, kept for reuse by a later batch: a task that ends early leaves its transaction in one."""
-
-
-class _KeepingClient(KafkaClient):
-    """Hands its transactional producers to the worker's keep (``_KEPT_PRODUCERS``) instead of closing them."""
-
-    def init_producer(
-        self, transactional_id: str, transaction_timeout_ms: int | None = None
-    ) -> KafkaTransactionalProducer:
-        producer = super().init_producer(transactional_id, transaction_timeout_ms)
-        self._producers.remove(producer)
-        _KEPT_PRODUCERS.append(producer)
-        return producer
-
-
-@dataclass(frozen=True, slots=True)
-class _KeepingConnection(Connection):
-    """The sink's connection, handing out ``_KeepingClient``s."""
-
-    def client(self) -> KafkaClient:
-        client = _KeepingClient(self.endpoint, timeout_s=self.timeout_s)
-        client.await_metadata()
-        return client
-
-
-@writer_mutant(
-    "spark_sink_keeps_producers_open",
-    {"COMMIT-020"},
-    "the sink keeps its producers alive between batches, so a task cancelled by a stop leaves its transaction open",
-    scenario="stopped_while_its_tasks_write",
-    data_source="kc-mutant-keeps-producers",
-    needs=("last_stable_offset",),
-)
-class _KeepingProducersWriter(KafkaStreamWriter):
-    """Keeps each task's producer alive in the Python worker, never closing it (a pool to spare a later batch the
-    InitProducerId round trips): a task cancelled when its query stops ends without its transaction, which then
-    blocks read_committed readers of its partitions until the broker times it out."""
-
-    def __init__(self, options: SinkOptions, schema: StructType) -> None:
-        connection = options.connection
-        keeping = _KeepingConnection(connection.bootstrap_servers, connection.settings, connection.timeout_s)
-        super().__init__(replace(options, connection=keeping), schema)
-
-
 @writer_mutant(
     "spark_sink_drops_transaction_timeout",
     {"COMMIT-015"},
