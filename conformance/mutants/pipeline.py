@@ -206,6 +206,29 @@ class _FailsOnVanishedReader(KafkaStreamReader):
 
 
 @reader_mutant(
+    "spark_rediscovery_reports_every_partition",
+    {"DISC-003"},
+    "a discovery that finds a new partition reports every partition again, each from its earliest offset",
+    scenario="each_partition_once_while_partitions_are_added",
+    data_source="kc-mutant-reports-every-partition",
+)
+class _ReReportingReader(KafkaStreamReader):
+    """Forgets what it has reported whenever the metadata shows a new partition: every partition of the topic is
+    reported as new and starts over at its earliest offset (a discoverer without its set of seen partitions)."""
+
+    def _discover(self, previous: SourceOffsets) -> SourceOffsets:
+        found = super()._discover(previous)
+        if not found.first:
+            return found
+        return replace(found, first={tp: self._kafka().earliest_offset(tp) for tp in found.offsets})
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        previous, reported = SourceOffsets.from_json(start), SourceOffsets.from_json(end).first
+        kept = {tp: offset for tp, offset in previous.offsets.items() if tp not in reported}
+        return super().partitions(replace(previous, offsets=kept).to_json(), end)
+
+
+@reader_mutant(
     "spark_rotated_plan",
     {"ASSIGN-004", "ASSIGN-006"},
     "Spark task i reads subtask i+1's partitions",

@@ -433,6 +433,32 @@ def test_required_DISC_005_009_partitions_added_to_a_subscribed_topic_are_found_
     fail_on(violations + check_discovered([r for r in records if r.tp in added], added))
 
 
+@requirement("DISC-003", "RESTORE-003", capability="pipeline")
+def test_required_DISC_003_a_running_query_reads_each_partition_once_while_partitions_are_added(
+    make_pipeline: Callable[..., Pipeline], kafka: KafkaClient, broker_can: dict[str, Capability]
+) -> None:
+    """A query runs over many triggers while partitions are added to its topic twice, records written everywhere
+    each time: every offset of every partition is read once. A partition reported again restarts at EARLIEST, so
+    its offsets are read twice (DISC-003: ``offset-duplicate``); one never read on is RESTORE-003's ``offset-gap``."""
+    skip_unless_broker_can(broker_can, ("create_partitions",), "DISC-003")
+    topic = new_topic(kafka, 2)
+    fill(kafka, topic, 2, 3, "start")
+    running = make_pipeline(2, subscribe=topic)
+    running.start()
+    try:
+        running.process_all_available()
+        for step, partitions in enumerate((3, 5)):
+            kafka.create_partitions(topic, partitions)
+            fill(kafka, topic, partitions, 2, f"added-{step}")
+            running.process_all_available()
+        ends = fill(kafka, topic, 5, 2, "last")
+        running.process_all_available()
+    finally:
+        running.stop()
+    read = check_read_once(running.records(), ends)
+    fail_on([replace(v, requirement="DISC-003") if v.kind == "offset-duplicate" else v for v in read])
+
+
 @requirement("RESTORE-003", "RESTORE-004", capability="pipeline")
 def test_required_RESTORE_003_available_now_restart_replays_an_uncommitted_batch_after_partitions_were_added(
     adapter: Any, make_pipeline: Callable[..., Pipeline], kafka: KafkaClient, broker_can: dict[str, Capability]
