@@ -18,8 +18,10 @@ from kconform.conformance.checks.checkers import check_order
 from kconform.conformance.checks.pipeline_checkers import (
     ReadRecord,
     check_bounded_read,
+    check_closed_at_stop,
     check_discovered,
     check_driver_exit,
+    check_listed_reads,
     check_offsets_read_by_one_task,
     check_output,
     check_pattern_reads,
@@ -205,6 +207,26 @@ def test_required_DISC_002_reads_of_topics_the_pattern_does_not_match_in_full_ar
     assert [(v.data["topic"], v.kind) for v in wrong] == [
         (t, "unsubscribed-read") for t in sorted(set(topics)) if t in ("kc-1x-lookalike", "kc-1", "kc-10-x")
     ]
+
+
+def test_required_DISC_001_reads_of_topics_not_listed_by_exact_name_are_named() -> None:
+    read = [TopicPartition(t, p) for t in ("kc-a", "kc-A", "kc-ab", "kc-b", "kc-ab") for p in (0, 1)]
+    wrong = check_listed_reads(read, ["kc-b", "kc-a"])
+    assert [(v.data["topic"], v.data["partition"], v.kind) for v in wrong] == [
+        (t, p, "unsubscribed-read") for t in ("kc-A", "kc-ab") for p in (0, 1)
+    ]
+    assert wrong[0].data["topics"] == ["kc-a", "kc-b"]
+    assert check_listed_reads(read[:2] + read[6:8], ["kc-a", "kc-b"]) == []
+
+
+def test_required_COMMIT_020_a_partition_held_below_its_end_after_the_stop_is_named() -> None:
+    a, b = TopicPartition("sink", 0), TopicPartition("sink", 1)
+    wrong = check_closed_at_stop({a: 9, b: 5}, {a: 9, b: 7}, 30.04)
+    assert [(v.requirement, v.kind, v.data["partition"], v.data["stable"], v.data["end"]) for v in wrong] == [
+        ("COMMIT-020", "open-after-stop", 1, 5, 7)
+    ]
+    assert wrong[0].data["waited_s"] == 30.0
+    assert check_closed_at_stop({a: 10, b: 7}, {a: 9, b: 7}, 1.0) == []
 
 
 def test_required_COMMIT_015_only_a_failure_naming_both_settings_with_nothing_committed_passes() -> None:

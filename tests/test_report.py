@@ -22,6 +22,7 @@ from kconform.conformance.gate.html_report import render_html
 from kconform.conformance.gate.options import RunOptions
 from kconform.conformance.gate.report import ClassVerdict, render_markdown, render_text, shorten, to_json
 from kconform.conformance.gate.results import RequirementResult, RunResult, Status, skip_cause
+from kconform.conformance.spec_tools.requirements import judged_at, load_requirements, tests_by_id
 from kconform.conformance.suite.test_pipeline import BrokerCan
 
 MUTANT = "kconform.conformance.mutants.protocol:python_mod_no_mask"
@@ -268,3 +269,32 @@ def test_report_md_lists_the_run_s_metrics(tmp_path: Path) -> None:
     markdown = (tmp_path / "report" / "report.md").read_text()
     assert "## Metrics\n\n| test | metric | value |\n| --- | --- | --- |\n" in markdown
     assert "| `optional_ASSIGN_005_global_spread_is_reported` | global_spread_parallelism_16 | " in markdown
+
+
+def test_unchecked_safety_gives_the_spec_s_from_outside_at_the_pipeline_level_and_the_judging_levels_else() -> None:
+    """Issue 28 item 3: a report lists each connector safety id its level did not check, with why; fidelity ids
+    and the broker's KAFKA ids are not a connector's safety, and stay in ``untested`` alone."""
+    spec = load_requirements()
+    judged = {i: judged_at(tests) for i, tests in tests_by_id().items()}
+    untested = ["COMMIT-002", "ASSIGN-003", "KAFKA-001", "RESTORE-010", "COMMIT-013", "DISC-001"]
+    at_pipeline = results.unchecked_safety(untested, spec, judged, "pipeline")
+    assert list(at_pipeline) == ["COMMIT-002", "RESTORE-010", "COMMIT-013", "DISC-001"]
+    assert at_pipeline["COMMIT-002"] == f"not observable from outside: {spec['COMMIT-002'].outside_why}"
+    assert at_pipeline["COMMIT-002"].startswith("not observable from outside: The order of a checkpoint's completion")
+    assert at_pipeline["RESTORE-010"] == "judged only through: Flink jobs, which this run left out"
+    at_protocol = results.unchecked_safety(untested, spec, judged, "protocol")
+    assert at_protocol["COMMIT-002"] == "no selected test judges it"
+    assert at_protocol["COMMIT-013"] == "judged at the pipeline level only, through: Spark queries, Flink jobs"
+
+
+def test_every_report_lists_the_unchecked_safety_ids_with_their_reasons() -> None:
+    why = "not observable from outside: which producer committed which records"
+    result = run_result([], [])
+    result.unchecked = {"COMMIT-010": why}
+    text = render_text(result).splitlines()
+    assert text[text.index("safety ids not checked at level pipeline, and why:") + 1] == f"  COMMIT-010: {why}"
+    assert f"## safety ids not checked at level `pipeline`, and why\n\n- **COMMIT-010**: {why}\n" in render_markdown(
+        result
+    )
+    assert to_json(result)["unchecked_safety"] == [{"id": "COMMIT-010", "reason": why}]
+    assert f"<tr><td>COMMIT-010</td><td>{why}</td></tr>" in render_html(result)

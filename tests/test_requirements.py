@@ -190,16 +190,18 @@ def test_requirements_verb_lists_spec_checker_and_tests(capsys: pytest.CaptureFi
 def test_requirements_verb_markdown_is_a_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert requirements.main(["--markdown"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert "| id | level | class | title | judged at | checked by | tests | mutants | TLA+ |" in lines
+    assert "| id | level | class | title | judged at | from outside | checked by | tests | mutants | TLA+ |" in lines
     row = next(line for line in lines if line.startswith("| [ASSIGN-001]"))
     assert row.startswith(
         "| [ASSIGN-001](assignment.md#assign-001-must-fidelity-the-assigner-gives-every-partition-exactly-one-subtask)"
     )
-    assert "| protocol, Spark queries | [`check_plan`](../conformance/checks/checkers.py) |" in row
+    assert "| protocol, Spark queries | - | [`check_plan`](../conformance/checks/checkers.py) |" in row
     test = "tests/test_assignment.py::test_required_ASSIGN_001_owner_in_range"
     assert f"[`{test}`](../tests/test_assignment.py)" in row
     row = next(line for line in lines if line.startswith("| [COMMIT-004]"))
     assert "[`TwoPhaseCommitSink!COMMIT_004_NoTransactionLingers`](tla/TwoPhaseCommitSink.tla)" in row
+    row = next(line for line in lines if line.startswith("| [RESTORE-006]"))
+    assert "| protocol | not observable: A metadata answer at restore that lacks a partition" in row
 
 
 def test_every_link_of_the_requirement_table_reaches_a_file() -> None:
@@ -325,3 +327,68 @@ def test_judged_at_counts_suite_tests_only_in_the_table_s_order() -> None:
     ]
     assert requirements.judged_at(tests) == ["protocol", "Flink jobs"]
     assert requirements.judged_at(tests[:1]) == []
+
+
+OUTSIDE_PAGE = """### DEMO-010 (MUST, safety) Judged from outside
+
+**From outside.** Observable. The broker's open transactions.
+
+### DEMO-011 (MUST, safety) Not judged from outside yet
+
+**Checked by.** `check_plan`.
+
+**From outside.** Observable, not judged yet. What read_committed
+readers see.
+
+### DEMO-012 (MUST, safety) Hidden inside
+
+**From outside.** Not observable. Which producer committed.
+
+### DEMO-013 (MUST, fidelity) Silent
+"""
+
+
+def test_from_outside_paragraphs_are_parsed_in_their_three_forms() -> None:
+    found = [(r.outside, r.outside_why) for r in parse_page(OUTSIDE_PAGE, "demo.md")]
+    assert found == [
+        (requirements.OBSERVABLE, "The broker's open transactions."),
+        (requirements.UNJUDGED, "What read_committed readers see."),
+        (requirements.HIDDEN, "Which producer committed."),
+        ("", ""),
+    ]
+
+
+def test_a_from_outside_paragraph_without_its_verdict_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "spec").mkdir()
+    (tmp_path / "spec" / "a.md").write_text(PAGE + "\n**From outside.** Partly: the broker shows some.\n")
+    with pytest.raises(ValueError, match=r"a\.md: 'From outside\.' paragraphs must start .*Partly"):
+        load_requirements(tmp_path)
+
+
+def test_outside_problems_name_a_silent_id_a_claim_without_a_judge_and_a_stale_verdict() -> None:
+    observable, unjudged, hidden, _ = parse_page(OUTSIDE_PAGE, "demo.md")
+    silent = Requirement("DEMO-014", "MUST", "Silent safety", "demo.md", category="safety")
+    broker = Requirement("KAFKA-001", "MUST", "The broker's own", "kafka.md", category="safety")
+    protocol = ["conformance/suite/test_sink.py::test_required_DEMO"]
+    spark = ["conformance/suite/test_pipeline.py::test_required_DEMO"]
+    rows = [
+        requirements.Trace(observable, protocol),
+        requirements.Trace(unjudged, protocol + spark),
+        requirements.Trace(hidden, spark),
+        requirements.Trace(silent, protocol),
+        requirements.Trace(broker, []),
+    ]
+    assert requirements.outside_problems(rows) == [
+        "DEMO-010: marked observable from outside, but no pipeline-level test judges it",
+        "DEMO-011: a pipeline-level test judges it, but its section says 'observable, not judged yet'",
+        "DEMO-012: a pipeline-level test judges it, but its section says 'not observable'",
+        "DEMO-014: judged at the protocol level only, and its section has no 'From outside.'",
+    ]
+    fixed = [requirements.Trace(observable, spark), requirements.Trace(unjudged, protocol)]
+    assert requirements.outside_problems([*fixed, requirements.Trace(hidden, protocol)]) == []
+
+
+def test_every_connector_safety_id_judged_at_the_protocol_level_only_says_why_from_outside() -> None:
+    """Issue 28 item 3: the spec says, for each connector safety id the pipeline level does not judge, what it
+    would observe or which observation is missing; one marked observable has a pipeline-level judge."""
+    assert requirements.outside_problems(traces()) == []

@@ -54,6 +54,11 @@ def test_required_reference_adapter_conforms(adapter: str, level: str, tmp_path:
         probed = {c["name"]: c["supported"] for c in report["broker_capabilities"]}
         assert "create_partitions" in probed and "zombie_fencing" in probed, probed
         assert not [i for i in report["untested"] if i.startswith("KAFKA-")], "the probe measured these"
+    unchecked = {u["id"]: u["reason"] for u in report["unchecked_safety"]}
+    assert set(unchecked) <= set(report["untested"]), unchecked  # each with the levels that judge it, see below
+    assert all(why.startswith("judged ") for why in unchecked.values()), unchecked
+    if level == "protocol":  # a safety id judged only by Spark queries is listed, saying so
+        assert unchecked["COMMIT-015"] == "judged at the pipeline level only, through: Spark queries", unchecked
     if level in ("protocol", "all"):
         spread = [t["metrics"] for t in report["tests"] if "ASSIGN-005" in t["requirements"]]
         assert spread and all(f"global_spread_parallelism_{n}" in spread[0] for n in (2, 4, 8, 16)), spread

@@ -209,6 +209,19 @@ def check_pattern_reads(read: Iterable[TopicPartition], pattern: str) -> list[Vi
     ]
 
 
+def check_listed_reads(read: Iterable[TopicPartition], topics: Iterable[str]) -> list[Violation]:
+    """DISC-001 on the partitions a query subscribed to a fixed list read: only those of the listed topics, by exact
+    name (a near miss of one, another case or a longer name, is another topic)."""
+    listed = sorted(set(topics))
+    return [
+        Violation(
+            "DISC-001", "unsubscribed-read", f"{tp} is not a listed topic", data=tp_fields(tp) | {"topics": listed}
+        )
+        for tp in sorted(set(read))
+        if tp.topic not in listed
+    ]
+
+
 def check_task_plan(records: Iterable[ReadRecord], parallelism: int) -> list[Violation]:
     """ASSIGN-001/002/004 on what Spark tasks read: task i holds exactly Flink subtask i's partitions, one task per
     partition (Flink's model: ASSIGN-001 ``double-assignment`` when a batch splits a partition among tasks; that no
@@ -256,6 +269,25 @@ def check_unblocked(
             f"{tp}: last stable offset {stable.get(tp, 0)} is still below {end}, the end of the log when the "
             f"driver was killed, {when}: read_committed readers are blocked",
             data=tp_fields(tp) | {"stable": stable.get(tp, 0), "end": end, "when": when},
+        )
+        for tp, end in sorted(ends.items())
+        if stable.get(tp, 0) < end
+    ]
+
+
+def check_closed_at_stop(
+    stable: Mapping[TopicPartition, int], ends: Mapping[TopicPartition, int], waited_s: float
+) -> list[Violation]:
+    """COMMIT-020 on a query stopped while its sink's transactions held records, and not restarted: each partition's
+    last stable offset has reached ``ends`` (the log's end at the stop) within ``waited_s``, far below the
+    transaction timeout, so no transaction of the stopped query is left to block read_committed readers."""
+    return [
+        Violation(
+            "COMMIT-020",
+            "open-after-stop",
+            f"{tp}: last stable offset {stable.get(tp, 0)} is still below {end}, the end of the log when the query "
+            f"stopped, {waited_s:.0f} s after the stop: a transaction the stopped query began is still open",
+            data=tp_fields(tp) | {"stable": stable.get(tp, 0), "end": end, "waited_s": round(waited_s, 1)},
         )
         for tp, end in sorted(ends.items())
         if stable.get(tp, 0) < end

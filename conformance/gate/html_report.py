@@ -22,6 +22,7 @@ from ..spec_tools.requirements import CATEGORIES
 from .options import broker_used
 from .report import (
     REPLAY_NOTE,
+    UNCHECKED_HEADING,
     ClassVerdict,
     class_verdicts,
     evidence_text,
@@ -421,6 +422,13 @@ def render_html(result: RunResult, bench: dict[str, Any] | None = None) -> str:
         body += ["<h2>Broker capabilities</h2>", _broker_table(result)]
     if bench:
         body += ["<h2>Benchmarks</h2>", bench_svg(bench)]
+    if result.unchecked:
+        rows_html = "".join(f"<tr><td>{_e(i)}</td><td>{_e(why)}</td></tr>" for i, why in result.unchecked.items())
+        heading = UNCHECKED_HEADING % result.options.level
+        body += [
+            f"<h2>{_e(heading[0].upper() + heading[1:])}</h2>",
+            f"<table><tr><th>id</th><th>why</th></tr>{rows_html}</table>",
+        ]
     notes = [*result.notes] + (
         [f"not checked by any selected test: {', '.join(result.untested)}"] if result.untested else []
     )

@@ -45,6 +45,8 @@ EVIDENCE_ON_CONSOLE = 6
 """Lines of each failure the console shows, so that the failures and the verdicts fit a CI log's last 40 lines;
 report.md has all of them."""
 REPORT_FILES = "report.md, report.json, junit.xml, pytest.log"
+UNCHECKED_HEADING = "safety ids not checked at level %s, and why"
+"""Heads the run's ``unchecked`` connector safety ids in every report."""
 CLASS_LABEL = {"safety": "safe", "fidelity": "Flink-faithful"}
 VIOLATED = (Status.FAIL, Status.XFAIL)
 """A listed deviation (XFAIL) is still a violation: the verdicts say what the connector does, not what is known."""
@@ -272,6 +274,9 @@ def render_text(result: RunResult, verbose: bool = False) -> str:
     lines += ["", *(f"note: {n}" for n in result.notes)]
     if result.untested:
         lines.append(f"not checked by any selected test: {', '.join(result.untested)}")
+    if result.unchecked:
+        lines.append(f"{UNCHECKED_HEADING % result.options.level}:")
+        lines += [f"  {req_id}: {why}" for req_id, why in result.unchecked.items()]
     report = result.options.report
     lines += [f"reports: {report / 'report.html'}, {REPORT_FILES}"] if report is not None else []
     lines += _console_failures(result)
@@ -332,6 +337,9 @@ def render_markdown(result: RunResult) -> str:
         lines += ["", "## Notes", "", *(f"- {n}" for n in result.notes)]
     if result.untested:
         lines.append(f"- not checked by any selected test: {', '.join(result.untested)}")
+    if result.unchecked:
+        lines += ["", f"## {UNCHECKED_HEADING % f'`{result.options.level}`'}", ""]
+        lines += [f"- **{req_id}**: {md_cell(why)}" for req_id, why in result.unchecked.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -399,6 +407,7 @@ def to_json(result: RunResult) -> dict[str, Any]:
         ],
         "tests": [_test_json(t) for t in result.tests],
         "untested": result.untested,
+        "unchecked_safety": [{"id": req_id, "reason": why} for req_id, why in result.unchecked.items()],
         "notes": result.notes,
         "broker_capabilities": [asdict(c) for c in result.broker],
     }

@@ -8,13 +8,13 @@ check (3). The reports render these; the collector builds them.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 from ..brokers.capability import Capability
 from ..checks.checkers import Picture, Violation
-from ..spec_tools.requirements import LEVELS, Requirement
+from ..spec_tools.requirements import HIDDEN, LEVELS, UNJUDGED, Requirement
 from .expectations import Deviation
 from .options import RunOptions
 
@@ -149,6 +149,8 @@ class RunResult:
     """The product and version of the broker the pipeline level ran on (``None``: no broker was started)."""
     selected: int = 0
     """How many tests the run selected: an interrupted one finished fewer."""
+    unchecked: dict[str, str] = field(default_factory=dict)
+    """Connector safety ids no selected test checked, in spec order, each with why (``unchecked_safety``)."""
 
     @property
     def interruption(self) -> str:
@@ -207,6 +209,30 @@ def aggregate(
         link, category = (req.link, req.category) if req else ("", "")
         rows.append(RequirementResult(req_id, level, title, link, status, ts, reason, category))
     return rows, [r for r in requirements if r not in by_id]
+
+
+def unchecked_safety(
+    untested: Sequence[str], requirements: Mapping[str, Requirement], judged: Mapping[str, Sequence[str]], level: str
+) -> dict[str, str]:
+    """Each connector safety id of ``untested`` with why the run's ``level`` did not check it: beyond the protocol
+    level, the spec's "From outside." (the observation that is missing, or what a judge would look at); else where
+    the suite does judge it (``judged``: id -> ``judged_at``): the pipeline level seen from the protocol level, or,
+    at the pipeline level, the engines and clients (Spark queries, Flink jobs, its consumer) the run left out."""
+    reasons = {}
+    for req_id in untested:
+        req = requirements.get(req_id)
+        if req is None or not req.connector_safety:
+            continue
+        outside = [where for where in judged.get(req_id, []) if where != "protocol"]
+        if level != "protocol" and req.outside in (UNJUDGED, HIDDEN):
+            reasons[req_id] = f"{req.outside} from outside: {req.outside_why}"
+        elif outside and level == "protocol":
+            reasons[req_id] = f"judged at the pipeline level only, through: {', '.join(outside)}"
+        elif outside:
+            reasons[req_id] = f"judged only through: {', '.join(outside)}, which this run left out"
+        else:
+            reasons[req_id] = "no selected test judges it"
+    return reasons
 
 
 def _verdict(req_id: str, tests: Sequence[TestResult]) -> tuple[Status, str]:

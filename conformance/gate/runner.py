@@ -26,13 +26,13 @@ from ..brokers import fallback_warning, kafka_unavailable
 from ..errors import CannotCheck
 from ..extras import PIPELINE_FIX, needs_pipeline_extra, pipeline_missing
 from ..redaction import redacting
-from ..spec_tools.requirements import SpecNotFoundError, load_requirements
+from ..spec_tools.requirements import SpecNotFoundError, judged_at, load_requirements, tests_by_id
 from .collector import PIPELINE_MARK, SUITE_LEVELS, Collector
 from .expectations import load_expectations
 from .options import RunOptions, broker_used
 from .profiles import hypothesis_profile
 from .pytest_plugin import BROKER_CAPABILITIES, BROKER_VERSION
-from .results import RunResult, Status, aggregate, interruption
+from .results import RunResult, Status, aggregate, interruption, unchecked_safety
 
 LEVEL_CAPABILITIES = {
     "protocol": frozenset(CAPABILITIES) - frozenset(PIPELINE_CAPABILITIES) - frozenset(ENGINE_CAPABILITIES),
@@ -215,6 +215,7 @@ def run(options: RunOptions, out: IO[str] = sys.stdout) -> RunResult:
     broker = collector.config.stash.get(BROKER_CAPABILITIES, [])
     probed = {c.requirement_id for c in broker}
     untested = [i for i in untested if i not in probed]  # the broker table shows what the probe measured
+    judged = {i: judged_at(tests) for i, tests in tests_by_id().items()} if requirements else {}
     if options.only is None:
         used = {id(t.deviation) for t in collector.results}
         notes += [f"expectation {d.requirement} ({d.link}) matched no result" for d in deviations if id(d) not in used]
@@ -238,4 +239,5 @@ def run(options: RunOptions, out: IO[str] = sys.stdout) -> RunResult:
         errors=errors,
         broker_version=collector.config.stash.get(BROKER_VERSION, None),
         selected=collector.selected,
+        unchecked=unchecked_safety(untested, requirements, judged, options.level) if options.only is None else {},
     )

@@ -68,6 +68,9 @@ def render(result: RunResult, command: str, versions: dict[str, str]) -> str:
         lines.append(f"| {row.id} | {row.level} | {row.category} | {title} | {row.status} | {tally(row)} | {why} |")
     if result.untested:
         lines += ["", f"Not checked at this level: {', '.join(result.untested)}."]
+    if result.unchecked:
+        lines += ["", "| safety id not checked at this level | why |", "| --- | --- |"]
+        lines += [f"| {req_id} | {md_cell(why)} |" for req_id, why in result.unchecked.items()]
     return "\n".join(lines) + "\n"
 
 

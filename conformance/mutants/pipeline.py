@@ -10,6 +10,7 @@ tests) because Spark's Python workers must import them.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final, TypeVar
@@ -23,6 +24,7 @@ from pyspark.sql.datasource import DataSourceStreamReader, DataSourceStreamWrite
 from pyspark.sql.types import StructType
 
 from ...reference_impl.assignment import assign
+from ...reference_impl.discovery import Subscription
 from ...reference_impl.kafka_client import KafkaClient, KafkaTransactionalProducer
 from ...reference_impl.ports import KafkaError
 from ...reference_impl.spark import Connection
@@ -168,6 +170,63 @@ class _RetrySkipsReader(KafkaStreamReader):
             head, *rest = partition.ranges
             partition = replace(partition, ranges=(replace(head, start=min(head.start + 1, head.until)), *rest))
         yield from super().read(partition)
+
+
+@reader_mutant(
+    "spark_fixed_list_by_prefix",
+    {"DISC-001"},
+    "a fixed subscription also reads every topic whose name starts with a listed one",
+    scenario="fixed_subscription_reads_exactly_its_listed_topics",
+    data_source="kc-mutant-fixed-list-by-prefix",
+)
+class _FixedListByPrefixReader(KafkaStreamReader):
+    """Matches the listed topics as prefixes (a regex built from the list, ``startswith``), not by exact name."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        listed = sorted(options.subscription.topics)
+        by_prefix = Subscription.regex("(?:" + "|".join(map(re.escape, listed)) + ").*") if listed else None
+        super().__init__(replace(options, subscription=by_prefix or options.subscription))
+
+
+@reader_mutant(
+    "spark_fails_on_a_vanished_partition",
+    {"DISC-008"},
+    "the source fails the query when a partition it read vanishes from the metadata (a deleted topic)",
+    scenario="topic_deleted_under_a_pattern",
+    data_source="kc-mutant-fails-on-vanished",
+)
+class _FailsOnVanishedReader(KafkaStreamReader):
+    """Takes a partition missing from the metadata for lost data and fails the query, as Spark's own connector does
+    under ``failOnDataLoss`` (its default): a topic retired under a pattern subscription stops every other topic."""
+
+    def _discover(self, previous: SourceOffsets) -> SourceOffsets:
+        present = self._options.subscription.select(self._kafka().list_topics())
+        if vanished := sorted(str(tp) for tp in previous.offsets.keys() - present):
+            raise KafkaError(f"partitions {vanished} are gone from the metadata: some data may have been lost")
+        return super()._discover(previous)
+
+
+@reader_mutant(
+    "spark_rediscovery_reports_every_partition",
+    {"DISC-003"},
+    "a discovery that finds a new partition reports every partition again, each from its earliest offset",
+    scenario="each_partition_once_while_partitions_are_added",
+    data_source="kc-mutant-reports-every-partition",
+)
+class _ReReportingReader(KafkaStreamReader):
+    """Forgets what it has reported whenever the metadata shows a new partition: every partition of the topic is
+    reported as new and starts over at its earliest offset (a discoverer without its set of seen partitions)."""
+
+    def _discover(self, previous: SourceOffsets) -> SourceOffsets:
+        found = super()._discover(previous)
+        if not found.first:
+            return found
+        return replace(found, first={tp: self._kafka().earliest_offset(tp) for tp in found.offsets})
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        previous, reported = SourceOffsets.from_json(start), SourceOffsets.from_json(end).first
+        kept = {tp: offset for tp, offset in previous.offsets.items() if tp not in reported}
+        return super().partitions(replace(previous, offsets=kept).to_json(), end)
 
 
 @reader_mutant(

@@ -34,6 +34,19 @@ HEADING = re.compile(
 ANY_HEADING = re.compile(r"^### [A-Z]+-\d{3}\b.*$", re.MULTILINE)
 """Every requirement-like heading, to find those ``HEADING`` cannot parse (e.g. two classes)."""
 CHECKED_BY = re.compile(r"^\*\*Checked by\.\*\*(?P<text>.*?)(?:\n\s*\n|\Z)", re.MULTILINE | re.DOTALL)
+OUTSIDE = re.compile(
+    r"^\*\*From outside\.\*\* (?P<verdict>Observable, not judged yet|Observable|Not observable)\.(?P<text>.*?)"
+    r"(?:\n\s*\n|\Z)",
+    re.MULTILINE | re.DOTALL,
+)
+"""A section's word on the pipeline level: whether its id can be judged from outside the connector (the broker,
+read_committed readers, the stalling proxy, a query's checkpoint folder), and what is observed or missing."""
+ANY_OUTSIDE = re.compile(r"^\*\*From outside\.\*\*.*$", re.MULTILINE)
+OBSERVABLE, UNJUDGED, HIDDEN = "observable", "observable, not judged yet", "not observable"
+"""``Requirement.outside``: judged at the pipeline level; observable but no pipeline judge yet (the paragraph says
+what a judge would look at); not observable from outside (the paragraph names the observation that is missing)."""
+BROKER_AREA: Final = "KAFKA"
+"""The broker's ids (``spec/kafka.md``), probed by ``kconform probe-broker``: no connector is judged on them."""
 ID_IN_CODE = re.compile(r"(?<![A-Za-z0-9])(?P<area>ASSIGN|DISC|RESTORE|COMMIT|KAFKA|STRAT)[-_](?P<num>\d{3})(?!\d)")
 TEST_NAME = re.compile(
     r"^test_(?P<kind>required|should|optional)_(?P<ids>[A-Z]+_\d{3}(?:_(?:and_|to_)?(?:[A-Z]+_)?\d{3})*)"
@@ -87,6 +100,15 @@ class Requirement:
     checked_by: str = ""
     category: str = ""
     """``safety`` or ``fidelity`` (``CATEGORIES``); empty where a page does not say."""
+    outside: str = ""
+    """``OBSERVABLE``, ``UNJUDGED`` or ``HIDDEN`` from the section's "From outside." paragraph; empty without one."""
+    outside_why: str = ""
+    """That paragraph after its verdict: what the pipeline level observes, or which observation it lacks."""
+
+    @property
+    def connector_safety(self) -> bool:
+        """A safety id a connector must meet (the broker's KAFKA ids are probed, not judged on a connector)."""
+        return self.category == "safety" and not self.id.startswith(f"{BROKER_AREA}-")
 
     @property
     def anchor(self) -> str:
@@ -129,8 +151,18 @@ def parse_page(text: str, page: str) -> list[Requirement]:
         checked = CHECKED_BY.search(body)
         checked_by = " ".join(checked.group("text").split()) if checked else ""
         category = h.group("category") or ""
-        found.append(Requirement(h.group("id"), h.group("level"), h.group("title"), page, checked_by, category))
+        outside = OUTSIDE.search(body)
+        verdict = outside.group("verdict").lower() if outside else ""
+        why = " ".join(outside.group("text").split()) if outside else ""
+        found.append(
+            Requirement(h.group("id"), h.group("level"), h.group("title"), page, checked_by, category, verdict, why)
+        )
     return found
+
+
+def malformed_outside(text: str) -> list[str]:
+    """ "From outside." paragraphs of a page that do not start with one of its three verdicts."""
+    return [m.group(0) for m in ANY_OUTSIDE.finditer(text) if not OUTSIDE.match(text, m.start())]
 
 
 def malformed_headings(text: str) -> list[str]:
@@ -145,6 +177,11 @@ def load_requirements(root: Path = REPO_ROOT) -> dict[str, Requirement]:
         text = path.read_text(encoding="utf-8")
         if bad := malformed_headings(text):
             raise ValueError(f"{path.name}: requirement headings not of the form '### ID (LEVEL, CLASS) title': {bad}")
+        if bad := malformed_outside(text):
+            raise ValueError(
+                f"{path.name}: 'From outside.' paragraphs must start 'Observable.', 'Observable, not judged yet.' or "
+                f"'Not observable.': {bad}"
+            )
         for req in parse_page(text, path.name):
             if req.id in requirements:
                 raise ValueError(f"{req.id} is defined in both {requirements[req.id].page} and {req.page}")
@@ -205,6 +242,32 @@ def judged_at(tests: Iterable[str]) -> list[str]:
     that table's order; kconform's own tests judge no adapter."""
     modules = {Path(t.partition("::")[0]).stem for t in tests if t.startswith(f"{SUITE}/")}
     return list(dict.fromkeys(level for module, level in SUITE_LEVELS.items() if module in modules))
+
+
+def judged_from_outside(tests: Iterable[str]) -> bool:
+    """Whether a pipeline-level suite module (a Spark query, a Flink job, the consumer) judges an id."""
+    return any(level != "protocol" for level in judged_at(tests))
+
+
+def outside_problems(rows: Iterable[Trace]) -> list[str]:
+    """Where the "From outside." paragraphs disagree with the suite: a connector safety id judged at the protocol
+    level only that says nothing of the pipeline level, one marked observable that no pipeline test judges (the
+    claim needs a judge), and one a pipeline test judges that is still marked otherwise."""
+    problems = []
+    for t in rows:
+        r, outside = t.requirement, judged_from_outside(t.tests)
+        if r.connector_safety and not outside and not r.outside:
+            problems.append(f"{r.id}: judged at the protocol level only, and its section has no 'From outside.'")
+        elif r.outside == OBSERVABLE and not outside:
+            problems.append(f"{r.id}: marked observable from outside, but no pipeline-level test judges it")
+        elif r.outside in (UNJUDGED, HIDDEN) and outside:
+            problems.append(f"{r.id}: a pipeline-level test judges it, but its section says '{r.outside}'")
+    return problems
+
+
+def from_outside(requirement: Requirement) -> str:
+    """The "From outside." verdict with what it observes or lacks, for the table; ``-`` without the paragraph."""
+    return ": ".join(filter(None, [requirement.outside, requirement.outside_why])) or "-"
 
 
 def ids_in_code(root: Path = REPO_ROOT) -> set[str]:
@@ -321,6 +384,7 @@ def render_text(rows: Sequence[Trace]) -> str:
             f"{r.id} ({r.level}, {r.category or '-'}) {r.title}",
             f"  spec:    spec/{r.link}",
             f"  judged:  {', '.join(judged_at(t.tests)) or '-'}",
+            f"  outside: {from_outside(r)}",
             f"  checker: {t.checker}",
             *(f"  test:    {name}" for name in t.tests or ["-"]),
             *(f"  mutant:  {name} ({where})" for name, where in t.mutants.items()),
@@ -350,8 +414,13 @@ def render_markdown(rows: Sequence[Trace]) -> str:
         "process), or the pipeline level through Spark queries, Flink jobs or the Kafka consumer it reads with. "
         "The KAFKA ids are the broker's, probed by `kconform probe-broker`.",
         "",
-        "| id | level | class | title | judged at | checked by | tests | mutants | TLA+ |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "*From outside*: the section's word on the pipeline level, for a connector safety id the suite judges at the "
+        "protocol level only: *not observable* names the observation the broker, read_committed readers, the "
+        "stalling proxy and a query's checkpoint folder do not give; *observable, not judged yet* says what a "
+        "pipeline judge would look at.",
+        "",
+        "| id | level | class | title | judged at | from outside | checked by | tests | mutants | TLA+ |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for t in rows:
         r = t.requirement
@@ -361,6 +430,7 @@ def render_markdown(rows: Sequence[Trace]) -> str:
             r.category or "-",
             r.title.replace("|", "\\|"),
             ", ".join(judged_at(t.tests)) or "-",
+            from_outside(r).replace("|", "\\|"),
             _checker_cell(t),
             "<br>".join(f"[`{name}`](../{name.partition('::')[0]})" for name in t.tests) or "-",
             "<br>".join(f"[`{name}`](../{where})" for name, where in t.mutants.items()) or "-",

@@ -45,12 +45,14 @@ from ..adapter.interface import DEFAULT_MASTER, PipelineAdapter
 from ..brokers import Broker
 from ..brokers.capability import DUPLICATE_VERDICT_NEEDS, Capability, lacking
 from ..brokers.probe import TXN_TIMEOUT_WAIT_S, probe
-from ..checks.checkers import Violation, check_offset_continuity, fail_on
+from ..checks.checkers import Violation, check_offset_continuity, check_topic_deleted, fail_on
 from ..checks.evidence import assignment_grid, offset_step, offset_timeline
 from ..checks.input_checkers import check_records_read, check_values_as_written
 from ..checks.pipeline_checkers import (
+    check_closed_at_stop,
     check_discovered,
     check_driver_exit,
+    check_listed_reads,
     check_offsets_read_by_one_task,
     check_pattern_reads,
     check_read_once,
@@ -337,6 +339,70 @@ def test_required_DISC_005_009_newly_matching_topic_is_found_and_read_from_earli
     )
 
 
+@requirement("DISC-001", capability="pipeline")
+def test_required_DISC_001_a_fixed_subscription_reads_exactly_its_listed_topics(
+    make_pipeline: Callable[..., Pipeline], kafka: KafkaClient
+) -> None:
+    """A query subscribed to two topics, with near misses of their names (another case, a longer and a shorter
+    name, a ``.`` for a ``-``) written alongside, before the first run and between two runs on one checkpoint
+    (one created between them): it reads every record of the listed topics once, and none of the others."""
+    base = f"kc-suite-{uuid4().hex[:8]}"
+    listed = [f"{base}-a", f"{base}-b"]
+    near_misses = [f"{base}-A", f"{base}-ab", f"{base}-", f"{base}.a"]
+    for topic in listed:
+        kafka.create_topic(topic, 2)
+    for topic in near_misses[:-1]:
+        kafka.create_topic(topic, 1)
+    records = []
+    for run, alongside in (("first", near_misses[:-1]), ("second", near_misses)):
+        if run == "second":
+            kafka.create_topic(near_misses[-1], 1)
+        ends = {tp: end for topic in listed for tp, end in fill(kafka, topic, 2, 3, run).items()}
+        for topic in alongside:
+            fill(kafka, topic, 1, 2, f"{run}-near-miss")
+        pipeline = make_pipeline(2, subscribe=",".join(listed))
+        pipeline.run_available_now()
+        records += list(pipeline.records())
+    listed_records = [r for r in records if r.tp.topic in listed]
+    fail_on(
+        check_listed_reads((r.tp for r in records), listed)
+        + check_read_once(listed_records, ends, requirement="DISC-001")
+    )
+
+
+@requirement("DISC-008", capability="pipeline-regex")
+@pytest.mark.timeout(DRIVER_TIMEOUT_S)
+def test_required_DISC_008_a_topic_deleted_under_a_pattern_stops_no_other_topic(
+    make_pipeline: Callable[..., Pipeline], kafka: KafkaClient
+) -> None:
+    """A running query subscribed by pattern reads two matching topics; one is deleted (a retired topic): the query
+    must neither fail nor stall, and must read on every record written to the other after the deletion. (Whether
+    it keeps the deleted topic's offsets is in its checkpoint, in a form of the connector's own: not judged.)"""
+    prefix = f"kc-suite-{uuid4().hex[:8]}"
+    kept, deleted = f"{prefix}-kept", f"{prefix}-retired"
+    kafka.create_topic(kept, 2)
+    kafka.create_topic(deleted, 1)
+    before = fill(kafka, kept, 2, 3, "before")
+    fill(kafka, deleted, 1, 3, "before")
+    running = make_pipeline(2, subscribe_pattern=f"{prefix}-.*")
+    running.start()
+    error = ""
+    try:
+        running.process_all_available()
+        kafka.delete_topic(deleted)
+        after = fill(kafka, kept, 2, 3, "after")
+        running.process_all_available()
+    except StreamingQueryException as failed:
+        error = f"the query failed: {failed}"
+    finally:
+        with contextlib.suppress(StreamingQueryException):
+            running.stop()
+    now = {tp: 1 + max((r.offset for r in running.records() if r.tp == tp), default=-1) for tp in before}
+    produced = {after[tp] - before[tp] for tp in before}
+    assert len(produced) == 1, f"fill wrote unequal counts {after} after {before}: this run shows nothing"
+    fail_on(check_topic_deleted(before, now, deleted, produced.pop()), detail=f"\n{error[-2000:]}" if error else "")
+
+
 def skip_unless_broker_can(broker_can: dict[str, Capability], needed: tuple[str, ...], ids: str) -> None:
     """Skip with the probe's reason when the broker lacks a capability the scenario's verdict needs."""
     missing = lacking(broker_can, needed)
@@ -378,6 +444,32 @@ def test_required_DISC_005_009_partitions_added_to_a_subscribed_topic_are_found_
         violations += check_read_once([r for r in records if r.tp in part], part, requirement=requirement_id)
     added = {tp: end for tp, end in ends.items() if tp.partition >= 3}
     fail_on(violations + check_discovered([r for r in records if r.tp in added], added))
+
+
+@requirement("DISC-003", "RESTORE-003", capability="pipeline")
+def test_required_DISC_003_a_running_query_reads_each_partition_once_while_partitions_are_added(
+    make_pipeline: Callable[..., Pipeline], kafka: KafkaClient, broker_can: dict[str, Capability]
+) -> None:
+    """A query runs over many triggers while partitions are added to its topic twice, records written everywhere
+    each time: every offset of every partition is read once. A partition reported again restarts at EARLIEST, so
+    its offsets are read twice (DISC-003: ``offset-duplicate``); one never read on is RESTORE-003's ``offset-gap``."""
+    skip_unless_broker_can(broker_can, ("create_partitions",), "DISC-003")
+    topic = new_topic(kafka, 2)
+    fill(kafka, topic, 2, 3, "start")
+    running = make_pipeline(2, subscribe=topic)
+    running.start()
+    try:
+        running.process_all_available()
+        for step, partitions in enumerate((3, 5)):
+            kafka.create_partitions(topic, partitions)
+            fill(kafka, topic, partitions, 2, f"added-{step}")
+            running.process_all_available()
+        ends = fill(kafka, topic, 5, 2, "last")
+        running.process_all_available()
+    finally:
+        running.stop()
+    read = check_read_once(running.records(), ends)
+    fail_on([replace(v, requirement="DISC-003") if v.kind == "offset-duplicate" else v for v in read])
 
 
 @requirement("RESTORE-003", "RESTORE-004", capability="pipeline")
@@ -827,3 +919,48 @@ def test_required_COMMIT_007_transactions_a_killed_driver_left_open_time_out(
     cause = "was in a transaction the broker timed out"
     fail_on(check_rewritten(timed_out, topic_values(kafka, sink, Isolation.READ_COMMITTED), cause))
     judge_output(kafka, source, sink, True, broker_can, record_property, partial)
+
+
+STOP_ABORT_WAIT_S: Final = 30
+"""How long after a query's stop its sink's transactions may take to end: seconds of Spark cancelling tasks and
+producers aborting, far below ``LONG_TXN_TIMEOUT_MS``, after which only the broker's timeout would end them."""
+
+
+@requirement("COMMIT-020", capability="pipeline-exactly-once-sink")
+@pytest.mark.timeout(DRIVER_TIMEOUT_S)
+def test_required_COMMIT_020_a_query_stopped_while_its_tasks_write_leaves_no_transaction_open(
+    make_pipeline: Callable[..., Pipeline], kafka: KafkaClient, broker_can: dict[str, Capability], record_property: Any
+) -> None:
+    """A query is stopped (``StreamingQuery.stop``) while its sink tasks' transactions hold records (their client
+    slowed, transaction timeout 5 min) and is not restarted: within seconds, not the timeout, every output
+    partition's last stable offset must reach the end its log had at the stop. The records of a batch that never
+    committed belong to no checkpoint; left open, they would block read_committed readers until the timeout."""
+    skip_unless_broker_can(broker_can, ("last_stable_offset",), "COMMIT-020")
+    source, sink = new_topic(kafka, 2), new_topic(kafka, 2)
+    fill(kafka, source, 2, 20, "stop")
+    slowed = {"transaction.timeout.ms": str(LONG_TXN_TIMEOUT_MS), **SLOW_SINK}
+    pipeline = make_pipeline(2, subscribe=source, sink_topic=sink, sink_settings=slowed)
+    pipeline.start()
+    try:
+        wait_until(
+            lambda: True if any(lso < end for lso, end in stable_offsets(kafka, sink).values()) else None,
+            DRIVER_TIMEOUT_S,
+            f"a transaction holding records on {sink}",
+        )
+    finally:
+        pipeline.stop()
+    stopped = time.monotonic()
+    ends = {tp: end for tp, (_, end) in stable_offsets(kafka, sink).items()}
+    logged = {name: {p.name for p in (pipeline.checkpoint / name).glob("[0-9]*")} for name in ("offsets", "commits")}
+    interrupted = sorted(logged["offsets"] - logged["commits"], key=int)
+    assert interrupted, f"the stop let every batch commit ({logged}), so this run shows nothing"
+    record_property("batches_interrupted_by_the_stop", ",".join(interrupted))
+
+    def closed() -> dict[TopicPartition, int] | None:
+        stable = {tp: lso for tp, (lso, _) in stable_offsets(kafka, sink).items()}
+        done = all(stable.get(tp, 0) >= end for tp, end in ends.items())
+        return stable if done or time.monotonic() - stopped > STOP_ABORT_WAIT_S else None
+
+    stable = wait_until(closed, STOP_ABORT_WAIT_S * 2, f"the transactions on {sink} to end after the stop", 0.2)
+    record_property("open_after_stop_s", round(time.monotonic() - stopped, 1))
+    fail_on(check_closed_at_stop(stable, ends, time.monotonic() - stopped))
