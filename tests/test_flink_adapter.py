@@ -71,7 +71,8 @@ def test_a_running_job_may_wait_for_its_stop_condition_then_its_savepoint_and_en
 def test_flink_connector_implies_the_flink_adapter_at_the_pipeline_level(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.delenv(FLINK_CONNECTOR_ENV, raising=False)
+    monkeypatch.setenv(FLINK_CONNECTOR_ENV, NEWEST)  # recorded, so the teardown undoes what main sets below
+    monkeypatch.delenv(FLINK_CONNECTOR_ENV)
     assert main(["--flink-connector", "9.9.9-9.9"]) == 2
     assert "'9.9.9-9.9' is not pinned" in capsys.readouterr().err
     with pytest.raises(SystemExit):
