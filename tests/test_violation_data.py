@@ -139,6 +139,9 @@ def test_sink_and_pipeline_checkers_give_documented_fields() -> None:
     out += pipeline_checkers.check_driver_exit(1, "the restarted driver failed", "Traceback\nError: boom")
     out += pipeline_checkers.check_refused_timeout("failed", "out", 0, 7)
     out += pipeline_checkers.check_refused_timeout("transaction.timeout.ms transaction.max.timeout.ms", "out", 2, 7)
+    truncated = {a0: pipeline_checkers.Truncated(1, 3, 5)}
+    out += pipeline_checkers.check_gone_position(None, batch, truncated, loss_accepted=False)
+    out += pipeline_checkers.check_gone_position("failed", batch, truncated, loss_accepted=False)
     out += sink_checkers.check_distinct_ids([b"x", b"\xff"], [], None) + sink_checkers.check_distinct_ids([], [], "e")
     out += sink_checkers.check_timeout_surfaced(None) + sink_checkers.check_timeout_surfaced(ValueError("other"))
     out += sink_checkers.check_intervals_committed([b"x"], [], "s", None)
@@ -168,6 +171,7 @@ def test_sink_and_pipeline_checkers_give_documented_fields() -> None:
         "empty-transaction-committed",
     } <= kinds
     assert {"recovery-commits-uncheckpointed", "lost-checkpointed", "recovery-failed"} <= kinds
+    assert {"silent-skip", "existing-record-skipped", "loss-unnamed"} <= kinds
     assert {
         "foreign-transaction-aborted",
         "old-prefix-left-open",

@@ -344,3 +344,83 @@ def last_line_of(text: str) -> str:
     """The last non-empty line of an error (Spark wraps the task's in pages of stack trace)."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines[-1][:300] if lines else ""
+
+
+@dataclass(frozen=True, slots=True)
+class Truncated:
+    """A partition as a restarted query found it: its resumed position, its log start after retention or
+    DeleteRecords, and its end. Records ``[position, log_start)`` were deleted before the query read them."""
+
+    position: int
+    log_start: int
+    end: int
+
+
+def check_gone_position(
+    error: str | None,
+    reads: Iterable[ReadRecord],
+    partitions: Mapping[TopicPartition, Truncated],
+    loss_accepted: bool,
+) -> list[Violation]:
+    """RESTORE-015 on a query restarted where some positions were deleted before it read them: it fails
+    (``error``: the failure's text) naming each such partition, its position and its log start; or, where it
+    was told to accept loss (``loss_accepted``), goes on from the log start. Never does it go on silently, and
+    it never skips a record that still exists (a reset to the end). ``reads``: what the restarted query read."""
+    gone = {tp: t for tp, t in sorted(partitions.items()) if t.log_start > t.position}
+    if error is not None:
+        return [v for tp, t in gone.items() for v in _loss_unnamed(error, tp, t)]
+    out = [
+        Violation(
+            "RESTORE-015",
+            "silent-skip",
+            f"{tp}: records [{t.position}, {t.log_start}) were deleted before the query read them, and it went on "
+            "without failing although it was not told to accept loss",
+            data=tp_fields(tp)
+            | {"start": t.position, "log_start": t.log_start, "record_count": t.log_start - t.position},
+        )
+        for tp, t in gone.items()
+        if not loss_accepted
+    ]
+    read = {(r.tp, r.offset) for r in reads}
+    for tp, t in sorted(partitions.items()):
+        skipped = [o for o in range(max(t.position, t.log_start), t.end) if (tp, o) not in read]
+        if skipped:
+            out.append(
+                Violation(
+                    "RESTORE-015",
+                    "existing-record-skipped",
+                    f"{tp}: {len(skipped)} records that still exist (from offset {skipped[0]}, log start "
+                    f"{t.log_start}, end {t.end}) were never read: the position was reset past them",
+                    data=tp_fields(tp)
+                    | {"offsets": skipped[:20], "record_count": len(skipped), "log_start": t.log_start, "end": t.end},
+                )
+            )
+    return out
+
+
+def _loss_unnamed(error: str, tp: TopicPartition, truncated: Truncated) -> list[Violation]:
+    """A failure that does not say which partition lost which records leaves the user to find them."""
+    named = {
+        "partition": re.search(rf"{re.escape(tp.topic)}(?:-| ?\[){tp.partition}(?!\d)", error) is not None,
+        "position": _names_number(error, truncated.position),
+        "log start": _names_number(error, truncated.log_start),
+    }
+    unnamed = [what for what, found in named.items() if not found]
+    if not unnamed:
+        return []
+    line = next((line.strip() for line in error.splitlines() if tp.topic in line), last_line_of(error))[:300]
+    return [
+        Violation(
+            "RESTORE-015",
+            "loss-unnamed",
+            f"{tp}: the query failed without naming its {', '.join(unnamed)} (position {truncated.position}, log "
+            f"start {truncated.log_start}): {line}",
+            data=tp_fields(tp)
+            | {"start": truncated.position, "log_start": truncated.log_start, "unnamed": unnamed, "error": line},
+        )
+    ]
+
+
+def _names_number(text: str, number: int) -> bool:
+    """Whether ``text`` has ``number`` as a number of its own (not a digit run inside another, nor a line number)."""
+    return re.search(rf"(?<![\d.:]){number}(?!\d|\.\d)", text) is not None
