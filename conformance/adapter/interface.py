@@ -175,6 +175,10 @@ class SourceSpec:
     client_timeout_ms: int | None = None
     """How long one client call may block before the connector gives up on it (``kconform soak`` sets it
     below its node pauses and commit stalls, which must outlast it); None: the connector's default."""
+    accept_data_loss: bool = False
+    """Whether the source may go on from a partition's log start when its position was deleted before it read
+    there (Spark's ``failOnDataLoss=false``), reporting the loss; False: it must fail (RESTORE-015). A
+    connector that never accepts loss ignores it: failing is right either way."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -72,7 +72,8 @@ def source_options(source: SourceSpec) -> dict[str, str | Secret]:
 
     ``parallelism`` becomes ``minPartitions``, Spark's only knob on the tasks of a batch: a lower
     bound, not Flink's n (a batch has one task per partition with new records, and splits partitions
-    into offset ranges when fewer than n have any). ``maxRecordsPerTrigger`` is ``maxOffsetsPerTrigger``.
+    into offset ranges when fewer than n have any). ``maxRecordsPerTrigger`` is ``maxOffsetsPerTrigger``;
+    ``accept_data_loss`` is ``failOnDataLoss`` negated, set either way (RESTORE-015).
     """
     if bool(source.subscribe) == (source.subscribe_pattern is not None):
         raise ValueError("spark-sql-kafka: a source subscribes to topics or to a pattern, exactly one of them")
@@ -81,6 +82,7 @@ def source_options(source: SourceSpec) -> dict[str, str | Secret]:
         "kafka.bootstrap.servers": source.bootstrap_servers,
         "startingOffsets": source.starting_offsets,
         "minPartitions": str(source.parallelism),
+        "failOnDataLoss": str(not source.accept_data_loss).lower(),
     }
     if source.subscribe:
         options["subscribe"] = ",".join(source.subscribe)

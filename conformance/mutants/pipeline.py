@@ -285,6 +285,24 @@ class _DiscoveryOnceReader(KafkaStreamReader):
         )
 
 
+@reader_mutant(
+    "spark_gone_position_reset_to_latest",
+    {"RESTORE-015"},
+    "a position deleted before it was read resets to the partition's end (auto.offset.reset=latest), silently",
+    scenario="a_position_deleted_before_it_was_read",
+    data_source="kc-mutant-gone-to-latest",
+)
+class _GoneToLatestReader(KafkaStreamReader):
+    """A range that starts below its partition's log start is dropped from the batch: the source goes on from the
+    batch's end, as a consumer with ``auto.offset.reset=latest`` does (Flink's ``KafkaSource`` started at
+    ``latest()``, before FLINK-39888), skipping the records that still exist along with the deleted ones."""
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        planned = [p for p in super().partitions(start, end) if isinstance(p, KafkaInputPartition)]
+        log_start = {r.tp: self._kafka().earliest_offset(r.tp) for p in planned for r in p.ranges}
+        return [replace(p, ranges=tuple(r for r in p.ranges if r.start >= log_start[r.tp])) for p in planned]
+
+
 # -- sink ----------------------------------------------------------------------------------------
 
 

@@ -39,7 +39,7 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import SparkSession
 
 from ...reference_impl.kafka_client import KafkaClient, stable_offsets, topic_records, wait_until
-from ...reference_impl.ports import Isolation
+from ...reference_impl.ports import Isolation, UnsupportedFeatureError
 from ...reference_impl.types import TopicPartition
 from ..adapter.interface import DEFAULT_MASTER, PipelineAdapter
 from ..brokers import Broker
@@ -48,8 +48,10 @@ from ..brokers.probe import TXN_TIMEOUT_WAIT_S, probe
 from ..checks.checkers import Violation, check_offset_continuity, fail_on
 from ..checks.evidence import assignment_grid, offset_step, offset_timeline
 from ..checks.pipeline_checkers import (
+    Truncated,
     check_discovered,
     check_driver_exit,
+    check_gone_position,
     check_offsets_read_by_one_task,
     check_pattern_reads,
     check_read_once,
@@ -397,6 +399,45 @@ def test_required_RESTORE_003_available_now_restart_replays_an_uncommitted_batch
         part = {tp: end for tp, end in ends.items() if tp.partition in partitions}
         violations += check_read_once([r for r in records if r.tp in part], part, requirement=requirement_id)
     fail_on(violations)
+
+
+READ_BEFORE_TRUNCATION: Final = 1013
+"""Records per partition the first run reads; with ``DELETED_UNREAD`` offsets that a failure's text names only when
+it names them (a small number would turn up anywhere in a stack trace)."""
+DELETED_UNREAD: Final = 16
+
+
+@requirement("RESTORE-015", "RESTORE-003", capability="pipeline")
+@pytest.mark.parametrize("loss_accepted", [False, True], ids=["fail-on-data-loss", "data-loss-accepted"])
+def test_required_RESTORE_015_a_position_deleted_before_it_was_read_is_never_skipped_silently(
+    adapter: Any, make_pipeline: Callable[..., Pipeline], kafka: KafkaClient, tmp_path: Path, loss_accepted: bool
+) -> None:
+    """A query reads two partitions to their end and stops; more records are written, and DeleteRecords moves
+    partition 0's log start past its position (what retention does to a query stopped too long) and partition 1's
+    exactly to its position (nothing lost there). Restarted, the query must fail naming partition 0, its position
+    and its log start; or, told to accept loss (``failOnDataLoss=false``), read every record that still exists,
+    once. Going on without failing when not told to, or resetting past records that still exist (to the end,
+    as ``auto.offset.reset=latest`` does), is the silent loss RESTORE-015 forbids."""
+    topic, checkpoint = new_topic(kafka, 2), tmp_path / "checkpoint"
+    first_ends = fill(kafka, topic, 2, READ_BEFORE_TRUNCATION - 1, "before")
+    first = make_pipeline(1, checkpoint, subscribe=topic)
+    first.run_available_now()
+    fail_on(check_read_once(first.records(), first_ends))
+    ends = fill(kafka, topic, 2, 2 * DELETED_UNREAD, "after")
+    gone, kept = TopicPartition(topic, 0), TopicPartition(topic, 1)
+    try:
+        kafka.delete_records(gone, READ_BEFORE_TRUNCATION + DELETED_UNREAD)
+        kafka.delete_records(kept, READ_BEFORE_TRUNCATION)
+    except UnsupportedFeatureError as refused:
+        pytest.skip(f"RESTORE-015: this broker refuses DeleteRecords, so no position can fall out of range: {refused}")
+    restarted = make_pipeline(1, checkpoint, subscribe=topic, accept_data_loss=loss_accepted)
+    error = None
+    try:
+        restarted.run_available_now()
+    except StreamingQueryException as failed:
+        error = str(failed)
+    truncated = {tp: Truncated(first_ends[tp], kafka.earliest_offset(tp), end) for tp, end in ends.items()}
+    fail_on(check_gone_position(error, restarted.records(), truncated, loss_accepted))
 
 
 @requirement("COMMIT-011", "COMMIT-013", capability="pipeline-exactly-once-sink")
