@@ -1,5 +1,6 @@
 """The pure checkers of the pipeline level: what tasks read (RESTORE-002/003, a bounded read's end: RESTORE-010,
-positions deleted before they were read: RESTORE-015) and a sink's output
+positions deleted before they were read: RESTORE-015, a start at specific offsets that leave partitions out:
+RESTORE-017) and a sink's output
 (COMMIT-011 loss and duplication, COMMIT-013 order, STRAT-001 keyed placement).
 
 Properties over generated outputs: any interleaving of input partitions that keeps each one's
@@ -31,6 +32,7 @@ from kconform.conformance.checks.pipeline_checkers import (
     check_rewritten,
     check_single_reader,
     check_unblocked,
+    check_unmapped_start,
 )
 from kconform.conformance.checks.strategy_checkers import check_sink_placement
 from kconform.reference_impl.kafka_strategies import partition_for_key
@@ -317,3 +319,33 @@ def test_required_RESTORE_015_a_reset_past_records_that_still_exist_is_named(
     assert [v.kind for v in reset if v.kind != "existing-record-skipped"] == ["silent-skip"] * (not loss_accepted)
     [kept_skipped] = check_gone_position(None, reads_from({GONE: 1029, KEPT: 1014}), TRUNCATED, True)
     assert (kept_skipped.data["partition"], kept_skipped.data["offsets"]) == (1, [1013])
+
+
+SPECIFIED, UNMAPPED = TopicPartition("s", 0), TopicPartition("s", 1)
+STARTING_ENDS = {SPECIFIED: 10, UNMAPPED: 10}
+
+
+def reads_between(starts: dict[TopicPartition, int]) -> list[ReadRecord]:
+    return [ReadRecord(tp, o, None, 0) for tp, start in starts.items() for o in range(start, STARTING_ENDS[tp])]
+
+
+def test_required_RESTORE_017_a_start_failing_names_the_partition_left_out() -> None:
+    spark = "assertion failed: If startingOffsets contains specific offsets, you must specify all TopicPartitions.\n" \
+        "Specified: Set(s-0) Assigned: Set(s-0, s-1)"  # fmt: skip
+    reference = "option 'startingOffsets' gives no offset for s [1]; name every subscribed partition"
+    for named in (spark, reference):
+        assert check_unmapped_start(named, [], {SPECIFIED: 4}, STARTING_ENDS) == []
+    [unnamed] = check_unmapped_start("Specified: Set(s-0) Assigned: Set(s-0, s-10)", [], {SPECIFIED: 4}, STARTING_ENDS)
+    assert (unnamed.kind, unnamed.data["partition"]) == ("unmapped-unnamed", 1)
+    assert unnamed.data["error"] == "Specified: Set(s-0) Assigned: Set(s-0, s-10)"
+
+
+@given(unmapped_start=st.integers(0, 10), specified_start=st.integers(3, 5))
+def test_required_RESTORE_017_a_start_going_on_reads_left_out_partitions_from_earliest(
+    unmapped_start: int, specified_start: int
+) -> None:
+    reads = reads_between({SPECIFIED: specified_start, UNMAPPED: unmapped_start})
+    judged = {(v.kind, v.data["start"]) for v in check_unmapped_start(None, reads, {SPECIFIED: 4}, STARTING_ENDS)}
+    want = {("unmapped-not-earliest", unmapped_start)} if unmapped_start else set()
+    want |= {("specified-offset-ignored", specified_start)} if specified_start != 4 else set()
+    assert judged == want

@@ -142,6 +142,8 @@ def test_sink_and_pipeline_checkers_give_documented_fields() -> None:
     truncated = {a0: pipeline_checkers.Truncated(1, 3, 5)}
     out += pipeline_checkers.check_gone_position(None, batch, truncated, loss_accepted=False)
     out += pipeline_checkers.check_gone_position("failed", batch, truncated, loss_accepted=False)
+    out += pipeline_checkers.check_unmapped_start("failed", batch, {a0: 1}, {a0: 3, a1: 2})
+    out += pipeline_checkers.check_unmapped_start(None, batch, {a0: 1}, {a0: 3, a1: 2})
     out += sink_checkers.check_distinct_ids([b"x", b"\xff"], [], None) + sink_checkers.check_distinct_ids([], [], "e")
     out += sink_checkers.check_timeout_surfaced(None) + sink_checkers.check_timeout_surfaced(ValueError("other"))
     out += sink_checkers.check_intervals_committed([b"x"], [], "s", None)
@@ -171,7 +173,8 @@ def test_sink_and_pipeline_checkers_give_documented_fields() -> None:
         "empty-transaction-committed",
     } <= kinds
     assert {"recovery-commits-uncheckpointed", "lost-checkpointed", "recovery-failed"} <= kinds
-    assert {"silent-skip", "existing-record-skipped", "loss-unnamed"} <= kinds
+    assert {"silent-skip", "existing-record-skipped", "loss-unnamed", "unmapped-unnamed"} <= kinds
+    assert {"unmapped-not-earliest", "specified-offset-ignored"} <= kinds
     assert {
         "foreign-transaction-aborted",
         "old-prefix-left-open",

@@ -167,7 +167,8 @@ class SourceSpec:
     subscribe: tuple[str, ...] = ()
     subscribe_pattern: str | None = None
     starting_offsets: str = "earliest"
-    """``earliest`` or ``latest``, for partitions the checkpoint does not know yet."""
+    """``earliest`` or ``latest``, for partitions the checkpoint does not know yet; in the RESTORE-017 scenario
+    specific offsets in Spark's JSON notation (``{"topic": {"0": 4}}``), which leave a partition out."""
     max_records_per_trigger: int | None = None
     client_settings: tuple[tuple[str, str | Secret], ...] = ()
     """librdkafka settings the broker needs (security); pass them to every client, a ``Secret``'s as

@@ -401,7 +401,7 @@ def check_gone_position(
 def _loss_unnamed(error: str, tp: TopicPartition, truncated: Truncated) -> list[Violation]:
     """A failure that does not say which partition lost which records leaves the user to find them."""
     named = {
-        "partition": re.search(rf"{re.escape(tp.topic)}(?:-| ?\[){tp.partition}(?!\d)", error) is not None,
+        "partition": _names_partition(error, tp),
         "position": _names_number(error, truncated.position),
         "log start": _names_number(error, truncated.log_start),
     }
@@ -424,3 +424,53 @@ def _loss_unnamed(error: str, tp: TopicPartition, truncated: Truncated) -> list[
 def _names_number(text: str, number: int) -> bool:
     """Whether ``text`` has ``number`` as a number of its own (not a digit run inside another, nor a line number)."""
     return re.search(rf"(?<![\d.:]){number}(?!\d|\.\d)", text) is not None
+
+
+def check_unmapped_start(
+    error: str | None,
+    reads: Iterable[ReadRecord],
+    specified: Mapping[TopicPartition, int],
+    ends: Mapping[TopicPartition, int],
+) -> list[Violation]:
+    """RESTORE-017 on a fresh query started at ``specified`` offsets that leave out some partitions of ``ends``
+    (every partition found at start, each with its end; logs start at 0): it fails (``error``: the failure's
+    text) naming each partition left out; or it reads each specified partition from its offset and each left-out
+    one from its first record (EARLIEST, the fallback when none is configured), never from elsewhere."""
+    unmapped = sorted(ends.keys() - specified.keys())
+    if error is not None:
+        line = next((line.strip() for line in error.splitlines() if any(tp.topic in line for tp in ends)), "")
+        return [
+            Violation(
+                "RESTORE-017",
+                "unmapped-unnamed",
+                f"{tp}: the start failed without naming this partition, which the offsets left out: "
+                f"{line or last_line_of(error)}",
+                data=tp_fields(tp) | {"error": (line or last_line_of(error))[:300]},
+            )
+            for tp in unmapped
+            if not _names_partition(error, tp)
+        ]
+    first: dict[TopicPartition, int] = {}
+    for r in reads:
+        first[r.tp] = min(r.offset, first.get(r.tp, r.offset))
+    out = []
+    for tp, end in sorted(ends.items()):
+        want = specified.get(tp, 0)
+        started = first.get(tp, end)
+        if started != want:
+            kind = "specified-offset-ignored" if tp in specified else "unmapped-not-earliest"
+            out.append(
+                Violation(
+                    "RESTORE-017",
+                    kind,
+                    f"{tp}: read from offset {started}, not from {want} "
+                    + ("(its specified offset)" if tp in specified else "(EARLIEST: the offsets left it out)"),
+                    data=tp_fields(tp) | {"start": started, "want": want, "end": end},
+                )
+            )
+    return out
+
+
+def _names_partition(text: str, tp: TopicPartition) -> bool:
+    """Whether ``text`` names ``tp`` as Kafka's Java client (``t-1``) or the reference (``t [1]``) prints it."""
+    return re.search(rf"{re.escape(tp.topic)}(?:-| ?\[){tp.partition}(?!\d)", text) is not None

@@ -15,6 +15,7 @@ beside the explicit ``@example``; a failure prints the drawn schedule and its re
 from __future__ import annotations
 
 import contextlib
+import json
 import signal
 import subprocess
 import time
@@ -61,6 +62,7 @@ from ..checks.pipeline_checkers import (
     check_single_reader,
     check_task_plan,
     check_unblocked,
+    check_unmapped_start,
 )
 from ..checks.strategy_checkers import check_sink_placement
 from ..gate.pytest_plugin import (
@@ -438,6 +440,26 @@ def test_required_RESTORE_015_a_position_deleted_before_it_was_read_is_never_ski
         error = str(failed)
     truncated = {tp: Truncated(first_ends[tp], kafka.earliest_offset(tp), end) for tp, end in ends.items()}
     fail_on(check_gone_position(error, restarted.records(), truncated, loss_accepted))
+
+
+@requirement("RESTORE-017", capability="pipeline")
+def test_required_RESTORE_017_a_partition_left_out_of_specific_start_offsets_fails_named_or_starts_at_earliest(
+    adapter: Any, make_pipeline: Callable[..., Pipeline], kafka: KafkaClient
+) -> None:
+    """A fresh query on a two-partition topic, started at specific offsets (Spark's JSON notation) that name only
+    partition 0, at offset 4: it must fail naming partition 1, or read partition 0 from 4 and partition 1 from its
+    first record (EARLIEST, the fallback when none is configured); a partition left out that starts at its end
+    (LATEST) or anywhere else loses records without a word."""
+    topic = new_topic(kafka, 2)
+    ends = fill(kafka, topic, 2, 9, "s")
+    specified = {TopicPartition(topic, 0): 4}
+    pipeline = make_pipeline(1, subscribe=topic, starting_offsets=json.dumps({topic: {"0": 4}}))
+    error = None
+    try:
+        pipeline.run_available_now()
+    except StreamingQueryException as failed:
+        error = str(failed)
+    fail_on(check_unmapped_start(error, pipeline.records(), specified, ends))
 
 
 @requirement("COMMIT-011", "COMMIT-013", capability="pipeline-exactly-once-sink")
