@@ -285,17 +285,23 @@ def reads_from(starts: dict[TopicPartition, int]) -> list[ReadRecord]:
 
 
 @given(loss_accepted=st.booleans())
-def test_required_RESTORE_015_a_failure_naming_the_partition_position_and_log_start_passes(loss_accepted: bool) -> None:
+def test_required_RESTORE_015_016_a_failure_naming_the_partition_position_and_log_start_passes(
+    loss_accepted: bool,
+) -> None:
     named = "PositionGone: t-0: position 1013 is below the partition's log start 1029: records [1013, 1029) deleted"
     assert check_gone_position(named + "\n  at Foo.scala:12", [], TRUNCATED, loss_accepted) == []
     spark = "[KAFKA_DATA_LOSS.COULD_NOT_READ_OFFSET_RANGE] Could not read records in offset [1013, 1054) for topic " \
         "partition t-0 with consumer group spark-kafka-source\n\tat KafkaDataConsumer.scala:1029)"  # fmt: skip
     [unnamed] = check_gone_position(spark, [], TRUNCATED, loss_accepted)
-    assert (unnamed.kind, unnamed.data["unnamed"], unnamed.data["partition"]) == ("loss-unnamed", ["log start"], 0)
+    assert (unnamed.requirement, unnamed.kind, unnamed.data["partition"]) == ("RESTORE-016", "log-start-unnamed", 0)
     assert unnamed.data["error"].startswith("[KAFKA_DATA_LOSS")
-    [other] = check_gone_position("broker down", [], TRUNCATED, loss_accepted)
-    assert other.data["unnamed"] == ["partition", "position", "log start"]
-    assert [v.kind for v in check_gone_position("t-10 at 10130 from 1029.5", [], TRUNCATED, False)] == ["loss-unnamed"]
+    other = check_gone_position("broker down", [], TRUNCATED, loss_accepted)
+    assert [(v.kind, v.data.get("unnamed")) for v in other] == [
+        ("loss-unnamed", ["partition", "position"]),
+        ("log-start-unnamed", None),
+    ]
+    wrong = check_gone_position("t-10 at 10130 from 1029.5", [], TRUNCATED, False)
+    assert [v.kind for v in wrong] == ["loss-unnamed", "log-start-unnamed"]
 
 
 def test_required_RESTORE_015_going_on_is_a_silent_skip_unless_loss_was_accepted() -> None:

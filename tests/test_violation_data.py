@@ -174,6 +174,7 @@ def test_sink_and_pipeline_checkers_give_documented_fields() -> None:
     } <= kinds
     assert {"recovery-commits-uncheckpointed", "lost-checkpointed", "recovery-failed"} <= kinds
     assert {"silent-skip", "existing-record-skipped", "loss-unnamed", "unmapped-unnamed"} <= kinds
+    assert "log-start-unnamed" in kinds
     assert {"unmapped-not-earliest", "specified-offset-ignored"} <= kinds
     assert {
         "foreign-transaction-aborted",

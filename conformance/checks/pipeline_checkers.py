@@ -363,7 +363,8 @@ def check_gone_position(
     loss_accepted: bool,
 ) -> list[Violation]:
     """RESTORE-015 on a query restarted where some positions were deleted before it read them: it fails
-    (``error``: the failure's text) naming each such partition, its position and its log start; or, where it
+    (``error``: the failure's text) naming each such partition and its position, and its log start (RESTORE-016,
+    SHOULD); or, where it
     was told to accept loss (``loss_accepted``), goes on from the log start. Never does it go on silently, and
     it never skips a record that still exists (a reset to the end). ``reads``: what the restarted query read."""
     gone = {tp: t for tp, t in sorted(partitions.items()) if t.log_start > t.position}
@@ -399,26 +400,31 @@ def check_gone_position(
 
 
 def _loss_unnamed(error: str, tp: TopicPartition, truncated: Truncated) -> list[Violation]:
-    """A failure that does not say which partition lost which records leaves the user to find them."""
-    named = {
-        "partition": _names_partition(error, tp),
-        "position": _names_number(error, truncated.position),
-        "log start": _names_number(error, truncated.log_start),
-    }
-    unnamed = [what for what, found in named.items() if not found]
-    if not unnamed:
-        return []
+    """A failure that does not say which partition lost records from where leaves the user to find them
+    (RESTORE-015); one that does not name the log start leaves them to ask the broker how many (RESTORE-016)."""
     line = next((line.strip() for line in error.splitlines() if tp.topic in line), last_line_of(error))[:300]
-    return [
+    facts = tp_fields(tp) | {"start": truncated.position, "log_start": truncated.log_start, "error": line}
+    named = {"partition": _names_partition(error, tp), "position": _names_number(error, truncated.position)}
+    unnamed = [what for what, found in named.items() if not found]
+    out = [
         Violation(
             "RESTORE-015",
             "loss-unnamed",
-            f"{tp}: the query failed without naming its {', '.join(unnamed)} (position {truncated.position}, log "
-            f"start {truncated.log_start}): {line}",
-            data=tp_fields(tp)
-            | {"start": truncated.position, "log_start": truncated.log_start, "unnamed": unnamed, "error": line},
+            f"{tp}: the query failed without naming its {' or '.join(unnamed)} (position {truncated.position}): {line}",
+            data=facts | {"unnamed": unnamed},
         )
-    ]
+    ] * bool(unnamed)
+    if not _names_number(error, truncated.log_start):
+        out.append(
+            Violation(
+                "RESTORE-016",
+                "log-start-unnamed",
+                f"{tp}: the query failed without naming the log start {truncated.log_start}, so not how many records "
+                f"were lost: {line}",
+                data=facts,
+            )
+        )
+    return out
 
 
 def _names_number(text: str, number: int) -> bool:

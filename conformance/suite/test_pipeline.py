@@ -409,7 +409,7 @@ it names them (a small number would turn up anywhere in a stack trace)."""
 DELETED_UNREAD: Final = 16
 
 
-@requirement("RESTORE-015", "RESTORE-003", capability="pipeline")
+@requirement("RESTORE-015", "RESTORE-016", "RESTORE-003", capability="pipeline")
 @pytest.mark.parametrize("loss_accepted", [False, True], ids=["fail-on-data-loss", "data-loss-accepted"])
 def test_required_RESTORE_015_a_position_deleted_before_it_was_read_is_never_skipped_silently(
     adapter: Any, make_pipeline: Callable[..., Pipeline], kafka: KafkaClient, tmp_path: Path, loss_accepted: bool
@@ -417,9 +417,9 @@ def test_required_RESTORE_015_a_position_deleted_before_it_was_read_is_never_ski
     """A query reads two partitions to their end and stops; more records are written, and DeleteRecords moves
     partition 0's log start past its position (what retention does to a query stopped too long) and partition 1's
     exactly to its position (nothing lost there). Restarted, the query must fail naming partition 0, its position
-    and its log start; or, told to accept loss (``failOnDataLoss=false``), read every record that still exists,
-    once. Going on without failing when not told to, or resetting past records that still exist (to the end,
-    as ``auto.offset.reset=latest`` does), is the silent loss RESTORE-015 forbids."""
+    and (RESTORE-016) its log start; or, told to accept loss (``failOnDataLoss=false``), read every record that
+    still exists, once. Going on without failing when not told to, or resetting past records that still exist
+    (to the end, as ``auto.offset.reset=latest`` does), is the silent loss RESTORE-015 forbids."""
     topic, checkpoint = new_topic(kafka, 2), tmp_path / "checkpoint"
     first_ends = fill(kafka, topic, 2, READ_BEFORE_TRUNCATION - 1, "before")
     first = make_pipeline(1, checkpoint, subscribe=topic)
