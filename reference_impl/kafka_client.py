@@ -253,6 +253,13 @@ class KafkaClient:
         admin_result(futures[topic], f"create partitions of {topic}", self.timeout_s)
         self._await_partitions(topic, new_total)
 
+    def delete_records(self, tp: TopicPartition, before: int) -> None:
+        """Delete the records of ``tp`` below ``before`` (DeleteRecords) and wait until its log starts there: what
+        retention does to a partition, in a second instead of hours (RESTORE-015)."""
+        futures = self._admin.delete_records([ck.TopicPartition(tp.topic, tp.partition, before)])
+        admin_result(next(iter(futures.values())), f"delete records of {tp} below {before}", self.timeout_s)
+        wait_until(lambda: self.earliest_offset(tp) >= before or None, self.timeout_s, f"{tp} to start at {before}")
+
     def delete_topic(self, name: str) -> None:
         admin_result(self._admin.delete_topics([name])[name], f"delete topic {name}", self.timeout_s)
         wait_until(lambda: name not in self.list_topics() or None, self.timeout_s, f"topic {name} gone")

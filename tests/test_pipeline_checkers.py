@@ -1,5 +1,6 @@
-"""The pure checkers of the pipeline level: what tasks read (RESTORE-002/003, a bounded read's end: RESTORE-010)
-and a sink's output
+"""The pure checkers of the pipeline level: what tasks read (RESTORE-002/003, a bounded read's end: RESTORE-010,
+positions deleted before they were read: RESTORE-015, a start at specific offsets that leave partitions out:
+RESTORE-017) and a sink's output
 (COMMIT-011 loss and duplication, COMMIT-013 order, STRAT-001 keyed placement).
 
 Properties over generated outputs: any interleaving of input partitions that keeps each one's
@@ -17,10 +18,12 @@ from hypothesis import strategies as st
 from kconform.conformance.checks.checkers import check_order
 from kconform.conformance.checks.pipeline_checkers import (
     ReadRecord,
+    Truncated,
     check_bounded_read,
     check_closed_at_stop,
     check_discovered,
     check_driver_exit,
+    check_gone_position,
     check_listed_reads,
     check_offsets_read_by_one_task,
     check_output,
@@ -31,6 +34,7 @@ from kconform.conformance.checks.pipeline_checkers import (
     check_rewritten,
     check_single_reader,
     check_unblocked,
+    check_unmapped_start,
 )
 from kconform.conformance.checks.strategy_checkers import check_sink_placement
 from kconform.reference_impl.kafka_strategies import partition_for_key
@@ -291,3 +295,85 @@ def test_required_RESTORE_010_missed_repeated_aborted_and_past_the_stop_reads_ar
         ("unexpected-read", 10),
     ]
     assert {v.requirement for v in violations} == {"RESTORE-010"}
+
+
+GONE, KEPT = TopicPartition("t", 0), TopicPartition("t", 1)
+TRUNCATED = {GONE: Truncated(position=1013, log_start=1029, end=1054), KEPT: Truncated(1013, 1013, 1054)}
+"""Partition 0 lost [1013, 1029) before the restart read it; partition 1 was truncated exactly at its position."""
+
+
+def reads_from(starts: dict[TopicPartition, int]) -> list[ReadRecord]:
+    return [ReadRecord(tp, o, None, 0) for tp, start in starts.items() for o in range(start, TRUNCATED[tp].end)]
+
+
+@given(loss_accepted=st.booleans())
+def test_required_RESTORE_015_016_a_failure_naming_the_partition_position_and_log_start_passes(
+    loss_accepted: bool,
+) -> None:
+    named = "PositionGone: t-0: position 1013 is below the partition's log start 1029: records [1013, 1029) deleted"
+    assert check_gone_position(named + "\n  at Foo.scala:12", [], TRUNCATED, loss_accepted) == []
+    spark = "[KAFKA_DATA_LOSS.COULD_NOT_READ_OFFSET_RANGE] Could not read records in offset [1013, 1054) for topic " \
+        "partition t-0 with consumer group spark-kafka-source\n\tat KafkaDataConsumer.scala:1029)"  # fmt: skip
+    [unnamed] = check_gone_position(spark, [], TRUNCATED, loss_accepted)
+    assert (unnamed.requirement, unnamed.kind, unnamed.data["partition"]) == ("RESTORE-016", "log-start-unnamed", 0)
+    assert unnamed.data["error"].startswith("[KAFKA_DATA_LOSS")
+    other = check_gone_position("broker down", [], TRUNCATED, loss_accepted)
+    assert [(v.kind, v.data.get("unnamed")) for v in other] == [
+        ("loss-unnamed", ["partition", "position"]),
+        ("log-start-unnamed", None),
+    ]
+    wrong = check_gone_position("t-10 at 10130 from 1029.5", [], TRUNCATED, False)
+    assert [v.kind for v in wrong] == ["loss-unnamed", "log-start-unnamed"]
+
+
+def test_required_RESTORE_015_going_on_is_a_silent_skip_unless_loss_was_accepted() -> None:
+    from_log_start = reads_from({GONE: 1029, KEPT: 1013})
+    assert check_gone_position(None, from_log_start, TRUNCATED, loss_accepted=True) == []
+    [silent] = check_gone_position(None, from_log_start, TRUNCATED, loss_accepted=False)
+    assert (silent.kind, silent.data) == (
+        "silent-skip",
+        {"topic": "t", "partition": 0, "start": 1013, "log_start": 1029, "record_count": 16},
+    )
+
+
+@given(loss_accepted=st.booleans(), reset_to=st.integers(1030, 1054))
+def test_required_RESTORE_015_a_reset_past_records_that_still_exist_is_named(
+    loss_accepted: bool, reset_to: int
+) -> None:
+    reset = check_gone_position(None, reads_from({GONE: reset_to, KEPT: 1013}), TRUNCATED, loss_accepted)
+    [skipped] = [v for v in reset if v.kind == "existing-record-skipped"]
+    assert (skipped.data["partition"], skipped.data["record_count"]) == (0, reset_to - 1029)
+    assert skipped.data["offsets"][0] == 1029
+    assert [v.kind for v in reset if v.kind != "existing-record-skipped"] == ["silent-skip"] * (not loss_accepted)
+    [kept_skipped] = check_gone_position(None, reads_from({GONE: 1029, KEPT: 1014}), TRUNCATED, True)
+    assert (kept_skipped.data["partition"], kept_skipped.data["offsets"]) == (1, [1013])
+
+
+SPECIFIED, UNMAPPED = TopicPartition("s", 0), TopicPartition("s", 1)
+STARTING_ENDS = {SPECIFIED: 10, UNMAPPED: 10}
+
+
+def reads_between(starts: dict[TopicPartition, int]) -> list[ReadRecord]:
+    return [ReadRecord(tp, o, None, 0) for tp, start in starts.items() for o in range(start, STARTING_ENDS[tp])]
+
+
+def test_required_RESTORE_017_a_start_failing_names_the_partition_left_out() -> None:
+    spark = "assertion failed: If startingOffsets contains specific offsets, you must specify all TopicPartitions.\n" \
+        "Specified: Set(s-0) Assigned: Set(s-0, s-1)"  # fmt: skip
+    reference = "option 'startingOffsets' gives no offset for s [1]; name every subscribed partition"
+    for named in (spark, reference):
+        assert check_unmapped_start(named, [], {SPECIFIED: 4}, STARTING_ENDS) == []
+    [unnamed] = check_unmapped_start("Specified: Set(s-0) Assigned: Set(s-0, s-10)", [], {SPECIFIED: 4}, STARTING_ENDS)
+    assert (unnamed.kind, unnamed.data["partition"]) == ("unmapped-unnamed", 1)
+    assert unnamed.data["error"] == "Specified: Set(s-0) Assigned: Set(s-0, s-10)"
+
+
+@given(unmapped_start=st.integers(0, 10), specified_start=st.integers(3, 5))
+def test_required_RESTORE_017_a_start_going_on_reads_left_out_partitions_from_earliest(
+    unmapped_start: int, specified_start: int
+) -> None:
+    reads = reads_between({SPECIFIED: specified_start, UNMAPPED: unmapped_start})
+    judged = {(v.kind, v.data["start"]) for v in check_unmapped_start(None, reads, {SPECIFIED: 4}, STARTING_ENDS)}
+    want = {("unmapped-not-earliest", unmapped_start)} if unmapped_start else set()
+    want |= {("specified-offset-ignored", specified_start)} if specified_start != 4 else set()
+    assert judged == want

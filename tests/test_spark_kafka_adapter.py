@@ -28,8 +28,13 @@ def test_topics_become_subscribe_and_parallelism_min_partitions() -> None:
         "subscribe": "a,b",
         "startingOffsets": "latest",
         "minPartitions": "3",
+        "failOnDataLoss": "true",
         "maxOffsetsPerTrigger": "25",
     }
+
+
+def test_accepting_data_loss_is_fail_on_data_loss_false() -> None:
+    assert source_options(SourceSpec("h:9092", 1, subscribe=("a",), accept_data_loss=True))["failOnDataLoss"] == "false"
 
 
 def test_a_pattern_becomes_subscribe_pattern_without_a_trigger_limit() -> None:

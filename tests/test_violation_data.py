@@ -151,6 +151,11 @@ def test_sink_and_pipeline_checkers_give_documented_fields() -> None:
     out += pipeline_checkers.check_driver_exit(1, "the restarted driver failed", "Traceback\nError: boom")
     out += pipeline_checkers.check_refused_timeout("failed", "out", 0, 7)
     out += pipeline_checkers.check_refused_timeout("transaction.timeout.ms transaction.max.timeout.ms", "out", 2, 7)
+    truncated = {a0: pipeline_checkers.Truncated(1, 3, 5)}
+    out += pipeline_checkers.check_gone_position(None, batch, truncated, loss_accepted=False)
+    out += pipeline_checkers.check_gone_position("failed", batch, truncated, loss_accepted=False)
+    out += pipeline_checkers.check_unmapped_start("failed", batch, {a0: 1}, {a0: 3, a1: 2})
+    out += pipeline_checkers.check_unmapped_start(None, batch, {a0: 1}, {a0: 3, a1: 2})
     out += sink_checkers.check_distinct_ids([b"x", b"\xff"], [], None) + sink_checkers.check_distinct_ids([], [], "e")
     out += sink_checkers.check_timeout_surfaced(None) + sink_checkers.check_timeout_surfaced(ValueError("other"))
     out += sink_checkers.check_intervals_committed([b"x"], [], "s", None)
@@ -180,6 +185,9 @@ def test_sink_and_pipeline_checkers_give_documented_fields() -> None:
         "empty-transaction-committed",
     } <= kinds
     assert {"recovery-commits-uncheckpointed", "lost-checkpointed", "recovery-failed"} <= kinds
+    assert {"silent-skip", "existing-record-skipped", "loss-unnamed", "unmapped-unnamed"} <= kinds
+    assert "log-start-unnamed" in kinds
+    assert {"unmapped-not-earliest", "specified-offset-ignored"} <= kinds
     assert {
         "foreign-transaction-aborted",
         "old-prefix-left-open",

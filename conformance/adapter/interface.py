@@ -168,7 +168,8 @@ class SourceSpec:
     subscribe: tuple[str, ...] = ()
     subscribe_pattern: str | None = None
     starting_offsets: str = "earliest"
-    """``earliest`` or ``latest``, for partitions the checkpoint does not know yet."""
+    """``earliest`` or ``latest``, for partitions the checkpoint does not know yet; in the RESTORE-017 scenario
+    specific offsets in Spark's JSON notation (``{"topic": {"0": 4}}``), which leave a partition out."""
     max_records_per_trigger: int | None = None
     client_settings: tuple[tuple[str, str | Secret], ...] = ()
     """librdkafka settings the broker needs (security); pass them to every client, a ``Secret``'s as
@@ -176,6 +177,10 @@ class SourceSpec:
     client_timeout_ms: int | None = None
     """How long one client call may block before the connector gives up on it (``kconform soak`` sets it
     below its node pauses and commit stalls, which must outlast it); None: the connector's default."""
+    accept_data_loss: bool = False
+    """Whether the source may go on from a partition's log start when its position was deleted before it read
+    there (Spark's ``failOnDataLoss=false``), reporting the loss; False: it must fail (RESTORE-015). A
+    connector that never accepts loss ignores it: failing is right either way."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -77,8 +77,9 @@ def source_options(source: SourceSpec, real_time: bool = False) -> dict[str, str
 
     ``parallelism`` becomes ``minPartitions``, Spark's only knob on the tasks of a batch: a lower
     bound, not Flink's n (a batch has one task per partition with new records, and splits partitions
-    into offset ranges when fewer than n have any). ``maxRecordsPerTrigger`` is ``maxOffsetsPerTrigger``.
-    In ``real_time`` mode Spark refuses both, so neither is passed: a batch there is one task per
+    into offset ranges when fewer than n have any). ``maxRecordsPerTrigger`` is ``maxOffsetsPerTrigger``;
+    ``accept_data_loss`` is ``failOnDataLoss`` negated, set either way (RESTORE-015).
+    In ``real_time`` mode Spark refuses the first two, so neither is passed: a batch there is one task per
     partition, ended by the batch duration, not by a record count.
     """
     if bool(source.subscribe) == (source.subscribe_pattern is not None):
@@ -87,6 +88,7 @@ def source_options(source: SourceSpec, real_time: bool = False) -> dict[str, str
     options |= {
         "kafka.bootstrap.servers": source.bootstrap_servers,
         "startingOffsets": source.starting_offsets,
+        "failOnDataLoss": str(not source.accept_data_loss).lower(),
     }
     if not real_time:
         options["minPartitions"] = str(source.parallelism)

@@ -376,3 +376,139 @@ def last_line_of(text: str) -> str:
     """The last non-empty line of an error (Spark wraps the task's in pages of stack trace)."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines[-1][:300] if lines else ""
+
+
+@dataclass(frozen=True, slots=True)
+class Truncated:
+    """A partition as a restarted query found it: its resumed position, its log start after retention or
+    DeleteRecords, and its end. Records ``[position, log_start)`` were deleted before the query read them."""
+
+    position: int
+    log_start: int
+    end: int
+
+
+def check_gone_position(
+    error: str | None,
+    reads: Iterable[ReadRecord],
+    partitions: Mapping[TopicPartition, Truncated],
+    loss_accepted: bool,
+) -> list[Violation]:
+    """RESTORE-015 on a query restarted where some positions were deleted before it read them: it fails
+    (``error``: the failure's text) naming each such partition and its position, and its log start (RESTORE-016,
+    SHOULD); or, where it
+    was told to accept loss (``loss_accepted``), goes on from the log start. Never does it go on silently, and
+    it never skips a record that still exists (a reset to the end). ``reads``: what the restarted query read."""
+    gone = {tp: t for tp, t in sorted(partitions.items()) if t.log_start > t.position}
+    if error is not None:
+        return [v for tp, t in gone.items() for v in _loss_unnamed(error, tp, t)]
+    out = [
+        Violation(
+            "RESTORE-015",
+            "silent-skip",
+            f"{tp}: records [{t.position}, {t.log_start}) were deleted before the query read them, and it went on "
+            "without failing although it was not told to accept loss",
+            data=tp_fields(tp)
+            | {"start": t.position, "log_start": t.log_start, "record_count": t.log_start - t.position},
+        )
+        for tp, t in gone.items()
+        if not loss_accepted
+    ]
+    read = {(r.tp, r.offset) for r in reads}
+    for tp, t in sorted(partitions.items()):
+        skipped = [o for o in range(max(t.position, t.log_start), t.end) if (tp, o) not in read]
+        if skipped:
+            out.append(
+                Violation(
+                    "RESTORE-015",
+                    "existing-record-skipped",
+                    f"{tp}: {len(skipped)} records that still exist (from offset {skipped[0]}, log start "
+                    f"{t.log_start}, end {t.end}) were never read: the position was reset past them",
+                    data=tp_fields(tp)
+                    | {"offsets": skipped[:20], "record_count": len(skipped), "log_start": t.log_start, "end": t.end},
+                )
+            )
+    return out
+
+
+def _loss_unnamed(error: str, tp: TopicPartition, truncated: Truncated) -> list[Violation]:
+    """A failure that does not say which partition lost records from where leaves the user to find them
+    (RESTORE-015); one that does not name the log start leaves them to ask the broker how many (RESTORE-016)."""
+    line = next((line.strip() for line in error.splitlines() if tp.topic in line), last_line_of(error))[:300]
+    facts = tp_fields(tp) | {"start": truncated.position, "log_start": truncated.log_start, "error": line}
+    named = {"partition": _names_partition(error, tp), "position": _names_number(error, truncated.position)}
+    unnamed = [what for what, found in named.items() if not found]
+    out = [
+        Violation(
+            "RESTORE-015",
+            "loss-unnamed",
+            f"{tp}: the query failed without naming its {' or '.join(unnamed)} (position {truncated.position}): {line}",
+            data=facts | {"unnamed": unnamed},
+        )
+    ] * bool(unnamed)
+    if not _names_number(error, truncated.log_start):
+        out.append(
+            Violation(
+                "RESTORE-016",
+                "log-start-unnamed",
+                f"{tp}: the query failed without naming the log start {truncated.log_start}, so not how many records "
+                f"were lost: {line}",
+                data=facts,
+            )
+        )
+    return out
+
+
+def _names_number(text: str, number: int) -> bool:
+    """Whether ``text`` has ``number`` as a number of its own (not a digit run inside another, nor a line number)."""
+    return re.search(rf"(?<![\d.:]){number}(?!\d|\.\d)", text) is not None
+
+
+def check_unmapped_start(
+    error: str | None,
+    reads: Iterable[ReadRecord],
+    specified: Mapping[TopicPartition, int],
+    ends: Mapping[TopicPartition, int],
+) -> list[Violation]:
+    """RESTORE-017 on a fresh query started at ``specified`` offsets that leave out some partitions of ``ends``
+    (every partition found at start, each with its end; logs start at 0): it fails (``error``: the failure's
+    text) naming each partition left out; or it reads each specified partition from its offset and each left-out
+    one from its first record (EARLIEST, the fallback when none is configured), never from elsewhere."""
+    unmapped = sorted(ends.keys() - specified.keys())
+    if error is not None:
+        line = next((line.strip() for line in error.splitlines() if any(tp.topic in line for tp in ends)), "")
+        return [
+            Violation(
+                "RESTORE-017",
+                "unmapped-unnamed",
+                f"{tp}: the start failed without naming this partition, which the offsets left out: "
+                f"{line or last_line_of(error)}",
+                data=tp_fields(tp) | {"error": (line or last_line_of(error))[:300]},
+            )
+            for tp in unmapped
+            if not _names_partition(error, tp)
+        ]
+    first: dict[TopicPartition, int] = {}
+    for r in reads:
+        first[r.tp] = min(r.offset, first.get(r.tp, r.offset))
+    out = []
+    for tp, end in sorted(ends.items()):
+        want = specified.get(tp, 0)
+        started = first.get(tp, end)
+        if started != want:
+            kind = "specified-offset-ignored" if tp in specified else "unmapped-not-earliest"
+            out.append(
+                Violation(
+                    "RESTORE-017",
+                    kind,
+                    f"{tp}: read from offset {started}, not from {want} "
+                    + ("(its specified offset)" if tp in specified else "(EARLIEST: the offsets left it out)"),
+                    data=tp_fields(tp) | {"start": started, "want": want, "end": end},
+                )
+            )
+    return out
+
+
+def _names_partition(text: str, tp: TopicPartition) -> bool:
+    """Whether ``text`` names ``tp`` as Kafka's Java client (``t-1``) or the reference (``t [1]``) prints it."""
+    return re.search(rf"{re.escape(tp.topic)}(?:-| ?\[){tp.partition}(?!\d)", text) is not None

@@ -40,7 +40,7 @@ from ...reference_impl.spark.sink import (
     _produce,
 )
 from ...reference_impl.spark.source import KafkaInputPartition, KafkaStreamReader, SourceOptions
-from ...reference_impl.types import TopicPartition
+from ...reference_impl.types import LATEST, TopicPartition
 from ..spark.pipeline import KconformKafkaAdapter
 from . import registry
 
@@ -362,6 +362,44 @@ class _DiscoveryOnceReader(KafkaStreamReader):
             offsets={tp: o for tp, o in found.offsets.items() if tp in known},
             first={tp: o for tp, o in found.first.items() if tp in known},
         )
+
+
+@reader_mutant(
+    "spark_gone_position_reset_to_latest",
+    {"RESTORE-015"},
+    "a position deleted before it was read resets to the partition's end (auto.offset.reset=latest), silently",
+    scenario="a_position_deleted_before_it_was_read",
+    data_source="kc-mutant-gone-to-latest",
+)
+class _GoneToLatestReader(KafkaStreamReader):
+    """A range that starts below its partition's log start is dropped from the batch: the source goes on from the
+    batch's end, as a consumer with ``auto.offset.reset=latest`` does (Flink's ``KafkaSource`` started at
+    ``latest()``, before FLINK-39888), skipping the records that still exist along with the deleted ones."""
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        planned = [p for p in super().partitions(start, end) if isinstance(p, KafkaInputPartition)]
+        log_start = {r.tp: self._kafka().earliest_offset(r.tp) for p in planned for r in p.ranges}
+        return [replace(p, ranges=tuple(r for r in p.ranges if r.start >= log_start[r.tp])) for p in planned]
+
+
+@reader_mutant(
+    "spark_unmapped_partition_at_latest",
+    {"RESTORE-017"},
+    "a partition left out of the specific startingOffsets starts at its end, silently",
+    scenario="a_partition_left_out_of_specific_start_offsets",
+    data_source="kc-mutant-unmapped-latest",
+)
+class _UnmappedAtLatestReader(KafkaStreamReader):
+    """Partitions the ``startingOffsets`` JSON leaves out start at LATEST instead of failing the start: what a
+    connector whose fallback is its reset strategy does when that strategy is LATEST, unstated."""
+
+    def initialOffset(self) -> dict[str, Any]:
+        starting = self._options.starting
+        if starting.default is None:
+            found = self._options.subscription.select(self._kafka().list_topics())
+            specific = {**dict.fromkeys(found, LATEST), **starting.specific}
+            self._options = replace(self._options, starting=replace(starting, specific=specific))
+        return super().initialOffset()
 
 
 # -- sink ----------------------------------------------------------------------------------------

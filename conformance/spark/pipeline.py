@@ -330,6 +330,8 @@ class Pipeline:
     """librdkafka settings for the sink only, over ``client_settings`` (e.g. ``transaction.timeout.ms``)."""
     client_timeout_ms: int | None = None
     """``SourceSpec.client_timeout_ms`` and ``SinkSpec.client_timeout_ms``; None: the adapter's default."""
+    accept_data_loss: bool = False
+    """``SourceSpec.accept_data_loss``."""
     adapter: PipelineAdapter = SPARK_ADAPTER
     failures: TaskFailures | None = None
     batches: dict[int, list[ReadRecord]] = field(default_factory=dict)
@@ -347,6 +349,7 @@ class Pipeline:
             max_records_per_trigger=self.max_records_per_trigger,
             client_settings=tuple(sorted(self.client_settings.items())),
             client_timeout_ms=self.client_timeout_ms,
+            accept_data_loss=self.accept_data_loss,
         )
         with data_source_found(self.adapter.name, "read_stream"):
             frame = self.adapter.read_stream(self.spark, spec)

@@ -15,6 +15,7 @@ beside the explicit ``@example``; a failure prints the drawn schedule and its re
 from __future__ import annotations
 
 import contextlib
+import json
 import signal
 import subprocess
 import time
@@ -39,7 +40,7 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import SparkSession
 
 from ...reference_impl.kafka_client import KafkaClient, stable_offsets, topic_records, wait_until
-from ...reference_impl.ports import Isolation
+from ...reference_impl.ports import Isolation, UnsupportedFeatureError
 from ...reference_impl.types import TopicPartition
 from ..adapter.interface import DEFAULT_MASTER, PipelineAdapter
 from ..brokers import Broker
@@ -49,9 +50,11 @@ from ..checks.checkers import Violation, check_offset_continuity, check_topic_de
 from ..checks.evidence import assignment_grid, offset_step, offset_timeline
 from ..checks.input_checkers import check_records_read, check_values_as_written
 from ..checks.pipeline_checkers import (
+    Truncated,
     check_closed_at_stop,
     check_discovered,
     check_driver_exit,
+    check_gone_position,
     check_listed_reads,
     check_offsets_read_by_one_task,
     check_pattern_reads,
@@ -62,6 +65,7 @@ from ..checks.pipeline_checkers import (
     check_single_reader,
     check_task_plan,
     check_unblocked,
+    check_unmapped_start,
 )
 from ..checks.strategy_checkers import check_sink_placement
 from ..gate.pytest_plugin import (
@@ -603,6 +607,66 @@ def test_required_RESTORE_013_014_query_over_transactional_input_restarts_at_a_g
         scenario()
     finally:
         mix.record(record_property, "pipeline_input")
+
+
+READ_BEFORE_TRUNCATION: Final = 1013
+"""Records per partition the first run reads; with ``DELETED_UNREAD`` offsets that a failure's text names only when
+it names them (a small number would turn up anywhere in a stack trace)."""
+DELETED_UNREAD: Final = 16
+
+
+@requirement("RESTORE-015", "RESTORE-016", "RESTORE-003", capability="pipeline")
+@pytest.mark.parametrize("loss_accepted", [False, True], ids=["fail-on-data-loss", "data-loss-accepted"])
+def test_required_RESTORE_015_a_position_deleted_before_it_was_read_is_never_skipped_silently(
+    adapter: Any, make_pipeline: Callable[..., Pipeline], kafka: KafkaClient, tmp_path: Path, loss_accepted: bool
+) -> None:
+    """A query reads two partitions to their end and stops; more records are written, and DeleteRecords moves
+    partition 0's log start past its position (what retention does to a query stopped too long) and partition 1's
+    exactly to its position (nothing lost there). Restarted, the query must fail naming partition 0, its position
+    and (RESTORE-016) its log start; or, told to accept loss (``failOnDataLoss=false``), read every record that
+    still exists, once. Going on without failing when not told to, or resetting past records that still exist
+    (to the end, as ``auto.offset.reset=latest`` does), is the silent loss RESTORE-015 forbids."""
+    topic, checkpoint = new_topic(kafka, 2), tmp_path / "checkpoint"
+    first_ends = fill(kafka, topic, 2, READ_BEFORE_TRUNCATION - 1, "before")
+    first = make_pipeline(1, checkpoint, subscribe=topic)
+    first.run_available_now()
+    fail_on(check_read_once(first.records(), first_ends))
+    ends = fill(kafka, topic, 2, 2 * DELETED_UNREAD, "after")
+    gone, kept = TopicPartition(topic, 0), TopicPartition(topic, 1)
+    try:
+        kafka.delete_records(gone, READ_BEFORE_TRUNCATION + DELETED_UNREAD)
+        kafka.delete_records(kept, READ_BEFORE_TRUNCATION)
+    except UnsupportedFeatureError as refused:
+        pytest.skip(f"RESTORE-015: this broker refuses DeleteRecords, so no position can fall out of range: {refused}")
+    restarted = make_pipeline(1, checkpoint, subscribe=topic, accept_data_loss=loss_accepted)
+    error = None
+    try:
+        restarted.run_available_now()
+    except StreamingQueryException as failed:
+        error = str(failed)
+    truncated = {tp: Truncated(first_ends[tp], kafka.earliest_offset(tp), end) for tp, end in ends.items()}
+    verdict = check_gone_position(error, restarted.records(), truncated, loss_accepted)
+    fail_on(verdict, verified=["RESTORE-003", "RESTORE-015", "RESTORE-016"])  # one call judged all three in full
+
+
+@requirement("RESTORE-017", capability="pipeline")
+def test_required_RESTORE_017_a_partition_left_out_of_specific_start_offsets_fails_named_or_starts_at_earliest(
+    adapter: Any, make_pipeline: Callable[..., Pipeline], kafka: KafkaClient
+) -> None:
+    """A fresh query on a two-partition topic, started at specific offsets (Spark's JSON notation) that name only
+    partition 0, at offset 4: it must fail naming partition 1, or read partition 0 from 4 and partition 1 from its
+    first record (EARLIEST, the fallback when none is configured); a partition left out that starts at its end
+    (LATEST) or anywhere else loses records without a word."""
+    topic = new_topic(kafka, 2)
+    ends = fill(kafka, topic, 2, 9, "s")
+    specified = {TopicPartition(topic, 0): 4}
+    pipeline = make_pipeline(1, subscribe=topic, starting_offsets=json.dumps({topic: {"0": 4}}))
+    error = None
+    try:
+        pipeline.run_available_now()
+    except StreamingQueryException as failed:
+        error = str(failed)
+    fail_on(check_unmapped_start(error, pipeline.records(), specified, ends))
 
 
 @requirement("COMMIT-011", "COMMIT-013", capability="pipeline-exactly-once-sink")

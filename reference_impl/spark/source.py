@@ -237,7 +237,23 @@ def limit_rows(previous: SourceOffsets, latest: SourceOffsets, max_rows: int) ->
 
 
 NO_RESET: Final = {"auto.offset.reset": "error"}
-"""A planned offset that is gone fails the read instead of silently jumping (RESTORE-003)."""
+"""A planned offset that is gone fails the read instead of silently jumping (RESTORE-003, RESTORE-015)."""
+POSITION_GONE: Final = frozenset({ck.KafkaError.OFFSET_OUT_OF_RANGE, ck.KafkaError._AUTO_OFFSET_RESET})
+"""What librdkafka reports, with no reset policy, for a position the partition's log no longer holds."""
+
+
+class PositionGone(KafkaError):
+    """A range starts below its partition's log start: retention or DeleteRecords removed records never read."""
+
+
+def position_gone(tp: TopicPartition, position: int, log_start: int) -> PositionGone:
+    """The failure that names what was lost (RESTORE-015): the partition, the position and the log start."""
+    return PositionGone(
+        f"{tp}: position {position} is below the partition's log start {log_start}: records [{position}, "
+        f"{log_start}) were deleted (retention or DeleteRecords) before this source read them, so it fails instead "
+        "of skipping them; to go on from the log start, restart the query with a new checkpoint at startingOffsets "
+        "earliest, knowing those records are lost"
+    )
 
 
 def read_ranges(connection: Connection, ranges: Sequence[OffsetRange]) -> Iterator[pa.RecordBatch]:
@@ -255,7 +271,7 @@ def read_ranges(connection: Connection, ranges: Sequence[OffsetRange]) -> Iterat
             "consumer",
             **{
                 "group.id": f"kconform-source-{uuid4().hex}",
-                "auto.offset.reset": "error",
+                **NO_RESET,
                 "isolation.level": connection.isolation.value,
             },
         )
@@ -271,6 +287,11 @@ def read_ranges(connection: Connection, ranges: Sequence[OffsetRange]) -> Iterat
                 key = (message.topic() or "", message.partition() or 0)  # set on every consumed event
                 entry = pending.get(key)
                 error = message.error()
+                if error is not None and entry is not None and error.code() in POSITION_GONE:
+                    low, high = consumer.get_watermark_offsets(ck.TopicPartition(*key), timeout=connection.timeout_s)
+                    if low > position[key]:
+                        raise position_gone(entry.tp, position[key], low)
+                    raise translate(error, f"read {entry.tp} at {position[key]}, outside its log [{low}, {high})")
                 if error is not None and error.code() != ck.KafkaError._PARTITION_EOF:
                     raise translate(error, f"read {entry.tp if entry else key}")
                 if entry is None:
