@@ -111,6 +111,7 @@ def test_real_time_mode_passes_neither_min_partitions_nor_a_trigger_limit() -> N
     """Spark refuses both there ("... is not compatible with real time mode"): each would fail every query."""
     spec = SourceSpec("h:9092", 3, subscribe=("a",), max_records_per_trigger=25)
     options = source_options(spec, real_time=True)
-    assert options == {"kafka.bootstrap.servers": "h:9092", "subscribe": "a", "startingOffsets": "earliest"}
+    expected = {"kafka.bootstrap.servers": "h:9092", "subscribe": "a", "startingOffsets": "earliest"}
+    assert options == {**expected, "failOnDataLoss": "true"}
     assert REAL_TIME.real_time_batch is not None and ADAPTER.real_time_batch is None
     assert REAL_TIME.capabilities <= ADAPTER.capabilities
