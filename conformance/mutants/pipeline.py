@@ -469,10 +469,8 @@ class _FreshIdClient(KafkaClient):
 class _FreshIdConnection(Connection):
     """The sink's connection, handing out ``_FreshIdClient``s."""
 
-    def client(self) -> KafkaClient:
-        client = _FreshIdClient(self.endpoint, timeout_s=self.timeout_s)
-        client.await_metadata()
-        return client
+    def new_client(self) -> KafkaClient:
+        return _FreshIdClient(self.endpoint, timeout_s=self.timeout_s)
 
 
 @writer_mutant(

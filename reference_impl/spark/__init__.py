@@ -64,15 +64,26 @@ class Connection:
     def endpoint(self) -> StaticEndpoint:
         return StaticEndpoint(self.bootstrap_servers, self.settings)
 
+    def new_client(self) -> KafkaClient:
+        """A ``KafkaClient`` that has not talked to the broker yet: each of its clients connects on first use."""
+        return KafkaClient(self.endpoint, timeout_s=self.timeout_s)
+
     def client(self) -> KafkaClient:
         """A ``KafkaClient`` on a broker that answered a metadata request; unreachable names the option."""
-        client = KafkaClient(self.endpoint, timeout_s=self.timeout_s)
+        client = self.new_client()
+        try:
+            self.reach(client)
+        except OptionError:
+            client.close()
+            raise
+        return client
+
+    def reach(self, client: KafkaClient) -> None:
+        """Return once ``client``'s broker answered a metadata request; unreachable names the option."""
         try:
             client.await_metadata()
         except KafkaError as error:
-            client.close()
             raise OptionError(f"option {BOOTSTRAP!r}: broker {self.bootstrap_servers} not reachable: {error}") from None
-        return client
 
 
 def positive_int(options: Mapping[str, str], name: str, default: int | None) -> int:

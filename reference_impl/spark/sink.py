@@ -45,6 +45,7 @@ from pyspark.sql.types import StructType
 
 from ..kafka_client import KafkaClient, KafkaProducer, KafkaTransactionalProducer
 from ..kafka_strategies import MURMUR2_SEED
+from ..ports import KafkaError
 from ..types import TopicPartition
 from . import Connection, OptionError
 
@@ -263,21 +264,36 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
     ) -> tuple[KafkaProducer | None, Placement]:
         """What must happen before the first record, from connecting (the client joins ``clients``, closed
         when the task ends) to the topic's partitions and the producer; under exactly-once the producer has
-        its transaction begun, or is ``None`` when the batch committed before."""
-        kafka = clients.enter_context(self._options.connection.client())
+        its transaction begun, or is ``None`` when the batch committed before.
+
+        The admin client connects and reads the topic while the producer connects (and fences): each
+        takes several broker round trips, and only the marker's read needs both."""
+        kafka = clients.enter_context(self._options.connection.new_client())
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kconform-sink-topic") as pool:
+            partitions = pool.submit(self._partitions, kafka)
+            try:
+                if self._options.guarantee == AT_LEAST_ONCE:
+                    producer: KafkaProducer | None = kafka.producer()
+                else:
+                    producer = _open_transaction(kafka, self._options, identity)
+            except KafkaError:
+                partitions.result()  # an unreachable broker or a missing topic fails as the option it is
+                raise
+            return producer, self.placement(identity.task, partitions.result())
+
+    def _partitions(self, kafka: KafkaClient) -> int:
+        """How many partitions the topic has; an unreachable broker or a missing topic is an ``OptionError``."""
+        self._options.connection.reach(kafka)
         partitions = len(kafka.list_topics().get(self._options.topic, ()))
         if partitions == 0:
             raise OptionError(f"option 'topic': topic {self._options.topic!r} does not exist")
-        placement = self.placement(identity.task, partitions)
-        if self._options.guarantee == AT_LEAST_ONCE:
-            return kafka.producer(), placement
-        return _open_transaction(kafka, self._options, identity), placement
+        return partitions
 
     def commit(self, messages: Sequence[WriterCommitMessage | None], batchId: int) -> None:
         """Tasks committed their own transactions; what is left is fencing ids of tasks this batch lacks."""
         commits = [m for m in messages if isinstance(m, TaskCommit)]
         if self._options.guarantee == EXACTLY_ONCE and commits and not self._fenced:
-            with self._options.connection.client() as kafka:
+            with self._options.connection.new_client() as kafka:  # the tasks reached the broker: no need to ask first
                 fence_leftovers(kafka, self._options.prefix, commits[0].task.query, len(messages))
             self._fenced = True
 
@@ -304,7 +320,7 @@ def _open_transaction(
     marker_tp = TopicPartition(options.topic, 0)
     marker = kafka.committed(transactional_id, [marker_tp]).get(marker_tp)
     if marker is None:
-        kafka.commit_offsets(transactional_id, {marker_tp: 0})  # findable by fence_leftovers from now on
+        kafka.commit_offsets_via_admin(transactional_id, {marker_tp: 0})  # findable by fence_leftovers from now on
     elif marker > identity.batch:
         return None
     producer.begin_transaction()
