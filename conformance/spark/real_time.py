@@ -129,16 +129,35 @@ def read_rows(lines: Iterable[str]) -> list[ReadRecord]:
 def end_offsets(
     bootstrap_servers: str, settings: Mapping[str, str | Secret], topics: Iterable[str], pattern: str | None
 ) -> dict[TopicPartition, int]:
-    """The end offset of every Kafka partition a query subscribed to ``topics`` or ``pattern`` reads now."""
-    endpoint = StaticEndpoint(bootstrap_servers, tuple(sorted(revealed(dict(settings)).items())))
+    """Where a query subscribed to ``topics`` or ``pattern`` has read everything each partition holds for it: past
+    its last record at the query's isolation, not past trailing control markers or aborted records, which a
+    real-time batch never consumes, so its committed offset may stay in that gap (RESTORE-013)."""
+    plain = revealed(dict(settings))
+    isolation = (
+        Isolation.READ_COMMITTED if plain.get("isolation.level") == "read_committed" else Isolation.READ_UNCOMMITTED
+    )
+    endpoint = StaticEndpoint(bootstrap_servers, tuple(sorted(plain.items())))
     with KafkaClient(endpoint) as client:
         wanted = set(topics)
         return {
-            tp: client.latest_offset(tp, Isolation.READ_UNCOMMITTED)
+            tp: after_last_record(client, tp, isolation)
             for topic, partitions in client.list_topics().items()
             if topic in wanted or (pattern is not None and re.fullmatch(pattern, topic))
             for tp in (TopicPartition(topic, p) for p in sorted(partitions))
         }
+
+
+def after_last_record(client: KafkaClient, tp: TopicPartition, isolation: Isolation) -> int:
+    """The offset after ``tp``'s last record a reader at ``isolation`` gets; its log start when it gets none."""
+    start = client.earliest_offset(tp)
+    if start >= client.latest_offset(tp, Isolation.READ_UNCOMMITTED):
+        return start
+    records = client.read(tp, start, isolation, MAX_RECORDS)
+    return records[-1].offset + 1 if records else start
+
+
+MAX_RECORDS: Final = 1_000_000
+"""More than any scenario writes to a partition."""
 
 
 def committed_offsets(checkpoint: Path) -> dict[TopicPartition, int]:
