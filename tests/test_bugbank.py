@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -267,3 +268,33 @@ def test_the_committed_page_has_a_row_for_every_bug_of_the_catalogue() -> None:
     page = (Path(__file__).resolve().parents[1] / "docs" / "bugbank.md").read_text()
     rows = [line for line in page.splitlines() if line.startswith("| [")]
     assert [row.split("]", 1)[0][3:] for row in rows] == [bug.id for bug in load(None)]
+
+
+def test_a_run_that_died_of_a_signal_without_a_report_is_run_once_more(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """librdkafka 2.2.0 once segfaulted inside a run of its bug (1 run in 7 here): a crash is no evidence."""
+    (bug,) = parse(ENTRY)
+    fake = COMPONENTS[bug.component].__class__(bug.component, "c", "m:a", lambda release, say: {})
+    monkeypatch.setitem(command.COMPONENTS, bug.component, fake)
+    exits = iter([-11, 1, -11, -11])
+
+    def child(argv: Sequence[str], **_: object) -> subprocess.CompletedProcess[str]:
+        code = next(exits)
+        if code >= 0:
+            report = Path(argv[argv.index("--report") + 1])
+            report.mkdir(parents=True, exist_ok=True)
+            (report / "report.json").write_text(
+                json.dumps({"exit_code": 1, "requirements": [{"id": "STRAT-010", "status": "FAIL"}]})
+            )
+        return subprocess.CompletedProcess(argv, code, "out", "Fatal Python error: Segmentation fault")
+
+    monkeypatch.setattr(command.subprocess, "run", child)
+    said: list[str] = []
+    run = command.release_runner("quick", 1, tmp_path, said.append)
+    assert run(bug, "3.4.0") == Outcome(frozenset({"STRAT-010"}))
+    assert any("died of signal 11" in line and "once more" in line for line in said)
+    assert "Segmentation fault" in (tmp_path / bug.id / "3.4.0" / "run.log").read_text()
+    twice = run(bug, "3.4.1")
+    assert twice.problem is not None and "exited -11 without a report" in twice.problem
+    assert not command.died_without_evidence(1, False) and not command.died_without_evidence(-9, True)

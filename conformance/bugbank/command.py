@@ -66,8 +66,21 @@ def run_command(bug: Bug, adapter: str, profile: str, seed: int, report: Path) -
     ]
 
 
+CRASH_RETRIES: Final = 1
+"""How often a run that died of a signal without a report is run again: a crash leaves no evidence either way."""
+
+
+def died_without_evidence(returncode: int, has_report: bool) -> bool:
+    """A child killed by a signal (an old client's native crash) before it wrote its report: not a verdict."""
+    return returncode < 0 and not has_report
+
+
 def release_runner(profile: str, seed: int, reports: Path, say: Say) -> RunRelease:
-    """Runs one release of a bug in a child ``kconform run`` and reads back its report."""
+    """Runs one release of a bug in a child ``kconform run`` and reads back its report.
+
+    The child's output is kept beside its report (``run.log``, with Python's fault handler on, so a native
+    crash shows where it happened); a run that died of a signal without a report is run once more, and says so.
+    """
 
     def run(bug: Bug, release: str) -> Outcome:
         component = COMPONENTS[bug.component]
@@ -81,12 +94,28 @@ def release_runner(profile: str, seed: int, reports: Path, say: Say) -> RunRelea
         shown = " ".join(f"{k}={v}" for k, v in env.items())
         say(f"  {release}: {shown} {' '.join(command)}")
         child = [sys.executable, "-m", "kconform.conformance.cli", *command[1:]]
-        try:
-            done = subprocess.run(
-                child, env=os.environ | dict(env), capture_output=True, text=True, timeout=RUN_TIMEOUT_S
-            )
-        except subprocess.TimeoutExpired:
-            return Outcome(problem=f"kconform run on {release} took longer than {RUN_TIMEOUT_S} s")
+        for attempt in range(CRASH_RETRIES + 1):
+            (report / "report.json").unlink(missing_ok=True)
+            try:
+                done = subprocess.run(
+                    child,
+                    env=os.environ | dict(env) | {"PYTHONFAULTHANDLER": "1"},
+                    capture_output=True,
+                    text=True,
+                    timeout=RUN_TIMEOUT_S,
+                )
+            except subprocess.TimeoutExpired:
+                return Outcome(problem=f"kconform run on {release} took longer than {RUN_TIMEOUT_S} s")
+            report.mkdir(parents=True, exist_ok=True)
+            (report / "run.log").write_text(f"{done.stdout}\n{done.stderr}")
+            has_report = (report / "report.json").is_file()
+            if attempt < CRASH_RETRIES and died_without_evidence(done.returncode, has_report):
+                say(
+                    f"  {release}: kconform run died of signal {-done.returncode} without a report "
+                    f"(its output: {report / 'run.log'}); running it once more"
+                )
+                continue
+            break
         try:
             outcome = outcome_of_report(json.loads((report / "report.json").read_text()))
         except (OSError, json.JSONDecodeError):
