@@ -13,8 +13,17 @@ from typing import ClassVar
 
 from .assignment import Owner, owner, plan
 from .commit import ExactlyOnceSink, NamingStrategy, SinkCheckpoint
-from .configs import CONTRACT_VERSION, DiscovererConfig, RecoveryConfig, RestoreConfig, SinkConfig, SourceConfig
+from .configs import (
+    CONTRACT_VERSION,
+    DiscovererConfig,
+    GroupStartConfig,
+    RecoveryConfig,
+    RestoreConfig,
+    SinkConfig,
+    SourceConfig,
+)
 from .discovery import PartitionDiscoverer, ZeroPartitionsPolicy
+from .group_start import committed_start
 from .kafka_strategies import ASSIGNORS, Assignment, Group, KafkaPartitioner, StickyPartitioner
 from .restore import RestoreVariant, SourceJob
 from .types import SubtaskIndex, TopicPartition
@@ -43,6 +52,7 @@ class ReferenceAdapter:
             "sink-close",
             "keyed-sink-placement",
             "group-assignment",
+            "group-offsets-start",
         }
     )
     assignment_strategies: frozenset[str] = frozenset(ASSIGNORS)
@@ -91,6 +101,9 @@ class ReferenceAdapter:
             self.owner,
             config.isolation,
         )
+
+    def group_start(self, config: GroupStartConfig) -> dict[TopicPartition, int]:
+        return committed_start(config.group, config.partitions, config.committed, config.fallback)
 
     def sink(self, config: SinkConfig) -> ExactlyOnceSink:
         return ExactlyOnceSink(config.log, config.prefix, config.parallelism, self.naming)

@@ -8,11 +8,13 @@ because the reference adapter implements the contract and must not import the su
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 from .discovery import Metadata, Subscription, ZeroPartitionsPolicy
 from .ports import Isolation, TransactionalLog
+from .types import TopicPartition
 
 CONTRACT_VERSION: Final = 3
 """The adapter contract these objects belong to: an adapter states it as ``contract_version``."""
@@ -54,6 +56,19 @@ class RestoreConfig:
     initial_offset: int
     isolation: Isolation = Isolation.READ_UNCOMMITTED
     """As ``SourceConfig.isolation``: the restored job reads as the job it restores did."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class GroupStartConfig:
+    """``group_start(config)``: where a fresh source told to start from consumer group ``group``'s committed
+    offsets starts each of ``partitions`` (capability ``group-offsets-start``, RESTORE-018). ``committed`` is
+    what the group holds; ``fallback`` the start (EARLIEST or LATEST) configured for a partition it holds
+    nothing for, ``None`` when none is (Flink's ``committedOffsets()``, strategy ``NONE``)."""
+
+    group: str
+    partitions: tuple[TopicPartition, ...]
+    committed: Mapping[TopicPartition, int]
+    fallback: int | None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -9,9 +9,11 @@ import pytest
 from pyspark.sql import Row
 
 from kconform.conformance.adapters.spark_kafka import ADAPTER, REAL_TIME
+from kconform.conformance.errors import CannotCheck
 from kconform.conformance.spark.failures import InjectedTaskFailure, TaskFailures
 from kconform.conformance.spark.real_time import (
     RowCapture,
+    await_committed_to_end,
     batch_duration,
     captured_batches,
     caught_up,
@@ -97,3 +99,32 @@ def test_caught_up_once_a_committed_batch_took_every_partition_to_its_end(tmp_pa
     (tmp_path / "commits" / "1").write_text("v1\n{}\n")
     assert caught_up({a0: 9, a1: 9}, committed_offsets(tmp_path))
     assert not caught_up({a0: 9, a1: 9, TopicPartition("a", 2): 0}, committed_offsets(tmp_path))
+
+
+def commit_batch(checkpoint: Path, batch: int, offsets: str) -> None:
+    """Spark's offset-log and commit-log entries of ``batch``, its Kafka source at ``offsets`` (JSON)."""
+    for log in ("offsets", "commits"):
+        (checkpoint / log).mkdir(exist_ok=True)
+    (checkpoint / "offsets" / str(batch)).write_text(f'v1\n{{"batchWatermarkMs":0}}\n{offsets}\n')
+    (checkpoint / "commits" / str(batch)).write_text("v1\n{}\n")
+
+
+def test_a_real_time_query_that_never_commits_to_its_end_could_not_be_checked(tmp_path: Path) -> None:
+    """The bounded wait for a committed batch at every partition's end timing out is the harness failing to
+    run the query to its end: a ``CannotCheck`` (``kconform run``: ERROR, exit 3) naming what it awaited and
+    which partition stayed behind, never a violation by the connector."""
+    a0, a1 = TopicPartition("a", 0), TopicPartition("a", 1)
+    commit_batch(tmp_path, 0, '{"a":{"0":9,"1":4}}')
+    with pytest.raises(CannotCheck) as timed_out:
+        await_committed_to_end(tmp_path, {a0: 9, a1: 9}, lambda: True, timeout_s=0.3)
+    message = str(timed_out.value)
+    assert f"the real-time query on {tmp_path} did not commit every partition to its end within 0.3 s" in message
+    assert "awaited a committed batch at or past {'a-0': 9, 'a-1': 9}" in message
+    assert "stayed behind as (committed, end): {'a-1': (4, 9)}" in message
+
+
+def test_the_wait_for_a_real_time_query_ends_once_it_committed_to_its_end_or_stopped(tmp_path: Path) -> None:
+    a0 = TopicPartition("a", 0)
+    commit_batch(tmp_path, 0, '{"a":{"0":9}}')
+    await_committed_to_end(tmp_path, {a0: 9}, lambda: True, timeout_s=5)
+    await_committed_to_end(tmp_path, {a0: 10}, lambda: False, timeout_s=5)  # stopped: its error is the caller's

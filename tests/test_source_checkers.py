@@ -1,4 +1,4 @@
-"""The pure checkers of the source and discovery suite's scenarios (DISC-005, DISC-007, DISC-008, RESTORE-003):
+"""The pure checkers of the source and discovery suite's scenarios (DISC-005, DISC-007, DISC-008, RESTORE-003, -018):
 each passes what the reference's source does and names each way of breaking its requirement."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from kconform.conformance.checks.checkers import (
     Violation,
+    check_group_start,
     check_poll_moves_only_its_partition,
     check_read_since_discovery,
     check_resolved_before_first_read,
@@ -17,6 +18,7 @@ from kconform.conformance.checks.checkers import (
     check_zero_partitions,
 )
 from kconform.reference_impl.discovery import ZeroPartitionsPolicy
+from kconform.reference_impl.group_start import NoCommittedOffsetError, committed_start
 from kconform.reference_impl.types import EARLIEST, LATEST, TopicPartition
 
 A0, A1, B0 = TopicPartition("in-a", 0), TopicPartition("in-a", 1), TopicPartition("in-b", 0)
@@ -96,3 +98,39 @@ def test_required_DISC_008_a_deleted_topic_keeps_its_offsets_and_stalls_no_other
     assert kinds(check_topic_deleted(before, dropped, "in-b", produced)) == [("DISC-008", "forgotten")] * (B0 in before)
     stalled = check_topic_deleted(before, dict(before), "in-b", produced)
     assert kinds(stalled) == [("DISC-008", "stalled")] * sum(tp.topic == "in-a" for tp in before)
+
+
+def test_required_RESTORE_018_the_reference_starts_from_group_offsets_or_fails_naming_each_partition_without() -> None:
+    """The reference's start from a group's committed offsets passes the checker in each case it can meet."""
+    held = {A0: 3}
+    for fallback in (EARLIEST, LATEST):
+        started = committed_start("g", [A0, A1], held, fallback)
+        assert started == {A0: 3, A1: fallback}
+        assert check_group_start([A0, A1], held, fallback, started, None) == []
+    with pytest.raises(NoCommittedOffsetError) as failed:
+        committed_start("g", [A0, A1, B0], held, None)
+    assert failed.value.partitions == [A1, B0]
+    assert check_group_start([A0, A1, B0], held, None, None, str(failed.value)) == []
+    assert committed_start("g", [A0], held, None) == {A0: 3}, "every partition held: no fallback needed"
+
+
+def test_required_RESTORE_018_a_failed_start_must_name_each_partition_without_a_committed_offset() -> None:
+    kafka = "Undefined offset with no reset policy for partitions: [in-a-1]"  # Kafka's NoOffsetForPartitionException
+    assert check_group_start([A0, A1], {A0: 3}, None, None, kafka) == []
+    [unnamed] = check_group_start([A0, A1, B0], {A0: 3}, None, None, kafka)
+    assert (unnamed.kind, unnamed.data["topic"], unnamed.data["partition"]) == ("uncommitted-unnamed", "in-b", 0)
+
+
+@given(
+    start=st.integers(0, 9) | st.sampled_from([EARLIEST, LATEST]), fallback=st.sampled_from([None, EARLIEST, LATEST])
+)
+def test_required_RESTORE_018_a_start_going_on_puts_each_partition_where_it_was_asked_to(
+    start: int, fallback: int | None
+) -> None:
+    """A0 has committed offset 3, A1 none: A0 must start at 3; A1 at the fallback, and with none the start must
+    not go on at all."""
+    assert kinds(check_group_start([A0], {A0: 3}, fallback, {A0: start}, None)) == (
+        [] if start == 3 else [("RESTORE-018", "committed-offset-ignored")]
+    )
+    want = [] if start == fallback else [("RESTORE-018", "fallback-ignored" if fallback else "silent-start")]
+    assert kinds(check_group_start([A1], {A0: 3}, fallback, {A1: start}, None)) == want

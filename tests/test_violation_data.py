@@ -108,6 +108,9 @@ def test_assignment_discovery_and_restore_checkers_give_documented_fields() -> N
         a0, [(a1, 3)], {a0: 0, a1: EARLIEST, b0: 4}, {a0: 1, a1: 0, b0: 5}
     )
     out += checkers.check_topic_deleted({a0: 3, b0: 4}, {a0: 3}, "b", 1)
+    out += checkers.check_group_start([a0, a1], {a0: 3}, None, None, "no offset for some partitions")
+    out += checkers.check_group_start([a0, a1, b0], {a0: 3, b0: 1}, None, {a0: 2, a1: LATEST, b0: 1}, None)
+    out += checkers.check_group_start([a1], {}, EARLIEST, {a1: LATEST}, None)
     kinds = {v.kind for v in out}
     assert {"double-assignment", "unassigned", "owner-out-of-range", "per-topic-skew", "formula-mismatch"} <= kinds
     assert {"unsubscribed-partition", "foreign-partition", "re-reported", "missed-partition"} <= kinds
@@ -116,6 +119,7 @@ def test_assignment_discovery_and_restore_checkers_give_documented_fields() -> N
     assert {"offset-duplicate", "offset-gap"} <= {v.kind for v in out if v.requirement == "RESTORE-003"}
     assert {"failed-on-zero", "unclear-error", "idle-on-zero", "foreign-record", "sentinel-resolved-early"} <= kinds
     assert {"moved-without-read", "forgotten", "stalled"} <= kinds
+    assert {"uncommitted-unnamed", "committed-offset-ignored", "silent-start", "fallback-ignored"} <= kinds
     assert_documented(out)
 
 

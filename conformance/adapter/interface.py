@@ -69,6 +69,7 @@ CAPABILITIES = {
     "sink-close": "its exactly-once sink's close(): what stopping the job without a restart does to its transactions",
     "keyed-sink-placement": "exposes its sink's partitioner: partitioner().partition(topic, partition, key, value, n)",
     "group-assignment": "exposes its consumer-group assignors: assign_group(strategy, group) for assignment_strategies",
+    "group-offsets-start": "starts a fresh source from its consumer group's committed offsets: group_start(config)",
     **PIPELINE_CAPABILITIES,
     **ENGINE_CAPABILITIES,
 }
@@ -137,6 +138,10 @@ class ProtocolAdapter(Protocol):
     # Optional: ``plan(partitions, parallelism) -> {partition: subtask}``, the plan of a whole
     # partition list at once (an assigner that depends on the list, range-style). The assignment
     # tests judge it when present, else the plan ``assign`` gives partition by partition.
+
+    # Optional (capability ``group-offsets-start``): ``group_start(config: GroupStartConfig) -> {partition: start}``,
+    # where a fresh source told to start from its group's committed offsets starts each partition (an offset, or
+    # the EARLIEST/LATEST sentinel of a configured fallback); a ``ValueError`` naming the partitions when it fails.
 
     def discoverer(self, config: DiscovererConfig) -> Discoverer: ...
 
@@ -242,6 +247,7 @@ REQUIRED_MEMBERS: dict[str, tuple[str, ...]] = {
     ),
     "keyed-sink-placement": ("partitioner()",),
     "group-assignment": ("assign_group(strategy, group)", "assignment_strategies"),
+    "group-offsets-start": ("group_start(config: GroupStartConfig)",),
     "pipeline": ("read_stream(spark, source)", "write_stream(frame, sink)"),
     "flink-job": ("release",),
 }

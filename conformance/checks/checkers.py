@@ -8,6 +8,7 @@ data the report can show.
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -437,6 +438,53 @@ def check_restored_latest(
 
 
 # -- restore ---------------------------------------------------------------------------------
+
+
+def names_partition(text: str, tp: TopicPartition) -> bool:
+    """Whether ``text`` names ``tp`` as Kafka's Java client (``t-1``) or the reference (``t [1]``) prints it."""
+    return re.search(rf"{re.escape(tp.topic)}(?:-| ?\[){tp.partition}(?!\d)", text) is not None
+
+
+def check_group_start(
+    partitions: Iterable[TopicPartition],
+    committed: Mapping[TopicPartition, int],
+    fallback: int | None,
+    started: Mapping[TopicPartition, int] | None,
+    error: str | None,
+) -> list[Violation]:
+    """RESTORE-018 on a fresh start from a consumer group's ``committed`` offsets: the start failed (``error``: its
+    text) naming every partition the group holds no offset for; or it went on (``started``: each partition's
+    start, an offset or a sentinel), each partition at its committed offset and each without one at the
+    configured ``fallback``, which there must be: with none, going on starts somewhere the user did not ask for."""
+    wanted = sorted(partitions)
+    missing = [tp for tp in wanted if tp not in committed]
+    if error is not None:
+        return [
+            Violation(
+                "RESTORE-018",
+                "uncommitted-unnamed",
+                f"{tp}: the start failed without naming this partition, which the group has no offset for: {error}",
+                data=tp_fields(tp) | {"error": error[:300]},
+            )
+            for tp in missing
+            if not names_partition(error, tp)
+        ]
+    starts = started or {}
+    out = []
+    for tp in wanted:
+        start, want = starts.get(tp), committed.get(tp, fallback)
+        facts = tp_fields(tp) | {"start": start, "want": want}
+        if want is None:
+            where = f"{tp} started at {start!r} although the group has no offset for it and no fallback is set"
+            out.append(Violation("RESTORE-018", "silent-start", where, data=facts))
+        elif start != want:
+            kind, why = (
+                ("committed-offset-ignored", "its committed offset")
+                if tp in committed
+                else ("fallback-ignored", "the configured fallback")
+            )
+            out.append(Violation("RESTORE-018", kind, f"{tp} started at {start!r}, not at {want} ({why})", data=facts))
+    return out
 
 
 def check_restore(

@@ -21,6 +21,7 @@ from .checkers import (
     check_order,
     check_plan,
     check_single_owner,
+    names_partition,
     offsets_field,
     tp_fields,
     value_field,
@@ -436,7 +437,7 @@ def _loss_unnamed(error: str, tp: TopicPartition, truncated: Truncated) -> list[
     (RESTORE-015); one that does not name the log start leaves them to ask the broker how many (RESTORE-016)."""
     line = next((line.strip() for line in error.splitlines() if tp.topic in line), last_line_of(error))[:300]
     facts = tp_fields(tp) | {"start": truncated.position, "log_start": truncated.log_start, "error": line}
-    named = {"partition": _names_partition(error, tp), "position": _names_number(error, truncated.position)}
+    named = {"partition": names_partition(error, tp), "position": _names_number(error, truncated.position)}
     unnamed = [what for what, found in named.items() if not found]
     out = [
         Violation(
@@ -486,7 +487,7 @@ def check_unmapped_start(
                 data=tp_fields(tp) | {"error": (line or last_line_of(error))[:300]},
             )
             for tp in unmapped
-            if not _names_partition(error, tp)
+            if not names_partition(error, tp)
         ]
     first: dict[TopicPartition, int] = {}
     for r in reads:
@@ -507,8 +508,3 @@ def check_unmapped_start(
                 )
             )
     return out
-
-
-def _names_partition(text: str, tp: TopicPartition) -> bool:
-    """Whether ``text`` names ``tp`` as Kafka's Java client (``t-1``) or the reference (``t [1]``) prints it."""
-    return re.search(rf"{re.escape(tp.topic)}(?:-| ?\[){tp.partition}(?!\d)", text) is not None

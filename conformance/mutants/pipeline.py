@@ -513,6 +513,47 @@ class _DroppedTimeoutWriter(KafkaStreamWriter):
         super().__init__(replace(options, connection=replace(connection, settings=kept)), schema)
 
 
+_PARKED: dict[str, KafkaTransactionalProducer] = {}
+"""Per transactional id, the producer whose transaction a task of this Python worker left for the next batch."""
+
+
+@writer_mutant(
+    "spark_sink_commit_deferred_to_next_batch",
+    {"COMMIT-020"},
+    "a task leaves its transaction open for the next batch's task to commit (Flink's commit one checkpoint later), "
+    "so the last one before a stop stays open until the broker's timeout",
+    scenario="query_stopped_while_its_tasks_write",
+    data_source="kc-mutant-deferred-commit",
+    needs=("last_stable_offset",),
+)
+class _DeferredCommitWriter(KafkaStreamWriter):
+    """Two-phase commit copied from Flink's writer: a task pre-commits (flushes its rows and the marker into its
+    transaction) and parks the producer in its Python worker; the next batch's task of the same index there commits
+    it before opening its own, as Flink commits on the next checkpoint's notification. While the query runs, each
+    batch becomes visible one batch late. When it stops, no next batch comes, and librdkafka lets no other producer
+    commit or resume that transaction (no KIP-939): it holds read_committed readers back until the broker aborts it
+    at ``transaction.timeout.ms``, which is what the reference's commit inside the task avoids."""
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskCommit:
+        identity = TaskIdentity.current()
+        transactional_id = identity.transactional_id(self._options.prefix)
+        if (previous := _PARKED.pop(transactional_id, None)) is not None:
+            previous.commit_transaction()  # the previous batch's, before init_transactions would abort it
+        topic = self._options.topic
+        kafka = self._options.connection.client()  # never closed: its producer outlives the task
+        placement = self.placement(identity.task, len(kafka.list_topics()[topic]))
+        producer = _open_transaction(kafka, self._options, identity)
+        if producer is None:
+            for _ in iterator:
+                pass
+            return TaskCommit(identity, 0, skipped=True)
+        written = _produce(producer, topic, placement, iterator)
+        producer.send_offsets_to_transaction(transactional_id, {TopicPartition(topic, 0): identity.batch + 1})
+        producer.flush()
+        _PARKED[transactional_id] = producer
+        return TaskCommit(identity, written, skipped=False)
+
+
 @fault_only_writer_mutant(
     "spark_sink_rewrites_timed_out_commit",
     {"COMMIT-011"},

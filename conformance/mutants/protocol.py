@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from ...reference_impl.adapter import ReferenceAdapter
 from ...reference_impl.assignment import Owner, java_string_hash, owner
 from ...reference_impl.commit import ExactlyOnceSink, NamingStrategy, SinkCheckpoint
-from ...reference_impl.configs import DiscovererConfig, RecoveryConfig, RestoreConfig, SinkConfig
+from ...reference_impl.configs import DiscovererConfig, GroupStartConfig, RecoveryConfig, RestoreConfig, SinkConfig
 from ...reference_impl.discovery import Metadata, PartitionDiscoverer, Subscription, ZeroPartitionsPolicy
 from ...reference_impl.kafka_model import KafkaModel
 from ...reference_impl.kafka_strategies import (
@@ -424,6 +424,20 @@ class _EagerOffsetCommitJob(SourceJob):
         current = {tp: off for o in self.offsets for tp, off in o.items() if off >= 0}
         if current:
             store.commit_offsets(group, current)
+
+
+@mutant(
+    "group_start_latest_without_offset",
+    {"RESTORE-018"},
+    "a start from group offsets puts a partition the group has none for at LATEST (Kafka's auto.offset.reset default)",
+)
+@dataclass(frozen=True)
+class LatestWithoutCommittedOffset(ReferenceAdapter):
+    """Hands the group's offsets to a consumer left at Kafka's default ``auto.offset.reset=latest``: a partition
+    the group has no offset for starts at its end, silently, whatever fallback was configured or none."""
+
+    def group_start(self, config: GroupStartConfig) -> dict[TopicPartition, int]:
+        return {tp: config.committed.get(tp, LATEST) for tp in config.partitions}
 
 
 # -- commit --------------------------------------------------------------------------------------

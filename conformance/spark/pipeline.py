@@ -39,7 +39,7 @@ from pyspark.sql.types import BinaryType, DataType, IntegerType, LongType, Strin
 from ...reference_impl.adapter import ReferenceAdapter
 from ...reference_impl.configs import CONTRACT_VERSION
 from ...reference_impl.credentials import Secret, revealed
-from ...reference_impl.kafka_client import KafkaClient, topic_records, wait_until
+from ...reference_impl.kafka_client import KafkaClient, topic_records
 from ...reference_impl.ports import Isolation
 from ...reference_impl.spark import FORMAT, TIMEOUT_OPTION, register
 from ...reference_impl.spark.offsets import SourceOffsets
@@ -54,10 +54,9 @@ from .cluster import STANDALONE, cluster_settings, is_local
 from .failures import TaskFailures
 from .real_time import (
     RowCapture,
+    await_committed_to_end,
     batch_duration,
     captured_batches,
-    caught_up,
-    committed_offsets,
     end_offsets,
     require_task_slots,
 )
@@ -430,13 +429,7 @@ class Pipeline:
         if batch_duration(self.adapter) is None:
             query.processAllAvailable()
             return
-        ends = self.end_offsets()
-        wait_until(
-            lambda: True if not query.isActive or caught_up(ends, committed_offsets(self.checkpoint)) else None,
-            timeout_s,
-            f"real-time query on {self.checkpoint} committing every partition to its end {ends}",
-            step_s=0.2,
-        )
+        await_committed_to_end(self.checkpoint, self.end_offsets(), lambda: bool(query.isActive), timeout_s)
         self._raise_failure()
 
     def progress(self) -> list[Any]:

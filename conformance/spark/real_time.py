@@ -11,22 +11,23 @@ tasks read, though a retried task read nothing (measured on Spark 4.2.0).
 
 A task that finds no free slot starts after the others' batch ended and reads nothing, batch after
 batch, while the query reports everything processed (measured on Spark 4.2.0, local[2] and a
-3-partition topic): ``require_task_slots`` makes that a ``HarnessError`` naming the fix, never a verdict.
+3-partition topic): ``require_task_slots`` makes that a ``HarnessError`` naming the fix, never a verdict. So is
+a wait for the committed offsets that times out (``await_committed_to_end``): the run could not be judged.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from pyspark import TaskContext
 
 from ...reference_impl.credentials import Secret, revealed
-from ...reference_impl.kafka_client import KafkaClient, StaticEndpoint
-from ...reference_impl.ports import Isolation
+from ...reference_impl.kafka_client import KafkaClient, StaticEndpoint, wait_until
+from ...reference_impl.ports import Isolation, KafkaError
 from ...reference_impl.types import TopicPartition
 from ..checks.pipeline_checkers import ReadRecord
 from ..errors import HarnessError
@@ -173,6 +174,31 @@ def committed_offsets(checkpoint: Path) -> dict[TopicPartition, int]:
 def caught_up(ends: Mapping[TopicPartition, int], committed: Mapping[TopicPartition, int]) -> bool:
     """Whether a committed batch has taken every partition to its end (and so has the query's start resolved)."""
     return all(committed.get(tp, -1) >= end for tp, end in ends.items())
+
+
+def await_committed_to_end(
+    checkpoint: Path, ends: Mapping[TopicPartition, int], active: Callable[[], bool], timeout_s: float
+) -> None:
+    """Wait, bounded, until a committed batch took every partition to its end in ``ends`` or the query stopped
+    (its error is the caller's to raise). ``HarnessError`` when neither happens within ``timeout_s``: the harness
+    could not run the query to its end, so nothing was judged yet; a violation needs the rows it would have read."""
+    try:
+        wait_until(
+            lambda: True if not active() or caught_up(ends, committed_offsets(checkpoint)) else None,
+            timeout_s,
+            "a committed batch taking every partition to its end",
+            step_s=0.2,
+        )
+    except KafkaError as timed_out:
+        committed, awaited = committed_offsets(checkpoint), {str(tp): end for tp, end in ends.items()}
+        behind = {str(tp): (committed.get(tp), end) for tp, end in ends.items() if committed.get(tp, -1) < end}
+        raise HarnessError(
+            f"the real-time query on {checkpoint} did not commit every partition to its end within {timeout_s:g} s: "
+            f"awaited a committed batch at or past {awaited}, and these "
+            f"partitions stayed behind as (committed, end): {behind} (None: never committed), so the run could not "
+            "be judged; a slow machine needs a longer --timeout, and a query that stopped reading a partition shows "
+            "in its log"
+        ) from timed_out
 
 
 def require_task_slots(spark: SparkSession, partitions: int) -> None:

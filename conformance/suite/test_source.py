@@ -32,17 +32,18 @@ from hypothesis.stateful import (
     rule,
 )
 
-from ...reference_impl.configs import RestoreConfig, SourceConfig
+from ...reference_impl.configs import GroupStartConfig, RestoreConfig, SourceConfig
 from ...reference_impl.discovery import Subscription
 from ...reference_impl.kafka_model import KafkaModel
 from ...reference_impl.ports import Isolation, Record
 from ...reference_impl.restore import RestoreVariant
 from ...reference_impl.types import EARLIEST, LATEST, TopicPartition, is_sentinel
-from ..adapter.guard import Guarded
+from ..adapter.guard import AdapterError, Guarded
 from ..checks.checkers import (
     Picture,
     Violation,
     check_emitted_prefix,
+    check_group_start,
     check_new_partition_start,
     check_offset_commits,
     check_poll_moves_only_its_partition,
@@ -758,3 +759,27 @@ def _read_across_a_restore(
         + check_positions_in_gaps(views, emitted, ended, "after reading to the end")
         + check_values_as_written(written, values, "before or after the restore")
     )
+
+
+@requirement("RESTORE-018", capability="group-offsets-start")
+@given(
+    st.lists(st.none() | st.integers(0, 5), min_size=1, max_size=4),
+    st.sampled_from([None, EARLIEST, LATEST]),
+)
+@example(committed=[3, None], fallback=None)
+@example(committed=[3, None], fallback=EARLIEST)
+@example(committed=[None, 2], fallback=LATEST)
+def test_required_RESTORE_018_a_start_from_group_offsets_without_one_fails_named_or_starts_at_the_fallback(
+    adapter: Any, committed: list[int | None], fallback: int | None
+) -> None:
+    """A fresh source told to start from its group's committed offsets (Flink's ``committedOffsets(strategy)``),
+    the group holding offsets for some partitions only: each of those starts at its offset, each other one at the
+    configured fallback, or, with none, the start fails naming it; never at a start nobody asked for."""
+    partitions = tuple(TopicPartition("a", p) for p in range(len(committed)))
+    held = {tp: offset for tp, offset in zip(partitions, committed, strict=True) if offset is not None}
+    config = GroupStartConfig(group=GROUP, partitions=partitions, committed=held, fallback=fallback)
+    try:
+        started, error = dict(adapter.group_start(config)), None
+    except AdapterError as failed:  # the start failed: the adapter's own message is what the user reads
+        started, error = None, str(failed.__cause__ or failed)
+    fail_on(check_group_start(partitions, held, fallback, started, error))
