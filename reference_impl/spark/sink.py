@@ -17,7 +17,10 @@ it; the exactly-once sink therefore commits inside each task (COMMIT-011):
   ``fence_leftovers``). The task then drops the kept producer, initialises a new one (fencing the rest)
   and reads the marker again, with nothing written yet. When the call succeeds, no producer initialised
   the id since this one did, so no transaction of the id could commit after the marker read: the read
-  is current. The commit needs the epoch too, so an init after that call fences the task as before;
+  is current. The commit needs the epoch too, so an init after that call fences the task as before.
+  The marker goes into the transaction again with the commit, and a new producer's task sends it only
+  then: ``init_transactions`` has just proven that producer's epoch, and a marker pending from the start
+  would hold a stable read of the group (a restart's, when nothing fences the transaction) until it ended;
 - a task index registers its group (marker 0) before its first transaction, so when a later
   batch runs fewer tasks the driver's ``commit`` finds the ids of the larger earlier parallelism,
   fences them (``init_transactions`` aborts what they left open) and deletes their groups
@@ -262,12 +265,15 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
                     pass
                 return TaskCommit(identity, 0, skipped=True)
             written = _produce(producer, topic, placement, batches)
-            producer.flush()
-            if isinstance(producer, KafkaTransactionalProducer):  # exactly-once: the marker is in the transaction
+            if isinstance(producer, KafkaTransactionalProducer):  # exactly-once: the marker commits with the rows
+                transactional_id = identity.transactional_id(self._options.prefix)
+                producer.send_offsets_to_transaction(transactional_id, {TopicPartition(topic, 0): identity.batch + 1})
+                producer.flush()
                 producer.commit_transaction()
                 clients.pop_all()  # committed: the worker keeps client and producer for this id's next task
-                transactional_id = identity.transactional_id(self._options.prefix)
                 WORKER_PRODUCERS.give_back(self._options.connection, transactional_id, Kept(kafka, producer))
+            else:
+                producer.flush()
             return TaskCommit(identity, written, skipped=False)
 
     def _open(
@@ -332,28 +338,36 @@ def _produce(producer: KafkaProducer, topic: str, placement: Placement, batches:
 def _open_transaction(
     kafka: KafkaClient, options: SinkOptions, identity: TaskIdentity, kept: KafkaTransactionalProducer | None = None
 ) -> KafkaTransactionalProducer | None:
-    """The task's producer with its transaction begun and marker ``batch + 1`` in it, or ``None`` when the
-    marker shows the batch committed (COMMIT-011): the records then commit with the marker.
+    """The task's producer with its transaction begun, or ``None`` when the marker shows the batch committed
+    (COMMIT-011): records and marker ``batch + 1`` then commit in that transaction.
 
     ``kept``, a producer of the id this worker committed with before, serves if it still holds the id's
     epoch; when it lost it (fenced, its id expired, any fatal error) a new producer is initialised, which
     fences every other, and the marker read again: no record was written yet."""
     if kept is not None:
         try:
-            return _begin(kafka, options, identity, kept)
+            return _begin(kafka, options, identity, kept, prove_epoch=True)
         except KafkaError as error:
             if not _lost_its_epoch(error):
                 raise
             kafka.discard(kept)
     producer = kafka.init_producer(identity.transactional_id(options.prefix))  # fences every earlier attempt
-    return _begin(kafka, options, identity, producer)
+    return _begin(kafka, options, identity, producer, prove_epoch=False)
 
 
 def _begin(
-    kafka: KafkaClient, options: SinkOptions, identity: TaskIdentity, producer: KafkaTransactionalProducer
+    kafka: KafkaClient,
+    options: SinkOptions,
+    identity: TaskIdentity,
+    producer: KafkaTransactionalProducer,
+    prove_epoch: bool,
 ) -> KafkaTransactionalProducer | None:
-    """Read the marker; unless it shows the batch committed, begin and put marker ``batch + 1`` into the
-    transaction first, where a producer that lost its epoch since the read is refused before any record."""
+    """Read the marker; unless it shows the batch committed, begin.
+
+    ``prove_epoch`` (a kept producer): put marker ``batch + 1`` into the transaction before any record, which
+    the coordinator refuses when another producer initialised the id since this one did. A new producer's
+    ``init_transactions`` has just proven its epoch, so its marker goes in only with the commit: one pending
+    from the start would hold every stable read of the group (a restart's) until the transaction ends."""
     transactional_id = identity.transactional_id(options.prefix)
     marker_tp = TopicPartition(options.topic, 0)
     marker = kafka.committed(transactional_id, [marker_tp]).get(marker_tp)
@@ -362,7 +376,8 @@ def _begin(
     elif marker > identity.batch:
         return None
     producer.begin_transaction()
-    producer.send_offsets_to_transaction(transactional_id, {marker_tp: identity.batch + 1})
+    if prove_epoch:
+        producer.send_offsets_to_transaction(transactional_id, {marker_tp: identity.batch + 1})
     return producer
 
 

@@ -141,6 +141,7 @@ def test_required_COMMIT_011_a_kept_producer_another_attempt_fenced_is_replaced_
         producer = _open_transaction(client, options, TaskIdentity(query, batch, 0), kept)
         assert producer is not None, f"batch {batch} has not committed"
         producer.produce(sink, 0, None, f"batch-{batch}".encode())
+        producer.send_offsets_to_transaction(transactional_id, {TopicPartition(sink, 0): batch + 1})  # as the task does
         producer.flush()
         producer.commit_transaction()
         return producer
