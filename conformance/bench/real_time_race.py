@@ -12,7 +12,8 @@ the query is stopped once it has every record, so each competitor has two figure
 
 A real-time query runs one task per partition, all at once, so this race has its own session with a task
 slot per partition (the micro-batch races keep theirs). A competitor that cannot run in real-time mode is
-tried on the warm-up topic first and printed with the error it failed with, not assumed.
+tried on the warm-up topic first and printed with the error it failed with, not assumed; then once more with
+real-time mode's allowlist check off, to show what stops it past that check.
 """
 
 from __future__ import annotations
@@ -59,6 +60,9 @@ MASTER: Final = f"local[{PARTITIONS}]"
 FIGURES: Final = ("to the last record", "first to last record")
 PROBE_S: Final = 60.0
 """How long a competitor's real-time try on the warm-up topic may take to fail or to deliver."""
+ALLOWLIST_CHECK: Final = "spark.sql.streaming.realTimeMode.allowlistCheck"
+"""Spark's switch for real-time mode's operator and sink allowlist ("at your own risk", its error says)."""
+ERROR_CHARS: Final = 400
 MICRO_BATCH: Final = "micro-batch"
 REAL_TIME: Final = "real-time"
 
@@ -151,18 +155,33 @@ def pipe_competitor(arena: Arena, pipe: Pipe, source: str, records: int) -> Comp
 
 
 def cannot_run(arena: Arena, pipe: Pipe, source: str, records: int) -> str | None:
-    """Why ``pipe`` fails on the warm-up topic (the error it raised, first line), or ``None``: it delivered."""
-    sink = arena.topic(f"try-{slug(pipe.name)}")
+    """Why ``pipe`` fails on the warm-up topic, or ``None``: it delivered every record. A pipe Spark refuses is
+    tried again with real-time mode's allowlist check off, so the reason also says what stops it past that check."""
+    refused = _first_failure(arena, pipe, source, records, "try")
+    if refused is None:
+        return None
+    arena.spark.conf.set(ALLOWLIST_CHECK, "false")
+    try:
+        unchecked = _first_failure(arena, pipe, source, records, "try-unchecked")
+    finally:
+        arena.spark.conf.unset(ALLOWLIST_CHECK)
+    past = unchecked or "it delivered, outside what Spark supports, so it is not raced"
+    return f"cannot run here, tried: {refused}; with {ALLOWLIST_CHECK}=false: {past}"
+
+
+def _first_failure(arena: Arena, pipe: Pipe, source: str, records: int, role: str) -> str | None:
+    """The first line of the error ``pipe`` fails with on ``source``, or ``None`` when it delivered ``records``."""
+    sink = arena.topic(f"{role}-{slug(pipe.name)}")
     try:
         with follower(arena.broker, sink) as consumer:
-            query = pipe.start(arena, source, sink, arena.checkpoint(f"try-{slug(pipe.name)}"))
+            query = pipe.start(arena, source, sink, arena.checkpoint(f"{role}-{slug(pipe.name)}"))
             try:
                 follow(consumer, records, query, PROBE_S)
             finally:
                 query.stop()
     except Exception as error:  # whatever Spark raises is the reason, printed as it is
         lines = str(error).strip().splitlines() or [type(error).__name__]
-        return f"cannot run here, tried: {lines[0][:300]}"
+        return lines[0][:ERROR_CHARS]
     return None
 
 

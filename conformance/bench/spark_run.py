@@ -39,13 +39,13 @@ from .spark_races import (
 
 
 @contextmanager
-def _session(master: str) -> Iterator[tuple[SparkSession, float]]:
+def _session(master: str, log_level: str = "ERROR") -> Iterator[tuple[SparkSession, float]]:
     # No console progress bar over the figures (a user's own PYSPARK_SUBMIT_ARGS wins).
     os.environ.setdefault("PYSPARK_SUBMIT_ARGS", "--conf spark.ui.showConsoleProgress=false pyspark-shell")
     began = time.perf_counter()
     session = local_session(master)
     seconds = time.perf_counter() - began
-    session.sparkContext.setLogLevel("ERROR")
+    session.sparkContext.setLogLevel(log_level)
     try:
         yield session, seconds
     finally:
@@ -85,7 +85,9 @@ def _bench_on(broker: Broker, client: KafkaClient, run: str) -> None:
                 print(line, flush=True)
             for line in bench_sink(arena, SINK_RECORDS):
                 print(line, flush=True)
-        with _session(MASTER) as (spark, start_s):
+        # Stopping a running query interrupts its tasks, which Spark logs as errors; a query's own failure is
+        # raised from its exception() all the same.
+        with _session(MASTER, log_level="FATAL") as (spark, start_s):
             print(f"  SparkSession ({MASTER}) start {start_s:.1f} s: in no figure")
             arena = Arena(spark, broker, client, run, Path(tmp) / "real-time")
             for line in bench_real_time(arena, source_topic, records):
