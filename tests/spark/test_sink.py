@@ -126,6 +126,7 @@ def test_zombie_attempt_of_a_task_is_fenced_and_its_records_hidden(
     assert committed_values(client, sink) == produced_values(client, source)
 
 
+@pytest.mark.integration  # a live broker, no SparkSession (which would mark it)
 def test_required_COMMIT_011_a_kept_producer_another_attempt_fenced_is_replaced_before_it_writes(
     broker: Broker, client: KafkaClient, topics: tuple[str, str]
 ) -> None:
