@@ -54,5 +54,7 @@ class KeptProducers:
 
 
 WORKER_PRODUCERS: Final = KeptProducers(KEPT_PER_WORKER)
-"""This process's kept producers (a Python worker's, or a driver's that runs tasks in process)."""
+"""This process's kept producers. ``atexit`` closes them where the interpreter exits normally; a forked PySpark
+worker ends with ``os._exit`` and its connections close with the process. A kept producer has no transaction
+open, so neither way leaves anything behind on the broker."""
 atexit.register(WORKER_PRODUCERS.close)
