@@ -331,6 +331,11 @@ class KafkaClient:
         self._producers.append(producer)
         return producer
 
+    def discard(self, producer: KafkaProducer) -> None:
+        """Close ``producer`` and forget it: a client kept across tasks must not hold its dead producers."""
+        producer.close()
+        self._producers.remove(producer)
+
     def resume_producer(self, transactional_id: str, producer_id: int, epoch: int) -> KafkaTransactionalProducer:
         raise UnsupportedFeatureError(
             "librdkafka cannot resume another process's transaction (no KIP-939, no Flink-style reflection)"

@@ -9,6 +9,7 @@ import pytest
 
 from kconform.conformance.bench.command import NOT_RUN_EXIT
 from kconform.conformance.bench.command import main as bench_main
+from kconform.conformance.bench.real_time_race import FIGURES
 from kconform.conformance.bench.spark_races import (
     SPARK_KAFKA_MISSING,
     Comparison,
@@ -63,3 +64,13 @@ def test_without_the_kafka_jars_the_bench_says_it_could_not_run_and_names_the_fi
     assert bench_main(["--skip-mutants", "--skip-spark"]) == NOT_RUN_EXIT
     err = capsys.readouterr().err
     assert "kafka_2.13 is not among the jars" in err and "kconform setup" in err and "--skip-brokers" in err, err
+
+
+def test_the_real_time_race_labels_its_rows_and_ratios_with_its_own_figures() -> None:
+    """Its figures are the follower's (to the last record, first to last record), not a query's batch time."""
+    timings = {"rt": [Timing(2, 1)], "mb": [Timing(4, 1)]}
+    entrants = [Competitor("rt", "", lambda _: Timing(0, 0)), Competitor("mb", "", lambda _: Timing(0, 0))]
+    rows = race_rows(100, entrants, timings, [Comparison("rt", "mb")], FIGURES)
+    assert "200.0%" in next(row for row in rows if "rt / mb, to the last record" in row)
+    assert "100.0%" in next(row for row in rows if "rt / mb, first to last record" in row)
+    assert not any("wall" in row or "inside the batch" in row for row in rows)

@@ -152,7 +152,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--skip-mutants", action="store_true", help="skip the time-to-kill figures")
     parser.add_argument("--skip-brokers", action="store_true", help="skip the broker start times")
-    parser.add_argument("--skip-spark", action="store_true", help="skip the Spark source and sink throughput figures")
+    parser.add_argument(
+        "--skip-spark", action="store_true", help="skip the Spark source, sink and real-time throughput figures"
+    )
     parser.add_argument(
         "--json",
         type=Path,
@@ -170,7 +172,7 @@ def main(argv: list[str]) -> int:
             print("\nbroker start, to the first answered metadata request:")
             print("\n".join(bench_broker_start()))
         if not args.skip_spark:
-            from .spark_races import bench_spark  # pyspark is imported only when needed
+            from .spark_run import bench_spark  # pyspark is imported only when needed
 
             print()
             bench_spark()

@@ -32,13 +32,10 @@ and counted outside the timed regions: a rate over records that were lost would 
 
 from __future__ import annotations
 
-import os
 import re
 import statistics
-import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -58,8 +55,8 @@ from ...reference_impl.spark import FORMAT
 from ...reference_impl.types import TopicPartition
 from ..adapter.interface import SinkSpec, SourceSpec
 from ..adapters import spark_kafka
-from ..brokers import Broker, broker_from_env
-from ..spark.pipeline import Pipeline, local_session
+from ..brokers import Broker
+from ..spark.pipeline import Pipeline
 
 PARTITIONS: Final = 4
 SOURCE_RECORDS: Final = 200_000
@@ -138,18 +135,21 @@ def race_rows(
     entrants: Sequence[Competitor | Skipped],
     timings: Mapping[str, list[Timing]],
     comparisons: Sequence[Comparison],
+    figures: tuple[str, str] = ("wall", "inside the batch"),
 ) -> list[str]:
-    """A row per competitor and figure (median of the rounds), then a row per comparison both sides ran."""
+    """A row per competitor and figure (median of the rounds), then a row per comparison both sides ran;
+    ``figures`` names a ``Timing``'s two, ``wall_s`` and ``inside_s``."""
     rows = []
+    wall, inside = figures
     for entrant in entrants:
         if isinstance(entrant, Skipped):
             rows.append(f"    {entrant.name:<28} {entrant.reason}")
             continue
         runs = timings[entrant.name]
-        for figure, seconds in (("wall", [t.wall_s for t in runs]), ("inside the batch", [t.inside_s for t in runs])):
+        for figure, seconds in ((wall, [t.wall_s for t in runs]), (inside, [t.inside_s for t in runs])):
             median = statistics.median(seconds)
             rows.append(
-                f"    {entrant.name:<28} {figure:<17} {rate(records, median):>9,.0f} rec/s  "
+                f"    {entrant.name:<28} {figure:<20} {rate(records, median):>9,.0f} rec/s  "
                 f"({records:,} in {median:.2f} s, median of {len(runs)})"
             )
         rows.append(f"    {'':<28} {entrant.what}")
@@ -158,8 +158,8 @@ def race_rows(
             continue
         pairs = list(zip(timings[comparison.contender], timings[comparison.baseline], strict=True))
         for figure, goal, ratios in (
-            ("wall", comparison.wall_goal, [b.wall_s / c.wall_s for c, b in pairs]),
-            ("inside the batch", comparison.inside_goal, [b.inside_s / c.inside_s for c, b in pairs]),
+            (wall, comparison.wall_goal, [b.wall_s / c.wall_s for c, b in pairs]),
+            (inside, comparison.inside_goal, [b.inside_s / c.inside_s for c, b in pairs]),
         ):
             ratio = statistics.median(ratios)
             if goal is None:
@@ -189,7 +189,7 @@ class Arena:
         return str(self.work / f"{role}-checkpoint")
 
 
-def _slug(name: str) -> str:
+def slug(name: str) -> str:
     """A competitor's name as a topic or file name."""
     return re.sub(r"[^A-Za-z0-9._-]+", "-", name)
 
@@ -353,7 +353,7 @@ def spark_kafka_source(arena: Arena, topic: str, records: int) -> Competitor | S
 def _noop_query(arena: Arena, name: str, frame: Callable[[], DataFrame], records: int) -> Callable[[int], Timing]:
     def run(round_: int) -> Timing:
         def start() -> StreamingQuery:
-            checkpoint = arena.checkpoint(f"source-{_slug(name)}-{round_}")
+            checkpoint = arena.checkpoint(f"source-{slug(name)}-{round_}")
             writer = frame().writeStream.format("noop").option("checkpointLocation", checkpoint)
             return writer.trigger(availableNow=True).start()
 
@@ -487,14 +487,14 @@ def _sink_query(
     arena: Arena, given: SinkInput, name: str, what: str, writer: Callable[[DataFrame, str], DataStreamWriter]
 ) -> Competitor:
     topics: list[str] = []
-    slug = _slug(name)
+    stem = slug(name)
 
     def run(round_: int) -> Timing:
-        topic = arena.topic(f"{slug}-{round_}")
+        topic = arena.topic(f"{stem}-{round_}")
         topics.append(topic)
 
         def start() -> StreamingQuery:
-            checkpoint = arena.checkpoint(f"sink-{slug}-{round_}")
+            checkpoint = arena.checkpoint(f"sink-{stem}-{round_}")
             return (
                 writer(given.frame(arena.spark), topic)
                 .option("checkpointLocation", checkpoint)
@@ -530,9 +530,6 @@ def bench_sink(arena: Arena, records: int) -> list[str]:
     ]
 
 
-# -- the run ---------------------------------------------------------------------------------------
-
-
 def warm_up(arena: Arena) -> float:
     """A tiny source-to-sink query, not measured: the session's first query spends ~7 s starting and
     importing into its Python workers, which would swamp any rate. Returns its wall time."""
@@ -551,51 +548,3 @@ def warm_up(arena: Arena) -> float:
     seconds = time.perf_counter() - began
     inside_batches("warm-up", pipeline.progress(), records)
     return seconds
-
-
-@contextmanager
-def _session() -> Iterator[tuple[SparkSession, float]]:
-    # No console progress bar over the figures (a user's own PYSPARK_SUBMIT_ARGS wins).
-    os.environ.setdefault("PYSPARK_SUBMIT_ARGS", "--conf spark.ui.showConsoleProgress=false pyspark-shell")
-    began = time.perf_counter()
-    session = local_session()
-    seconds = time.perf_counter() - began
-    session.sparkContext.setLogLevel("ERROR")
-    try:
-        yield session, seconds
-    finally:
-        session.stop()
-
-
-def bench_spark() -> None:
-    """Start a broker (``KCONFORM_BROKER``, default kafka) and a local session; print the races."""
-    run = uuid4().hex[:8]
-    with broker_from_env() as broker, KafkaClient(broker, timeout_s=30.0) as client:
-        try:
-            _bench_on(broker, client, run)
-        finally:
-            if broker.kind == "external":  # a broker the suite started forgets everything when it stops
-                for topic in client.list_topics():
-                    if topic.startswith(topic_prefix(run)):
-                        client.delete_topic(topic)
-
-
-def _bench_on(broker: Broker, client: KafkaClient, run: str) -> None:
-    source_topic = new_topic(client, run, "source")
-    began = time.perf_counter()
-    records = fill_topic(client, source_topic, SOURCE_RECORDS)
-    print(
-        f"spark throughput on {broker.describe()}: {VALUE_BYTES} B values, {PARTITIONS} partitions "
-        f"(source topic of {records:,} records filled in {time.perf_counter() - began:.2f} s)"
-    )
-    with tempfile.TemporaryDirectory(prefix="kconform-bench-spark-") as tmp, _session() as (spark, start_s):
-        arena = Arena(spark, broker, client, run, Path(tmp))
-        warm_s = warm_up(arena)
-        print(
-            f"  SparkSession start {start_s:.1f} s, warm-up query ({WARM_UP_RECORDS} records) {warm_s:.1f} s: "
-            "in no figure"
-        )
-        for line in bench_source(arena, source_topic, records):
-            print(line, flush=True)
-        for line in bench_sink(arena, SINK_RECORDS):
-            print(line, flush=True)

@@ -8,6 +8,19 @@ it; the exactly-once sink therefore commits inside each task (COMMIT-011):
 - batch ``b``'s records and a progress marker ``b + 1`` (``send_offsets_to_transaction`` for a
   group of the same name) commit in one transaction;
 - a task whose marker is already past ``b`` writes nothing: batch ``b`` committed before (replay);
+- a Python worker keeps the producer a task committed with (``producers.WORKER_PRODUCERS``) and a later
+  task of the same id takes it back instead of initialising a new one. The marker read and the commit
+  must both happen while that producer holds the id's current epoch. So the task reads the marker
+  (a stable read, which waits for a transaction of the id still completing), begins, and puts marker
+  ``b + 1`` into the transaction before any record: AddOffsetsToTxn carries the producer's epoch, and
+  the coordinator refuses it as fenced when another producer initialised the id since (another attempt,
+  ``fence_leftovers``). The task then drops the kept producer, initialises a new one (fencing the rest)
+  and reads the marker again, with nothing written yet. When the call succeeds, no producer initialised
+  the id since this one did, so no transaction of the id could commit after the marker read: the read
+  is current. The commit needs the epoch too, so an init after that call fences the task as before.
+  The marker goes into the transaction again with the commit, and a new producer's task sends it only
+  then: ``init_transactions`` has just proven that producer's epoch, and a marker pending from the start
+  would hold a stable read of the group (a restart's, when nothing fences the transaction) until it ended;
 - a task index registers its group (marker 0) before its first transaction, so when a later
   batch runs fewer tasks the driver's ``commit`` finds the ids of the larger earlier parallelism,
   fences them (``init_transactions`` aborts what they left open) and deletes their groups
@@ -34,6 +47,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import ClassVar, Final
 
+import confluent_kafka as ck
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa  # type: ignore[import-untyped]
@@ -45,9 +59,10 @@ from pyspark.sql.types import StructType
 
 from ..kafka_client import KafkaClient, KafkaProducer, KafkaTransactionalProducer
 from ..kafka_strategies import MURMUR2_SEED
-from ..ports import KafkaError
+from ..ports import InvalidPidMappingError, KafkaError, ProducerFencedError
 from ..types import TopicPartition
 from . import Connection, OptionError
+from .producers import WORKER_PRODUCERS, Kept
 
 AT_LEAST_ONCE: Final = "at-least-once"
 EXACTLY_ONCE: Final = "exactly-once"
@@ -243,7 +258,7 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kconform-sink-open") as pool:
                 opening = pool.submit(self._open, clients, identity)
                 ahead = _read_ahead(iterator, opening.done)
-                producer, placement = opening.result()
+                kafka, producer, placement = opening.result()
             batches = itertools.chain(ahead, iterator)
             if producer is None:
                 for _ in batches:  # Spark feeds the task's input whether or not it is written; no need to decode it
@@ -251,35 +266,45 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
                 return TaskCommit(identity, 0, skipped=True)
             written = _produce(producer, topic, placement, batches)
             if isinstance(producer, KafkaTransactionalProducer):  # exactly-once: the marker commits with the rows
-                marker = {TopicPartition(topic, 0): identity.batch + 1}
-                producer.send_offsets_to_transaction(identity.transactional_id(self._options.prefix), marker)
+                transactional_id = identity.transactional_id(self._options.prefix)
+                producer.send_offsets_to_transaction(transactional_id, {TopicPartition(topic, 0): identity.batch + 1})
                 producer.flush()
                 producer.commit_transaction()
+                clients.pop_all()  # committed: the worker keeps client and producer for this id's next task
+                WORKER_PRODUCERS.give_back(self._options.connection, transactional_id, Kept(kafka, producer))
             else:
                 producer.flush()
             return TaskCommit(identity, written, skipped=False)
 
     def _open(
         self, clients: contextlib.ExitStack[bool | None], identity: TaskIdentity
-    ) -> tuple[KafkaProducer | None, Placement]:
+    ) -> tuple[KafkaClient, KafkaProducer | None, Placement]:
         """What must happen before the first record, from connecting (the client joins ``clients``, closed
-        when the task ends) to the topic's partitions and the producer; under exactly-once the producer has
-        its transaction begun, or is ``None`` when the batch committed before.
+        when the task ends unless it committed) to the topic's partitions and the producer; under exactly-once
+        the producer has its transaction begun, or is ``None`` when the batch committed before.
 
         The admin client connects and reads the topic while the producer connects (and fences): each
-        takes several broker round trips, and only the marker's read needs both."""
-        kafka = clients.enter_context(self._options.connection.new_client())
+        takes several broker round trips, and only the marker's read needs both. Under exactly-once a
+        client and producer this worker kept for the id are taken back (see the module docstring)."""
+        connection = self._options.connection
+        exactly_once = self._options.guarantee == EXACTLY_ONCE
+        kept = (
+            WORKER_PRODUCERS.take(connection, identity.transactional_id(self._options.prefix)) if exactly_once else None
+        )
+        kafka = clients.enter_context(kept.client if kept is not None else connection.new_client())
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kconform-sink-topic") as pool:
             partitions = pool.submit(self._partitions, kafka)
             try:
-                if self._options.guarantee == AT_LEAST_ONCE:
+                if not exactly_once:
                     producer: KafkaProducer | None = kafka.producer()
                 else:
-                    producer = _open_transaction(kafka, self._options, identity)
+                    producer = _open_transaction(
+                        kafka, self._options, identity, None if kept is None else kept.producer
+                    )
             except KafkaError:
                 partitions.result()  # an unreachable broker or a missing topic fails as the option it is
                 raise
-            return producer, self.placement(identity.task, partitions.result())
+            return kafka, producer, self.placement(identity.task, partitions.result())
 
     def _partitions(self, kafka: KafkaClient) -> int:
         """How many partitions the topic has; an unreachable broker or a missing topic is an ``OptionError``."""
@@ -311,12 +336,39 @@ def _produce(producer: KafkaProducer, topic: str, placement: Placement, batches:
 
 
 def _open_transaction(
-    kafka: KafkaClient, options: SinkOptions, identity: TaskIdentity
+    kafka: KafkaClient, options: SinkOptions, identity: TaskIdentity, kept: KafkaTransactionalProducer | None = None
 ) -> KafkaTransactionalProducer | None:
     """The task's producer with its transaction begun, or ``None`` when the marker shows the batch committed
-    (COMMIT-011): records and marker ``batch + 1`` then commit in that transaction."""
+    (COMMIT-011): records and marker ``batch + 1`` then commit in that transaction.
+
+    ``kept``, a producer of the id this worker committed with before, serves if it still holds the id's
+    epoch; when it lost it (fenced, its id expired, any fatal error) a new producer is initialised, which
+    fences every other, and the marker read again: no record was written yet."""
+    if kept is not None:
+        try:
+            return _begin(kafka, options, identity, kept, prove_epoch=True)
+        except KafkaError as error:
+            if not _lost_its_epoch(error):
+                raise
+            kafka.discard(kept)
+    producer = kafka.init_producer(identity.transactional_id(options.prefix))  # fences every earlier attempt
+    return _begin(kafka, options, identity, producer, prove_epoch=False)
+
+
+def _begin(
+    kafka: KafkaClient,
+    options: SinkOptions,
+    identity: TaskIdentity,
+    producer: KafkaTransactionalProducer,
+    prove_epoch: bool,
+) -> KafkaTransactionalProducer | None:
+    """Read the marker; unless it shows the batch committed, begin.
+
+    ``prove_epoch`` (a kept producer): put marker ``batch + 1`` into the transaction before any record, which
+    the coordinator refuses when another producer initialised the id since this one did. A new producer's
+    ``init_transactions`` has just proven its epoch, so its marker goes in only with the commit: one pending
+    from the start would hold every stable read of the group (a restart's) until the transaction ends."""
     transactional_id = identity.transactional_id(options.prefix)
-    producer = kafka.init_producer(transactional_id)  # fences every earlier attempt of this task
     marker_tp = TopicPartition(options.topic, 0)
     marker = kafka.committed(transactional_id, [marker_tp]).get(marker_tp)
     if marker is None:
@@ -324,7 +376,18 @@ def _open_transaction(
     elif marker > identity.batch:
         return None
     producer.begin_transaction()
+    if prove_epoch:
+        producer.send_offsets_to_transaction(transactional_id, {marker_tp: identity.batch + 1})
     return producer
+
+
+def _lost_its_epoch(error: KafkaError) -> bool:
+    """Whether a kept producer can never write again: fenced by a newer producer of its id, its id expired
+    at the coordinator, or another fatal librdkafka error."""
+    if isinstance(error, ProducerFencedError | InvalidPidMappingError):
+        return True
+    cause = error.__cause__
+    return isinstance(cause, ck.KafkaException) and bool(cause.args[0].fatal())
 
 
 def _read_ahead(batches: Iterator[pa.RecordBatch], opened: Callable[[], bool]) -> list[pa.RecordBatch]:

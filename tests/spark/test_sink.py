@@ -23,10 +23,20 @@ from kconform.conformance.brokers.capability import DUPLICATE_VERDICT_NEEDS, Cap
 from kconform.conformance.checks.checkers import fail_on
 from kconform.conformance.checks.strategy_checkers import check_keyless_spread
 from kconform.conformance.spark.pipeline import Pipeline, fill, judge_sink, topic_values
-from kconform.reference_impl.kafka_client import KafkaClient, topic_records
+from kconform.reference_impl.kafka_client import KafkaClient, KafkaTransactionalProducer, topic_records
 from kconform.reference_impl.kafka_strategies import partition_for_key
 from kconform.reference_impl.ports import Isolation
-from kconform.reference_impl.spark.sink import DEFAULT_PREFIX, Placement, partitions_for_keys
+from kconform.reference_impl.spark import Connection
+from kconform.reference_impl.spark.sink import (
+    DEFAULT_PREFIX,
+    EXACTLY_ONCE,
+    Placement,
+    SinkOptions,
+    TaskIdentity,
+    _open_transaction,
+    partitions_for_keys,
+)
+from kconform.reference_impl.types import TopicPartition
 from tests.spark.test_source import topic_name
 
 
@@ -114,6 +124,37 @@ def test_zombie_attempt_of_a_task_is_fenced_and_its_records_hidden(
         spark, broker.bootstrap_servers, tmp_path, parallelism=2, subscribe=source, sink_topic=sink
     ).run_available_now()
     assert committed_values(client, sink) == produced_values(client, source)
+
+
+@pytest.mark.integration  # a live broker, no SparkSession (which would mark it)
+def test_required_COMMIT_011_a_kept_producer_another_attempt_fenced_is_replaced_before_it_writes(
+    broker: Broker, client: KafkaClient, topics: tuple[str, str]
+) -> None:
+    """A worker's kept producer whose id another attempt initialised since is refused before any record; a new
+    producer takes over in the same task and each batch commits exactly once with its marker. A kept producer
+    nobody fenced serves the next batch, and a replay of a committed batch through it writes nothing."""
+    _, sink = topics
+    options = SinkOptions(Connection.parse({"bootstrap.servers": broker.bootstrap_servers}), sink, EXACTLY_ONCE, "kc")
+    query = topic_name("query")
+    transactional_id = TaskIdentity(query, 0, 0).transactional_id(options.prefix)
+
+    def write(batch: int, kept: KafkaTransactionalProducer | None) -> KafkaTransactionalProducer:
+        producer = _open_transaction(client, options, TaskIdentity(query, batch, 0), kept)
+        assert producer is not None, f"batch {batch} has not committed"
+        producer.produce(sink, 0, None, f"batch-{batch}".encode())
+        producer.send_offsets_to_transaction(transactional_id, {TopicPartition(sink, 0): batch + 1})  # as the task does
+        producer.flush()
+        producer.commit_transaction()
+        return producer
+
+    first = write(0, None)
+    client.init_producer(transactional_id)  # another attempt of task 0: fences ``first``
+    second = write(1, first)
+    assert second is not first, "the fenced kept producer was used"
+    assert write(2, second) is second, "a kept producer nobody fenced is initialised anew"
+    assert _open_transaction(client, options, TaskIdentity(query, 2, 0), second) is None, "a replay wrote again"
+    assert committed_values(client, sink) == Counter({b"batch-0": 1, b"batch-1": 1, b"batch-2": 1})
+    assert client.committed(transactional_id) == {TopicPartition(sink, 0): 3}
 
 
 def test_rows_are_routed_by_partition_column_then_by_key(
