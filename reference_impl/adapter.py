@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from .assignment import Owner, owner, plan
-from .commit import ExactlyOnceSink, NamingStrategy, SinkCheckpoint
+from .commit import ExactlyOnceSink, NamingStrategy, SinkCheckpoint, refuse_shared_prefixes
 from .configs import CONTRACT_VERSION, DiscovererConfig, RecoveryConfig, RestoreConfig, SinkConfig, SourceConfig
 from .discovery import PartitionDiscoverer, ZeroPartitionsPolicy
 from .kafka_strategies import ASSIGNORS, Assignment, Group, KafkaPartitioner, StickyPartitioner
@@ -41,6 +41,8 @@ class ReferenceAdapter:
             "offset-commit",
             "exactly-once-sink",
             "sink-close",
+            "sink-job",
+            "naming-switch",
             "keyed-sink-placement",
             "group-assignment",
         }
@@ -93,10 +95,16 @@ class ReferenceAdapter:
         )
 
     def sink(self, config: SinkConfig) -> ExactlyOnceSink:
-        return ExactlyOnceSink(config.log, config.prefix, config.parallelism, self.naming)
+        return ExactlyOnceSink(config.log, config.prefix, config.parallelism, config.naming or self.naming)
+
+    def sinks(self, configs: Sequence[SinkConfig]) -> list[ExactlyOnceSink]:
+        """The exactly-once sinks of one job, started together: refused when one has no prefix or shares one."""
+        refuse_shared_prefixes([config.prefix for config in configs])
+        return [self.sink(config) for config in configs]
 
     def recover_sink(self, config: RecoveryConfig) -> ExactlyOnceSink:
-        return ExactlyOnceSink.recover(config.log, config.prefix, config.parallelism, config.checkpoint, self.naming)
+        naming = config.naming or self.naming
+        return ExactlyOnceSink.recover(config.log, config.prefix, config.parallelism, config.checkpoint, naming)
 
     def initial_sink_checkpoint(self, parallelism: int) -> SinkCheckpoint:
         return ExactlyOnceSink.initial_checkpoint(parallelism)
