@@ -580,6 +580,16 @@ def test_required_COMMIT_004_flink_job_killed_and_not_restarted_blocks_readers_n
     fail_on(check_unblocked(stable, ends, when), detail=f"job in {tmp_path / 'job'}")
 
 
+def failure_named(work: Path, error: HarnessError) -> str:
+    """The error a failed harness run names: its stack trace's deepest cause (the last ``Caused by:`` line of its
+    stderr), else the first exception line, else ``error`` itself (whose tail of stderr may miss both)."""
+    log = work / "stderr.log"
+    lines = log.read_text(encoding="utf-8", errors="replace").splitlines() if log.exists() else []
+    causes = [line.removeprefix("Caused by: ") for line in lines if line.startswith("Caused by: ")]
+    thrown = [line for line in lines if "Exception: " in line and not line.startswith("\t")]
+    return (causes or thrown[:1] or [str(error)])[-1]
+
+
 @requirement("COMMIT-022", capability="flink-job")
 @pytest.mark.timeout(JOB_TIMEOUT_S)
 def test_required_COMMIT_022_flink_exactly_once_sink_without_a_prefix_is_refused_at_start(
@@ -599,7 +609,7 @@ def test_required_COMMIT_022_flink_exactly_once_sink_without_a_prefix_is_refused
     try:
         harness.run(job, tmp_path / tag)
     except HarnessError as refused:
-        error = str(refused)
+        error = failure_named(tmp_path / tag, refused)
     written = [value.decode("utf-8", "backslashreplace") for value in sink_values(kafka, sink)]
     fail_on(check_prefixes_refused([""], error, written), detail=f"run in {tmp_path / tag}")
 
@@ -635,7 +645,7 @@ def test_required_COMMIT_023_flink_a_savepoint_restored_under_the_other_naming_l
     try:
         harness.run(replace(rest, sink=replace(rest.sink, naming=new)), work / "run-2")
     except HarnessError as error:
-        refused = str(error)
+        refused = failure_named(work / "run-2", error)
         harness.run(replace(rest, sink=replace(rest.sink, naming=old)), work / "run-2-again")
     produced = topic_records(kafka, source, Isolation.READ_UNCOMMITTED)
     expected = [r.value or b"" for records in produced.values() for r in records]
