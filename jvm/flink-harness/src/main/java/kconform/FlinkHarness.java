@@ -447,7 +447,14 @@ public final class FlinkHarness {
                     }
                     LOCK.wait(Math.min(left, POLL_MS));
                 }
-                JobStatus status = job.getJobStatus().get(POLL_MS * 20, TimeUnit.MILLISECONDS);
+                JobStatus status;
+                try {
+                    status = job.getJobStatus().get(POLL_MS * 20, TimeUnit.MILLISECONDS);
+                } catch (ExecutionException | IllegalStateException gone) {
+                    // the job's own MiniCluster shuts down once the job ended: only its result still says why
+                    Throwable why = failureOf(job);
+                    throw new IllegalStateException("the job ended before it was stopped", why == null ? gone : why);
+                }
                 if (status.isGloballyTerminalState()) {
                     throw new IllegalStateException(
                             "the job ended (" + status + ") before it was stopped", failureOf(job));
