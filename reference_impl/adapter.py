@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from .assignment import Owner, owner, plan
-from .commit import ExactlyOnceSink, NamingStrategy, SinkCheckpoint
+from .commit import ExactlyOnceSink, NamingStrategy, SinkCheckpoint, refuse_shared_prefixes
 from .configs import (
     CONTRACT_VERSION,
     DiscovererConfig,
@@ -50,6 +50,8 @@ class ReferenceAdapter:
             "offset-commit",
             "exactly-once-sink",
             "sink-close",
+            "sink-job",
+            "naming-switch",
             "keyed-sink-placement",
             "group-assignment",
             "group-offsets-start",
@@ -106,10 +108,16 @@ class ReferenceAdapter:
         return committed_start(config.group, config.partitions, config.committed, config.fallback)
 
     def sink(self, config: SinkConfig) -> ExactlyOnceSink:
-        return ExactlyOnceSink(config.log, config.prefix, config.parallelism, self.naming)
+        return ExactlyOnceSink(config.log, config.prefix, config.parallelism, config.naming or self.naming)
+
+    def sinks(self, configs: Sequence[SinkConfig]) -> list[ExactlyOnceSink]:
+        """The exactly-once sinks of one job, started together: refused when one has no prefix or shares one."""
+        refuse_shared_prefixes([config.prefix for config in configs])
+        return [self.sink(config) for config in configs]
 
     def recover_sink(self, config: RecoveryConfig) -> ExactlyOnceSink:
-        return ExactlyOnceSink.recover(config.log, config.prefix, config.parallelism, config.checkpoint, self.naming)
+        naming = config.naming or self.naming
+        return ExactlyOnceSink.recover(config.log, config.prefix, config.parallelism, config.checkpoint, naming)
 
     def initial_sink_checkpoint(self, parallelism: int) -> SinkCheckpoint:
         return ExactlyOnceSink.initial_checkpoint(parallelism)

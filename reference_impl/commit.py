@@ -19,6 +19,10 @@ Transactional-id naming, as named spec options:
   (smallest free slot first, so used slots are contiguous); recovery probes slots upward
   from 0 the same way.
 
+A recovery under another naming than its checkpoint's probes the ids of both (COMMIT-023). The sinks
+of one job are started together (``refuse_shared_prefixes``): an empty or shared prefix is refused
+before any transactional id is initialised (COMMIT-022).
+
 Errors from the log (fenced, invalid state, timeout) propagate unchanged (COMMIT-007).
 """
 
@@ -27,7 +31,8 @@ from __future__ import annotations
 import contextlib
 import enum
 import itertools
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from .ports import ProducerFencedError, TransactionalLog, TransactionalProducer
@@ -46,6 +51,20 @@ def transactional_id(prefix: str, subtask: int, suffix: int, naming: NamingStrat
     """
     slot = f"p{suffix}" if naming is NamingStrategy.POOLING else str(suffix)
     return f"{prefix}-{subtask}-{slot}"
+
+
+def refuse_shared_prefixes(prefixes: Sequence[str]) -> None:
+    """``ValueError`` naming the problem when one of a job's sinks has no prefix or shares one (COMMIT-022).
+
+    Sinks with one prefix name the same ids, so they fence each other and one's recovery aborts the
+    other's pre-committed transactions (COMMIT-005): refused here, before any of them starts.
+    """
+    if "" in prefixes:
+        raise ValueError(f"sink {prefixes.index('')} of the job has an empty transactional id prefix")
+    shared = sorted(prefix for prefix, sinks in Counter(prefixes).items() if sinks > 1)
+    if shared:
+        sinks = [i for i, prefix in enumerate(prefixes) if prefix == shared[0]]
+        raise ValueError(f"sinks {sinks} of the job share the transactional id prefix {shared[0]!r}")
 
 
 @dataclass(frozen=True, order=True, slots=True)
@@ -70,6 +89,9 @@ class SinkCheckpoint:
     prefix: str = ""
     """The transactional-id prefix of the sink that took it (none for the initial state): a recovery under
     another prefix still aborts what this one left open (COMMIT-017)."""
+    naming: NamingStrategy | None = None
+    """The naming of the sink that took it (none for the initial state): a recovery under the other one
+    still probes this one's ids (COMMIT-023)."""
 
 
 INITIAL = 0
@@ -164,7 +186,7 @@ class ExactlyOnceSink:
         self._written.clear()
         outstanding = tuple(c for cid in sorted(self.pending) if cid <= checkpoint_id for c in self.pending[cid])
         self._snapshot_ids[checkpoint_id] = {c.transactional_id for c in outstanding}
-        return SinkCheckpoint(checkpoint_id, self.parallelism, outstanding, self._next_txn, self.prefix)
+        return SinkCheckpoint(checkpoint_id, self.parallelism, outstanding, self._next_txn, self.prefix, self.naming)
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         """Checkpoint N completed: commit every pending transaction up to N (COMMIT-002, COMMIT-009)."""
@@ -229,27 +251,37 @@ class ExactlyOnceSink:
         New subtask i also covers old subtasks i + k*n, so ids left by a larger earlier
         parallelism, checkpointed or not, are aborted too (COMMIT-012). A subtask beyond the
         checkpoint's parallelism whose first id was never used ends the walk. Both this sink's prefix
-        and the one the checkpoint was taken under are walked: a prefix changed between runs must not
-        leave the old one's transactions open (COMMIT-017).
+        and the one the checkpoint was taken under are walked (COMMIT-017), each under both this
+        sink's naming and the checkpoint's (COMMIT-023): a prefix or naming changed between runs must
+        not leave the old one's transactions open.
         """
-        for prefix in self._prefixes_to_abort(checkpoint):
+        for prefix, naming in self._walks(checkpoint):
             for first in range(self.parallelism):
                 subtask = first
-                while self._abort_ids_of(prefix, subtask, checkpoint.next_txn) or subtask < checkpoint.parallelism:
+                while (
+                    self._abort_ids_of(prefix, subtask, checkpoint.next_txn, naming) or subtask < checkpoint.parallelism
+                ):
                     subtask += self.parallelism
+
+    def _walks(self, checkpoint: SinkCheckpoint) -> list[tuple[str, NamingStrategy]]:
+        """Each (prefix, naming) whose ids a recovery from ``checkpoint`` probes."""
+        return [(p, n) for p in self._prefixes_to_abort(checkpoint) for n in self._namings_to_abort(checkpoint)]
 
     def _prefixes_to_abort(self, checkpoint: SinkCheckpoint) -> list[str]:
         return list(dict.fromkeys(p for p in (self.prefix, checkpoint.prefix) if p))
 
-    def _abort_ids_of(self, prefix: str, subtask: int, first_txn: int) -> bool:
-        """Initialise the subtask's ids in order until one was never used (epoch 0); whether any was.
+    def _namings_to_abort(self, checkpoint: SinkCheckpoint) -> list[NamingStrategy]:
+        return list(dict.fromkeys(n for n in (self.naming, checkpoint.naming) if n is not None))
+
+    def _abort_ids_of(self, prefix: str, subtask: int, first_txn: int, naming: NamingStrategy) -> bool:
+        """Initialise the subtask's ids of ``naming`` in order until one was never used (epoch 0); whether any was.
 
         Ids the restored checkpoint names are skipped, not initialised: a later recovery from
         the same checkpoint must still be able to resume them.
         """
-        start = first_txn if self.naming is NamingStrategy.INCREMENTING else 0
+        start = first_txn if naming is NamingStrategy.INCREMENTING else 0
         for suffix in itertools.count(start):
-            tid = transactional_id(prefix, subtask, suffix, self.naming)
+            tid = transactional_id(prefix, subtask, suffix, naming)
             if tid not in self._in_use and self.log.init_producer(tid).epoch == 0:
                 return suffix > start
         raise AssertionError("unreachable: itertools.count never ends")

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from .commit import NamingStrategy
 from .discovery import Metadata, Subscription, ZeroPartitionsPolicy
 from .ports import Isolation, TransactionalLog
 from .types import TopicPartition
@@ -78,6 +79,8 @@ class SinkConfig:
     log: TransactionalLog
     prefix: str
     parallelism: int
+    naming: NamingStrategy | None = None
+    """Its transactional-id naming (capability ``naming-switch``); ``None``: the adapter's own ``naming``."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -88,3 +91,5 @@ class RecoveryConfig:
     prefix: str
     parallelism: int
     checkpoint: Any
+    naming: NamingStrategy | None = None
+    """As ``SinkConfig.naming``: it may differ from the naming the checkpoint was taken under (COMMIT-023)."""

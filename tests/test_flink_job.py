@@ -29,6 +29,9 @@ def test_an_unbounded_run_says_when_to_stop_and_where_to_save() -> None:
     assert described["sink"]["naming"] is None  # the release's default naming strategy
     pooled = JobRun("b:9092", ("in",), Sink("out", True, "txn", naming="POOLING"), 1)
     assert description(pooled, Path("/h.jsonl"), Path("/sp"))["sink"]["naming"] == "POOLING"
+    assert described["sink"]["transactional_id_prefix"] == "txn"
+    unprefixed = JobRun("b:9092", ("in",), Sink("out", True, None), 1)  # the harness then sets none (COMMIT-022)
+    assert description(unprefixed, Path("/h.jsonl"), Path("/sp"))["sink"]["transactional_id_prefix"] is None
 
 
 def test_a_bounded_run_with_a_failure_in_a_checkpoint() -> None:

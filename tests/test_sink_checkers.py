@@ -12,7 +12,9 @@ from kconform.conformance.checks.sink_checkers import (
     check_expired_ids_refused,
     check_foreign_transactions_kept,
     check_intervals_committed,
+    check_naming_switched,
     check_old_prefix_closed,
+    check_prefixes_refused,
     check_second_recovery,
     check_timeout_surfaced,
 )
@@ -106,3 +108,32 @@ def test_required_COMMIT_019_recovery_of_expired_ids_fails_naming_one(committed:
     assert kinds(swallowed) == [("COMMIT-019", "expired-id-swallowed")]
     assert swallowed[0].data["committed"] is committed
     assert ("records are lost" in swallowed[0].evidence) is not committed
+
+
+def test_required_COMMIT_022_a_bad_prefix_refused_before_start_passes_each_other_outcome_is_named() -> None:
+    refusal = "ValueError: sinks [0, 1] of the job share the transactional id prefix 'job'"
+    assert check_prefixes_refused(["job", "job-1"], None, ["job-0-1", "job-1-0-1"]) == []
+    assert check_prefixes_refused(["job", "job"], refusal, []) == []
+    assert check_prefixes_refused([""], "ValueError: the transactional id prefix must not be empty", []) == []
+    assert kinds(check_prefixes_refused(["job", "job-1"], refusal, [])) == [("COMMIT-022", "valid-prefixes-refused")]
+    assert kinds(check_prefixes_refused([""], None, [])) == [("COMMIT-022", "missing-prefix-accepted")]
+    assert kinds(check_prefixes_refused(["job", "job"], None, [])) == [("COMMIT-022", "duplicate-prefix-accepted")]
+    assert kinds(check_prefixes_refused(["job", "job"], refusal, ["job-0-1"])) == [
+        ("COMMIT-022", "refused-after-start")
+    ]
+    assert kinds(check_prefixes_refused(["job", "job"], "ValueError: no", [])) == [("COMMIT-022", "refusal-unnamed")]
+
+
+def test_required_COMMIT_023_a_switch_with_everything_visible_once_passes_each_breach_is_named() -> None:
+    expected = [b"a", b"b"]
+    ends = {0: 4, 1: 2}
+
+    def judged(committed: list[bytes], stable: dict[int, int], refused: str | None = None) -> list[tuple[str, str]]:
+        return kinds(check_naming_switched("pooling", "incrementing", expected, committed, stable, ends, refused))
+
+    assert judged([b"a", b"b"], dict(ends)) == []
+    assert judged([b"a", b"b"], dict(ends), "IllegalStateException: ... back to INCREMENTING ...") == []
+    assert judged([b"a", b"b"], dict(ends), "IllegalStateException: no") == [("COMMIT-023", "refusal-unnamed")]
+    assert judged([b"a"], {0: 1, 1: 2}) == [("COMMIT-023", "old-naming-left-open")]
+    assert judged([b"a"], dict(ends)) == [("COMMIT-023", "switch-lost-write")]
+    assert judged([b"a", b"b", b"a"], dict(ends)) == [("COMMIT-023", "switch-duplicate")]

@@ -171,6 +171,15 @@ def test_sink_and_pipeline_checkers_give_documented_fields() -> None:
     out += sink_checkers.check_old_prefix_closed([b"new-0"], [], {0: 1})
     out += sink_checkers.check_expired_ids_refused(["p-0-1"], False, None)
     out += sink_checkers.check_expired_ids_refused(["p-0-1"], True, "KafkaError: unknown")
+    out += sink_checkers.check_prefixes_refused(["job", "job"], None, []) + sink_checkers.check_prefixes_refused(
+        [""], None, []
+    )
+    out += sink_checkers.check_prefixes_refused(["job", "job"], "ValueError: 'job'", ["job-0-1"])
+    out += sink_checkers.check_prefixes_refused(["job", "job"], "ValueError: no", [])
+    out += sink_checkers.check_prefixes_refused(["job"], "ValueError: no", [])
+    ends = {0: 3, 1: 2}
+    out += sink_checkers.check_naming_switched("pooling", "incrementing", [b"x"], [], {0: 1, 1: 2}, ends, "no")
+    out += sink_checkers.check_naming_switched("incrementing", "pooling", [b"x", b"y"], [b"y", b"y"], ends, ends, None)
     kinds = {v.kind for v in out}
     assert {"reordered", "unbounded-ids", "open-after-stop", "pending-aborted-at-stop", "offset-gap"} <= kinds
     assert {"offset-duplicate", "never-discovered", "double-read", "lost-write", "duplicate"} <= kinds
@@ -198,6 +207,8 @@ def test_sink_and_pipeline_checkers_give_documented_fields() -> None:
         "expired-id-swallowed",
         "expired-id-unnamed",
     } <= kinds
+    assert {"duplicate-prefix-accepted", "missing-prefix-accepted", "refused-after-start", "refusal-unnamed"} <= kinds
+    assert {"valid-prefixes-refused", "old-naming-left-open", "switch-lost-write", "switch-duplicate"} <= kinds
     assert_documented(out)
 
 

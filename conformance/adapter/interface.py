@@ -67,6 +67,8 @@ CAPABILITIES = {
     "offset-commit": "commits source offsets to the consumer group on checkpoint completion",
     "exactly-once-sink": "exposes a transactional two-phase-commit sink",
     "sink-close": "its exactly-once sink's close(): what stopping the job without a restart does to its transactions",
+    "sink-job": "starts a job's exactly-once sinks together, sinks(configs), refusing an empty or shared prefix",
+    "naming-switch": "its exactly-once sink takes SinkConfig/RecoveryConfig.naming: a recovery under another naming",
     "keyed-sink-placement": "exposes its sink's partitioner: partitioner().partition(topic, partition, key, value, n)",
     "group-assignment": "exposes its consumer-group assignors: assign_group(strategy, group) for assignment_strategies",
     "group-offsets-start": "starts a fresh source from its consumer group's committed offsets: group_start(config)",
@@ -152,6 +154,10 @@ class ProtocolAdapter(Protocol):
         ...
 
     def sink(self, config: SinkConfig) -> Sink: ...
+
+    def sinks(self, configs: Sequence[SinkConfig]) -> Sequence[Sink]:
+        """The exactly-once sinks of one job, started together (capability ``sink-job``, COMMIT-022)."""
+        ...
 
     def recover_sink(self, config: RecoveryConfig) -> Sink: ...
 
@@ -245,6 +251,8 @@ REQUIRED_MEMBERS: dict[str, tuple[str, ...]] = {
         "initial_sink_checkpoint(parallelism)",
         "naming",
     ),
+    "sink-job": ("sinks(configs: Sequence[SinkConfig])",),
+    "naming-switch": ("sink(config: SinkConfig)", "recover_sink(config: RecoveryConfig)"),
     "keyed-sink-placement": ("partitioner()",),
     "group-assignment": ("assign_group(strategy, group)", "assignment_strategies"),
     "group-offsets-start": ("group_start(config: GroupStartConfig)",),

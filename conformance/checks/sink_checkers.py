@@ -9,7 +9,8 @@ text (or the exception where its type is the judgment); ``None`` means the step 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 
 from ...reference_impl.ports import KafkaError
 from .checkers import Violation, value_field, values_field
@@ -130,3 +131,68 @@ def check_expired_ids_refused(ids: list[str], committed: bool, error: str | None
         return []
     where = f"recovery failed with {error}, naming none of {ids}"
     return [Violation("COMMIT-019", "expired-id-unnamed", where, data={"transactional_ids": ids, "error": error})]
+
+
+def check_prefixes_refused(prefixes: Sequence[str], error: str | None, started: Sequence[str]) -> list[Violation]:
+    """COMMIT-022: a job whose sinks' ``prefixes`` include an empty or a repeated one is refused at start
+    (``error``: what starting it raised, ``None`` if nothing), before its sinks start (``started``: what shows
+    they did, the transactional ids the log holds afterwards or the values a Flink job's sink wrote), by an
+    error that names the prefix; a job of distinct, non-empty prefixes starts."""
+    empty = [i for i, prefix in enumerate(prefixes) if not prefix]
+    shared = sorted(prefix for prefix, sinks in Counter(prefixes).items() if prefix and sinks > 1)
+    facts = {"prefixes": list(prefixes), "error": error, "started": sorted(started)}
+    if not empty and not shared:
+        why = f"sinks of distinct prefixes {list(prefixes)} were refused: {error}"
+        return [Violation("COMMIT-022", "valid-prefixes-refused", why, data=facts)] * (error is not None)
+    if error is None:
+        kind, what = (
+            ("missing-prefix-accepted", f"sinks {empty} without one")
+            if empty
+            else (
+                "duplicate-prefix-accepted",
+                f"sinks sharing {shared[0]!r}",
+            )
+        )
+        return [Violation("COMMIT-022", kind, f"a job with {what} started: {list(prefixes)}", data=facts)]
+    if started:
+        why = f"refused only after its sinks started ({sorted(started)}): {error}"
+        return [Violation("COMMIT-022", "refused-after-start", why, data=facts)]
+    named = "prefix" in error.lower() and (bool(empty) or shared[0] in error)  # either problem may be the one named
+    why = f"the refusal does not name the {'missing prefix' if empty else repr(shared[0])}: {error}"
+    return [Violation("COMMIT-022", "refusal-unnamed", why, data=facts)] * (not named)
+
+
+def check_naming_switched(
+    old: str,
+    new: str,
+    expected: Iterable[bytes],
+    committed: Sequence[bytes],
+    stable: Mapping[int, int],
+    ends: Mapping[int, int],
+    refused: str | None,
+) -> list[Violation]:
+    """COMMIT-023: a sink restored under naming ``new`` from a checkpoint taken under ``old`` loses no value of
+    the checkpoint or of the new run (``expected``), commits none twice (``committed``, in log order) and leaves
+    no transaction of the old naming open: each partition's last stable offset (``stable``) reaches its end
+    (``ends``). A sink may instead refuse the switch at start (``refused``: its error, naming ``new``); the
+    values then come from a restore under ``old``, which must still find the checkpoint intact."""
+    facts: dict[str, object] = {"naming": old, "to": new, "error": refused}
+    found = []
+    if refused is not None and new not in refused.lower():
+        why = f"the refused switch {old} -> {new} does not name {new}: {refused}"
+        found.append(Violation("COMMIT-023", "refusal-unnamed", why, data=facts))
+    blocked = {p: (o, ends[p]) for p, o in sorted(stable.items()) if o < ends.get(p, o)}
+    hidden = sorted(set(expected) - set(committed))
+    if blocked:
+        why = f"after {old} -> {new}, open transactions hold readers back: (stable, end) {blocked}"
+        held = [{"partition": p, "offset": o, "high_watermark": end} for p, (o, end) in blocked.items()]
+        evidence = {**facts, "stable": held, "values": values_field(hidden)}
+        found.append(Violation("COMMIT-023", "old-naming-left-open", why, data=evidence))
+    elif hidden:
+        why = f"after {old} -> {new}, not visible read_committed: {hidden}"
+        found.append(Violation("COMMIT-023", "switch-lost-write", why, data={**facts, "values": values_field(hidden)}))
+    twice = sorted(v for v, times in Counter(committed).items() if times > 1)
+    if twice:
+        why = f"after {old} -> {new}, visible more than once: {twice}"
+        found.append(Violation("COMMIT-023", "switch-duplicate", why, data={**facts, "values": values_field(twice)}))
+    return found

@@ -52,7 +52,8 @@ class Sink:
 
     topic: str
     exactly_once: bool
-    transactional_id_prefix: str
+    transactional_id_prefix: str | None
+    """``None``: the job sets none, so the release's own default or refusal applies (COMMIT-022)."""
     properties: Mapping[str, str] = field(default_factory=lambda: dict(SINK_DEFAULTS))
     naming: str | None = None
     """Its ``TransactionNamingStrategy`` (``ConnectorRelease.transaction_naming``); ``None``: the release's default."""

@@ -65,3 +65,31 @@ def _transaction_timeout_ignored(job: JobRun) -> JobRun:
     job killed and never restarted blocks read_committed readers for that minute, not for the timeout asked."""
     properties = {**job.sink.properties, "transaction.timeout.ms": "60000"}
     return replace(job, sink=replace(job.sink, properties=properties))
+
+
+@flink_mutant(
+    "flink_sink_default_prefix",
+    {"COMMIT-022"},
+    "the job's exactly-once KafkaSink gets connector 3.x's default prefix 'kafka-sink' where it set none",
+    scenario="flink_exactly_once_sink_without_a_prefix",
+)
+def _default_prefix(job: JobRun) -> JobRun:
+    """A deployment that fills in ``kafka-sink`` (``KafkaSinkBuilder``'s default up to connector 3.4.0) for a sink
+    without a prefix: the job starts where FLINK-37380 refuses it, sharing its ids with every such sink."""
+    if job.sink.transactional_id_prefix is not None:
+        return job
+    return replace(job, sink=replace(job.sink, transactional_id_prefix="kafka-sink"))
+
+
+@flink_mutant(
+    "flink_switch_restored_without_state",
+    {"COMMIT-023"},
+    "a job switched to POOLING naming is started afresh instead of from its savepoint",
+    scenario="flink_a_savepoint_restored_under_the_other_naming",
+)
+def _switch_restored_without_state(job: JobRun) -> JobRun:
+    """A naming switch deployed as a new job: restored under ``POOLING``, it drops its savepoint and reads its
+    input from the start again, so what the earlier run committed becomes visible twice."""
+    if job.restore_from is None or job.sink.naming != "POOLING":
+        return job
+    return replace(job, restore_from=None)

@@ -139,10 +139,11 @@ class SinkMutant(ReferenceAdapter):
     sink_class: type[ExactlyOnceSink] = ExactlyOnceSink
 
     def sink(self, config: SinkConfig) -> ExactlyOnceSink:
-        return self.sink_class(config.log, config.prefix, config.parallelism, self.naming)
+        return self.sink_class(config.log, config.prefix, config.parallelism, config.naming or self.naming)
 
     def recover_sink(self, config: RecoveryConfig) -> ExactlyOnceSink:
-        return self.sink_class.recover(config.log, config.prefix, config.parallelism, config.checkpoint, self.naming)
+        naming = config.naming or self.naming
+        return self.sink_class.recover(config.log, config.prefix, config.parallelism, config.checkpoint, naming)
 
 
 def sink_mutant(
@@ -638,9 +639,9 @@ class _CommitAheadSink(ExactlyOnceSink):
 class _OwnRangeAbortSink(ExactlyOnceSink):
     def _abort_lingering(self, checkpoint: SinkCheckpoint) -> None:
         """Aborts the ids of the new subtasks only: those of a larger earlier parallelism stay open."""
-        for prefix in self._prefixes_to_abort(checkpoint):
+        for prefix, naming in self._walks(checkpoint):
             for subtask in range(self.parallelism):
-                self._abort_ids_of(prefix, subtask, checkpoint.next_txn)
+                self._abort_ids_of(prefix, subtask, checkpoint.next_txn, naming)
 
 
 @sink_mutant("old_prefix_left_open", {"COMMIT-017"}, "recovery under a changed prefix aborts only the new prefix's ids")
@@ -648,6 +649,42 @@ class _CurrentPrefixOnlySink(ExactlyOnceSink):
     def _prefixes_to_abort(self, checkpoint: SinkCheckpoint) -> list[str]:
         """Recovery probes only the current prefix: a run under a new prefix leaves the old one's open."""
         return [self.prefix]
+
+
+@sink_mutant(
+    "old_naming_left_open",
+    {"COMMIT-023"},
+    "recovery under a changed naming strategy probes only the new naming's ids",
+)
+class _CurrentNamingOnlySink(ExactlyOnceSink):
+    def _namings_to_abort(self, checkpoint: SinkCheckpoint) -> list[NamingStrategy]:
+        """Recovery probes only the current naming: a run restored under the other one leaves the old one's
+        open (as Flink's PROBING abort would after POOLING, had Flink not refused that switch)."""
+        return [self.naming]
+
+
+@mutant(
+    "default_prefix_shared",
+    {"COMMIT-022"},
+    "connector 3.x: a sink without a prefix takes 'kafka-sink', and a job's sinks may share one (FLINK-37380)",
+)
+@dataclass(frozen=True)
+class DefaultPrefixShared(ReferenceAdapter):
+    """No prefix means connector 3.x's default ``kafka-sink``, and a job starts sinks sharing a prefix: they
+    name the same ids and fence each other once they write."""
+
+    def sink(self, config: SinkConfig) -> ExactlyOnceSink:
+        return super().sink(replace(config, prefix=config.prefix or DEFAULT_3X_PREFIX))
+
+    def sinks(self, configs: Sequence[SinkConfig]) -> list[ExactlyOnceSink]:
+        return [self.sink(config) for config in configs]
+
+    def recover_sink(self, config: RecoveryConfig) -> ExactlyOnceSink:
+        return super().recover_sink(replace(config, prefix=config.prefix or DEFAULT_3X_PREFIX))
+
+
+DEFAULT_3X_PREFIX = "kafka-sink"
+"""``KafkaSinkBuilder.transactionalIdPrefix``'s default up to connector 3.4.0, removed by FLINK-37380 in 4.0.0."""
 
 
 @sink_mutant("zombie_reclaims_fenced_id", {"COMMIT-006"}, "a fenced writer re-initialises its id and carries on")

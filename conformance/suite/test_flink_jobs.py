@@ -51,6 +51,7 @@ from ..checks.pipeline_checkers import (
     check_sink_output,
     check_unblocked,
 )
+from ..checks.sink_checkers import check_naming_switched, check_prefixes_refused
 from ..errors import HarnessError
 from ..flink.harness import FlinkHarness, RunningJob, visible_output
 from ..flink.history import RunHistory, committed_reads, left_to_read, restarted_or_checkpointed
@@ -577,3 +578,80 @@ def test_required_COMMIT_004_flink_job_killed_and_not_restarted_blocks_readers_n
     stable = {tp: lso for tp, (lso, _) in stable_offsets(kafka, sink).items()}
     when = f"{time.monotonic() - killed_at:.0f} s after the kill (transaction.timeout.ms={KILLED_TXN_TIMEOUT_MS})"
     fail_on(check_unblocked(stable, ends, when), detail=f"job in {tmp_path / 'job'}")
+
+
+def failure_named(work: Path, error: HarnessError) -> str:
+    """The error a failed harness run names: its stack trace's deepest cause (the last ``Caused by:`` line of its
+    stderr), else the first exception line, else ``error`` itself (whose tail of stderr may miss both)."""
+    log = work / "stderr.log"
+    lines = log.read_text(encoding="utf-8", errors="replace").splitlines() if log.exists() else []
+    causes = [line.removeprefix("Caused by: ") for line in lines if line.startswith("Caused by: ")]
+    thrown = [line for line in lines if "Exception: " in line and not line.startswith("\t")]
+    return (causes or thrown[:1] or [str(error)])[-1]
+
+
+@requirement("COMMIT-022", capability="flink-job")
+@pytest.mark.timeout(JOB_TIMEOUT_S)
+def test_required_COMMIT_022_flink_exactly_once_sink_without_a_prefix_is_refused_at_start(
+    harness: FlinkHarness, flink_broker: Broker, kafka: KafkaClient, tmp_path: Path
+) -> None:
+    """A bounded job over a few records whose exactly-once ``KafkaSink`` is built without
+    ``setTransactionalIdPrefix``: it must not start (FLINK-37380, connector 4.0.0: ``KafkaSinkBuilder.build``
+    fails); connector 3.x runs it under its default prefix ``kafka-sink``, shared by every such sink."""
+    tag = f"flink-{uuid4().hex[:8]}"
+    source, sink = f"{tag}-in", f"{tag}-out"
+    kafka.create_topic(source, PARTITIONS)
+    kafka.create_topic(sink, 2)
+    write(kafka, source, range(PARTITIONS), 5, tag)
+    job = job_of(flink_broker, (source,), sink, True, 2)
+    job = replace(job, sink=replace(job.sink, transactional_id_prefix=None), timeout_ms=BOUNDED_TIMEOUT_MS)
+    error = None
+    try:
+        harness.run(job, tmp_path / tag)
+    except HarnessError as refused:
+        error = failure_named(tmp_path / tag, refused)
+    written = [value.decode("utf-8", "backslashreplace") for value in sink_values(kafka, sink)]
+    fail_on(check_prefixes_refused([""], error, written), detail=f"run in {tmp_path / tag}")
+
+
+@requirement("COMMIT-023", capability="flink-job")
+@pytest.mark.timeout(JOB_TIMEOUT_S * 3)
+@pytest.mark.parametrize("old", NAMING)
+def test_required_COMMIT_023_flink_a_savepoint_restored_under_the_other_naming_loses_nothing(
+    harness: FlinkHarness, flink_broker: Broker, kafka: KafkaClient, tmp_path: Path, old: str
+) -> None:
+    """A job under ``TransactionNamingStrategy`` ``old`` stops with a savepoint part-way through its input; more
+    is written, and the job is restored from the savepoint under the other strategy (where Flink refuses that,
+    as it refuses POOLING -> INCREMENTING, under ``old`` again) and reads to the end. Its read_committed output
+    must hold every input record once, and no partition's last stable offset may stay behind its end."""
+    if old not in harness.release.transaction_naming:
+        pytest.skip(
+            f"flink-connector-kafka {harness.release.connector} has one transactional-id naming "
+            "(TransactionNamingStrategy came with connector 4.0, FLINK-34554): there is nothing to switch"
+        )
+    new = next(naming for naming in NAMING if naming != old)
+    tag = f"flink-{uuid4().hex[:8]}"
+    source, sink = f"{tag}-in", f"{tag}-out"
+    kafka.create_topic(source, PARTITIONS)
+    kafka.create_topic(sink, 2)
+    work = tmp_path / tag
+    write(kafka, source, range(PARTITIONS), 100, f"{tag}-before")
+    job = job_of(flink_broker, (source,), sink, True, 2)
+    first = harness.run(replace(job, sink=replace(job.sink, naming=old), stop=Stop(after_records=150)), work / "run-1")
+    ends = write(kafka, source, range(PARTITIONS), 50, f"{tag}-after")
+    rest = replace(job, stop=Stop(at_offsets=left_to_read(ends, committed_reads([first.history]))))
+    rest = replace(rest, restore_from=first.savepoint)
+    refused = None
+    try:
+        harness.run(replace(rest, sink=replace(rest.sink, naming=new)), work / "run-2")
+    except HarnessError as error:
+        refused = failure_named(work / "run-2", error)
+        harness.run(replace(rest, sink=replace(rest.sink, naming=old)), work / "run-2-again")
+    produced = topic_records(kafka, source, Isolation.READ_UNCOMMITTED)
+    expected = [r.value or b"" for records in produced.values() for r in records]
+    committed = [r.value or b"" for records in visible_output(kafka, sink).values() for r in records]
+    sink_partitions = [TopicPartition(sink, p) for p in range(2)]
+    stable = {tp.partition: kafka.latest_offset(tp, Isolation.READ_COMMITTED) for tp in sink_partitions}
+    log_ends = {tp.partition: kafka.high_watermark(tp) for tp in sink_partitions}
+    found = check_naming_switched(old.lower(), new.lower(), expected, committed, stable, log_ends, refused)
+    fail_on(found, detail=f"runs in {work}")

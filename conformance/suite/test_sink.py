@@ -42,7 +42,9 @@ from ..checks.sink_checkers import (
     check_expired_ids_refused,
     check_foreign_transactions_kept,
     check_intervals_committed,
+    check_naming_switched,
     check_old_prefix_closed,
+    check_prefixes_refused,
     check_recovery_succeeded,
     check_second_recovery,
     check_timeout_surfaced,
@@ -624,3 +626,100 @@ def test_required_COMMIT_020_a_stopped_sink_leaves_open_only_what_a_checkpoint_m
     ends = {p: log.latest_offset(TopicPartition(TOPIC, p), Isolation.READ_UNCOMMITTED) for p in range(PARTITIONS)}
     stable = f"last stable offsets {seen.stable}, ends {ends}"
     fail_on(check_stopped_sink(log.open_transactional_ids(), pending, stable))
+
+
+def raised_by_adapter(error: AdapterError) -> str:
+    """What the adapter itself raised (``Type: message``): the guard's text also shows the call's arguments,
+    which name every prefix and would make any refusal look as if it named them."""
+    cause = error.__cause__ or error
+    return f"{type(cause).__name__}: {cause}"
+
+
+@requirement("COMMIT-022", capability="exactly-once-sink")
+@given(st.integers(1, 3), st.booleans())
+def test_required_COMMIT_022_a_sink_without_a_prefix_is_refused_at_start(
+    adapter: Any, n: int, recovering: bool
+) -> None:
+    """An exactly-once sink given an empty transactional-id prefix, fresh or recovered from the initial
+    state: it must refuse before it initialises any id (FLINK-37380: connector 3.x silently took the
+    default ``kafka-sink``, which every such sink of a cluster then shares)."""
+    log = KafkaModel()
+    log.create_topic(TOPIC, PARTITIONS)
+    error = None
+    try:
+        if recovering:
+            state = adapter.initial_sink_checkpoint(n)
+            made = adapter.recover_sink(RecoveryConfig(log=log, prefix="", parallelism=n, checkpoint=state))
+        else:
+            made = adapter.sink(SinkConfig(log=log, prefix="", parallelism=n))
+        sink = Guarded(made, "sink", adapter.name)
+        sink.start()
+        for subtask in range(n):
+            sink.write(subtask, TOPIC, subtask % PARTITIONS, None, f"unprefixed-{subtask}".encode())
+    except AdapterError as exc:
+        error = raised_by_adapter(exc)
+    fail_on(check_prefixes_refused([""], error, log.transactional_ids()))
+
+
+@requirement("COMMIT-022", capability="sink-job")
+@given(st.lists(st.sampled_from(["job", "job-1", "orders", ""]), min_size=1, max_size=4))
+@example(prefixes=["job", "job"])
+@example(prefixes=["job", "job-1", "orders"])
+def test_required_COMMIT_022_a_job_whose_sinks_share_a_prefix_or_lack_one_is_refused_at_start(
+    adapter: Any, prefixes: list[str]
+) -> None:
+    """A job's exactly-once sinks started together (``sinks``): with an empty prefix or one shared by two
+    sinks, the job is refused before any id is initialised, naming the prefix; with distinct prefixes,
+    even ones extending each other (``job``, ``job-1``), it starts."""
+    log = KafkaModel()
+    log.create_topic(TOPIC, PARTITIONS)
+    error = None
+    try:
+        configs = [SinkConfig(log=log, prefix=prefix, parallelism=2) for prefix in prefixes]
+        for made in adapter.sinks(configs):
+            Guarded(made, "sink", adapter.name).start()
+    except AdapterError as exc:
+        error = raised_by_adapter(exc)
+    fail_on(check_prefixes_refused(prefixes, error, log.transactional_ids()))
+
+
+@requirement("COMMIT-023", capability="naming-switch")
+@given(st.sampled_from(list(NamingStrategy)), st.integers(1, 3), st.integers(1, 3), st.booleans())
+@example(old=NamingStrategy.INCREMENTING, n=2, m=2, notified=False)
+@example(old=NamingStrategy.POOLING, n=2, m=1, notified=True)
+def test_required_COMMIT_023_a_restore_under_the_other_naming_loses_nothing_and_leaves_nothing_open(
+    adapter: Any, old: NamingStrategy, n: int, m: int, notified: bool
+) -> None:
+    """A job under naming ``old`` completes checkpoint 1 (its notification perhaps lost), writes on, and
+    fails; it is restored from checkpoint 1 under the other naming (Flink 4.0+: INCREMENTING <-> POOLING).
+    The checkpoint's records and the new run's must be visible once each, and nothing the old run left
+    open may hold readers back. A sink may refuse the switch at start, as Flink refuses POOLING ->
+    INCREMENTING; a restore under ``old`` must then still commit the checkpoint."""
+    new = next(naming for naming in NamingStrategy if naming is not old)
+    log = KafkaModel()
+    log.create_topic(TOPIC, PARTITIONS)
+    first = Guarded(adapter.sink(SinkConfig(log=log, prefix=PREFIX, parallelism=n, naming=old)), "sink", adapter.name)
+    first.start()
+    for subtask in range(n):
+        first.write(subtask, TOPIC, subtask % PARTITIONS, None, f"checkpoint-1-{subtask}".encode())
+    state = first.checkpoint(1)
+    if notified:
+        first.notify_checkpoint_complete(1)
+    for subtask in range(n):  # after checkpoint 1: open when the job fails
+        first.write(subtask, TOPIC, subtask % PARTITIONS, None, f"lost-{subtask}".encode())
+    refused = None
+    try:
+        made = adapter.recover_sink(RecoveryConfig(log=log, prefix=PREFIX, parallelism=m, checkpoint=state, naming=new))
+    except AdapterError as exc:
+        refused = raised_by_adapter(exc)
+        made = adapter.recover_sink(RecoveryConfig(log=log, prefix=PREFIX, parallelism=m, checkpoint=state, naming=old))
+    second = Guarded(made, "sink", adapter.name)
+    expected = {f"checkpoint-1-{subtask}".encode() for subtask in range(n)}
+    for subtask in range(m):
+        expected.add(f"run-2-{subtask}".encode())
+        second.write(subtask, TOPIC, subtask % PARTITIONS, None, f"run-2-{subtask}".encode())
+    second.checkpoint(2)
+    second.notify_checkpoint_complete(2)
+    seen = observe(log)
+    ends = {p: log.latest_offset(TopicPartition(TOPIC, p), Isolation.READ_UNCOMMITTED) for p in range(PARTITIONS)}
+    fail_on(check_naming_switched(old.value, new.value, expected, seen.committed, seen.stable, ends, refused))

@@ -59,7 +59,7 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
  * <pre>
  * {"bootstrap_servers": s, "topics": [t, ...] | null, "topic_pattern": regex | null, "starting_offsets": "earliest",
  *  "bounded": b, "parallelism": n, "checkpoint_interval_ms": ms, "restart_attempts": k,
- *  "sink": {"topic": t, "exactly_once": b, "transactional_id_prefix": s, "properties": {k: v},
+ *  "sink": {"topic": t, "exactly_once": b, "transactional_id_prefix": s | null, "properties": {k: v},
  *  "naming": "INCREMENTING" | "POOLING" | null},
  *  "source_properties": {k: v}, "history": path, "savepoint_dir": path, "restore_from": path | null,
  *  "failure": {"subtask": i, "after_records": n, "at": "record" | "checkpoint"} | null,
@@ -209,8 +209,11 @@ public final class FlinkHarness {
                         .setDeliveryGuarantee(
                                 sink.get("exactly_once").asBoolean()
                                         ? DeliveryGuarantee.EXACTLY_ONCE
-                                        : DeliveryGuarantee.AT_LEAST_ONCE)
-                        .setTransactionalIdPrefix(sink.get("transactional_id_prefix").asText());
+                                        : DeliveryGuarantee.AT_LEAST_ONCE);
+        JsonNode prefix = sink.get("transactional_id_prefix");
+        if (!prefix.isNull()) { // null: the job sets none, to see what the release does without one (COMMIT-022)
+            builder.setTransactionalIdPrefix(prefix.asText());
+        }
         sink.get("properties").fields().forEachRemaining(e -> builder.setProperty(e.getKey(), e.getValue().asText()));
         JsonNode naming = sink.get("naming");
         if (naming != null && !naming.isNull()) {
@@ -444,10 +447,28 @@ public final class FlinkHarness {
                     }
                     LOCK.wait(Math.min(left, POLL_MS));
                 }
-                JobStatus status = job.getJobStatus().get(POLL_MS * 20, TimeUnit.MILLISECONDS);
-                if (status.isGloballyTerminalState()) {
-                    throw new IllegalStateException("the job ended (" + status + ") before it was stopped");
+                JobStatus status;
+                try {
+                    status = job.getJobStatus().get(POLL_MS * 20, TimeUnit.MILLISECONDS);
+                } catch (ExecutionException | IllegalStateException gone) {
+                    // the job's own MiniCluster shuts down once the job ended: only its result still says why
+                    Throwable why = failureOf(job);
+                    throw new IllegalStateException("the job ended before it was stopped", why == null ? gone : why);
                 }
+                if (status.isGloballyTerminalState()) {
+                    throw new IllegalStateException(
+                            "the job ended (" + status + ") before it was stopped", failureOf(job));
+                }
+            }
+        }
+
+        /** Why a job that ended failed (its stack trace names the connector's own error), or null. */
+        private static Throwable failureOf(JobClient job) throws InterruptedException {
+            try {
+                job.getJobExecutionResult().get(POLL_MS * 20, TimeUnit.MILLISECONDS);
+                return null;
+            } catch (ExecutionException | TimeoutException failed) {
+                return failed;
             }
         }
 
