@@ -536,7 +536,7 @@ class _TimedOutCommitRewritesWriter(KafkaStreamWriter):
         with contextlib.ExitStack() as clients:
             kafka = clients.enter_context(self._options.connection.client())
             placement = self.placement(identity.task, len(kafka.list_topics()[topic]))
-            producer = _open_transaction(kafka, self._options, identity)
+            producer = _open_transaction(kafka, self._options, identity, self.marker_groups)
             if producer is None:
                 return TaskCommit(identity, 0, skipped=True)
             group = identity.transactional_id(self._options.prefix)
