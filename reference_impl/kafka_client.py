@@ -264,6 +264,18 @@ class KafkaClient:
         admin_result(self._admin.delete_topics([name])[name], f"delete topic {name}", self.timeout_s)
         wait_until(lambda: name not in self.list_topics() or None, self.timeout_s, f"topic {name} gone")
 
+    def consumer_groups(self) -> list[str]:
+        """The id of every consumer group the cluster knows (ListGroups), members or not."""
+        listed = admin_result(
+            self._admin.list_consumer_groups(request_timeout=self.timeout_s), "list consumer groups", self.timeout_s
+        )
+        return [g.group_id for g in listed.valid]
+
+    def delete_consumer_groups(self, groups: Collection[str]) -> None:
+        """Delete ``groups`` (none may have members), with their committed offsets."""
+        for group, future in self._admin.delete_consumer_groups(list(groups), request_timeout=self.timeout_s).items():
+            admin_result(future, f"delete consumer group {group}", self.timeout_s)
+
     def _await_partitions(self, topic: str, count: int) -> None:
         """Wait until metadata shows ``count`` partitions of ``topic``, each with a leader.
 

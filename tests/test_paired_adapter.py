@@ -60,7 +60,7 @@ def test_spark_source_with_the_reference_sink_is_soaked_as_exactly_once() -> Non
     assert loaded is SPARK_SOURCE_REFERENCE_SINK
     assert loaded.capabilities == {
         "pipeline", "pipeline-rescale", "pipeline-regex", "pipeline-sink", "pipeline-exactly-once-sink",
-        "pipeline-keyed-sink",
+        "pipeline-keyed-sink", "pipeline-transactional-id-prefix",
     }  # fmt: skip
     assert "pipeline-assignment" not in loaded.capabilities  # Spark's source has no Flink assigner
     assert declared_guarantee(loaded.capabilities) is Guarantee.EXACTLY_ONCE

@@ -23,6 +23,7 @@ from kconform.conformance.checks.pipeline_checkers import (
     check_closed_at_stop,
     check_discovered,
     check_driver_exit,
+    check_foreign_left_open,
     check_gone_position,
     check_listed_reads,
     check_offsets_read_by_one_task,
@@ -173,6 +174,25 @@ def test_required_COMMIT_004_a_stable_offset_short_of_the_end_at_the_kill_is_lin
     violations = check_unblocked({TopicPartition("out", 0): 4}, ends, "after the restart")
     assert [(v.requirement, v.kind) for v in violations] == [("COMMIT-004", "lingering-transaction")] * 2
     assert "out-0" in violations[0].evidence and "after the restart" in violations[0].evidence
+
+
+def test_required_COMMIT_017_a_stable_offset_short_of_the_end_after_a_prefix_change_is_named_on_017() -> None:
+    violations = check_unblocked({TopicPartition("out", 0): 4}, {TopicPartition("out", 0): 5}, "now", "COMMIT-017")
+    assert [(v.requirement, v.kind, v.data["stable"], v.data["end"]) for v in violations] == [
+        ("COMMIT-017", "lingering-transaction", 4, 5)
+    ]
+
+
+def test_required_COMMIT_016_a_held_partition_whose_stable_offset_moved_while_another_query_ran_is_named() -> None:
+    """Only a partition the kill left held below its end, whose last stable offset then moved, is named."""
+    a, b, c = (TopicPartition("out", p) for p in range(3))
+    left, ends = {a: 3, b: 7, c: 0}, {a: 7, b: 7, c: 4}
+    assert check_foreign_left_open(left, {a: 3, b: 7, c: 0}, ends, "while job ran") == []
+    wrong = check_foreign_left_open(left, {a: 7, b: 7, c: 0}, ends, "while job ran")
+    assert [(v.requirement, v.kind, v.data["partition"], v.data["left"], v.data["stable"]) for v in wrong] == [
+        ("COMMIT-016", "foreign-transaction-aborted", 0, 3, 7)
+    ]
+    assert "while job ran" in wrong[0].evidence
 
 
 def test_required_COMMIT_007_records_of_a_timed_out_transaction_must_be_written_again() -> None:

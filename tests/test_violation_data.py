@@ -149,6 +149,7 @@ def test_sink_and_pipeline_checkers_give_documented_fields() -> None:
     out += pipeline_checkers.check_task_plan(batch, 2)
     out += pipeline_checkers.check_output(Counter([b"x", b"y"]), Counter([b"x", b"x"]), exactly_once=True)
     out += pipeline_checkers.check_unblocked({a0: 2}, {a0: 5}, "after the restart")
+    out += pipeline_checkers.check_foreign_left_open({a0: 2}, {a0: 5}, {a0: 5}, "while another query ran")
     out += pipeline_checkers.check_rewritten(Counter([None, b"z"]), Counter(), "was refused")
     out += pipeline_checkers.check_pattern_reads([a0, tp("x", 1)], "in")
     out += pipeline_checkers.check_refused_timeout(None, "out", 0, 7)

@@ -45,6 +45,8 @@ PIPELINE_CAPABILITIES = {
     "pipeline-sink": "writes a streaming query's rows to Kafka, at least once",
     "pipeline-exactly-once-sink": "its sink's exactly-once mode: read_committed output equals the input",
     "pipeline-keyed-sink": "its sink writes a keyed row (no partition column) where Java's producer puts its key",
+    "pipeline-transactional-id-prefix": "its exactly-once sink names its transactional ids with "
+    "SinkSpec.transactional_id_prefix, mapped onto the connector's own option",
     "confluent-kafka-consumer": "reads Kafka with the confluent-kafka this interpreter imports: the consumer's "
     "positions, pause, resume and stored offsets are checked on the run's broker (RESTORE-008, -009, -011, -012)",
 }
@@ -204,6 +206,10 @@ class SinkSpec:
     client_settings: tuple[tuple[str, str | Secret], ...] = ()
     client_timeout_ms: int | None = None
     """As ``SourceSpec.client_timeout_ms``: e.g. how long a transaction's commit may go unanswered."""
+    transactional_id_prefix: str | None = None
+    """The prefix of the exactly-once sink's transactional ids; None: the adapter's own default. Only an adapter
+    that declares ``pipeline-transactional-id-prefix`` is given one (two sinks whose prefixes extend one another,
+    COMMIT-016; a prefix changed between runs of one query, COMMIT-017)."""
 
 
 @runtime_checkable

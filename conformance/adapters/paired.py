@@ -33,7 +33,9 @@ SOURCE_CAPABILITIES: Final = frozenset(
 )
 """What ``read_stream`` alone earns: how a batch's tasks read, across restarts and new topics, and the client
 they read with."""
-SINK_CAPABILITIES: Final = frozenset({"pipeline-sink", "pipeline-exactly-once-sink", "pipeline-keyed-sink"})
+SINK_CAPABILITIES: Final = frozenset(
+    {"pipeline-sink", "pipeline-exactly-once-sink", "pipeline-keyed-sink", "pipeline-transactional-id-prefix"}
+)
 """What ``write_stream`` alone earns: how the rows reach Kafka."""
 
 

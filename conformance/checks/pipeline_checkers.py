@@ -259,13 +259,14 @@ def check_output(expected: Counter[bytes | None], seen: Counter[bytes | None], e
 
 
 def check_unblocked(
-    stable: Mapping[TopicPartition, int], ends: Mapping[TopicPartition, int], when: str
+    stable: Mapping[TopicPartition, int], ends: Mapping[TopicPartition, int], when: str, requirement: str = "COMMIT-004"
 ) -> list[Violation]:
     """COMMIT-004: each partition's last stable offset has reached ``ends``, the end of its log when a driver
-    was killed inside a transaction: that transaction no longer blocks read_committed readers."""
+    was killed inside a transaction: that transaction no longer blocks read_committed readers. COMMIT-017 asks
+    the same of a restart under another transactional-id prefix (``requirement``)."""
     return [
         Violation(
-            "COMMIT-004",
+            requirement,
             "lingering-transaction",
             f"{tp}: last stable offset {stable.get(tp, 0)} is still below {end}, the end of the log when the "
             f"driver was killed, {when}: read_committed readers are blocked",
@@ -273,6 +274,26 @@ def check_unblocked(
         )
         for tp, end in sorted(ends.items())
         if stable.get(tp, 0) < end
+    ]
+
+
+def check_foreign_left_open(
+    left: Mapping[TopicPartition, int], stable: Mapping[TopicPartition, int], ends: Mapping[TopicPartition, int],
+    when: str,
+) -> list[Violation]:  # fmt: skip
+    """COMMIT-016: while only another query ran and recovered (``when``), a partition a killed driver's open
+    transaction held below its end (``ends``) still has the last stable offset the kill left (``left``): only
+    the killed query's own restart may end that transaction, whatever the other's prefix has in common with it."""
+    return [
+        Violation(
+            "COMMIT-016",
+            "foreign-transaction-aborted",
+            f"{tp}: last stable offset moved from {held} to {stable.get(tp, 0)} (end {end}) {when}: another query's "
+            "sink ended a transaction this query's killed driver left open",
+            data=tp_fields(tp) | {"stable": stable.get(tp, 0), "left": held, "end": end, "when": when},
+        )
+        for tp, end in sorted(ends.items())
+        if (held := left.get(tp, 0)) < end and stable.get(tp, 0) > held
     ]
 
 

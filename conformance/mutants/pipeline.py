@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final, TypeVar
 from uuid import uuid4
@@ -32,6 +32,7 @@ from ...reference_impl.spark.data_source import KafkaDataSource
 from ...reference_impl.spark.offsets import SourceOffsets
 from ...reference_impl.spark.sink import (
     KafkaStreamWriter,
+    MarkerGroups,
     Placement,
     SinkOptions,
     TaskCommit,
@@ -542,7 +543,7 @@ class _DeferredCommitWriter(KafkaStreamWriter):
         topic = self._options.topic
         kafka = self._options.connection.client()  # never closed: its producer outlives the task
         placement = self.placement(identity.task, len(kafka.list_topics()[topic]))
-        producer = _open_transaction(kafka, self._options, identity)
+        producer = _open_transaction(kafka, self._options, identity, self.marker_groups)
         if producer is None:
             for _ in iterator:
                 pass
@@ -577,7 +578,7 @@ class _TimedOutCommitRewritesWriter(KafkaStreamWriter):
         with contextlib.ExitStack() as clients:
             kafka = clients.enter_context(self._options.connection.client())
             placement = self.placement(identity.task, len(kafka.list_topics()[topic]))
-            producer = _open_transaction(kafka, self._options, identity)
+            producer = _open_transaction(kafka, self._options, identity, self.marker_groups)
             if producer is None:
                 return TaskCommit(identity, 0, skipped=True)
             group = identity.transactional_id(self._options.prefix)
@@ -595,6 +596,54 @@ class _TimedOutCommitRewritesWriter(KafkaStreamWriter):
                 rewrite.send_offsets_to_transaction(group, marker)
                 rewrite.commit_transaction()
             return TaskCommit(identity, written, skipped=False)
+
+
+class _CurrentPrefixOnly(MarkerGroups):
+    """Knows the query's groups under its current prefix only."""
+
+    def owner(self, group: str) -> tuple[str, int] | None:
+        found = super().owner(group)
+        return found if found is not None and found[0] == self.prefix else None
+
+
+@writer_mutant(
+    "spark_sink_ignores_old_prefix",
+    {"COMMIT-017"},
+    "restarted under another transactionalIdPrefix, the sink looks for its ids and markers under the new one only",
+    scenario="restarted_under_another_prefix",
+    data_source="kc-mutant-ignores-old-prefix",
+    needs=("zombie_fencing", "last_stable_offset"),
+)
+class _OldPrefixIgnoredWriter(KafkaStreamWriter):
+    """Keeps no earlier prefix (the reference before it judged COMMIT-017 from outside): restarted on a checkpoint
+    under another prefix, its tasks fence and probe only the new prefix's ids, so the transactions a killed driver
+    left open under the old one hold read_committed readers back until the broker times them out."""
+
+    marker_groups = _CurrentPrefixOnly
+
+
+class _GroupsByPrefix(MarkerGroups):
+    """Takes every group whose name starts with its prefix for its query's, as a listing abort by ``startswith``."""
+
+    def leftovers(self, groups: Iterable[str], tasks: int) -> list[str]:
+        current = {f"{self.prefix}-{self.query}-{task}" for task in range(tasks)}
+        return sorted(g for g in groups if g.startswith(self.prefix) and g not in current)
+
+
+@writer_mutant(
+    "spark_sink_fences_by_prefix",
+    {"COMMIT-016"},
+    "the driver fences, as its own leftovers, every marker group whose name starts with its prefix",
+    scenario="restarted_beside_a_killed_one",
+    data_source="kc-mutant-fences-by-prefix",
+    needs=("zombie_fencing", "last_stable_offset"),
+)
+class _FencesByPrefixWriter(KafkaStreamWriter):
+    """Finds its leftover ids by string prefix, as Flink's listing abort under POOLING naming does (``startsWith``
+    one of its prefixes): another query's sink whose prefix starts with this one's (``job``, ``job-1``) has its
+    ids fenced and its groups deleted, so the transactions it holds open are aborted from outside."""
+
+    marker_groups = _GroupsByPrefix
 
 
 UNASSIGNED: Final = -1

@@ -58,6 +58,8 @@ class DriverRun:
     """Subscribe by pattern instead of to ``source`` (``kconform soak`` adds topics while it runs)."""
     client_timeout_ms: int | None = None
     """``Pipeline.client_timeout_ms``."""
+    transactional_id_prefix: str | None = None
+    """``Pipeline.transactional_id_prefix``."""
 
     def start(self, log: Path) -> subprocess.Popen[bytes]:
         """Start a driver and hand it this run; its output is appended to ``log``."""
@@ -172,6 +174,7 @@ def main(argv: list[str]) -> int:
             client_settings=mark_secrets(run.client_settings),
             sink_settings=mark_secrets(run.sink_settings),
             client_timeout_ms=run.client_timeout_ms,
+            transactional_id_prefix=run.transactional_id_prefix,
             adapter=adapter,
         ).run_available_now()
     except CannotCheck as error:

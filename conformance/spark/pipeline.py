@@ -65,6 +65,8 @@ if TYPE_CHECKING:
     from ...reference_impl.spark.data_source import KafkaDataSource
 
 QUERY_TIMEOUT_S: Final = 120
+PREFIX_OPTION: Final = "transactionalIdPrefix"
+"""The ``kconform-kafka`` sink's option naming its transactional ids (``SinkSpec.transactional_id_prefix``)."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,7 @@ class KconformKafkaAdapter:
             "pipeline-sink",
             "pipeline-exactly-once-sink",
             "pipeline-keyed-sink",
+            "pipeline-transactional-id-prefix",
             "confluent-kafka-consumer",
         }
     )
@@ -129,6 +132,7 @@ class KconformKafkaAdapter:
             .option("deliveryGuarantee", "exactly-once" if sink.exactly_once else "at-least-once")
             .options(**revealed({f"kafka.{k}": v for k, v in sink.client_settings}))
             .options(**({TIMEOUT_OPTION: str(sink.client_timeout_ms)} if sink.client_timeout_ms is not None else {}))
+            .options(**({PREFIX_OPTION: sink.transactional_id_prefix} if sink.transactional_id_prefix else {}))
         )
 
 
@@ -331,6 +335,8 @@ class Pipeline:
     """``SourceSpec.client_timeout_ms`` and ``SinkSpec.client_timeout_ms``; None: the adapter's default."""
     accept_data_loss: bool = False
     """``SourceSpec.accept_data_loss``."""
+    transactional_id_prefix: str | None = None
+    """``SinkSpec.transactional_id_prefix``; None: the adapter's default."""
     adapter: PipelineAdapter = SPARK_ADAPTER
     failures: TaskFailures | None = None
     batches: dict[int, list[ReadRecord]] = field(default_factory=dict)
@@ -369,7 +375,7 @@ class Pipeline:
             settings = {**self.client_settings, **self.sink_settings}
             spec = SinkSpec(
                 self.bootstrap_servers, self.sink_topic, self.exactly_once, tuple(sorted(settings.items())),
-                self.client_timeout_ms,
+                self.client_timeout_ms, self.transactional_id_prefix,
             )  # fmt: skip
             with data_source_found(self.adapter.name, "write_stream"):
                 writer = self.adapter.write_stream(frame.select("key", "value"), spec)

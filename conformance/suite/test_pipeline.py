@@ -54,6 +54,7 @@ from ..checks.pipeline_checkers import (
     check_closed_at_stop,
     check_discovered,
     check_driver_exit,
+    check_foreign_left_open,
     check_gone_position,
     check_listed_reads,
     check_offsets_read_by_one_task,
@@ -882,6 +883,7 @@ def restart(make_pipeline: Callable[..., Pipeline], run: DriverRun, sink_setting
     make_pipeline(
         run.parallelism, Path(run.checkpoint), subscribe=run.source, sink_topic=run.sink,
         max_records_per_trigger=run.max_records_per_trigger, sink_settings=sink_settings,
+        transactional_id_prefix=run.transactional_id_prefix,
     ).run_available_now()  # fmt: skip
 
 
@@ -982,6 +984,107 @@ def test_required_COMMIT_007_transactions_a_killed_driver_left_open_time_out(
     restart(make_pipeline, run, timeout)
     cause = "was in a transaction the broker timed out"
     fail_on(check_rewritten(timed_out, topic_values(kafka, sink, Isolation.READ_COMMITTED), cause))
+    judge_output(kafka, source, sink, True, broker_can, record_property, partial)
+
+
+def stable_now(kafka: KafkaClient, topic: str) -> dict[TopicPartition, int]:
+    """Each partition's last stable offset now."""
+    return {tp: lso for tp, (lso, _) in stable_offsets(kafka, topic).items()}
+
+
+def run_prefix() -> str:
+    """A transactional-id prefix no other scenario of the run shares, for a sink a scenario names itself."""
+    return f"kc{uuid4().hex[:6]}"
+
+
+@requirement("COMMIT-016", "COMMIT-004", "COMMIT-011", "COMMIT-013", capability="pipeline-transactional-id-prefix")
+@pytest.mark.timeout(DRIVER_TIMEOUT_S * 4)
+@pipeline_settings()
+@given(
+    stem=st.from_regex(r"[a-z][a-z0-9]{0,5}", fullmatch=True),
+    extension=st.from_regex(r"[-_.]?[a-z0-9]{1,3}", fullmatch=True),
+)
+@example(stem="job", extension="-1")
+def test_required_COMMIT_016_a_query_restarted_beside_a_killed_one_under_a_longer_prefix_leaves_its_transactions_open(
+    adapter: Any,
+    make_pipeline: Callable[..., Pipeline],
+    pipeline_broker: Broker,
+    spark: SparkSession,
+    kafka: KafkaClient,
+    broker_can: dict[str, Capability],
+    pytestconfig: pytest.Config,
+    tmp_path: Path,
+    record_property: Any,
+    partial: Partial,
+    stem: str,
+    extension: str,
+) -> None:
+    """Two queries on one broker whose sinks' transactional-id prefixes extend one another (``job``, ``job-1``:
+    drawn, behind a tag of the scenario's own). ``job-1``'s driver is SIGKILLed while its tasks' transactions hold
+    records (timeout 5 min); then ``job`` runs, and is restarted on its checkpoint. Its recoveries end only
+    transactions of its own: ``job-1``'s output must still be held where the kill left it until ``job-1``'s own
+    restart ends its transactions; then neither query has lost or duplicated a record."""
+    skip_unless_broker_can(broker_can, ("zombie_fencing", "last_stable_offset"), "COMMIT-016")
+    prefix = f"{run_prefix()}-{stem}"
+    longer = prefix + extension
+    source, sink, own_source, own_sink = (new_topic(kafka, 2) for _ in range(4))
+    fill(kafka, source, 2, 20, "longer")
+    checkpoint, log = tmp_path / f"longer-{uuid4().hex[:8]}", tmp_path / "drivers.log"
+    other = replace(
+        sink_driver(pytestconfig, spark, pipeline_broker, source, sink, checkpoint), transactional_id_prefix=longer
+    )
+    timeout = {"transaction.timeout.ms": str(LONG_TXN_TIMEOUT_MS)}
+    left = kill_inside_transaction(replace(other, sink_settings={**timeout, **SLOW_SINK}), log, kafka, sink)
+    record_property("partitions_left_blocked", sum(lso < end for lso, end in left.values()))
+    own_checkpoint = tmp_path / f"shorter-{uuid4().hex[:8]}"
+    for run in ("first", "restart"):
+        fill(kafka, own_source, 2, 5, run)
+        make_pipeline(
+            2, own_checkpoint, subscribe=own_source, sink_topic=own_sink, transactional_id_prefix=prefix
+        ).run_available_now()
+    ends = {tp: end for tp, (_, end) in left.items()}
+    held = {tp: lso for tp, (lso, _) in left.items()}
+    when = f"while only query {prefix!r} ran and was restarted (this query's prefix: {longer!r})"
+    fail_on(check_foreign_left_open(held, stable_now(kafka, sink), ends, when))
+    restart(make_pipeline, other, timeout)
+    fail_on(check_unblocked(stable_now(kafka, sink), ends, f"after query {longer!r} was restarted"))
+    judge_output(kafka, source, sink, True, broker_can, record_property, partial)
+    judge_output(kafka, own_source, own_sink, True, broker_can, record_property, partial)
+
+
+@requirement("COMMIT-017", "COMMIT-011", "COMMIT-013", capability="pipeline-transactional-id-prefix")
+@pytest.mark.timeout(DRIVER_TIMEOUT_S * 3)
+def test_required_COMMIT_017_a_query_restarted_under_another_prefix_ends_the_old_prefixs_transactions(
+    adapter: Any,
+    make_pipeline: Callable[..., Pipeline],
+    pipeline_broker: Broker,
+    spark: SparkSession,
+    kafka: KafkaClient,
+    broker_can: dict[str, Capability],
+    pytestconfig: pytest.Config,
+    tmp_path: Path,
+    record_property: Any,
+    partial: Partial,
+) -> None:
+    """A driver is SIGKILLed while its tasks' transactions hold records (transaction timeout 5 min); the query is
+    restarted on its checkpoint under another transactional-id prefix (a renamed job). The restart must end what
+    the old prefix's ids left open, so read_committed readers get past it without waiting for the timeout, and
+    must commit every record once: a task of the old prefix that committed the interrupted batch is not run again."""
+    skip_unless_broker_can(broker_can, ("zombie_fencing", "last_stable_offset"), "COMMIT-017")
+    old, new = f"{run_prefix()}-v1", f"{run_prefix()}-v2"
+    source, sink = new_topic(kafka, 2), new_topic(kafka, 2)
+    fill(kafka, source, 2, 20, "renamed")
+    checkpoint, log = tmp_path / "checkpoint", tmp_path / "drivers.log"
+    run = replace(
+        sink_driver(pytestconfig, spark, pipeline_broker, source, sink, checkpoint), transactional_id_prefix=old
+    )
+    timeout = {"transaction.timeout.ms": str(LONG_TXN_TIMEOUT_MS)}
+    left = kill_inside_transaction(replace(run, sink_settings={**timeout, **SLOW_SINK}), log, kafka, sink)
+    record_property("partitions_left_blocked", sum(lso < end for lso, end in left.values()))
+    restart(make_pipeline, replace(run, transactional_id_prefix=new), timeout)
+    ends = {tp: end for tp, (_, end) in left.items()}
+    when = f"after the restart under prefix {new!r} (the killed driver's: {old!r})"
+    fail_on(check_unblocked(stable_now(kafka, sink), ends, when, requirement="COMMIT-017"))
     judge_output(kafka, source, sink, True, broker_can, record_property, partial)
 
 

@@ -24,7 +24,13 @@ it; the exactly-once sink therefore commits inside each task (COMMIT-011):
 - a task index registers its group (marker 0) before its first transaction, so when a later
   batch runs fewer tasks the driver's ``commit`` finds the ids of the larger earlier parallelism,
   fences them (``init_transactions`` aborts what they left open) and deletes their groups
-  (COMMIT-012). This happens at the first batch commit after the rescale, not before its tasks.
+  (COMMIT-012). This happens at the first batch commit after the rescale, not before its tasks;
+- a query restarted under another ``transactionalIdPrefix`` takes over its earlier prefixes' ids
+  (COMMIT-017): a task index with no marker under the new prefix fences its ids under the others,
+  which aborts what they left open, carries their marker over and deletes their groups; the driver
+  fences and deletes the rest at the first batch commit, as for a rescale. A marker group is taken
+  for this query's only when its name is exactly ``{prefix}-{query id}-{task}``, so another sink's,
+  whose prefix may start with this one's, is never touched (COMMIT-016).
 
 Exactly-once holds under deterministic replay: every replay of batch ``b`` must give task ``i``
 the same records (the ``kconform-kafka`` source plans replays from the offset log, so it does).
@@ -52,7 +58,6 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.compute as pc  # type: ignore[import-untyped]
-from confluent_kafka.admin import AdminClient
 from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
@@ -118,6 +123,35 @@ class TaskIdentity:
     def transactional_id(self, prefix: str) -> str:
         """Stable across attempts and restarts of this task index; also names the marker's group."""
         return f"{prefix}-{self.query}-{self.task}"
+
+
+class MarkerGroups:
+    """The progress-marker groups of one query (each named as its transactional id) among a cluster's groups.
+
+    A name is this query's when it is exactly ``{prefix}-{query}-{task}``: Spark's query id is a UUID, so the
+    match is exact whatever the prefix holds, and another sink's groups, whose prefix may start with this
+    sink's (``job`` and ``job-1``), are never taken for this one's (COMMIT-016)."""
+
+    def __init__(self, prefix: str, query: str) -> None:
+        self.prefix = prefix
+        self.query = query
+
+    def owner(self, group: str) -> tuple[str, int] | None:
+        """The prefix and task index ``group`` names for this query, or ``None`` when it is not this query's."""
+        head, _, task = group.rpartition("-")
+        prefix = head.removesuffix(f"-{self.query}")
+        if not task.isdigit() or prefix == head or not prefix:
+            return None
+        return prefix, int(task)
+
+    def earlier(self, groups: Iterable[str], task: int) -> list[str]:
+        """Task ``task``'s groups under other prefixes: the ids a run under an earlier prefix used (COMMIT-017)."""
+        return sorted(g for g in groups if (o := self.owner(g)) is not None and o[1] == task and o[0] != self.prefix)
+
+    def leftovers(self, groups: Iterable[str], tasks: int) -> list[str]:
+        """The groups no task of a batch of ``tasks`` tasks uses: task indices ``>= tasks`` under this prefix
+        (COMMIT-012) and any under another (COMMIT-017)."""
+        return sorted(g for g in groups if (o := self.owner(g)) is not None and (o[0] != self.prefix or o[1] >= tasks))
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,6 +276,8 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
 
     placement: ClassVar[type[Placement]] = Placement
     """Where a task's rows go; the pipeline mutants swap in a broken one."""
+    marker_groups: ClassVar[type[MarkerGroups]] = MarkerGroups
+    """Which groups are this query's markers; the pipeline mutants swap in a broken one."""
 
     def __init__(self, options: SinkOptions, schema: StructType) -> None:
         names = set(schema.names)
@@ -299,7 +335,7 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
                     producer: KafkaProducer | None = kafka.producer()
                 else:
                     producer = _open_transaction(
-                        kafka, self._options, identity, None if kept is None else kept.producer
+                        kafka, self._options, identity, self.marker_groups, None if kept is None else kept.producer
                     )
             except KafkaError:
                 partitions.result()  # an unreachable broker or a missing topic fails as the option it is
@@ -319,7 +355,8 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
         commits = [m for m in messages if isinstance(m, TaskCommit)]
         if self._options.guarantee == EXACTLY_ONCE and commits and not self._fenced:
             with self._options.connection.new_client() as kafka:  # the tasks reached the broker: no need to ask first
-                fence_leftovers(kafka, self._options.prefix, commits[0].task.query, len(messages))
+                groups = self.marker_groups(self._options.prefix, commits[0].task.query)
+                fence_leftovers(kafka, groups, len(messages))
             self._fenced = True
 
     def abort(self, messages: Sequence[WriterCommitMessage | None], batchId: int) -> None:
@@ -336,7 +373,11 @@ def _produce(producer: KafkaProducer, topic: str, placement: Placement, batches:
 
 
 def _open_transaction(
-    kafka: KafkaClient, options: SinkOptions, identity: TaskIdentity, kept: KafkaTransactionalProducer | None = None
+    kafka: KafkaClient,
+    options: SinkOptions,
+    identity: TaskIdentity,
+    marker_groups: type[MarkerGroups],
+    kept: KafkaTransactionalProducer | None = None,
 ) -> KafkaTransactionalProducer | None:
     """The task's producer with its transaction begun, or ``None`` when the marker shows the batch committed
     (COMMIT-011): records and marker ``batch + 1`` then commit in that transaction.
@@ -346,19 +387,20 @@ def _open_transaction(
     fences every other, and the marker read again: no record was written yet."""
     if kept is not None:
         try:
-            return _begin(kafka, options, identity, kept, prove_epoch=True)
+            return _begin(kafka, options, identity, marker_groups, kept, prove_epoch=True)
         except KafkaError as error:
             if not _lost_its_epoch(error):
                 raise
             kafka.discard(kept)
     producer = kafka.init_producer(identity.transactional_id(options.prefix))  # fences every earlier attempt
-    return _begin(kafka, options, identity, producer, prove_epoch=False)
+    return _begin(kafka, options, identity, marker_groups, producer, prove_epoch=False)
 
 
 def _begin(
     kafka: KafkaClient,
     options: SinkOptions,
     identity: TaskIdentity,
+    marker_groups: type[MarkerGroups],
     producer: KafkaTransactionalProducer,
     prove_epoch: bool,
 ) -> KafkaTransactionalProducer | None:
@@ -371,9 +413,13 @@ def _begin(
     transactional_id = identity.transactional_id(options.prefix)
     marker_tp = TopicPartition(options.topic, 0)
     marker = kafka.committed(transactional_id, [marker_tp]).get(marker_tp)
-    if marker is None:
-        kafka.commit_offsets_via_admin(transactional_id, {marker_tp: 0})  # findable by fence_leftovers from now on
-    elif marker > identity.batch:
+    if marker is None:  # a new task index, or a new prefix: findable by fence_leftovers from now on
+        earlier = marker_groups(options.prefix, identity.query).earlier(kafka.consumer_groups(), identity.task)
+        marker = take_over(kafka, earlier, marker_tp)
+        kafka.commit_offsets_via_admin(transactional_id, {marker_tp: marker})
+        if earlier:
+            kafka.delete_consumer_groups(earlier)
+    if marker > identity.batch:
         return None
     producer.begin_transaction()
     if prove_epoch:
@@ -390,6 +436,15 @@ def _lost_its_epoch(error: KafkaError) -> bool:
     return isinstance(cause, ck.KafkaException) and bool(cause.args[0].fatal())
 
 
+def take_over(kafka: KafkaClient, transactional_ids: Sequence[str], marker_tp: TopicPartition) -> int:
+    """Fence ``transactional_ids``, this task's under earlier prefixes, aborting what they left open (COMMIT-017);
+    the highest marker they hold (0 without one), which the task's id under its current prefix carries on."""
+    for transactional_id in transactional_ids:
+        kafka.init_producer(transactional_id)  # aborts the id's open transaction; its marker is final from now on
+    markers = (kafka.committed(tid, [marker_tp]).get(marker_tp) for tid in transactional_ids)
+    return max((m for m in markers if m is not None), default=0)
+
+
 def _read_ahead(batches: Iterator[pa.RecordBatch], opened: Callable[[], bool]) -> list[pa.RecordBatch]:
     """The batches Spark delivers while the producer is being opened, up to ``READ_AHEAD_BYTES``: opening
     takes several broker round trips, and Spark's feeding stalls on a full socket while nobody reads."""
@@ -404,23 +459,16 @@ def _read_ahead(batches: Iterator[pa.RecordBatch], opened: Callable[[], bool]) -
     return ahead
 
 
-def fence_leftovers(kafka: KafkaClient, prefix: str, query: str, tasks: int) -> list[str]:
-    """Fence and forget the transactional ids of task indices ``>= tasks`` of ``query`` (COMMIT-012).
+def fence_leftovers(kafka: KafkaClient, marker_groups: MarkerGroups, tasks: int) -> list[str]:
+    """Fence and forget the transactional ids of a batch of ``tasks`` tasks does not use: task indices ``>= tasks``
+    of the query (COMMIT-012) and its ids under earlier prefixes (COMMIT-017).
 
-    Forgetting their markers is safe: every batch those tasks ran is in Spark's commit log by now,
-    so none of them is replayed. Returns the ids fenced.
+    Forgetting their markers is safe: every batch those ids ran is in Spark's commit log by now, or was
+    replayed by this batch's tasks, which carried the markers of their own indices over. Returns the ids fenced.
     """
-    admin = AdminClient(kafka.config("admin"))
-    stem = f"{prefix}-{query}-"
-    listed = admin.list_consumer_groups(request_timeout=kafka.timeout_s).result(kafka.timeout_s)
-    leftovers = sorted(
-        g.group_id
-        for g in listed.valid
-        if g.group_id.startswith(stem) and g.group_id[len(stem) :].isdigit() and int(g.group_id[len(stem) :]) >= tasks
-    )
+    leftovers = marker_groups.leftovers(kafka.consumer_groups(), tasks)
     for transactional_id in leftovers:
         kafka.init_producer(transactional_id)  # aborts the id's open transaction, fences its producer
     if leftovers:
-        for future in admin.delete_consumer_groups(leftovers, request_timeout=kafka.timeout_s).values():
-            future.result(kafka.timeout_s)
+        kafka.delete_consumer_groups(leftovers)
     return leftovers

@@ -30,6 +30,7 @@ from kconform.reference_impl.spark import Connection
 from kconform.reference_impl.spark.sink import (
     DEFAULT_PREFIX,
     EXACTLY_ONCE,
+    MarkerGroups,
     Placement,
     SinkOptions,
     TaskIdentity,
@@ -139,7 +140,7 @@ def test_required_COMMIT_011_a_kept_producer_another_attempt_fenced_is_replaced_
     transactional_id = TaskIdentity(query, 0, 0).transactional_id(options.prefix)
 
     def write(batch: int, kept: KafkaTransactionalProducer | None) -> KafkaTransactionalProducer:
-        producer = _open_transaction(client, options, TaskIdentity(query, batch, 0), kept)
+        producer = _open_transaction(client, options, TaskIdentity(query, batch, 0), MarkerGroups, kept)
         assert producer is not None, f"batch {batch} has not committed"
         producer.produce(sink, 0, None, f"batch-{batch}".encode())
         producer.send_offsets_to_transaction(transactional_id, {TopicPartition(sink, 0): batch + 1})  # as the task does
@@ -152,7 +153,9 @@ def test_required_COMMIT_011_a_kept_producer_another_attempt_fenced_is_replaced_
     second = write(1, first)
     assert second is not first, "the fenced kept producer was used"
     assert write(2, second) is second, "a kept producer nobody fenced is initialised anew"
-    assert _open_transaction(client, options, TaskIdentity(query, 2, 0), second) is None, "a replay wrote again"
+    assert _open_transaction(client, options, TaskIdentity(query, 2, 0), MarkerGroups, second) is None, (
+        "a replay wrote again"
+    )
     assert committed_values(client, sink) == Counter({b"batch-0": 1, b"batch-1": 1, b"batch-2": 1})
     assert client.committed(transactional_id) == {TopicPartition(sink, 0): 3}
 
