@@ -130,3 +130,36 @@ def check_expired_ids_refused(ids: list[str], committed: bool, error: str | None
         return []
     where = f"recovery failed with {error}, naming none of {ids}"
     return [Violation("COMMIT-019", "expired-id-unnamed", where, data={"transactional_ids": ids, "error": error})]
+
+
+def check_timeout_outlived(
+    ids: list[str], age_ms: int, timeout_ms: int, step: str, error: str | None, lost: Iterable[bytes]
+) -> list[Violation]:
+    """COMMIT-021: a checkpoint's transactions ``ids`` were ``age_ms`` old (first record to the commit that
+    ``step`` asked for: the rest of the interval, the checkpoint, any downtime) under ``transaction.timeout.ms``
+    = ``timeout_ms``. Past it the broker aborted them: the sink must fail (``error``: ``Type: message``), naming
+    an id and the timeout, never report them committed. Within it they commit: no error, nothing ``lost``
+    (written by the checkpoint, not visible read_committed)."""
+    missing = sorted(set(lost))
+    facts = {"transactional_ids": ids, "age_ms": age_ms, "timeout_ms": timeout_ms, "step": step, "error": error}
+    if age_ms <= timeout_ms:
+        if error is not None:
+            where = f"{step} failed though its transactions were {age_ms} ms old, within {timeout_ms} ms: {error}"
+            return [Violation("COMMIT-021", "failed-within-timeout", where, data=facts)]
+        where = f"{step} succeeded within the timeout but lost {missing}"
+        return [
+            Violation("COMMIT-021", "lost-within-timeout", where, data={**facts, "values": values_field(missing)})
+        ] * bool(missing)
+    if error is None:
+        where = (
+            f"{step} succeeded though the broker aborted {ids} after transaction.timeout.ms = {timeout_ms} ms "
+            f"(they were {age_ms} ms old): lost {missing}"
+        )
+        return [Violation("COMMIT-021", "timeout-swallowed", where, data={**facts, "values": values_field(missing)})]
+    names_id = any(tid in error for tid in ids)
+    names_timeout = "transaction.timeout.ms" in error or str(timeout_ms) in error
+    if names_id and names_timeout:
+        return []
+    unnamed = [what for what, named in (("a transactional id", names_id), ("the timeout", names_timeout)) if not named]
+    where = f"{step} failed with {error}, without {' or '.join(unnamed)}"
+    return [Violation("COMMIT-021", "timeout-unnamed", where, data=facts)]
