@@ -109,25 +109,28 @@ def test_required_COMMIT_019_recovery_of_expired_ids_fails_naming_one(committed:
     assert ("records are lost" in swallowed[0].evidence) is not committed
 
 
-@given(st.integers(0, 20_000), VALUES)
-def test_required_COMMIT_021_past_the_timeout_only_a_failure_naming_id_and_timeout_passes(
-    age_ms: int, lost: set[bytes]
+@given(st.integers(0, 20_000), st.integers(0, 20_000), VALUES)
+def test_required_COMMIT_021_past_the_timeout_only_a_failure_naming_a_timed_out_id_and_the_timeout_passes(
+    old: int, young: int, lost: set[bytes]
 ) -> None:
-    ids, timeout_ms, step = ["kconform-sink-0-1", "kconform-sink-1-1"], 10_000, "the commit of checkpoint 1"
-    named = "TransactionTimeoutError: 'kconform-sink-1-1' open longer than transaction.timeout.ms = 10000 ms"
-    if age_ms <= timeout_ms:
-        assert check_timeout_outlived(ids, age_ms, timeout_ms, step, None, []) == []
-        early = check_timeout_outlived(ids, age_ms, timeout_ms, step, named, [])
+    ages, timeout_ms, step = {"kconform-sink-0-1": old, "kconform-sink-1-1": young}, 10_000, "the commit"
+    expired = sorted(tid for tid, age in ages.items() if age > timeout_ms)
+    text = "TransactionTimeoutError: {} open longer than transaction.timeout.ms = 10000 ms"
+    if not expired:
+        assert check_timeout_outlived(ages, timeout_ms, step, None, []) == []
+        early = check_timeout_outlived(ages, timeout_ms, step, text.format("kconform-sink-0-1"), [])
         assert kinds(early) == [("COMMIT-021", "failed-within-timeout")]
-        within = check_timeout_outlived(ids, age_ms, timeout_ms, step, None, lost)
+        within = check_timeout_outlived(ages, timeout_ms, step, None, lost)
         assert kinds(within) == [("COMMIT-021", "lost-within-timeout")] * bool(lost)
         return
-    assert check_timeout_outlived(ids, age_ms, timeout_ms, step, named, lost) == []
-    swallowed = check_timeout_outlived(ids, age_ms, timeout_ms, step, None, lost)
+    assert check_timeout_outlived(ages, timeout_ms, step, text.format(expired[-1]), lost) == []
+    swallowed = check_timeout_outlived(ages, timeout_ms, step, None, lost)
     assert kinds(swallowed) == [("COMMIT-021", "timeout-swallowed")]
     assert swallowed[0].data["values"] == values_field(sorted(lost))
-    assert swallowed[0].data["age_ms"] == age_ms
-    for error in ("KafkaError: the producer was fenced", "KafkaError: 'kconform-sink-0-1' fenced", "E: 10000 ms"):
-        unnamed = check_timeout_outlived(ids, age_ms, timeout_ms, step, error, lost)
+    assert swallowed[0].data["transactional_ids"] == expired
+    unexpired = sorted(set(ages) - set(expired))
+    wrong_id = [text.format(unexpired[0])] if unexpired else []
+    for error in ["KafkaError: the producer was fenced", f"KafkaError: {expired[0]} fenced", "E: 10000 ms", *wrong_id]:
+        unnamed = check_timeout_outlived(ages, timeout_ms, step, error, lost)
         assert kinds(unnamed) == [("COMMIT-021", "timeout-unnamed")], error
         assert unnamed[0].data["error"] == error

@@ -167,10 +167,10 @@ def test_sink_and_pipeline_checkers_give_documented_fields() -> None:
     out += sink_checkers.check_old_prefix_closed([b"new-0"], [], {0: 1})
     out += sink_checkers.check_expired_ids_refused(["p-0-1"], False, None)
     out += sink_checkers.check_expired_ids_refused(["p-0-1"], True, "KafkaError: unknown")
-    out += sink_checkers.check_timeout_outlived(["p-0-1"], 2, 1, "the commit", None, [b"x"])
-    out += sink_checkers.check_timeout_outlived(["p-0-1"], 2, 1, "the commit", "KafkaError: fenced", [])
-    out += sink_checkers.check_timeout_outlived(["p-0-1"], 1, 1, "the commit", "KafkaError: fenced", [])
-    out += sink_checkers.check_timeout_outlived(["p-0-1"], 1, 1, "the commit", None, [b"\xff"])
+    out += sink_checkers.check_timeout_outlived({"p-0-1": 2}, 1, "the commit", None, [b"x"])
+    out += sink_checkers.check_timeout_outlived({"p-0-1": 2}, 1, "the commit", "KafkaError: fenced", [])
+    out += sink_checkers.check_timeout_outlived({"p-0-1": 1}, 1, "the commit", "KafkaError: fenced", [])
+    out += sink_checkers.check_timeout_outlived({"p-0-1": 1}, 1, "the commit", None, [b"\xff"])
     kinds = {v.kind for v in out}
     assert {"reordered", "unbounded-ids", "open-after-stop", "pending-aborted-at-stop", "offset-gap"} <= kinds
     assert {"offset-duplicate", "never-discovered", "double-read", "lost-write", "duplicate"} <= kinds

@@ -133,18 +133,25 @@ def check_expired_ids_refused(ids: list[str], committed: bool, error: str | None
 
 
 def check_timeout_outlived(
-    ids: list[str], age_ms: int, timeout_ms: int, step: str, error: str | None, lost: Iterable[bytes]
+    ages: Mapping[str, int], timeout_ms: int, step: str, error: str | None, lost: Iterable[bytes]
 ) -> list[Violation]:
-    """COMMIT-021: a checkpoint's transactions ``ids`` were ``age_ms`` old (first record to the commit that
-    ``step`` asked for: the rest of the interval, the checkpoint, any downtime) under ``transaction.timeout.ms``
-    = ``timeout_ms``. Past it the broker aborted them: the sink must fail (``error``: ``Type: message``), naming
-    an id and the timeout, never report them committed. Within it they commit: no error, nothing ``lost``
-    (written by the checkpoint, not visible read_committed)."""
+    """COMMIT-021: a checkpoint's transactions, by id, were ``ages`` ms old (first record to the step that
+    ended the run: the rest of the interval, the checkpoint, any downtime) under ``transaction.timeout.ms`` =
+    ``timeout_ms``. The broker aborted those past it: the sink must fail (``error``: ``Type: message``) naming
+    one of them and the timeout, never report them committed. Within it they commit: no error, nothing
+    ``lost`` (written by the checkpoint, not visible read_committed)."""
+    expired = sorted(tid for tid, age in ages.items() if age > timeout_ms)
     missing = sorted(set(lost))
-    facts = {"transactional_ids": ids, "age_ms": age_ms, "timeout_ms": timeout_ms, "step": step, "error": error}
-    if age_ms <= timeout_ms:
+    facts = {
+        "transactional_ids": expired,
+        "ages": [{"transactional_id": tid, "age_ms": age} for tid, age in sorted(ages.items())],
+        "timeout_ms": timeout_ms,
+        "step": step,
+        "error": error,
+    }
+    if not expired:
         if error is not None:
-            where = f"{step} failed though its transactions were {age_ms} ms old, within {timeout_ms} ms: {error}"
+            where = f"{step} failed though no transaction was older than {timeout_ms} ms ({dict(ages)}): {error}"
             return [Violation("COMMIT-021", "failed-within-timeout", where, data=facts)]
         where = f"{step} succeeded within the timeout but lost {missing}"
         return [
@@ -152,14 +159,14 @@ def check_timeout_outlived(
         ] * bool(missing)
     if error is None:
         where = (
-            f"{step} succeeded though the broker aborted {ids} after transaction.timeout.ms = {timeout_ms} ms "
-            f"(they were {age_ms} ms old): lost {missing}"
+            f"{step} succeeded though the broker aborted {expired} after transaction.timeout.ms = {timeout_ms} ms "
+            f"(ages {dict(ages)}): lost {missing}"
         )
         return [Violation("COMMIT-021", "timeout-swallowed", where, data={**facts, "values": values_field(missing)})]
-    names_id = any(tid in error for tid in ids)
+    names_id = any(tid in error for tid in expired)
     names_timeout = "transaction.timeout.ms" in error or str(timeout_ms) in error
     if names_id and names_timeout:
         return []
-    unnamed = [what for what, named in (("a transactional id", names_id), ("the timeout", names_timeout)) if not named]
-    where = f"{step} failed with {error}, without {' or '.join(unnamed)}"
+    unnamed = [what for what, named in (("a timed-out id", names_id), ("the timeout", names_timeout)) if not named]
+    where = f"{step} failed with {error}, without {' or '.join(unnamed)} (timed out: {expired})"
     return [Violation("COMMIT-021", "timeout-unnamed", where, data=facts)]
