@@ -149,6 +149,8 @@ def test_sink_and_pipeline_checkers_give_documented_fields() -> None:
     out += pipeline_checkers.check_pattern_reads([a0, tp("x", 1)], "in")
     out += pipeline_checkers.check_refused_timeout(None, "out", 0, 7)
     out += pipeline_checkers.check_driver_exit(1, "the restarted driver failed", "Traceback\nError: boom")
+    out += pipeline_checkers.check_timed_out_task(None, 2000, 3)
+    out += pipeline_checkers.check_timed_out_task("KafkaError: fenced", 2000, 0)
     out += pipeline_checkers.check_refused_timeout("failed", "out", 0, 7)
     out += pipeline_checkers.check_refused_timeout("transaction.timeout.ms transaction.max.timeout.ms", "out", 2, 7)
     truncated = {a0: pipeline_checkers.Truncated(1, 3, 5)}
