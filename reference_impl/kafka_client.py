@@ -606,6 +606,20 @@ class TransactionTimeoutRefusedError(KafkaError):
     """The broker refused the producer's ``transaction.timeout.ms`` (above its ``transaction.max.timeout.ms``)."""
 
 
+def timeout_named(error: KafkaError, what: str, open_ms: int | None, timeout_ms: int) -> KafkaError:
+    """``error``, met by ``what`` in a transaction open ``open_ms`` (``None``: no record yet), as the sink should
+    raise it (COMMIT-021): past ``transaction.timeout.ms`` (``timeout_ms``) the broker has aborted the transaction
+    and fenced its epoch, whatever the client's error says, and librdkafka's names neither the setting nor how
+    long the transaction was open, so the error says both. It keeps its type (a fenced producer stays fenced)."""
+    if open_ms is None or open_ms <= timeout_ms:
+        return error
+    return type(error)(
+        f"{what}: its transaction was open {open_ms} ms, longer than transaction.timeout.ms = {timeout_ms} ms, "
+        f"so the broker has aborted it ({error}); raise the sink's transaction.timeout.ms above the longest a "
+        "task writes (COMMIT-021)"
+    )
+
+
 class KafkaTransactionalProducer(KafkaProducer):
     """One librdkafka transactional producer: one incarnation of its transactional id."""
 
@@ -635,6 +649,10 @@ class KafkaTransactionalProducer(KafkaProducer):
                     "transaction.max.timeout.ms (COMMIT-015)"
                 ) from error
             raise
+        asked = client.config("producer", **settings).get("transaction.timeout.ms")
+        self._txn_timeout_ms = int(LIBRDKAFKA_TXN_TIMEOUT_MS if asked is None else asked)
+        self._first_record_at: float | None = None
+        """When the open transaction's first record was queued: the broker's timeout counts from about then."""
 
     @property
     def transactional_id(self) -> str:
@@ -649,11 +667,37 @@ class KafkaTransactionalProducer(KafkaProducer):
         raise UnsupportedFeatureError("confluent-kafka does not expose the producer epoch")
 
     def _call(self, what: str, operation: Callable[[], None]) -> None:
-        with _translated(f"{what} ({self._transactional_id})"):
+        with self._timeout_named(what), _translated(f"{what} ({self._transactional_id})"):
             operation()
 
+    @contextmanager
+    def _timeout_named(self, what: str) -> Iterator[None]:
+        """An error met once the transaction has been open longer than its ``transaction.timeout.ms`` says so."""
+        try:
+            yield
+        except KafkaError as error:
+            opened = self._first_record_at
+            open_ms = None if opened is None else round((time.monotonic() - opened) * 1000)
+            named = timeout_named(error, f"{what} ({self._transactional_id})", open_ms, self._txn_timeout_ms)
+            if named is error:
+                raise
+            raise named from error
+
     def begin_transaction(self) -> None:
+        self._first_record_at = None
         self._call("begin_transaction", self._producer.begin_transaction)
+
+    def produce_all(
+        self, topic: str, partitions: Iterable[int], keys: Iterable[bytes | None], values: Iterable[bytes | None]
+    ) -> None:
+        if self._first_record_at is None:
+            self._first_record_at = time.monotonic()
+        with self._timeout_named("produce"):
+            super().produce_all(topic, partitions, keys, values)
+
+    def flush(self) -> None:
+        with self._timeout_named("flush"):
+            super().flush()
 
     def send_offsets_to_transaction(self, group: str, offsets: Mapping[TopicPartition, int]) -> None:
         positions = [ck.TopicPartition(tp.topic, tp.partition, o) for tp, o in offsets.items()]

@@ -294,7 +294,8 @@ class KafkaModel:
             raise ProducerFencedError(f"{handle.transactional_id!r}: unknown producer epoch {handle.epoch}")
         if handle.epoch in state.timed_out_epochs:
             raise TransactionTimeoutError(
-                f"{handle.transactional_id!r} epoch {handle.epoch}: transaction aborted after {state.timeout_ms} ms"
+                f"{handle.transactional_id!r} epoch {handle.epoch}: the broker aborted its transaction, open longer "
+                f"than transaction.timeout.ms = {state.timeout_ms} ms"
             )
         if handle.epoch != state.epoch:
             raise ProducerFencedError(f"{handle.transactional_id!r} epoch {handle.epoch} fenced by epoch {state.epoch}")

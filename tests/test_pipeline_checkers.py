@@ -34,6 +34,7 @@ from kconform.conformance.checks.pipeline_checkers import (
     check_restart_finished,
     check_rewritten,
     check_single_reader,
+    check_timed_out_task,
     check_unblocked,
     check_unmapped_start,
 )
@@ -397,3 +398,19 @@ def test_required_RESTORE_017_a_start_going_on_reads_left_out_partitions_from_ea
     want = {("unmapped-not-earliest", unmapped_start)} if unmapped_start else set()
     want |= {("specified-offset-ignored", specified_start)} if specified_start != 4 else set()
     assert judged == want
+
+
+def test_required_COMMIT_021_only_a_failure_naming_transaction_timeout_ms_passes() -> None:
+    named = "StreamingQueryException: ...\nProducerFencedError: commit_transaction (q-0): its transaction was open " \
+        "5210 ms, longer than transaction.timeout.ms = 2000 ms, so the broker has aborted it\n"  # fmt: skip
+    assert check_timed_out_task(named, 2000, 0) == []
+    swallowed = check_timed_out_task(None, 2000, 57)
+    assert [(v.requirement, v.kind, v.data["record_count"]) for v in swallowed] == [
+        ("COMMIT-021", "timeout-swallowed", 57)
+    ]
+    bare = "x" * 5000 + "\nKafkaError: commit_transaction (q-0): _FENCED: Producer fenced by newer instance\n"
+    unnamed = check_timed_out_task(bare, 2000, 0)
+    assert [(v.requirement, v.kind) for v in unnamed] == [("COMMIT-021", "timeout-unnamed")]
+    assert unnamed[0].data["error"] == bare[-2000:]
+    planned = bare + "=== Streaming Query ===\nWriteToMicroBatchDataSource Map(kafka.transaction.timeout.ms -> 2000)"
+    assert [v.kind for v in check_timed_out_task(planned, 2000, 0)] == ["timeout-unnamed"]

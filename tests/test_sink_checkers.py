@@ -16,6 +16,7 @@ from kconform.conformance.checks.sink_checkers import (
     check_old_prefix_closed,
     check_prefixes_refused,
     check_second_recovery,
+    check_timeout_outlived,
     check_timeout_surfaced,
 )
 from kconform.reference_impl.ports import KafkaError
@@ -137,3 +138,30 @@ def test_required_COMMIT_023_a_switch_with_everything_visible_once_passes_each_b
     assert judged([b"a"], {0: 1, 1: 2}) == [("COMMIT-023", "old-naming-left-open")]
     assert judged([b"a"], dict(ends)) == [("COMMIT-023", "switch-lost-write")]
     assert judged([b"a", b"b", b"a"], dict(ends)) == [("COMMIT-023", "switch-duplicate")]
+
+
+@given(st.integers(0, 20_000), st.integers(0, 20_000), VALUES)
+def test_required_COMMIT_021_past_the_timeout_only_a_failure_naming_a_timed_out_id_and_the_timeout_passes(
+    old: int, young: int, lost: set[bytes]
+) -> None:
+    ages, timeout_ms, step = {"kconform-sink-0-1": old, "kconform-sink-1-1": young}, 10_000, "the commit"
+    expired = sorted(tid for tid, age in ages.items() if age > timeout_ms)
+    text = "TransactionTimeoutError: {} open longer than transaction.timeout.ms = 10000 ms"
+    if not expired:
+        assert check_timeout_outlived(ages, timeout_ms, step, None, []) == []
+        early = check_timeout_outlived(ages, timeout_ms, step, text.format("kconform-sink-0-1"), [])
+        assert kinds(early) == [("COMMIT-021", "failed-within-timeout")]
+        within = check_timeout_outlived(ages, timeout_ms, step, None, lost)
+        assert kinds(within) == [("COMMIT-021", "lost-within-timeout")] * bool(lost)
+        return
+    assert check_timeout_outlived(ages, timeout_ms, step, text.format(expired[-1]), lost) == []
+    swallowed = check_timeout_outlived(ages, timeout_ms, step, None, lost)
+    assert kinds(swallowed) == [("COMMIT-021", "timeout-swallowed")]
+    assert swallowed[0].data["values"] == values_field(sorted(lost))
+    assert swallowed[0].data["transactional_ids"] == expired
+    unexpired = sorted(set(ages) - set(expired))
+    wrong_id = [text.format(unexpired[0])] if unexpired else []
+    for error in ["KafkaError: the producer was fenced", f"KafkaError: {expired[0]} fenced", "E: 10000 ms", *wrong_id]:
+        unnamed = check_timeout_outlived(ages, timeout_ms, step, error, lost)
+        assert kinds(unnamed) == [("COMMIT-021", "timeout-unnamed")], error
+        assert unnamed[0].data["error"] == error

@@ -154,6 +154,8 @@ def test_sink_and_pipeline_checkers_give_documented_fields() -> None:
     out += pipeline_checkers.check_pattern_reads([a0, tp("x", 1)], "in")
     out += pipeline_checkers.check_refused_timeout(None, "out", 0, 7)
     out += pipeline_checkers.check_driver_exit(1, "the restarted driver failed", "Traceback\nError: boom")
+    out += pipeline_checkers.check_timed_out_task(None, 2000, 3)
+    out += pipeline_checkers.check_timed_out_task("KafkaError: fenced", 2000, 0)
     out += pipeline_checkers.check_refused_timeout("failed", "out", 0, 7)
     out += pipeline_checkers.check_refused_timeout("transaction.timeout.ms transaction.max.timeout.ms", "out", 2, 7)
     truncated = {a0: pipeline_checkers.Truncated(1, 3, 5)}
@@ -181,6 +183,10 @@ def test_sink_and_pipeline_checkers_give_documented_fields() -> None:
     ends = {0: 3, 1: 2}
     out += sink_checkers.check_naming_switched("pooling", "incrementing", [b"x"], [], {0: 1, 1: 2}, ends, "no")
     out += sink_checkers.check_naming_switched("incrementing", "pooling", [b"x", b"y"], [b"y", b"y"], ends, ends, None)
+    out += sink_checkers.check_timeout_outlived({"p-0-1": 2}, 1, "the commit", None, [b"x"])
+    out += sink_checkers.check_timeout_outlived({"p-0-1": 2}, 1, "the commit", "KafkaError: fenced", [])
+    out += sink_checkers.check_timeout_outlived({"p-0-1": 1}, 1, "the commit", "KafkaError: fenced", [])
+    out += sink_checkers.check_timeout_outlived({"p-0-1": 1}, 1, "the commit", None, [b"\xff"])
     kinds = {v.kind for v in out}
     assert {"reordered", "unbounded-ids", "open-after-stop", "pending-aborted-at-stop", "offset-gap"} <= kinds
     assert {"offset-duplicate", "never-discovered", "double-read", "lost-write", "duplicate"} <= kinds

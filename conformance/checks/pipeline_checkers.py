@@ -12,6 +12,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from ...reference_impl.ports import Record
 from ...reference_impl.types import TopicPartition
@@ -314,6 +315,35 @@ def check_closed_at_stop(
         for tp, end in sorted(ends.items())
         if stable.get(tp, 0) < end
     ]
+
+
+ERROR_SHOWN: Final = 2000
+"""Characters of a failed query's error (its end, where the Python worker's exception is) kept as evidence."""
+
+
+QUERY_PLAN: Final = "=== Streaming Query ==="
+"""Where Spark appends the query's description to its error: the plan there may list the sink's options, the
+``kafka.transaction.timeout.ms`` a scenario set among them, which names nothing about the failure."""
+
+
+def check_timed_out_task(error: str | None, timeout_ms: int, visible: int) -> list[Violation]:
+    """COMMIT-021 on a query each of whose sink tasks writes for longer than its ``transaction.timeout.ms``
+    (``timeout_ms``): the broker aborts every task's transaction, so the query must fail (``error``: its text)
+    with an error that names the setting (before the query's plan), never report the batch written.
+    ``visible``: records a read_committed reader of the sink topic saw after the run, evidence of what a run
+    that went on made of the aborts."""
+    shown = None if error is None else error[-ERROR_SHOWN:]
+    facts = {"timeout_ms": timeout_ms, "error": shown, "record_count": visible}
+    if error is None:
+        where = (
+            f"the query ended without an error though every sink task's transaction outlived transaction.timeout.ms "
+            f"= {timeout_ms} ms; {visible} records visible read_committed"
+        )
+        return [Violation("COMMIT-021", "timeout-swallowed", where, data=facts)]
+    if "transaction.timeout.ms" in error.split(QUERY_PLAN)[0]:
+        return []
+    where = f"the query failed without naming transaction.timeout.ms: {shown}"
+    return [Violation("COMMIT-021", "timeout-unnamed", where, data=facts)]
 
 
 def check_rewritten(failed: Counter[bytes | None], seen: Counter[bytes | None], cause: str) -> list[Violation]:

@@ -196,3 +196,43 @@ def check_naming_switched(
         why = f"after {old} -> {new}, visible more than once: {twice}"
         found.append(Violation("COMMIT-023", "switch-duplicate", why, data={**facts, "values": values_field(twice)}))
     return found
+
+
+def check_timeout_outlived(
+    ages: Mapping[str, int], timeout_ms: int, step: str, error: str | None, lost: Iterable[bytes]
+) -> list[Violation]:
+    """COMMIT-021: a checkpoint's transactions, by id, were ``ages`` ms old (first record to the step that
+    ended the run: the rest of the interval, the checkpoint, any downtime) under ``transaction.timeout.ms`` =
+    ``timeout_ms``. The broker aborted those past it: the sink must fail (``error``: ``Type: message``) naming
+    one of them and the timeout, never report them committed. Within it they commit: no error, nothing
+    ``lost`` (written by the checkpoint, not visible read_committed)."""
+    expired = sorted(tid for tid, age in ages.items() if age > timeout_ms)
+    missing = sorted(set(lost))
+    facts = {
+        "transactional_ids": expired,
+        "ages": [{"transactional_id": tid, "age_ms": age} for tid, age in sorted(ages.items())],
+        "timeout_ms": timeout_ms,
+        "step": step,
+        "error": error,
+    }
+    if not expired:
+        if error is not None:
+            where = f"{step} failed though no transaction was older than {timeout_ms} ms ({dict(ages)}): {error}"
+            return [Violation("COMMIT-021", "failed-within-timeout", where, data=facts)]
+        where = f"{step} succeeded within the timeout but lost {missing}"
+        return [
+            Violation("COMMIT-021", "lost-within-timeout", where, data={**facts, "values": values_field(missing)})
+        ] * bool(missing)
+    if error is None:
+        where = (
+            f"{step} succeeded though the broker aborted {expired} after transaction.timeout.ms = {timeout_ms} ms "
+            f"(ages {dict(ages)}): lost {missing}"
+        )
+        return [Violation("COMMIT-021", "timeout-swallowed", where, data={**facts, "values": values_field(missing)})]
+    names_id = any(tid in error for tid in expired)
+    names_timeout = "transaction.timeout.ms" in error or str(timeout_ms) in error
+    if names_id and names_timeout:
+        return []
+    unnamed = [what for what, named in (("a timed-out id", names_id), ("the timeout", names_timeout)) if not named]
+    where = f"{step} failed with {error}, without {' or '.join(unnamed)} (timed out: {expired})"
+    return [Violation("COMMIT-021", "timeout-unnamed", where, data=facts)]

@@ -555,6 +555,45 @@ class _DeferredCommitWriter(KafkaStreamWriter):
         return TaskCommit(identity, written, skipped=False)
 
 
+@writer_mutant(
+    "spark_sink_timed_out_write_reported_done",
+    {"COMMIT-021"},
+    "a task whose transaction the broker aborted at its timeout reports its rows written",
+    scenario="a_task_slower_than_its_transaction_timeout",
+    data_source="kc-mutant-timed-out-write-done",
+    needs=("transaction_timeout", "last_stable_offset"),
+)
+class _TimedOutWriteDoneWriter(KafkaStreamWriter):
+    """Takes a task's failed transaction for a written one, as Flink's committer discards a committable whose
+    commit the broker fenced after the timeout: the batch then commits in Spark's log without its records."""
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskCommit:
+        try:
+            return super().write(iterator)
+        except KafkaError:
+            return TaskCommit(TaskIdentity.current(), 0, skipped=False)
+
+
+@writer_mutant(
+    "spark_sink_timeout_unnamed",
+    {"COMMIT-021"},
+    "a task whose transaction the broker aborted at its timeout fails with the client's bare error",
+    scenario="a_task_slower_than_its_transaction_timeout",
+    data_source="kc-mutant-timeout-unnamed",
+    needs=("transaction_timeout", "last_stable_offset"),
+)
+class _TimeoutUnnamedWriter(KafkaStreamWriter):
+    """Fails with the error librdkafka gave, as the reference did before its client named the timeout: a fenced
+    producer, with neither ``transaction.timeout.ms`` nor how long the transaction was open."""
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskCommit:
+        try:
+            return super().write(iterator)
+        except KafkaError as error:
+            bare = error.__cause__ if isinstance(error.__cause__, KafkaError) else error
+            raise type(bare)(str(bare)) from None
+
+
 @fault_only_writer_mutant(
     "spark_sink_rewrites_timed_out_commit",
     {"COMMIT-011"},

@@ -33,12 +33,14 @@ from ...reference_impl.kafka_strategies import (
 from ...reference_impl.ports import (
     InvalidPidMappingError,
     Isolation,
+    KafkaError,
     LogReader,
     OffsetStore,
     ProducerFencedError,
     Record,
     TransactionalLog,
     TransactionalProducer,
+    TransactionTimeoutError,
 )
 from ...reference_impl.restore import (
     RestoreVariant,
@@ -544,6 +546,37 @@ class _ExpiredIdsAsCommittedSink(ExactlyOnceSink):
         for c in committables:
             with contextlib.suppress(InvalidPidMappingError):
                 super()._commit([c])
+
+
+@sink_mutant(
+    "timed_out_commit_discarded",
+    {"COMMIT-007", "COMMIT-021"},
+    "a committable the broker timed out is logged and discarded (Flink's KafkaCommitter, 3.0 to 5.0.0)",
+)
+class _TimedOutCommitDiscardedSink(ExactlyOnceSink):
+    def _commit(self, committables: Iterable[Any]) -> None:
+        """A commit or recovery that finds its transaction aborted by the broker's timeout goes on as if it had
+        committed: Flink's ``KafkaCommitter`` logs the fenced commit ("recovery took longer than
+        transaction.timeout.ms") and discards the committable (``signalFailedWithKnownReason``)."""
+        for c in committables:
+            with contextlib.suppress(TransactionTimeoutError):
+                super()._commit([c])
+
+
+@sink_mutant(
+    "timeout_error_unnamed",
+    {"COMMIT-021"},
+    "a commit the broker timed out fails with the client's bare error, naming neither the id nor the timeout",
+)
+class _TimeoutErrorUnnamedSink(ExactlyOnceSink):
+    def _commit(self, committables: Iterable[Any]) -> None:
+        """The sink fails, but with an error of its own that says only that the commit failed, as a Python sink
+        passing on librdkafka's fenced-producer text does: the operator learns neither which transaction nor
+        which setting to raise."""
+        try:
+            super()._commit(committables)
+        except TransactionTimeoutError as exc:
+            raise KafkaError("failed to commit the transaction: the producer was fenced") from exc
 
 
 @sink_mutant(

@@ -65,6 +65,7 @@ from ..checks.pipeline_checkers import (
     check_rewritten,
     check_single_reader,
     check_task_plan,
+    check_timed_out_task,
     check_unblocked,
     check_unmapped_start,
 )
@@ -1085,6 +1086,49 @@ def test_required_COMMIT_017_a_query_restarted_under_another_prefix_ends_the_old
     ends = {tp: end for tp, (_, end) in left.items()}
     when = f"after the restart under prefix {new!r} (the killed driver's: {old!r})"
     fail_on(check_unblocked(stable_now(kafka, sink), ends, when, requirement="COMMIT-017"))
+
+
+SLOW_TASK_TXN_TIMEOUT_MS: Final = 2_000
+"""COMMIT-021's ``transaction.timeout.ms``: a task slowed by ``SLOW_SINK`` (about ten records a second) writing
+``SLOW_TASK_RECORDS`` outlives it by seconds, past the broker's abort check (every second on the suite's broker,
+``TXN_TIMEOUT_WAIT_S`` at most elsewhere)."""
+
+SLOW_TASK_RECORDS: Final = 60
+"""Records per source partition, and so per sink task of the one batch: about 6 s of a slowed task."""
+
+
+@requirement("COMMIT-021", "COMMIT-011", "COMMIT-013", capability="pipeline-exactly-once-sink")
+@pytest.mark.timeout(DRIVER_TIMEOUT_S * 2)
+def test_required_COMMIT_021_a_task_slower_than_its_transaction_timeout_fails_and_its_batch_is_written_once(
+    make_pipeline: Callable[..., Pipeline],
+    kafka: KafkaClient,
+    broker_can: dict[str, Capability],
+    record_property: Any,
+    partial: Partial,
+) -> None:
+    """Every sink task of a one-batch query writes for seconds (its client slowed) under a 2 s
+    ``transaction.timeout.ms``: the broker aborts each task's transaction before it commits, so every attempt
+    Spark makes fails and the query must fail naming ``transaction.timeout.ms``, never report the batch
+    written. Restarted on its checkpoint with a timeout that outlasts the write, it must write every record once:
+    nothing of the aborted transactions visible, nothing lost."""
+    skip_unless_broker_can(broker_can, ("transaction_timeout", "last_stable_offset"), "COMMIT-021")
+    source, sink = new_topic(kafka, 2), new_topic(kafka, 2)
+    fill(kafka, source, 2, SLOW_TASK_RECORDS, "slow")
+    slowed = {"transaction.timeout.ms": str(SLOW_TASK_TXN_TIMEOUT_MS), **SLOW_SINK}
+    pipeline = make_pipeline(2, subscribe=source, sink_topic=sink, sink_settings=slowed)
+    started = time.monotonic()
+    error = None
+    try:
+        pipeline.run_available_now()
+    except Exception as exc:  # the query's failure, as Spark reports it
+        error = str(exc)
+    record_property("slowed_run_s", round(time.monotonic() - started, 1))
+    visible = sum(topic_values(kafka, sink, Isolation.READ_COMMITTED).values())
+    fail_on(check_timed_out_task(error, SLOW_TASK_TXN_TIMEOUT_MS, visible))
+    long_enough = {"transaction.timeout.ms": str(LONG_TXN_TIMEOUT_MS)}
+    make_pipeline(
+        2, pipeline.checkpoint, subscribe=source, sink_topic=sink, sink_settings=long_enough
+    ).run_available_now()
     judge_output(kafka, source, sink, True, broker_can, record_property, partial)
 
 

@@ -47,6 +47,7 @@ from ..checks.sink_checkers import (
     check_prefixes_refused,
     check_recovery_succeeded,
     check_second_recovery,
+    check_timeout_outlived,
     check_timeout_surfaced,
 )
 from ..gate.pytest_plugin import requirement
@@ -723,3 +724,55 @@ def test_required_COMMIT_023_a_restore_under_the_other_naming_loses_nothing_and_
     seen = observe(log)
     ends = {p: log.latest_offset(TopicPartition(TOPIC, p), Isolation.READ_UNCOMMITTED) for p in range(PARTITIONS)}
     fail_on(check_naming_switched(old.value, new.value, expected, seen.committed, seen.stable, ends, refused))
+
+
+TIMEOUT_MS = 10_000
+"""``transaction.timeout.ms`` of COMMIT-021's log: the drawn phases straddle it."""
+PHASE_MS = st.integers(0, 2 * TIMEOUT_MS)
+
+
+@requirement("COMMIT-021", capability="exactly-once-sink")
+@given(st.integers(1, 3), st.integers(1, 3), st.integers(0, TIMEOUT_MS), PHASE_MS, PHASE_MS, st.none() | PHASE_MS)
+@example(n=2, m=1, stagger=0, interval=TIMEOUT_MS + 1, checkpointing=0, downtime=None)  # before its barrier
+@example(n=2, m=1, stagger=0, interval=TIMEOUT_MS // 2, checkpointing=TIMEOUT_MS // 2 + 1, downtime=None)  # slow
+@example(n=1, m=2, stagger=0, interval=1, checkpointing=1, downtime=TIMEOUT_MS)  # down longer than the timeout left
+@example(n=3, m=2, stagger=TIMEOUT_MS // 2, interval=0, checkpointing=0, downtime=1)  # only the oldest
+@example(n=2, m=2, stagger=0, interval=TIMEOUT_MS // 2, checkpointing=0, downtime=TIMEOUT_MS // 2)  # at it: commits
+def test_required_COMMIT_021_a_transaction_that_outlived_its_timeout_fails_its_commit_naming_id_and_timeout(
+    adapter: Any, n: int, m: int, stagger: int, interval: int, checkpointing: int, downtime: int | None
+) -> None:
+    """Subtask ``s`` writes the first record of its checkpoint-1 transaction ``s * stagger`` ms in; ``interval``
+    ms after the last one the barrier comes, ``checkpointing`` ms later the checkpoint completes, and its
+    notification commits it, or is lost in a crash (``downtime`` set) and a recovery at parallelism ``m``
+    commits it that long after. Kafka counts each transaction's age from its first record: the broker has
+    aborted those past ``transaction.timeout.ms``, and the step that finds out must fail naming one of them
+    and the timeout; within it, the checkpoint commits whole."""
+    log = KafkaModel(transaction_timeout_ms=TIMEOUT_MS)
+    log.create_topic(TOPIC, PARTITIONS)
+    sink = Guarded(adapter.sink(SinkConfig(log=log, prefix=PREFIX, parallelism=n)), "sink", adapter.name)
+    sink.start()
+    written = [f"checkpoint-1-{subtask}".encode() for subtask in range(n)]
+    started: dict[str, int] = {}
+    step, error = "the writes", None
+    try:
+        for subtask, value in enumerate(written):
+            log.advance_clock(stagger if subtask else 0)
+            sink.write(subtask, TOPIC, subtask % PARTITIONS, None, value)
+            opened = set(log.open_transactional_ids()) - set(started)
+            started |= {tid: log.now_ms for tid in opened if tid.startswith(f"{PREFIX}-")}
+        step = "barrier 1"
+        log.advance_clock(interval)
+        state = sink.checkpoint(1)
+        log.advance_clock(checkpointing)
+        if downtime is None:
+            step = "the commit of checkpoint 1"
+            sink.notify_checkpoint_complete(1)
+        else:
+            log.advance_clock(downtime)
+            step = f"the recovery of checkpoint 1 at parallelism {m}, {downtime} ms after the crash"
+            adapter.recover_sink(RecoveryConfig(log=log, prefix=PREFIX, parallelism=m, checkpoint=state))
+    except (KafkaError, AdapterError) as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    ages = {tid: log.now_ms - at for tid, at in started.items()}
+    lost = set(written) - set(observe(log).committed)
+    fail_on(check_timeout_outlived(ages, TIMEOUT_MS, step, error, lost))
