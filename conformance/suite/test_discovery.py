@@ -175,13 +175,15 @@ def first_discovery_matching_nothing(adapter: Any, start: LateStart, n: int) -> 
         for i in range(n)
     ]
     first: dict[int, list[TopicPartition]] = {}
+    errors: dict[int, Exception] = {}
     for i, discoverer in enumerate(discoverers):
-        error: Exception | None = None
         try:
             first[i] = list(discoverer.discover(at_start))
         except Exception as exc:  # the adapter's own error type: any error counts, if it names the pattern
-            error = exc
-        fail_on(check_zero_partitions(start.policy, start.pattern, first.get(i, []), error))
+            errors[i] = exc
+    fail_on(check_discovery([(at_start, first)], subscription, n))  # a near miss matched is DISC-002's
+    for i in range(n):
+        fail_on(check_zero_partitions(start.policy, start.pattern, first.get(i, []), errors.get(i)))
     if not start.created:
         return
     later: Metadata = {**at_start, **{t: frozenset(range(k)) for t, k in start.created.items()}}
