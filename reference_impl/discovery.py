@@ -72,8 +72,9 @@ class Subscription:
         return {TopicPartition(topic, p) for topic, ids in metadata.items() if self.matches(topic) for p in ids}
 
     def describe(self) -> str:
+        """The subscription as the user wrote it: a pattern's ``repr`` would double its backslashes (DISC-007)."""
         if self.pattern is not None:
-            return f"pattern {self.pattern.pattern!r}"
+            return f"pattern '{self.pattern.pattern}'"
         return f"topics {sorted(self.topics)}"
 
 

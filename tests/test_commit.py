@@ -156,3 +156,23 @@ def test_required_COMMIT_003_a_repeated_notification_frees_no_pooled_id_the_comp
     recovered = ExactlyOnceSink.recover(log, "pool", 1, first, NamingStrategy.POOLING)  # raised ProducerFencedError
     recovered.close()
     assert [r.value for r in log.read(TopicPartition("out", 0), 0, Isolation.READ_COMMITTED, 10)] == [b"a"]
+
+
+@pytest.mark.parametrize("naming", list(NamingStrategy), ids=lambda n: n.value)
+def test_required_COMMIT_009_a_declined_checkpoint_is_committed_by_the_next_completed_one(
+    naming: NamingStrategy,
+) -> None:
+    """Checkpoint 1 pre-commits and is declined (never completes); checkpoint 2 completes, and its notification
+    commits both, as Flink's committer commits every pending checkpoint up to the notified one."""
+    log = KafkaModel()
+    log.create_topic("out", 1)
+    sink = ExactlyOnceSink(log, "declined", 1, naming)
+    sink.start()
+    sink.write(0, "out", 0, None, b"a")
+    sink.checkpoint(1)
+    sink.write(0, "out", 0, None, b"b")
+    sink.checkpoint(2)
+    sink.write(0, "out", 0, None, b"c")
+    assert [r.value for r in log.read(TopicPartition("out", 0), 0, Isolation.READ_COMMITTED, 10)] == []
+    sink.notify_checkpoint_complete(2)
+    assert [r.value for r in log.read(TopicPartition("out", 0), 0, Isolation.READ_COMMITTED, 10)] == [b"a", b"b"]

@@ -218,9 +218,10 @@ class PipelineAdapter(Protocol):
 
     ``read_stream`` returns a streaming frame with at least ``topic``, ``partition``, ``offset``,
     ``key`` and ``value``; ``write_stream`` returns the writer of ``frame`` to Kafka, without a
-    checkpoint location or trigger (the suite sets both). Optional, so not a member here:
+    checkpoint location or trigger (the suite sets both). Optional, so not members here:
     ``real_time_batch``, a duration that makes the suite run every query in Spark's real-time mode
-    (``kconform.conformance.spark.real_time``).
+    (``kconform.conformance.spark.real_time``), and ``discovery_of_zero``, the source's policy for a
+    subscription that matches nothing at start (``ZeroPartitionsPolicy.IGNORE`` where absent, as Spark's).
     """
 
     @property

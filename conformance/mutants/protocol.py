@@ -20,7 +20,13 @@ from ...reference_impl.adapter import ReferenceAdapter
 from ...reference_impl.assignment import Owner, java_string_hash, owner
 from ...reference_impl.commit import ExactlyOnceSink, NamingStrategy, SinkCheckpoint
 from ...reference_impl.configs import DiscovererConfig, GroupStartConfig, RecoveryConfig, RestoreConfig, SinkConfig
-from ...reference_impl.discovery import Metadata, PartitionDiscoverer, Subscription, ZeroPartitionsPolicy
+from ...reference_impl.discovery import (
+    Metadata,
+    NoPartitionsDiscoveredError,
+    PartitionDiscoverer,
+    Subscription,
+    ZeroPartitionsPolicy,
+)
 from ...reference_impl.kafka_model import KafkaModel
 from ...reference_impl.kafka_strategies import (
     Assignment,
@@ -202,7 +208,10 @@ class _SloppyDiscoverer(PartitionDiscoverer):
     matcher: Matcher = Subscription.matches
 
     def discover(self, metadata: Metadata) -> list[TopicPartition]:
+        """The reference's discovery, its zero-partitions policy included, with only the matching broken."""
         new = {TopicPartition(t, p) for t, ids in metadata.items() if self.matcher(self.subscription, t) for p in ids}
+        if not new and self.on_zero is ZeroPartitionsPolicy.FAIL:
+            raise NoPartitionsDiscoveredError(f"Unable to retrieve any partitions for {self.subscription.describe()}")
         new = {tp for tp in new if tp not in self.seen}
         self.seen.add(new)
         return sorted(tp for tp in new if owner(tp, self.parallelism) == self.subtask)

@@ -1,4 +1,5 @@
-"""DISC-001..008: the adapter's discoverers over a growing, sometimes partial, cluster."""
+"""DISC-001..008: the adapter's discoverers over a growing, sometimes partial, cluster, and started on a pattern
+that matches nothing yet."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from ...reference_impl.discovery import Metadata, Subscription, ZeroPartitionsPo
 from ...reference_impl.types import TopicPartition
 from ..checks.checkers import check_discovery, check_zero_partitions, fail_on
 from ..gate.pytest_plugin import requirement
-from ..generators.strategies import cluster_histories, near_misses, parallelisms, topic_names
+from ..generators.start_classes import LateStart, drawn_classes, late_starts, start_classes
+from ..generators.strategies import InterleavingMix, cluster_histories, near_misses, parallelisms, topic_names
 
 
 def run_rounds(
@@ -139,3 +141,51 @@ def test_required_DISC_007_zero_partitions_follow_the_policy(adapter: Any, polic
     except Exception as exc:  # the adapter's own error type: any error counts, if it names the subscription
         error = exc
     fail_on(check_zero_partitions(policy, "kconform-missing", found, error))
+
+
+@requirement("DISC-007", "DISC-002", capability="regex-subscription")
+def test_required_DISC_007_a_pattern_matching_nothing_at_start_follows_every_policy(
+    adapter: Any, record_property: Any
+) -> None:
+    """Each subtask's discoverer starts on a pattern that matches none of the cluster's topics (near misses of the
+    name to come), under each zero-partitions policy: under ``fail`` its first discovery raises an error naming
+    the pattern, under ``ignore`` it reports nothing, and the matching topics created later are reported once, by
+    their owners, and their near misses never. The classes drawn are the run's ``discovery_start_*`` metrics."""
+    mix = InterleavingMix(start_classes(tuple(ZeroPartitionsPolicy)), kind="start")
+
+    @given(start=late_starts(tuple(ZeroPartitionsPolicy)), n=parallelisms(4))
+    def scenario(start: LateStart, n: int) -> None:
+        for name in drawn_classes(start):
+            mix.step(name)
+        first_discovery_matching_nothing(adapter, start, n)
+
+    try:
+        scenario()
+    finally:
+        mix.record(record_property, "discovery_start")
+
+
+def first_discovery_matching_nothing(adapter: Any, start: LateStart, n: int) -> None:
+    """The first discovery of ``n`` subtasks on ``start``'s cluster, judged by its policy; then, where the
+    policy proceeds, a discovery after its topics were created."""
+    subscription = Subscription.regex(start.pattern)
+    at_start: Metadata = {t: frozenset({0}) for t in start.at_start}
+    discoverers = [
+        adapter.discoverer(DiscovererConfig(subscription=subscription, subtask=i, parallelism=n, on_zero=start.policy))
+        for i in range(n)
+    ]
+    first: dict[int, list[TopicPartition]] = {}
+    errors: dict[int, Exception] = {}
+    for i, discoverer in enumerate(discoverers):
+        try:
+            first[i] = list(discoverer.discover(at_start))
+        except Exception as exc:  # the adapter's own error type: any error counts, if it names the pattern
+            errors[i] = exc
+    fail_on(check_discovery([(at_start, first)], subscription, n))  # a near miss matched is DISC-002's
+    for i in range(n):
+        fail_on(check_zero_partitions(start.policy, start.pattern, first.get(i, []), errors.get(i)))
+    if not start.created:
+        return
+    later: Metadata = {**at_start, **{t: frozenset(range(k)) for t, k in start.created.items()}}
+    rounds = [(at_start, first), (later, {i: list(d.discover(later)) for i, d in enumerate(discoverers)})]
+    fail_on(check_discovery(rounds, subscription, n))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import signal
 import subprocess
 import time
@@ -39,6 +40,7 @@ if (missing := pipeline_missing()) is not None:  # a core install: every test he
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import SparkSession
 
+from ...reference_impl.discovery import ZeroPartitionsPolicy
 from ...reference_impl.kafka_client import KafkaClient, stable_offsets, topic_records, wait_until
 from ...reference_impl.ports import Isolation, UnsupportedFeatureError
 from ...reference_impl.types import TopicPartition
@@ -46,7 +48,13 @@ from ..adapter.interface import DEFAULT_MASTER, PipelineAdapter
 from ..brokers import Broker
 from ..brokers.capability import DUPLICATE_VERDICT_NEEDS, Capability, lacking
 from ..brokers.probe import TXN_TIMEOUT_WAIT_S, probe
-from ..checks.checkers import Violation, check_offset_continuity, check_topic_deleted, fail_on
+from ..checks.checkers import (
+    Violation,
+    check_offset_continuity,
+    check_topic_deleted,
+    check_zero_partitions,
+    fail_on,
+)
 from ..checks.evidence import assignment_grid, offset_step, offset_timeline
 from ..checks.input_checkers import check_records_read, check_values_as_written
 from ..checks.pipeline_checkers import (
@@ -86,6 +94,7 @@ from ..generators.input_classes import (
     write_input,
     written_values,
 )
+from ..generators.start_classes import LATE_TOPIC, VERSIONED, matches_nothing, start_classes
 from ..generators.strategies import InterleavingMix
 from ..spark.driver import DriverRun, kill_group, raise_if_cannot_check
 from ..spark.failures import TaskFailures
@@ -343,6 +352,68 @@ def test_required_DISC_005_009_newly_matching_topic_is_found_and_read_from_earli
         check_read_once([r for r in subscribed if r.tp in ends], ends, requirement="DISC-005")
         + check_discovered([r for r in subscribed if r.tp in added], added)
     )
+
+
+@requirement("DISC-005", "DISC-007", "DISC-002", capability="pipeline-regex")
+@pytest.mark.timeout(DRIVER_TIMEOUT_S)
+def test_required_DISC_005_007_a_query_started_at_latest_before_any_matching_topic_reads_what_is_written_after(
+    adapter: Any, make_pipeline: Callable[..., Pipeline], kafka: KafkaClient, tmp_path: Path, record_property: Any
+) -> None:
+    """A query at ``latest`` on a pattern that matches none of the topics there (near misses of the name to come:
+    a longer, a shorter and another case), with no discovery option. Under the adapter's zero-partitions policy
+    (its ``discovery_of_zero``; ``ignore`` where it declares none, as Spark's sources have no such option) it fails
+    naming the pattern, or runs idle (DISC-007). Then the matching topics are created and written while it runs,
+    twice: every record written since their creation must be read once (DISC-005: found after the start, they
+    begin at their first record, not at ``latest``), and no near miss (DISC-002). The classes drawn are the run's
+    ``pipeline_start_*`` metrics."""
+    policy = getattr(adapter, "discovery_of_zero", ZeroPartitionsPolicy.IGNORE)
+    mix = InterleavingMix(start_classes((policy,)), kind="start")
+
+    @pipeline_settings()
+    @given(versioned=st.booleans(), partitions=st.integers(1, 3), parallelism=st.integers(1, 3))
+    @example(versioned=True, partitions=2, parallelism=2)
+    def scenario(versioned: bool, partitions: int, parallelism: int) -> None:
+        mix.step(matches_nothing(policy))
+        topic = f"kc-suite-{uuid4().hex[:8]}-late"
+        for miss in (f"{topic}x", topic[:-1], topic.upper()):
+            kafka.create_topic(miss, 1)
+            fill(kafka, miss, 1, 2, "near-miss")
+        pattern = re.escape(topic) + (VERSIONED if versioned else "")
+        query = make_pipeline(
+            parallelism, tmp_path / f"late-{uuid4().hex[:8]}", subscribe_pattern=pattern, starting_offsets="latest"
+        )
+        error = None
+        try:
+            query.start()
+            query.process_all_available()
+        except StreamingQueryException as failed:
+            error = failed
+        read = [r.tp for r in query.records()]
+        fail_on(check_pattern_reads(read, pattern))  # a near miss read is DISC-002's
+        fail_on(check_zero_partitions(policy, pattern, read, error))
+        if error is not None:
+            return
+        mix.step(LATE_TOPIC)
+        try:
+            created = [topic, f"{topic}-v2"] if versioned else [topic]
+            for name in created:
+                kafka.create_topic(name, partitions)
+            ends = {tp: end for name in created for tp, end in fill(kafka, name, partitions, 3, "created").items()}
+            query.process_all_available()
+            ends |= {tp: end for name in created for tp, end in fill(kafka, name, partitions, 2, "later").items()}
+            query.process_all_available()
+        finally:
+            query.stop()
+        records = list(query.records())
+        fail_on(
+            check_pattern_reads((r.tp for r in records), pattern)
+            + check_read_once([r for r in records if r.tp in ends], ends, requirement="DISC-005")
+        )
+
+    try:
+        scenario()
+    finally:
+        mix.record(record_property, "pipeline_start")
 
 
 @requirement("DISC-001", capability="pipeline")
@@ -671,26 +742,47 @@ def test_required_RESTORE_017_a_partition_left_out_of_specific_start_offsets_fai
     fail_on(check_unmapped_start(error, pipeline.records(), specified, ends))
 
 
+UNCOMMITTED_BATCH_CLASSES: Final = ("replayed-at-its-parallelism", "replayed-rescaled")
+"""Spark's closest analogue of a checkpoint declined while its transactions are open (COMMIT-009 at the protocol
+level): a batch whose tasks committed and whose commit-log entry was never written, replayed on restart at the
+parallelism it ran at or at another. A query has no checkpoint to decline: its tasks commit their own
+transactions (librdkafka has no KIP-939, so none outlives its task) and then the driver writes the batch's entry
+or dies first; so no pre-committed transaction waits for a later batch, and the replay is what must not repeat it."""
+FIRST_PARALLELISM: Final = 2
+
+
 @requirement("COMMIT-011", "COMMIT-013", capability="pipeline-exactly-once-sink")
-@pipeline_settings()
-@given(replay_parallelism=st.integers(1, 3))
-@example(replay_parallelism=3)
 def test_required_COMMIT_011_batch_replayed_after_its_tasks_committed_writes_nothing_again(
-    adapter: Any, make_pipeline: Callable[..., Pipeline], kafka: KafkaClient, replay_parallelism: int
+    adapter: Any, make_pipeline: Callable[..., Pipeline], kafka: KafkaClient, tmp_path: Path, record_property: Any
 ) -> None:
     """Source to exactly-once sink at parallelism 2; the commit-log entry of the last batch is lost (a driver
     crash after the tasks committed), so Spark replays it, on a restart at a drawn parallelism (a rescale while
     a batch was uncommitted, the window where Paimon #9666 and Hudi #6098 lost exactly-once): read_committed
-    must still see each record once."""
-    source, sink = new_topic(kafka, 3), new_topic(kafka, 2)
-    fill(kafka, source, 3, 10, "a")
-    for run, parallelism in (("first", 2), ("replay", replay_parallelism)):
-        pipeline = make_pipeline(parallelism, subscribe=source, sink_topic=sink)
-        pipeline.run_available_now()
-        if run == "first":
-            pipeline.forget_last_commit()
-            fill(kafka, source, 3, 10, "b")
-    fail_on(judge_sink(kafka, source, sink, exactly_once=True))
+    must still see each record once. The classes drawn (``UNCOMMITTED_BATCH_CLASSES``) are the run's
+    ``pipeline_uncommitted_batch_*`` metrics."""
+    mix = InterleavingMix(UNCOMMITTED_BATCH_CLASSES, kind="uncommitted-batch")
+
+    @pipeline_settings()
+    @given(replay_parallelism=st.integers(1, 3))
+    @example(replay_parallelism=3)
+    @example(replay_parallelism=FIRST_PARALLELISM)
+    def scenario(replay_parallelism: int) -> None:
+        mix.step(UNCOMMITTED_BATCH_CLASSES[replay_parallelism != FIRST_PARALLELISM])
+        source, sink = new_topic(kafka, 3), new_topic(kafka, 2)
+        checkpoint = tmp_path / f"replay-{uuid4().hex[:8]}"
+        fill(kafka, source, 3, 10, "a")
+        for run, parallelism in (("first", FIRST_PARALLELISM), ("replay", replay_parallelism)):
+            pipeline = make_pipeline(parallelism, checkpoint, subscribe=source, sink_topic=sink)
+            pipeline.run_available_now()
+            if run == "first":
+                pipeline.forget_last_commit()
+                fill(kafka, source, 3, 10, "b")
+        fail_on(judge_sink(kafka, source, sink, exactly_once=True))
+
+    try:
+        scenario()
+    finally:
+        mix.record(record_property, "pipeline_uncommitted_batch")
 
 
 REFUSED_TXN_TIMEOUT_MS: Final = 2_147_483_647

@@ -1,7 +1,8 @@
 """COMMIT-001..010, COMMIT-012, COMMIT-014 and later: the adapter's exactly-once sink, judged over a recorded history.
 
-A Hypothesis state machine writes, takes barriers, completes checkpoints (sometimes losing the
-notification, sometimes checkpoint N while N+1 is pending), delivers notifications late or again,
+A Hypothesis state machine writes, takes barriers (their ids sometimes skipping), completes checkpoints
+(sometimes losing the notification, sometimes checkpoint N while N+1 is pending, sometimes after declining a
+pre-committed one), delivers notifications late or again,
 crashes and recovers at another parallelism (sometimes leaving a zombie), and injects an external
 abort of a pre-committed transaction. A notification of N commits every pending transaction up to
 N and none after it, so the history says exactly which records may be visible. Every step is
@@ -72,6 +73,8 @@ INTERLEAVINGS = (
     "recover-leaving-zombie",
     "crash-with-checkpoint-in-flight",
     "zombie-acts",
+    "checkpoint-ids-skipped",
+    "checkpoint-declined",
 )
 """The interleaving classes the sink machine must reach (``InterleavingMix``); a step may count twice,
 e.g. a completed barrier whose notification also commits an earlier, lost one."""
@@ -172,6 +175,8 @@ class SinkMachine(RuleBasedStateMachine):
         """
         previous = outcome == "complete-previous" and bool(self.pending)
         self.mix.step("complete-older-pending" if previous else f"barrier-{outcome.replace('-previous', '')}")
+        if skip:
+            self.mix.step("checkpoint-ids-skipped")
         self._write([(subtask, subtask % PARTITIONS) for subtask in range(self.parallelism)])
         cid = self.next_checkpoint + skip
         self.next_checkpoint = cid + 1
@@ -192,6 +197,21 @@ class SinkMachine(RuleBasedStateMachine):
         index = data.draw(st.integers(0, len(self.pending) - 1), label="pending checkpoint")
         self.mix.step("complete-newest-pending" if index == len(self.pending) - 1 else "complete-older-pending")
         self._complete(index, notify)
+
+    @precondition(lambda self: self.pending and not self.broken)
+    @rule(data=st.data())
+    def decline_then_complete_the_next(self, data: st.DataObject) -> None:
+        """A pending checkpoint is declined after its barrier pre-committed the transactions (a subtask could not
+        snapshot, the checkpoint timed out): it never completes, and its id is never used again. Records flow
+        on; the next barrier's checkpoint completes, and its notification must commit the declined checkpoint's
+        transactions with its own (COMMIT-008's ``lost-write`` if they stay open or are aborted). Drawn as one
+        step, so every example can reach it."""
+        index = data.draw(st.integers(0, len(self.pending) - 1), label="declined checkpoint")
+        self.mix.step("checkpoint-declined")
+        cid, _ = self.pending.pop(index)
+        self.history.invoke("coordinator", "decline", (cid, self.process))
+        self.history.complete("coordinator", "ok", "decline", (cid, self.process))
+        self.barrier(0, "complete")
 
     @precondition(lambda self: self.completed_here and not self.broken)
     @rule(data=st.data())

@@ -20,6 +20,7 @@ what a read_committed reader sees at each offset rather than by a contiguous pre
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from hypothesis import assume, example, given
@@ -55,6 +56,7 @@ from ..checks.checkers import (
     check_split_redistribution,
     check_startup_offsets,
     check_topic_deleted,
+    check_zero_partitions,
     fail_on,
 )
 from ..checks.evidence import offset_step, offset_timeline
@@ -68,6 +70,7 @@ from ..generators.input_classes import (
     write_input,
     written_values,
 )
+from ..generators.start_classes import LateStart, drawn_classes, late_starts, start_classes
 from ..generators.strategies import InterleavingMix
 from . import run_machine
 
@@ -497,6 +500,99 @@ def test_required_DISC_005_latest_checkpointed_before_the_first_read_loses_nothi
         while records := restored.poll(log, tp, 3):
             read[tp].extend(r.offset for r in records)
     fail_on(check_read_since_discovery(read, ends, now))
+
+
+@requirement("DISC-005", "DISC-007", "RESTORE-013", capability="source-state")
+def test_required_DISC_005_007_a_source_started_at_latest_before_its_topics_exist_reads_what_is_written_after(
+    adapter: Any, record_property: Any
+) -> None:
+    """A fresh source at LATEST on a pattern that matches none of the cluster's topics (near misses of the name to
+    come): under the adapter's ``discovery_of_zero`` its first discovery fails naming the pattern, or finds nothing
+    (DISC-007). Then the matching topics are created and written (every input class), discovery finds them, and,
+    drawn, a checkpoint is taken and restored before any read; more input arrives and it reads to the end. The
+    topics it found after its first discovery start at EARLIEST (DISC-005), so every record written since their
+    creation is read once (RESTORE-013). The classes drawn are the run's ``source_start_*`` metrics."""
+    policy = adapter.discovery_of_zero
+    mix = InterleavingMix(start_classes((policy,)), kind="start")
+
+    @given(
+        start=late_starts((policy,)),
+        before=input_writes(LATE_PARTITIONS),
+        after=input_writes(LATE_PARTITIONS),
+        n=st.integers(1, 3),
+        m=st.integers(1, 3),
+        restore_before_read=st.booleans(),
+    )
+    def scenario(
+        start: LateStart, before: list[InputWrite], after: list[InputWrite], n: int, m: int, restore_before_read: bool
+    ) -> None:
+        for name in drawn_classes(start):
+            mix.step(name)
+        _start_before_topics_exist(adapter, start, before, after, n, m if restore_before_read else None)
+
+    try:
+        scenario()
+    finally:
+        mix.record(record_property, "source_start")
+
+
+LATE_PARTITIONS = 3
+"""The most partitions a topic created after start has; its writes land on the partitions it has."""
+
+
+def _start_before_topics_exist(
+    adapter: Any, start: LateStart, before: list[InputWrite], after: list[InputWrite], n: int, restore_at: int | None
+) -> None:
+    log = KafkaModel()
+    for topic in start.at_start:
+        log.create_topic(topic, 1)
+        log.produce(TopicPartition(topic, 0), None, b"a near miss: never read")
+    subscription = Subscription.regex(start.pattern)
+    config = SourceConfig(subscription=subscription, parallelism=n, initial_offset=LATEST, keep_unsubscribed=False)
+    source = Guarded(adapter.source(config), "source", adapter.name)
+    found: Sequence[TopicPartition] = []
+    error: Exception | None = None
+    try:
+        found = list(source.discover(log.list_topics(), log))
+    except Exception as exc:  # the adapter's own error, which the guard wraps: it must name the pattern
+        error = exc.__cause__ if isinstance(exc.__cause__, Exception) else exc
+    fail_on(check_zero_partitions(start.policy, start.pattern, found, error))
+    if error is not None:
+        return
+    for topic, partitions in start.created.items():
+        log.create_topic(topic, partitions)
+        write_input(log, topic, _on_partitions(before, partitions), f"{topic}-before")
+    source.discover(log.list_topics(), log)
+    created = [TopicPartition(t, p) for t, k in start.created.items() for p in range(k)]
+    found_later = {tp: off for offsets in source.offsets for tp, off in offsets.items()}
+    fail_on(check_new_partition_start(found_later, created, "DISC-005"))
+    if restore_at is not None:
+        state = source.snapshot(1, log, GROUP)
+        source.notify_checkpoint_complete(1, log, GROUP)
+        metadata = dict(log.list_topics())
+        restored = RestoreConfig(
+            checkpoint=state,
+            parallelism=restore_at,
+            subscription=subscription,
+            metadata=metadata,
+            keep_unsubscribed=False,
+            initial_offset=LATEST,
+        )
+        source = Guarded(adapter.restore_source(restored), "source", adapter.name)
+    for topic, partitions in start.created.items():
+        write_input(log, topic, _on_partitions(after, partitions), f"{topic}-after")
+    source.discover(log.list_topics(), log)
+    emitted: dict[TopicPartition, list[int]] = {tp: [] for tp in created}
+    for tp in sorted({tp for offsets in source.offsets for tp in offsets}):
+        while records := source.poll(log, tp, 3):
+            emitted.setdefault(tp, []).extend(r.offset for r in records)
+    views = {tp: log_view(log, tp, Isolation.READ_UNCOMMITTED) for tp in created}
+    fail_on(check_records_read(views, emitted, "since the topics were created after a start at LATEST"))
+
+
+def _on_partitions(writes: list[InputWrite], partitions: int) -> list[InputWrite]:
+    """``writes`` onto a topic of ``partitions`` partitions: each lands on those of its partitions that exist."""
+    return [replace(w, partitions=tuple(sorted({p % partitions for p in w.partitions}))) for w in writes]
 
 
 def _read_everything(source: Any, log: KafkaModel) -> dict[TopicPartition, int]:
