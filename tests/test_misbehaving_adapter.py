@@ -75,7 +75,9 @@ def test_required_a_hanging_adapter_costs_one_timeout_and_is_could_not_check(tmp
         "adapter 'hangs'.assign did not return within --timeout 3s (still running: assign('"
     ), first["message"]
     assert first["message"].endswith("); raise --timeout if it is only slow"), first["message"]
-    assert first["duration"] >= 2.9, first  # it waited out --timeout 3 (timed from a slightly later start)
+    # it waited out --timeout 3: the guard's clock starts before the test's own timing, by up to a few tenths of
+    # a second on a loaded machine (2.854 s seen), so the bound tells waiting (seconds) from not waiting (< 1 s)
+    assert first["duration"] >= 2.0, first
     assert len(later) >= 3, report["tests"]
     for test in later:
         assert test["message"] == f"adapter 'hangs'.assign not called again: assign hung in {first['name']}", test
