@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
-from kconform.conformance.gate.profiles import examples_dir
+from kconform.conformance.gate.profiles import PROFILE_ENV, examples_dir
 
 
 def test_examples_dir_is_one_folder_per_adapter_spec() -> None:
@@ -20,15 +21,21 @@ def test_examples_dir_is_one_folder_per_adapter_spec() -> None:
 
 
 def test_a_failing_adapter_saves_its_examples_in_its_own_folder(tmp_path: Path) -> None:
-    def run(adapter: str) -> None:
-        subprocess.run(
+    def run(adapter: str) -> tuple[int, str]:
+        done = subprocess.run(
             [sys.executable, "-m", "pytest", "--pyargs", "kconform.conformance.suite", "-k", "ASSIGN_004_and_006", "-q",
              "-p", "no:cacheprovider", "--kconform-adapter", adapter],
-            cwd=tmp_path, capture_output=True, timeout=300, check=False,
+            cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
+            env={**os.environ, PROFILE_ENV: "default"},
         )  # fmt: skip
+        return done.returncode, done.stdout + done.stderr
 
-    run("kconform.conformance.mutants.protocol:python_mod_no_mask")
-    run("kconform.reference_impl.adapter:ADAPTER")
-    saved = sorted(p.name for p in (tmp_path / ".hypothesis" / "adapters").iterdir())
+    failing, broken_output = run("kconform.conformance.mutants.protocol:python_mod_no_mask")
+    assert failing == 1, f"the broken adapter's run did not fail (exit {failing}):\n{broken_output[-3000:]}"
+    passing, output = run("kconform.reference_impl.adapter:ADAPTER")
+    assert passing == 0, f"the reference's run did not pass (exit {passing}):\n{output[-3000:]}"
+    adapters = tmp_path / ".hypothesis" / "adapters"
+    assert adapters.is_dir(), f"the failing run saved no example:\n{broken_output[-3000:]}"
+    saved = sorted(p.name for p in adapters.iterdir())
     assert saved == [examples_dir("kconform.conformance.mutants.protocol:python_mod_no_mask").name], saved
     assert not (tmp_path / ".hypothesis" / "examples").exists(), "an example was saved in the shared database"
