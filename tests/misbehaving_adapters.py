@@ -114,3 +114,25 @@ class FailsShowingItsPassword(KconformKafkaAdapter):
 
 
 FAILS_SHOWING_ITS_PASSWORD = FailsShowingItsPassword(name="fails-showing-its-password")
+
+
+class _StuckIndex(int):
+    """A task index the suite hangs on when it compares it: the adapter call returned, the suite is what is stuck."""
+
+    def __eq__(self, other: object) -> bool:
+        threading.Event().wait()  # blocks forever, as a stuck broker or Spark query would hold the suite
+        return int(self) == other
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    __hash__ = int.__hash__
+
+
+@dataclass(frozen=True)
+class StuckAfterReturning(ReferenceAdapter):
+    def assign(self, topic: str, partition: int, parallelism: int) -> int:
+        return _StuckIndex(super().assign(topic, partition, parallelism))
+
+
+STUCK_AFTER_RETURNING = StuckAfterReturning(name="stuck-after-returning")

@@ -89,6 +89,18 @@ def test_required_a_hanging_adapter_costs_one_timeout_and_is_could_not_check(tmp
     assert max(len(line) for line in run.stdout.splitlines()) < 400, "the arguments are shortened"
 
 
+def test_required_a_test_stuck_outside_any_adapter_call_is_could_not_check(tmp_path: Path) -> None:
+    """The alarm going off while the suite itself waits (here on the adapter's answer, which hangs when compared; in
+    a real run a stuck broker or Spark query) judged nothing: ERROR, exit 3, never a violation."""
+    run = run_suite("STUCK_AFTER_RETURNING", tmp_path, "--timeout", "3", "--level", "protocol", only="ASSIGN_004_edge")
+    assert run.returncode == 3, run.stdout + run.stderr
+    report = json.loads((tmp_path / "report.json").read_text())
+    stuck = [t for t in report["tests"] if t["status"] == "ERROR"]
+    assert stuck and all(not t["violated"] for t in stuck), report["tests"]
+    assert stuck[0]["message"].startswith("no result within --timeout 3s, with no adapter call under way"), stuck[0]
+    assert {t["status"] for t in report["tests"]} == {"ERROR"}, report["tests"]
+
+
 @pytest.mark.spark
 def test_required_a_raising_pipeline_adapter_fails_naming_read_stream(tmp_path: Path) -> None:
     run = run_suite("READ_STREAM_RAISES", tmp_path, "--level", "pipeline", only="ASSIGN_001_each_task")

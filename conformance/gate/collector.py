@@ -51,7 +51,7 @@ HEARTBEAT_ENV = "KCONFORM_HEARTBEAT_S"
 
 
 class TestTimeoutError(BaseException):
-    """Raised by the per-test alarm.
+    """Raised by the per-test alarm: the test could not check (ERROR), whether an adapter call or the suite hung.
 
     A ``BaseException``, not pytest-timeout's ``Failed``: Hypothesis catches ``Failed`` as a
     failing example and re-runs it to shrink, which would hang again with no alarm left.
@@ -292,8 +292,8 @@ class Collector:
             hang = record_hang(frame, display_name(item.name))
             if hang is None:
                 raise TestTimeoutError(
-                    f"no result within --timeout {timeout:g}s, with no adapter call under way: the suite or the "
-                    "broker is slow (raise --timeout if that is expected)"
+                    f"no result within --timeout {timeout:g}s, with no adapter call under way: the suite, the broker "
+                    "or Spark is slow or stuck, so nothing was judged (raise --timeout if that is expected)"
                 )
             raise AdapterTimeoutError(
                 f"{hang.method} did not return within --timeout {timeout:g}s (still running: {hang.running}); "
@@ -312,7 +312,7 @@ class Collector:
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> None:
         if call.excinfo is not None and call.excinfo.errisinstance((CouldNotCheck, CannotCheck, JvmArtifactsMissing)):
             self._not_checked[item.nodeid] = str(call.excinfo.value)
-        elif call.excinfo is not None and call.excinfo.errisinstance((AdapterTimeoutError, AdapterHung)):
+        elif call.excinfo is not None and call.excinfo.errisinstance((TestTimeoutError, AdapterHung)):
             self._not_checked[item.nodeid] = str(call.excinfo.value)  # a hang is no answer, so no violation
         elif call.excinfo is not None and call.excinfo.errisinstance(FailedHealthCheck):
             # Hypothesis could not draw enough inputs: the suite's generator failed, not the adapter.

@@ -103,8 +103,8 @@ aborted records); it is reported with the reason, never as a pass.""",
         "--timeout",
         type=float,
         default=DEFAULT_TIMEOUT,
-        help="per-test seconds (default %(default)g); an adapter method still running then is ERROR and is not "
-        "called again in the run; a test slow elsewhere (the suite, the broker) fails",
+        help="per-test seconds (default %(default)g); a test still running then is ERROR (nothing was judged), and an "
+        "adapter method still running then is not called again in the run",
     )
     parser.add_argument(
         "--spark",

@@ -314,6 +314,18 @@ def task_attempts(spark: SparkSession) -> int:
     return int(spark.conf.get("spark.task.maxFailures", "4") or 4)
 
 
+def unfinished_query(checkpoint: Path, timeout_s: float, last: tuple[int, list[str]] | None) -> HarnessError:
+    """An ``availableNow`` query still running at its bound: the harness could not run it to its end, so nothing was
+    judged (ERROR, never a violation: the rows it would have read are what a check needs). ``last`` is the query's
+    last batch id and its sources' end offsets, to show how far it got."""
+    got = "it completed no batch" if last is None else f"its last batch was {last[0]}, its sources ending at {last[1]}"
+    return HarnessError(
+        f"the availableNow query on {checkpoint} did not finish within {timeout_s:g} s ({got}), so the run could not "
+        "be judged; Spark's log (the test's captured output, in --report's pytest.log) shows whether a source never "
+        "reached its end or the machine was too slow"
+    )
+
+
 @dataclass
 class Pipeline:
     """A source subscription at ``parallelism``, optionally writing to ``sink_topic``, on ``checkpoint``."""
@@ -423,8 +435,10 @@ class Pipeline:
             return
         query = self.start(available_now=True)
         if not query.awaitTermination(timeout_s):
+            last = query.lastProgress
             query.stop()
-            raise TimeoutError(f"query on {self.checkpoint} did not finish within {timeout_s} s")
+            got = None if last is None else (last.batchId, [source.endOffset for source in last.sources])
+            raise unfinished_query(self.checkpoint, timeout_s, got)
         self._raise_failure()
 
     def process_all_available(self, timeout_s: int = QUERY_TIMEOUT_S) -> None:

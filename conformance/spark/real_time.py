@@ -196,8 +196,7 @@ def await_committed_to_end(
             f"the real-time query on {checkpoint} did not commit every partition to its end within {timeout_s:g} s: "
             f"awaited a committed batch at or past {awaited}, and these "
             f"partitions stayed behind as (committed, end): {behind} (None: never committed), so the run could not "
-            "be judged; a slow machine needs a longer --timeout, and a query that stopped reading a partition shows "
-            "in its log"
+            "be judged; a query that stopped reading a partition, or a machine too slow for the bound, shows in its log"
         ) from timed_out
 
 
