@@ -15,7 +15,7 @@ JVM_POMS := jvm/pom.xml $(filter-out jvm/flink-harness/%,$(wildcard jvm/*/pom.xm
 export KCONFORM_PROFILE := $(PROFILE)
 export KCONFORM_BROKER := $(BROKER)
 
-.PHONY: setup conformance test check bugbank compat spec bench soak soak-long probe lint docs site verdicts golden mutation mutation-report flink-versions clean
+.PHONY: setup conformance test test-long check bugbank compat spec bench soak soak-long probe lint docs site verdicts golden mutation mutation-report flink-versions clean
 
 setup: $(VENV)/.installed $(JVM_DIR)/.resolved
 
@@ -45,7 +45,11 @@ conformance: setup
 	  --broker $(BROKER) --profile $(PROFILE) --report $(REPORT)
 
 test: setup
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -m 'not long'
+
+# The full runs of claims make test checks by a short case (duration in the README).
+test-long: setup
+	$(BIN)/python -m pytest -m long
 
 # The oldest (constraints-oldest.txt) and the newest (constraints.txt) supported Hypothesis and pytest, each
 # in a throwaway venv with kconform's core install, on the tests that need no broker, Spark, TLC or extra.
