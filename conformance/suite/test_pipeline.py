@@ -1086,6 +1086,10 @@ def test_required_COMMIT_007_transactions_a_killed_driver_left_open_time_out(
 
 SPECULATED_RECORDS: Final = 20
 """Records per source partition, so per sink task of the scenario's one batch."""
+PADDED_KEY_BYTES: Final = 80 << 10
+"""Each of the scenario's keys is padded past a Python worker's 64 KiB output buffer (``spark.buffer.size``):
+a row the stalled original passes then leaves the worker at once, instead of waiting in the buffer for the
+task's end, and reaches the sink before the stall (the values stay short, as evidence)."""
 STALL_AFTER_ROWS: Final = 5
 """Rows the stalled original passes to the sink, which writes them into its open transaction, before it stalls."""
 STALL_S: Final = 120.0
@@ -1119,7 +1123,12 @@ def test_required_COMMIT_006_a_speculative_copy_of_a_sink_task_fences_the_origin
         pytest.skip(f"COMMIT-006: {missing}")
     skip_unless_broker_can(broker_can, ("zombie_fencing", "last_stable_offset"), "COMMIT-006")
     source, sink = new_topic(kafka, 2), new_topic(kafka, 2)
-    fill(kafka, source, 2, SPECULATED_RECORDS, "zombie")
+    for p in range(2):
+        padded = [
+            (f"key-{p}-{i}-".encode().ljust(PADDED_KEY_BYTES, b"."), f"zombie-{p}-{i}".encode())
+            for i in range(SPECULATED_RECORDS)
+        ]
+        kafka.produce_batch(TopicPartition(source, p), padded)
     log, evidence = tmp_path / "driver.log", tmp_path / "attempts.json"
     run = replace(
         sink_driver(pytestconfig, spark, pipeline_broker, source, sink, tmp_path / "checkpoint"),
