@@ -45,7 +45,13 @@ def test_required_pipeline_mutant_is_killed_by_its_scenario(
     """A broken Spark connector fails the pipeline scenario that targets its bug (quick profile:
     the explicit example plus one drawn one must be enough). On a broker without the capabilities
     its scenario needs (``needs``, e.g. Tansu's missing zombie fencing) it is not killed: the
-    scenario must skip naming them, never fail on a check the broker cannot make."""
+    scenario must skip naming them, never fail on a check the broker cannot make. A mutant whose scenario needs
+    another Spark master (``spark_master``) is killed on it by tests/integration/test_spark_cluster.py."""
+    if mutant.spark_master is not None:
+        pytest.skip(
+            f"{mutant.name}: its scenario needs --spark-master {mutant.spark_master} (executors on two hosts); "
+            "tests/integration/test_spark_cluster.py kills it on that cluster"
+        )
     adapter = f"kconform.conformance.mutants.pipeline:{mutant.name}"
     selected = ["-k", mutant.scenario]
     missing = lacking(request.getfixturevalue("capabilities"), mutant.needs) if mutant.needs else []

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from kconform.conformance.checks.checkers import check_order
 from kconform.conformance.checks.pipeline_checkers import (
     ReadRecord,
+    TaskAttempt,
     Truncated,
     check_bounded_read,
     check_closed_at_stop,
@@ -37,6 +38,8 @@ from kconform.conformance.checks.pipeline_checkers import (
     check_timed_out_task,
     check_unblocked,
     check_unmapped_start,
+    check_zombie_fenced,
+    overlapping_attempts,
 )
 from kconform.conformance.checks.strategy_checkers import check_sink_placement
 from kconform.reference_impl.kafka_strategies import partition_for_key
@@ -175,6 +178,38 @@ def test_required_COMMIT_004_a_stable_offset_short_of_the_end_at_the_kill_is_lin
     violations = check_unblocked({TopicPartition("out", 0): 4}, ends, "after the restart")
     assert [(v.requirement, v.kind) for v in violations] == [("COMMIT-004", "lingering-transaction")] * 2
     assert "out-0" in violations[0].evidence and "after the restart" in violations[0].evidence
+
+
+ORIGINAL = TaskAttempt(stage=3, task=0, attempt=0, speculative=False, host="127.0.0.1", status="KILLED")
+COPY = TaskAttempt(stage=3, task=0, attempt=1, speculative=True, host="127.0.0.2", status="SUCCESS")
+OTHER = TaskAttempt(stage=3, task=1, attempt=0, speculative=False, host="127.0.0.2", status="SUCCESS")
+
+
+def test_two_live_attempts_are_an_original_and_its_speculative_copy_on_another_host() -> None:
+    assert overlapping_attempts([COPY, OTHER, ORIGINAL]) == (ORIGINAL, COPY)
+    assert overlapping_attempts([ORIGINAL, OTHER]) is None  # no copy: no zombie
+    retry = TaskAttempt(stage=3, task=0, attempt=1, speculative=False, host="127.0.0.2", status="SUCCESS")
+    assert overlapping_attempts([ORIGINAL, retry]) is None  # a retry runs after its original, never beside it
+    same_host = TaskAttempt(stage=3, task=0, attempt=1, speculative=True, host="127.0.0.1", status="SUCCESS")
+    assert overlapping_attempts([ORIGINAL, same_host]) is None
+
+
+def test_required_COMMIT_006_a_superseded_attempts_open_transaction_or_second_commit_is_a_zombies() -> None:
+    """After a speculative copy ran beside its original: a partition whose last stable offset is short of its end
+    is a transaction the copy did not fence; a value visible more often than written, both attempts' commit."""
+    a, b = TopicPartition("out", 0), TopicPartition("out", 1)
+    written = Counter([b"x", b"y"])
+    assert check_zombie_fenced(ORIGINAL, COPY, {a: 7, b: 4}, {a: 7, b: 4}, written, Counter([b"x", b"y"])) == []
+    held = check_zombie_fenced(ORIGINAL, COPY, {a: 2, b: 4}, {a: 7, b: 4}, written, Counter([b"x"]))
+    assert [(v.requirement, v.kind, v.data["stable"], v.data["end"]) for v in held] == [
+        ("COMMIT-006", "zombie-transaction-open", 2, 7)
+    ]
+    assert held[0].data["attempts"] == {"original": ORIGINAL.fields(), "copy": COPY.fields()}
+    twice = check_zombie_fenced(ORIGINAL, COPY, {a: 9}, {a: 9}, written, Counter([b"x", b"x", b"y", b"other"]))
+    assert [(v.requirement, v.kind, v.data["value"], v.data["times"]) for v in twice] == [
+        ("COMMIT-006", "zombie-write", "x", 2)
+    ]
+    assert "127.0.0.2" in twice[0].evidence and "both committed" in twice[0].evidence
 
 
 def test_required_COMMIT_017_a_stable_offset_short_of_the_end_after_a_prefix_change_is_named_on_017() -> None:

@@ -3,6 +3,7 @@ session's cluster settings, the process tree; and the errors that name their fix
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import subprocess
 import sys
@@ -27,6 +28,7 @@ from kconform.conformance.spark.cluster import (
     scala_version,
     spark_home,
     worker_args,
+    worker_host,
 )
 from kconform.conformance.spark.pipeline import local_session
 
@@ -59,17 +61,24 @@ def test_daemons_run_pysparks_jars_on_loopback_with_a_bounded_heap(tmp_path: Pat
 
 
 def test_a_worker_offers_its_shapes_cores_and_memory_to_the_master(tmp_path: Path) -> None:
-    args = worker_args("spark://127.0.0.1:7077", tmp_path)
+    args = worker_args("spark://127.0.0.1:7077", tmp_path, "127.0.0.2")
     assert args[-1] == "spark://127.0.0.1:7077"
     options = dict(zip(args[:-1:2], args[1:-1:2], strict=True))
     assert options == {
-        "--host": "127.0.0.1",
+        "--host": "127.0.0.2",
         "--port": "0",
         "--webui-port": "0",
         "--cores": str(DEFAULT_SHAPE.worker_cores),
         "--memory": DEFAULT_SHAPE.worker_memory,
         "--work-dir": str(tmp_path),
     }
+
+
+def test_each_worker_is_a_host_of_its_own_on_loopback() -> None:
+    """Spark runs a speculative copy only on another host than the original's (COMMIT-006's scenario)."""
+    hosts = [worker_host(n) for n in range(1, DEFAULT_SHAPE.workers + 1)]
+    assert hosts == ["127.0.0.1", "127.0.0.2"]
+    assert all(ipaddress.ip_address(h).is_loopback for h in hosts)
 
 
 def test_two_applications_fit_at_once() -> None:
@@ -82,13 +91,13 @@ def test_two_applications_fit_at_once() -> None:
 def test_daemons_get_sparks_home_and_loopback_and_nothing_else_of_the_environment(tmp_path: Path) -> None:
     (tmp_path / "jars").mkdir()
     (tmp_path / "jars" / "spark-core_2.13-4.2.0.jar").touch()
-    env = daemon_env(tmp_path, {"PATH": "/bin", "JAVA_HOME": "/jdk", "KAFKA_SASL_PASSWORD": "secret"})
+    env = daemon_env(tmp_path, "127.0.0.2", {"PATH": "/bin", "JAVA_HOME": "/jdk", "KAFKA_SASL_PASSWORD": "secret"})
     assert env == {
         "PATH": "/bin",
         "JAVA_HOME": "/jdk",
         "SPARK_HOME": str(tmp_path),
         "SPARK_SCALA_VERSION": "2.13",
-        "SPARK_LOCAL_IP": "127.0.0.1",
+        "SPARK_LOCAL_IP": "127.0.0.2",
     }
 
 

@@ -361,6 +361,83 @@ def check_rewritten(failed: Counter[bytes | None], seen: Counter[bytes | None], 
     ]
 
 
+@dataclass(frozen=True, slots=True)
+class TaskAttempt:
+    """One attempt of a Spark task as Spark's status store recorded it (``kconform.conformance.spark.speculation``)."""
+
+    stage: int
+    task: int
+    """The task's index in its stage (its input partition)."""
+    attempt: int
+    speculative: bool
+    host: str
+    status: str
+    """``SUCCESS``, ``FAILED``, ``KILLED`` or ``RUNNING``."""
+
+    def fields(self) -> dict[str, object]:
+        return {
+            "stage": self.stage, "task": self.task, "attempt": self.attempt, "speculative": self.speculative,
+            "host": self.host, "status": self.status,
+        }  # fmt: skip
+
+
+def overlapping_attempts(attempts: Iterable[TaskAttempt]) -> tuple[TaskAttempt, TaskAttempt] | None:
+    """The first original attempt with a speculative copy on another host, and that copy: two live attempts of
+    one task; ``None`` when Spark ran no copy, so a run shows no zombie."""
+    by_task = defaultdict(list)
+    for attempt in attempts:
+        by_task[(attempt.stage, attempt.task)].append(attempt)
+    for key in sorted(by_task):
+        runs = by_task[key]
+        originals = [a for a in runs if not a.speculative]
+        copies = [a for a in runs if a.speculative and all(a.host != o.host for o in originals)]
+        if originals and copies:
+            return min(originals, key=lambda a: a.attempt), min(copies, key=lambda a: a.attempt)
+    return None
+
+
+def check_zombie_fenced(
+    original: TaskAttempt,
+    copy: TaskAttempt,
+    stable: Mapping[TopicPartition, int],
+    ends: Mapping[TopicPartition, int],
+    expected: Counter[bytes | None],
+    seen: Counter[bytes | None],
+) -> list[Violation]:
+    """COMMIT-006 on a query whose sink task ran twice at once: ``original``, held after writing some rows, and
+    ``copy``, Spark's speculative attempt on another host, which initialised the task's transactional id while
+    the original's transaction was open. After the query, nothing of the original may hold or show: each
+    partition's last stable offset (``stable``) has reached the log's end (``ends``), so no transaction of the
+    superseded attempt still blocks read_committed readers, and no input value (``expected``, as written to
+    the source) is visible (``seen``, read_committed) more often than it was written."""
+    attempts = {"original": original.fields(), "copy": copy.fields()}
+    open_left = [
+        Violation(
+            "COMMIT-006",
+            "zombie-transaction-open",
+            f"{tp}: last stable offset {stable.get(tp, 0)} is below {end}, the end of the log, after the query ended: "
+            f"a transaction of task {original.task}'s attempt {original.attempt} (on {original.host}) still holds "
+            f"records, though its copy, attempt {copy.attempt} on {copy.host}, ran and committed: the copy did "
+            "not fence it",
+            data=tp_fields(tp) | {"stable": stable.get(tp, 0), "end": end, "attempts": attempts},
+        )
+        for tp, end in sorted(ends.items())
+        if stable.get(tp, 0) < end
+    ]
+    twice = [
+        Violation(
+            "COMMIT-006",
+            "zombie-write",
+            f"{v!r} visible {n} times, written {expected[v]}: task {original.task} ran twice at once (attempt "
+            f"{original.attempt} on {original.host}, its copy {copy.attempt} on {copy.host}) and both committed",
+            data={"value": value_field(v), "times": n, "written": expected[v], "attempts": attempts},
+        )
+        for v, n in sorted(seen.items(), key=repr)
+        if v in expected and n > expected[v]
+    ]
+    return open_left + twice
+
+
 def check_sink_output(
     produced: Mapping[int, Sequence[Record]], written: Mapping[int, Sequence[Record]], exactly_once: bool
 ) -> list[Violation]:

@@ -42,6 +42,7 @@ from ...reference_impl.spark.sink import (
 )
 from ...reference_impl.spark.source import KafkaInputPartition, KafkaStreamReader, SourceOptions
 from ...reference_impl.types import LATEST, TopicPartition
+from ..spark.cluster import STANDALONE
 from ..spark.pipeline import KconformKafkaAdapter
 from . import registry
 
@@ -74,6 +75,9 @@ class PipelineMutant(SparkMutant):
     needs: tuple[str, ...] = ()
     """Broker capabilities (``kconform.conformance.brokers.probe``) the scenario needs to show the bug: on a broker
     without them the scenario skips, naming them, and the mutant is not killed there."""
+    spark_master: str | None = None
+    """The ``--spark-master`` the scenario needs to show the bug (``standalone``: executors on two hosts), or
+    ``None`` for any: on another master the scenario skips, naming it."""
 
 
 @dataclass(frozen=True)
@@ -123,7 +127,14 @@ def reader_mutant(
 
 
 def writer_mutant(
-    name: str, kills_on: set[str], bug: str, *, scenario: str, data_source: str, needs: tuple[str, ...] = ()
+    name: str,
+    kills_on: set[str],
+    bug: str,
+    *,
+    scenario: str,
+    data_source: str,
+    needs: tuple[str, ...] = (),
+    spark_master: str | None = None,
 ) -> Callable[[type[W]], type[W]]:
     """Registers a broken stream writer as the mutant ``name``, run as the sink ``data_source`` against
     ``scenario``, failing ``kills_on``."""
@@ -136,6 +147,7 @@ def writer_mutant(
             KconformKafkaAdapter(data_source=_sink(data_source, writer)),
             scenario,
             needs,
+            spark_master,
         ),
     )
 
@@ -494,6 +506,48 @@ class _FreshIdsWriter(KafkaStreamWriter):
         connection = options.connection
         fresh = _FreshIdConnection(connection.bootstrap_servers, connection.settings, connection.timeout_s)
         super().__init__(replace(options, connection=fresh), schema)
+
+
+class _AttemptIdClient(KafkaClient):
+    """Names every transactional producer after the Spark task attempt it runs in: the requested id plus the
+    attempt number."""
+
+    def init_producer(
+        self, transactional_id: str, transaction_timeout_ms: int | None = None
+    ) -> KafkaTransactionalProducer:
+        context = TaskContext.get()
+        attempt = context.attemptNumber() if context is not None else 0
+        return super().init_producer(f"{transactional_id}-attempt-{attempt}", transaction_timeout_ms)
+
+
+@dataclass(frozen=True, slots=True)
+class _AttemptIdConnection(Connection):
+    """The sink's connection, handing out ``_AttemptIdClient``s."""
+
+    def new_client(self) -> KafkaClient:
+        return _AttemptIdClient(self.endpoint, timeout_s=self.timeout_s)
+
+
+@writer_mutant(
+    "spark_sink_id_per_attempt",
+    {"COMMIT-006"},
+    "the transactional id names the task attempt: a speculative copy never fences the original it overlaps",
+    scenario="speculative_copy_of_a_sink_task",
+    data_source="kc-mutant-id-per-attempt",
+    needs=("zombie_fencing", "last_stable_offset"),
+    spark_master=STANDALONE,
+)
+class _AttemptIdsWriter(KafkaStreamWriter):
+    """Each task attempt writes under its own transactional id (the attempt number appended, say so that a retry
+    never waits on its predecessor), while the progress marker's group keeps the task's stable name. Two live
+    attempts of one task, an original and Spark's speculative copy, then never fence each other: the original's
+    transaction survives the copy's commit, holding read_committed readers until the broker times it out, and
+    both commit the same rows where the original gets that far."""
+
+    def __init__(self, options: SinkOptions, schema: StructType) -> None:
+        connection = options.connection
+        per_attempt = _AttemptIdConnection(connection.bootstrap_servers, connection.settings, connection.timeout_s)
+        super().__init__(replace(options, connection=per_attempt), schema)
 
 
 @writer_mutant(

@@ -112,19 +112,26 @@ def master_args(port: int, webui_port: int) -> list[str]:
     return ["--host", "127.0.0.1", "--port", str(port), "--webui-port", str(webui_port)]
 
 
-def worker_args(master_url: str, work_dir: Path, shape: ClusterShape = DEFAULT_SHAPE) -> list[str]:
-    """A worker on loopback with ephemeral ports, ``shape``'s cores and memory, executors under ``work_dir``."""
+def worker_host(n: int) -> str:
+    """Worker ``n``'s own loopback address (``127.0.0.<n>``; Linux routes all of 127/8 to ``lo``): Spark then
+    sees one host per worker, as on a real cluster, and may run a speculative copy of a task on the other
+    (never on the host of the original)."""
+    return f"127.0.0.{n}"
+
+
+def worker_args(master_url: str, work_dir: Path, host: str, shape: ClusterShape = DEFAULT_SHAPE) -> list[str]:
+    """A worker on loopback ``host``, ephemeral ports, ``shape``'s cores and memory, executors under ``work_dir``."""
     return [
-        "--host", "127.0.0.1", "--port", "0", "--webui-port", "0",
+        "--host", host, "--port", "0", "--webui-port", "0",
         "--cores", str(shape.worker_cores), "--memory", shape.worker_memory,
         "--work-dir", str(work_dir), master_url,
     ]  # fmt: skip
 
 
-def daemon_env(home: Path, base: Mapping[str, str] = os.environ) -> dict[str, str]:
-    """The daemons' environment: loopback only, Spark's home (where workers find executors' jars)."""
+def daemon_env(home: Path, host: str = "127.0.0.1", base: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """A daemon's environment: its loopback ``host`` only, Spark's home (where workers find executors' jars)."""
     kept = {k: v for k, v in base.items() if k in ("PATH", "HOME", "LANG", "TMPDIR", "JAVA_HOME")}
-    return {**kept, "SPARK_HOME": str(home), "SPARK_SCALA_VERSION": scala_version(home), "SPARK_LOCAL_IP": "127.0.0.1"}
+    return {**kept, "SPARK_HOME": str(home), "SPARK_SCALA_VERSION": scala_version(home), "SPARK_LOCAL_IP": host}
 
 
 def cluster_settings(
@@ -138,7 +145,6 @@ def cluster_settings(
         "spark.task.maxFailures": str(TASK_ATTEMPTS),
         "spark.executorEnv.PYSPARK_PYTHON": python,
         "spark.executorEnv.PYTHONPATH": python_path,
-        "spark.executorEnv.SPARK_LOCAL_IP": "127.0.0.1",
         "spark.executor.cores": str(shape.executor_cores),
         "spark.cores.max": str(shape.app_cores),
         "spark.executor.memory": shape.executor_memory,
@@ -231,13 +237,15 @@ class StandaloneCluster:
         atexit.register(self.stop)
         try:
             self._port, self._webui_port = free_port(), free_port()
-            self._launch("master", java, home, "master.Master", master_args(self._port, self._webui_port))
+            self._launch("master", java, home, "master.Master", master_args(self._port, self._webui_port), "127.0.0.1")
             deadline = time.monotonic() + self._start_timeout_s
             self._await(deadline, lambda state: state.get("status") == "ALIVE", "the master to answer")
             for n in range(1, self.shape.workers + 1):
                 work = self._workdir / f"worker-{n}"
                 work.mkdir()
-                self._launch(f"worker-{n}", java, home, "worker.Worker", worker_args(self.master_url, work, self.shape))
+                host = worker_host(n)
+                args = worker_args(self.master_url, work, host, self.shape)
+                self._launch(f"worker-{n}", java, home, "worker.Worker", args, host)
             wanted = self.shape.workers
             self._await(deadline, lambda state: state.get("aliveworkers", 0) >= wanted, f"{wanted} workers to register")
         except SparkClusterError as error:
@@ -249,13 +257,13 @@ class StandaloneCluster:
             raise
         self.start_seconds = time.monotonic() - began
 
-    def _launch(self, name: str, java: Path, home: Path, main: str, args: Sequence[str]) -> None:
+    def _launch(self, name: str, java: Path, home: Path, main: str, args: Sequence[str], host: str) -> None:
         assert self._workdir is not None
         command = dies_with_parent(daemon_command(java, home, main, args))
         with (self._workdir / f"{name}.log").open("ab") as log:
             self._daemons[name] = subprocess.Popen(
                 command, cwd=self._workdir, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                env=daemon_env(home), start_new_session=True,  # its own group: executors join it, Ctrl-C does not
+                env=daemon_env(home, host), start_new_session=True,  # its own group: executors join it, Ctrl-C does not
             )  # fmt: skip
 
     def state(self) -> dict[str, Any]:

@@ -1,13 +1,17 @@
-"""Task failures a pipeline scenario injects, so Spark retries the task: the first attempt of chosen tasks fails
-after some of its rows, in every batch. In micro-batches a pass-through filter raises (``TaskFailures.inject``);
+"""Task faults a pipeline scenario injects. Failures, so Spark retries the task: the first attempt of chosen tasks
+fails after some of its rows, in every batch. In micro-batches a pass-through filter raises (``TaskFailures.inject``);
 in real-time mode, whose allowlist admits no Python UDF, the capturing ``ForeachWriter`` does
-(``kconform.conformance.spark.real_time.RowCapture``)."""
+(``kconform.conformance.spark.real_time.RowCapture``). A stall, so Spark speculates: the first attempt of one task
+stops passing rows for a while (``StalledOriginal``, micro-batches only)."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import pyarrow as pa  # type: ignore[import-untyped]
 from pyspark import TaskContext
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType
@@ -57,3 +61,31 @@ class TaskFailures:
 
 _ROWS_SEEN: dict[tuple[int, int], int] = {}
 """Rows a first task attempt passed, per (stage, task), in this Python worker."""
+
+
+@dataclass(frozen=True)
+class StalledOriginal:
+    """The first attempt of task ``task`` stalls for ``stall_s`` after ``after_rows`` rows: long past Spark's
+    speculation threshold, so a copy starts on the other host; Spark kills the stalled attempt when the copy
+    succeeds, which ends the stall early."""
+
+    task: int
+    after_rows: int
+    stall_s: float
+
+    def inject(self, frame: DataFrame) -> DataFrame:
+        """``frame`` passed through ``mapInArrow``, with the stall where planned."""
+        plan = self
+
+        def passes(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            context = TaskContext.get()
+            stalls = context is not None and context.partitionId() == plan.task and context.attemptNumber() == 0
+            rows = 0
+            for batch in batches:
+                if stalls and rows >= plan.after_rows:
+                    time.sleep(plan.stall_s)  # the injected stall (a slow host), not synchronisation
+                    stalls = False
+                rows += batch.num_rows
+                yield batch
+
+        return frame.mapInArrow(passes, frame.schema)

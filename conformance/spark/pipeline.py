@@ -51,7 +51,7 @@ from ..errors import ContractError, HarnessError
 from ..jvm import JvmArtifactsMissing, jars, jvm_dir, setup_hint
 from ..jvm.spark_at_release import connector_module
 from .cluster import STANDALONE, cluster_settings, is_local
-from .failures import TaskFailures
+from .failures import StalledOriginal, TaskFailures
 from .real_time import (
     RowCapture,
     await_committed_to_end,
@@ -261,8 +261,9 @@ def data_source_found(adapter_name: str, member: str) -> Iterator[None]:
         raise data_source_error(adapter_name, member, name) from error
 
 
-def local_session(master: str = DEFAULT_MASTER) -> SparkSession:
-    """A small local session for the pipeline level, with ``kconform-kafka`` registered.
+def local_session(master: str = DEFAULT_MASTER, settings: Mapping[str, str] | None = None) -> SparkSession:
+    """A small local session for the pipeline level, with ``kconform-kafka`` registered; ``settings`` over its own
+    (Spark's speculation, for one).
 
     Loopback only, no UI, one shuffle partition; workers run this interpreter, so they import the
     same ``reference_impl`` and confluent-kafka as the driver. Spark's own Kafka connector
@@ -298,6 +299,7 @@ def local_session(master: str = DEFAULT_MASTER) -> SparkSession:
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.driver.memory", "1g")
         .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1")
+        .config(map=dict(settings or {}))
         .getOrCreate()
     )
     with suppress(ImportError):  # pyspark before 4.0: no Python data sources, Spark's own connector only
@@ -351,6 +353,8 @@ class Pipeline:
     """``SinkSpec.transactional_id_prefix``; None: the adapter's default."""
     adapter: PipelineAdapter = SPARK_ADAPTER
     failures: TaskFailures | None = None
+    stall: StalledOriginal | None = None
+    """A stalled first attempt of one task, so Spark speculates (``kconform.conformance.spark.speculation``)."""
     batches: dict[int, list[ReadRecord]] = field(default_factory=dict)
     query: StreamingQuery | None = None
     capture: Path | None = None
@@ -371,6 +375,8 @@ class Pipeline:
         with data_source_found(self.adapter.name, "read_stream"):
             frame = self.adapter.read_stream(self.spark, spec)
         check_source_frame(self.adapter.name, frame)
+        if self.stall is not None:
+            frame = self.stall.inject(frame)
         if self.failures is None or batch_duration(self.adapter) is not None:  # real-time: RowCapture injects them
             return frame
         return self.failures.inject(frame)

@@ -76,8 +76,11 @@ from ..checks.pipeline_checkers import (
     check_timed_out_task,
     check_unblocked,
     check_unmapped_start,
+    check_zombie_fenced,
+    overlapping_attempts,
 )
 from ..checks.strategy_checkers import check_sink_placement
+from ..errors import HarnessError
 from ..gate.pytest_plugin import (
     BROKER_CAPABILITIES,
     BROKER_VERSION,
@@ -97,7 +100,7 @@ from ..generators.input_classes import (
 from ..generators.start_classes import LATE_TOPIC, VERSIONED, matches_nothing, start_classes
 from ..generators.strategies import InterleavingMix
 from ..spark.driver import DriverRun, kill_group, raise_if_cannot_check
-from ..spark.failures import TaskFailures
+from ..spark.failures import StalledOriginal, TaskFailures
 from ..spark.pipeline import (
     Pipeline,
     fill,
@@ -106,7 +109,8 @@ from ..spark.pipeline import (
     task_attempts,
     topic_values,
 )
-from ..spark.real_time import sink_failure_unsupported
+from ..spark.real_time import batch_duration, sink_failure_unsupported
+from ..spark.speculation import read_attempts, start_driver, two_hosts_missing
 
 pytestmark = pytest.mark.pipeline
 
@@ -1077,6 +1081,92 @@ def test_required_COMMIT_007_transactions_a_killed_driver_left_open_time_out(
     restart(make_pipeline, run, timeout)
     cause = "was in a transaction the broker timed out"
     fail_on(check_rewritten(timed_out, topic_values(kafka, sink, Isolation.READ_COMMITTED), cause))
+    judge_output(kafka, source, sink, True, broker_can, record_property, partial)
+
+
+SPECULATED_RECORDS: Final = 20
+"""Records per source partition, so per sink task of the scenario's one batch."""
+PADDED_KEY_BYTES: Final = 80 << 10
+"""Each of the scenario's keys is padded past a Python worker's 64 KiB output buffer (``spark.buffer.size``):
+a row the stalled original passes then leaves the worker at once, instead of waiting in the buffer for the
+task's end, and reaches the sink before the stall (the values stay short, as evidence)."""
+STALL_AFTER_ROWS: Final = 5
+"""Rows the stalled original passes to the sink, which writes them into its open transaction, before it stalls."""
+STALL_S: Final = 120.0
+"""The original's stall at most: Spark kills it within seconds of its copy's success (a stall that runs out means
+Spark ran no copy, and the scenario says so)."""
+
+
+@requirement("COMMIT-006", "COMMIT-011", "COMMIT-013", capability="pipeline-exactly-once-sink")
+@pytest.mark.timeout(DRIVER_TIMEOUT_S * 2)
+def test_required_COMMIT_006_a_speculative_copy_of_a_sink_task_fences_the_original_it_overlaps(
+    adapter: Any,
+    pipeline_adapter: PipelineAdapter,
+    pipeline_broker: Broker,
+    spark: SparkSession,
+    kafka: KafkaClient,
+    broker_can: dict[str, Capability],
+    pytestconfig: pytest.Config,
+    tmp_path: Path,
+    record_property: Any,
+    partial: Partial,
+) -> None:
+    """Two live attempts of one sink task: with ``spark.speculation`` on (a driver of its own), the first attempt
+    of task 0 writes a few rows into its transaction and stalls; Spark starts a copy on the other executor host,
+    which writes the whole task and commits; then Spark kills the original. The copy must have fenced it (one
+    transactional id per task: initialising it aborts the original's transaction): after the query no
+    transaction holds records and read_committed readers see each record once (transaction timeout 5 min, so
+    only fencing can end the original's)."""
+    if batch_duration(pipeline_adapter) is not None:
+        pytest.skip("COMMIT-006: not in real-time mode, whose allowlist admits no Python UDF (the stall is one)")
+    if (missing := two_hosts_missing(spark)) is not None:
+        pytest.skip(f"COMMIT-006: {missing}")
+    skip_unless_broker_can(broker_can, ("zombie_fencing", "last_stable_offset"), "COMMIT-006")
+    source, sink = new_topic(kafka, 2), new_topic(kafka, 2)
+    for p in range(2):
+        padded = [
+            (f"key-{p}-{i}-".encode().ljust(PADDED_KEY_BYTES, b"."), f"zombie-{p}-{i}".encode())
+            for i in range(SPECULATED_RECORDS)
+        ]
+        kafka.produce_batch(TopicPartition(source, p), padded)
+    log, evidence = tmp_path / "driver.log", tmp_path / "attempts.json"
+    run = replace(
+        sink_driver(pytestconfig, spark, pipeline_broker, source, sink, tmp_path / "checkpoint"),
+        max_records_per_trigger=10 * SPECULATED_RECORDS,  # one batch
+        sink_settings={"transaction.timeout.ms": str(LONG_TXN_TIMEOUT_MS)},
+    )
+    started = time.monotonic()
+    driver = start_driver(run, StalledOriginal(0, STALL_AFTER_ROWS, STALL_S), evidence, log)
+    try:
+        driver.wait(timeout=DRIVER_TIMEOUT_S)
+    finally:
+        kill_group(driver)
+    record_property("speculated_run_s", round(time.monotonic() - started, 1))
+    raise_if_cannot_check(driver, log)
+    fail_on(check_driver_exit(driver.returncode, "the speculation driver failed", log.read_text()[-4000:]))
+    attempts = read_attempts(evidence)
+    record_property("task_attempts", json.dumps([a.fields() for a in attempts]))
+    overlap = overlapping_attempts(attempts)
+    if overlap is None:
+        raise HarnessError(
+            f"Spark ran no speculative copy of the stalled task on another host (attempts: {attempts}), so this run "
+            f"shows no zombie; driver log {log}:\n{log.read_text()[-3000:]}"
+        )
+    offsets = stable_offsets(kafka, sink)
+    visible = topic_values(kafka, sink, Isolation.READ_COMMITTED)
+    in_log = sum(topic_values(kafka, sink, Isolation.READ_UNCOMMITTED).values()) - sum(visible.values())
+    record_property("original_records_aborted", in_log)
+    fail_on(
+        check_zombie_fenced(
+            *overlap,
+            {tp: lso for tp, (lso, _) in offsets.items()},
+            {tp: end for tp, (_, end) in offsets.items()},
+            topic_values(kafka, source, Isolation.READ_UNCOMMITTED),
+            visible,
+        )
+    )
+    if not in_log:
+        partial(["COMMIT-006"], "the stalled original wrote no record before its copy fenced it: no zombie write shown")
     judge_output(kafka, source, sink, True, broker_can, record_property, partial)
 
 

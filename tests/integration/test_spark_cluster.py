@@ -16,7 +16,10 @@ from typing import Any, Final
 
 import pytest
 
-from kconform.conformance.spark.cluster import SparkClusterError, StandaloneCluster, alive, process_tree
+from kconform.conformance.mutants import registry
+from kconform.conformance.mutants.pipeline import PipelineMutant
+from kconform.conformance.spark.cluster import STANDALONE, SparkClusterError, StandaloneCluster, alive, process_tree
+from tests.test_mutants import assert_killed
 
 DRIVER_TIMEOUT_S: Final = 240
 
@@ -24,6 +27,7 @@ TINY_JOB = """
 import json, os, sys
 from pyspark import TaskContext
 from kconform.conformance.spark.pipeline import local_session, task_attempts
+from kconform.conformance.spark.speculation import await_hosts
 
 spark = local_session(sys.argv[1])
 try:
@@ -33,7 +37,7 @@ try:
     tasks = spark.sparkContext.parallelize(range(8), 4).mapPartitions(where).collect()
     print(json.dumps({
         "driver": os.getpid(), "attempts": task_attempts(spark), "master": spark.sparkContext.master,
-        "tasks": tasks,
+        "tasks": tasks, "hosts": sorted(await_hosts(spark, 2)),
     }), flush=True)
 finally:
     spark.stop()
@@ -68,6 +72,7 @@ def test_a_jobs_tasks_run_on_both_workers_and_the_cluster_leaves_no_process() ->
         job = run_driver(master)
         pids = cluster.pids | {int(pid) for _, pid, _ in job["tasks"]}
     assert job["master"] == master and job["attempts"] == 3
+    assert job["hosts"] == ["127.0.0.1", "127.0.0.2"], "each worker's executor must sit on a host of its own"
     assert sorted(task for task, _, _ in job["tasks"]) == [0, 1, 2, 3]
     # Python workers run in executor directories, worker-<n>/<app>/<executor id>: both workers ran tasks
     executors = {Path(cwd).relative_to(workdir).parts for _, _, cwd in job["tasks"]}
@@ -119,3 +124,20 @@ def test_a_suite_killed_before_it_stops_its_cluster_leaves_no_spark_process() ->
         time.sleep(0.1)  # polling the kernel's reaping, bounded
     shutil.rmtree(workdir, ignore_errors=True)
     assert not [pid for pid in pids if alive(int(pid))], "the cluster outlived the process that started it"
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "mutant", [m for m in registry.mutants(PipelineMutant) if m.spark_master == STANDALONE], ids=lambda m: m.name
+)
+def test_required_pipeline_mutant_is_killed_by_its_scenario_on_the_standalone_cluster(
+    mutant: PipelineMutant, record_property: Any
+) -> None:
+    """A mutant whose scenario needs executors on two hosts (a speculative copy beside its original), which
+    tests/test_mutants.py skips on its local master: the suite on ``--spark-master standalone`` kills it."""
+    started = time.monotonic()
+    selected = ["-k", mutant.scenario, f"--kconform-spark-master={STANDALONE}"]
+    assert_killed(f"kconform.conformance.mutants.pipeline:{mutant.name}", mutant.name, mutant.bug, mutant.kills_on,
+                  selected, profile="quick")  # fmt: skip
+    record_property("kill_s", round(time.monotonic() - started, 1))
