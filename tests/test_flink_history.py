@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from kconform.conformance.checks.checkers import check_group_start
 from kconform.conformance.checks.pipeline_checkers import (
     ReadRecord,
     check_bounded_read,
@@ -25,9 +26,10 @@ from kconform.conformance.flink.history import (
     parse_run,
     parse_segments,
     restarted_or_checkpointed,
+    starts_read,
 )
 from kconform.conformance.flink.versions import RELEASES
-from kconform.reference_impl.types import TopicPartition
+from kconform.reference_impl.types import EARLIEST, LATEST, TopicPartition
 
 TP0, TP1 = TopicPartition("in", 0), TopicPartition("in", 1)
 
@@ -169,6 +171,31 @@ def test_required_RESTORE_010_a_bounded_job_that_read_all_then_never_finished_is
         {"topic": "in", "partition": 1, "offset": 3},
     ]
     assert check_bounded_read(committed_reads([parse_run(lines, "finished")]), committed, stopping, None) == []
+
+
+def test_required_RESTORE_018_a_group_start_is_judged_on_where_each_partition_was_first_read() -> None:
+    """Flink's ``committedOffsets(LATEST)`` as the harness records it: partition 0 from the group's offset 7,
+    partition 1 (no offset; 20 records at start) from the probes written after its end; its mutant twin, asked
+    without a fallback, goes on the same way (``silent-start``); one that starts partition 1 at its first record
+    ignores the fallback; a failure is judged on the partition it names."""
+    held, ends, firsts = {TP0: 7}, {TP0: 20, TP1: 20}, {TP0: 0, TP1: 0}
+    lines = [line("init", 0, 0, restored=None), *reads(0, 0, TP1, range(22, 24)), *reads(0, 0, TP0, range(7, 20))]
+    started = starts_read(parse_run(lines, "savepoint").reads(), firsts, ends)
+    assert started == {TP0: 7, TP1: LATEST}
+    assert check_group_start(ends, held, LATEST, started, None) == []
+    (silent,) = check_group_start(ends, held, None, started, None)
+    assert (silent.kind, silent.data["partition"], silent.data["start"]) == ("silent-start", 1, LATEST)
+    from_first = [line("init", 0, 0, restored=None), *reads(0, 0, TP1, range(0, 3)), *reads(0, 0, TP0, range(7, 9))]
+    started = starts_read(parse_run(from_first, "savepoint").reads(), firsts, ends)
+    assert started == {TP0: 7, TP1: EARLIEST}
+    assert [v.kind for v in check_group_start(ends, held, LATEST, started, None)] == ["fallback-ignored"]
+    unread = starts_read(parse_run(lines[:1] + lines[3:], "savepoint").reads(), firsts, ends)
+    assert unread == {TP0: 7}  # never read: where it started is unknown, and the checker says so
+    assert [v.kind for v in check_group_start(ends, held, LATEST, unread, None)] == ["fallback-ignored"]
+    named = "NoOffsetForPartitionException: Undefined offset with no reset policy for partitions: [in-1]"
+    assert check_group_start(ends, held, None, None, named) == []
+    (unnamed,) = check_group_start(ends, held, None, None, "IllegalStateException: the job ended (FAILED)")
+    assert (unnamed.kind, unnamed.data["partition"]) == ("uncommitted-unnamed", 1)
 
 
 REFUSED = b"v3"

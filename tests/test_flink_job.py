@@ -10,6 +10,7 @@ from kconform.conformance.flink.job import (
     HARNESS_RESTARTS,
     MAX_PARALLELISM,
     Failure,
+    GroupOffsets,
     JobRun,
     Sink,
     Stop,
@@ -45,6 +46,18 @@ def test_a_bounded_run_with_a_failure_in_a_checkpoint() -> None:
 def test_a_run_through_a_fault_that_fails_each_restart_may_restart_more() -> None:
     run = JobRun("b:9092", ("in",), SINK, 1, restart_attempts=20)
     assert description(run, Path("/h.jsonl"), Path("/sp"))["restart_attempts"] == 20
+
+
+def test_a_start_from_group_offsets_names_the_group_and_its_fallback_or_none() -> None:
+    """RESTORE-018's job: ``committedOffsets()`` (no fallback: ``null``) or ``committedOffsets(LATEST)``."""
+
+    def start(run: JobRun) -> object:
+        return description(run, Path("/h.jsonl"), Path("/sp"))["starting_offsets"]
+
+    for fallback in (None, "latest"):
+        run = JobRun("b:9092", ("in",), SINK, 1, starting_offsets=GroupOffsets("g", fallback))
+        assert start(run) == {"group": "g", "fallback": fallback}
+    assert start(JobRun("b:9092", ("in",), SINK, 1)) == "earliest"
 
 
 @pytest.mark.parametrize("parallelism", [0, MAX_PARALLELISM + 1])

@@ -16,7 +16,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from ...reference_impl.types import TopicPartition
+from ...reference_impl.types import EARLIEST, LATEST, TopicPartition
 from ..checks.pipeline_checkers import ReadRecord
 
 Ended = Literal["finished", "unfinished", "savepoint"]
@@ -176,6 +176,23 @@ def left_to_read(ends: Mapping[TopicPartition, int], reads: Iterable[ReadRecord]
     """The partitions of ``ends`` that ``reads`` have not read up to their end, with that end."""
     done = next_offsets(reads)
     return {tp: end for tp, end in ends.items() if done.get(tp, 0) < end}
+
+
+def starts_read(
+    reads: Iterable[ReadRecord], firsts: Mapping[TopicPartition, int], ends: Mapping[TopicPartition, int]
+) -> dict[TopicPartition, int]:
+    """Where a fresh job started each partition of ``ends``, as its lowest offset read shows it: at the partition's
+    first record (``firsts``) ``EARLIEST``; at or past its end when the job started (``ends``: a start at LATEST
+    reads only records written since, and resolves when the reader first polls) ``LATEST``; else that offset. A
+    partition not read is left out. A start asked at a first record or an end reads the same: ask between them."""
+    lowest: dict[TopicPartition, int] = {}
+    for r in reads:
+        if r.tp in ends:
+            lowest[r.tp] = min(lowest.get(r.tp, r.offset), r.offset)
+    return {
+        tp: EARLIEST if offset == firsts[tp] else LATEST if offset >= ends[tp] else offset
+        for tp, offset in lowest.items()
+    }
 
 
 def restarted_or_checkpointed(segments: Iterable[Segment], values: Collection[bytes | None]) -> bool:

@@ -60,6 +60,15 @@ class Sink:
 
 
 @dataclass(frozen=True, slots=True)
+class GroupOffsets:
+    """A start from consumer group ``group``'s committed offsets (``OffsetsInitializer.committedOffsets``): a
+    partition the group holds none for starts at ``fallback``, or, with ``None``, the start fails (RESTORE-018)."""
+
+    group: str
+    fallback: Literal["earliest", "latest"] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class JobRun:
     """One job of the harness: a ``KafkaSource`` on ``topics`` (or the topics ``topic_pattern`` matches, when set)
     into ``sink``, at ``parallelism``.
@@ -78,7 +87,7 @@ class JobRun:
     restore_from: str | None = None
     failure: Failure | None = None
     checkpoint_interval_ms: int = 500
-    starting_offsets: Literal["earliest", "latest"] = "earliest"
+    starting_offsets: Literal["earliest", "latest"] | GroupOffsets = "earliest"
     source_properties: Mapping[str, str] = field(default_factory=dict)
     pace_ms: int = 0
     """A pause after each record read: spreads a few hundred records over several checkpoints."""
@@ -105,7 +114,7 @@ def description(run: JobRun, history: Path, savepoint_dir: Path) -> dict[str, An
         "bootstrap_servers": run.bootstrap_servers,
         "topics": list(run.topics),
         "topic_pattern": run.topic_pattern,
-        "starting_offsets": run.starting_offsets,
+        "starting_offsets": start_description(run.starting_offsets),
         "bounded": stop is None,
         "parallelism": run.parallelism,
         "checkpoint_interval_ms": run.checkpoint_interval_ms,
@@ -136,3 +145,10 @@ def description(run: JobRun, history: Path, savepoint_dir: Path) -> dict[str, An
         "pace_ms": run.pace_ms,
         "timeout_ms": run.timeout_ms,
     }
+
+
+def start_description(start: Literal["earliest", "latest"] | GroupOffsets) -> str | dict[str, str | None]:
+    """The source's start as the harness reads it: ``earliest``, ``latest``, or the group and its fallback."""
+    if isinstance(start, GroupOffsets):
+        return {"group": start.group, "fallback": start.fallback}
+    return start

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 from ..adapters.flink_kafka import FlinkKafkaAdapter
 from ..flink.harness import JobEdit
-from ..flink.job import JobRun
+from ..flink.job import GroupOffsets, JobRun
 from ..flink.versions import NEWEST, release
 from . import registry
 
@@ -93,3 +93,18 @@ def _switch_restored_without_state(job: JobRun) -> JobRun:
     if job.restore_from is None or job.sink.naming != "POOLING":
         return job
     return replace(job, restore_from=None)
+
+
+@flink_mutant(
+    "flink_group_start_latest_without_offset",
+    {"RESTORE-018"},
+    "the job's start from group offsets without a fallback starts a partition the group holds none for at LATEST",
+    scenario="flink_a_start_from_group_offsets",
+)
+def _group_start_latest_without_offset(job: JobRun) -> JobRun:
+    """``committedOffsets(LATEST)`` where ``committedOffsets()`` was asked, as a source left at Kafka's consumer
+    default (``auto.offset.reset=latest``) does: the job goes on, skipping what the partition already holds."""
+    start = job.starting_offsets
+    if not isinstance(start, GroupOffsets) or start.fallback is not None:
+        return job
+    return replace(job, starting_offsets=replace(start, fallback="latest"))

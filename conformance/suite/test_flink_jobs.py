@@ -7,8 +7,9 @@ as the Spark scenarios (``test_pipeline``): exactly once through a subtask failu
 added while a job runs, or while it is stopped, found and read from their first record, a job stopped before its
 first record restored without loss, a bounded job on input that ends in commit markers read once and ended, an
 at-least-once job through a window in which the broker refuses its sink's writes (each refused record surfaced
-and written again), and a job killed and never restarted, whose transactions time out. Waits on a running job
-are conditioned on what it did (its output, its end) and bounded.
+and written again), a job killed and never restarted, whose transactions time out, and a job started from its
+consumer group's committed offsets where the group holds none for a partition. Waits on a running job are
+conditioned on what it did (its output, its end) and bounded.
 
 Few drawn examples (a job takes seconds); a failing one prints its draw and replay blob.
 """
@@ -21,7 +22,7 @@ from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 from uuid import uuid4
 
 import pytest
@@ -35,12 +36,12 @@ if (missing := pipeline_missing()) is not None:  # a core install: every test he
 
 from ...reference_impl.kafka_client import KafkaClient, stable_offsets, topic_records, wait_until
 from ...reference_impl.ports import Isolation, KafkaError
-from ...reference_impl.types import TopicPartition
+from ...reference_impl.types import LATEST, TopicPartition
 from ..adapters.flink_kafka import job_edit_of
 from ..brokers import Broker
 from ..brokers.probe import TXN_TIMEOUT_WAIT_S
 from ..brokers.refusal import refused_writes
-from ..checks.checkers import Violation, fail_on
+from ..checks.checkers import Violation, check_group_start, fail_on
 from ..checks.pipeline_checkers import (
     check_bounded_read,
     check_discovered,
@@ -54,8 +55,8 @@ from ..checks.pipeline_checkers import (
 from ..checks.sink_checkers import check_naming_switched, check_prefixes_refused
 from ..errors import HarnessError
 from ..flink.harness import FlinkHarness, RunningJob, visible_output
-from ..flink.history import RunHistory, committed_reads, left_to_read, restarted_or_checkpointed
-from ..flink.job import SINK_DEFAULTS, Failure, JobRun, Sink, Stop
+from ..flink.history import RunHistory, committed_reads, left_to_read, restarted_or_checkpointed, starts_read
+from ..flink.job import SINK_DEFAULTS, Failure, GroupOffsets, JobRun, Sink, Stop
 from ..flink.versions import NAMING
 from ..gate.pytest_plugin import BROKER_VERSION, CouldNotCheck, live_broker, requirement
 from ..jvm import JvmArtifactsMissing
@@ -655,3 +656,58 @@ def test_required_COMMIT_023_flink_a_savepoint_restored_under_the_other_naming_l
     log_ends = {tp.partition: kafka.high_watermark(tp) for tp in sink_partitions}
     found = check_naming_switched(old.lower(), new.lower(), expected, committed, stable, log_ends, refused)
     fail_on(found, detail=f"runs in {work}")
+
+
+GROUP_HELD: Final = 7
+"""The offset the group holds for partition 0: between its first record (EARLIEST) and its end (LATEST)."""
+GROUP_WRITTEN: Final = 20
+"""Records on each partition before the job starts."""
+
+
+def probe_until_ended(kafka: KafkaClient, running: RunningJob, tp: TopicPartition, within_s: float) -> None:
+    """Write one record a second to ``tp`` until the job ended (it stops once it read them, or fails) or
+    ``within_s`` passed (``finish`` then waits for the harness's own bound): a start at LATEST, resolved whenever
+    the reader first polls, still has records to read."""
+    deadline = time.monotonic() + within_s
+    while not running.ended(within_s=1.0) and time.monotonic() < deadline:
+        kafka.produce(tp, None, b"probe")
+
+
+@requirement("RESTORE-018", capability="flink-job")
+@pytest.mark.timeout(JOB_TIMEOUT_S)
+@pytest.mark.parametrize("fallback", [None, "latest"], ids=["none", "latest"])
+def test_required_RESTORE_018_flink_a_start_from_group_offsets_fails_named_or_starts_at_the_fallback(
+    harness: FlinkHarness, flink_broker: Broker, kafka: KafkaClient, tmp_path: Path, fallback: Literal["latest"] | None
+) -> None:
+    """A job started with ``OffsetsInitializer.committedOffsets()`` (``fallback`` none) or
+    ``committedOffsets(OffsetResetStrategy.LATEST)``, its group holding an offset for partition 0 of two only:
+    without a fallback the job must fail naming partition 1 (Kafka's consumer: ``NoOffsetForPartitionException``);
+    with LATEST it must read partition 0 from the held offset and partition 1 from its end at start. Probes are
+    written to partition 1 until the job stopped (once it read partition 0 to its end and partition 1 past it)."""
+    tag = f"flink-{uuid4().hex[:8]}"
+    source, sink, group = f"{tag}-in", f"{tag}-out", f"{tag}-group"
+    kafka.create_topic(source, 2)
+    kafka.create_topic(sink, 1)
+    ends = write(kafka, source, (0, 1), GROUP_WRITTEN, tag)
+    held, probed = {TopicPartition(source, 0): GROUP_HELD}, TopicPartition(source, 1)
+    kafka.commit_offsets(group, held)
+    stop = Stop(at_offsets={**ends, probed: ends[probed] + 1}, within_ms=int(STARTED_WITHIN_S * 1000) + SLACK_MS)
+    job = replace(
+        job_of(flink_broker, (source,), sink, False, 1),
+        starting_offsets=GroupOffsets(group, fallback),
+        stop=stop,
+        restart_attempts=0,  # a failed start is the verdict: restarts would only fail the same way
+    )
+    work = tmp_path / tag
+    running = harness.start(job, work)
+    probe_until_ended(kafka, running, probed, STARTED_WITHIN_S + stop.within_ms / 1000)
+    started, error = None, None
+    try:
+        result = running.finish()
+    except HarnessError as failed:
+        error = failure_named(work, failed)
+    else:
+        firsts = {tp: kafka.earliest_offset(tp) for tp in ends}
+        started = starts_read(result.history.reads(), firsts, ends)
+    configured = None if fallback is None else LATEST
+    fail_on(check_group_start(ends, held, configured, started, error), detail=f"group {group}, job in {work}")

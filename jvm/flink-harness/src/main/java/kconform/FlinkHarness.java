@@ -12,6 +12,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -47,6 +48,7 @@ import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.util.Collector;
 import org.apache.flink.util.ExceptionUtils;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.OffsetResetStrategy;
 
 /**
  * Runs one real Flink streaming job in the local MiniCluster, so that kconform's pipeline checkers judge Flink's own
@@ -57,7 +59,8 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
  * <p>{@code java kconform.FlinkHarness RUN.json}: the run description (kconform.conformance.flink.job writes it):
  *
  * <pre>
- * {"bootstrap_servers": s, "topics": [t, ...] | null, "topic_pattern": regex | null, "starting_offsets": "earliest",
+ * {"bootstrap_servers": s, "topics": [t, ...] | null, "topic_pattern": regex | null,
+ *  "starting_offsets": "earliest" | "latest" | {"group": g, "fallback": "earliest" | "latest" | null},
  *  "bounded": b, "parallelism": n, "checkpoint_interval_ms": ms, "restart_attempts": k,
  *  "sink": {"topic": t, "exactly_once": b, "transactional_id_prefix": s | null, "properties": {k: v},
  *  "naming": "INCREMENTING" | "POOLING" | null},
@@ -186,18 +189,38 @@ public final class FlinkHarness {
             run.get("topics").forEach(t -> topics.add(t.asText()));
             builder.setTopics(topics);
         }
-        String start = run.get("starting_offsets").asText();
-        builder.setStartingOffsets(
-                switch (start) {
-                    case "earliest" -> OffsetsInitializer.earliest();
-                    case "latest" -> OffsetsInitializer.latest();
-                    default -> throw new IllegalArgumentException("unknown starting_offsets " + start);
-                });
+        JsonNode start = run.get("starting_offsets");
+        if (start.isObject()) {
+            builder.setGroupId(start.get("group").asText()); // committedOffsets requires one (sanityCheck)
+            builder.setStartingOffsets(committedOffsets(start.get("fallback")));
+        } else {
+            builder.setStartingOffsets(
+                    switch (start.asText()) {
+                        case "earliest" -> OffsetsInitializer.earliest();
+                        case "latest" -> OffsetsInitializer.latest();
+                        default -> throw new IllegalArgumentException("unknown starting_offsets " + start);
+                    });
+        }
         if (run.get("bounded").asBoolean()) {
             builder.setBounded(OffsetsInitializer.latest());
         }
         run.get("source_properties").fields().forEachRemaining(e -> builder.setProperty(e.getKey(), e.getValue().asText()));
         return builder.build();
+    }
+
+    /**
+     * The start from the group's committed offsets (RESTORE-018): {@code committedOffsets()} without a fallback (a
+     * partition the group has no offset for fails the start), else {@code committedOffsets(strategy)}. Every
+     * connector tag from v3.0.0 to v5.0.0 takes Kafka's {@code org.apache.kafka.clients.consumer.OffsetResetStrategy}
+     * there, which kafka-clients 4.0 deprecated (KIP-1106, KAFKA-18013) and still ships in 4.2.0 (connector 5.0.0's).
+     */
+    @SuppressWarnings("deprecation")
+    static OffsetsInitializer committedOffsets(JsonNode fallback) {
+        if (fallback.isNull()) {
+            return OffsetsInitializer.committedOffsets();
+        }
+        return OffsetsInitializer.committedOffsets(
+                OffsetResetStrategy.valueOf(fallback.asText().toUpperCase(Locale.ROOT)));
     }
 
     static KafkaSink<Read> sink(String bootstrapServers, JsonNode sink) {
