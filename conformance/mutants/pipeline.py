@@ -30,6 +30,7 @@ from ...reference_impl.ports import KafkaError
 from ...reference_impl.spark import Connection
 from ...reference_impl.spark.data_source import KafkaDataSource
 from ...reference_impl.spark.offsets import SourceOffsets
+from ...reference_impl.spark.producers import WORKER_PRODUCERS, Kept
 from ...reference_impl.spark.sink import (
     KafkaStreamWriter,
     MarkerGroups,
@@ -37,7 +38,6 @@ from ...reference_impl.spark.sink import (
     SinkOptions,
     TaskCommit,
     TaskIdentity,
-    _open_transaction,
     _produce,
 )
 from ...reference_impl.spark.source import KafkaInputPartition, KafkaStreamReader, SourceOptions
@@ -568,10 +568,6 @@ class _DroppedTimeoutWriter(KafkaStreamWriter):
         super().__init__(replace(options, connection=replace(connection, settings=kept)), schema)
 
 
-_PARKED: dict[str, KafkaTransactionalProducer] = {}
-"""Per transactional id, the producer whose transaction a task of this Python worker left for the next batch."""
-
-
 @writer_mutant(
     "spark_sink_commit_deferred_to_next_batch",
     {"COMMIT-020"},
@@ -583,30 +579,29 @@ _PARKED: dict[str, KafkaTransactionalProducer] = {}
 )
 class _DeferredCommitWriter(KafkaStreamWriter):
     """Two-phase commit copied from Flink's writer: a task pre-commits (flushes its rows and the marker into its
-    transaction) and parks the producer in its Python worker; the next batch's task of the same index there commits
-    it before opening its own, as Flink commits on the next checkpoint's notification. While the query runs, each
-    batch becomes visible one batch late. When it stops, no next batch comes, and librdkafka lets no other producer
-    commit or resume that transaction (no KIP-939): it holds read_committed readers back until the broker aborts it
-    at ``transaction.timeout.ms``, which is what the reference's commit inside the task avoids."""
+    transaction) and parks the producer in its Python worker where the reference keeps a committed one; the next
+    batch's task of the same index there commits it when it takes the producer back, before opening its own, as
+    Flink commits on the next checkpoint's notification. While the query runs, each batch becomes visible one
+    batch late. When it stops, no next batch comes, and librdkafka lets no other producer commit or resume that
+    transaction (no KIP-939): it holds read_committed readers back until the broker aborts it at
+    ``transaction.timeout.ms``, which is what the reference's commit inside the task avoids."""
 
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskCommit:
-        identity = TaskIdentity.current()
+    def _take_kept(self, transactional_id: str) -> Kept | None:
+        parked = super()._take_kept(transactional_id)
+        if parked is not None:
+            parked.producer.commit_transaction()  # the previous batch's, before this task reads its marker
+        return parked
+
+    def _end_transaction(
+        self,
+        clients: contextlib.ExitStack[bool | None],
+        kafka: KafkaClient,
+        producer: KafkaTransactionalProducer,
+        identity: TaskIdentity,
+    ) -> None:
+        clients.pop_all()  # parked, its transaction open: the client must outlive the task
         transactional_id = identity.transactional_id(self._options.prefix)
-        if (previous := _PARKED.pop(transactional_id, None)) is not None:
-            previous.commit_transaction()  # the previous batch's, before init_transactions would abort it
-        topic = self._options.topic
-        kafka = self._options.connection.client()  # never closed: its producer outlives the task
-        placement = self.placement(identity.task, len(kafka.list_topics()[topic]))
-        producer = _open_transaction(kafka, self._options, identity, self.marker_groups)
-        if producer is None:
-            for _ in iterator:
-                pass
-            return TaskCommit(identity, 0, skipped=True)
-        written = _produce(producer, topic, placement, iterator)
-        producer.send_offsets_to_transaction(transactional_id, {TopicPartition(topic, 0): identity.batch + 1})
-        producer.flush()
-        _PARKED[transactional_id] = producer
-        return TaskCommit(identity, written, skipped=False)
+        WORKER_PRODUCERS.give_back(self._options.connection, transactional_id, Kept(kafka, producer))
 
 
 @writer_mutant(
@@ -664,31 +659,38 @@ class _TimedOutCommitRewritesWriter(KafkaStreamWriter):
     ``init_transactions`` on the same id finds the commit done (the marker). Without a fault no commit
     times out, so no gentler scenario can tell it from the reference (a ``FaultOnlyMutant``)."""
 
+    _rows: list[pa.RecordBatch]
+    """The task's input as it was produced, kept for the rewrite."""
+
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskCommit:
-        identity = TaskIdentity.current()
-        rows = list(iterator)  # kept for the rewrite
-        topic = self._options.topic
-        with contextlib.ExitStack() as clients:
-            kafka = clients.enter_context(self._options.connection.client())
-            placement = self.placement(identity.task, len(kafka.list_topics()[topic]))
-            producer = _open_transaction(kafka, self._options, identity, self.marker_groups)
-            if producer is None:
-                return TaskCommit(identity, 0, skipped=True)
-            group = identity.transactional_id(self._options.prefix)
-            marker = {TopicPartition(topic, 0): identity.batch + 1}
-            written = _produce(producer, topic, placement, rows)
-            try:
-                producer.send_offsets_to_transaction(group, marker)
-                producer.commit_transaction()
-            except KafkaError as error:
-                if "TIMED_OUT" not in str(error):
-                    raise
-                rewrite = kafka.init_producer(f"{group}-rewrite-{uuid4().hex[:8]}")
-                rewrite.begin_transaction()
-                _produce(rewrite, topic, placement, rows)
-                rewrite.send_offsets_to_transaction(group, marker)
-                rewrite.commit_transaction()
-            return TaskCommit(identity, written, skipped=False)
+        self._rows = []
+        return super().write(_recorded(iterator, self._rows))
+
+    def _end_transaction(
+        self,
+        clients: contextlib.ExitStack[bool | None],
+        kafka: KafkaClient,
+        producer: KafkaTransactionalProducer,
+        identity: TaskIdentity,
+    ) -> None:
+        try:
+            super()._end_transaction(clients, kafka, producer, identity)
+        except KafkaError as error:
+            if "TIMED_OUT" not in str(error):
+                raise
+            group, topic = identity.transactional_id(self._options.prefix), self._options.topic
+            rewrite = kafka.init_producer(f"{group}-rewrite-{uuid4().hex[:8]}")
+            rewrite.begin_transaction()
+            _produce(rewrite, topic, self.placement(identity.task, self._partitions(kafka)), self._rows)
+            rewrite.send_offsets_to_transaction(group, {TopicPartition(topic, 0): identity.batch + 1})
+            rewrite.commit_transaction()
+
+
+def _recorded(batches: Iterator[pa.RecordBatch], into: list[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """``batches``, each appended to ``into`` as it is read."""
+    for batch in batches:
+        into.append(batch)
+        yield batch
 
 
 class _CurrentPrefixOnly(MarkerGroups):

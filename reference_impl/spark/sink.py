@@ -305,9 +305,7 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
                 transactional_id = identity.transactional_id(self._options.prefix)
                 producer.send_offsets_to_transaction(transactional_id, {TopicPartition(topic, 0): identity.batch + 1})
                 producer.flush()
-                producer.commit_transaction()
-                clients.pop_all()  # committed: the worker keeps client and producer for this id's next task
-                WORKER_PRODUCERS.give_back(self._options.connection, transactional_id, Kept(kafka, producer))
+                self._end_transaction(clients, kafka, producer, identity)
             else:
                 producer.flush()
             return TaskCommit(identity, written, skipped=False)
@@ -324,9 +322,7 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
         client and producer this worker kept for the id are taken back (see the module docstring)."""
         connection = self._options.connection
         exactly_once = self._options.guarantee == EXACTLY_ONCE
-        kept = (
-            WORKER_PRODUCERS.take(connection, identity.transactional_id(self._options.prefix)) if exactly_once else None
-        )
+        kept = self._take_kept(identity.transactional_id(self._options.prefix)) if exactly_once else None
         kafka = clients.enter_context(kept.client if kept is not None else connection.new_client())
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kconform-sink-topic") as pool:
             partitions = pool.submit(self._partitions, kafka)
@@ -341,6 +337,26 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
                 partitions.result()  # an unreachable broker or a missing topic fails as the option it is
                 raise
             return kafka, producer, self.placement(identity.task, partitions.result())
+
+    def _take_kept(self, transactional_id: str) -> Kept | None:
+        """The client and producer this worker kept for ``transactional_id`` when its last task here committed, taken
+        out (a failed task's is never given back). One of the two steps the pipeline mutants override, with
+        ``_end_transaction``, so that each differs from this sink in its bug only."""
+        return WORKER_PRODUCERS.take(self._options.connection, transactional_id)
+
+    def _end_transaction(
+        self,
+        clients: contextlib.ExitStack[bool | None],
+        kafka: KafkaClient,
+        producer: KafkaTransactionalProducer,
+        identity: TaskIdentity,
+    ) -> None:
+        """End the task's transaction, its rows and marker flushed into it: commit, then keep client and producer
+        (out of ``clients``, which would close them) for the id's next task in this worker."""
+        producer.commit_transaction()
+        clients.pop_all()
+        transactional_id = identity.transactional_id(self._options.prefix)
+        WORKER_PRODUCERS.give_back(self._options.connection, transactional_id, Kept(kafka, producer))
 
     def _partitions(self, kafka: KafkaClient) -> int:
         """How many partitions the topic has; an unreachable broker or a missing topic is an ``OptionError``."""
