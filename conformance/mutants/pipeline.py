@@ -30,7 +30,7 @@ from ...reference_impl.ports import KafkaError
 from ...reference_impl.spark import Connection
 from ...reference_impl.spark.data_source import KafkaDataSource
 from ...reference_impl.spark.offsets import SourceOffsets
-from ...reference_impl.spark.producers import WORKER_PRODUCERS, Kept
+from ...reference_impl.spark.producers import Kept
 from ...reference_impl.spark.sink import (
     KafkaStreamWriter,
     MarkerGroups,
@@ -599,9 +599,7 @@ class _DeferredCommitWriter(KafkaStreamWriter):
         producer: KafkaTransactionalProducer,
         identity: TaskIdentity,
     ) -> None:
-        clients.pop_all()  # parked, its transaction open: the client must outlive the task
-        transactional_id = identity.transactional_id(self._options.prefix)
-        WORKER_PRODUCERS.give_back(self._options.connection, transactional_id, Kept(kafka, producer))
+        self._keep(clients, kafka, producer, identity)  # parked with its transaction open, for the next task
 
 
 @writer_mutant(

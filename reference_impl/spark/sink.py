@@ -352,8 +352,18 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
         identity: TaskIdentity,
     ) -> None:
         """End the task's transaction, its rows and marker flushed into it: commit, then keep client and producer
-        (out of ``clients``, which would close them) for the id's next task in this worker."""
+        for the id's next task in this worker."""
         producer.commit_transaction()
+        self._keep(clients, kafka, producer, identity)
+
+    def _keep(
+        self,
+        clients: contextlib.ExitStack[bool | None],
+        kafka: KafkaClient,
+        producer: KafkaTransactionalProducer,
+        identity: TaskIdentity,
+    ) -> None:
+        """Keep client and producer (out of ``clients``, which would close them) for the id's next task here."""
         clients.pop_all()
         transactional_id = identity.transactional_id(self._options.prefix)
         WORKER_PRODUCERS.give_back(self._options.connection, transactional_id, Kept(kafka, producer))
