@@ -22,15 +22,18 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Final
+
+from pyspark.sql import SparkSession
 
 from ...reference_impl.credentials import Secret, mark_secrets, reveal
 from ..adapter.interface import PipelineAdapter
 from ..adapter.loader import load_adapter
 from ..errors import CannotCheck
+from .failures import StalledOriginal
 from .pipeline import Pipeline, local_session
 
 STOP_WAIT_S: Final = 30.0
@@ -64,6 +67,28 @@ class DriverRun:
     def start(self, log: Path) -> subprocess.Popen[bytes]:
         """Start a driver and hand it this run; its output is appended to ``log``."""
         return hand_over(spawn(self.master, log), self)
+
+    def pipeline(self, spark: SparkSession, stall: StalledOriginal | None = None) -> Pipeline:
+        """The run's query in ``spark``, through its adapter (loaded here, in the driver process)."""
+        adapter = load_adapter(self.adapter)
+        assert isinstance(adapter, PipelineAdapter), f"{self.adapter} has no pipeline level"
+        return Pipeline(
+            spark,
+            self.bootstrap_servers,
+            Path(self.checkpoint),
+            self.parallelism,
+            subscribe=None if self.subscribe_pattern else self.source,
+            subscribe_pattern=self.subscribe_pattern,
+            sink_topic=self.sink,
+            exactly_once=self.exactly_once,
+            max_records_per_trigger=self.max_records_per_trigger,
+            client_settings=mark_secrets(self.client_settings),
+            sink_settings=mark_secrets(self.sink_settings),
+            client_timeout_ms=self.client_timeout_ms,
+            transactional_id_prefix=self.transactional_id_prefix,
+            adapter=adapter,
+            stall=stall,
+        )
 
 
 def spawn(master: str, log: Path) -> subprocess.Popen[bytes]:
@@ -150,39 +175,32 @@ def raise_if_cannot_check(driver: subprocess.Popen[bytes], log: Path) -> None:
     raise CannotCheck(reasons[-1].removeprefix(CANNOT_CHECK_LINE) if reasons else f"see the driver's log {log}")
 
 
-def main(argv: list[str]) -> int:
-    (master,) = argv
-    spark = local_session(master)
+def serve(spark: SparkSession, run_query: Callable[[], object]) -> int:
+    """A driver process's shell around ``run_query``: 0 when it returns, ``CANNOT_CHECK_EXIT`` and the line
+    ``raise_if_cannot_check`` reads on a ``CannotCheck``; the session stopped in every case."""
     try:
-        line = sys.stdin.readline()
-        if not line.strip():
-            return 0
-        run = DriverRun(**json.loads(line))
-        assert run.master == master, f"the run is for {run.master}, this driver's session is on {master}"
-        adapter = load_adapter(run.adapter)
-        assert isinstance(adapter, PipelineAdapter), f"{run.adapter} has no pipeline level"
-        Pipeline(
-            spark,
-            run.bootstrap_servers,
-            Path(run.checkpoint),
-            run.parallelism,
-            subscribe=None if run.subscribe_pattern else run.source,
-            subscribe_pattern=run.subscribe_pattern,
-            sink_topic=run.sink,
-            exactly_once=run.exactly_once,
-            max_records_per_trigger=run.max_records_per_trigger,
-            client_settings=mark_secrets(run.client_settings),
-            sink_settings=mark_secrets(run.sink_settings),
-            client_timeout_ms=run.client_timeout_ms,
-            transactional_id_prefix=run.transactional_id_prefix,
-            adapter=adapter,
-        ).run_available_now()
+        run_query()
     except CannotCheck as error:
         print(f"{CANNOT_CHECK_LINE}{error}", file=sys.stderr, flush=True)
         return CANNOT_CHECK_EXIT
     finally:
         spark.stop()
     return 0
+
+
+def main(argv: list[str]) -> int:
+    (master,) = argv
+    spark = local_session(master)
+
+    def run_query() -> None:
+        line = sys.stdin.readline()
+        if not line.strip():
+            return
+        run = DriverRun(**json.loads(line))
+        assert run.master == master, f"the run is for {run.master}, this driver's session is on {master}"
+        run.pipeline(spark).run_available_now()
+
+    return serve(spark, run_query)
 
 
 if __name__ == "__main__":

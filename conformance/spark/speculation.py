@@ -25,15 +25,13 @@ from typing import Any, Final
 
 from pyspark.sql import SparkSession
 
-from ...reference_impl.credentials import mark_secrets, reveal
-from ..adapter.interface import PipelineAdapter
-from ..adapter.loader import load_adapter
+from ...reference_impl.credentials import reveal
 from ..checks.pipeline_checkers import TaskAttempt
 from ..errors import CannotCheck
 from .cluster import is_local
-from .driver import CANNOT_CHECK_EXIT, CANNOT_CHECK_LINE, DriverRun
+from .driver import DriverRun, serve
 from .failures import StalledOriginal
-from .pipeline import Pipeline, local_session
+from .pipeline import local_session
 
 SPECULATION: Final = {
     "spark.speculation": "true",
@@ -129,30 +127,20 @@ def read_attempts(evidence: Path) -> list[TaskAttempt]:
 def main(argv: list[str]) -> int:
     master, evidence = argv[0], Path(argv[1])
     spark = local_session(master, {**SPECULATION, **ROW_AT_A_TIME})
-    try:
+
+    def run_query() -> None:
         given: dict[str, Any] = json.loads(sys.stdin.readline())
         run, stall = DriverRun(**given["run"]), StalledOriginal(**given["stall"])
-        adapter = load_adapter(run.adapter)
-        assert isinstance(adapter, PipelineAdapter), f"{run.adapter} has no pipeline level"
+        pipeline = run.pipeline(spark, stall)
         await_hosts(spark, 2)
-        pipeline = Pipeline(
-            spark, run.bootstrap_servers, Path(run.checkpoint), run.parallelism, subscribe=run.source,
-            sink_topic=run.sink, exactly_once=run.exactly_once, max_records_per_trigger=run.max_records_per_trigger,
-            client_settings=mark_secrets(run.client_settings), sink_settings=mark_secrets(run.sink_settings),
-            adapter=adapter, stall=stall,
-        )  # fmt: skip
         try:
             pipeline.run_available_now(DRIVER_TIMEOUT_S)
         finally:
             if pipeline.query is not None:
                 attempts = task_attempts(spark, str(pipeline.query.runId))
                 evidence.write_text(json.dumps([a.fields() for a in attempts]))
-    except CannotCheck as error:
-        print(f"{CANNOT_CHECK_LINE}{error}", file=sys.stderr, flush=True)
-        return CANNOT_CHECK_EXIT
-    finally:
-        spark.stop()
-    return 0
+
+    return serve(spark, run_query)
 
 
 if __name__ == "__main__":
