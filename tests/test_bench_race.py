@@ -4,6 +4,7 @@ missing."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -11,15 +12,19 @@ from kconform.conformance.bench.command import NOT_RUN_EXIT
 from kconform.conformance.bench.command import main as bench_main
 from kconform.conformance.bench.real_time_race import FIGURES
 from kconform.conformance.bench.spark_races import (
+    PARALLELISM,
     SPARK_KAFKA_MISSING,
     Comparison,
     Competitor,
+    SinkInput,
     Skipped,
     Timing,
+    after_the_first,
     race,
     race_rows,
 )
 from kconform.conformance.jvm import JVM_DIR_ENV
+from kconform.reference_impl.ports import KafkaError
 
 
 def test_race_reverses_the_order_every_other_round() -> None:
@@ -74,3 +79,30 @@ def test_the_real_time_race_labels_its_rows_and_ratios_with_its_own_figures() ->
     assert "200.0%" in next(row for row in rows if "rt / mb, to the last record" in row)
     assert "100.0%" in next(row for row in rows if "rt / mb, first to last record" in row)
     assert not any("wall" in row or "inside the batch" in row for row in rows)
+
+
+def batch(batch_id: int, rows: int, add_batch_ms: int) -> SimpleNamespace:
+    """A progress report as a query's ``recentProgress`` holds it, with the fields the race reads."""
+    return SimpleNamespace(batchId=batch_id, numInputRows=rows, durationMs={"addBatch": add_batch_ms})
+
+
+def test_the_steady_state_figure_times_every_batch_but_the_first_and_counts_their_rows_only() -> None:
+    """The first batch initialises each task's transactional id; batches 2-n are the steady state, rated over
+    their own rows while the wall rate counts all; an empty trailing report counts for nothing."""
+    given = SinkInput(Path("in"), None, [[b"v"] * 10] * (PARALLELISM * 3), batches=3)  # type: ignore[arg-type]
+    per_batch = 10 * PARALLELISM
+    progress = [batch(2, per_batch, 30), batch(0, per_batch, 900), batch(1, per_batch, 20), batch(3, 0, 5)]
+    assert after_the_first("sink", progress, given) == pytest.approx(0.05)
+    assert (given.records, given.timed_records) == (3 * per_batch, 2 * per_batch)
+    rows = race_rows(given.timed_records, [Competitor("ref", "", lambda _: Timing(0, 0))], {"ref": [Timing(3, 2)]},
+                     [], ("wall", "batches 2-3"), given.records)  # fmt: skip
+    assert any(r.split()[:2] == ["ref", "wall"] and f"({3 * per_batch} in 3.00 s" in r for r in rows), rows
+    assert any(r.split()[:3] == ["ref", "batches", "2-3"] and f"({2 * per_batch} in 2.00 s" in r for r in rows), rows
+
+
+def test_a_steady_state_query_whose_batches_differ_from_the_input_is_refused() -> None:
+    """Batches of unequal size (Spark took more files per trigger than asked) would time something else."""
+    given = SinkInput(Path("in"), None, [[b"v"] * 10] * (PARALLELISM * 3), batches=3)  # type: ignore[arg-type]
+    uneven = [batch(0, 20, 900), batch(1, 40, 20)]
+    with pytest.raises(KafkaError, match="batches of \\[20, 40\\] rows, expected 3 of equal size"):
+        after_the_first("sink", uneven, given)

@@ -14,7 +14,10 @@ rounds; every ratio is the median of the rounds' paired ratios. Competitors are 
   Parquet files (one task per file), against one raw confluent-kafka transactional producer
   writing the same records to the same partitions, one transaction per task's share (goal: >= 50 %
   inside the batch), and against Spark's own ``format("kafka")`` sink (at-least-once: it has no
-  transactions; goal: >= 100 % inside the batch, exactly-once costing no more than Spark's at-least-once).
+  transactions; goal: >= 100 % inside the batch, exactly-once costing no more than Spark's at-least-once);
+  once in one batch of a new query (the exactly-once sink's tasks initialise new transactional ids, Spark's take
+  the producer their executor cached), once in a streaming query's steady state (batches 2 to ``STEADY_BATCHES``
+  of a query, the sink's producers kept from its first).
 
 Every competitor has two rates, measured the same way for each:
 
@@ -64,6 +67,8 @@ SINK_RECORDS: Final = 100_000
 VALUE_BYTES: Final = 100
 PARALLELISM: Final = 2
 ROUNDS: Final = 5
+STEADY_BATCHES: Final = 5
+"""Batches of the sink race's steady-state query: the first opens every task's transactional id, the rest are timed."""
 WARM_UP_RECORDS: Final = 40
 GOAL: Final = 0.5
 """The source reaches at least half the raw consumer's rate, wall and inside the batch; the exactly-once
@@ -136,11 +141,14 @@ def race_rows(
     timings: Mapping[str, list[Timing]],
     comparisons: Sequence[Comparison],
     figures: tuple[str, str] = ("wall", "inside the batch"),
+    wall_records: int | None = None,
 ) -> list[str]:
     """A row per competitor and figure (median of the rounds), then a row per comparison both sides ran;
-    ``figures`` names a ``Timing``'s two, ``wall_s`` and ``inside_s``."""
+    ``figures`` names a ``Timing``'s two, ``wall_s`` and ``inside_s``, over ``wall_records`` (default ``records``)
+    and ``records``."""
     rows = []
     wall, inside = figures
+    counted = {wall: records if wall_records is None else wall_records, inside: records}
     for entrant in entrants:
         if isinstance(entrant, Skipped):
             rows.append(f"    {entrant.name:<28} {entrant.reason}")
@@ -149,8 +157,8 @@ def race_rows(
         for figure, seconds in ((wall, [t.wall_s for t in runs]), (inside, [t.inside_s for t in runs])):
             median = statistics.median(seconds)
             rows.append(
-                f"    {entrant.name:<28} {figure:<20} {rate(records, median):>9,.0f} rec/s  "
-                f"({records:,} in {median:.2f} s, median of {len(runs)})"
+                f"    {entrant.name:<28} {figure:<20} {rate(counted[figure], median):>9,.0f} rec/s  "
+                f"({counted[figure]:,} in {median:.2f} s, median of {len(runs)})"
             )
         rows.append(f"    {'':<28} {entrant.what}")
     for comparison in comparisons:
@@ -387,29 +395,40 @@ def bench_source(arena: Arena, topic: str, records: int) -> list[str]:
 
 @dataclass(frozen=True)
 class SinkInput:
-    """The records every sink competitor writes: Parquet files, one per task, and the same values in memory."""
+    """The records every sink competitor writes: Parquet files, one per task, and the same values in memory;
+    ``batches`` batches of ``PARALLELISM`` files each."""
 
     path: Path
     schema: StructType
     shares: list[list[bytes]]
     """The values of each file, in order: a task's rows."""
+    batches: int = 1
 
     @property
     def records(self) -> int:
         return sum(len(share) for share in self.shares)
 
+    @property
+    def timed_records(self) -> int:
+        """The records of the batches timed inside: every batch of a one-batch input, else all but the first."""
+        return self.records if self.batches == 1 else sum(len(share) for share in self.shares[PARALLELISM:])
+
     def frame(self, spark: SparkSession) -> DataFrame:
-        return spark.readStream.schema(self.schema).parquet(str(self.path))
+        stream = spark.readStream.schema(self.schema)
+        if self.batches > 1:  # a batch per PARALLELISM files, in the order they were written
+            stream = stream.option("maxFilesPerTrigger", str(PARALLELISM))
+        return stream.parquet(str(self.path))
 
     @classmethod
-    def write(cls, spark: SparkSession, path: Path, records: int) -> SinkInput:
+    def write(cls, spark: SparkSession, path: Path, records: int, batches: int = 1) -> SinkInput:
+        """``records`` in each of ``batches`` batches."""
         values = F.lpad(F.col("id").cast("string"), VALUE_BYTES, "0").cast("binary")
-        spark.range(0, records, 1, PARALLELISM).select(
+        spark.range(0, records * batches, 1, PARALLELISM * batches).select(
             F.lit(None).cast("binary").alias("key"), values.alias("value")
         ).write.parquet(str(path))
         files = sorted(path.glob("*.parquet"))
         schema = spark.read.parquet(str(path)).schema
-        return cls(path, schema, [pq.read_table(f).column("value").to_pylist() for f in files])
+        return cls(path, schema, [pq.read_table(f).column("value").to_pylist() for f in files], batches)
 
 
 SinkEntrant = Callable[[Arena, SinkInput], "Competitor | Skipped"]
@@ -487,7 +506,7 @@ def _sink_query(
     arena: Arena, given: SinkInput, name: str, what: str, writer: Callable[[DataFrame, str], DataStreamWriter]
 ) -> Competitor:
     topics: list[str] = []
-    stem = slug(name)
+    stem = slug(name) if given.batches == 1 else f"{slug(name)}-steady"  # its own topics and checkpoints
 
     def run(round_: int) -> Timing:
         topic = arena.topic(f"{stem}-{round_}")
@@ -502,9 +521,24 @@ def _sink_query(
                 .start()
             )
 
-        return timed_query(f"sink {name}", start, given.records)
+        if given.batches == 1:
+            return timed_query(f"sink {name}", start, given.records)
+        began = time.perf_counter()
+        progress = run_query(start())
+        return Timing(time.perf_counter() - began, after_the_first(f"sink {name}", progress, given))
 
     return Competitor(name, what, run, expect_committed(arena.broker, topics, given.records))
+
+
+def after_the_first(name: str, progress: list[Any], given: SinkInput) -> float:
+    """The summed ``addBatch`` seconds of the batches after the first, which must each have had
+    ``PARALLELISM`` files' rows; every record must have been counted."""
+    batches = sorted((p for p in progress if int(p.numInputRows) > 0), key=lambda p: int(p.batchId))
+    inside_batches(name, batches, given.records)
+    sizes = [int(p.numInputRows) for p in batches]
+    if len(batches) != given.batches or len(set(sizes)) != 1:
+        raise KafkaError(f"{name}: batches of {sizes} rows, expected {given.batches} of equal size")
+    return sum(int(p.durationMs.get("addBatch", 0)) for p in batches[1:]) / 1000
 
 
 SINK_COMPETITORS: Final[Mapping[str, SinkEntrant]] = {
@@ -519,14 +553,28 @@ SINK_COMPARISONS: Final = (
 )
 
 
+STEADY_COMPETITORS: Final[Mapping[str, SinkEntrant]] = {REFERENCE: reference_sink, SPARK_KAFKA: spark_kafka_sink}
+STEADY_COMPARISONS: Final = (Comparison(REFERENCE, SPARK_KAFKA, inside_goal=SPARK_SINK_GOAL),)
+
+
 def bench_sink(arena: Arena, records: int) -> list[str]:
     given = SinkInput.write(arena.spark, arena.work / "sink-input", records)
     entrants = [entrant(arena, given) for entrant in SINK_COMPETITORS.values()]
     timings = race([e for e in entrants if isinstance(e, Competitor)], ROUNDS)
+    steady = SinkInput.write(arena.spark, arena.work / "steady-input", records, STEADY_BATCHES)
+    steady_entrants = [entrant(arena, steady) for entrant in STEADY_COMPETITORS.values()]
+    steady_timings = race([e for e in steady_entrants if isinstance(e, Competitor)], ROUNDS)
+    later = f"batches 2-{STEADY_BATCHES}"
     return [
         f"  sink race: {given.records:,} records in {len(given.shares)} Parquet files (one task each), "
-        f"{ROUNDS} rounds; every round's output read back read_committed",
+        f"{ROUNDS} rounds; every round's output read back read_committed; one batch, a new query each round: the "
+        "exactly-once sink initialises a new transactional id per task",
         *race_rows(given.records, entrants, timings, SINK_COMPARISONS),
+        f"  sink race, steady state: a query of {STEADY_BATCHES} batches of {records:,} records ({PARALLELISM} "
+        f"Parquet files, one task each), {ROUNDS} rounds; inside: {later}, each task's producer kept from batch 1",
+        *race_rows(
+            steady.timed_records, steady_entrants, steady_timings, STEADY_COMPARISONS, ("wall", later), steady.records
+        ),
     ]
 
 
