@@ -469,21 +469,42 @@ class _ReversingWriter(KafkaStreamWriter):
         return super().write(iter(reversed_rows))
 
 
-class _FreshIdClient(KafkaClient):
-    """Gives every transactional producer its own id: the requested one plus a random suffix."""
+class _RenamingClient(KafkaClient):
+    """Initialises every transactional producer under another id than the one the sink asks for (``rename``)."""
+
+    def __init__(self, connection: _RenamingConnection) -> None:
+        super().__init__(connection.endpoint, timeout_s=connection.timeout_s)
+        self._rename = connection.rename
 
     def init_producer(
         self, transactional_id: str, transaction_timeout_ms: int | None = None
     ) -> KafkaTransactionalProducer:
-        return super().init_producer(f"{transactional_id}-{uuid4().hex[:8]}", transaction_timeout_ms)
+        return super().init_producer(self._rename(transactional_id), transaction_timeout_ms)
 
 
 @dataclass(frozen=True, slots=True)
-class _FreshIdConnection(Connection):
-    """The sink's connection, handing out ``_FreshIdClient``s."""
+class _RenamingConnection(Connection):
+    """The sink's connection, handing out ``_RenamingClient``s; the progress marker's group keeps its name."""
+
+    rename: Callable[[str], str] = str
+
+    @classmethod
+    def of(cls, options: SinkOptions, rename: Callable[[str], str]) -> SinkOptions:
+        """``options`` with its connection renaming every transactional id."""
+        c = options.connection
+        return replace(options, connection=cls(c.bootstrap_servers, c.settings, c.timeout_s, rename))
 
     def new_client(self) -> KafkaClient:
-        return _FreshIdClient(self.endpoint, timeout_s=self.timeout_s)
+        return _RenamingClient(self)
+
+
+def _fresh_id(transactional_id: str) -> str:
+    return f"{transactional_id}-{uuid4().hex[:8]}"
+
+
+def _attempt_id(transactional_id: str) -> str:
+    context = TaskContext.get()
+    return f"{transactional_id}-attempt-{context.attemptNumber() if context is not None else 0}"
 
 
 @writer_mutant(
@@ -503,29 +524,7 @@ class _FreshIdsWriter(KafkaStreamWriter):
     reference's restart cannot end those transactions either, so the scenario skips there."""
 
     def __init__(self, options: SinkOptions, schema: StructType) -> None:
-        connection = options.connection
-        fresh = _FreshIdConnection(connection.bootstrap_servers, connection.settings, connection.timeout_s)
-        super().__init__(replace(options, connection=fresh), schema)
-
-
-class _AttemptIdClient(KafkaClient):
-    """Names every transactional producer after the Spark task attempt it runs in: the requested id plus the
-    attempt number."""
-
-    def init_producer(
-        self, transactional_id: str, transaction_timeout_ms: int | None = None
-    ) -> KafkaTransactionalProducer:
-        context = TaskContext.get()
-        attempt = context.attemptNumber() if context is not None else 0
-        return super().init_producer(f"{transactional_id}-attempt-{attempt}", transaction_timeout_ms)
-
-
-@dataclass(frozen=True, slots=True)
-class _AttemptIdConnection(Connection):
-    """The sink's connection, handing out ``_AttemptIdClient``s."""
-
-    def new_client(self) -> KafkaClient:
-        return _AttemptIdClient(self.endpoint, timeout_s=self.timeout_s)
+        super().__init__(_RenamingConnection.of(options, _fresh_id), schema)
 
 
 @writer_mutant(
@@ -545,9 +544,7 @@ class _AttemptIdsWriter(KafkaStreamWriter):
     both commit the same rows where the original gets that far."""
 
     def __init__(self, options: SinkOptions, schema: StructType) -> None:
-        connection = options.connection
-        per_attempt = _AttemptIdConnection(connection.bootstrap_servers, connection.settings, connection.timeout_s)
-        super().__init__(replace(options, connection=per_attempt), schema)
+        super().__init__(_RenamingConnection.of(options, _attempt_id), schema)
 
 
 @writer_mutant(
