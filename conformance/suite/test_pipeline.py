@@ -975,21 +975,28 @@ TXN_TIMEOUT_MS: Final = 5_000
 records and kill the driver, seconds shorter than the scenario's patience."""
 
 
-def restart(make_pipeline: Callable[..., Pipeline], run: DriverRun, sink_settings: dict[str, str]) -> None:
+def with_transaction_timeout(run: DriverRun, timeout_ms: int) -> DriverRun:
+    """``run`` with its sink's ``transaction.timeout.ms`` set."""
+    return replace(run, sink_settings={**run.sink_settings, "transaction.timeout.ms": str(timeout_ms)})
+
+
+def restart(make_pipeline: Callable[..., Pipeline], run: DriverRun) -> None:
     """Run ``run``'s query again on its checkpoint, in this process, to the end."""
     make_pipeline(
         run.parallelism, Path(run.checkpoint), subscribe=run.source, sink_topic=run.sink,
-        max_records_per_trigger=run.max_records_per_trigger, sink_settings=sink_settings,
+        max_records_per_trigger=run.max_records_per_trigger, sink_settings=dict(run.sink_settings),
         transactional_id_prefix=run.transactional_id_prefix,
     ).run_available_now()  # fmt: skip
 
 
 def kill_inside_transaction(
-    run: DriverRun, log: Path, kafka: KafkaClient, sink: str
+    run: DriverRun, log: Path, kafka: KafkaClient, record_property: Any
 ) -> dict[TopicPartition, tuple[int, int]]:
-    """Start a driver and kill it as soon as a sink transaction holds records (a partition's last stable
-    offset below its end); the sink's (last stable offset, end) per partition after the kill."""
-    driver = run.start(log)
+    """Start ``run`` in a driver, its sink slowed (``SLOW_SINK``), and kill it as soon as a sink transaction
+    holds records (a partition's last stable offset below its end); the sink's (last stable offset, end) per
+    partition after the kill, whose blocked partitions are recorded as ``partitions_left_blocked``."""
+    sink = run.sink
+    driver = replace(run, sink_settings={**run.sink_settings, **SLOW_SINK}).start(log)
 
     def open_transaction() -> bool | None:
         ended = driver.poll() is not None
@@ -1006,6 +1013,7 @@ def kill_inside_transaction(
         f"the kill left no transaction open ({after}), so this run shows nothing: the sink must pass its "
         f"client settings {SLOW_SINK} to its producer, which keeps a task's transaction open for seconds"
     )
+    record_property("partitions_left_blocked", sum(lso < end for lso, end in after.values()))
     return after
 
 
@@ -1030,11 +1038,11 @@ def test_required_COMMIT_004_restart_aborts_the_transactions_a_killed_driver_lef
     source, sink = new_topic(kafka, 2), new_topic(kafka, 2)
     fill(kafka, source, 2, 20, "r")
     checkpoint, log = tmp_path / "checkpoint", tmp_path / "drivers.log"
-    run = sink_driver(pytestconfig, spark, pipeline_broker, source, sink, checkpoint)
-    timeout = {"transaction.timeout.ms": str(LONG_TXN_TIMEOUT_MS)}
-    left = kill_inside_transaction(replace(run, sink_settings={**timeout, **SLOW_SINK}), log, kafka, sink)
-    record_property("partitions_left_blocked", sum(lso < end for lso, end in left.values()))
-    restart(make_pipeline, run, timeout)
+    run = with_transaction_timeout(
+        sink_driver(pytestconfig, spark, pipeline_broker, source, sink, checkpoint), LONG_TXN_TIMEOUT_MS
+    )
+    left = kill_inside_transaction(run, log, kafka, record_property)
+    restart(make_pipeline, run)
     stable = {tp: lso for tp, (lso, _) in stable_offsets(kafka, sink).items()}
     fail_on(check_unblocked(stable, {tp: end for tp, (_, end) in left.items()}, "after the restarted query ended"))
     judge_output(kafka, source, sink, True, broker_can, record_property, partial)
@@ -1063,9 +1071,10 @@ def test_required_COMMIT_007_transactions_a_killed_driver_left_open_time_out(
     source, sink = new_topic(kafka, 2), new_topic(kafka, 2)
     fill(kafka, source, 2, 20, "t")
     checkpoint, log = tmp_path / "checkpoint", tmp_path / "drivers.log"
-    run = sink_driver(pytestconfig, spark, pipeline_broker, source, sink, checkpoint)
-    timeout = {"transaction.timeout.ms": str(TXN_TIMEOUT_MS)}
-    left = kill_inside_transaction(replace(run, sink_settings={**timeout, **SLOW_SINK}), log, kafka, sink)
+    run = with_transaction_timeout(
+        sink_driver(pytestconfig, spark, pipeline_broker, source, sink, checkpoint), TXN_TIMEOUT_MS
+    )
+    left = kill_inside_transaction(run, log, kafka, record_property)
     killed, bound_s = time.monotonic(), TXN_TIMEOUT_MS / 1000 + TXN_TIMEOUT_WAIT_S
     ends = {tp: end for tp, (_, end) in left.items()}
     while True:
@@ -1078,7 +1087,7 @@ def test_required_COMMIT_007_transactions_a_killed_driver_left_open_time_out(
     timed_out = Counter(
         r.value for tp, (lso, _) in left.items() for r in kafka.read(tp, lso, Isolation.READ_UNCOMMITTED, 1_000_000)
     )
-    restart(make_pipeline, run, timeout)
+    restart(make_pipeline, run)
     cause = "was in a transaction the broker timed out"
     fail_on(check_rewritten(timed_out, topic_values(kafka, sink, Isolation.READ_COMMITTED), cause))
     judge_output(kafka, source, sink, True, broker_can, record_property, partial)
@@ -1213,12 +1222,11 @@ def test_required_COMMIT_016_a_query_restarted_beside_a_killed_one_under_a_longe
     source, sink, own_source, own_sink = (new_topic(kafka, 2) for _ in range(4))
     fill(kafka, source, 2, 20, "longer")
     checkpoint, log = tmp_path / f"longer-{uuid4().hex[:8]}", tmp_path / "drivers.log"
-    other = replace(
+    first = replace(
         sink_driver(pytestconfig, spark, pipeline_broker, source, sink, checkpoint), transactional_id_prefix=longer
     )
-    timeout = {"transaction.timeout.ms": str(LONG_TXN_TIMEOUT_MS)}
-    left = kill_inside_transaction(replace(other, sink_settings={**timeout, **SLOW_SINK}), log, kafka, sink)
-    record_property("partitions_left_blocked", sum(lso < end for lso, end in left.values()))
+    other = with_transaction_timeout(first, LONG_TXN_TIMEOUT_MS)
+    left = kill_inside_transaction(other, log, kafka, record_property)
     own_checkpoint = tmp_path / f"shorter-{uuid4().hex[:8]}"
     for run in ("first", "restart"):
         fill(kafka, own_source, 2, 5, run)
@@ -1229,7 +1237,7 @@ def test_required_COMMIT_016_a_query_restarted_beside_a_killed_one_under_a_longe
     held = {tp: lso for tp, (lso, _) in left.items()}
     when = f"while only query {prefix!r} ran and was restarted (this query's prefix: {longer!r})"
     fail_on(check_foreign_left_open(held, stable_now(kafka, sink), ends, when))
-    restart(make_pipeline, other, timeout)
+    restart(make_pipeline, other)
     fail_on(check_unblocked(stable_now(kafka, sink), ends, f"after query {longer!r} was restarted"))
     judge_output(kafka, source, sink, True, broker_can, record_property, partial)
     judge_output(kafka, own_source, own_sink, True, broker_can, record_property, partial)
@@ -1258,13 +1266,12 @@ def test_required_COMMIT_017_a_query_restarted_under_another_prefix_ends_the_old
     source, sink = new_topic(kafka, 2), new_topic(kafka, 2)
     fill(kafka, source, 2, 20, "renamed")
     checkpoint, log = tmp_path / "checkpoint", tmp_path / "drivers.log"
-    run = replace(
+    first = replace(
         sink_driver(pytestconfig, spark, pipeline_broker, source, sink, checkpoint), transactional_id_prefix=old
     )
-    timeout = {"transaction.timeout.ms": str(LONG_TXN_TIMEOUT_MS)}
-    left = kill_inside_transaction(replace(run, sink_settings={**timeout, **SLOW_SINK}), log, kafka, sink)
-    record_property("partitions_left_blocked", sum(lso < end for lso, end in left.values()))
-    restart(make_pipeline, replace(run, transactional_id_prefix=new), timeout)
+    run = with_transaction_timeout(first, LONG_TXN_TIMEOUT_MS)
+    left = kill_inside_transaction(run, log, kafka, record_property)
+    restart(make_pipeline, replace(run, transactional_id_prefix=new))
     ends = {tp: end for tp, (_, end) in left.items()}
     when = f"after the restart under prefix {new!r} (the killed driver's: {old!r})"
     fail_on(check_unblocked(stable_now(kafka, sink), ends, when, requirement="COMMIT-017"))
