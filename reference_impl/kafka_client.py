@@ -42,7 +42,12 @@ DEFAULT_TIMEOUT_S: Final = 10.0
 ClientRole = Literal["admin", "producer", "consumer"]
 
 SEMANTIC_CLIENT_SETTINGS: Final[Mapping[ClientRole, Mapping[str, Any]]] = {
-    "admin": {},
+    "admin": {
+        # An AdminClient is a producer-type handle, whose default is true: it would ask once a second, by name and
+        # allowing creation, for any topic it once looked up that metadata no longer shows, and a broker with
+        # auto.create.topics.enable (Kafka's default) re-creates a deleted topic behind the test's back (DISC-008).
+        "allow.auto.create.topics": False,
+    },
     "producer": {},
     "consumer": {
         # Offsets are committed explicitly (OffsetStore, transactions), never behind the client's back.

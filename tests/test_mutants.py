@@ -60,10 +60,7 @@ def test_required_pipeline_mutant_is_killed_by_its_scenario(
         assert returncode == 0 and "1 skipped" in output, f"{mutant.name} on this broker:\n{output[-3000:]}"
         assert all(name in output for name in missing), f"the skip does not name {missing}:\n{output[-3000:]}"
         return
-    outcome = run_suite(adapter, selected, "quick")
-    if outcome[0] == 0:  # a scenario racing the live query can miss once (DISC-008's deletion against discovery missed
-        outcome = run_suite(adapter, selected, "quick")  # spark_fails_on_a_vanished_partition ~1 run in 4): once more
-    assert_outcome(outcome, mutant.name, mutant.bug, mutant.kills_on)
+    assert_killed(adapter, mutant.name, mutant.bug, mutant.kills_on, selected, profile="quick")
 
 
 @pytest.mark.flink
@@ -78,12 +75,7 @@ def assert_killed(
     adapter: str, name: str, bug: str, kills_on: frozenset[str], selected: list[str], profile: str = "default"
 ) -> None:
     """Run the selected suite tests against ``adapter``: they must fail, naming only ``kills_on`` ids."""
-    assert_outcome(run_suite(adapter, selected, profile), name, bug, kills_on)
-
-
-def assert_outcome(outcome: tuple[int, str], name: str, bug: str, kills_on: frozenset[str]) -> None:
-    """A suite run's ``outcome`` (exit code, output) killed mutant ``name``, naming only ``kills_on`` ids."""
-    returncode, output = outcome
+    returncode, output = run_suite(adapter, selected, profile)
     assert returncode == 1, f"mutant {name} ({bug}) survived:\n{output[-3000:]}"
     named = set(VIOLATION_LINE.findall(output))
     assert named, f"mutant {name} failed without a named violation:\n{output[-3000:]}"
