@@ -481,10 +481,11 @@ def test_required_DISC_008_a_topic_deleted_under_a_pattern_stops_no_other_topic(
     now = {tp: 1 + max((r.offset for r in running.records() if r.tp == tp), default=-1) for tp in before}
     produced = {after[tp] - before[tp] for tp in before}
     assert len(produced) == 1, f"fill wrote unequal counts {after} after {before}: this run shows nothing"
-    assert deleted not in kafka.list_topics(), (
-        f"{deleted} exists again after the run (a client asked for it by name and the broker auto-created it): "
-        "the source may never have seen it deleted, so this run shows nothing"
-    )
+    if deleted in kafka.list_topics():  # could not check: the deletion did not hold, whoever undid it
+        raise HarnessError(
+            f"{deleted} exists again after the run (a client asked for it by name and the broker auto-created it): "
+            "the source may never have seen it deleted, so this run shows nothing"
+        )
     fail_on(check_topic_deleted(before, now, deleted, produced.pop()), detail=f"\n{error[-2000:]}" if error else "")
 
 
