@@ -182,12 +182,23 @@ def dies_with_parent(command: Sequence[str]) -> list[str]:
     return [setpriv, "--pdeathsig", "KILL", "--", *command] if setpriv else list(command)
 
 
+HANDED_OUT: set[int] = set()
+"""The ports ``free_port`` gave in this process: the kernel may offer a port it just freed again, and a broker's two
+listeners (or two nodes, or a Spark master's two ports) would then be given one port (seen: a node whose format
+step refused ``PLAINTEXT://127.0.0.1:57973,CONTROLLER://127.0.0.1:57973``)."""
+FREE_PORT_TRIES: Final = 100
+
+
 def free_port() -> int:
-    """A loopback port that is free now (the broker binds it a moment later)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+    """A loopback port that is free now (the broker binds it a moment later) and that this process was never given."""
+    for _ in range(FREE_PORT_TRIES):
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port: int = sock.getsockname()[1]
+        if port not in HANDED_OUT:
+            HANDED_OUT.add(port)
+            return port
+    raise BrokerStartError(f"no loopback port this process was not given already in {FREE_PORT_TRIES} tries")
 
 
 def port_in_use(port: int) -> bool:
