@@ -33,6 +33,7 @@ from .ports import (
     KafkaError,
     ProducerFencedError,
     Record,
+    TopicGoneError,
     UnsupportedFeatureError,
 )
 from .types import TopicPartition
@@ -384,6 +385,8 @@ class KafkaClient:
                 info = future.result(timeout=max(0.1, deadline - time.monotonic()))
             except ck.KafkaException as exc:
                 error: ck.KafkaError = exc.args[0]
+                if error.code() == ck.KafkaError.UNKNOWN_TOPIC_OR_PART and tp.topic not in self.list_topics():
+                    raise TopicGoneError(f"ListOffsets {tp}: topic {tp.topic} is gone from the metadata") from exc
                 if (error.retriable() or error.code() in _LEADER_MOVING) and time.monotonic() < deadline:
                     time.sleep(0.05)  # polling interval of a bounded wait
                     continue

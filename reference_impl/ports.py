@@ -41,6 +41,10 @@ class UnsupportedFeatureError(KafkaError):
     """The log cannot do this (e.g. resuming another process's transaction without KIP-939)."""
 
 
+class TopicGoneError(KafkaError):
+    """The partition's topic is not in the cluster's metadata (deleted since it was listed)."""
+
+
 class Isolation(enum.Enum):
     """Consumer isolation level."""
 

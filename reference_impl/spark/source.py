@@ -10,6 +10,7 @@ batch is planned as it first was and a new parallelism starts at the next batch 
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -34,7 +35,7 @@ from pyspark.sql.types import (
 from ..assignment import plan
 from ..discovery import Subscription
 from ..kafka_client import KafkaClient, configure, translate
-from ..ports import KafkaError
+from ..ports import KafkaError, TopicGoneError
 from ..types import TopicPartition
 from . import Connection, OptionError, positive_int
 from .offsets import SourceOffsets
@@ -152,8 +153,14 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return SourceOffsets(self._options.parallelism, offsets).to_json()
 
     def _ends(self, partitions: set[TopicPartition]) -> dict[TopicPartition, int]:
+        """Each partition's end; one whose topic was deleted since the listing is left out, as absent from this
+        view (its offset kept, RESTORE-006; never a failure of the query, DISC-008)."""
         isolation = self._options.connection.isolation
-        return {tp: self._kafka().latest_offset(tp, isolation) for tp in partitions}
+        ends = {}
+        for tp in partitions:
+            with contextlib.suppress(TopicGoneError):
+                ends[tp] = self._kafka().latest_offset(tp, isolation)
+        return ends
 
     def _discover(self, previous: SourceOffsets) -> SourceOffsets:
         """Every subscribed partition at its end; new ones start at their real earliest offset (DISC-005).
