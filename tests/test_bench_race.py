@@ -89,7 +89,7 @@ def batch(batch_id: int, rows: int, add_batch_ms: int) -> SimpleNamespace:
 def test_the_steady_state_figure_times_every_batch_but_the_first_and_counts_their_rows_only() -> None:
     """The first batch initialises each task's transactional id; batches 2-n are the steady state, rated over
     their own rows while the wall rate counts all; an empty trailing report counts for nothing."""
-    given = SinkInput(Path("in"), None, [[b"v"] * 10] * (PARALLELISM * 3), batches=3)  # type: ignore[arg-type]
+    given = SinkInput(Path("in"), None, [10] * (PARALLELISM * 3), batches=3)  # type: ignore[arg-type]
     per_batch = 10 * PARALLELISM
     progress = [batch(2, per_batch, 30), batch(0, per_batch, 900), batch(1, per_batch, 20), batch(3, 0, 5)]
     assert after_the_first("sink", progress, given) == pytest.approx(0.05)
@@ -102,7 +102,7 @@ def test_the_steady_state_figure_times_every_batch_but_the_first_and_counts_thei
 
 def test_a_steady_state_query_whose_batches_differ_from_the_input_is_refused() -> None:
     """Batches of unequal size (Spark took more files per trigger than asked) would time something else."""
-    given = SinkInput(Path("in"), None, [[b"v"] * 10] * (PARALLELISM * 3), batches=3)  # type: ignore[arg-type]
+    given = SinkInput(Path("in"), None, [10] * (PARALLELISM * 3), batches=3)  # type: ignore[arg-type]
     uneven = [batch(0, 20, 900), batch(1, 40, 20)]
     with pytest.raises(KafkaError, match="batches of \\[20, 40\\] rows, expected 3 of equal size"):
         after_the_first("sink", uneven, given)

@@ -395,23 +395,27 @@ def bench_source(arena: Arena, topic: str, records: int) -> list[str]:
 
 @dataclass(frozen=True)
 class SinkInput:
-    """The records every sink competitor writes: Parquet files, one per task, and the same values in memory;
+    """The records every sink competitor writes: Parquet files, one per task, and their row counts;
     ``batches`` batches of ``PARALLELISM`` files each."""
 
     path: Path
     schema: StructType
-    shares: list[list[bytes]]
-    """The values of each file, in order: a task's rows."""
+    rows: list[int]
+    """The rows of each file, in order: a task's."""
     batches: int = 1
 
     @property
     def records(self) -> int:
-        return sum(len(share) for share in self.shares)
+        return sum(self.rows)
+
+    def shares(self) -> list[list[bytes]]:
+        """The values of each file, in order: a task's rows (read from the files, for a raw client to write)."""
+        return [pq.read_table(f).column("value").to_pylist() for f in sorted(self.path.glob("*.parquet"))]
 
     @property
     def timed_records(self) -> int:
         """The records of the batches timed inside: every batch of a one-batch input, else all but the first."""
-        return self.records if self.batches == 1 else sum(len(share) for share in self.shares[PARALLELISM:])
+        return self.records if self.batches == 1 else sum(self.rows[PARALLELISM:])
 
     def frame(self, spark: SparkSession) -> DataFrame:
         stream = spark.readStream.schema(self.schema)
@@ -428,7 +432,7 @@ class SinkInput:
         ).write.parquet(str(path))
         files = sorted(path.glob("*.parquet"))
         schema = spark.read.parquet(str(path)).schema
-        return cls(path, schema, [pq.read_table(f).column("value").to_pylist() for f in files], batches)
+        return cls(path, schema, [pq.read_metadata(f).num_rows for f in files], batches)
 
 
 SinkEntrant = Callable[[Arena, SinkInput], "Competitor | Skipped"]
@@ -439,6 +443,7 @@ def raw_transactional_producer(arena: Arena, given: SinkInput) -> Competitor:
     """One librdkafka transactional producer, the confluent-kafka way: a delivery callback per record and
     ``poll(0)`` after each; share ``k`` in transaction ``k``, record ``j`` of it on partition
     ``(k + j) % PARTITIONS``, where sink task ``k`` puts it."""
+    shares = given.shares()
     topics: list[str] = []
 
     def run(round_: int) -> Timing:
@@ -456,7 +461,7 @@ def raw_transactional_producer(arena: Arena, given: SinkInput) -> Competitor:
         producer = ck.Producer({**arena.broker.client_config("producer"), **settings})
         producer.init_transactions(READ_TIMEOUT_S)
         ready = time.perf_counter()
-        for k, share in enumerate(given.shares):
+        for k, share in enumerate(shares):
             producer.begin_transaction()
             for j, value in enumerate(share):
                 producer.produce(topic, value, partition=(k + j) % PARTITIONS, on_delivery=delivered)
@@ -469,7 +474,7 @@ def raw_transactional_producer(arena: Arena, given: SinkInput) -> Competitor:
 
     return Competitor(
         RAW_PRODUCER,
-        f"1 confluent-kafka producer, {len(given.shares)} transactions, delivery callback and poll(0) per record",
+        f"1 confluent-kafka producer, {len(shares)} transactions, delivery callback and poll(0) per record",
         run,
         expect_committed(arena.broker, topics, given.records),
     )
@@ -566,7 +571,7 @@ def bench_sink(arena: Arena, records: int) -> list[str]:
     steady_timings = race([e for e in steady_entrants if isinstance(e, Competitor)], ROUNDS)
     later = f"batches 2-{STEADY_BATCHES}"
     return [
-        f"  sink race: {given.records:,} records in {len(given.shares)} Parquet files (one task each), "
+        f"  sink race: {given.records:,} records in {len(given.rows)} Parquet files (one task each), "
         f"{ROUNDS} rounds; every round's output read back read_committed; one batch, a new query each round: the "
         "exactly-once sink initialises a new transactional id per task",
         *race_rows(given.records, entrants, timings, SINK_COMPARISONS),
