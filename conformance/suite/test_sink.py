@@ -94,6 +94,32 @@ def observe(log: KafkaModel) -> Observation:
     return Observation(tuple(committed), located, stable)
 
 
+# Preconditions are named functions, not lambdas: Hypothesis before 6.1xx describes each precondition on every
+# draw, and describing a lambda re-parses this file's source (over 100 s per run on Hypothesis 6.100).
+def unbroken(machine: SinkMachine) -> bool:
+    return not machine.broken
+
+
+def checkpoint_pending(machine: SinkMachine) -> bool:
+    return bool(machine.pending) and not machine.broken
+
+
+def checkpoint_completed_here(machine: SinkMachine) -> bool:
+    return bool(machine.completed_here) and not machine.broken
+
+
+def transaction_to_abort(machine: SinkMachine) -> bool:
+    return bool(machine.completed or machine.pending) and not machine.broken
+
+
+def checkpoint_completed(machine: SinkMachine) -> bool:
+    return machine.completed is not None and not machine.broken
+
+
+def zombie_alive(machine: SinkMachine) -> bool:
+    return machine.zombie is not None
+
+
 class SinkMachine(RuleBasedStateMachine):
     """One sink and its recoveries; the history is the evidence of every verdict."""
 
@@ -148,7 +174,7 @@ class SinkMachine(RuleBasedStateMachine):
         self.sink_process = self.process
         self.sink.start()
 
-    @precondition(lambda self: not self.broken)
+    @precondition(unbroken)
     @rule(records=st.lists(st.tuples(st.integers(0, 7), st.integers(0, PARTITIONS - 1)), min_size=1, max_size=4))
     def write(self, records: list[tuple[int, int]]) -> None:
         """A few records, each to some subtask and partition."""
@@ -162,7 +188,7 @@ class SinkMachine(RuleBasedStateMachine):
             writer = subtask % self.parallelism
             self._do("write", (value, writer), partial(self.sink.write, writer, TOPIC, partition, None, value))
 
-    @precondition(lambda self: not self.broken)
+    @precondition(unbroken)
     @rule(
         skip=st.integers(0, 2),
         outcome=st.sampled_from(["complete", "pending", "notification-lost", "complete-previous"]),
@@ -189,7 +215,7 @@ class SinkMachine(RuleBasedStateMachine):
             elif outcome != "pending":
                 self._complete(len(self.pending) - 1, notify=outcome != "notification-lost")
 
-    @precondition(lambda self: self.pending and not self.broken)
+    @precondition(checkpoint_pending)
     @rule(data=st.data(), notify=st.booleans())
     def complete_pending(self, data: st.DataObject, notify: bool) -> None:
         """A pending checkpoint completes late, perhaps while newer ones stay pending; its notification may
@@ -198,7 +224,7 @@ class SinkMachine(RuleBasedStateMachine):
         self.mix.step("complete-newest-pending" if index == len(self.pending) - 1 else "complete-older-pending")
         self._complete(index, notify)
 
-    @precondition(lambda self: self.pending and not self.broken)
+    @precondition(checkpoint_pending)
     @rule(data=st.data())
     def decline_then_complete_the_next(self, data: st.DataObject) -> None:
         """A pending checkpoint is declined after its barrier pre-committed the transactions (a subtask could not
@@ -213,7 +239,7 @@ class SinkMachine(RuleBasedStateMachine):
         self.history.complete("coordinator", "ok", "decline", (cid, self.process))
         self.barrier(0, "complete")
 
-    @precondition(lambda self: self.completed_here and not self.broken)
+    @precondition(checkpoint_completed_here)
     @rule(data=st.data())
     def late_notification(self, data: st.DataObject) -> None:
         """A completed checkpoint's notification arrives late, perhaps after a newer one's, or again."""
@@ -238,7 +264,7 @@ class SinkMachine(RuleBasedStateMachine):
         if self._do("notify", cid, lambda: self.sink.notify_checkpoint_complete(cid)) is not None:
             self.broken = True
 
-    @precondition(lambda self: (self.completed or self.pending) and not self.broken)
+    @precondition(transaction_to_abort)
     @rule(then=st.sampled_from(["complete-pending", "recover"]), n=st.integers(1, 4))
     def external_abort(self, then: str, n: int) -> None:
         """A misconfigured twin job initialises every transactional id of the sink; then the sink commits or recovers.
@@ -276,7 +302,7 @@ class SinkMachine(RuleBasedStateMachine):
         self.mix.step("recover-leaving-zombie" if keep_zombie else "recover")
         self._recover(n, keep_zombie)
 
-    @precondition(lambda self: self.completed is not None and not self.broken)
+    @precondition(checkpoint_completed)
     @rule(records=st.lists(st.tuples(st.integers(0, 7), st.integers(0, PARTITIONS - 1)), min_size=1, max_size=3))
     def crash_with_checkpoint_in_flight(self, records: list[tuple[int, int]]) -> None:
         """The commonest crash of a two-phase sink: after a checkpoint completed, the next barrier is taken and
@@ -320,7 +346,7 @@ class SinkMachine(RuleBasedStateMachine):
         self.zombie = survivor
         self.broken = False
 
-    @precondition(lambda self: self.zombie is not None)
+    @precondition(zombie_alive)
     @rule(partition=st.integers(0, PARTITIONS - 1))
     def zombie_writes_and_commits(self, partition: int) -> None:
         """The zombie of an earlier attempt keeps going (COMMIT-006)."""

@@ -103,6 +103,15 @@ INTERLEAVINGS = (
 """The interleaving classes the source machine must reach (``InterleavingMix``)."""
 
 
+# Named functions, not lambdas: Hypothesis before 6.1xx re-parses a lambda's source file on every draw.
+def checkpoint_pending(machine: SourceMachine) -> bool:
+    return bool(machine._pending())
+
+
+def checkpoint_completed_here(machine: SourceMachine) -> bool:
+    return bool(machine.completed_here)
+
+
 class SourceMachine(RuleBasedStateMachine):
     """One source job and its lineage of restores, checked after every step."""
 
@@ -244,7 +253,7 @@ class SourceMachine(RuleBasedStateMachine):
     def _pending(self) -> list[int]:
         return sorted(c for c in self.checkpoints if c > (self.completed or 0))
 
-    @precondition(lambda self: self._pending())
+    @precondition(checkpoint_pending)
     @rule(data=st.data(), notify=st.booleans())
     def complete_pending(self, data: st.DataObject, notify: bool) -> None:
         """A pending checkpoint completes late, after newer reads or snapshots, perhaps while a newer one
@@ -254,7 +263,7 @@ class SourceMachine(RuleBasedStateMachine):
         self.mix.step("complete-newest-pending" if cid == pending[-1] else "complete-older-pending")
         self._complete(cid, notify)
 
-    @precondition(lambda self: self.completed_here)
+    @precondition(checkpoint_completed_here)
     @rule(data=st.data())
     def late_notification(self, data: st.DataObject) -> None:
         """A completed checkpoint's notification arrives late or again, perhaps after a newer one's."""
