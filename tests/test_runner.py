@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis.errors import Flaky
 
 from kconform.conformance.adapter.loader import default_adapter
 from kconform.conformance.adapters.flink_kafka import ADAPTER_SPEC, FLINK_CONNECTOR_ENV
@@ -686,3 +687,22 @@ def test_a_failure_of_an_older_flink_line_replays_at_that_line_not_the_newest() 
         args[0] == f"{FLINK_CONNECTOR_ENV}=3.4.0-1.20" and ["--adapter", mutant] == args[args.index("--adapter") :][:2]
     )
     assert FLINK_CONNECTOR_ENV not in shlex.join(collector.replay_args(RunOptions(adapter=mutant), 1, "x", True, {}))
+
+
+def raised_while_handling(handled: BaseException, raised: Exception) -> Exception:
+    try:
+        raise handled
+    except BaseException:
+        try:
+            raise raised  # what a framework does: its own error, the alarm as its context
+        except Exception as replaced:
+            return replaced
+
+
+def test_an_alarm_a_framework_replaced_by_its_own_error_is_still_no_verdict() -> None:
+    """Hypothesis 6.100, interrupted inside a draw by the alarm, raised ``Flaky``: that was read as a FAIL."""
+    alarm = collector.TestTimeoutError("no result within --timeout 120s")
+    flaky = raised_while_handling(alarm, Flaky("Inconsistent data generation!"))
+    assert collector.interrupting_alarm(flaky) is alarm
+    assert collector.interrupting_alarm(ExceptionGroup("two failures", [ValueError("a"), flaky])) is alarm
+    assert collector.interrupting_alarm(raised_while_handling(ValueError("x"), AssertionError("y"))) is None

@@ -63,6 +63,27 @@ class AdapterTimeoutError(TestTimeoutError):
     and the method is not called again in the run (``AdapterHung``)."""
 
 
+def interrupting_alarm(error: BaseException) -> BaseException | None:
+    """The alarm's (or a hung adapter's) exception if ``error`` is it or was raised while it propagated.
+
+    A framework may replace the alarm with an error of its own: Hypothesis 6.100, interrupted inside a
+    draw, raises ``Flaky("Inconsistent data generation!")``. Such an error is no evidence of a violation.
+    """
+    seen: set[int] = set()
+    stack = [error]
+    while stack:
+        found = stack.pop()
+        if id(found) in seen:
+            continue
+        seen.add(id(found))
+        if isinstance(found, (TestTimeoutError, AdapterHung)):
+            return found
+        if isinstance(found, BaseExceptionGroup):
+            stack.extend(found.exceptions)
+        stack.extend(linked for linked in (found.__cause__, found.__context__) if linked is not None)
+    return None
+
+
 def kconform_program() -> list[str]:
     """How to call this kconform from a shell, so a printed replay line works as printed.
 
@@ -312,8 +333,8 @@ class Collector:
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> None:
         if call.excinfo is not None and call.excinfo.errisinstance((CouldNotCheck, CannotCheck, JvmArtifactsMissing)):
             self._not_checked[item.nodeid] = str(call.excinfo.value)
-        elif call.excinfo is not None and call.excinfo.errisinstance((TestTimeoutError, AdapterHung)):
-            self._not_checked[item.nodeid] = str(call.excinfo.value)  # a hang is no answer, so no violation
+        elif call.excinfo is not None and (alarm := interrupting_alarm(call.excinfo.value)) is not None:
+            self._not_checked[item.nodeid] = str(alarm)  # a hang is no answer, so no violation
         elif call.excinfo is not None and call.excinfo.errisinstance(FailedHealthCheck):
             # Hypothesis could not draw enough inputs: the suite's generator failed, not the adapter.
             first_line = str(call.excinfo.value).strip().splitlines()[0]
