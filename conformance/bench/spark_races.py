@@ -38,7 +38,7 @@ from __future__ import annotations
 import re
 import statistics
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -289,12 +289,22 @@ def run_query(query: StreamingQuery) -> list[Any]:
     return list(query.recentProgress)
 
 
-def inside_batches(name: str, progress: list[Any], expected: int) -> float:
-    """The summed ``addBatch`` seconds of the progress reports, which must have counted every record."""
+def every_record_counted(name: str, progress: list[Any], expected: int) -> None:
+    """Raise unless the progress reports counted ``expected`` records: a race on less input proves nothing."""
     rows = sum(int(p.numInputRows) for p in progress)
     if rows != expected:
         raise KafkaError(f"{name}: the query processed {rows} records, expected {expected}")
+
+
+def add_batch_seconds(progress: Iterable[Any]) -> float:
+    """The summed ``addBatch`` seconds of the progress reports: the time inside the batches."""
     return sum(int(p.durationMs.get("addBatch", 0)) for p in progress) / 1000
+
+
+def inside_batches(name: str, progress: list[Any], expected: int) -> float:
+    """The summed ``addBatch`` seconds of the progress reports, which must have counted every record."""
+    every_record_counted(name, progress, expected)
+    return add_batch_seconds(progress)
 
 
 def timed_query(name: str, start: Callable[[], StreamingQuery], records: int) -> Timing:
@@ -539,11 +549,11 @@ def after_the_first(name: str, progress: list[Any], given: SinkInput) -> float:
     """The summed ``addBatch`` seconds of the batches after the first, which must each have had
     ``PARALLELISM`` files' rows; every record must have been counted."""
     batches = sorted((p for p in progress if int(p.numInputRows) > 0), key=lambda p: int(p.batchId))
-    inside_batches(name, batches, given.records)
+    every_record_counted(name, batches, given.records)
     sizes = [int(p.numInputRows) for p in batches]
     if len(batches) != given.batches or len(set(sizes)) != 1:
         raise KafkaError(f"{name}: batches of {sizes} rows, expected {given.batches} of equal size")
-    return sum(int(p.durationMs.get("addBatch", 0)) for p in batches[1:]) / 1000
+    return add_batch_seconds(batches[1:])
 
 
 SINK_COMPETITORS: Final[Mapping[str, SinkEntrant]] = {

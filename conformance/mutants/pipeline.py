@@ -9,7 +9,6 @@ tests) because Spark's Python workers must import them.
 
 from __future__ import annotations
 
-import contextlib
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -38,6 +37,7 @@ from ...reference_impl.spark.sink import (
     SinkOptions,
     TaskCommit,
     TaskIdentity,
+    TaskTransaction,
     _produce,
 )
 from ...reference_impl.spark.source import KafkaInputPartition, KafkaStreamReader, SourceOptions
@@ -589,14 +589,8 @@ class _DeferredCommitWriter(KafkaStreamWriter):
             parked.producer.commit_transaction()  # the previous batch's, before this task reads its marker
         return parked
 
-    def _end_transaction(
-        self,
-        clients: contextlib.ExitStack[bool | None],
-        kafka: KafkaClient,
-        producer: KafkaTransactionalProducer,
-        identity: TaskIdentity,
-    ) -> None:
-        self._keep(clients, kafka, producer, identity)  # parked with its transaction open, for the next task
+    def _end_transaction(self, task: TaskTransaction) -> None:
+        self._keep(task)  # parked with its transaction open, for the next task
 
 
 @writer_mutant(
@@ -661,23 +655,17 @@ class _TimedOutCommitRewritesWriter(KafkaStreamWriter):
         self._rows = []
         return super().write(_recorded(iterator, self._rows))
 
-    def _end_transaction(
-        self,
-        clients: contextlib.ExitStack[bool | None],
-        kafka: KafkaClient,
-        producer: KafkaTransactionalProducer,
-        identity: TaskIdentity,
-    ) -> None:
+    def _end_transaction(self, task: TaskTransaction) -> None:
         try:
-            super()._end_transaction(clients, kafka, producer, identity)
+            super()._end_transaction(task)
         except KafkaError as error:
             if "TIMED_OUT" not in str(error):
                 raise
-            group, topic = identity.transactional_id(self._options.prefix), self._options.topic
-            rewrite = kafka.init_producer(f"{group}-rewrite-{uuid4().hex[:8]}")
+            group, topic = task.transactional_id, self._options.topic
+            rewrite = task.kafka.init_producer(f"{group}-rewrite-{uuid4().hex[:8]}")
             rewrite.begin_transaction()
-            _produce(rewrite, topic, self.placement(identity.task, self._partitions(kafka)), self._rows)
-            rewrite.send_offsets_to_transaction(group, {TopicPartition(topic, 0): identity.batch + 1})
+            _produce(rewrite, topic, self.placement(task.identity.task, self._partitions(task.kafka)), self._rows)
+            rewrite.send_offsets_to_transaction(group, {TopicPartition(topic, 0): task.identity.batch + 1})
             rewrite.commit_transaction()
 
 

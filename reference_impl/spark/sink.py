@@ -271,6 +271,18 @@ def _cells(batch: pa.RecordBatch, name: str) -> list[bytes | None]:
     return binary(batch.column(name)).to_pylist()  # type: ignore[no-any-return]
 
 
+@dataclass(frozen=True, slots=True)
+class TaskTransaction:
+    """A task's open transaction under exactly-once, with what ending it needs: the clients closed when the task
+    ends (unless kept), the client and producer a committed task keeps, and whose id the transaction is."""
+
+    clients: contextlib.ExitStack[bool | None]
+    kafka: KafkaClient
+    producer: KafkaTransactionalProducer
+    identity: TaskIdentity
+    transactional_id: str
+
+
 class KafkaStreamWriter(DataSourceStreamArrowWriter):
     """Each task writes and commits its rows; the driver's ``commit`` fences ids a rescale left behind."""
 
@@ -302,10 +314,14 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
                 return TaskCommit(identity, 0, skipped=True)
             written = _produce(producer, topic, placement, batches)
             if isinstance(producer, KafkaTransactionalProducer):  # exactly-once: the marker commits with the rows
-                transactional_id = identity.transactional_id(self._options.prefix)
-                producer.send_offsets_to_transaction(transactional_id, {TopicPartition(topic, 0): identity.batch + 1})
+                task = TaskTransaction(
+                    clients, kafka, producer, identity, identity.transactional_id(self._options.prefix)
+                )
+                producer.send_offsets_to_transaction(
+                    task.transactional_id, {TopicPartition(topic, 0): identity.batch + 1}
+                )
                 producer.flush()
-                self._end_transaction(clients, kafka, producer, identity)
+                self._end_transaction(task)
             else:
                 producer.flush()
             return TaskCommit(identity, written, skipped=False)
@@ -344,29 +360,16 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
         ``_end_transaction``, so that each differs from this sink in its bug only."""
         return WORKER_PRODUCERS.take(self._options.connection, transactional_id)
 
-    def _end_transaction(
-        self,
-        clients: contextlib.ExitStack[bool | None],
-        kafka: KafkaClient,
-        producer: KafkaTransactionalProducer,
-        identity: TaskIdentity,
-    ) -> None:
+    def _end_transaction(self, task: TaskTransaction) -> None:
         """End the task's transaction, its rows and marker flushed into it: commit, then keep client and producer
         for the id's next task in this worker."""
-        producer.commit_transaction()
-        self._keep(clients, kafka, producer, identity)
+        task.producer.commit_transaction()
+        self._keep(task)
 
-    def _keep(
-        self,
-        clients: contextlib.ExitStack[bool | None],
-        kafka: KafkaClient,
-        producer: KafkaTransactionalProducer,
-        identity: TaskIdentity,
-    ) -> None:
-        """Keep client and producer (out of ``clients``, which would close them) for the id's next task here."""
-        clients.pop_all()
-        transactional_id = identity.transactional_id(self._options.prefix)
-        WORKER_PRODUCERS.give_back(self._options.connection, transactional_id, Kept(kafka, producer))
+    def _keep(self, task: TaskTransaction) -> None:
+        """Keep client and producer (out of the task's clients, which would close them) for the id's next task."""
+        task.clients.pop_all()
+        WORKER_PRODUCERS.give_back(self._options.connection, task.transactional_id, Kept(task.kafka, task.producer))
 
     def _partitions(self, kafka: KafkaClient) -> int:
         """How many partitions the topic has; an unreachable broker or a missing topic is an ``OptionError``."""

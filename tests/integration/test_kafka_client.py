@@ -13,7 +13,7 @@ from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 from kconform.conformance.brokers import Broker, ExternalBroker
 from kconform.conformance.brokers.refusal import refused_writes
 from kconform.reference_impl.kafka_client import KafkaClient, TransactionTimeoutRefusedError
-from kconform.reference_impl.ports import Isolation, KafkaError
+from kconform.reference_impl.ports import Isolation, KafkaError, TopicGoneError
 from kconform.reference_impl.types import TopicPartition
 
 
@@ -101,3 +101,14 @@ def test_a_topic_refuses_every_write_while_the_nemesis_holds_then_keeps_its_own_
         values = [r.value for r in kafka.read(tp, 0, Isolation.READ_COMMITTED, 10)]
     assert values == [b"before", b"after"]
     assert (after.value, after.source) == (before.value, before.source)
+
+
+def test_list_offsets_on_a_deleted_topic_says_it_is_gone_at_once(broker: Broker) -> None:
+    """DISC-008: a partition whose topic was deleted after a listing is gone, not a leader to wait for (the reference
+    source leaves it out of that discovery); before, ListOffsets retried UNKNOWN_TOPIC_OR_PART until its timeout."""
+    topic = f"kc-deleted-{uuid4().hex[:8]}"
+    with KafkaClient(broker) as kafka:
+        kafka.create_topic(topic, 1)
+        kafka.delete_topic(topic)
+        with pytest.raises(TopicGoneError, match=f"topic {topic} is gone"):  # not a KafkaError at the timeout
+            kafka.latest_offset(TopicPartition(topic, 0), Isolation.READ_UNCOMMITTED)
