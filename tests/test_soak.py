@@ -49,15 +49,15 @@ def soak(*args: str, timeout_s: float = SOAK_TIMEOUT_S) -> subprocess.CompletedP
     )  # fmt: skip
 
 
-EVERY_KIND_SCHEDULES = (5, 6, 9)
-"""Three schedules of ``make soak-long``'s seed 1 that together draw every fault kind a single node and local Spark
+EVERY_KIND_SCHEDULES = (9, 55)
+"""Two schedules of ``make soak-long``'s seed 1 that together draw every fault kind a single node and local Spark
 can do (checked below): ``make test``'s short case of the long soak."""
 
 
 @pytest.mark.timeout(SOAK_TIMEOUT_S)
 def test_schedules_of_every_fault_kind_pass_on_the_reference_adapter(tmp_path: Path) -> None:
     """Schedules of ``make soak-long`` (seed 1) drawn as a user's ``make soak`` draws them, which between them
-    inject every kind a single node and local Spark can do (about 3 minutes here)."""
+    inject every kind a single node and local Spark can do (172 s here)."""
     kinds = available_kinds("kafka")
     drawn = {f.kind for i in EVERY_KIND_SCHEDULES for f in draw_schedule(1, i, "kafka", kinds, 2).faults()}
     assert drawn == kinds, f"schedules {EVERY_KIND_SCHEDULES} no longer draw {sorted(kinds - drawn)}: choose others"
@@ -137,17 +137,26 @@ STALL_SEED = 1
 FAULT_ONLY = "kconform.conformance.mutants.pipeline:spark_sink_rewrites_timed_out_commit"
 
 
-@pytest.mark.timeout(3 * SOAK_TIMEOUT_S)
-def test_a_sink_that_rewrites_a_timed_out_commit_is_caught_only_by_the_stall_and_its_replay_fails_again(
+STALL_ARGS = ("--seed", str(STALL_SEED), "--only-schedule", "0", "--max-runs", "1", "--faults", "commit-stall")
+
+
+@pytest.mark.long
+@pytest.mark.timeout(SOAK_TIMEOUT_S)
+def test_the_reference_survives_the_stall_that_catches_the_rewriting_sink(tmp_path: Path) -> None:
+    """The schedule below is fair: the reference passes it, its commit held back after the node committed
+    (``make test``'s every-kind soak shows the reference passing commit stalls of other schedules)."""
+    reference = soak(*STALL_ARGS, "--out", str(tmp_path))
+    assert reference.returncode == 0, (reference.stdout + reference.stderr)[-6000:]
+    assert "commit-stall 1" in reference.stdout and "the node had committed" in reference.stdout
+
+
+@pytest.mark.timeout(2 * SOAK_TIMEOUT_S)
+def test_a_sink_that_rewrites_a_timed_out_commit_is_caught_by_the_stall_and_its_replay_fails_again(
     tmp_path: Path,
 ) -> None:
     schedule = draw_schedule(STALL_SEED, 0, "kafka", parse_kinds("commit-stall", "kafka"), 1)
     assert [f.kind for f in schedule.faults()] == [FaultKind.COMMIT_STALL]
-    args = ("--seed", str(STALL_SEED), "--only-schedule", "0", "--max-runs", "1", "--faults", "commit-stall")
-    reference = soak(*args, "--out", str(tmp_path / "reference"))
-    assert reference.returncode == 0, (reference.stdout + reference.stderr)[-6000:]
-    assert "commit-stall 1" in reference.stdout and "the node had committed" in reference.stdout
-    caught = soak("--adapter", FAULT_ONLY, *args, "--out", str(tmp_path / "mutant"))
+    caught = soak("--adapter", FAULT_ONLY, *STALL_ARGS, "--out", str(tmp_path / "mutant"))
     output = caught.stdout + caught.stderr
     assert caught.returncode == 1 and "COMMIT-011 duplicate" in output, output[-6000:]
     replay = shlex.split((tmp_path / "mutant" / "schedule-0" / "replay.txt").read_text())
