@@ -17,6 +17,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+import hypothesis.errors
 import pytest
 from hypothesis.errors import Flaky
 
@@ -706,3 +707,12 @@ def test_an_alarm_a_framework_replaced_by_its_own_error_is_still_no_verdict() ->
     assert collector.interrupting_alarm(flaky) is alarm
     assert collector.interrupting_alarm(ExceptionGroup("two failures", [ValueError("a"), flaky])) is alarm
     assert collector.interrupting_alarm(raised_while_handling(ValueError("x"), AssertionError("y"))) is None
+
+
+def test_inconsistent_data_generation_is_no_verdict_but_a_flaky_failure_is_one() -> None:
+    """Hypothesis 6.100 says both with a bare ``Flaky``; later releases with two subclasses."""
+    assert collector.inconsistent_generation(Flaky("Inconsistent data generation! Data generation behaved differently"))
+    assert not collector.inconsistent_generation(Flaky("Hypothesis f(x=1) produces unreliable results: Falsified"))
+    assert not collector.inconsistent_generation(ValueError("Inconsistent data generation"))
+    if hasattr(hypothesis.errors, "FlakyStrategyDefinition"):
+        assert collector.inconsistent_generation(hypothesis.errors.FlakyStrategyDefinition("drew differently"))

@@ -21,8 +21,9 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any
 
+import hypothesis.errors
 import pytest
-from hypothesis.errors import FailedHealthCheck
+from hypothesis.errors import FailedHealthCheck, Flaky
 
 from ..adapter.guard import AdapterHung, forget_hangs, record_hang
 from ..adapter.interface import ENGINE_CAPABILITIES, ENGINE_SPECIFIC
@@ -82,6 +83,19 @@ def interrupting_alarm(error: BaseException) -> BaseException | None:
             stack.extend(found.exceptions)
         stack.extend(linked for linked in (found.__cause__, found.__context__) if linked is not None)
     return None
+
+
+def inconsistent_generation(error: BaseException) -> bool:
+    """Whether Hypothesis stopped because an input drew differently when run again: no verdict on the adapter.
+
+    Hypothesis 6.1xx raises ``FlakyStrategyDefinition``; 6.100 a bare ``Flaky`` saying so. A test that failed
+    once and then passed (``FlakyFailure``, or 6.100's bare ``Flaky`` saying "unreliable") is another matter:
+    that failure was seen, and it is judged as one.
+    """
+    strategy_flaky = getattr(hypothesis.errors, "FlakyStrategyDefinition", None)
+    if strategy_flaky is not None and isinstance(error, strategy_flaky):
+        return True
+    return type(error) is Flaky and "Inconsistent data generation" in str(error)
 
 
 def kconform_program() -> list[str]:
@@ -340,6 +354,12 @@ class Collector:
             first_line = str(call.excinfo.value).strip().splitlines()[0]
             self._not_checked[item.nodeid] = (
                 f"kconform's input generator failed ({first_line}): a kconform bug, please report it"
+            )
+        elif call.excinfo is not None and inconsistent_generation(call.excinfo.value):
+            self._not_checked[item.nodeid] = (
+                "Hypothesis drew differently when it ran an input again (inconsistent data generation): the suite's "
+                "generator, or an adapter whose answers differ run to run, changed what was drawn, so nothing was "
+                "judged; replay the run with its --seed, and report it if it recurs"
             )
         elif call.excinfo is not None and not call.excinfo.errisinstance(pytest.skip.Exception):
             self._evidence.setdefault(item.nodeid, []).extend(counterexamples(call.excinfo.value))
