@@ -320,7 +320,7 @@ TIMEOUT_MS = 100
 
 
 def topic_b_has_one_partition(machine: KafkaModelMachine) -> bool:
-    """A named precondition: Hypothesis before 6.1xx re-parses a lambda's source file on every draw."""
+    """A named precondition, not a lambda (tests/test_state_machines.py says why)."""
     return machine.model.list_topics()["b"] == frozenset({0})
 
 

@@ -94,8 +94,7 @@ def observe(log: KafkaModel) -> Observation:
     return Observation(tuple(committed), located, stable)
 
 
-# Preconditions are named functions, not lambdas: Hypothesis before 6.1xx describes each precondition on every
-# draw, and describing a lambda re-parses this file's source (over 100 s per run on Hypothesis 6.100).
+# Preconditions are named functions, not lambdas (tests/test_state_machines.py says why).
 def unbroken(machine: SinkMachine) -> bool:
     return not machine.broken
 

@@ -103,9 +103,9 @@ INTERLEAVINGS = (
 """The interleaving classes the source machine must reach (``InterleavingMix``)."""
 
 
-# Named functions, not lambdas: Hypothesis before 6.1xx re-parses a lambda's source file on every draw.
+# Preconditions are named functions, not lambdas (tests/test_state_machines.py says why).
 def checkpoint_pending(machine: SourceMachine) -> bool:
-    return bool(machine._pending())
+    return bool(machine.pending_checkpoints())
 
 
 def checkpoint_completed_here(machine: SourceMachine) -> bool:
@@ -236,7 +236,7 @@ class SourceMachine(RuleBasedStateMachine):
     def checkpoint(self, outcome: str) -> None:
         """Snapshot; most checkpoints complete at once, some stay pending, some lose their notification,
         and some stay pending while the one before them completes."""
-        previous = self._pending() if outcome == "complete-previous" else []
+        previous = self.pending_checkpoints() if outcome == "complete-previous" else []
         self.mix.step("complete-older-pending" if previous else f"checkpoint-{outcome.replace('-previous', '')}")
         cid = self.next_checkpoint
         self.next_checkpoint += 1
@@ -250,7 +250,7 @@ class SourceMachine(RuleBasedStateMachine):
                 self._read_from(tp, 1)
             self._complete(previous[-1] if previous else cid, notify=outcome != "notification-lost")
 
-    def _pending(self) -> list[int]:
+    def pending_checkpoints(self) -> list[int]:
         return sorted(c for c in self.checkpoints if c > (self.completed or 0))
 
     @precondition(checkpoint_pending)
@@ -258,7 +258,7 @@ class SourceMachine(RuleBasedStateMachine):
     def complete_pending(self, data: st.DataObject, notify: bool) -> None:
         """A pending checkpoint completes late, after newer reads or snapshots, perhaps while a newer one
         is still pending; completing it subsumes the older pending ones (RESTORE-007)."""
-        pending = self._pending()
+        pending = self.pending_checkpoints()
         cid = data.draw(st.sampled_from(pending), label="checkpoint")
         self.mix.step("complete-newest-pending" if cid == pending[-1] else "complete-older-pending")
         self._complete(cid, notify)
