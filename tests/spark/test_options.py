@@ -54,11 +54,17 @@ def test_wrong_sink_option_names_itself(options: dict[str, str], named: str) -> 
 
 def test_kafka_options_pass_through_without_their_prefix() -> None:
     parsed = SourceOptions.parse({**BOOTSTRAP, "subscribe": "a,b", "kafka.isolation.level": "read_committed"})
-    assert dict(parsed.connection.settings) == {"isolation.level": "read_committed", "log_level": "4"}
+    assert dict(parsed.connection.settings) == {
+        "isolation.level": "read_committed",
+        "log_level": "4",
+        "reconnect.backoff.ms": "20",
+    }
     assert parsed.subscription.topics == frozenset({"a", "b"})
     assert (parsed.parallelism, parsed.starting, parsed.max_records) == (1, StartingOffsets(LATEST), None)
 
 
 def test_a_kafka_option_overrides_the_connector_s_client_default() -> None:
-    parsed = SourceOptions.parse({**BOOTSTRAP, "subscribe": "a", "kafka.log_level": "7"})
-    assert dict(parsed.connection.settings) == {"log_level": "7"}
+    parsed = SourceOptions.parse(
+        {**BOOTSTRAP, "subscribe": "a", "kafka.log_level": "7", "kafka.reconnect.backoff.ms": "100"}
+    )
+    assert dict(parsed.connection.settings) == {"log_level": "7", "reconnect.backoff.ms": "100"}
