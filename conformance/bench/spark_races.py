@@ -17,7 +17,8 @@ rounds; every ratio is the median of the rounds' paired ratios. Competitors are 
   transactions; goal: >= 100 % inside the batch, exactly-once costing no more than Spark's at-least-once);
   once in one batch of a new query (the exactly-once sink's tasks initialise new transactional ids, Spark's take
   the producer their executor cached), once in a streaming query's steady state (batches 2 to ``STEADY_BATCHES``
-  of a query, the sink's producers kept from its first).
+  of a query, the sink's producers kept from its first). The one-batch race also runs a Python sink that reads its
+  input and writes nothing (``floor_sink``): the bound of any sink on PySpark's data source API.
 
 Every competitor has two rates, measured the same way for each:
 
@@ -35,6 +36,7 @@ and counted outside the timed regions: a rate over records that were lost would 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import statistics
 import time
@@ -60,6 +62,7 @@ from ..adapter.interface import SinkSpec, SourceSpec
 from ..adapters import spark_kafka
 from ..brokers import Broker
 from ..spark.pipeline import Pipeline
+from .floor_sink import FLOOR_FORMAT, register_floor
 
 PARTITIONS: Final = 4
 SOURCE_RECORDS: Final = 200_000
@@ -83,6 +86,7 @@ RAW_CONSUMER: Final = "raw consumer"
 RAW_PRODUCER: Final = "raw transactional producer"
 REFERENCE: Final = FORMAT
 SPARK_KAFKA: Final = "spark kafka"
+PYTHON_FLOOR: Final = "python floor"
 
 
 @dataclass(frozen=True)
@@ -556,15 +560,30 @@ def after_the_first(name: str, progress: list[Any], given: SinkInput) -> float:
     return add_batch_seconds(batches[1:])
 
 
+def python_floor(arena: Arena, given: SinkInput) -> Competitor:
+    """``floor_sink``'s sink, which reads its input and writes nothing: what any Python sink can reach at best.
+    It has no output to read back; ``timed_query`` still checks that its batch counted every record."""
+    register_floor(arena.spark)
+
+    def writer(frame: DataFrame, _topic: str) -> DataStreamWriter:
+        return frame.writeStream.format(FLOOR_FORMAT)
+
+    what = f"writeStream.format({FLOOR_FORMAT!r}): PySpark's Python data source API, reading every row, writing none"
+    return dataclasses.replace(_sink_query(arena, given, PYTHON_FLOOR, what, writer), check=lambda: None)
+
+
 SINK_COMPETITORS: Final[Mapping[str, SinkEntrant]] = {
     RAW_PRODUCER: raw_transactional_producer,
     REFERENCE: reference_sink,
     SPARK_KAFKA: spark_kafka_sink,
+    PYTHON_FLOOR: python_floor,
 }
 SINK_COMPARISONS: Final = (
     Comparison(REFERENCE, RAW_PRODUCER, inside_goal=GOAL),
     Comparison(SPARK_KAFKA, RAW_PRODUCER),
     Comparison(REFERENCE, SPARK_KAFKA, inside_goal=SPARK_SINK_GOAL),
+    Comparison(PYTHON_FLOOR, SPARK_KAFKA),
+    Comparison(REFERENCE, PYTHON_FLOOR),
 )
 
 
