@@ -36,7 +36,6 @@ and counted outside the timed regions: a rate over records that were lost would 
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import statistics
 import time
@@ -376,13 +375,22 @@ def spark_kafka_source(arena: Arena, topic: str, records: int) -> Competitor | S
 
 
 def _noop_query(arena: Arena, name: str, frame: Callable[[], DataFrame], records: int) -> Callable[[int], Timing]:
+    return _unwritten_query(arena, f"source {name}", frame, "noop", records)
+
+
+def _unwritten_query(
+    arena: Arena, label: str, frame: Callable[[], DataFrame], sink_format: str, records: int
+) -> Callable[[int], Timing]:
+    """Rounds of ``frame`` into a sink that writes nothing, each timed as ``label``: nothing to read back, the
+    progress reports must still count ``records``."""
+
     def run(round_: int) -> Timing:
         def start() -> StreamingQuery:
-            checkpoint = arena.checkpoint(f"source-{slug(name)}-{round_}")
-            writer = frame().writeStream.format("noop").option("checkpointLocation", checkpoint)
+            checkpoint = arena.checkpoint(f"{slug(label)}-{round_}")
+            writer = frame().writeStream.format(sink_format).option("checkpointLocation", checkpoint)
             return writer.trigger(availableNow=True).start()
 
-        return timed_query(f"source {name}", start, records)
+        return timed_query(label, start, records)
 
     return run
 
@@ -564,15 +572,11 @@ def after_the_first(name: str, progress: list[Any], given: SinkInput) -> float:
 
 
 def python_floor(arena: Arena, given: SinkInput) -> Competitor:
-    """``floor_sink``'s sink, which reads its input and writes nothing: what any Python sink can reach at best.
-    It has no output to read back; ``timed_query`` still checks that its batch counted every record."""
+    """``floor_sink``'s sink, which reads its input and writes nothing: what any Python sink can reach at best."""
     register_floor(arena.spark)
-
-    def writer(frame: DataFrame, _topic: str) -> DataStreamWriter:
-        return frame.writeStream.format(FLOOR_FORMAT)
-
     what = f"writeStream.format({FLOOR_FORMAT!r}): PySpark's Python data source API, reading every row, writing none"
-    return dataclasses.replace(_sink_query(arena, given, PYTHON_FLOOR, what, writer), check=lambda: None)
+    run = _unwritten_query(arena, f"sink {PYTHON_FLOOR}", lambda: given.frame(arena.spark), FLOOR_FORMAT, given.records)
+    return Competitor(PYTHON_FLOOR, what, run)
 
 
 SINK_COMPETITORS: Final[Mapping[str, SinkEntrant]] = {
