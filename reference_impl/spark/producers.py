@@ -1,4 +1,5 @@
-"""The initialised transactional producers a Python worker keeps between the sink tasks it runs.
+"""The initialised transactional producers a Python worker keeps between the sink tasks it runs, and the client
+it keeps between the sink's batch commits.
 
 Opening a task's producer costs its connections and ``init_transactions`` (62-73 ms of a 150-200 ms
 task, measured in ``kconform bench``). The exactly-once sink's transactional id is stable per
@@ -12,6 +13,8 @@ from __future__ import annotations
 
 import atexit
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Final
 
@@ -58,3 +61,36 @@ WORKER_PRODUCERS: Final = KeptProducers(KEPT_PER_WORKER)
 worker ends with ``os._exit`` and its connections close with the process. A kept producer has no transaction
 open, so neither way leaves anything behind on the broker."""
 atexit.register(WORKER_PRODUCERS.close)
+
+
+class KeptClients:
+    """One ``KafkaClient`` per connection, at most ``size``, for the calls a process makes again and again on
+    the same broker: each batch commit of the sink runs in a Python worker PySpark reuses, and a new client's
+    connections cost more than the commit's one request (a new admin client answers after about 16 ms)."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._kept: OrderedDict[Connection, KafkaClient] = OrderedDict()
+
+    @contextmanager
+    def use(self, connection: Connection) -> Iterator[KafkaClient]:
+        """The kept client of ``connection`` (a new one the first time), kept again unless the caller fails:
+        a failure may have come from the client, so the next call starts from a new one."""
+        client = self._kept.pop(connection, None) or connection.new_client()
+        try:
+            yield client
+        except BaseException:
+            client.close()
+            raise
+        self._kept[connection] = client
+        while len(self._kept) > self._size:
+            self._kept.popitem(last=False)[1].close()
+
+    def close(self) -> None:
+        while self._kept:
+            self._kept.popitem()[1].close()
+
+
+COMMIT_CLIENTS: Final = KeptClients(KEPT_PER_WORKER)
+"""This process's clients for the sink's batch commits, closed as ``WORKER_PRODUCERS`` are."""
+atexit.register(COMMIT_CLIENTS.close)

@@ -67,7 +67,7 @@ from ..kafka_strategies import MURMUR2_SEED
 from ..ports import InvalidPidMappingError, KafkaError, ProducerFencedError
 from ..types import TopicPartition
 from . import Connection, OptionError
-from .producers import WORKER_PRODUCERS, Kept
+from .producers import COMMIT_CLIENTS, WORKER_PRODUCERS, Kept
 
 AT_LEAST_ONCE: Final = "at-least-once"
 EXACTLY_ONCE: Final = "exactly-once"
@@ -296,8 +296,6 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
         if "value" not in names:
             raise OptionError(f"the sink needs a 'value' column (string or binary); the query has {sorted(names)}")
         self._options = options
-        self._fenced = False
-        """Whether this run fenced its leftovers: none can appear later in the same run."""
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskCommit:
         identity = TaskIdentity.current()
@@ -380,13 +378,17 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
         return partitions
 
     def commit(self, messages: Sequence[WriterCommitMessage | None], batchId: int) -> None:
-        """Tasks committed their own transactions; what is left is fencing ids of tasks this batch lacks."""
+        """Tasks committed their own transactions; what is left is fencing ids of tasks this batch lacks.
+
+        PySpark builds a new writer for every commit (``pyspark/sql/worker/python_streaming_sink_runner.py``,
+        v4.2.0), so no commit knows whether an earlier one of the run fenced: each lists the query's groups,
+        one request on a client the worker keeps (``producers.COMMIT_CLIENTS``), and finds leftovers only at
+        the first commit after a rescale or a prefix change."""
         commits = [m for m in messages if isinstance(m, TaskCommit)]
-        if self._options.guarantee == EXACTLY_ONCE and commits and not self._fenced:
-            with self._options.connection.new_client() as kafka:  # the tasks reached the broker: no need to ask first
+        if self._options.guarantee == EXACTLY_ONCE and commits:
+            with COMMIT_CLIENTS.use(self._options.connection) as kafka:  # the tasks reached the broker: no need to ask
                 groups = self.marker_groups(self._options.prefix, commits[0].task.query)
                 fence_leftovers(kafka, groups, len(messages))
-            self._fenced = True
 
     def abort(self, messages: Sequence[WriterCommitMessage | None], batchId: int) -> None:
         """A failed task's transaction was never committed; its retry fences and aborts it."""
