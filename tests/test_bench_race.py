@@ -10,6 +10,7 @@ import pytest
 
 from kconform.conformance.bench.command import NOT_RUN_EXIT
 from kconform.conformance.bench.command import main as bench_main
+from kconform.conformance.bench.evidence import goal_verdict, median_interval
 from kconform.conformance.bench.real_time_race import FIGURES
 from kconform.conformance.bench.spark_races import (
     PARALLELISM,
@@ -106,3 +107,29 @@ def test_a_steady_state_query_whose_batches_differ_from_the_input_is_refused() -
     uneven = [batch(0, 20, 900), batch(1, 40, 20)]
     with pytest.raises(KafkaError, match="batches of \\[20, 40\\] rows, expected 3 of equal size"):
         after_the_first("sink", uneven, given)
+
+
+def test_a_median_interval_of_15_rounds_is_the_4th_to_the_12th_and_of_5_the_whole_range() -> None:
+    """The sign test's order statistics: 96.5 % for 15 rounds; 5 rounds cannot reach 95 % (15/16 is the most)."""
+    fifteen = median_interval([float(v) for v in range(15, 0, -1)])
+    assert (fifteen.low, fifteen.high, round(fifteen.coverage, 4)) == (4.0, 12.0, 0.9648)
+    five = median_interval([3.0, 1.0, 5.0, 2.0, 4.0])
+    assert (five.low, five.high, five.coverage) == (1.0, 5.0, 0.9375)
+    with pytest.raises(ValueError, match="at least one"):
+        median_interval([])
+
+
+@pytest.mark.parametrize(
+    ("ratios", "word"),
+    [
+        ([1.02, 1.05, 1.10, 1.01, 1.20], "meets goal"),  # every round above: the whole range is
+        ([0.71, 0.74, 0.82, 0.86, 0.88, 0.89, 0.89, 0.89, 0.90, 0.93, 0.97, 0.97, 0.99, 1.03, 1.33], "MISSES goal"),
+        ([0.73, 0.79, 0.87, 0.88, 0.88, 0.90, 0.93, 0.96, 0.99, 0.99, 1.06, 1.07, 1.14, 1.14, 1.21], "undecided"),
+        ([1.11, 1.19, 0.67, 1.02, 0.87], "undecided"),  # a median of 101.8 % that one round's luck decided
+    ],
+)
+def test_a_goal_is_met_or_missed_only_when_the_medians_interval_is_on_one_side(ratios: list[float], word: str) -> None:
+    """Rounds from `make bench` runs 8 and 10 and run 5 of the one-batch sink race, whose medians (89.3 %, 95.7 %,
+    101.8 %) fell on either side of 100 % by chance."""
+    verdict = goal_verdict(ratios, 1.0)
+    assert verdict.startswith(f"goal >= 100%  {word}  (median in ")
