@@ -31,7 +31,7 @@ class MedianInterval:
 
 def _at_most(n: int, j: int) -> float:
     """P(Binomial(n, 1/2) <= j)."""
-    return sum(math.comb(n, i) for i in range(j + 1)) / 2**n
+    return sum(math.comb(n, i) for i in range(j + 1)) / float(2**n)
 
 
 def median_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> MedianInterval:
