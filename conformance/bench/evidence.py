@@ -1,8 +1,9 @@
 """What a race's paired rounds say about a goal: a verdict is "meets" or "MISSES" only when the whole confidence
 interval of the rounds' median lies on one side of the goal, else "undecided".
 
-On this 2-core machine single rounds of one race vary from 68 % to 149 % (the one-batch sink race, 15 rounds),
-so a median alone fell on either side of a goal from run to run; the interval says when it cannot decide.
+On this 2-core machine single rounds of one race vary from 53 % to 149 % (the one-batch sink race, runs 8 to 12
+of the README's table), so a median alone fell on either side of a goal from run to run; the interval says when
+it cannot decide.
 The interval is distribution-free (the sign test's): order statistics ``x(k)`` and ``x(n+1-k)`` of ``n`` rounds
 hold the median of the rounds' distribution unless ``k`` or more rounds fall on one side of it, which has
 probability ``2 * P(Binomial(n, 1/2) <= k - 1)``. It assumes only independent rounds, which alternating the
