@@ -49,15 +49,18 @@ def soak(*args: str, timeout_s: float = SOAK_TIMEOUT_S) -> subprocess.CompletedP
     )  # fmt: skip
 
 
-EVERY_KIND_SCHEDULES = (9, 55)
-"""Two schedules of ``make soak-long``'s seed 1 that together draw every fault kind a single node and local Spark
-can do (checked below): ``make test``'s short case of the long soak."""
+EVERY_KIND_SCHEDULES = (21, 285)
+"""Two schedules of seed 1 (``make soak-long``'s) that together draw every fault kind a single node and local Spark
+can do (checked below): ``make test``'s short case of the long soak. In neither does a fault follow a broker kill,
+a clean restart or a node pause in the same driver run: a driver may fail at such an outage (the soak then starts
+its next run, and the schedule still passes), and a fault planned after it would go uninjected, as schedule 55's
+driver kill once did after its broker kill (the pair was 9 and 55 until then)."""
 
 
 @pytest.mark.timeout(SOAK_TIMEOUT_S)
 def test_schedules_of_every_fault_kind_pass_on_the_reference_adapter(tmp_path: Path) -> None:
     """Schedules of ``make soak-long`` (seed 1) drawn as a user's ``make soak`` draws them, which between them
-    inject every kind a single node and local Spark can do (172 s here)."""
+    inject every kind a single node and local Spark can do (165 s here)."""
     kinds = available_kinds("kafka")
     drawn = {f.kind for i in EVERY_KIND_SCHEDULES for f in draw_schedule(1, i, "kafka", kinds, 2).faults()}
     assert drawn == kinds, f"schedules {EVERY_KIND_SCHEDULES} no longer draw {sorted(kinds - drawn)}: choose others"
