@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import atexit
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Generic, Protocol, TypeVar
 
 from ..kafka_client import KafkaClient, KafkaTransactionalProducer
 from . import Connection
@@ -26,6 +26,14 @@ KEPT_PER_WORKER: Final = 8
 one is closed first. A query's tasks spread over a few workers, so a handful of ids per worker covers them."""
 
 
+class Closeable(Protocol):
+    def close(self) -> None: ...
+
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V", bound=Closeable)
+
+
 @dataclass(frozen=True, slots=True)
 class Kept:
     """A producer with no transaction open, and the client it was made by (its admin and group connections)."""
@@ -33,64 +41,51 @@ class Kept:
     client: KafkaClient
     producer: KafkaTransactionalProducer
 
-
-class KeptProducers:
-    """Producers by ``(connection, transactional id)``, at most ``size``: a task takes one out while it runs,
-    so a failed task's producer is never kept, and gives it back after it committed."""
-
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._kept: OrderedDict[tuple[Connection, str], Kept] = OrderedDict()
-
-    def take(self, connection: Connection, transactional_id: str) -> Kept | None:
-        return self._kept.pop((connection, transactional_id), None)
-
-    def give_back(self, connection: Connection, transactional_id: str, kept: Kept) -> None:
-        self._kept[(connection, transactional_id)] = kept
-        while len(self._kept) > self._size:
-            _, oldest = self._kept.popitem(last=False)
-            oldest.client.close()
-
     def close(self) -> None:
-        while self._kept:
-            self._kept.popitem()[1].client.close()
+        self.client.close()  # and the producer with it
 
 
-WORKER_PRODUCERS: Final = KeptProducers(KEPT_PER_WORKER)
-"""This process's kept producers. ``atexit`` closes them where the interpreter exits normally; a forked PySpark
-worker ends with ``os._exit`` and its connections close with the process. A kept producer has no transaction
-open, so neither way leaves anything behind on the broker."""
-atexit.register(WORKER_PRODUCERS.close)
-
-
-class KeptClients:
-    """One ``KafkaClient`` per connection, at most ``size``, for the calls a process makes again and again on
-    the same broker: each batch commit of the sink runs in a Python worker PySpark reuses, and a new client's
-    connections cost more than the commit's one request (a new admin client answers after about 16 ms)."""
+class KeptPool(Generic[K, V]):
+    """Values by key, at most ``size``, the least recently given back closed first. A caller takes one out while
+    it uses it and gives it back after, so one whose use failed (a failed task's producer) is never kept."""
 
     def __init__(self, size: int) -> None:
         self._size = size
-        self._kept: OrderedDict[Connection, KafkaClient] = OrderedDict()
+        self._kept: OrderedDict[K, V] = OrderedDict()
 
-    @contextmanager
-    def use(self, connection: Connection) -> Iterator[KafkaClient]:
-        """The kept client of ``connection`` (a new one the first time), kept again unless the caller fails:
-        a failure may have come from the client, so the next call starts from a new one."""
-        client = self._kept.pop(connection, None) or connection.new_client()
-        try:
-            yield client
-        except BaseException:
-            client.close()
-            raise
-        self._kept[connection] = client
+    def take(self, key: K) -> V | None:
+        return self._kept.pop(key, None)
+
+    def give_back(self, key: K, value: V) -> None:
+        self._kept[key] = value
         while len(self._kept) > self._size:
             self._kept.popitem(last=False)[1].close()
+
+    @contextmanager
+    def use(self, key: K, make: Callable[[], V]) -> Iterator[V]:
+        """The value kept for ``key`` (``make()``'s when there is none), kept again unless the caller fails: a
+        failure may have come from the value, so the next use starts from a new one."""
+        value = self.take(key) or make()
+        try:
+            yield value
+        except BaseException:
+            value.close()
+            raise
+        self.give_back(key, value)
 
     def close(self) -> None:
         while self._kept:
             self._kept.popitem()[1].close()
 
 
-COMMIT_CLIENTS: Final = KeptClients(KEPT_PER_WORKER)
-"""This process's clients for the sink's batch commits, closed as ``WORKER_PRODUCERS`` are."""
+WORKER_PRODUCERS: Final = KeptPool[tuple[Connection, str], Kept](KEPT_PER_WORKER)
+"""This process's kept producers, by connection and transactional id. ``atexit`` closes them where the interpreter
+exits normally; a forked PySpark worker ends with ``os._exit`` and its connections close with the process. A kept
+producer has no transaction open, so neither way leaves anything behind on the broker."""
+atexit.register(WORKER_PRODUCERS.close)
+
+COMMIT_CLIENTS: Final = KeptPool[Connection, KafkaClient](KEPT_PER_WORKER)
+"""This process's clients for the sink's batch commits, by connection: each batch commit runs in a Python worker
+PySpark reuses, and a new client's connections cost more than the commit's one request (a new admin client answers
+after about 16 ms)."""
 atexit.register(COMMIT_CLIENTS.close)

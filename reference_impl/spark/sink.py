@@ -356,7 +356,7 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
         """The client and producer this worker kept for ``transactional_id`` when its last task here committed, taken
         out (a failed task's is never given back). One of the two steps the pipeline mutants override, with
         ``_end_transaction``, so that each differs from this sink in its bug only."""
-        return WORKER_PRODUCERS.take(self._options.connection, transactional_id)
+        return WORKER_PRODUCERS.take((self._options.connection, transactional_id))
 
     def _end_transaction(self, task: TaskTransaction) -> None:
         """End the task's transaction, its rows and marker flushed into it: commit, then keep client and producer
@@ -367,7 +367,7 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
     def _keep(self, task: TaskTransaction) -> None:
         """Keep client and producer (out of the task's clients, which would close them) for the id's next task."""
         task.clients.pop_all()
-        WORKER_PRODUCERS.give_back(self._options.connection, task.transactional_id, Kept(task.kafka, task.producer))
+        WORKER_PRODUCERS.give_back((self._options.connection, task.transactional_id), Kept(task.kafka, task.producer))
 
     def _partitions(self, kafka: KafkaClient) -> int:
         """How many partitions the topic has; an unreachable broker or a missing topic is an ``OptionError``."""
@@ -386,7 +386,8 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
         the first commit after a rescale or a prefix change."""
         commits = [m for m in messages if isinstance(m, TaskCommit)]
         if self._options.guarantee == EXACTLY_ONCE and commits:
-            with COMMIT_CLIENTS.use(self._options.connection) as kafka:  # the tasks reached the broker: no need to ask
+            connection = self._options.connection
+            with COMMIT_CLIENTS.use(connection, connection.new_client) as kafka:  # the tasks reached it: no need to ask
                 groups = self.marker_groups(self._options.prefix, commits[0].task.query)
                 fence_leftovers(kafka, groups, len(messages))
 

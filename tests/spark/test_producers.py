@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import cast
 
 import pytest
 
-from kconform.reference_impl.spark import Connection
-from kconform.reference_impl.spark.producers import KeptClients
+from kconform.reference_impl.spark.producers import KeptPool
 
 
 @dataclass
@@ -31,35 +29,34 @@ class StandInConnection:
         return self.made[-1]
 
 
-def _connection(name: str) -> Connection:
-    return cast(Connection, StandInConnection(name))
+Pool = KeptPool[StandInConnection, StandInClient]
 
 
 def test_a_commit_takes_the_client_the_last_commit_on_its_connection_kept() -> None:
-    kept, a, b = KeptClients(2), _connection("a"), _connection("b")
-    with kept.use(a) as first, kept.use(b) as other:
+    kept, a, b = Pool(2), StandInConnection("a"), StandInConnection("b")
+    with kept.use(a, a.new_client) as first, kept.use(b, b.new_client) as other:
         pass
-    with kept.use(a) as again:
+    with kept.use(a, a.new_client) as again:
         assert again is first and again is not other
-    assert not cast(StandInClient, first).closed
+    assert not first.closed
 
 
 def test_a_failed_call_closes_its_client_and_the_next_starts_a_new_one() -> None:
-    kept, a = KeptClients(2), _connection("a")
-    with pytest.raises(RuntimeError), kept.use(a) as failed:
+    kept, a = Pool(2), StandInConnection("a")
+    with pytest.raises(RuntimeError), kept.use(a, a.new_client) as failed:
         raise RuntimeError("the broker refused")
-    assert cast(StandInClient, failed).closed
-    with kept.use(a) as fresh:
+    assert failed.closed
+    with kept.use(a, a.new_client) as fresh:
         assert fresh is not failed
 
 
 def test_past_its_size_the_least_recently_used_client_is_closed() -> None:
-    kept = KeptClients(2)
-    connections = [_connection(name) for name in "abc"]
+    kept = Pool(2)
+    connections = [StandInConnection(name) for name in "abc"]
     clients = []
     for connection in connections:
-        with kept.use(connection) as client:
-            clients.append(cast(StandInClient, client))
+        with kept.use(connection, connection.new_client) as client:
+            clients.append(client)
     assert [c.closed for c in clients] == [True, False, False]
     kept.close()
     assert all(c.closed for c in clients)
