@@ -1,7 +1,7 @@
 """Spark throughput races for ``kconform bench``: the ``kconform-kafka`` source and sink against other clients.
 
 A race runs its competitors on the same data and the same broker in the same run, each once per round for
-``SOURCE_ROUNDS``, ``SINK_ROUNDS`` or ``ROUNDS`` rounds (source, sink and real-time races), the order reversed
+``SOURCE_ROUNDS``, ``SINK_ROUNDS`` or ``REAL_TIME_ROUNDS`` rounds (source, sink and real-time races), the order reversed
 every other round, so drift in the machine's load (the project's machines are two shared cores) falls on each
 alike. Every rate is the median of the rounds; every ratio is the median of the rounds' paired ratios, and a
 goal is met or missed only when the median's confidence interval lies on one side of it (``evidence``).
@@ -71,8 +71,6 @@ SOURCE_RECORDS: Final = 200_000
 SINK_RECORDS: Final = 100_000
 VALUE_BYTES: Final = 100
 PARALLELISM: Final = 2
-ROUNDS: Final = 5
-"""Rounds of the real-time race, which has no goal."""
 SOURCE_ROUNDS: Final = 9
 """Rounds of the source race: its goals lie far outside its rounds' spread, but a first round slowed by a cold
 worker moved the whole-range interval that 5 rounds give (39 % against 87-93 %); 9 rounds drop the highest and
