@@ -83,10 +83,6 @@ class Discoverer(Protocol):
     def discover(self, metadata: Metadata) -> Iterable[TopicPartition]: ...
 
 
-class SourceCheckpointLike(Protocol):
-    """Opaque to the suite: only handed back to ``restore_source``."""
-
-
 class Source(Protocol):
     """All subtasks of one source (see ``kconform.reference_impl.restore.SourceJob``)."""
 

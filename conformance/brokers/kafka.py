@@ -400,11 +400,6 @@ class KafkaBroker(Broker):
             proxy.arm(hold)
         return hold
 
-    def disarm(self) -> None:
-        for node in self._nodes:
-            if node.proxy is not None:
-                node.proxy.arm(None)
-
     def stop(self) -> None:
         self._halt(keep=False)
 

@@ -101,8 +101,8 @@ class StallingProxy:
         self._selector.register(self._listener, selectors.EVENT_READ, None)
         self._thread.start()
 
-    def arm(self, hold: ResponseHold | None) -> None:
-        """The next request of ``hold.api_key`` on any connection gets its answer held (None: disarm)."""
+    def arm(self, hold: ResponseHold) -> None:
+        """The next request of ``hold.api_key`` on any connection gets its answer held (``hold.cancel()`` disarms)."""
         self._hold = hold
 
     def close(self) -> None:
