@@ -3,6 +3,7 @@ missing."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -11,6 +12,7 @@ import pytest
 from kconform.conformance.bench.command import NOT_RUN_EXIT
 from kconform.conformance.bench.command import main as bench_main
 from kconform.conformance.bench.evidence import goal_verdict, median_interval
+from kconform.conformance.bench.process_cpu import TICKS_PER_S, cpu_meter, stat_cpu_s
 from kconform.conformance.bench.real_time_race import FIGURES
 from kconform.conformance.bench.spark_races import (
     PARALLELISM,
@@ -24,6 +26,7 @@ from kconform.conformance.bench.spark_races import (
     race,
     race_rows,
 )
+from kconform.conformance.brokers.external import ExternalBroker
 from kconform.conformance.jvm import JVM_DIR_ENV
 from kconform.reference_impl.ports import KafkaError
 
@@ -133,3 +136,42 @@ def test_a_goal_is_met_or_missed_only_when_the_medians_interval_is_on_one_side(r
     101.8 %) fell on either side of 100 % by chance."""
     verdict = goal_verdict(ratios, 1.0)
     assert verdict.startswith(f"goal >= 100%  {word}  (median in ")
+
+
+def test_a_proc_stat_line_gives_user_plus_system_seconds_whatever_the_command_holds() -> None:
+    """utime and stime are the 14th and 15th fields, counted after the command's last parenthesis."""
+    line = "4242 (java (kafka) x) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 50 7 9 20 0 60 0 1 2 3\n"
+    assert stat_cpu_s(line, ticks_per_s=100) == 3.0
+
+
+def test_a_cpu_meter_reads_running_processes_and_is_none_without_any(tmp_path: Path) -> None:
+    assert cpu_meter([]) is None
+    assert ExternalBroker("host:9092").local_pids() == []  # a broker the suite did not start: nothing to count
+    (tmp_path / "7").mkdir()
+    (tmp_path / "7" / "stat").write_text("7 (kafka) S " + " ".join(["0"] * 10) + " 100 20 0 0\n")
+    meter = cpu_meter([7], proc=tmp_path)
+    assert meter is not None and meter() == 120 / TICKS_PER_S
+    (tmp_path / "7" / "stat").unlink()  # the process ended: the meter says it cannot tell
+    assert meter() is None
+    assert cpu_meter([8], proc=tmp_path) is None
+    own = cpu_meter([os.getpid()])
+    assert own is not None and (own() or 0.0) >= 0.0
+
+
+def test_the_race_counts_the_brokers_cpu_around_each_run_and_prints_its_median() -> None:
+    """Each run gets the meter's growth while it ran; a round the meter could not read leaves the figure out."""
+    counter = iter([0.0, 0.25, 1.0, 1.5, 2.0, 2.1, 3.0, 3.3])
+    timings = race(
+        [Competitor("a", "", lambda _: Timing(1.0, 1.0)), Competitor("b", "", lambda _: Timing(1.0, 1.0))],
+        2,
+        lambda: next(counter),
+    )
+    assert [t.broker_cpu_s for t in timings["a"]] == [0.25, pytest.approx(0.3)]
+    assert [t.broker_cpu_s for t in timings["b"]] == [0.5, pytest.approx(0.1)]
+    rows = race_rows(100, [Competitor("a", "", lambda _: Timing(0, 0))], timings, [])
+    assert any("broker CPU" in row and "275 ms a round (median of 2" in row for row in rows)
+    unread = race([Competitor("c", "", lambda _: Timing(1.0, 1.0))], 1, lambda: None)
+    assert unread["c"][0].broker_cpu_s is None
+    assert not any(
+        "broker CPU" in row for row in race_rows(100, [Competitor("c", "", lambda _: Timing(0, 0))], unread, [])
+    )

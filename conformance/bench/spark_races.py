@@ -31,6 +31,10 @@ Every competitor has two rates, measured the same way for each:
   consumer's reads, the producer's transactions from the first ``begin_transaction`` to the last
   ``commit_transaction`` returning.
 
+Beside them, the broker's CPU while each round ran (its processes' ``/proc`` counters, ``process_cpu``; only for a
+broker the suite started here): Spark, the broker and the clients share the machine's cores, so a rate includes the
+broker's work the competitor causes, and this says how much.
+
 The SparkSession's start and a small warm-up query (the session's first query spends seconds
 starting its Python workers) are in no figure. Every written output is read back (read_committed)
 and counted outside the timed regions: a rate over records that were lost would mean nothing.
@@ -42,7 +46,7 @@ import re
 import statistics
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 from uuid import uuid4
@@ -65,6 +69,7 @@ from ..brokers import Broker
 from ..spark.pipeline import Pipeline
 from .evidence import goal_verdict
 from .floor_sink import FLOOR_FORMAT, register_floor
+from .process_cpu import CpuMeter, cpu_meter
 
 PARTITIONS: Final = 4
 SOURCE_RECORDS: Final = 200_000
@@ -100,10 +105,12 @@ PYTHON_FLOOR: Final = "python floor"
 
 @dataclass(frozen=True)
 class Timing:
-    """One run of one competitor: seconds overall and inside the batch (see the module docstring)."""
+    """One run of one competitor: seconds overall and inside the batch (see the module docstring), and the broker's
+    CPU seconds while it ran (``None``: not counted)."""
 
     wall_s: float
     inside_s: float
+    broker_cpu_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -133,12 +140,18 @@ class Comparison:
     inside_goal: float | None = None
 
 
-def race(competitors: Sequence[Competitor], rounds: int) -> dict[str, list[Timing]]:
-    """Each competitor once per round, in reverse order every other round; then each one's check."""
+def race(competitors: Sequence[Competitor], rounds: int, broker_cpu: CpuMeter | None = None) -> dict[str, list[Timing]]:
+    """Each competitor once per round, in reverse order every other round, the broker's CPU counted around each run
+    when ``broker_cpu`` can; then each one's check."""
     timings: dict[str, list[Timing]] = {c.name: [] for c in competitors}
     for n in range(rounds):
         for competitor in competitors if n % 2 == 0 else reversed(competitors):
-            timings[competitor.name].append(competitor.run(n))
+            before = broker_cpu() if broker_cpu is not None else None
+            timing = competitor.run(n)
+            after = broker_cpu() if broker_cpu is not None else None
+            if before is not None and after is not None:
+                timing = replace(timing, broker_cpu_s=after - before)
+            timings[competitor.name].append(timing)
     for competitor in competitors:
         competitor.check()
     return timings
@@ -173,6 +186,12 @@ def race_rows(
                 f"    {entrant.name:<28} {figure:<20} {rate(counted[figure], median):>9,.0f} rec/s  "
                 f"({counted[figure]:,} in {median:.2f} s, median of {len(runs)})"
             )
+        counted_cpu = [t.broker_cpu_s for t in runs if t.broker_cpu_s is not None]
+        if len(counted_cpu) == len(runs):
+            rows.append(
+                f"    {'':<28} {'broker CPU':<20} {statistics.median(counted_cpu) * 1000:>9,.0f} ms a round "
+                f"(median of {len(runs)}, the broker's processes while the round ran)"
+            )
         rows.append(f"    {'':<28} {entrant.what}")
     for comparison in comparisons:
         if comparison.contender not in timings or comparison.baseline not in timings:
@@ -202,6 +221,10 @@ class Arena:
 
     def topic(self, role: str) -> str:
         return new_topic(self.client, self.run, role)
+
+    def broker_cpu(self) -> CpuMeter | None:
+        """A meter of the broker's CPU, when the suite started it on this machine."""
+        return cpu_meter(self.broker.local_pids())
 
     def checkpoint(self, role: str) -> str:
         return str(self.work / f"{role}-checkpoint")
@@ -412,7 +435,7 @@ SOURCE_COMPARISONS: Final = (
 
 def bench_source(arena: Arena, topic: str, records: int) -> list[str]:
     entrants = [entrant(arena, topic, records) for entrant in SOURCE_COMPETITORS.values()]
-    timings = race([e for e in entrants if isinstance(e, Competitor)], SOURCE_ROUNDS)
+    timings = race([e for e in entrants if isinstance(e, Competitor)], SOURCE_ROUNDS, arena.broker_cpu())
     return [
         f"  source race: {records:,} records of {PARTITIONS} partitions, {SOURCE_ROUNDS} rounds",
         *race_rows(records, entrants, timings, SOURCE_COMPARISONS),
@@ -605,10 +628,10 @@ STEADY_COMPARISONS: Final = (Comparison(REFERENCE, SPARK_KAFKA, inside_goal=SPAR
 def bench_sink(arena: Arena, records: int) -> list[str]:
     given = SinkInput.write(arena.spark, arena.work / "sink-input", records)
     entrants = [entrant(arena, given) for entrant in SINK_COMPETITORS.values()]
-    timings = race([e for e in entrants if isinstance(e, Competitor)], SINK_ROUNDS)
+    timings = race([e for e in entrants if isinstance(e, Competitor)], SINK_ROUNDS, arena.broker_cpu())
     steady = SinkInput.write(arena.spark, arena.work / "steady-input", records, STEADY_BATCHES)
     steady_entrants = [entrant(arena, steady) for entrant in STEADY_COMPETITORS.values()]
-    steady_timings = race([e for e in steady_entrants if isinstance(e, Competitor)], SINK_ROUNDS)
+    steady_timings = race([e for e in steady_entrants if isinstance(e, Competitor)], SINK_ROUNDS, arena.broker_cpu())
     later = f"batches 2-{STEADY_BATCHES}"
     return [
         f"  sink race: {given.records:,} records in {len(given.rows)} Parquet files (one task each), "

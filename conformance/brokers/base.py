@@ -117,6 +117,11 @@ class Broker(abc.ABC):
         """A line for reports; never includes security settings."""
         return f"{self.kind} broker at {self.bootstrap_servers}"
 
+    def local_pids(self) -> list[int]:
+        """The processes serving this broker on this machine (none for one the suite did not start): ``kconform
+        bench`` counts the broker's CPU by them."""
+        return []
+
     @abc.abstractmethod
     def start(self) -> None:
         """Start (or connect) and return once the broker answers a metadata request."""

@@ -291,6 +291,9 @@ class KafkaBroker(Broker):
     def pids(self) -> list[int]:
         return [n.pid for n in self._nodes if n.pid is not None]
 
+    def local_pids(self) -> list[int]:
+        return self.pids
+
     def describe(self) -> str:
         shape = "1 node" if self._size == 1 else f"{self._size} nodes"
         return f"{self.version} (KRaft, {shape}, pids {self.pids}) at {self.bootstrap_servers}"

@@ -85,6 +85,9 @@ class TansuBroker(Broker):
     def log_path(self) -> Path | None:
         return None if self._workdir is None else self._workdir / "tansu.log"
 
+    def local_pids(self) -> list[int]:
+        return [] if self.pid is None else [self.pid]
+
     def describe(self) -> str:
         return f"embedded {self.version} (pid {self.pid}) at {self.bootstrap_servers}"
 

@@ -1,0 +1,36 @@
+"""CPU time of processes on this machine, read from ``/proc``: how ``kconform bench`` counts the broker's work
+beside each competitor's rate. The races run Spark, the broker and the clients on the same cores, so a rate
+includes the broker's work the competitor causes (an exactly-once sink's transactions, say); this shows how much."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Final
+
+TICKS_PER_S: Final = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+CpuMeter = Callable[[], "float | None"]
+"""The processes' summed CPU seconds so far, or ``None`` once one cannot be read (it ended)."""
+
+
+def stat_cpu_s(stat: str, ticks_per_s: int = TICKS_PER_S) -> float:
+    """User plus system CPU seconds of one ``/proc/<pid>/stat`` line: its 14th and 15th fields, counted after the
+    command's closing parenthesis (the command may hold spaces and parentheses)."""
+    fields = stat.rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / ticks_per_s
+
+
+def cpu_meter(pids: Sequence[int], proc: Path = Path("/proc")) -> CpuMeter | None:
+    """A meter of ``pids``' CPU, or ``None`` when there are none (an external broker) or ``/proc`` cannot tell."""
+    if not pids:
+        return None
+
+    def read() -> float | None:
+        try:
+            return sum(stat_cpu_s((proc / str(pid) / "stat").read_text()) for pid in pids)
+        except (OSError, IndexError, ValueError):
+            return None
+
+    return read if read() is not None else None
