@@ -36,10 +36,12 @@ V = TypeVar("V", bound=Closeable)
 
 @dataclass(frozen=True, slots=True)
 class Kept:
-    """A producer with no transaction open, and the client it was made by (its admin and group connections)."""
+    """A producer with no transaction open, the client it was made by (its admin and group connections), and the
+    batch its last transaction committed (its id's marker is ``batch + 1`` unless another producer took the id)."""
 
     client: KafkaClient
     producer: KafkaTransactionalProducer
+    batch: int
 
     def close(self) -> None:
         self.client.close()  # and the producer with it

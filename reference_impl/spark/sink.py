@@ -18,6 +18,9 @@ it; the exactly-once sink therefore commits inside each task (COMMIT-011):
   and reads the marker again, with nothing written yet. When the call succeeds, no producer initialised
   the id since this one did, so no transaction of the id could commit after the marker read: the read
   is current. The commit needs the epoch too, so an init after that call fences the task as before.
+  A marker other than the one the kept producer left (``b' + 1`` after its batch ``b'``) shows it fenced
+  without the call: another producer of the id committed since, or ``fence_leftovers`` fenced the id and
+  deleted its group; the task drops it at once (a task that lands in another worker than its id's last).
   The marker goes into the transaction again with the commit, and a new producer's task sends it only
   then: ``init_transactions`` has just proven that producer's epoch, and a marker pending from the start
   would hold a stable read of the group (a restart's, when nothing fences the transaction) until it ended;
@@ -344,9 +347,7 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
                 if not exactly_once:
                     producer: KafkaProducer | None = kafka.producer()
                 else:
-                    producer = _open_transaction(
-                        kafka, self._options, identity, self.marker_groups, None if kept is None else kept.producer
-                    )
+                    producer = _open_transaction(kafka, self._options, identity, self.marker_groups, kept)
             except KafkaError:
                 partitions.result()  # an unreachable broker or a missing topic fails as the option it is
                 raise
@@ -367,7 +368,8 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
     def _keep(self, task: TaskTransaction) -> None:
         """Keep client and producer (out of the task's clients, which would close them) for the id's next task."""
         task.clients.pop_all()
-        WORKER_PRODUCERS.give_back((self._options.connection, task.transactional_id), Kept(task.kafka, task.producer))
+        kept = Kept(task.kafka, task.producer, task.identity.batch)
+        WORKER_PRODUCERS.give_back((self._options.connection, task.transactional_id), kept)
 
     def _partitions(self, kafka: KafkaClient) -> int:
         """How many partitions the topic has; an unreachable broker or a missing topic is an ``OptionError``."""
@@ -409,23 +411,23 @@ def _open_transaction(
     options: SinkOptions,
     identity: TaskIdentity,
     marker_groups: type[MarkerGroups],
-    kept: KafkaTransactionalProducer | None = None,
+    kept: Kept | None = None,
 ) -> KafkaTransactionalProducer | None:
     """The task's producer with its transaction begun, or ``None`` when the marker shows the batch committed
     (COMMIT-011): records and marker ``batch + 1`` then commit in that transaction.
 
-    ``kept``, a producer of the id this worker committed with before, serves if it still holds the id's
+    ``kept``, the producer of the id this worker committed a batch with before, serves if it still holds the id's
     epoch; when it lost it (fenced, its id expired, any fatal error) a new producer is initialised, which
     fences every other, and the marker read again: no record was written yet."""
     if kept is not None:
         try:
-            return _begin(kafka, options, identity, marker_groups, kept, prove_epoch=True)
+            return _begin(kafka, options, identity, marker_groups, kept.producer, kept_batch=kept.batch)
         except KafkaError as error:
             if not _lost_its_epoch(error):
                 raise
-            kafka.discard(kept)
+            kafka.discard(kept.producer)
     producer = kafka.init_producer(identity.transactional_id(options.prefix))  # fences every earlier attempt
-    return _begin(kafka, options, identity, marker_groups, producer, prove_epoch=False)
+    return _begin(kafka, options, identity, marker_groups, producer)
 
 
 def _begin(
@@ -434,11 +436,12 @@ def _begin(
     identity: TaskIdentity,
     marker_groups: type[MarkerGroups],
     producer: KafkaTransactionalProducer,
-    prove_epoch: bool,
+    kept_batch: int | None = None,
 ) -> KafkaTransactionalProducer | None:
     """Read the marker; unless it shows the batch committed, begin.
 
-    ``prove_epoch`` (a kept producer): put marker ``batch + 1`` into the transaction before any record, which
+    A kept producer (``kept_batch``, the batch it committed last) is refused as fenced when the marker is not
+    the one it left, and otherwise puts marker ``batch + 1`` into the transaction before any record, which
     the coordinator refuses when another producer initialised the id since this one did. A new producer's
     ``init_transactions`` has just proven its epoch, so its marker goes in only with the commit: one pending
     from the start would hold every stable read of the group (a restart's) until the transaction ends."""
@@ -453,8 +456,13 @@ def _begin(
             kafka.delete_consumer_groups(earlier)
     if marker > identity.batch:
         return None
+    if kept_batch is not None and marker != kept_batch + 1:
+        raise ProducerFencedError(
+            f"{transactional_id}: marker {marker}, not {kept_batch + 1} as this worker's producer left it after batch "
+            f"{kept_batch}: another producer of the id committed since, or the id was fenced and its group deleted"
+        )
     producer.begin_transaction()
-    if prove_epoch:
+    if kept_batch is not None:
         producer.send_offsets_to_transaction(transactional_id, {marker_tp: identity.batch + 1})
     return producer
 

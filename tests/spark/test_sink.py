@@ -9,6 +9,7 @@ What Tansu cannot show (aborted records hidden from read_committed, zombie fenci
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa  # type: ignore[import-untyped]
@@ -27,6 +28,7 @@ from kconform.reference_impl.kafka_client import KafkaClient, KafkaTransactional
 from kconform.reference_impl.kafka_strategies import partition_for_key
 from kconform.reference_impl.ports import Isolation
 from kconform.reference_impl.spark import Connection
+from kconform.reference_impl.spark.producers import Kept
 from kconform.reference_impl.spark.sink import (
     DEFAULT_PREFIX,
     EXACTLY_ONCE,
@@ -137,27 +139,56 @@ def test_required_COMMIT_011_a_kept_producer_another_attempt_fenced_is_replaced_
     _, sink = topics
     options = SinkOptions(Connection.parse({"bootstrap.servers": broker.bootstrap_servers}), sink, EXACTLY_ONCE, "kc")
     query = topic_name("query")
+    write = _task_writer(client, options, query)
     transactional_id = TaskIdentity(query, 0, 0).transactional_id(options.prefix)
 
-    def write(batch: int, kept: KafkaTransactionalProducer | None) -> KafkaTransactionalProducer:
+    first = write(0, None)
+    client.init_producer(transactional_id)  # another attempt of task 0: fences ``first``
+    second = write(1, Kept(client, first, 0))
+    assert second is not first, "the fenced kept producer was used"
+    assert write(2, Kept(client, second, 1)) is second, "a kept producer nobody fenced is initialised anew"
+    replay = _open_transaction(client, options, TaskIdentity(query, 2, 0), MarkerGroups, Kept(client, second, 2))
+    assert replay is None, "a replay wrote again"
+    assert committed_values(client, sink) == Counter({b"batch-0": 1, b"batch-1": 1, b"batch-2": 1})
+    assert client.committed(transactional_id) == {TopicPartition(sink, 0): 3}
+
+
+def test_required_COMMIT_011_a_kept_producer_whose_id_committed_elsewhere_since_is_dropped_untried(
+    broker: Broker, client: KafkaClient, topics: tuple[str, str]
+) -> None:
+    """When the id's marker moved past the one a worker's kept producer left, another producer of the id committed
+    since, so the kept one is fenced: the task drops it without a call (no fenced error for librdkafka to log as
+    fatal, no wasted round trip) and commits through a new producer, exactly once."""
+    _, sink = topics
+    options = SinkOptions(Connection.parse({"bootstrap.servers": broker.bootstrap_servers}), sink, EXACTLY_ONCE, "kc")
+    query = topic_name("query")
+    write = _task_writer(client, options, query)
+    first = write(0, None)  # this worker committed batch 0 and keeps ``first``
+    write(1, None)  # batch 1 ran in another worker, which initialised a producer of its own
+    calls: list[str] = []
+    for name in ("begin_transaction", "send_offsets_to_transaction", "produce"):
+        setattr(first, name, lambda *_, name=name: calls.append(name))  # a call on ``first`` is recorded, not made
+    third = write(2, Kept(client, first, 0))
+    assert third is not first and calls == [], f"the stale kept producer was tried: {calls}"
+    assert committed_values(client, sink) == Counter({b"batch-0": 1, b"batch-1": 1, b"batch-2": 1})
+
+
+def _task_writer(
+    client: KafkaClient, options: SinkOptions, query: str
+) -> Callable[[int, Kept | None], KafkaTransactionalProducer]:
+    """Task 0 of ``query`` writing batch ``b`` as the sink does, through a kept producer if given; its producer."""
+    transactional_id = TaskIdentity(query, 0, 0).transactional_id(options.prefix)
+
+    def write(batch: int, kept: Kept | None) -> KafkaTransactionalProducer:
         producer = _open_transaction(client, options, TaskIdentity(query, batch, 0), MarkerGroups, kept)
         assert producer is not None, f"batch {batch} has not committed"
-        producer.produce(sink, 0, None, f"batch-{batch}".encode())
-        producer.send_offsets_to_transaction(transactional_id, {TopicPartition(sink, 0): batch + 1})  # as the task does
+        producer.produce(options.topic, 0, None, f"batch-{batch}".encode())
+        producer.send_offsets_to_transaction(transactional_id, {TopicPartition(options.topic, 0): batch + 1})
         producer.flush()
         producer.commit_transaction()
         return producer
 
-    first = write(0, None)
-    client.init_producer(transactional_id)  # another attempt of task 0: fences ``first``
-    second = write(1, first)
-    assert second is not first, "the fenced kept producer was used"
-    assert write(2, second) is second, "a kept producer nobody fenced is initialised anew"
-    assert _open_transaction(client, options, TaskIdentity(query, 2, 0), MarkerGroups, second) is None, (
-        "a replay wrote again"
-    )
-    assert committed_values(client, sink) == Counter({b"batch-0": 1, b"batch-1": 1, b"batch-2": 1})
-    assert client.committed(transactional_id) == {TopicPartition(sink, 0): 3}
+    return write
 
 
 def test_rows_are_routed_by_partition_column_then_by_key(
