@@ -287,16 +287,12 @@ class KafkaBroker(Broker):
     def nodes(self) -> Sequence[KafkaNode]:
         return tuple(self._nodes)
 
-    @property
-    def pids(self) -> list[int]:
-        return [n.pid for n in self._nodes if n.pid is not None]
-
     def local_pids(self) -> list[int]:
-        return self.pids
+        return [n.pid for n in self._nodes if n.pid is not None]
 
     def describe(self) -> str:
         shape = "1 node" if self._size == 1 else f"{self._size} nodes"
-        return f"{self.version} (KRaft, {shape}, pids {self.pids}) at {self.bootstrap_servers}"
+        return f"{self.version} (KRaft, {shape}, pids {self.local_pids()}) at {self.bootstrap_servers}"
 
     def start(self) -> None:
         began = time.monotonic()
