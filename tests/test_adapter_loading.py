@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from kconform.conformance.adapter import interface
 from kconform.conformance.adapter.interface import AdapterBase, missing_members
 from kconform.conformance.adapter.loader import load_adapter
 from kconform.reference_impl.assignment import assign
@@ -75,3 +76,26 @@ def test_a_module_not_on_the_path_gets_told_how_to_put_it_there() -> None:
     message = str(error.value)
     assert "'kconform_no_such_user_module' is not on the Python path" in message
     assert "add that folder to PYTHONPATH" in message
+
+
+def test_an_adapter_importing_a_removed_name_is_told_what_replaced_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``SourceCheckpointLike`` left the interface module (it typed nothing the suite passes): an adapter written
+    when it was there fails to load with an error naming the removal and what to write instead."""
+    (tmp_path / "kconform_old_adapter.py").write_text(
+        "from kconform.conformance.adapter.interface import AdapterBase, SourceCheckpointLike\n"
+        "ADAPTER = AdapterBase()\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        with pytest.raises(ValueError) as error:
+            load_adapter("kconform_old_adapter:ADAPTER")
+    finally:
+        sys.modules.pop("kconform_old_adapter", None)
+    message = str(error.value)
+    assert "cannot import 'kconform_old_adapter'" in message
+    assert "SourceCheckpointLike was removed from kconform" in message
+    assert "annotate it as Any" in message and "still contract_version = 3" in message
+    with pytest.raises(AttributeError, match="no attribute 'NoSuchName'"):
+        getattr(interface, "NoSuchName")  # noqa: B009  # any other missing name is the usual AttributeError

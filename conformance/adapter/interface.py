@@ -308,6 +308,13 @@ CONTRACT_CHANGES: Final = {
     "contract_version = 3",
 }
 """What each contract version changed from the one before; an adapter written for an older one is told."""
+REMOVED_NAMES: Final = {
+    "SourceCheckpointLike": "it typed nothing the suite passes and no member took it (a source's checkpoint is "
+    "opaque: snapshot returns it and restore_source gets it back in RestoreConfig.checkpoint); annotate it as "
+    "Any or your own type. The contract did not change (still contract_version = 3)",
+}
+"""Names this module no longer has, outside the adapter API (``kconform.conformance.adapter``'s ``__all__``) but
+importable before: an adapter that still imports one is told why and what to write instead."""
 CONTRACT_ONE: Final = " (contract 1)"
 """How ``ContractOne`` labels the members it calls positionally, as contract 1 did."""
 CONTRACT_ONE_PARAMETERS: Final = {
@@ -318,3 +325,10 @@ CONTRACT_ONE_PARAMETERS: Final = {
     "recover_sink": ["log", "prefix", "parallelism", "checkpoint"],
 }
 """Contract 1's positional parameters of the members contract 2 gives a config object."""
+
+
+def __getattr__(name: str) -> object:
+    """A removed name is an ``ImportError`` naming what replaced it, not a bare "cannot import name"."""
+    if name in REMOVED_NAMES:
+        raise ImportError(f"{__name__}.{name} was removed from kconform: {REMOVED_NAMES[name]}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
