@@ -21,9 +21,9 @@ it; the exactly-once sink therefore commits inside each task (COMMIT-011):
   A marker other than the one the kept producer left (``b' + 1`` after its batch ``b'``) shows it fenced
   without the call: another producer of the id committed since, or ``fence_leftovers`` fenced the id and
   deleted its group; the task drops it at once (a task that lands in another worker than its id's last).
-  The marker goes into the transaction again with the commit, and a new producer's task sends it only
-  then: ``init_transactions`` has just proven that producer's epoch, and a marker pending from the start
-  would hold a stable read of the group (a restart's, when nothing fences the transaction) until it ended;
+  The marker goes into a transaction once: a kept producer's at the start, a new producer's only with
+  the commit: ``init_transactions`` has just proven that producer's epoch, and a marker pending from the
+  start would hold a stable read of the group (a restart's, when nothing fences the transaction) until it ended;
 - a task index registers its group (marker 0) before its first transaction, so when a later
   batch runs fewer tasks the driver's ``commit`` finds the ids of the larger earlier parallelism,
   fences them (``init_transactions`` aborts what they left open) and deletes their groups
@@ -275,6 +275,15 @@ def _cells(batch: pa.RecordBatch, name: str) -> list[bytes | None]:
 
 
 @dataclass(frozen=True, slots=True)
+class Begun:
+    """A task's producer with its transaction begun, and whether marker ``batch + 1`` is in it already: a kept
+    producer puts it in first, to prove its epoch; a new producer's goes in with the commit."""
+
+    producer: KafkaTransactionalProducer
+    marker_in: bool
+
+
+@dataclass(frozen=True, slots=True)
 class TaskTransaction:
     """A task's open transaction under exactly-once, with what ending it needs: the clients closed when the task
     ends (unless kept), the client and producer a committed task keeps, and whose id the transaction is."""
@@ -307,32 +316,33 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kconform-sink-open") as pool:
                 opening = pool.submit(self._open, clients, identity)
                 ahead = _read_ahead(iterator, opening.done)
-                kafka, producer, placement = opening.result()
+                kafka, opened, placement = opening.result()
             batches = itertools.chain(ahead, iterator)
-            if producer is None:
+            if opened is None:
                 for _ in batches:  # Spark feeds the task's input whether or not it is written; no need to decode it
                     pass
                 return TaskCommit(identity, 0, skipped=True)
+            if not isinstance(opened, Begun):  # at-least-once
+                written = _produce(opened, topic, placement, batches)
+                opened.flush()
+                return TaskCommit(identity, written, skipped=False)
+            producer = opened.producer  # exactly-once: the marker commits with the rows
             written = _produce(producer, topic, placement, batches)
-            if isinstance(producer, KafkaTransactionalProducer):  # exactly-once: the marker commits with the rows
-                task = TaskTransaction(
-                    clients, kafka, producer, identity, identity.transactional_id(self._options.prefix)
-                )
+            task = TaskTransaction(clients, kafka, producer, identity, identity.transactional_id(self._options.prefix))
+            if not opened.marker_in:
                 producer.send_offsets_to_transaction(
                     task.transactional_id, {TopicPartition(topic, 0): identity.batch + 1}
                 )
-                producer.flush()
-                self._end_transaction(task)
-            else:
-                producer.flush()
+            producer.flush()
+            self._end_transaction(task)
             return TaskCommit(identity, written, skipped=False)
 
     def _open(
         self, clients: contextlib.ExitStack[bool | None], identity: TaskIdentity
-    ) -> tuple[KafkaClient, KafkaProducer | None, Placement]:
+    ) -> tuple[KafkaClient, KafkaProducer | Begun | None, Placement]:
         """What must happen before the first record, from connecting (the client joins ``clients``, closed
         when the task ends unless it committed) to the topic's partitions and the producer; under exactly-once
-        the producer has its transaction begun, or is ``None`` when the batch committed before.
+        its transaction begun, or ``None`` when the batch committed before.
 
         The admin client connects and reads the topic while the producer connects (and fences): each
         takes several broker round trips, and only the marker's read needs both. Under exactly-once a
@@ -345,13 +355,13 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
             partitions = pool.submit(self._partitions, kafka)
             try:
                 if not exactly_once:
-                    producer: KafkaProducer | None = kafka.producer()
+                    opened: KafkaProducer | Begun | None = kafka.producer()
                 else:
-                    producer = _open_transaction(kafka, self._options, identity, self.marker_groups, kept)
+                    opened = _open_transaction(kafka, self._options, identity, self.marker_groups, kept)
             except KafkaError:
                 partitions.result()  # an unreachable broker or a missing topic fails as the option it is
                 raise
-            return kafka, producer, self.placement(identity.task, partitions.result())
+            return kafka, opened, self.placement(identity.task, partitions.result())
 
     def _take_kept(self, transactional_id: str) -> Kept | None:
         """The client and producer this worker kept for ``transactional_id`` when its last task here committed, taken
@@ -412,7 +422,7 @@ def _open_transaction(
     identity: TaskIdentity,
     marker_groups: type[MarkerGroups],
     kept: Kept | None = None,
-) -> KafkaTransactionalProducer | None:
+) -> Begun | None:
     """The task's producer with its transaction begun, or ``None`` when the marker shows the batch committed
     (COMMIT-011): records and marker ``batch + 1`` then commit in that transaction.
 
@@ -437,14 +447,15 @@ def _begin(
     marker_groups: type[MarkerGroups],
     producer: KafkaTransactionalProducer,
     kept_batch: int | None = None,
-) -> KafkaTransactionalProducer | None:
+) -> Begun | None:
     """Read the marker; unless it shows the batch committed, begin.
 
     A kept producer (``kept_batch``, the batch it committed last) is refused as fenced when the marker is not
     the one it left, and otherwise puts marker ``batch + 1`` into the transaction before any record, which
-    the coordinator refuses when another producer initialised the id since this one did. A new producer's
-    ``init_transactions`` has just proven its epoch, so its marker goes in only with the commit: one pending
-    from the start would hold every stable read of the group (a restart's) until the transaction ends."""
+    the coordinator refuses when another producer initialised the id since this one did; it is not sent again.
+    A new producer's ``init_transactions`` has just proven its epoch, so its marker goes in only with the
+    commit: one pending from the start would hold every stable read of the group (a restart's) until the
+    transaction ends."""
     transactional_id = identity.transactional_id(options.prefix)
     marker_tp = TopicPartition(options.topic, 0)
     marker = kafka.committed(transactional_id, [marker_tp]).get(marker_tp)
@@ -462,9 +473,10 @@ def _begin(
             f"{kept_batch}: another producer of the id committed since, or the id was fenced and its group deleted"
         )
     producer.begin_transaction()
-    if kept_batch is not None:
-        producer.send_offsets_to_transaction(transactional_id, {marker_tp: identity.batch + 1})
-    return producer
+    if kept_batch is None:
+        return Begun(producer, marker_in=False)
+    producer.send_offsets_to_transaction(transactional_id, {marker_tp: identity.batch + 1})
+    return Begun(producer, marker_in=True)
 
 
 def _lost_its_epoch(error: KafkaError) -> bool:

@@ -9,7 +9,7 @@ What Tansu cannot show (aborted records hidden from read_committed, zombie fenci
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pyarrow as pa  # type: ignore[import-untyped]
@@ -18,6 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import BinaryType, StructField, StructType
 
 from kconform.conformance.brokers import Broker
 from kconform.conformance.brokers.capability import DUPLICATE_VERDICT_NEEDS, Capability, lacking
@@ -28,10 +29,11 @@ from kconform.reference_impl.kafka_client import KafkaClient, KafkaTransactional
 from kconform.reference_impl.kafka_strategies import partition_for_key
 from kconform.reference_impl.ports import Isolation
 from kconform.reference_impl.spark import Connection
-from kconform.reference_impl.spark.producers import Kept
+from kconform.reference_impl.spark.producers import WORKER_PRODUCERS, Kept
 from kconform.reference_impl.spark.sink import (
     DEFAULT_PREFIX,
     EXACTLY_ONCE,
+    KafkaStreamWriter,
     MarkerGroups,
     Placement,
     SinkOptions,
@@ -173,6 +175,39 @@ def test_required_COMMIT_011_a_kept_producer_whose_id_committed_elsewhere_since_
     assert committed_values(client, sink) == Counter({b"batch-0": 1, b"batch-1": 1, b"batch-2": 1})
 
 
+@pytest.mark.integration  # a live broker, no SparkSession: the writer's task runs in the test's process
+def test_required_COMMIT_011_a_task_puts_its_marker_into_its_transaction_once(
+    broker: Broker, client: KafkaClient, topics: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sink's task sends marker ``batch + 1`` once: a new producer's with the commit, a kept producer's at the
+    start (its proof of epoch) and not again; each batch commits exactly once with its marker."""
+    _, sink = topics
+    options = SinkOptions(Connection.parse({"bootstrap.servers": broker.bootstrap_servers}), sink, EXACTLY_ONCE, "kc")
+    query = topic_name("query")
+    transactional_id = TaskIdentity(query, 0, 0).transactional_id(options.prefix)
+    sent: list[int] = []  # the marker of every send, in order
+    send = KafkaTransactionalProducer.send_offsets_to_transaction
+
+    def recorded(producer: KafkaTransactionalProducer, group: str, offsets: Mapping[TopicPartition, int]) -> None:
+        sent.extend(offsets.values())
+        send(producer, group, offsets)
+
+    monkeypatch.setattr(KafkaTransactionalProducer, "send_offsets_to_transaction", recorded)
+    writer = KafkaStreamWriter(options, StructType([StructField("value", BinaryType())]))
+    try:
+        for batch in range(3):  # batch 0 through a new producer, 1 and 2 through the one this "worker" kept
+            monkeypatch.setattr(TaskIdentity, "current", lambda batch=batch: TaskIdentity(query, batch, 0))
+            writer.write(iter([pa.RecordBatch.from_pydict({"value": [f"batch-{batch}".encode()]})]))
+    finally:
+        kept = WORKER_PRODUCERS.take((options.connection, transactional_id))
+        if kept is not None:
+            kept.close()
+    assert kept is not None, "the committed task's producer was not kept"
+    assert sent == [1, 2, 3], f"markers sent {sent}, not one per batch"
+    assert committed_values(client, sink) == Counter({b"batch-0": 1, b"batch-1": 1, b"batch-2": 1})
+    assert client.committed(transactional_id) == {TopicPartition(sink, 0): 3}
+
+
 def _task_writer(
     client: KafkaClient, options: SinkOptions, query: str
 ) -> Callable[[int, Kept | None], KafkaTransactionalProducer]:
@@ -180,10 +215,12 @@ def _task_writer(
     transactional_id = TaskIdentity(query, 0, 0).transactional_id(options.prefix)
 
     def write(batch: int, kept: Kept | None) -> KafkaTransactionalProducer:
-        producer = _open_transaction(client, options, TaskIdentity(query, batch, 0), MarkerGroups, kept)
-        assert producer is not None, f"batch {batch} has not committed"
+        opened = _open_transaction(client, options, TaskIdentity(query, batch, 0), MarkerGroups, kept)
+        assert opened is not None, f"batch {batch} has not committed"
+        producer = opened.producer
         producer.produce(options.topic, 0, None, f"batch-{batch}".encode())
-        producer.send_offsets_to_transaction(transactional_id, {TopicPartition(options.topic, 0): batch + 1})
+        if not opened.marker_in:
+            producer.send_offsets_to_transaction(transactional_id, {TopicPartition(options.topic, 0): batch + 1})
         producer.flush()
         producer.commit_transaction()
         return producer
