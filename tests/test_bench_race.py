@@ -12,9 +12,11 @@ import pytest
 from kconform.conformance.bench.command import NOT_RUN_EXIT
 from kconform.conformance.bench.command import main as bench_main
 from kconform.conformance.bench.evidence import goal_verdict, median_interval
-from kconform.conformance.bench.process_cpu import TICKS_PER_S, cpu_meter, stat_cpu_s
+from kconform.conformance.bench.process_cpu import TICKS_PER_S, busy_cpu_s, cpu_meter, machine_cpu_meter, stat_cpu_s
 from kconform.conformance.bench.real_time_race import FIGURES
 from kconform.conformance.bench.spark_races import (
+    BROKER_CPU,
+    MACHINE_CPU,
     PARALLELISM,
     SPARK_KAFKA_MISSING,
     Comparison,
@@ -160,20 +162,55 @@ def test_a_cpu_meter_reads_running_processes_and_is_none_without_any(tmp_path: P
     assert reading is not None and reading > 0  # this test's own process has used CPU by now
 
 
-def test_the_race_counts_the_brokers_cpu_around_each_run_and_prints_its_median() -> None:
-    """Each run gets the meter's growth while it ran; a round the meter could not read leaves the figure out."""
-    counter = iter([0.0, 0.25, 1.0, 1.5, 2.0, 2.1, 3.0, 3.3])
+def test_the_race_counts_each_meters_cpu_around_each_run_and_prints_its_median() -> None:
+    """Each run gets each meter's growth while it ran; a meter that could not read leaves its figure out, the
+    others stay."""
+    broker = iter([0.0, 0.25, 1.0, 1.5, 2.0, 2.1, 3.0, 3.3])
+    machine = iter([10.0, 11.0, 11.0, 13.0, 13.0, 14.0, 14.0, 16.5])
     timings = race(
         [Competitor("a", "", lambda _: Timing(1.0, 1.0)), Competitor("b", "", lambda _: Timing(1.0, 1.0))],
         2,
-        lambda: next(counter),
+        {BROKER_CPU: lambda: next(broker), MACHINE_CPU: lambda: next(machine)},
     )
-    assert [t.broker_cpu_s for t in timings["a"]] == [0.25, pytest.approx(0.3)]
-    assert [t.broker_cpu_s for t in timings["b"]] == [0.5, pytest.approx(0.1)]
+    assert [t.cpu_s[BROKER_CPU] for t in timings["a"]] == [0.25, pytest.approx(0.3)]
+    assert [t.cpu_s[BROKER_CPU] for t in timings["b"]] == [0.5, pytest.approx(0.1)]
+    assert [t.cpu_s[MACHINE_CPU] for t in timings["a"]] == [1.0, 2.5]
+    assert [t.cpu_s[MACHINE_CPU] for t in timings["b"]] == [2.0, 1.0]
     rows = race_rows(100, [Competitor("a", "", lambda _: Timing(0, 0))], timings, [])
     assert any("broker CPU" in row and "275 ms a round (median of 2" in row for row in rows)
-    unread = race([Competitor("c", "", lambda _: Timing(1.0, 1.0))], 1, lambda: None)
-    assert unread["c"][0].broker_cpu_s is None
-    assert not any(
-        "broker CPU" in row for row in race_rows(100, [Competitor("c", "", lambda _: Timing(0, 0))], unread, [])
+    assert any("machine CPU" in row and "1,750 ms a round (median of 2, every process" in row for row in rows)
+    unread = race(
+        [Competitor("c", "", lambda _: Timing(1.0, 1.0))], 1, {BROKER_CPU: lambda: None, MACHINE_CPU: lambda: 1.0}
     )
+    assert unread["c"][0].cpu_s == {MACHINE_CPU: 0.0}
+    unread_rows = race_rows(100, [Competitor("c", "", lambda _: Timing(0, 0))], unread, [])
+    assert not any("broker CPU" in row for row in unread_rows)
+    assert any("machine CPU" in row for row in unread_rows)
+
+
+def test_a_comparison_prints_the_contenders_machine_cpu_as_a_share_of_the_baselines() -> None:
+    """The median of the rounds' paired shares; left out when a round lacks the machine's CPU."""
+    timings = {
+        "a": [Timing(1.0, 1.0, {MACHINE_CPU: 1.1}), Timing(1.0, 1.0, {MACHINE_CPU: 0.9})],
+        "b": [Timing(1.0, 1.0, {MACHINE_CPU: 1.0}), Timing(1.0, 1.0, {MACHINE_CPU: 1.0})],
+    }
+    entrants = [Competitor("a", "", lambda _: Timing(0, 0)), Competitor("b", "", lambda _: Timing(0, 0))]
+    rows = race_rows(100, entrants, timings, [Comparison("a", "b")])
+    share = [row for row in rows if "a / b, machine CPU a round" in row]
+    assert len(share) == 1 and "100.0%" in share[0] and "(rounds: 110%, 90%)" in share[0]
+    timings["b"][1] = Timing(1.0, 1.0)
+    assert not any("machine CPU a round" in row for row in race_rows(100, entrants, timings, [Comparison("a", "b")]))
+
+
+def test_the_machines_busy_cpu_is_every_kind_of_tick_but_idle_and_iowait(tmp_path: Path) -> None:
+    """``/proc/stat``'s first line: user nice system idle iowait irq softirq steal (guest after, inside user)."""
+    stat = "cpu  100 10 50 9000 40 5 5 30 7 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n"
+    assert busy_cpu_s(stat, ticks_per_s=100) == 2.0
+    (tmp_path / "stat").write_text(stat)
+    meter = machine_cpu_meter(proc=tmp_path)
+    assert meter is not None and meter() == 200 / TICKS_PER_S
+    assert machine_cpu_meter(proc=tmp_path / "missing") is None
+    here = machine_cpu_meter()
+    assert here is not None
+    reading = here()
+    assert reading is not None and reading > 0  # this machine has been busy since it booted

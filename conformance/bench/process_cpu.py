@@ -1,6 +1,7 @@
-"""CPU time of processes on this machine, read from ``/proc``: how ``kconform bench`` counts the broker's work
-beside each competitor's rate. The races run Spark, the broker and the clients on the same cores, so a rate
-includes the broker's work the competitor causes (an exactly-once sink's transactions, say); this shows how much."""
+"""CPU time on this machine, read from ``/proc``: how ``kconform bench`` counts, beside each competitor's rate, the
+broker's work and the whole machine's. The races run Spark, the broker and the clients on the same cores, so a
+rate includes the broker's work the competitor causes (an exactly-once sink's transactions, say) and competes with
+everything else the competitor makes the machine do (PySpark's Python workers, say); these show how much."""
 
 from __future__ import annotations
 
@@ -30,6 +31,25 @@ def cpu_meter(pids: Sequence[int], proc: Path = Path("/proc")) -> CpuMeter | Non
     def read() -> float | None:
         try:
             return sum(stat_cpu_s((proc / str(pid) / "stat").read_text()) for pid in pids)
+        except (OSError, IndexError, ValueError):
+            return None
+
+    return read if read() is not None else None
+
+
+def busy_cpu_s(stat: str, ticks_per_s: int = TICKS_PER_S) -> float:
+    """The machine's busy CPU seconds since boot from ``/proc/stat``: its first line's ticks of every kind but idle
+    and iowait, over all cores (user, nice, system, irq, softirq, steal; guest time is inside user already)."""
+    ticks = [int(t) for t in stat.split("\n", 1)[0].split()[1:9]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / ticks_per_s
+
+
+def machine_cpu_meter(proc: Path = Path("/proc")) -> CpuMeter | None:
+    """A meter of every process's CPU on this machine, or ``None`` when ``/proc/stat`` cannot tell."""
+
+    def read() -> float | None:
+        try:
+            return busy_cpu_s((proc / "stat").read_text())
         except (OSError, IndexError, ValueError):
             return None
 

@@ -213,7 +213,7 @@ def bench_real_time(arena: Arena, source: str, records: int) -> list[str]:
             continue
         reason = cannot_run(arena, pipe, warm, warm_records)  # also the session's warm-up for this pipe
         entrants.append(Skipped(pipe.name, reason) if reason else pipe_competitor(arena, pipe, source, records))
-    timings = race([e for e in entrants if isinstance(e, Competitor)], REAL_TIME_ROUNDS, arena.broker_cpu())
+    timings = race([e for e in entrants if isinstance(e, Competitor)], REAL_TIME_ROUNDS, arena.cpu_meters())
     return [
         f"  real-time race: {records:,} records from the source topic to a new topic per round, "
         f"{REAL_TIME_ROUNDS} rounds, master {MASTER} (a task slot per partition); a read_committed follower times "

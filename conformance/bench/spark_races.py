@@ -31,9 +31,12 @@ Every competitor has two rates, measured the same way for each:
   consumer's reads, the producer's transactions from the first ``begin_transaction`` to the last
   ``commit_transaction`` returning.
 
-Beside them, the broker's CPU while each round ran (its processes' ``/proc`` counters, ``process_cpu``; only for a
-broker the suite started here): Spark, the broker and the clients share the machine's cores, so a rate includes the
-broker's work the competitor causes, and this says how much.
+Beside them, CPU while each round ran (``/proc`` counters, ``process_cpu``): the broker's processes (only for a
+broker the suite started here) and the whole machine's, every process. Spark, the broker and the clients share the
+machine's cores, so a rate includes the broker's work the competitor causes and competes with all the work it
+makes the machine do: these say how much, and a comparison prints the contender's machine CPU a round as a share of
+the baseline's. The one-batch sink race also runs Spark's own ``noop`` sink on the same input, the JVM's floor
+beside the Python one.
 
 The SparkSession's start and a small warm-up query (the session's first query spends seconds
 starting its Python workers) are in no figure. Every written output is read back (read_committed)
@@ -46,7 +49,7 @@ import re
 import statistics
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 from uuid import uuid4
@@ -69,7 +72,7 @@ from ..brokers import Broker
 from ..spark.pipeline import Pipeline
 from .evidence import goal_verdict
 from .floor_sink import FLOOR_FORMAT, register_floor
-from .process_cpu import CpuMeter, cpu_meter
+from .process_cpu import CpuMeter, cpu_meter, machine_cpu_meter
 
 PARTITIONS: Final = 4
 SOURCE_RECORDS: Final = 200_000
@@ -101,16 +104,24 @@ RAW_PRODUCER: Final = "raw transactional producer"
 REFERENCE: Final = FORMAT
 SPARK_KAFKA: Final = "spark kafka"
 PYTHON_FLOOR: Final = "python floor"
+JVM_FLOOR: Final = "jvm floor"
+BROKER_CPU: Final = "broker"
+MACHINE_CPU: Final = "machine"
+CPU_COUNTED: Final[Mapping[str, str]] = {
+    BROKER_CPU: "the broker's processes while the round ran",
+    MACHINE_CPU: "every process on this machine while the round ran",
+}
+"""What each CPU meter of a race counts, in the order its rows print."""
 
 
 @dataclass(frozen=True)
 class Timing:
-    """One run of one competitor: seconds overall and inside the batch (see the module docstring), and the broker's
-    CPU seconds while it ran (``None``: not counted)."""
+    """One run of one competitor: seconds overall and inside the batch (see the module docstring), and CPU seconds
+    while it ran by meter (``CPU_COUNTED``; a meter that could not read is absent)."""
 
     wall_s: float
     inside_s: float
-    broker_cpu_s: float | None = None
+    cpu_s: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -140,18 +151,24 @@ class Comparison:
     inside_goal: float | None = None
 
 
-def race(competitors: Sequence[Competitor], rounds: int, broker_cpu: CpuMeter | None = None) -> dict[str, list[Timing]]:
-    """Each competitor once per round, in reverse order every other round, the broker's CPU counted around each run
-    when ``broker_cpu`` can; then each one's check."""
+def race(
+    competitors: Sequence[Competitor], rounds: int, cpu_meters: Mapping[str, CpuMeter] | None = None
+) -> dict[str, list[Timing]]:
+    """Each competitor once per round, in reverse order every other round, CPU counted around each run by every
+    meter that can read; then each one's check."""
+    meters = cpu_meters or {}
     timings: dict[str, list[Timing]] = {c.name: [] for c in competitors}
     for n in range(rounds):
         for competitor in competitors if n % 2 == 0 else reversed(competitors):
-            before = broker_cpu() if broker_cpu is not None else None
+            before = {name: meter() for name, meter in meters.items()}
             timing = competitor.run(n)
-            after = broker_cpu() if broker_cpu is not None else None
-            if before is not None and after is not None:
-                timing = replace(timing, broker_cpu_s=after - before)
-            timings[competitor.name].append(timing)
+            after = {name: meter() for name, meter in meters.items()}
+            cpu = {
+                name: end - start
+                for name, start in before.items()
+                if start is not None and (end := after[name]) is not None
+            }
+            timings[competitor.name].append(replace(timing, cpu_s=cpu))
     for competitor in competitors:
         competitor.check()
     return timings
@@ -186,12 +203,13 @@ def race_rows(
                 f"    {entrant.name:<28} {figure:<20} {rate(counted[figure], median):>9,.0f} rec/s  "
                 f"({counted[figure]:,} in {median:.2f} s, median of {len(runs)})"
             )
-        counted_cpu = [t.broker_cpu_s for t in runs if t.broker_cpu_s is not None]
-        if len(counted_cpu) == len(runs):
-            rows.append(
-                f"    {'':<28} {'broker CPU':<20} {statistics.median(counted_cpu) * 1000:>9,.0f} ms a round "
-                f"(median of {len(runs)}, the broker's processes while the round ran)"
-            )
+        for meter, what in CPU_COUNTED.items():
+            cpu = [t.cpu_s[meter] for t in runs if meter in t.cpu_s]
+            if len(cpu) == len(runs):
+                rows.append(
+                    f"    {'':<28} {f'{meter} CPU':<20} {statistics.median(cpu) * 1000:>9,.0f} ms a round "
+                    f"(median of {len(runs)}, {what})"
+                )
         rows.append(f"    {'':<28} {entrant.what}")
     for comparison in comparisons:
         if comparison.contender not in timings or comparison.baseline not in timings:
@@ -206,6 +224,11 @@ def race_rows(
             name = f"{comparison.contender} / {comparison.baseline}, {figure}"
             rounds = ", ".join(f"{r:.0%}" for r in ratios)
             rows.append(f"    {name:<64} {ratio:>6.1%}  {verdict}  (rounds: {rounds})")
+        if all(MACHINE_CPU in t.cpu_s and t.cpu_s[MACHINE_CPU] > 0 for pair in pairs for t in pair):
+            shares = [c.cpu_s[MACHINE_CPU] / b.cpu_s[MACHINE_CPU] for c, b in pairs]
+            name = f"{comparison.contender} / {comparison.baseline}, {MACHINE_CPU} CPU a round"
+            rounds = ", ".join(f"{r:.0%}" for r in shares)
+            rows.append(f"    {name:<64} {statistics.median(shares):>6.1%}  the contender's share  (rounds: {rounds})")
     return rows
 
 
@@ -222,9 +245,11 @@ class Arena:
     def topic(self, role: str) -> str:
         return new_topic(self.client, self.run, role)
 
-    def broker_cpu(self) -> CpuMeter | None:
-        """A meter of the broker's CPU, when the suite started it on this machine."""
-        return cpu_meter(self.broker.local_pids())
+    def cpu_meters(self) -> dict[str, CpuMeter]:
+        """The CPU a race counts (``CPU_COUNTED``): the broker's, when the suite started it on this machine, and the
+        whole machine's, where ``/proc`` can tell."""
+        meters = {BROKER_CPU: cpu_meter(self.broker.local_pids()), MACHINE_CPU: machine_cpu_meter()}
+        return {name: meter for name, meter in meters.items() if meter is not None}
 
     def checkpoint(self, role: str) -> str:
         return str(self.work / f"{role}-checkpoint")
@@ -435,7 +460,7 @@ SOURCE_COMPARISONS: Final = (
 
 def bench_source(arena: Arena, topic: str, records: int) -> list[str]:
     entrants = [entrant(arena, topic, records) for entrant in SOURCE_COMPETITORS.values()]
-    timings = race([e for e in entrants if isinstance(e, Competitor)], SOURCE_ROUNDS, arena.broker_cpu())
+    timings = race([e for e in entrants if isinstance(e, Competitor)], SOURCE_ROUNDS, arena.cpu_meters())
     return [
         f"  source race: {records:,} records of {PARTITIONS} partitions, {SOURCE_ROUNDS} rounds",
         *race_rows(records, entrants, timings, SOURCE_COMPARISONS),
@@ -606,11 +631,19 @@ def python_floor(arena: Arena, given: SinkInput) -> Competitor:
     return Competitor(PYTHON_FLOOR, what, run)
 
 
+def jvm_floor(arena: Arena, given: SinkInput) -> Competitor:
+    """Spark's own ``noop`` sink: the query and its reading without a Python worker, the floor of any JVM sink."""
+    what = "writeStream.format('noop'): Spark's own sink that writes nothing, reading every row in the JVM"
+    run = _unwritten_query(arena, f"sink {JVM_FLOOR}", lambda: given.frame(arena.spark), "noop", given.records)
+    return Competitor(JVM_FLOOR, what, run)
+
+
 SINK_COMPETITORS: Final[Mapping[str, SinkEntrant]] = {
     RAW_PRODUCER: raw_transactional_producer,
     REFERENCE: reference_sink,
     SPARK_KAFKA: spark_kafka_sink,
     PYTHON_FLOOR: python_floor,
+    JVM_FLOOR: jvm_floor,
 }
 SINK_COMPARISONS: Final = (
     Comparison(REFERENCE, RAW_PRODUCER, inside_goal=GOAL),
@@ -618,6 +651,7 @@ SINK_COMPARISONS: Final = (
     Comparison(REFERENCE, SPARK_KAFKA, inside_goal=SPARK_SINK_GOAL),
     Comparison(PYTHON_FLOOR, SPARK_KAFKA),
     Comparison(REFERENCE, PYTHON_FLOOR),
+    Comparison(PYTHON_FLOOR, JVM_FLOOR),
 )
 
 
@@ -628,10 +662,10 @@ STEADY_COMPARISONS: Final = (Comparison(REFERENCE, SPARK_KAFKA, inside_goal=SPAR
 def bench_sink(arena: Arena, records: int) -> list[str]:
     given = SinkInput.write(arena.spark, arena.work / "sink-input", records)
     entrants = [entrant(arena, given) for entrant in SINK_COMPETITORS.values()]
-    timings = race([e for e in entrants if isinstance(e, Competitor)], SINK_ROUNDS, arena.broker_cpu())
+    timings = race([e for e in entrants if isinstance(e, Competitor)], SINK_ROUNDS, arena.cpu_meters())
     steady = SinkInput.write(arena.spark, arena.work / "steady-input", records, STEADY_BATCHES)
     steady_entrants = [entrant(arena, steady) for entrant in STEADY_COMPETITORS.values()]
-    steady_timings = race([e for e in steady_entrants if isinstance(e, Competitor)], SINK_ROUNDS, arena.broker_cpu())
+    steady_timings = race([e for e in steady_entrants if isinstance(e, Competitor)], SINK_ROUNDS, arena.cpu_meters())
     later = f"batches 2-{STEADY_BATCHES}"
     return [
         f"  sink race: {given.records:,} records in {len(given.rows)} Parquet files (one task each), "
