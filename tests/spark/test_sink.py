@@ -186,10 +186,12 @@ def test_required_COMMIT_011_a_task_puts_its_marker_into_its_transaction_once(
     query = topic_name("query")
     transactional_id = TaskIdentity(query, 0, 0).transactional_id(options.prefix)
     sent: list[int] = []  # the marker of every send, in order
+    senders: list[KafkaTransactionalProducer] = []  # and the producer that sent it
     send = KafkaTransactionalProducer.send_offsets_to_transaction
 
     def recorded(producer: KafkaTransactionalProducer, group: str, offsets: Mapping[TopicPartition, int]) -> None:
         sent.extend(offsets.values())
+        senders.append(producer)
         send(producer, group, offsets)
 
     monkeypatch.setattr(KafkaTransactionalProducer, "send_offsets_to_transaction", recorded)
@@ -204,6 +206,7 @@ def test_required_COMMIT_011_a_task_puts_its_marker_into_its_transaction_once(
             kept.close()
     assert kept is not None, "the committed task's producer was not kept"
     assert sent == [1, 2, 3], f"markers sent {sent}, not one per batch"
+    assert senders[0] is senders[1] is senders[2], "batches 1 and 2 did not go through the kept producer"
     assert committed_values(client, sink) == Counter({b"batch-0": 1, b"batch-1": 1, b"batch-2": 1})
     assert client.committed(transactional_id) == {TopicPartition(sink, 0): 3}
 
