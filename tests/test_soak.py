@@ -20,13 +20,19 @@ import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Final
 
 import pytest
 
 from kconform.conformance import jvm
 from kconform.conformance.adapter.interface import DEFAULT_MASTER
-from kconform.conformance.soak.schedule import FaultKind, Phase, available_kinds, draw_schedule, parse_kinds
+from kconform.conformance.soak.schedule import (
+    BROKER_FAULTS,
+    FaultKind,
+    Phase,
+    available_kinds,
+    draw_schedule,
+    parse_kinds,
+)
 from kconform.conformance.spark.driver import DriverRun, StandbyDrivers
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
@@ -63,13 +69,13 @@ def test_schedules_of_every_fault_kind_pass_on_the_reference_adapter(tmp_path: P
     """Schedules of ``make soak-long`` (seed 1) drawn as a user's ``make soak`` draws them, which between them
     inject every kind a single node and local Spark can do (165 s here)."""
     kinds = available_kinds("kafka")
-    drawn = {f.kind for i in EVERY_KIND_SCHEDULES for f in draw_schedule(1, i, "kafka", kinds, 2).faults()}
+    schedules = {i: draw_schedule(1, i, "kafka", kinds, 2) for i in EVERY_KIND_SCHEDULES}
+    drawn = {f.kind for schedule in schedules.values() for f in schedule.faults()}
     assert drawn == kinds, f"schedules {EVERY_KIND_SCHEDULES} no longer draw {sorted(kinds - drawn)}: choose others"
-    for i in EVERY_KIND_SCHEDULES:  # an outage ends its driver run's faults, as the pair was chosen for
-        for segment in draw_schedule(1, i, "kafka", kinds, 2).segments:  # its faults in the order injected
-            kinds_in_order = [f.kind for f in segment.faults]
-            outage = next((n for n, kind in enumerate(kinds_in_order) if kind in OUTAGES), len(kinds_in_order))
-            after = kinds_in_order[outage + 1 :]
+    for i, schedule in schedules.items():  # a broker fault (an outage, on one node) ends its driver run's faults
+        for segment in schedule.segments:  # a driver run's faults, in the order injected
+            outages = [n for n, fault in enumerate(segment.faults) if fault.kind in BROKER_FAULTS]
+            after = [f.kind for f in segment.faults[outages[0] + 1 :]] if outages else []
             assert not after, f"schedule {i}: {after} planned after an outage in the same run: choose others"
     only = [arg for i in EVERY_KIND_SCHEDULES for arg in ("--only-schedule", str(i))]
     run = soak("--seed", "1", *only, "--out", str(tmp_path), timeout_s=SOAK_TIMEOUT_S - 60)
@@ -80,10 +86,6 @@ def test_schedules_of_every_fault_kind_pass_on_the_reference_adapter(tmp_path: P
     missing = sorted(k.value for k in kinds if not re.search(rf"(?<![a-z-]){re.escape(k.value)} [0-9]+\b", output))
     assert not missing, f"not injected: {missing}\n{output[-6000:]}"
     assert not list(tmp_path.iterdir()), "a passing soak saves nothing"
-
-
-OUTAGES: Final = frozenset({FaultKind.BROKER_KILL, FaultKind.BROKER_RESTART_CLEAN, FaultKind.NODE_PAUSE})
-"""Faults a driver may not survive: one planned after them in the same run could go uninjected."""
 
 
 TORN_SEED = 7
