@@ -23,18 +23,24 @@ def stat_cpu_s(stat: str, ticks_per_s: int = TICKS_PER_S) -> float:
     return (int(fields[11]) + int(fields[12])) / ticks_per_s
 
 
-def cpu_meter(pids: Sequence[int], proc: Path = Path("/proc")) -> CpuMeter | None:
-    """A meter of ``pids``' CPU, or ``None`` when there are none (an external broker) or ``/proc`` cannot tell."""
-    if not pids:
-        return None
+def _meter(count: Callable[[], float]) -> CpuMeter | None:
+    """``count`` as a meter that reads ``None`` once ``/proc`` cannot tell (a process ended), or ``None`` when it
+    cannot tell from the start."""
 
     def read() -> float | None:
         try:
-            return sum(stat_cpu_s((proc / str(pid) / "stat").read_text()) for pid in pids)
+            return count()
         except (OSError, IndexError, ValueError):
             return None
 
     return read if read() is not None else None
+
+
+def cpu_meter(pids: Sequence[int], proc: Path = Path("/proc")) -> CpuMeter | None:
+    """A meter of ``pids``' CPU, or ``None`` when there are none (an external broker) or ``/proc`` cannot tell."""
+    if not pids:
+        return None
+    return _meter(lambda: sum(stat_cpu_s((proc / str(pid) / "stat").read_text()) for pid in pids))
 
 
 def busy_cpu_s(stat: str, ticks_per_s: int = TICKS_PER_S) -> float:
@@ -46,11 +52,4 @@ def busy_cpu_s(stat: str, ticks_per_s: int = TICKS_PER_S) -> float:
 
 def machine_cpu_meter(proc: Path = Path("/proc")) -> CpuMeter | None:
     """A meter of every process's CPU on this machine, or ``None`` when ``/proc/stat`` cannot tell."""
-
-    def read() -> float | None:
-        try:
-            return busy_cpu_s((proc / "stat").read_text())
-        except (OSError, IndexError, ValueError):
-            return None
-
-    return read if read() is not None else None
+    return _meter(lambda: busy_cpu_s((proc / "stat").read_text()))
