@@ -9,7 +9,8 @@ What Tansu cannot show (aborted records hidden from read_committed, zombie fenci
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa  # type: ignore[import-untyped]
@@ -34,11 +35,10 @@ from kconform.reference_impl.spark.sink import (
     DEFAULT_PREFIX,
     EXACTLY_ONCE,
     KafkaStreamWriter,
-    MarkerGroups,
     Placement,
     SinkOptions,
+    TaskCommit,
     TaskIdentity,
-    _open_transaction,
     partitions_for_keys,
 )
 from kconform.reference_impl.types import TopicPartition
@@ -131,60 +131,62 @@ def test_zombie_attempt_of_a_task_is_fenced_and_its_records_hidden(
     assert committed_values(client, sink) == produced_values(client, source)
 
 
-@pytest.mark.integration  # a live broker, no SparkSession (which would mark it)
+@pytest.mark.integration  # a live broker, no SparkSession: the sink's task runs in the test's process
 def test_required_COMMIT_011_a_kept_producer_another_attempt_fenced_is_replaced_before_it_writes(
-    broker: Broker, client: KafkaClient, topics: tuple[str, str]
+    broker: Broker, client: KafkaClient, topics: tuple[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A worker's kept producer whose id another attempt initialised since is refused before any record; a new
     producer takes over in the same task and each batch commits exactly once with its marker. A kept producer
     nobody fenced serves the next batch, and a replay of a committed batch through it writes nothing."""
-    _, sink = topics
-    options = SinkOptions(Connection.parse({"bootstrap.servers": broker.bootstrap_servers}), sink, EXACTLY_ONCE, "kc")
-    query = topic_name("query")
-    write = _task_writer(client, options, query)
-    transactional_id = TaskIdentity(query, 0, 0).transactional_id(options.prefix)
+    task = SinkTask.of(broker, topics[1], monkeypatch)
+    try:
+        task.write(0)
+        first = task.kept().producer
+        client.init_producer(task.transactional_id)  # another attempt of task 0: fences ``first``
+        task.write(1)
+        second = task.kept().producer
+        assert second is not first, "the fenced kept producer was used"
+        task.write(2)
+        assert task.kept().producer is second, "a kept producer nobody fenced is initialised anew"
+        assert task.write(2).skipped, "a replay wrote again"
+    finally:
+        task.close()
+    assert committed_values(client, task.topic) == Counter({b"batch-0": 1, b"batch-1": 1, b"batch-2": 1})
+    assert client.committed(task.transactional_id) == {TopicPartition(task.topic, 0): 3}
 
-    first = write(0, None)
-    client.init_producer(transactional_id)  # another attempt of task 0: fences ``first``
-    second = write(1, Kept(client, first, 0))
-    assert second is not first, "the fenced kept producer was used"
-    assert write(2, Kept(client, second, 1)) is second, "a kept producer nobody fenced is initialised anew"
-    replay = _open_transaction(client, options, TaskIdentity(query, 2, 0), MarkerGroups, Kept(client, second, 2))
-    assert replay is None, "a replay wrote again"
-    assert committed_values(client, sink) == Counter({b"batch-0": 1, b"batch-1": 1, b"batch-2": 1})
-    assert client.committed(transactional_id) == {TopicPartition(sink, 0): 3}
 
-
+@pytest.mark.integration  # a live broker, no SparkSession: the sink's task runs in the test's process
 def test_required_COMMIT_011_a_kept_producer_whose_id_committed_elsewhere_since_is_dropped_untried(
-    broker: Broker, client: KafkaClient, topics: tuple[str, str]
+    broker: Broker, client: KafkaClient, topics: tuple[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """When the id's marker moved past the one a worker's kept producer left, another producer of the id committed
     since, so the kept one is fenced: the task drops it without a call (no fenced error for librdkafka to log as
     fatal, no wasted round trip) and commits through a new producer, exactly once."""
-    _, sink = topics
-    options = SinkOptions(Connection.parse({"bootstrap.servers": broker.bootstrap_servers}), sink, EXACTLY_ONCE, "kc")
-    query = topic_name("query")
-    write = _task_writer(client, options, query)
-    first = write(0, None)  # this worker committed batch 0 and keeps ``first``
-    write(1, None)  # batch 1 ran in another worker, which initialised a producer of its own
-    calls: list[str] = []
-    for name in ("begin_transaction", "send_offsets_to_transaction", "produce"):
-        setattr(first, name, lambda *_, name=name: calls.append(name))  # a call on ``first`` is recorded, not made
-    third = write(2, Kept(client, first, 0))
-    assert third is not first and calls == [], f"the stale kept producer was tried: {calls}"
-    assert committed_values(client, sink) == Counter({b"batch-0": 1, b"batch-1": 1, b"batch-2": 1})
+    task = SinkTask.of(broker, topics[1], monkeypatch)
+    try:
+        task.write(0)  # this worker committed batch 0 and keeps its producer
+        first = WORKER_PRODUCERS.take(task.key)
+        assert first is not None, "the committed task's producer was not kept"
+        task.write(1)  # batch 1 ran in another worker, which initialised a producer of its own
+        task.close()  # that worker's
+        WORKER_PRODUCERS.give_back(task.key, first)
+        calls: list[str] = []
+        for name in ("begin_transaction", "send_offsets_to_transaction", "produce_all"):
+            setattr(first.producer, name, lambda *_, name=name: calls.append(name))  # recorded, not made
+        task.write(2)
+        assert task.kept().producer is not first.producer and calls == [], f"the stale kept producer was tried: {calls}"
+    finally:
+        task.close()
+    assert committed_values(client, task.topic) == Counter({b"batch-0": 1, b"batch-1": 1, b"batch-2": 1})
 
 
-@pytest.mark.integration  # a live broker, no SparkSession: the writer's task runs in the test's process
+@pytest.mark.integration  # a live broker, no SparkSession: the sink's task runs in the test's process
 def test_required_COMMIT_011_a_task_puts_its_marker_into_its_transaction_once(
     broker: Broker, client: KafkaClient, topics: tuple[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The sink's task sends marker ``batch + 1`` once: a new producer's with the commit, a kept producer's at the
     start (its proof of epoch) and not again; each batch commits exactly once with its marker."""
-    _, sink = topics
-    options = SinkOptions(Connection.parse({"bootstrap.servers": broker.bootstrap_servers}), sink, EXACTLY_ONCE, "kc")
-    query = topic_name("query")
-    transactional_id = TaskIdentity(query, 0, 0).transactional_id(options.prefix)
+    task = SinkTask.of(broker, topics[1], monkeypatch)
     sent: list[int] = []  # the marker of every send, in order
     senders: list[KafkaTransactionalProducer] = []  # and the producer that sent it
     send = KafkaTransactionalProducer.send_offsets_to_transaction
@@ -195,40 +197,61 @@ def test_required_COMMIT_011_a_task_puts_its_marker_into_its_transaction_once(
         send(producer, group, offsets)
 
     monkeypatch.setattr(KafkaTransactionalProducer, "send_offsets_to_transaction", recorded)
-    writer = KafkaStreamWriter(options, StructType([StructField("value", BinaryType())]))
     try:
         for batch in range(3):  # batch 0 through a new producer, 1 and 2 through the one this "worker" kept
-            monkeypatch.setattr(TaskIdentity, "current", lambda batch=batch: TaskIdentity(query, batch, 0))
-            writer.write(iter([pa.RecordBatch.from_pydict({"value": [f"batch-{batch}".encode()]})]))
+            task.write(batch)
+        assert task.kept() is not None, "the committed task's producer was not kept"
     finally:
-        kept = WORKER_PRODUCERS.take((options.connection, transactional_id))
-        if kept is not None:
-            kept.close()
-    assert kept is not None, "the committed task's producer was not kept"
+        task.close()
     assert sent == [1, 2, 3], f"markers sent {sent}, not one per batch"
     assert senders[0] is senders[1] is senders[2], "batches 1 and 2 did not go through the kept producer"
-    assert committed_values(client, sink) == Counter({b"batch-0": 1, b"batch-1": 1, b"batch-2": 1})
-    assert client.committed(transactional_id) == {TopicPartition(sink, 0): 3}
+    assert committed_values(client, task.topic) == Counter({b"batch-0": 1, b"batch-1": 1, b"batch-2": 1})
+    assert client.committed(task.transactional_id) == {TopicPartition(task.topic, 0): 3}
 
 
-def _task_writer(
-    client: KafkaClient, options: SinkOptions, query: str
-) -> Callable[[int, Kept | None], KafkaTransactionalProducer]:
-    """Task 0 of ``query`` writing batch ``b`` as the sink does, through a kept producer if given; its producer."""
-    transactional_id = TaskIdentity(query, 0, 0).transactional_id(options.prefix)
+@dataclass(frozen=True)
+class SinkTask:
+    """Task 0 of a new query writing ``batch-{b}`` in batch ``b`` through the exactly-once sink's own ``write``, in
+    this process: the test plays the Python worker, whose kept producers are ``WORKER_PRODUCERS``'."""
 
-    def write(batch: int, kept: Kept | None) -> KafkaTransactionalProducer:
-        opened = _open_transaction(client, options, TaskIdentity(query, batch, 0), MarkerGroups, kept)
-        assert opened is not None, f"batch {batch} has not committed"
-        producer = opened.producer
-        producer.produce(options.topic, 0, None, f"batch-{batch}".encode())
-        if not opened.marker_in:
-            producer.send_offsets_to_transaction(transactional_id, {TopicPartition(options.topic, 0): batch + 1})
-        producer.flush()
-        producer.commit_transaction()
-        return producer
+    options: SinkOptions
+    query: str
+    monkeypatch: pytest.MonkeyPatch
 
-    return write
+    @classmethod
+    def of(cls, broker: Broker, topic: str, monkeypatch: pytest.MonkeyPatch) -> SinkTask:
+        connection = Connection.parse({"bootstrap.servers": broker.bootstrap_servers})
+        return cls(SinkOptions(connection, topic, EXACTLY_ONCE, "kc"), topic_name("query"), monkeypatch)
+
+    @property
+    def topic(self) -> str:
+        return self.options.topic
+
+    @property
+    def transactional_id(self) -> str:
+        return TaskIdentity(self.query, 0, 0).transactional_id(self.options.prefix)
+
+    @property
+    def key(self) -> tuple[Connection, str]:
+        return (self.options.connection, self.transactional_id)
+
+    def write(self, batch: int) -> TaskCommit:
+        self.monkeypatch.setattr(TaskIdentity, "current", lambda: TaskIdentity(self.query, batch, 0))
+        writer = KafkaStreamWriter(self.options, StructType([StructField("value", BinaryType())]))
+        return writer.write(iter([pa.RecordBatch.from_pydict({"value": [f"batch-{batch}".encode()]})]))
+
+    def kept(self) -> Kept:
+        """The producer this worker keeps for the id, left kept."""
+        kept = WORKER_PRODUCERS.take(self.key)
+        assert kept is not None, "the committed task's producer was not kept"
+        WORKER_PRODUCERS.give_back(self.key, kept)
+        return kept
+
+    def close(self) -> None:
+        """Close what this worker keeps for the id."""
+        kept = WORKER_PRODUCERS.take(self.key)
+        if kept is not None:
+            kept.close()
 
 
 def test_rows_are_routed_by_partition_column_then_by_key(
