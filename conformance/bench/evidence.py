@@ -2,7 +2,7 @@
 interval of the rounds' median lies on one side of the goal, else "undecided".
 
 On this 2-core machine single rounds of one race vary from 53 % to 149 % (the one-batch sink race, runs 8 to 12
-of the README's table), so a median alone fell on either side of a goal from run to run; the interval says when
+of docs/bench.md's table), so a median alone fell on either side of a goal from run to run; the interval says when
 it cannot decide.
 The interval is distribution-free (the sign test's): order statistics ``x(k)`` and ``x(n+1-k)`` of ``n`` rounds
 hold the median of the rounds' distribution unless ``k`` or more rounds fall on one side of it, which has
