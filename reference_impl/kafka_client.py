@@ -537,6 +537,18 @@ class KafkaClient:
         return {TopicPartition(p.topic, p.partition): p.metadata or "" for p in self._fetch_committed(group, None)}
 
 
+def _appending_to(errors: list[ck.KafkaError]) -> Callable[[ck.KafkaError | None, ck.Message], None]:
+    """A delivery callback that appends each failed delivery's error to ``errors``. Not a bound method of the
+    producer's wrapper: librdkafka's handle holds its callback, so a bound method would make wrapper and handle a
+    cycle, and the handle (its threads and broker connections) would outlive ``close`` until a garbage collection."""
+
+    def delivered(error: ck.KafkaError | None, _message: ck.Message) -> None:
+        if error is not None:
+            errors.append(error)
+
+    return delivered
+
+
 class KafkaProducer:
     """One librdkafka producer that streams records: a full local queue is drained, not an error.
 
@@ -549,13 +561,9 @@ class KafkaProducer:
         self._client = client
         self._timeout_s = client.timeout_s
         self._name = name
-        reports = {"delivery.report.only.error": True, "on_delivery": self._delivered}
-        self._producer = ck.Producer(client.config("producer", **settings, **reports))
         self._errors: list[ck.KafkaError] = []
-
-    def _delivered(self, error: ck.KafkaError | None, _message: ck.Message) -> None:
-        if error is not None:
-            self._errors.append(error)
+        reports = {"delivery.report.only.error": True, "on_delivery": _appending_to(self._errors)}
+        self._producer = ck.Producer(client.config("producer", **settings, **reports))
 
     def produce(self, topic: str, partition: int, key: bytes | None, value: bytes | None) -> None:
         self.produce_all(topic, (partition,), (key,), (value,))
@@ -593,7 +601,8 @@ class KafkaProducer:
         if undelivered > 0:
             raise KafkaError(f"flush ({self._name}): not delivered within {self._timeout_s} s")
         if self._errors:
-            error, self._errors = self._errors[0], []
+            error = self._errors[0]
+            self._errors.clear()  # the list the delivery callback appends to
             raise translate(error, f"delivery ({self._name})")
 
     def close(self) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
 from concurrent.futures import Future
 from typing import Any
 from uuid import uuid4
@@ -44,6 +46,34 @@ def test_a_failed_delivery_surfaces_at_flush(broker: Broker) -> None:
         with pytest.raises(KafkaError, match="partition"):
             producer.produce_all(topic, [0, 3], [None, None], [b"lands", b"no such partition"])
             producer.flush()
+        producer.produce(topic, 0, None, b"after")
+        producer.flush()  # the failure was reported once, not again
+        kafka.create_topic(f"{topic}-2", 1)  # its metadata not yet known: the failure comes as a delivery report
+        with pytest.raises(KafkaError, match="partition"):  # and a later one is reported too
+            producer.produce(f"{topic}-2", 3, None, b"no such partition either")
+            producer.flush()
+
+
+def test_a_closed_producer_is_freed_when_dropped_without_a_garbage_collection(broker: Broker) -> None:
+    """librdkafka's handle holds the producer's delivery callback: were it a bound method of the wrapper, wrapper and
+    handle would be a cycle, and a closed producer's handle (its threads, its broker connections) would live on
+    until a garbage collection: in a Python worker, one per task that ran there."""
+    topic = f"kc-freed-{uuid4().hex[:8]}"
+    gc.disable()
+    try:
+        with KafkaClient(broker) as kafka:
+            kafka.create_topic(topic, 1)
+            producer = kafka.init_producer(f"{topic}-txn")
+            producer.begin_transaction()
+            producer.produce(topic, 0, None, b"r")
+            producer.flush()
+            producer.commit_transaction()
+            wrapper = weakref.ref(producer)
+            kafka.discard(producer)
+            del producer
+            assert wrapper() is None, "the closed producer lives on until a garbage collection"
+    finally:
+        gc.enable()
 
 
 def test_offset_fetch_is_asked_again_while_the_coordinator_loads(broker: Broker) -> None:
