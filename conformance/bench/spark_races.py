@@ -85,7 +85,7 @@ worker moved the whole-range interval that 5 rounds give (39 % against 87-93 %);
 lowest (``evidence``: the 2nd to the 8th, at 96.1 %)."""
 SINK_ROUNDS: Final = 15
 """Rounds of both sink races: their goal against Spark's sink lies inside the spread of their single rounds (44 % to
-174 % on a 2-core machine, runs 8 to 17), so deciding it needs a narrow interval of the median (``evidence``): the
+174 % on a 2-core machine, runs 8 to 18), so deciding it needs a narrow interval of the median (``evidence``): the
 4th to the 12th of 15 rounds, at 96.5 %."""
 STEADY_BATCHES: Final = 5
 """Batches of the sink race's steady-state query: the first opens every task's transactional id, the rest are timed."""
