@@ -168,7 +168,10 @@ def _translated(what: str) -> Iterator[None]:
     except SystemError as exc:
         # confluent-kafka calls a delivery callback while its own fatal error (e.g. fenced) is
         # pending, and CPython reports that as a SystemError caused by it (seen on real Kafka when a
-        # fenced producer flushes); the cause is the error that happened.
+        # fenced producer flushes); the cause is the error that happened. Something below Python keeps that
+        # SystemError (the garbage collector finds no referrer to free it by), so its traceback must go: its
+        # frames hold the producer and its client, whose librdkafka handles would never be freed.
+        exc.__traceback__ = None
         if isinstance(exc.__cause__, ck.KafkaException):
             raise translate(exc.__cause__.args[0], what) from exc
         raise KafkaError(f"{what}: the client failed: {exc}") from exc

@@ -15,7 +15,7 @@ from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 from kconform.conformance.brokers import Broker, ExternalBroker
 from kconform.conformance.brokers.refusal import refused_writes
 from kconform.reference_impl.kafka_client import KafkaClient, TransactionTimeoutRefusedError
-from kconform.reference_impl.ports import Isolation, KafkaError, TopicGoneError
+from kconform.reference_impl.ports import Isolation, KafkaError, ProducerFencedError, TopicGoneError
 from kconform.reference_impl.types import TopicPartition
 
 
@@ -74,6 +74,25 @@ def test_a_closed_producer_is_freed_when_dropped_without_a_garbage_collection(br
             assert wrapper() is None, "the closed producer lives on until a garbage collection"
     finally:
         gc.enable()
+
+
+def test_a_fenced_producers_failed_flush_keeps_nothing_alive(broker: Broker) -> None:
+    """A fenced producer's flush fails through a SystemError that confluent-kafka keeps: its frames must not keep the
+    client (and with it every librdkafka handle the client made) alive once the task dropped it."""
+    topic = f"kc-fenced-{uuid4().hex[:8]}"
+    kafka = KafkaClient(broker)
+    kafka.create_topic(topic, 1)
+    producer = kafka.init_producer(f"{topic}-txn")
+    kafka.init_producer(f"{topic}-txn")  # fences the first
+    producer.begin_transaction()
+    producer.produce(topic, 0, None, b"zombie")
+    with pytest.raises(ProducerFencedError):
+        producer.flush()
+    client = weakref.ref(kafka)
+    kafka.close()
+    del kafka, producer
+    gc.collect()  # not a cycle: nothing frees it
+    assert client() is None, "the client lives on after its producer's fenced flush"
 
 
 def test_offset_fetch_is_asked_again_while_the_coordinator_loads(broker: Broker) -> None:
