@@ -80,16 +80,15 @@ def test_a_fenced_producers_failed_flush_keeps_nothing_alive(broker: Broker) -> 
     """A fenced producer's flush fails through a SystemError that confluent-kafka keeps: its frames must not keep the
     client (and with it every librdkafka handle the client made) alive once the task dropped it."""
     topic = f"kc-fenced-{uuid4().hex[:8]}"
-    kafka = KafkaClient(broker)
-    kafka.create_topic(topic, 1)
-    producer = kafka.init_producer(f"{topic}-txn")
-    kafka.init_producer(f"{topic}-txn")  # fences the first
-    producer.begin_transaction()
-    producer.produce(topic, 0, None, b"zombie")
-    with pytest.raises(ProducerFencedError):
-        producer.flush()
-    client = weakref.ref(kafka)
-    kafka.close()
+    with KafkaClient(broker) as kafka:
+        kafka.create_topic(topic, 1)
+        producer = kafka.init_producer(f"{topic}-txn")
+        kafka.init_producer(f"{topic}-txn")  # fences the first
+        producer.begin_transaction()
+        producer.produce(topic, 0, None, b"zombie")
+        with pytest.raises(ProducerFencedError):
+            producer.flush()
+        client = weakref.ref(kafka)
     del kafka, producer
     gc.collect()  # not a cycle: nothing frees it
     assert client() is None, "the client lives on after its producer's fenced flush"
