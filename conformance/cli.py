@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 
+from .gate import supervisor
 from .redaction import redacting
 from .release import kconform_version
 
@@ -65,6 +66,15 @@ class Group:
         return self.verbs[args.verb](rest)
 
 
+@dataclass(frozen=True)
+class Supervised(Delegate):
+    """A verb that runs judged code in this process (``kconform run``): started from the command line, it runs in a
+    child process that ``gate.supervisor`` watches, so that a crash of that process still ends in a report."""
+
+    def __call__(self, argv: list[str]) -> int:
+        return supervisor.main(argv) if supervisor.needed(argv) else super().__call__(argv)
+
+
 Command = Delegate | Group
 
 KCONFORM = Group(
@@ -74,7 +84,7 @@ KCONFORM = Group(
         "setup": Delegate(
             "fetch the JVM pieces (Apache Kafka, Spark's Kafka connector, oracles) with Maven", "jvm.setup"
         ),
-        "run": Delegate("run the conformance suite against an adapter", "gate.run_command"),
+        "run": Supervised("run the conformance suite against an adapter", "gate.run_command"),
         "probe-broker": Delegate("measure what the Kafka broker can show", "brokers.probe"),
         "requirements": Delegate(
             "list requirement ids with their spec, checker, tests and TLA+ property", "spec_tools.requirements"

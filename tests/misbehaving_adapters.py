@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from dataclasses import dataclass
@@ -136,3 +137,34 @@ class StuckAfterReturning(ReferenceAdapter):
 
 
 STUCK_AFTER_RETURNING = StuckAfterReturning(name="stuck-after-returning")
+
+
+def _segfault() -> None:
+    """Dies as native code that dereferences a null pointer does (SIGSEGV), as a segfaulting client library would."""
+    import ctypes
+
+    ctypes.string_at(0)
+
+
+@dataclass(frozen=True)
+class CrashesOnce(ReferenceAdapter):
+    """Its ``assign`` kills the process running the suite the first time it is called in a folder (``$CRASH_MARK``,
+    made then), and answers as the reference does after."""
+
+    def assign(self, topic: str, partition: int, parallelism: int) -> int:
+        mark = os.environ["CRASH_MARK"]
+        if not os.path.exists(mark):
+            open(mark, "w").close()
+            _segfault()
+        return super().assign(topic, partition, parallelism)
+
+
+@dataclass(frozen=True)
+class CrashesAlways(ReferenceAdapter):
+    def assign(self, topic: str, partition: int, parallelism: int) -> int:
+        _segfault()
+        return 0
+
+
+CRASHES_ONCE = CrashesOnce(name="crashes-once")
+CRASHES_ALWAYS = CrashesAlways(name="crashes-always")

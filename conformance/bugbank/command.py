@@ -17,8 +17,9 @@ import time
 from collections.abc import Callable, Sequence
 from importlib.resources import files
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
+from ..gate.supervisor import DIED
 from ..jvm import JvmArtifactsMissing
 from ..jvm.setup import SetupError
 from ..spec_tools.requirements import SpecNotFoundError, load_requirements
@@ -70,9 +71,20 @@ CRASH_RETRIES: Final = 1
 """How often a run that died of a signal without a report is run again: a crash leaves no evidence either way."""
 
 
-def died_without_evidence(returncode: int, has_report: bool) -> bool:
-    """A child killed by a signal (an old client's native crash) before it wrote its report: not a verdict."""
-    return returncode < 0 and not has_report
+def died_without_evidence(returncode: int, report: dict[str, Any] | None) -> bool:
+    """A run whose suite process a signal killed (an old client's native crash): before it wrote its report, or
+    with the tests the crash left unjudged ERROR in it (``kconform run`` goes on after a crash): not a verdict."""
+    if report is None:
+        return returncode < 0
+    return any(t.get("status") == "ERROR" and DIED in t.get("message", "") for t in report.get("tests", []))
+
+
+def _report(path: Path) -> dict[str, Any] | None:
+    try:
+        found: dict[str, Any] = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    return found
 
 
 def release_runner(profile: str, seed: int, reports: Path, say: Say) -> RunRelease:
@@ -108,11 +120,11 @@ def release_runner(profile: str, seed: int, reports: Path, say: Say) -> RunRelea
                 return Outcome(problem=f"kconform run on {release} took longer than {RUN_TIMEOUT_S} s")
             report.mkdir(parents=True, exist_ok=True)
             (report / "run.log").write_text(f"{done.stdout}\n{done.stderr}")
-            has_report = (report / "report.json").is_file()
-            if attempt < CRASH_RETRIES and died_without_evidence(done.returncode, has_report):
+            written = _report(report / "report.json")
+            if attempt < CRASH_RETRIES and died_without_evidence(done.returncode, written):
                 say(
-                    f"  {release}: kconform run died of signal {-done.returncode} without a report "
-                    f"(its output: {report / 'run.log'}); running it once more"
+                    f"  {release}: kconform run's suite process died of a signal (its output: {report / 'run.log'}); "
+                    "running it once more"
                 )
                 continue
             break

@@ -35,9 +35,11 @@ from ..jvm import SPARK_KAFKA, JvmArtifactsMissing
 from ..jvm.spark_at_release import SPARK_VERSION_ENV, connector_module
 from ..spec_tools.requirements import Requirement, ids_in_test_name, level_of_test_name
 from .expectations import Deviation, excusing_deviation, find_deviation
+from .journal import Journal
 from .options import RunOptions
 from .pytest_plugin import REQUIREMENT_MARK, UNVERIFIED_PROPERTY, CouldNotCheck
 from .results import ADDRESS, UNSTRUCTURED, Counterexample, Status, TestResult, skip_cause, strongest
+from .supervisor import DIED
 
 SUITE_LEVELS = ("protocol", "pipeline")
 PIPELINE_MARK = "pipeline"
@@ -261,8 +263,11 @@ class Collector:
         deviations: Sequence[Deviation],
         out: IO[str],
         capabilities: Collection[str] = (),
+        journal: Journal | None = None,
     ) -> None:
         self.options = options
+        self.journal = journal
+        """A supervised run's record (``journal``): what earlier processes of the run did, and where to add to it."""
         self.capabilities = frozenset(capabilities)
         self.other_engine = 0
         """Tests left out because they judge through an engine or client the adapter does not run on."""
@@ -302,11 +307,24 @@ class Collector:
                 drop.append(item)
         if drop:
             config.hook.pytest_deselected(items=drop)
+        kept: list[TestResult] = []  # results an earlier process of a resumed run printed and journalled
+        new: list[TestResult] = []  # what the deaths of those processes made of the tests they left
+        if self.journal is not None:
+            seen = self.journal.seen()
+            kept, new = self.journal.finished, self.journal.crashed_results()
+            keep = [item for item in keep if item.nodeid not in seen]
+            if self.journal.give_up:
+                new += [self._not_run(item) for item in keep]
+                keep = []
         items[:] = keep
-        self.selected = len(keep) + len(self._collect_errors)
+        self.selected = len(keep) + len(self._collect_errors) + len(kept) + len(new)
         self._items = {item.nodeid: item for item in keep}
-        for error in self._collect_errors:
-            self._finish(error)
+        for result in kept:
+            self._finish(result, echo=False, journal=False)
+        for error in self._collect_errors:  # every process of the run collects them again: printed by the first
+            self._finish(error, echo=self.journal is None or not self.journal.resumed, journal=False)
+        for result in new:
+            self._finish(result, journal=True)
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         """A suite module that does not import is not a smaller suite: its tests checked nothing (ERROR)."""
@@ -369,7 +387,10 @@ class Collector:
         self._reports.setdefault(report.nodeid, []).append(report)
 
     def pytest_runtest_logstart(self, nodeid: str) -> None:
-        self.heartbeat.start(display_name(self._items[nodeid].name))
+        item = self._items[nodeid]
+        if self.journal is not None:
+            self.journal.record_start(self._stub(item, Status.ERROR))
+        self.heartbeat.start(display_name(item.name))
 
     def pytest_runtest_logfinish(self, nodeid: str) -> None:
         self.heartbeat.stop()
@@ -378,20 +399,34 @@ class Collector:
     def pytest_unconfigure(self) -> None:
         self.heartbeat.close()  # also stops it after a Ctrl-C, which ends the run without the test's logfinish
 
-    def _result(self, item: pytest.Item, reports: list[pytest.TestReport]) -> TestResult:
-        name = display_name(item.name)
-        evidence = self._evidence.pop(item.nodeid, [])
-        raised = self._raised.pop(item.nodeid, [])
-        not_checked = self._not_checked.pop(item.nodeid, None)
+    def _stub(self, item: pytest.Item, status: Status, duration: float = 0.0) -> TestResult:
+        """A result of ``item`` with its name, ids, level and class, and nothing judged yet."""
         mark = item.get_closest_marker("requirement")
         ids = list(mark.args) if mark and mark.args else ids_in_test_name(getattr(item, "originalname", item.name))
         known = [self.requirements[i].level for i in ids if i in self.requirements]
         level = strongest(known) if known else level_of_test_name(item.name) or "MUST"
         pipeline = item.get_closest_marker(PIPELINE_MARK) is not None
-        duration = sum(r.duration for r in reports)
+        return TestResult(item.nodeid, display_name(item.name), ids, level, pipeline, status, duration)
+
+    def _not_run(self, item: pytest.Item) -> TestResult:
+        """A test a run that kept crashing did not start (ERROR)."""
+        assert self.journal is not None
+        result = self._stub(item, Status.ERROR)
+        deaths = ", ".join(f"{c.signal_name} (pid {c.pid})" for c in self.journal.crashes)
+        result.message = (
+            f"not run: {DIED} died {len(self.journal.crashes)} times ({deaths}), so the run "
+            "stopped starting tests; --report's crash.log holds the stacks"
+        )
+        return result
+
+    def _result(self, item: pytest.Item, reports: list[pytest.TestReport]) -> TestResult:
+        evidence = self._evidence.pop(item.nodeid, [])
+        raised = self._raised.pop(item.nodeid, [])
+        not_checked = self._not_checked.pop(item.nodeid, None)
         failed = [r for r in reports if r.failed]
         skipped = [r for r in reports if r.skipped]
-        result = TestResult(item.nodeid, name, ids, level, pipeline, Status.PASS, duration)
+        result = self._stub(item, Status.PASS, sum(r.duration for r in reports))
+        name, ids, pipeline = result.name, result.ids, result.pipeline
         properties = dict.fromkeys((k, v) for r in reports for k, v in r.user_properties)  # phases repeat them
         result.metrics = {k: v for k, v in properties if not k.startswith(UNVERIFIED_PROPERTY)}
         for k, v in properties:
@@ -441,9 +476,16 @@ class Collector:
     def replay_command(self, name: str, pipeline: bool) -> str:
         return shlex.join(replay_args(self.options, self.seed, name, pipeline, os.environ))
 
-    def _finish(self, result: TestResult) -> None:
+    def _finish(self, result: TestResult, echo: bool = True, journal: bool | None = None) -> None:
+        """Keep a result and print its line (``echo``: not for a result an earlier process of the run printed);
+        a supervised run journals a test's result (``journal``: default, a test this process ran) so that a process
+        started after a crash keeps it."""
         seen = [t.message for t in self.results if t.status is Status.ERROR]
         self.results.append(result)
+        if self.journal is not None and (result.nodeid in self._items if journal is None else journal):
+            self.journal.record_end(result)
+        if not echo:
+            return
         shown = f"{result.status} ({result.duration:.1f}s)"
         if result.status is Status.ERROR:  # one cause (a broker down) errs many tests: say it once
             shown = f"ERROR (could not check: {'as above' if result.message in seen else result.message})"

@@ -4,8 +4,10 @@ reports it writes)."""
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import os
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,6 +23,7 @@ from ..errors import CannotCheck
 from ..jvm.spark_at_release import SPARK_VERSION_ENV
 from ..redaction import write_text
 from .html_report import write_html
+from .journal import Journal
 from .options import DEFAULT_LEVEL, DEFAULT_SUITE, DEFAULT_TIMEOUT, RunOptions
 from .profiles import PROFILES, profile_from_env
 from .report import annotate_junit, render_markdown, render_text, to_json
@@ -161,7 +164,11 @@ def main(argv: Sequence[str]) -> int:
             spark_master=args.spark_master,
             allow_fallback=args.allow_fallback,
         )
-        result = run(options)
+        journal = Journal.from_environment()
+        if journal is not None:  # supervised (kconform.conformance.gate.supervisor): a crash leaves every stack
+            crash_log = open(journal.crash_log, "a")  # noqa: SIM115  # open until the process ends, as it may crash
+            faulthandler.enable(crash_log, all_threads=True)
+        result = run(options, journal=journal)
     except ValueError as exc:
         print(f"kconform run: error: {exc}", file=sys.stderr)
         return USAGE_EXIT
@@ -170,6 +177,8 @@ def main(argv: Sequence[str]) -> int:
         return ERROR_EXIT
     if options.report is not None:
         write_reports(result, options.report)
+        if journal is not None and journal.resumed:
+            shutil.copyfile(journal.crash_log, options.report / journal.crash_log.name)
     print(render_text(result, verbose=args.verbose))
     return result.exit_code
 

@@ -29,6 +29,7 @@ from ..redaction import redacting
 from ..spec_tools.requirements import SpecNotFoundError, judged_at, load_requirements, tests_by_id
 from .collector import PIPELINE_MARK, SUITE_LEVELS, Collector
 from .expectations import load_expectations
+from .journal import Journal
 from .options import RunOptions, broker_used
 from .profiles import hypothesis_profile
 from .pytest_plugin import BROKER_CAPABILITIES, BROKER_VERSION
@@ -78,6 +79,10 @@ def with_fallback(options: RunOptions, warn: IO[str]) -> RunOptions:
     return replace(options, broker="tansu", fallback_cause=cause)
 
 
+def crash_count(times: int) -> str:
+    return f"the process running the suite died {'once' if times == 1 else f'{times} times'}"
+
+
 @contextlib.contextmanager
 def _environment(name: str, value: str) -> Iterator[None]:
     old = os.environ.get(name)
@@ -119,9 +124,11 @@ def package_folder(name: str) -> Path | None:
     return Path(next(iter(spec.submodule_search_locations))).resolve()
 
 
-def pytest_args(options: RunOptions, seed: int) -> list[str]:
-    """The pytest command line of a run: an empty ini file, so the suite runs the same from any directory."""
+def pytest_args(options: RunOptions, seed: int, journal: Journal | None = None) -> list[str]:
+    """The pytest command line of a run: an empty ini file, so the suite runs the same from any directory. A
+    supervised run keeps its own faulthandler (on the journal's crash log), which pytest's would replace."""
     args = [
+        *(["-p", "no:faulthandler"] if journal is not None else []),
         "--pyargs",
         options.suite,
         f"--rootdir={suite_root(options.suite)}",
@@ -146,9 +153,12 @@ def pytest_args(options: RunOptions, seed: int) -> list[str]:
     return args
 
 
-def run(options: RunOptions, out: IO[str] = sys.stdout) -> RunResult:
+def run(options: RunOptions, out: IO[str] = sys.stdout, journal: Journal | None = None) -> RunResult:
     """Run the suite; ``ValueError`` for anything that makes the run meaningless (a usage error),
-    ``AdapterLoadError`` for an adapter that fails to load, ``CannotCheck`` for a level not installed."""
+    ``AdapterLoadError`` for an adapter that fails to load, ``CannotCheck`` for a level not installed.
+
+    With a ``journal`` (a supervised run) every test's start and result is recorded, and a run resumed after its
+    process died keeps the results and the seed of the processes before it and runs only the tests left."""
     out = redacting(out)
     unavailable = pipeline_missing() if options.level != "protocol" else None
     if unavailable is not None and options.level == "pipeline":
@@ -156,7 +166,12 @@ def run(options: RunOptions, out: IO[str] = sys.stdout) -> RunResult:
     adapter = load(options.adapter)
     options = with_fallback(options, sys.stderr)
     seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**32)
-    args = pytest_args(options, seed)  # a missing suite package is a usage error before anything runs
+    started = time.time()
+    if journal is not None and journal.seed is not None:
+        seed, started = journal.seed, journal.started_at or started
+    elif journal is not None:
+        journal.record_seed(seed, started)
+    args = pytest_args(options, seed, journal)  # a missing suite package is a usage error before anything runs
     notes: list[str] = [note] if (note := contract_note(adapter)) else []
     try:
         requirements = load_requirements()
@@ -164,15 +179,23 @@ def run(options: RunOptions, out: IO[str] = sys.stdout) -> RunResult:
         requirements = {}
         notes.append(f"{exc}; levels are taken from test names")
     deviations = load_expectations(options.expectations, set(requirements) or None) if options.expectations else []
-    print(
-        f"kconform: adapter {adapter.name!r} ({options.adapter}), level {options.level}, {broker_used(options)}, "
-        f"profile {options.profile}, seed {seed} (replay this run with --seed {seed})",
-        file=out,
-        flush=True,
-    )
-    collector = Collector(options, seed, requirements, deviations, out, adapter.capabilities)
+    if journal is not None and journal.resumed:
+        crash = journal.crashes[-1]
+        notes.append(
+            f"{crash_count(len(journal.crashes))}: {', '.join(c.cause() for c in journal.crashes)}; the test each "
+            f"ran is ERROR, the others ran on in a new process; {journal.crash_log.name} beside the reports holds the "
+            "stacks Python's faulthandler wrote"
+        )
+        print(f"kconform: resumed after {crash.cause()}, seed {seed}", file=out, flush=True)
+    else:
+        print(
+            f"kconform: adapter {adapter.name!r} ({options.adapter}), level {options.level}, {broker_used(options)}, "
+            f"profile {options.profile}, seed {seed} (replay this run with --seed {seed})",
+            file=out,
+            flush=True,
+        )
+    collector = Collector(options, seed, requirements, deviations, out, adapter.capabilities, journal)
     log = io.StringIO()
-    started = time.time()
     with _environment(BROKER_ENV, options.broker), contextlib.redirect_stdout(log):
         code = pytest.main(args, plugins=[collector])
     if code in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):

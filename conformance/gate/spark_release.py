@@ -5,6 +5,7 @@ since one interpreter imports one pyspark."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -48,7 +49,7 @@ def at_spark_release(command: str, release: str | None, argv: Sequence[str]) -> 
     python = make_venv(release, say)
     print(f"kconform {command}: Spark {release} runs in {python}", flush=True)
     try:
-        return subprocess.run(
+        code = subprocess.run(
             [str(python), "-m", "kconform.conformance.cli", command, *argv],
             env=os.environ | {SPARK_VERSION_ENV: release},
             timeout=RELEASE_RUN_TIMEOUT_S,
@@ -59,3 +60,7 @@ def at_spark_release(command: str, release: str | None, argv: Sequence[str]) -> 
             file=sys.stderr,
         )
         return ERROR_EXIT
+    if code < 0:  # the run there died of a signal: die of it too, so that a supervisor (gate.supervisor) sees it
+        signal.signal(-code, signal.SIG_DFL)
+        os.kill(os.getpid(), -code)
+    return code

@@ -1,0 +1,118 @@
+"""No run ends without a report: ``kconform run`` runs the suite in a child process, and a crash of that process
+(a segfault in the judged code or a client library) is ERROR naming the signal and its stacks, the run going on
+with the tests left (``kconform.conformance.gate.supervisor``, ``journal``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from kconform.conformance.gate import results
+from kconform.conformance.gate.journal import Journal, _first_frames
+from kconform.conformance.gate.results import Status
+from kconform.conformance.gate.supervisor import MAX_CRASHES, Crash, record_crash
+
+ROOT = Path(__file__).resolve().parents[1]
+FAULTHANDLER_DUMP = """Fatal Python error: Segmentation fault
+
+Thread 0x00007f0000000001 (most recent call first):
+  File "/x/threading.py", line 320 in wait
+
+Current thread 0x00007f0000000002 (most recent call first):
+  File "/x/ctypes/__init__.py", line 519 in string_at
+  File "/t/misbehaving_adapters.py", line 9 in _segfault
+  File "/t/misbehaving_adapters.py", line 20 in assign
+  File "/s/suite.py", line 50 in test_x
+
+Extension modules: numpy (total: 1)
+"""
+
+
+def kconform_run(adapter: str, tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kconform.conformance.cli", "run", "--adapter", f"tests.misbehaving_adapters:{adapter}",
+         "--level", "protocol", "--only", "ASSIGN", "--profile", "quick", "--seed", "3",
+         "--report", str(tmp_path / "report"), *extra],
+        cwd=ROOT, env={**os.environ, "CRASH_MARK": str(tmp_path / "crashed")},
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+
+
+def test_a_segfault_of_the_suites_process_is_error_naming_it_and_the_run_goes_on(tmp_path: Path) -> None:
+    """The first ``assign`` call segfaults: that test is ERROR with SIGSEGV and the adapter's frame, every other
+    ASSIGN test runs in a new process and passes, and every report is written (exit 3: one test could not check)."""
+    run = kconform_run("CRASHES_ONCE", tmp_path)
+    assert run.returncode == 3, run.stdout + run.stderr
+    assert "died of SIGSEGV (signal 11)" in run.stderr and "in assign" in run.stderr, run.stderr
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
+    tests = report["tests"]
+    errors = [t for t in tests if t["status"] == "ERROR"]
+    assert len(errors) == 1, errors
+    assert "died of SIGSEGV" in errors[0]["message"] and "misbehaving_adapters.py" in errors[0]["message"]
+    assert len(tests) > 3 and all(t["status"] == "PASS" for t in tests if t not in errors), tests
+    assert len({t["nodeid"] for t in tests}) == len(tests)  # nothing ran twice
+    assert "in assign" in (tmp_path / "report" / "crash.log").read_text()
+    assert "died once" in (tmp_path / "report" / "report.md").read_text()
+    header = [line for line in run.stdout.splitlines() if line.startswith("kconform:")]
+    assert len(header) == 2 and "resumed after" in header[1] and "seed 3" in header[1], header
+
+
+def test_a_run_whose_process_keeps_crashing_stops_starting_tests_and_still_reports(tmp_path: Path) -> None:
+    run = kconform_run("CRASHES_ALWAYS", tmp_path)
+    assert run.returncode == 3, run.stdout + run.stderr
+    tests = json.loads((tmp_path / "report" / "report.json").read_text())["tests"]
+    crashed = [t for t in tests if "while this test ran" in t["message"]]
+    not_run = [t for t in tests if t["message"].startswith("not run: the process running the suite died 3 times")]
+    assert len(crashed) == MAX_CRASHES and not_run and all(t["status"] == "ERROR" for t in crashed + not_run), tests
+    assert all(t["status"] == "PASS" for t in tests if t not in crashed + not_run), tests  # ASSIGN-007: no assign
+
+
+def test_a_ctrl_c_is_not_a_crash_and_is_not_resumed(tmp_path: Path) -> None:
+    """A signal that is not a crash (here SIGTERM sent to the command) ends the run as it ended the process."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kconform.conformance.cli", "run", "--adapter", "tests.misbehaving_adapters:HANGS",
+         "--level", "protocol", "--only", "ASSIGN", "--timeout", "300"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    header = proc.stdout.readline()  # the child has started the suite
+    assert header.startswith("kconform: adapter 'hangs'"), header
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert "resum" not in err
+
+
+def stub(nodeid: str, status: Status = Status.ERROR) -> results.TestResult:
+    return results.TestResult(nodeid, nodeid, ["ASSIGN-001"], "MUST", False, status, 0.0)
+
+
+def test_the_journal_gives_the_test_running_at_a_crash_the_crash_and_keeps_the_rest(tmp_path: Path) -> None:
+    journal = Journal(tmp_path)
+    journal.record_seed(7, 1.0)
+    journal.record_start(stub("a"))
+    journal.record_end(stub("a", Status.PASS))
+    journal.record_start(stub("b"))
+    record_crash(tmp_path, Crash(signal.SIGSEGV, 42, FAULTHANDLER_DUMP))
+    with open(tmp_path / "records.pickle", "ab") as records:
+        records.write(pickle.dumps(("finished", stub("b", Status.PASS)))[:40])  # a record the death cut short
+    again = Journal.read(tmp_path)
+    assert (again.seed, again.started_at) == (7, 1.0)
+    assert [t.status for t in again.finished] == [Status.PASS] and again.seen() == {"a", "b"}
+    (crashed,) = again.crashed_results()
+    assert crashed.nodeid == "b" and crashed.status is Status.ERROR
+    assert "(pid 42) died of SIGSEGV (signal 11) while this test ran" in crashed.message
+    assert 'misbehaving_adapters.py", line 9 in _segfault' in crashed.message and "threading" not in crashed.message
+    assert crashed.longrepr == FAULTHANDLER_DUMP
+
+
+def test_first_frames_are_the_crashing_threads_innermost() -> None:
+    assert _first_frames(FAULTHANDLER_DUMP, 2) == (
+        'File "/x/ctypes/__init__.py", line 519 in string_at; File "/t/misbehaving_adapters.py", line 9 in _segfault'
+    )
+    assert _first_frames("") == ""
