@@ -362,6 +362,20 @@ def test_unviolated_id_of_a_failure_keeps_the_verdict_of_its_other_tests() -> No
     assert violates(blamed).endswith("; COMMIT-013 not verified: the test stopped at this violation")
 
 
+def test_a_failure_blames_only_the_ids_its_violations_name_even_one_outside_the_tests_mark() -> None:
+    """A test of DISC-001, -003, -004 and -006 whose only violation is DISC-008 fails DISC-008 alone: its own ids are
+    not verified (PARTIAL), never failed; a failure that names no id (an adapter's exception) fails them all."""
+    ids = ["DISC-001", "DISC-003", "DISC-004", "DISC-006"]
+    assert collector.blamed(ids, ["DISC-008"]) == ["DISC-008"]
+    assert collector.blamed(ids, ["DISC-004", "DISC-008", "DISC-004"]) == ["DISC-004", "DISC-008"]
+    assert collector.blamed(ids, ["DISC-001, DISC-003"]) == ["DISC-001", "DISC-003"]  # an unstructured failure's
+    assert collector.blamed(ids, []) == ids
+    test = results.TestResult("n", "n", ids, "MUST", True, Status.FAIL, 0.0)
+    test.violated = collector.blamed(ids, ["DISC-008"])
+    rows = {r.id: r.status for r in aggregate([test], {})[0]}
+    assert rows == {"DISC-008": Status.FAIL, **dict.fromkeys(ids, Status.PARTIAL)}
+
+
 def test_a_failure_passes_only_the_ids_it_says_it_verified_and_never_one_it_violates() -> None:
     error = ViolationError(
         [Violation("COMMIT-011", "lost-write", "x", data={"value": "x"})], verified=["COMMIT-013", "COMMIT-011"]

@@ -33,7 +33,7 @@ from ..checks.checkers import Violation, ViolationError
 from ..errors import CannotCheck
 from ..jvm import SPARK_KAFKA, JvmArtifactsMissing
 from ..jvm.spark_at_release import SPARK_VERSION_ENV, connector_module
-from ..spec_tools.requirements import Requirement, ids_in_test_name, level_of_test_name
+from ..spec_tools.requirements import ID_IN_CODE, Requirement, ids_in_test_name, level_of_test_name
 from .expectations import Deviation, excusing_deviation, find_deviation
 from .journal import Journal
 from .options import RunOptions
@@ -169,6 +169,14 @@ def violation_errors(exc: BaseException) -> list[ViolationError]:
 def unstructured_failure(text: str, ids: Sequence[str]) -> list[Violation]:
     """A failure that raised no violation (an adapter's error, a timeout): its message, one violation of ``ids``."""
     return [Violation(", ".join(ids), UNSTRUCTURED, text, data={"text": text})]
+
+
+def blamed(ids: Sequence[str], named: Sequence[str]) -> list[str]:
+    """The ids a failure violates: those its violations name, the test's own first (in its mark's order), then any
+    other id a checker reported (a test of DISC-001 that saw a DISC-008 anomaly fails DISC-008 alone); every id of
+    the test for a failure that names none (a plain ``assert``, an adapter's exception)."""
+    named_ids = list(dict.fromkeys(m.group(0).replace("_", "-") for n in named for m in ID_IN_CODE.finditer(n)))
+    return [i for i in ids if i in named_ids] + [i for i in named_ids if i not in ids] or list(ids)
 
 
 def counterexamples(exc: BaseException) -> list[Counterexample]:
@@ -447,8 +455,10 @@ class Collector:
             result.counterexamples = evidence
             told = "\n".join([c.error for c in result.counterexamples] or [result.message])
             result.violations = [v for e in raised for v in e.violations]
-            named = {v.requirement for v in result.violations}
-            result.violated = [i for i in ids if i in named] or ids
+            result.violated = blamed(ids, [v.requirement for v in result.violations])
+            outside = [i for i in result.violated if i not in ids and i in self.requirements]
+            if outside:  # a violation of an id the test's mark does not list counts at that id's level too
+                result.level = strongest([result.level, *(self.requirements[i].level for i in outside)])
             result.violations = result.violations or unstructured_failure(told, result.violated)
             result.pictures = [p for e in raised for p in e.pictures]
             if raised:

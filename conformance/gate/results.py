@@ -194,7 +194,7 @@ def aggregate(
     """Per-requirement verdicts (in spec order), and the spec ids no selected test checked."""
     by_id: dict[str, list[TestResult]] = {}
     for t in tests:
-        for req_id in t.ids:
+        for req_id in dict.fromkeys([*t.ids, *t.violated]):  # a failure is counted at every id it violates
             by_id.setdefault(req_id, []).append(t)
     order = [*requirements, *sorted(set(by_id) - set(requirements))]
     rows = []
