@@ -35,6 +35,7 @@ from kconform.conformance.checks.pipeline_checkers import (
     check_restart_finished,
     check_rewritten,
     check_single_reader,
+    check_sink_output,
     check_timed_out_task,
     check_unblocked,
     check_unmapped_start,
@@ -43,6 +44,7 @@ from kconform.conformance.checks.pipeline_checkers import (
 )
 from kconform.conformance.checks.strategy_checkers import check_sink_placement
 from kconform.reference_impl.kafka_strategies import partition_for_key
+from kconform.reference_impl.ports import Record
 from kconform.reference_impl.types import TopicPartition
 
 Origin = dict[bytes | None, tuple[TopicPartition, int]]
@@ -449,3 +451,21 @@ def test_required_COMMIT_021_only_a_failure_naming_transaction_timeout_ms_passes
     assert unnamed[0].data["error"] == bare[-2000:]
     planned = bare + "=== Streaming Query ===\nWriteToMicroBatchDataSource Map(kafka.transaction.timeout.ms -> 2000)"
     assert [v.kind for v in check_timed_out_task(planned, 2000, 0)] == ["timeout-unnamed"]
+
+
+def test_required_COMMIT_004_a_value_held_behind_an_open_transaction_is_hidden_not_lost() -> None:
+    """The sink wrote ``b`` and ``c`` inside a transaction still open at offsets 1 and 2 (last stable offset 1): a
+    read_committed reader misses them, but they are COMMIT-004's hidden writes, not COMMIT-011's lost ones; ``d``,
+    written nowhere, is lost."""
+    produced = {0: [Record("in", 0, o, None, v) for o, v in enumerate([b"a", b"b", b"c", b"d"])]}
+    written = {0: [Record("out", 0, 0, None, b"a")]}
+    held = {0: [Record("out", 0, 1, None, b"b"), Record("out", 0, 2, None, b"c")]}
+    found = check_sink_output(produced, written, True, held, {0: 1})
+    assert [(v.requirement, v.kind, v.data.get("value")) for v in found] == [
+        ("COMMIT-004", "hidden-write", "b"),
+        ("COMMIT-004", "hidden-write", "c"),
+        ("COMMIT-011", "lost-write", "d"),
+    ]
+    assert found[0].data["offset"] == 1 and found[0].data["stable"] == 1
+    lost = check_sink_output(produced, written, True)  # without the sink's uncommitted records: all lost
+    assert [(v.requirement, v.kind) for v in lost] == [("COMMIT-011", "lost-write")] * 3

@@ -439,15 +439,44 @@ def check_zombie_fenced(
 
 
 def check_sink_output(
-    produced: Mapping[int, Sequence[Record]], written: Mapping[int, Sequence[Record]], exactly_once: bool
+    produced: Mapping[int, Sequence[Record]],
+    written: Mapping[int, Sequence[Record]],
+    exactly_once: bool,
+    held: Mapping[int, Sequence[Record]] | None = None,
+    stable: Mapping[int, int] | None = None,
 ) -> list[Violation]:
     """COMMIT-011 and COMMIT-013 over the source topic as written (partition -> records, read_uncommitted)
-    and the sink topic as a read_committed consumer sees it (partition -> records in log order)."""
+    and the sink topic as a read_committed consumer sees it (partition -> records in log order).
+
+    A value missing there that the sink wrote inside a transaction still open (``held``: the sink's records at or
+    above their partition's last stable offset, ``stable``) is not lost but hidden: COMMIT-004's
+    ``hidden-write``, a transaction the connector left open, not COMMIT-011's ``lost-write``."""
     expected = Counter(r.value for records in produced.values() for r in records)
     seen = Counter(r.value for records in written.values() for r in records)
     origin = {r.value: (TopicPartition(r.topic, r.partition), r.offset) for rs in produced.values() for r in rs}
     order = check_order(origin, {p: [r.value for r in records] for p, records in written.items()})
-    return check_output(expected, seen, exactly_once) + order
+    hidden = {r.value: r for records in (held or {}).values() for r in records}
+    missing = expected - seen
+    shown = check_output(expected - Counter({v: missing[v] for v in hidden}), seen, exactly_once)
+    return check_hidden(missing, hidden, stable or {}) + shown + order
+
+
+def check_hidden(
+    missing: Counter[bytes | None], hidden: Mapping[bytes | None, Record], stable: Mapping[int, int]
+) -> list[Violation]:
+    """COMMIT-004: each missing value found above its partition's last stable offset, behind an open transaction."""
+    return [
+        Violation(
+            "COMMIT-004",
+            "hidden-write",
+            f"{v!r} not visible to read_committed readers: written at {r.topic}[{r.partition}]@{r.offset}, inside a "
+            f"transaction still open (last stable offset {stable.get(r.partition, 0)})",
+            data=tp_fields(TopicPartition(r.topic, r.partition))
+            | {"value": value_field(v), "offset": r.offset, "stable": stable.get(r.partition, 0)},
+        )
+        for v in sorted(missing, key=repr)
+        if (r := hidden.get(v)) is not None
+    ]
 
 
 def check_refused_timeout(error: str | None, topic: str, written: int, timeout_ms: int) -> list[Violation]:

@@ -39,7 +39,7 @@ from pyspark.sql.types import BinaryType, DataType, IntegerType, LongType, Strin
 from ...reference_impl.adapter import ReferenceAdapter
 from ...reference_impl.configs import CONTRACT_VERSION
 from ...reference_impl.credentials import Secret, revealed
-from ...reference_impl.kafka_client import KafkaClient, topic_records
+from ...reference_impl.kafka_client import KafkaClient, stable_offsets, topic_records
 from ...reference_impl.ports import Isolation
 from ...reference_impl.spark import FORMAT, TIMEOUT_OPTION, register
 from ...reference_impl.spark.offsets import SourceOffsets
@@ -559,7 +559,11 @@ def topic_values(client: KafkaClient, topic: str, isolation: Isolation) -> Count
 
 
 def judge_sink(client: KafkaClient, source: str, sink: str, exactly_once: bool) -> list[Violation]:
-    """COMMIT-011 and COMMIT-013 end to end: the sink topic read ``read_committed`` against the input."""
+    """COMMIT-011 and COMMIT-013 end to end: the sink topic read ``read_committed`` against the input; for an
+    exactly-once sink, what it holds behind a transaction still open is told apart (COMMIT-004, hidden, not lost)."""
     produced = topic_records(client, source, Isolation.READ_UNCOMMITTED)
     written = topic_records(client, sink, Isolation.READ_COMMITTED)
-    return check_sink_output(produced, written, exactly_once)
+    stable = {tp.partition: lso for tp, (lso, _) in stable_offsets(client, sink).items()}
+    everything = topic_records(client, sink, Isolation.READ_UNCOMMITTED) if exactly_once else {}
+    held = {p: [r for r in records if r.offset >= stable.get(p, 0)] for p, records in everything.items()}
+    return check_sink_output(produced, written, exactly_once, held, stable)
