@@ -75,7 +75,16 @@ def test_spec_pages_parse_into_unique_ids_with_levels_and_titles() -> None:
     assert reqs["RESTORE-005"].level == "SHOULD"
     assert reqs["ASSIGN-005"].level == "MAY"
     assert all(
-        r.page in {"assignment.md", "discovery.md", "restore.md", "commit.md", "kafka.md", "kafka-strategies.md"}
+        r.page
+        in {
+            "assignment.md",
+            "discovery.md",
+            "restore.md",
+            "commit.md",
+            "liveness.md",
+            "kafka.md",
+            "kafka-strategies.md",
+        }
         for r in reqs.values()
     )
 
@@ -108,7 +117,7 @@ def test_every_spec_requirement_has_exactly_one_class() -> None:
     assert classes["ASSIGN-004"] == "fidelity"
 
 
-@pytest.mark.parametrize("tags", ["MUST, safety, fidelity", "MUST, liveness", "safety"])
+@pytest.mark.parametrize("tags", ["MUST, safety, fidelity", "MUST, availability", "safety"])
 def test_a_heading_without_exactly_one_known_class_is_an_error(tmp_path: Path, tags: str) -> None:
     (tmp_path / "spec").mkdir()
     (tmp_path / "spec" / "a.md").write_text(PAGE + f"\n### DEMO-004 ({tags}) Two classes\n")

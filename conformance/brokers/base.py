@@ -41,6 +41,8 @@ START_TIMEOUT_S: Final = 30.0
 EXTERNAL_TIMEOUT_ENV: Final = "KCONFORM_EXTERNAL_TIMEOUT_S"
 """Seconds the external broker has to answer (default ``START_TIMEOUT_S``): a gate can fail fast on a dead cluster."""
 STOP_TIMEOUT_S: Final = 5.0
+ANSWER_WAIT_S: Final = 10.0
+"""How long a running broker gets to answer the metadata request of ``Broker.answers``."""
 
 FAST_CLIENT_SETTINGS: Final[Mapping[ClientRole, Mapping[str, Any]]] = {
     "admin": {},
@@ -160,6 +162,17 @@ class Broker(abc.ABC):
         """Stop every process ``start`` began, keeping its files (logs) if ``keep``; brokers that start
         processes override it, the others have nothing to keep."""
         self.stop()
+
+    def answers(self, wait_s: float = ANSWER_WAIT_S) -> bool:
+        """Whether the broker answers a metadata request within ``wait_s``: a hang of the judged code is a liveness
+        violation only while it does (LIVE-001)."""
+        from ...reference_impl.kafka_client import await_metadata
+
+        try:
+            await_metadata(self, wait_s)
+        except KafkaError:
+            return False
+        return True
 
     def _wait_healthy(self, deadline: float, alive: Callable[[], None] | None = None) -> None:
         """Poll with metadata requests until the broker answers or ``deadline`` passes."""

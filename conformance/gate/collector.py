@@ -19,17 +19,18 @@ import time
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
-from typing import IO, Any
+from typing import IO, Any, Final
 
 import hypothesis.errors
 import pytest
 from hypothesis.errors import FailedHealthCheck, Flaky
 
-from ..adapter.guard import AdapterHung, forget_hangs, record_hang
+from ..adapter.guard import AdapterHung, Hang, forget_hangs, record_hang
 from ..adapter.interface import ENGINE_CAPABILITIES, ENGINE_SPECIFIC
 from ..adapters.flink_kafka import ADAPTER_SPEC as FLINK_ADAPTER
 from ..adapters.flink_kafka import FLINK_CONNECTOR_ENV
 from ..checks.checkers import Violation, ViolationError
+from ..checks.liveness_checkers import FRAMES_SHOWN, Failure, check_call_returned, check_query_ran
 from ..errors import CannotCheck
 from ..jvm import SPARK_KAFKA, JvmArtifactsMissing
 from ..jvm.spark_at_release import SPARK_VERSION_ENV, connector_module
@@ -37,7 +38,7 @@ from ..spec_tools.requirements import ID_IN_CODE, Requirement, ids_in_test_name,
 from .expectations import Deviation, excusing_deviation, find_deviation
 from .journal import Journal
 from .options import RunOptions
-from .pytest_plugin import REQUIREMENT_MARK, UNVERIFIED_PROPERTY, CouldNotCheck
+from .pytest_plugin import BROKER_ANSWERS, REQUIREMENT_MARK, UNVERIFIED_PROPERTY, CouldNotCheck
 from .results import ADDRESS, UNSTRUCTURED, Counterexample, Status, TestResult, skip_cause, strongest
 from .supervisor import DIED
 
@@ -62,8 +63,13 @@ class TestTimeoutError(BaseException):
 
 
 class AdapterTimeoutError(TestTimeoutError):
-    """The alarm went off inside an adapter call: the adapter hangs, so the test could not check (ERROR),
-    and the method is not called again in the run (``AdapterHung``)."""
+    """The alarm went off inside an adapter call: the adapter hangs, and the method is not called again in the run
+    (``AdapterHung``). A liveness violation (LIVE-001 ``hang``), unless the broker no longer answers (ERROR)."""
+
+    def __init__(self, message: str, hang: Hang, timeout_s: float) -> None:
+        super().__init__(message)
+        self.hang = hang
+        self.timeout_s = timeout_s
 
 
 def interrupting_alarm(error: BaseException) -> BaseException | None:
@@ -179,6 +185,37 @@ def blamed(ids: Sequence[str], named: Sequence[str]) -> list[str]:
     return [i for i in ids if i in named_ids] + [i for i in named_ids if i not in ids] or list(ids)
 
 
+QUERY_FAILED: Final = "StreamingQueryException"
+"""The exception a Spark query's ``awaitTermination`` raises when the query failed (PySpark's, by name: the gate does
+not import pyspark)."""
+JVM_FRAME = re.compile(r"^\s*at (\S+)", re.MULTILINE)
+JVM_CAUSE = re.compile(r"^Caused by: (.+)$", re.MULTILINE)
+
+
+def query_failure(exc: BaseException) -> Failure | None:
+    """A failed Spark query among ``exc`` and the exceptions it groups or was raised from, as evidence: its
+    message's first line, the innermost JVM cause and that cause's first frames."""
+    seen: set[int] = set()
+    stack = [exc]
+    while stack:
+        found = stack.pop()
+        if id(found) in seen:
+            continue
+        seen.add(id(found))
+        if any(cls.__name__ == QUERY_FAILED for cls in type(found).__mro__):
+            trace = str(getattr(found, "_stackTrace", None) or "")
+            text = str(found)
+            causes = JVM_CAUSE.findall(trace) or JVM_CAUSE.findall(text)
+            cause = causes[-1].strip() if causes else ""
+            inner = trace.rsplit("Caused by:", 1)[-1] if causes else trace
+            first = next((line.strip() for line in text.splitlines() if line.strip()), type(found).__name__)
+            return Failure(type(found).__name__, first, tuple(JVM_FRAME.findall(inner)[:FRAMES_SHOWN]), cause)
+        if isinstance(found, BaseExceptionGroup):
+            stack.extend(found.exceptions)
+        stack.extend(linked for linked in (found.__cause__, found.__context__) if linked is not None)
+    return None
+
+
 def counterexamples(exc: BaseException) -> list[Counterexample]:
     """The notes Hypothesis attached to a failure, one entry per distinct failure of a group."""
     if isinstance(exc, BaseExceptionGroup):
@@ -290,6 +327,7 @@ class Collector:
         self._reports: dict[str, list[pytest.TestReport]] = {}
         self._evidence: dict[str, list[Counterexample]] = {}
         self._raised: dict[str, list[ViolationError]] = {}
+        self._liveness: dict[str, list[Violation]] = {}
         self._not_checked: dict[str, str] = {}
         self._collect_errors: list[TestResult] = []
         self.heartbeat = Heartbeat(out, float(os.environ.get(HEARTBEAT_ENV, HEARTBEAT_S)))
@@ -358,7 +396,9 @@ class Collector:
                 )
             raise AdapterTimeoutError(
                 f"{hang.method} did not return within --timeout {timeout:g}s (still running: {hang.running}); "
-                "raise --timeout if it is only slow"
+                "raise --timeout if it is only slow",
+                hang,
+                float(timeout),
             )
 
         def cancel() -> None:
@@ -374,7 +414,11 @@ class Collector:
         if call.excinfo is not None and call.excinfo.errisinstance((CouldNotCheck, CannotCheck, JvmArtifactsMissing)):
             self._not_checked[item.nodeid] = str(call.excinfo.value)
         elif call.excinfo is not None and (alarm := interrupting_alarm(call.excinfo.value)) is not None:
-            self._not_checked[item.nodeid] = str(alarm)  # a hang is no answer, so no violation
+            hung = self._hang_violations(item, alarm)
+            if hung:
+                self._liveness[item.nodeid] = hung
+            else:  # no call of the judged code under way, or a broker that stopped answering: no answer, no verdict
+                self._not_checked[item.nodeid] = str(alarm)
         elif call.excinfo is not None and call.excinfo.errisinstance(FailedHealthCheck):
             # Hypothesis could not draw enough inputs: the suite's generator failed, not the adapter.
             first_line = str(call.excinfo.value).strip().splitlines()[0]
@@ -390,6 +434,22 @@ class Collector:
         elif call.excinfo is not None and not call.excinfo.errisinstance(pytest.skip.Exception):
             self._evidence.setdefault(item.nodeid, []).extend(counterexamples(call.excinfo.value))
             self._raised.setdefault(item.nodeid, []).extend(violation_errors(call.excinfo.value))
+            if (failure := query_failure(call.excinfo.value)) is not None:  # a query the test ran to its end failed
+                where = f"that {display_name(item.name)}"
+                self._liveness.setdefault(item.nodeid, []).extend(check_query_ran(failure, where))
+
+    def _hang_violations(self, item: pytest.Item, alarm: BaseException) -> list[Violation]:
+        """LIVE-001 for an adapter call still running at ``--timeout``: at the pipeline level only if the broker still
+        answers (a stopped broker hangs a correct connector too); none for a hang outside the judged code."""
+        if not isinstance(alarm, AdapterTimeoutError):
+            return []
+        answers: bool | None = None
+        if item.get_closest_marker(PIPELINE_MARK) is not None:
+            check = self.config.stash.get(BROKER_ANSWERS, None)
+            if check is None:
+                return []
+            answers = check()
+        return check_call_returned(alarm.hang.method, alarm.hang.running, alarm.timeout_s, answers)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self._reports.setdefault(report.nodeid, []).append(report)
@@ -430,6 +490,7 @@ class Collector:
     def _result(self, item: pytest.Item, reports: list[pytest.TestReport]) -> TestResult:
         evidence = self._evidence.pop(item.nodeid, [])
         raised = self._raised.pop(item.nodeid, [])
+        liveness = self._liveness.pop(item.nodeid, [])
         not_checked = self._not_checked.pop(item.nodeid, None)
         failed = [r for r in reports if r.failed]
         skipped = [r for r in reports if r.skipped]
@@ -452,9 +513,11 @@ class Collector:
             crash = getattr(failed[0].longrepr, "reprcrash", None)
             where = "" if failed[0].when == "call" else f"error in {failed[0].when}: "
             result.message = where + without_test_case(crash.message if crash else last_line(failed[0].longreprtext))
+            if liveness and not raised:  # the violation says it without the exception's class
+                result.message = "; ".join(v.evidence for v in liveness)
             result.counterexamples = evidence
             told = "\n".join([c.error for c in result.counterexamples] or [result.message])
-            result.violations = [v for e in raised for v in e.violations]
+            result.violations = [v for e in raised for v in e.violations] or liveness
             result.violated = blamed(ids, [v.requirement for v in result.violations])
             outside = [i for i in result.violated if i not in ids and i in self.requirements]
             if outside:  # a violation of an id the test's mark does not list counts at that id's level too

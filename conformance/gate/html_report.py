@@ -87,7 +87,11 @@ def _e(value: object) -> str:
 
 def _verdict_box(v: ClassVerdict) -> str:
     css = {True: "yes", False: "no", None: "unknown"}[v.holds]
-    title = {"safety": "no record lost, repeated or reordered", "fidelity": "follows Flink's model exactly"}
+    title = {
+        "safety": "no record lost, repeated or reordered",
+        "liveness": "recovers and gets on: no hang, no failure where it should recover",
+        "fidelity": "follows Flink's model exactly",
+    }
     return (
         f'<div class="verdict {css}" id="verdict-{v.category}"><b>{_e(v.label)}: {_e(v.answer)}</b>'
         f'<span class="note">{_e(title[v.category])}</span><div>{_e(v.detail)}</div></div>'

@@ -42,6 +42,10 @@ FIDELITY_IDS = pytest.StashKey[frozenset[str]]()
 """The spec's fidelity ids, read once per session."""
 BROKER_VERSION = pytest.StashKey[str]()
 """The product and version of the broker a run used (``Broker.version``), for the verdict table."""
+BROKER_ANSWERS = pytest.StashKey[Callable[[], bool]]()
+"""Whether the run's broker still answers a metadata request: a hang of the judged code is a liveness violation only
+while it does (LIVE-001); set by the fixture that starts the pipeline level's broker (``Broker.answers``)."""
+
 REQUIREMENT_MARK = "requirement"
 UNVERIFIED_PROPERTY = "kconform.unverified."
 """User-property prefix of ``partial``'s declarations: ``kconform.unverified.COMMIT-011 = reason``."""

@@ -47,7 +47,7 @@ report.md has all of them."""
 REPORT_FILES = "report.md, report.json, junit.xml, pytest.log"
 UNCHECKED_HEADING = "safety ids not checked at level %s, and why"
 """Heads the run's ``unchecked`` connector safety ids in every report."""
-CLASS_LABEL = {"safety": "safe", "fidelity": "Flink-faithful"}
+CLASS_LABEL = {"safety": "safe", "liveness": "live", "fidelity": "Flink-faithful"}
 VIOLATED = (Status.FAIL, Status.XFAIL)
 """A listed deviation (XFAIL) is still a violation: the verdicts say what the connector does, not what is known."""
 LONG_WORD = re.compile(rf"[^\s'\"\[\](){{}},:]{{{NAME_WIDTH + 1},}}")
@@ -123,7 +123,8 @@ class ClassVerdict:
 
 
 def class_verdicts(result: RunResult) -> list[ClassVerdict]:
-    """Safety and fidelity apart: a connector can lose no record and still not follow Flink's model."""
+    """Safety, liveness and fidelity apart: a connector can lose no record and still fail to restart, or still not
+    follow Flink's model."""
     verdicts = []
     for category in CATEGORIES:
         rows = [r for r in result.requirements if r.category == category]
@@ -371,6 +372,7 @@ def to_json(result: RunResult) -> dict[str, Any]:
     return {
         "kconform_version": kconform_version(),
         "safe": verdicts["safety"].holds,
+        "live": verdicts["liveness"].holds,
         "flink_faithful": verdicts["fidelity"].holds,
         "verdicts": {category: v.to_json() for category, v in verdicts.items()},
         "adapter": {

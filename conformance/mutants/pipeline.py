@@ -20,6 +20,7 @@ import numpy.typing as npt
 import pyarrow as pa  # type: ignore[import-untyped]
 from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceStreamReader, DataSourceStreamWriter, InputPartition
+from pyspark.sql.streaming.datasource import ReadLimit
 from pyspark.sql.types import StructType
 
 from ...reference_impl.assignment import assign
@@ -183,6 +184,28 @@ class _RetrySkipsReader(KafkaStreamReader):
             head, *rest = partition.ranges
             partition = replace(partition, ranges=(replace(head, start=min(head.start + 1, head.until)), *rest))
         yield from super().read(partition)
+
+
+@reader_mutant(
+    "spark_source_fails_on_restart",
+    {"LIVE-001"},
+    "a query restarted on its checkpoint fails in the source's first planning (as Spark's connector 4.1.1 does on a "
+    "batch planned but not committed, SPARK-55271): it cannot restart, and loses nothing",
+    scenario="rescale_sequence_continues_every_partition",
+    data_source="kc-mutant-fails-on-restart",
+)
+class _FailsOnRestartReader(KafkaStreamReader):
+    """Plans from its initial offset only: a reader that Spark restores from a checkpoint (it never asks that reader
+    for an initial offset) fails the first batch it plans, so the restarted query stops with the source's error."""
+
+    def initialOffset(self) -> dict[str, Any]:
+        self._fresh = True
+        return super().initialOffset()
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        if not getattr(self, "_fresh", False):
+            raise RuntimeError("metrics of the restored batch: its latest offsets were never fetched (null)")
+        return super().latestOffset(start, limit)
 
 
 @reader_mutant(

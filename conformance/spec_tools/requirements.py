@@ -24,11 +24,13 @@ from ..paths import PACKAGE_ROOT
 REPO_ROOT = PACKAGE_ROOT
 LEVELS = ("MUST", "SHOULD", "MAY")
 """Strongest first."""
-CATEGORIES = ("safety", "fidelity")
-"""Safety: no record lost, repeated or reordered; fidelity: following Flink's (or Kafka's) model exactly."""
+CATEGORIES = ("safety", "liveness", "fidelity")
+"""Safety: no record lost, repeated or reordered; liveness: the connector recovers and gets on (it does not throw,
+hang or loop where it should recover); fidelity: following Flink's (or Kafka's) model exactly."""
 
 HEADING = re.compile(
-    r"^### (?P<id>[A-Z]+-\d{3}) \((?P<level>MUST|SHOULD|MAY)(?:, (?P<category>safety|fidelity))?\) (?P<title>.+?)\s*$",
+    r"^### (?P<id>[A-Z]+-\d{3}) \((?P<level>MUST|SHOULD|MAY)(?:, (?P<category>safety|liveness|fidelity))?\) "
+    r"(?P<title>.+?)\s*$",
     re.MULTILINE,
 )
 ANY_HEADING = re.compile(r"^### [A-Z]+-\d{3}\b.*$", re.MULTILINE)
@@ -47,7 +49,9 @@ OBSERVABLE, UNJUDGED, HIDDEN = "observable", "observable, not judged yet", "not 
 what a judge would look at); not observable from outside (the paragraph names the observation that is missing)."""
 BROKER_AREA: Final = "KAFKA"
 """The broker's ids (``spec/kafka.md``), probed by ``kconform probe-broker``: no connector is judged on them."""
-ID_IN_CODE = re.compile(r"(?<![A-Za-z0-9])(?P<area>ASSIGN|DISC|RESTORE|COMMIT|KAFKA|STRAT)[-_](?P<num>\d{3})(?!\d)")
+ID_IN_CODE = re.compile(
+    r"(?<![A-Za-z0-9])(?P<area>ASSIGN|DISC|RESTORE|COMMIT|KAFKA|STRAT|LIVE)[-_](?P<num>\d{3})(?!\d)"
+)
 TEST_NAME = re.compile(
     r"^test_(?P<kind>required|should|optional)_(?P<ids>[A-Z]+_\d{3}(?:_(?:and_|to_)?(?:[A-Z]+_)?\d{3})*)"
 )
@@ -99,7 +103,7 @@ class Requirement:
     page: str
     checked_by: str = ""
     category: str = ""
-    """``safety`` or ``fidelity`` (``CATEGORIES``); empty where a page does not say."""
+    """``safety``, ``liveness`` or ``fidelity`` (``CATEGORIES``); empty where a page does not say."""
     outside: str = ""
     """``OBSERVABLE``, ``UNJUDGED`` or ``HIDDEN`` from the section's "From outside." paragraph; empty without one."""
     outside_why: str = ""

@@ -75,6 +75,15 @@ def test_required_ASSIGN_001_and_002_every_partition_one_owner_spread_uniformly(
     fail_on(check_plan(given_owner, n), [assignment_grid(claims, n, f"the plan at parallelism {n}")])
 
 
+@requirement("LIVE-001", capability="assignment")
+@given(metadata_snapshots(contiguous=True), parallelisms())
+def test_required_LIVE_001_the_assigner_answers_every_call(adapter: Any, metadata: Metadata, n: int) -> None:
+    """Every partition's owner is asked for: each call returns within ``--timeout``. One still running then is
+    LIVE-001's ``hang``, which ``kconform run``'s alarm reports with the call (spec/liveness.md); what the answers
+    are is ASSIGN-001's and ASSIGN-002's."""
+    owners(adapter, metadata, n)
+
+
 @requirement("ASSIGN-007", capability="discovery")
 @given(metadata_snapshots(), parallelisms(16))
 def test_required_ASSIGN_007_discoverers_together_claim_each_partition_once(

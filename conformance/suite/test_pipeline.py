@@ -82,6 +82,7 @@ from ..checks.pipeline_checkers import (
 from ..checks.strategy_checkers import check_sink_placement
 from ..errors import HarnessError
 from ..gate.pytest_plugin import (
+    BROKER_ANSWERS,
     BROKER_CAPABILITIES,
     BROKER_VERSION,
     Partial,
@@ -146,6 +147,7 @@ def pipeline_broker(pipeline_adapter: PipelineAdapter, request: pytest.FixtureRe
     show (spec/kafka.md)."""
     for running in live_broker():
         request.config.stash[BROKER_VERSION] = running.version
+        request.config.stash[BROKER_ANSWERS] = running.answers
         with ThreadPoolExecutor(1, thread_name_prefix="kconform-probe") as pool:
             probed = request.config.stash[PROBED] = pool.submit(probe, running)
             try:
@@ -273,7 +275,7 @@ def test_required_RESTORE_003_injected_task_failures_are_retried_without_gap_or_
     fail_on(check_read_once(pipeline.records(), ends) + double_reads)
 
 
-@requirement("RESTORE-002", "RESTORE-003", "ASSIGN-007", capability="pipeline-rescale")
+@requirement("RESTORE-002", "RESTORE-003", "ASSIGN-007", "LIVE-001", capability="pipeline-rescale")
 @pytest.mark.timeout(DRIVER_TIMEOUT_S * 2)
 @pipeline_settings()
 @given(parallelisms=st.lists(st.integers(1, 4), min_size=2, max_size=4))
