@@ -43,9 +43,11 @@ def build_parser() -> argparse.ArgumentParser:
      and PARTIAL (1 wins over 3)
   {USAGE_EXIT}  usage error: bad arguments, an --adapter or --suite naming nothing loadable, no test selected
   {ERROR_EXIT}  could not check (ERROR): the broker is unreachable or unconfigured (--broker kafka without
-     its jars: `kconform setup`, or --broker tansu, or --allow-fallback), the adapter failed to load, an
-     adapter method hung past --timeout (not called again in the run: the other tests that need it
-     are ERROR at once), an adapter member's signature does not fit the contract, read_stream's frame
+     its jars: `kconform setup`, or --broker tansu, or --allow-fallback), the adapter failed to load, a
+     test still running at --timeout with no call of the connector under way (an adapter method still running
+     then is a liveness violation, LIVE-001, exit 1, unless the broker stopped answering; it is not called again
+     in the run: the other tests that need it are ERROR at once), the process running the suite crashed (the
+     test it ran; the others go on), an adapter member's signature does not fit the contract, read_stream's frame
      lacks a column the contract needs (topic, partition, offset, key, value) or has it with another
      type, Spark cannot find a data source (kafka: `kconform setup`), a failure injection did not happen,
      the selected level has nothing the adapter declares, or every selected test was skipped; the
