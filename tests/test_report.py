@@ -300,3 +300,32 @@ def test_every_report_lists_the_unchecked_safety_ids_with_their_reasons() -> Non
     )
     assert to_json(result)["unchecked_safety"] == [{"id": "COMMIT-010", "reason": why}]
     assert f"<tr><td>COMMIT-010</td><td>{why}</td></tr>" in render_html(result)
+
+
+def test_failures_are_triaged_safety_first_with_counts_by_kind_and_every_kind_shown() -> None:
+    """A team's report held 33 lost-write and 33 duplicate violations, and the console showed ten lost-writes; a
+    fidelity failure ran before the safety one. Now safety comes first, each failure counts its kinds, and its
+    first lines show one violation of each kind before a second of any."""
+    faithful = results.TestResult("f", "required_ASSIGN_004_x", ["ASSIGN-004"], "MUST", False, Status.FAIL, 1.0)
+    faithful.violated = ["ASSIGN-004"]
+    faithful.violations = [Violation("ASSIGN-004", "formula-mismatch", "t-0 -> 1", data={"owner": 1})]
+    unsafe = results.TestResult("s", "required_COMMIT_011_x", ["COMMIT-011"], "MUST", True, Status.FAIL, 1.0)
+    unsafe.violated = ["COMMIT-011"]
+    unsafe.violations = [
+        Violation("COMMIT-011", kind, f"{v!r} {kind}", data={"value": v})
+        for kind in ("lost-write", "duplicate")
+        for v in range(33)
+    ]
+    rows = [
+        RequirementResult("ASSIGN-004", "MUST", "Formula", "", Status.FAIL, [faithful], category="fidelity"),
+        RequirementResult("COMMIT-011", "MUST", "No loss", "", Status.FAIL, [unsafe], category="safety"),
+    ]
+    result = run_result([faithful, unsafe], rows)
+    text = render_text(result)
+    assert text.index("FAIL required_COMMIT_011_x") < text.index("FAIL required_ASSIGN_004_x")
+    assert "  violates COMMIT-011 (counted as MUST): 33 lost-write, 33 duplicate" in text
+    shown = [line for line in text.splitlines() if line.startswith("  COMMIT-011 ")]
+    assert [line.split()[1] for line in shown] == ["lost-write:", "duplicate:"], shown
+    markdown = render_markdown(result)
+    assert markdown.index("### `required_COMMIT_011_x`") < markdown.index("### `required_ASSIGN_004_x`")
+    assert "violates COMMIT-011 (counted as MUST): 33 lost-write, 33 duplicate" in markdown

@@ -425,12 +425,15 @@ def test_a_failure_is_excused_only_when_every_id_it_violated_is_listed() -> None
     assert excusing_deviation([owner], name, []) is None
 
 
-def test_hanging_adapter_could_not_be_checked_after_the_timeout_not_a_hang(tmp_path: Path) -> None:
+def test_hanging_adapter_is_a_liveness_violation_after_the_timeout_not_a_hang_of_the_run(tmp_path: Path) -> None:
+    """The adapter's own method still running at --timeout is LIVE-001's hang (exit 1), never a hung run, and the
+    test's own ids are not failed by it (they are not verified)."""
     proc = run_sample(tmp_path, "HANGING", "--only", "required_ASSIGN_004", "--timeout", "2", "--report", "report")
-    assert proc.returncode == 3
-    error = by_name(report(tmp_path))["required_ASSIGN_004_matches_reference"]
-    assert error["status"] == "ERROR"
-    assert error["message"].startswith("adapter 'sample-hanging'.assign did not return within --timeout 2s (still ")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    failed = by_name(report(tmp_path))["required_ASSIGN_004_matches_reference"]
+    assert (failed["status"], failed["violated"]) == ("FAIL", ["LIVE-001"])
+    assert failed["message"].startswith("adapter 'sample-hanging'.assign did not return within --timeout 2s (still ")
+    assert report(tmp_path)["live"] is False
 
 
 def test_interrupted_run_fails_even_if_nothing_failed(tmp_path: Path) -> None:
@@ -438,14 +441,18 @@ def test_interrupted_run_fails_even_if_nothing_failed(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert "note: the run was interrupted after 0 of 2 tests" in proc.stdout
     stopped = "not verified (the run was interrupted after 0 of 2 tests)"
-    *_, safe, faithful, last = proc.stdout.splitlines()
-    assert (safe, faithful) == (f"safe: {stopped}", f"Flink-faithful: {stopped}")
+    *_, safe, live, faithful, last = proc.stdout.splitlines()
+    assert (safe, live, faithful) == (f"safe: {stopped}", f"live: {stopped}", f"Flink-faithful: {stopped}")
     assert "Not as expected, exit 1: the run was interrupted" in last
     rep = report(tmp_path)
-    assert (rep["safe"], rep["flink_faithful"]) == (None, None)
-    assert [v["text"] for v in rep["verdicts"].values()] == [f"safe: {stopped}", f"Flink-faithful: {stopped}"]
+    assert (rep["safe"], rep["live"], rep["flink_faithful"]) == (None, None, None)
+    assert [v["text"] for v in rep["verdicts"].values()] == [
+        f"safe: {stopped}",
+        f"live: {stopped}",
+        f"Flink-faithful: {stopped}",
+    ]
     markdown = (tmp_path / "report" / "report.md").read_text()
-    assert f"- **safe: {stopped}**\n- **Flink-faithful: {stopped}**" in markdown
+    assert f"- **safe: {stopped}**\n- **live: {stopped}**\n- **Flink-faithful: {stopped}**" in markdown
     html = (tmp_path / "report" / "report.html").read_text()
     assert '<div class="verdict unknown" id="verdict-safety"><b>safe: not verified</b>' in html
     assert "<div>the run was interrupted after 0 of 2 tests</div>" in html

@@ -22,7 +22,7 @@ from _pytest.junitxml import mangle_test_address  # how pytest named the testcas
 from ..brokers.capability import format_table
 from ..redaction import write_text
 from ..release import kconform_version
-from ..spec_tools.requirements import CATEGORIES
+from ..spec_tools.requirements import CATEGORIES, LEVELS
 from .options import broker_used
 from .results import (
     ADDRESS,
@@ -147,10 +147,30 @@ def shorten(text: str, width: int = NAME_WIDTH) -> str:
 
 
 def _violation_lines(t: TestResult, limit: int = VIOLATIONS_SHOWN) -> list[str]:
-    """One line per distinct violation (a shrunk example may repeat one), the first ``limit`` of them."""
-    lines = list(dict.fromkeys(v.evidence if v.kind == UNSTRUCTURED else str(v) for v in t.violations))
+    """One line per distinct violation (a shrunk example may repeat one), the first ``limit`` of them taken a kind
+    at a time (the first of each kind, then the second of each, ...), so that 33 ``lost-write`` violations do not
+    hide the ``duplicate`` after them."""
+    by_kind: dict[str, list[str]] = {}
+    for v in t.violations:
+        by_kind.setdefault(v.kind, []).append(v.evidence if v.kind == UNSTRUCTURED else str(v))
+    columns = [list(dict.fromkeys(lines)) for lines in by_kind.values()]
+    lines = [column[i] for i in range(max(map(len, columns), default=0)) for column in columns if i < len(column)]
     more = len(lines) - limit
     return lines[:limit] + ([f"... and {more} more (all of them in report.json)"] if more > 0 else [])
+
+
+def anomaly_counts(t: TestResult) -> str:
+    """How many violations of each kind a failure holds (``33 lost-write, 33 duplicate``), most first."""
+    counts = Counter(v.kind for v in t.violations if v.kind != UNSTRUCTURED)
+    return ", ".join(f"{n} {kind}" for kind, n in counts.most_common())
+
+
+def triage_key(t: TestResult, classes: dict[str, str], strict: bool) -> tuple[int, int, int]:
+    """Failures in the order a reader must see them: those that fail the run, then by the class of the ids they
+    violate (safety, liveness, fidelity, then the rest), then by level."""
+    order = [*CATEGORIES, ""]
+    rank = min((order.index(classes.get(i, "")) for i in t.violated), default=len(order))
+    return (not t.fails(strict), rank, LEVELS.index(t.level) if t.level in LEVELS else len(LEVELS))
 
 
 def _console_evidence(t: TestResult) -> list[str]:
@@ -170,17 +190,24 @@ def _console_evidence(t: TestResult) -> list[str]:
 def _console_failures(result: RunResult) -> list[str]:
     """The first ``FAILURES_ON_CONSOLE`` failures (those that fail the run first) with their evidence and
     replay line; the others by name."""
-    failures = sorted(
-        (t for t in result.tests if t.status is Status.FAIL), key=lambda t: not t.fails(result.options.strict)
-    )
+    failures = triaged(result)
     if not failures:
         return []
     lines = ["", REPLAY_NOTE]
     for t in failures[:FAILURES_ON_CONSOLE]:
-        lines += ["", f"FAIL {t.name}", f"  {violates(t)}", *(f"  {line}" for line in _console_evidence(t))]
+        counts = anomaly_counts(t)
+        lines += ["", f"FAIL {t.name}", f"  {violates(t)}" + (f": {counts}" if counts else "")]
+        lines += [f"  {line}" for line in _console_evidence(t)]
         lines += [f"  replay: {t.replay}"] if t.replay else []
     rest = [f"{t.name} ({t.level})" for t in failures[FAILURES_ON_CONSOLE:]]
     return lines + ([f"{len(rest)} more failures in report.md: {', '.join(rest)}"] if rest else [])
+
+
+def triaged(result: RunResult) -> list[TestResult]:
+    """The failed tests in ``triage_key`` order (a stable sort: the run's order within a rank)."""
+    classes = {r.id: r.category for r in result.requirements}
+    failed = [t for t in result.tests if t.status is Status.FAIL]
+    return sorted(failed, key=lambda t: triage_key(t, classes, result.options.strict))
 
 
 def tally(row: RequirementResult) -> str:
@@ -324,11 +351,12 @@ def render_markdown(result: RunResult) -> str:
     if metrics:
         lines += ["", "## Metrics", "", "| test | metric | value |", "| --- | --- | --- |"]
         lines += [f"| `{name}` | {md_cell(key)} | {md_cell(str(value))} |" for name, key, value in metrics]
-    failures = [t for t in result.tests if t.status is Status.FAIL]
+    failures = triaged(result)
     if failures:
         lines += ["", "## Failures", "", REPLAY_NOTE]
     for t in failures:
-        lines += ["", f"### `{t.name}`", "", violates(t), ""]
+        counts = anomaly_counts(t)
+        lines += ["", f"### `{t.name}`", "", violates(t) + (f": {counts}" if counts else ""), ""]
         lines += [f"- {md_cell(line)}" for line in _violation_lines(t)]
         lines += ["", "```text", evidence_text(t), "```"]
         lines += ["", "Replay:", "", "```sh", t.replay, "```"] if t.replay else []
