@@ -181,8 +181,11 @@ class SourceSpec:
     specific offsets in Spark's JSON notation (``{"topic": {"0": 4}}``), which leave a partition out."""
     max_records_per_trigger: int | None = None
     client_settings: tuple[tuple[str, str | Secret], ...] = ()
-    """librdkafka settings the broker needs (security); pass them to every client, a ``Secret``'s as
-    ``secret.reveal()`` (``kconform.reference_impl.credentials.revealed``) and only there: it prints as ``***``."""
+    """Kafka client settings the source must pass to every consumer and not override: those the broker needs
+    (security), a ``Secret``'s as ``secret.reveal()`` (``kconform.reference_impl.credentials.revealed``) and only
+    there (it prints as ``***``), and those the scenario relies on, always stated: ``isolation.level``
+    (``read_uncommitted`` unless a scenario asks for ``read_committed``; librdkafka's own default is
+    read_committed)."""
     client_timeout_ms: int | None = None
     """How long one client call may block before the connector gives up on it (``kconform soak`` sets it
     below its node pauses and commit stalls, which must outlast it); None: the connector's default."""
