@@ -174,3 +174,29 @@ def test_a_command_at_another_release_runs_itself_again_in_that_releases_venv(
     assert ran == [(cli, "4.0.1")]
     monkeypatch.setattr(spark_release, "installed_pyspark", lambda: "4.0.1")  # already in that venv: go on here
     assert spark_release.at_spark_release(command, "4.0.1", ["--spark", "4.0.1"]) is None and len(ran) == 1
+
+
+def test_a_pyspark_of_another_line_is_judged_with_its_own_connector_without_spark(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A team's venv holds pyspark 4.1.1 beside a kconform pinned to 4.2: the pinned line's jars die of
+    NoSuchMethodError there, so a run (not at the protocol level) takes 4.1.1's connector and goes on in this
+    interpreter; a patch release of the pinned line keeps the pinned jars."""
+    prepared: list[str] = []
+    monkeypatch.delenv(SPARK_VERSION_ENV, raising=False)
+
+    def prepare(release: str, say: object) -> dict[str, str]:
+        prepared.append(release)
+        return {SPARK_VERSION_ENV: release}
+
+    monkeypatch.setattr(spark_release, "prepare", prepare)
+    line = pinned().rsplit(".", 1)[0]
+    monkeypatch.setattr(spark_release, "installed_pyspark", lambda: f"{line}.99")
+    assert spark_release.at_spark_release("run", None, []) is None and prepared == []
+    monkeypatch.setattr(spark_release, "installed_pyspark", lambda: "4.1.1")
+    assert spark_release.at_spark_release("run", None, [], spark=False) is None and prepared == []  # protocol
+    try:
+        assert spark_release.at_spark_release("run", None, []) is None and prepared == ["4.1.1"]
+    finally:
+        monkeypatch.delenv(SPARK_VERSION_ENV, raising=False)  # prepare's environment is this process's
+    assert "the installed pyspark is 4.1.1, of another line than the pinned" in capsys.readouterr().out

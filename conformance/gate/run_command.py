@@ -147,7 +147,7 @@ def main(argv: Sequence[str]) -> int:
     flink_default = args.flink_connector is not None and args.level == DEFAULT_LEVEL
     level = "pipeline" if flink_default else args.level  # the Flink adapter has no protocol level
     search_working_directory()
-    released = at_spark_release("run", args.spark, argv)
+    released = at_spark_release("run", args.spark, argv, spark=level != "protocol")
     if released is not None:
         return released
     try:

@@ -13,7 +13,7 @@ from typing import Final
 
 from ..jvm import JvmArtifactsMissing
 from ..jvm.setup import SetupError
-from ..jvm.spark_at_release import SPARK_VERSION_ENV, check_release
+from ..jvm.spark_at_release import RELEASE, SPARK_VERSION_ENV, check_release, pinned
 from ..spark.at_release import ReleaseError, installed_pyspark, make_venv, prepare
 from .results import ERROR_EXIT, USAGE_EXIT
 
@@ -26,11 +26,30 @@ def say(line: str) -> None:
     print(line, flush=True)
 
 
-def at_spark_release(command: str, release: str | None, argv: Sequence[str]) -> int | None:
-    """Make ``release`` (else ``$KCONFORM_SPARK_VERSION``; neither: the pinned one, nothing to do) ready for
+def installed_other_line(command: str) -> str | None:
+    """The installed pyspark's release when it is of another line than the pinned one (4.1.1 beside a pinned 4.2.0):
+    its own Kafka connector jars are then the ones to judge with, since the pinned line's fail on it
+    (``NoSuchMethodError``). ``None`` for the pinned line (its patch releases share the pinned jars), no pyspark,
+    or a version that names no release."""
+    installed = installed_pyspark()
+    if installed is None or not RELEASE.fullmatch(installed):
+        return None
+    if installed.rsplit(".", 1)[0] == pinned().rsplit(".", 1)[0]:
+        return None
+    say(
+        f"kconform {command}: the installed pyspark is {installed}, of another line than the pinned {pinned()}: "
+        f"judging with Spark {installed}'s Kafka connector (resolved on demand and cached); --spark VERSION judges "
+        "another release"
+    )
+    return installed
+
+
+def at_spark_release(command: str, release: str | None, argv: Sequence[str], spark: bool = True) -> int | None:
+    """Make ``release`` (else ``$KCONFORM_SPARK_VERSION``; else, for a command that runs Spark (``spark``), the
+    installed pyspark's when it is of another line than the pinned one; else nothing to do) ready for
     ``kconform <command> argv``. ``None`` when this interpreter can go on judging it; otherwise the exit code:
     the same command's in the release's venv, ERROR when the release cannot be made ready, usage on a bad one."""
-    release = release or os.environ.get(SPARK_VERSION_ENV)
+    release = release or os.environ.get(SPARK_VERSION_ENV) or (installed_other_line(command) if spark else None)
     if not release:
         return None
     try:

@@ -120,7 +120,7 @@ def main(argv: Sequence[str]) -> int:
     """Write the page, print the run's summary; the exit code is ``kconform run``'s for the same run."""
     args = build_parser().parse_args(argv)
     search_working_directory()
-    released = at_spark_release("verdicts", args.spark, argv)
+    released = at_spark_release("verdicts", args.spark, argv, spark=args.level != "protocol")
     if released is not None:
         return released
     command = shlex.join(["kconform", "verdicts", *argv])
