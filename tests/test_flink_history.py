@@ -173,7 +173,7 @@ def test_required_RESTORE_010_a_bounded_job_that_read_all_then_never_finished_is
     assert check_bounded_read(committed_reads([parse_run(lines, "finished")]), committed, stopping, None) == []
 
 
-def test_required_RESTORE_018_a_group_start_is_judged_on_where_each_partition_was_first_read() -> None:
+def test_required_RESTORE_018_021_a_group_start_is_judged_on_where_each_partition_was_first_read() -> None:
     """Flink's ``committedOffsets(LATEST)`` as the harness records it: partition 0 from the group's offset 7,
     partition 1 (no offset; 20 records at start) from the probes written after its end; its mutant twin, asked
     without a fallback, goes on the same way (``silent-start``); one that starts partition 1 at its first record

@@ -13,7 +13,7 @@ ERRORS = st.sampled_from([KafkaError, ProducerFencedError, InvalidTxnStateError]
 
 
 @given(ERRORS, st.none() | st.integers(0, 10_000))
-def test_required_COMMIT_021_an_error_past_the_timeout_names_it_keeping_its_type(
+def test_required_COMMIT_026_an_error_past_the_timeout_names_it_keeping_its_type(
     kind: type[KafkaError], open_ms: int | None
 ) -> None:
     error = kind("commit_transaction (q-0): _FENCED: Producer fenced by newer instance")

@@ -291,7 +291,7 @@ def test_required_COMMIT_020_a_partition_held_below_its_end_after_the_stop_is_na
     assert check_closed_at_stop({a: 10, b: 7}, {a: 9, b: 7}, 1.0) == []
 
 
-def test_required_COMMIT_015_only_a_failure_naming_both_settings_with_nothing_committed_passes() -> None:
+def test_required_COMMIT_015_024_only_a_failure_naming_both_settings_with_nothing_committed_passes() -> None:
     both = "org.apache.kafka...\nInvalidTxnTimeout: transaction.timeout.ms above transaction.max.timeout.ms\n"
     assert check_refused_timeout(both, "sink", 0, 7) == []
     assert [v.kind for v in check_refused_timeout(both, "sink", 3, 7)] == ["written-anyway"]
@@ -365,7 +365,7 @@ def reads_from(starts: dict[TopicPartition, int]) -> list[ReadRecord]:
 
 
 @given(loss_accepted=st.booleans())
-def test_required_RESTORE_015_016_a_failure_naming_the_partition_position_and_log_start_passes(
+def test_required_RESTORE_015_016_019_a_failure_naming_the_partition_position_and_log_start_passes(
     loss_accepted: bool,
 ) -> None:
     named = "PositionGone: t-0: position 1013 is below the partition's log start 1029: records [1013, 1029) deleted"
@@ -415,7 +415,7 @@ def reads_between(starts: dict[TopicPartition, int]) -> list[ReadRecord]:
     return [ReadRecord(tp, o, None, 0) for tp, start in starts.items() for o in range(start, STARTING_ENDS[tp])]
 
 
-def test_required_RESTORE_017_a_start_failing_names_the_partition_left_out() -> None:
+def test_required_RESTORE_017_020_a_start_failing_names_the_partition_left_out() -> None:
     spark = "assertion failed: If startingOffsets contains specific offsets, you must specify all TopicPartitions.\n" \
         "Specified: Set(s-0) Assigned: Set(s-0, s-1)"  # fmt: skip
     reference = "option 'startingOffsets' gives no offset for s [1]; name every subscribed partition"
@@ -437,7 +437,7 @@ def test_required_RESTORE_017_a_start_going_on_reads_left_out_partitions_from_ea
     assert judged == want
 
 
-def test_required_COMMIT_021_only_a_failure_naming_transaction_timeout_ms_passes() -> None:
+def test_required_COMMIT_021_026_only_a_failure_naming_transaction_timeout_ms_passes() -> None:
     named = "StreamingQueryException: ...\nProducerFencedError: commit_transaction (q-0): its transaction was open " \
         "5210 ms, longer than transaction.timeout.ms = 2000 ms, so the broker has aborted it\n"  # fmt: skip
     assert check_timed_out_task(named, 2000, 0) == []
@@ -447,7 +447,7 @@ def test_required_COMMIT_021_only_a_failure_naming_transaction_timeout_ms_passes
     ]
     bare = "x" * 5000 + "\nKafkaError: commit_transaction (q-0): _FENCED: Producer fenced by newer instance\n"
     unnamed = check_timed_out_task(bare, 2000, 0)
-    assert [(v.requirement, v.kind) for v in unnamed] == [("COMMIT-021", "timeout-unnamed")]
+    assert [(v.requirement, v.kind) for v in unnamed] == [("COMMIT-026", "timeout-unnamed")]
     assert unnamed[0].data["error"] == bare[-2000:]
     planned = bare + "=== Streaming Query ===\nWriteToMicroBatchDataSource Map(kafka.transaction.timeout.ms -> 2000)"
     assert [v.kind for v in check_timed_out_task(planned, 2000, 0)] == ["timeout-unnamed"]

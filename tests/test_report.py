@@ -129,7 +129,7 @@ def test_a_failing_run_ends_with_its_failures_and_then_the_verdicts(
     failed = [t for t in tests if t["status"] == "FAIL"]
     assert len(failed) >= 2
     tail = proc.stdout.splitlines()[-TAIL:]
-    *_, safe, live, faithful, verdict = tail
+    *_, safe, live, faithful, diagnosable, verdict = tail
     assert safe.startswith("safe: ") and faithful.startswith("Flink-faithful: no (violated: ASSIGN-004")
     assert live.startswith("live: ")
     assert re.match(r"\d+ requirements: \d+ FAIL, ", verdict) and "Not as expected, exit 1: " in verdict
@@ -144,7 +144,8 @@ def test_a_failing_run_ends_with_its_failures_and_then_the_verdicts(
     assert f"  {blob}" in tail
     assert any(line.startswith("  ... and ") and "more (all of them in report.json)" in line for line in tail)
     assert tail.index(f"FAIL {failed[0]['name']}") < tail.index(safe)
-    assert tail[-5] == "" and tail[-6].startswith("  replay: ")  # the failures directly precede the verdicts
+    assert tail[-6] == "" and tail[-7].startswith("  replay: ")  # the failures directly precede the verdicts
+    assert diagnosable.startswith("diagnosable: ")
 
 
 def test_metrics_skip_dumps_and_addresses_stay_off_the_console(
@@ -210,9 +211,9 @@ def test_many_failures_keep_the_verdicts_in_the_last_lines_and_every_failure_nam
     row = RequirementResult("COMMIT-011", "MUST", "No loss", "", Status.FAIL, tests, category="safety")
     text = render_text(run_result(tests, [row]))
     tail = text.splitlines()[-TAIL:]
-    *_, safe, live, faithful, verdict = tail
+    *_, safe, live, faithful, diagnosable, verdict = tail
     assert (safe, faithful.split(" (")[0]) == ("safe: no (violated: COMMIT-011)", "Flink-faithful: not verified")
-    assert live.split(" (")[0] == "live: not verified"
+    assert live.split(" (")[0] == "live: not verified" and diagnosable.startswith("diagnosable: ")
     assert verdict == (
         "1 requirements: 1 FAIL. Not as expected, exit 1: required_COMMIT_011_failure_0 (FAIL MUST), "
         "required_COMMIT_011_failure_1 (FAIL MUST), required_COMMIT_011_failure_2 (FAIL MUST), 3 more failing tests"
@@ -220,7 +221,7 @@ def test_many_failures_keep_the_verdicts_in_the_last_lines_and_every_failure_nam
     for t in tests:
         assert any(t.name in line for line in tail)
     assert "FAIL required_COMMIT_011_failure_2" in tail and "  replay: kconform run --only failure_2" in tail
-    assert tail[-6] == "3 more failures in report.md: " + ", ".join(
+    assert tail[-7] == "3 more failures in report.md: " + ", ".join(
         f"required_COMMIT_011_failure_{n} (MUST)" for n in (3, 4, 5)
     )
     assert "broker capabilities" not in text and "KAFKA-004" not in text
@@ -234,7 +235,7 @@ def test_an_interrupted_run_never_reads_as_verified() -> None:
     row = RequirementResult("COMMIT-011", "MUST", "No loss", "", Status.PASS, [passed], category="safety")
     result = run_result([passed], [row], interrupted=True)
     stopped = "safe: not verified (the run was interrupted after 1 of 3 tests)"
-    assert render_text(result).splitlines()[-4] == stopped
+    assert render_text(result).splitlines()[-5] == stopped
     assert f"- **{stopped}**" in render_markdown(result)
     report = to_json(result)
     assert (report["safe"], report["verdicts"]["safety"]["text"]) == (None, stopped)
@@ -242,7 +243,7 @@ def test_an_interrupted_run_never_reads_as_verified() -> None:
     assert '<div class="verdict unknown" id="verdict-safety"><b>safe: not verified</b>' in html
     assert "safe: yes" not in html + render_text(result) + render_markdown(result)
     assert run_result([passed], [row]).interruption == ""
-    assert render_text(run_result([passed], [row])).splitlines()[-4] == "safe: yes (1 safety requirement verified)"
+    assert render_text(run_result([passed], [row])).splitlines()[-5] == "safe: yes (1 safety requirement verified)"
 
 
 def test_report_md_lists_the_run_s_metrics(tmp_path: Path) -> None:

@@ -441,18 +441,15 @@ def test_interrupted_run_fails_even_if_nothing_failed(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert "note: the run was interrupted after 0 of 2 tests" in proc.stdout
     stopped = "not verified (the run was interrupted after 0 of 2 tests)"
-    *_, safe, live, faithful, last = proc.stdout.splitlines()
-    assert (safe, live, faithful) == (f"safe: {stopped}", f"live: {stopped}", f"Flink-faithful: {stopped}")
+    *_, safe, live, faithful, diagnosable, last = proc.stdout.splitlines()
+    labels = ("safe", "live", "Flink-faithful", "diagnosable")
+    assert (safe, live, faithful, diagnosable) == tuple(f"{label}: {stopped}" for label in labels)
     assert "Not as expected, exit 1: the run was interrupted" in last
     rep = report(tmp_path)
-    assert (rep["safe"], rep["live"], rep["flink_faithful"]) == (None, None, None)
-    assert [v["text"] for v in rep["verdicts"].values()] == [
-        f"safe: {stopped}",
-        f"live: {stopped}",
-        f"Flink-faithful: {stopped}",
-    ]
+    assert (rep["safe"], rep["live"], rep["flink_faithful"], rep["diagnosable"]) == (None, None, None, None)
+    assert [v["text"] for v in rep["verdicts"].values()] == [f"{label}: {stopped}" for label in labels]
     markdown = (tmp_path / "report" / "report.md").read_text()
-    assert f"- **safe: {stopped}**\n- **live: {stopped}**\n- **Flink-faithful: {stopped}**" in markdown
+    assert "\n".join(f"- **{label}: {stopped}**" for label in labels) in markdown
     html = (tmp_path / "report" / "report.html").read_text()
     assert '<div class="verdict unknown" id="verdict-safety"><b>safe: not verified</b>' in html
     assert "<div>the run was interrupted after 0 of 2 tests</div>" in html

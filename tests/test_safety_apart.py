@@ -120,3 +120,14 @@ def test_nothing_kept_raises_nothing() -> None:
         fail_on([fidelity("a")])  # a fidelity id the test does not check
     deferral.raise_kept()
     fail_on([])
+
+
+def test_a_connector_correct_in_data_whose_errors_name_nothing_is_safe_and_not_diagnosable(tmp_path: Path) -> None:
+    """The sink loses nothing and fails every commit past its timeout, but with the client's bare error: no safety id
+    is failed by a message's wording alone (COMMIT-021 passes); its diagnostics id (COMMIT-026) fails."""
+    unnamed = "kconform.conformance.mutants.protocol:timeout_error_unnamed"
+    proc, report = protocol_run(tmp_path, unnamed, "--only", "COMMIT-021")
+    assert proc.returncode == 1, proc.stdout[-4000:] + proc.stderr
+    assert statuses(report)["COMMIT-026"] == "FAIL" and statuses(report)["COMMIT-021"] != "FAIL", statuses(report)
+    assert (report["safe"], report["diagnosable"]) == (True, False), report["verdicts"]
+    assert "safe: yes" in proc.stdout and "diagnosable: no (violated: COMMIT-026)" in proc.stdout

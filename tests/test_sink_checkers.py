@@ -100,18 +100,18 @@ def test_required_COMMIT_017_a_value_held_back_by_an_open_transaction_is_named(
 
 
 @given(st.booleans())
-def test_required_COMMIT_019_recovery_of_expired_ids_fails_naming_one(committed: bool) -> None:
+def test_required_COMMIT_019_025_recovery_of_expired_ids_fails_naming_one(committed: bool) -> None:
     ids = ["kconform-sink-0-1", "kconform-sink-1-1"]
     assert check_expired_ids_refused(ids, committed, "KafkaError: kconform-sink-1-1 is unknown") == []
     unnamed = check_expired_ids_refused(ids, committed, "KafkaError: unknown transactional id")
-    assert kinds(unnamed) == [("COMMIT-019", "expired-id-unnamed")]
+    assert kinds(unnamed) == [("COMMIT-025", "expired-id-unnamed")]
     swallowed = check_expired_ids_refused(ids, committed, None)
     assert kinds(swallowed) == [("COMMIT-019", "expired-id-swallowed")]
     assert swallowed[0].data["committed"] is committed
     assert ("records are lost" in swallowed[0].evidence) is not committed
 
 
-def test_required_COMMIT_022_a_bad_prefix_refused_before_start_passes_each_other_outcome_is_named() -> None:
+def test_required_COMMIT_022_027_a_bad_prefix_refused_before_start_passes_each_other_outcome_is_named() -> None:
     refusal = "ValueError: sinks [0, 1] of the job share the transactional id prefix 'job'"
     assert check_prefixes_refused(["job", "job-1"], None, ["job-0-1", "job-1-0-1"]) == []
     assert check_prefixes_refused(["job", "job"], refusal, []) == []
@@ -122,10 +122,10 @@ def test_required_COMMIT_022_a_bad_prefix_refused_before_start_passes_each_other
     assert kinds(check_prefixes_refused(["job", "job"], refusal, ["job-0-1"])) == [
         ("COMMIT-022", "refused-after-start")
     ]
-    assert kinds(check_prefixes_refused(["job", "job"], "ValueError: no", [])) == [("COMMIT-022", "refusal-unnamed")]
+    assert kinds(check_prefixes_refused(["job", "job"], "ValueError: no", [])) == [("COMMIT-027", "refusal-unnamed")]
 
 
-def test_required_COMMIT_023_a_switch_with_everything_visible_once_passes_each_breach_is_named() -> None:
+def test_required_COMMIT_023_028_a_switch_with_everything_visible_once_passes_each_breach_is_named() -> None:
     expected = [b"a", b"b"]
     ends = {0: 4, 1: 2}
 
@@ -134,14 +134,14 @@ def test_required_COMMIT_023_a_switch_with_everything_visible_once_passes_each_b
 
     assert judged([b"a", b"b"], dict(ends)) == []
     assert judged([b"a", b"b"], dict(ends), "IllegalStateException: ... back to INCREMENTING ...") == []
-    assert judged([b"a", b"b"], dict(ends), "IllegalStateException: no") == [("COMMIT-023", "refusal-unnamed")]
+    assert judged([b"a", b"b"], dict(ends), "IllegalStateException: no") == [("COMMIT-028", "refusal-unnamed")]
     assert judged([b"a"], {0: 1, 1: 2}) == [("COMMIT-023", "old-naming-left-open")]
     assert judged([b"a"], dict(ends)) == [("COMMIT-023", "switch-lost-write")]
     assert judged([b"a", b"b", b"a"], dict(ends)) == [("COMMIT-023", "switch-duplicate")]
 
 
 @given(st.integers(0, 20_000), st.integers(0, 20_000), VALUES)
-def test_required_COMMIT_021_past_the_timeout_only_a_failure_naming_a_timed_out_id_and_the_timeout_passes(
+def test_required_COMMIT_021_026_past_the_timeout_only_a_failure_naming_a_timed_out_id_and_the_timeout_passes(
     old: int, young: int, lost: set[bytes]
 ) -> None:
     ages, timeout_ms, step = {"kconform-sink-0-1": old, "kconform-sink-1-1": young}, 10_000, "the commit"
@@ -163,5 +163,5 @@ def test_required_COMMIT_021_past_the_timeout_only_a_failure_naming_a_timed_out_
     wrong_id = [text.format(unexpired[0])] if unexpired else []
     for error in ["KafkaError: the producer was fenced", f"KafkaError: {expired[0]} fenced", "E: 10000 ms", *wrong_id]:
         unnamed = check_timeout_outlived(ages, timeout_ms, step, error, lost)
-        assert kinds(unnamed) == [("COMMIT-021", "timeout-unnamed")], error
+        assert kinds(unnamed) == [("COMMIT-026", "timeout-unnamed")], error
         assert unnamed[0].data["error"] == error

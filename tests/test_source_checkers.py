@@ -100,7 +100,9 @@ def test_required_DISC_008_a_deleted_topic_keeps_its_offsets_and_stalls_no_other
     assert kinds(stalled) == [("DISC-008", "stalled")] * sum(tp.topic == "in-a" for tp in before)
 
 
-def test_required_RESTORE_018_the_reference_starts_from_group_offsets_or_fails_naming_each_partition_without() -> None:
+def test_required_RESTORE_018_021_the_reference_starts_from_group_offsets_or_fails_naming_each_partition_without() -> (
+    None
+):
     """The reference's start from a group's committed offsets passes the checker in each case it can meet."""
     held = {A0: 3}
     for fallback in (EARLIEST, LATEST):
@@ -114,7 +116,7 @@ def test_required_RESTORE_018_the_reference_starts_from_group_offsets_or_fails_n
     assert committed_start("g", [A0], held, None) == {A0: 3}, "every partition held: no fallback needed"
 
 
-def test_required_RESTORE_018_a_failed_start_must_name_each_partition_without_a_committed_offset() -> None:
+def test_required_RESTORE_018_021_a_failed_start_must_name_each_partition_without_a_committed_offset() -> None:
     kafka = "Undefined offset with no reset policy for partitions: [in-a-1]"  # Kafka's NoOffsetForPartitionException
     assert check_group_start([A0, A1], {A0: 3}, None, None, kafka) == []
     [unnamed] = check_group_start([A0, A1, B0], {A0: 3}, None, None, kafka)

@@ -461,7 +461,7 @@ def check_group_start(
     if error is not None:
         return [
             Violation(
-                "RESTORE-018",
+                "RESTORE-021",
                 "uncommitted-unnamed",
                 f"{tp}: the start failed without naming this partition, which the group has no offset for: {error}",
                 data=tp_fields(tp) | {"error": error[:300]},

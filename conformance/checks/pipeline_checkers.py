@@ -343,7 +343,7 @@ def check_timed_out_task(error: str | None, timeout_ms: int, visible: int) -> li
     if "transaction.timeout.ms" in error.split(QUERY_PLAN)[0]:
         return []
     where = f"the query failed without naming transaction.timeout.ms: {shown}"
-    return [Violation("COMMIT-021", "timeout-unnamed", where, data=facts)]
+    return [Violation("COMMIT-026", "timeout-unnamed", where, data=facts)]
 
 
 def check_rewritten(failed: Counter[bytes | None], seen: Counter[bytes | None], cause: str) -> list[Violation]:
@@ -494,12 +494,15 @@ def check_refused_timeout(error: str | None, topic: str, written: int, timeout_m
                 data={"transaction_timeout_ms": timeout_ms, "error": None},
             )
         ]
-    unnamed = [name for name in ("transaction.timeout.ms", "transaction.max.timeout.ms") if name not in error]
-    if unnamed:
-        why = f"the error does not name {', '.join(unnamed)}: {last_line_of(error)}"
-        return [Violation("COMMIT-015", "unclear-error", why, data={"error": last_line_of(error), "unnamed": unnamed})]
     count = {"topic": topic, "record_count": written}
-    return [Violation("COMMIT-015", "written-anyway", f"{written} records committed", data=count)] * bool(written)
+    out = [Violation("COMMIT-015", "written-anyway", f"{written} records committed", data=count)] * bool(written)
+    unnamed = [name for name in ("transaction.timeout.ms", "transaction.max.timeout.ms") if name not in error]
+    if unnamed:  # what the failure says (COMMIT-024), judged apart from what it committed
+        why = f"the error does not name {', '.join(unnamed)}: {last_line_of(error)}"
+        out.append(
+            Violation("COMMIT-024", "unclear-error", why, data={"error": last_line_of(error), "unnamed": unnamed})
+        )
+    return out
 
 
 def check_driver_exit(returncode: int | None, failed: str, log_tail: str) -> list[Violation]:
@@ -598,7 +601,7 @@ def _loss_unnamed(error: str, tp: TopicPartition, truncated: Truncated) -> list[
     unnamed = [what for what, found in named.items() if not found]
     out = [
         Violation(
-            "RESTORE-015",
+            "RESTORE-019",
             "loss-unnamed",
             f"{tp}: the query failed without naming its {' or '.join(unnamed)} (position {truncated.position}): {line}",
             data=facts | {"unnamed": unnamed},
@@ -637,7 +640,7 @@ def check_unmapped_start(
         line = next((line.strip() for line in error.splitlines() if any(tp.topic in line for tp in ends)), "")
         return [
             Violation(
-                "RESTORE-017",
+                "RESTORE-020",
                 "unmapped-unnamed",
                 f"{tp}: the start failed without naming this partition, which the offsets left out: "
                 f"{line or last_line_of(error)}",

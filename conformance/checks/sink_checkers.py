@@ -130,7 +130,7 @@ def check_expired_ids_refused(ids: list[str], committed: bool, error: str | None
     if any(tid in error for tid in ids):
         return []
     where = f"recovery failed with {error}, naming none of {ids}"
-    return [Violation("COMMIT-019", "expired-id-unnamed", where, data={"transactional_ids": ids, "error": error})]
+    return [Violation("COMMIT-025", "expired-id-unnamed", where, data={"transactional_ids": ids, "error": error})]
 
 
 def check_prefixes_refused(prefixes: Sequence[str], error: str | None, started: Sequence[str]) -> list[Violation]:
@@ -154,12 +154,11 @@ def check_prefixes_refused(prefixes: Sequence[str], error: str | None, started: 
             )
         )
         return [Violation("COMMIT-022", kind, f"a job with {what} started: {list(prefixes)}", data=facts)]
-    if started:
-        why = f"refused only after its sinks started ({sorted(started)}): {error}"
-        return [Violation("COMMIT-022", "refused-after-start", why, data=facts)]
+    late = f"refused only after its sinks started ({sorted(started)}): {error}"
+    out = [Violation("COMMIT-022", "refused-after-start", late, data=facts)] * bool(started)
     named = "prefix" in error.lower() and (bool(empty) or shared[0] in error)  # either problem may be the one named
     why = f"the refusal does not name the {'missing prefix' if empty else repr(shared[0])}: {error}"
-    return [Violation("COMMIT-022", "refusal-unnamed", why, data=facts)] * (not named)
+    return out + [Violation("COMMIT-027", "refusal-unnamed", why, data=facts)] * (not named)  # judged apart
 
 
 def check_naming_switched(
@@ -180,7 +179,7 @@ def check_naming_switched(
     found = []
     if refused is not None and new not in refused.lower():
         why = f"the refused switch {old} -> {new} does not name {new}: {refused}"
-        found.append(Violation("COMMIT-023", "refusal-unnamed", why, data=facts))
+        found.append(Violation("COMMIT-028", "refusal-unnamed", why, data=facts))
     blocked = {p: (o, ends[p]) for p, o in sorted(stable.items()) if o < ends.get(p, o)}
     hidden = sorted(set(expected) - set(committed))
     if blocked:
@@ -235,4 +234,4 @@ def check_timeout_outlived(
         return []
     unnamed = [what for what, named in (("a timed-out id", names_id), ("the timeout", names_timeout)) if not named]
     where = f"{step} failed with {error}, without {' or '.join(unnamed)} (timed out: {expired})"
-    return [Violation("COMMIT-021", "timeout-unnamed", where, data=facts)]
+    return [Violation("COMMIT-026", "timeout-unnamed", where, data=facts)]

@@ -91,6 +91,7 @@ def _verdict_box(v: ClassVerdict) -> str:
         "safety": "no record lost, repeated or reordered",
         "liveness": "recovers and gets on: no hang, no failure where it should recover",
         "fidelity": "follows Flink's model exactly",
+        "diagnostics": "its failures name what to fix",
     }
     return (
         f'<div class="verdict {css}" id="verdict-{v.category}"><b>{_e(v.label)}: {_e(v.answer)}</b>'

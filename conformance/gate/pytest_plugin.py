@@ -39,7 +39,9 @@ SUITE_PACKAGE = "kconform.conformance.suite"
 BROKER_CAPABILITIES = pytest.StashKey[list[Capability]]()
 """The probe's measurement of the broker a run used; every report shows it."""
 FIDELITY_IDS = pytest.StashKey[frozenset[str]]()
-"""The spec's fidelity ids, read once per session."""
+"""The spec's ids judged apart from safety and liveness (fidelity and diagnostics), read once per session."""
+DEFERRED_CLASSES = ("fidelity", "diagnostics")
+"""Classes whose violations a test of a safety (or liveness) id keeps back until it judged those on every example."""
 BROKER_VERSION = pytest.StashKey[str]()
 """The product and version of the broker a run used (``Broker.version``), for the verdict table."""
 BROKER_ANSWERS = pytest.StashKey[Callable[[], bool]]()
@@ -150,16 +152,17 @@ def _fidelity_ids(config: pytest.Config) -> frozenset[str]:
             requirements = load_requirements()
         except SpecNotFoundError:
             requirements = {}
-        config.stash[FIDELITY_IDS] = frozenset(i for i, r in requirements.items() if r.category == "fidelity")
+        config.stash[FIDELITY_IDS] = frozenset(i for i, r in requirements.items() if r.category in DEFERRED_CLASSES)
     return config.stash[FIDELITY_IDS]
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
-    """Safety judged apart from fidelity: in a test of a safety requirement, a fidelity violation is kept
-    back (``kconform.conformance.checks.checkers.Deferral``) until the test has judged its safety ids on
-    every example; then it fails the test if it is one of the test's own ids, and the safety ids count as
-    verified in full. A test of fidelity ids alone stops at its first violation, as any test does."""
+    """Safety judged apart from fidelity and diagnostics: in a test of a safety requirement, a fidelity or
+    diagnostics violation (what an error message names) is kept back (``kconform.conformance.checks.checkers.Deferral``)
+    until the test has judged its safety ids on every example; then it fails the test if it is one of the test's own
+    ids, and the safety ids count as verified in full. A test of such ids alone stops at its first violation, as any
+    test does."""
     mark = item.get_closest_marker(REQUIREMENT_MARK)
     ids = frozenset(mark.args) if mark else frozenset()
     fidelity = _fidelity_ids(item.config)

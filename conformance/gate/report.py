@@ -47,7 +47,7 @@ report.md has all of them."""
 REPORT_FILES = "report.md, report.json, junit.xml, pytest.log"
 UNCHECKED_HEADING = "safety ids not checked at level %s, and why"
 """Heads the run's ``unchecked`` connector safety ids in every report."""
-CLASS_LABEL = {"safety": "safe", "liveness": "live", "fidelity": "Flink-faithful"}
+CLASS_LABEL = {"safety": "safe", "liveness": "live", "fidelity": "Flink-faithful", "diagnostics": "diagnosable"}
 VIOLATED = (Status.FAIL, Status.XFAIL)
 """A listed deviation (XFAIL) is still a violation: the verdicts say what the connector does, not what is known."""
 LONG_WORD = re.compile(rf"[^\s'\"\[\](){{}},:]{{{NAME_WIDTH + 1},}}")
@@ -123,8 +123,8 @@ class ClassVerdict:
 
 
 def class_verdicts(result: RunResult) -> list[ClassVerdict]:
-    """Safety, liveness and fidelity apart: a connector can lose no record and still fail to restart, or still not
-    follow Flink's model."""
+    """Safety, liveness, fidelity and diagnostics apart: a connector can lose no record and still fail to restart,
+    not follow Flink's model, or fail without saying what to fix."""
     verdicts = []
     for category in CATEGORIES:
         rows = [r for r in result.requirements if r.category == category]
@@ -402,6 +402,7 @@ def to_json(result: RunResult) -> dict[str, Any]:
         "safe": verdicts["safety"].holds,
         "live": verdicts["liveness"].holds,
         "flink_faithful": verdicts["fidelity"].holds,
+        "diagnosable": verdicts["diagnostics"].holds,
         "verdicts": {category: v.to_json() for category, v in verdicts.items()},
         "adapter": {
             "spec": o.adapter,

@@ -637,7 +637,7 @@ class _TimedOutWriteDoneWriter(KafkaStreamWriter):
 
 @writer_mutant(
     "spark_sink_timeout_unnamed",
-    {"COMMIT-021"},
+    {"COMMIT-026"},
     "a task whose transaction the broker aborted at its timeout fails with the client's bare error",
     scenario="a_task_slower_than_its_transaction_timeout",
     data_source="kc-mutant-timeout-unnamed",

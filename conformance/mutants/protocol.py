@@ -574,7 +574,7 @@ class _TimedOutCommitDiscardedSink(ExactlyOnceSink):
 
 @sink_mutant(
     "timeout_error_unnamed",
-    {"COMMIT-021"},
+    {"COMMIT-026"},
     "a commit the broker timed out fails with the client's bare error, naming neither the id nor the timeout",
 )
 class _TimeoutErrorUnnamedSink(ExactlyOnceSink):

@@ -24,12 +24,15 @@ from ..paths import PACKAGE_ROOT
 REPO_ROOT = PACKAGE_ROOT
 LEVELS = ("MUST", "SHOULD", "MAY")
 """Strongest first."""
-CATEGORIES = ("safety", "liveness", "fidelity")
+CATEGORIES = ("safety", "liveness", "fidelity", "diagnostics")
 """Safety: no record lost, repeated or reordered; liveness: the connector recovers and gets on (it does not throw,
-hang or loop where it should recover); fidelity: following Flink's (or Kafka's) model exactly."""
+hang or loop where it should recover); fidelity: following Flink's (or Kafka's) model exactly; diagnostics: what a
+connector's failures say (the partition, position, id, setting or strategy the user must act on), apart from
+whether anything was lost."""
 
 HEADING = re.compile(
-    r"^### (?P<id>[A-Z]+-\d{3}) \((?P<level>MUST|SHOULD|MAY)(?:, (?P<category>safety|liveness|fidelity))?\) "
+    r"^### (?P<id>[A-Z]+-\d{3}) \((?P<level>MUST|SHOULD|MAY)"
+    r"(?:, (?P<category>safety|liveness|fidelity|diagnostics))?\) "
     r"(?P<title>.+?)\s*$",
     re.MULTILINE,
 )
@@ -103,7 +106,7 @@ class Requirement:
     page: str
     checked_by: str = ""
     category: str = ""
-    """``safety``, ``liveness`` or ``fidelity`` (``CATEGORIES``); empty where a page does not say."""
+    """``safety``, ``liveness``, ``fidelity`` or ``diagnostics`` (``CATEGORIES``); empty where a page does not say."""
     outside: str = ""
     """``OBSERVABLE``, ``UNJUDGED`` or ``HIDDEN`` from the section's "From outside." paragraph; empty without one."""
     outside_why: str = ""

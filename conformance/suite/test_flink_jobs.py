@@ -591,7 +591,7 @@ def failure_named(work: Path, error: HarnessError) -> str:
     return (causes or thrown[:1] or [str(error)])[-1]
 
 
-@requirement("COMMIT-022", capability="flink-job")
+@requirement("COMMIT-022", "COMMIT-027", capability="flink-job")
 @pytest.mark.timeout(JOB_TIMEOUT_S)
 def test_required_COMMIT_022_flink_exactly_once_sink_without_a_prefix_is_refused_at_start(
     harness: FlinkHarness, flink_broker: Broker, kafka: KafkaClient, tmp_path: Path
@@ -615,7 +615,7 @@ def test_required_COMMIT_022_flink_exactly_once_sink_without_a_prefix_is_refused
     fail_on(check_prefixes_refused([""], error, written), detail=f"run in {tmp_path / tag}")
 
 
-@requirement("COMMIT-023", capability="flink-job")
+@requirement("COMMIT-023", "COMMIT-028", capability="flink-job")
 @pytest.mark.timeout(JOB_TIMEOUT_S * 3)
 @pytest.mark.parametrize("old", NAMING)
 def test_required_COMMIT_023_flink_a_savepoint_restored_under_the_other_naming_loses_nothing(
@@ -673,7 +673,7 @@ def probe_until_ended(kafka: KafkaClient, running: RunningJob, tp: TopicPartitio
         kafka.produce(tp, None, b"probe")
 
 
-@requirement("RESTORE-018", capability="flink-job")
+@requirement("RESTORE-018", "RESTORE-021", capability="flink-job")
 @pytest.mark.timeout(JOB_TIMEOUT_S)
 @pytest.mark.parametrize("fallback", [None, "latest"], ids=["none", "latest"])
 def test_required_RESTORE_018_flink_a_start_from_group_offsets_fails_named_or_starts_at_the_fallback(

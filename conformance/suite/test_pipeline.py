@@ -319,7 +319,7 @@ def test_required_RESTORE_003_rescale_sequence_continues_every_partition(
         ]
         fail_on(continuity, timeline)
     read_once = check_read_once([r for run in runs for r in run.records()], ends)
-    fail_on(readers + read_once + double_reads, timeline, verified=["RESTORE-003", "ASSIGN-007"])
+    fail_on(readers + read_once + double_reads, timeline, verified=["RESTORE-003", "ASSIGN-007", "LIVE-001"])
 
 
 @requirement("DISC-002", "DISC-005", "DISC-009", capability="pipeline-regex")
@@ -699,7 +699,7 @@ it names them (a small number would turn up anywhere in a stack trace)."""
 DELETED_UNREAD: Final = 16
 
 
-@requirement("RESTORE-015", "RESTORE-016", "RESTORE-003", capability="pipeline")
+@requirement("RESTORE-015", "RESTORE-016", "RESTORE-019", "RESTORE-003", capability="pipeline")
 @pytest.mark.parametrize("loss_accepted", [False, True], ids=["fail-on-data-loss", "data-loss-accepted"])
 def test_required_RESTORE_015_a_position_deleted_before_it_was_read_is_never_skipped_silently(
     adapter: Any, make_pipeline: Callable[..., Pipeline], kafka: KafkaClient, tmp_path: Path, loss_accepted: bool
@@ -730,10 +730,12 @@ def test_required_RESTORE_015_a_position_deleted_before_it_was_read_is_never_ski
         error = str(failed)
     truncated = {tp: Truncated(first_ends[tp], kafka.earliest_offset(tp), end) for tp, end in ends.items()}
     verdict = check_gone_position(error, restarted.records(), truncated, loss_accepted)
-    fail_on(verdict, verified=["RESTORE-003", "RESTORE-015", "RESTORE-016"])  # one call judged all three in full
+    fail_on(
+        verdict, verified=["RESTORE-003", "RESTORE-015", "RESTORE-016", "RESTORE-019"]
+    )  # one call judged all in full
 
 
-@requirement("RESTORE-017", capability="pipeline")
+@requirement("RESTORE-017", "RESTORE-020", capability="pipeline")
 def test_required_RESTORE_017_a_partition_left_out_of_specific_start_offsets_fails_named_or_starts_at_earliest(
     adapter: Any, make_pipeline: Callable[..., Pipeline], kafka: KafkaClient
 ) -> None:
@@ -800,7 +802,7 @@ REFUSED_TXN_TIMEOUT_MS: Final = 2_147_483_647
 """librdkafka's largest ``transaction.timeout.ms`` (24.8 days): above any broker's ``transaction.max.timeout.ms``."""
 
 
-@requirement("COMMIT-015", capability="pipeline-exactly-once-sink")
+@requirement("COMMIT-015", "COMMIT-024", capability="pipeline-exactly-once-sink")
 def test_required_COMMIT_015_a_refused_transaction_timeout_fails_the_query_naming_both_settings(
     adapter: Any, make_pipeline: Callable[..., Pipeline], kafka: KafkaClient
 ) -> None:
@@ -1293,7 +1295,7 @@ SLOW_TASK_RECORDS: Final = 60
 """Records per source partition, and so per sink task of the one batch: about 6 s of a slowed task."""
 
 
-@requirement("COMMIT-021", "COMMIT-011", "COMMIT-013", capability="pipeline-exactly-once-sink")
+@requirement("COMMIT-021", "COMMIT-026", "COMMIT-011", "COMMIT-013", capability="pipeline-exactly-once-sink")
 @pytest.mark.timeout(DRIVER_TIMEOUT_S * 2)
 def test_required_COMMIT_021_a_task_slower_than_its_transaction_timeout_fails_and_its_batch_is_written_once(
     make_pipeline: Callable[..., Pipeline],

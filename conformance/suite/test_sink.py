@@ -612,7 +612,7 @@ def test_required_COMMIT_018_pooled_ids_are_bounded_by_the_checkpoints_pending(
     fail_on(check_pooled_ids(ids, PREFIX, max_pending))
 
 
-@requirement("COMMIT-019", capability="exactly-once-sink")
+@requirement("COMMIT-019", "COMMIT-025", capability="exactly-once-sink")
 @given(st.integers(1, 3), st.integers(1, 3), st.booleans())
 def test_required_COMMIT_019_a_checkpoint_whose_ids_expired_fails_recovery_naming_the_id(
     adapter: Any, n: int, m: int, committed: bool
@@ -681,7 +681,7 @@ def raised_by_adapter(error: AdapterError) -> str:
     return f"{type(cause).__name__}: {cause}"
 
 
-@requirement("COMMIT-022", capability="exactly-once-sink")
+@requirement("COMMIT-022", "COMMIT-027", capability="exactly-once-sink")
 @given(st.integers(1, 3), st.booleans())
 def test_required_COMMIT_022_a_sink_without_a_prefix_is_refused_at_start(
     adapter: Any, n: int, recovering: bool
@@ -707,7 +707,7 @@ def test_required_COMMIT_022_a_sink_without_a_prefix_is_refused_at_start(
     fail_on(check_prefixes_refused([""], error, log.transactional_ids()))
 
 
-@requirement("COMMIT-022", capability="sink-job")
+@requirement("COMMIT-022", "COMMIT-027", capability="sink-job")
 @given(st.lists(st.sampled_from(["job", "job-1", "orders", ""]), min_size=1, max_size=4))
 @example(prefixes=["job", "job"])
 @example(prefixes=["job", "job-1", "orders"])
@@ -729,7 +729,7 @@ def test_required_COMMIT_022_a_job_whose_sinks_share_a_prefix_or_lack_one_is_ref
     fail_on(check_prefixes_refused(prefixes, error, log.transactional_ids()))
 
 
-@requirement("COMMIT-023", capability="naming-switch")
+@requirement("COMMIT-023", "COMMIT-028", capability="naming-switch")
 @given(st.sampled_from(list(NamingStrategy)), st.integers(1, 3), st.integers(1, 3), st.booleans())
 @example(old=NamingStrategy.INCREMENTING, n=2, m=2, notified=False)
 @example(old=NamingStrategy.POOLING, n=2, m=1, notified=True)
@@ -776,7 +776,7 @@ TIMEOUT_MS = 10_000
 PHASE_MS = st.integers(0, 2 * TIMEOUT_MS)
 
 
-@requirement("COMMIT-021", capability="exactly-once-sink")
+@requirement("COMMIT-021", "COMMIT-026", capability="exactly-once-sink")
 @given(st.integers(1, 3), st.integers(1, 3), st.integers(0, TIMEOUT_MS), PHASE_MS, PHASE_MS, st.none() | PHASE_MS)
 @example(n=2, m=1, stagger=0, interval=TIMEOUT_MS + 1, checkpointing=0, downtime=None)  # before its barrier
 @example(n=2, m=1, stagger=0, interval=TIMEOUT_MS // 2, checkpointing=TIMEOUT_MS // 2 + 1, downtime=None)  # slow

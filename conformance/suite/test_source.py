@@ -866,7 +866,7 @@ def _read_across_a_restore(
     )
 
 
-@requirement("RESTORE-018", capability="group-offsets-start")
+@requirement("RESTORE-018", "RESTORE-021", capability="group-offsets-start")
 @given(
     st.lists(st.none() | st.integers(0, 5), min_size=1, max_size=4),
     st.sampled_from([None, EARLIEST, LATEST]),
