@@ -16,7 +16,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import IO, Any, Final
@@ -78,6 +78,11 @@ def interrupting_alarm(error: BaseException) -> BaseException | None:
     A framework may replace the alarm with an error of its own: Hypothesis 6.100, interrupted inside a
     draw, raises ``Flaky("Inconsistent data generation!")``. Such an error is no evidence of a violation.
     """
+    return next((found for found in linked_errors(error) if isinstance(found, (TestTimeoutError, AdapterHung))), None)
+
+
+def linked_errors(error: BaseException) -> Iterator[BaseException]:
+    """``error``, then every exception it groups or was raised from or during, each once."""
     seen: set[int] = set()
     stack = [error]
     while stack:
@@ -85,12 +90,10 @@ def interrupting_alarm(error: BaseException) -> BaseException | None:
         if id(found) in seen:
             continue
         seen.add(id(found))
-        if isinstance(found, (TestTimeoutError, AdapterHung)):
-            return found
+        yield found
         if isinstance(found, BaseExceptionGroup):
             stack.extend(found.exceptions)
         stack.extend(linked for linked in (found.__cause__, found.__context__) if linked is not None)
-    return None
 
 
 def inconsistent_generation(error: BaseException) -> bool:
@@ -195,25 +198,16 @@ JVM_CAUSE = re.compile(r"^Caused by: (.+)$", re.MULTILINE)
 def query_failure(exc: BaseException) -> Failure | None:
     """A failed Spark query among ``exc`` and the exceptions it groups or was raised from, as evidence: its
     message's first line, the innermost JVM cause and that cause's first frames."""
-    seen: set[int] = set()
-    stack = [exc]
-    while stack:
-        found = stack.pop()
-        if id(found) in seen:
-            continue
-        seen.add(id(found))
-        if any(cls.__name__ == QUERY_FAILED for cls in type(found).__mro__):
-            trace = str(getattr(found, "_stackTrace", None) or "")
-            text = str(found)
-            causes = JVM_CAUSE.findall(trace) or JVM_CAUSE.findall(text)
-            cause = causes[-1].strip() if causes else ""
-            inner = trace.rsplit("Caused by:", 1)[-1] if causes else trace
-            first = next((line.strip() for line in text.splitlines() if line.strip()), type(found).__name__)
-            return Failure(type(found).__name__, first, tuple(JVM_FRAME.findall(inner)[:FRAMES_SHOWN]), cause)
-        if isinstance(found, BaseExceptionGroup):
-            stack.extend(found.exceptions)
-        stack.extend(linked for linked in (found.__cause__, found.__context__) if linked is not None)
-    return None
+    failed = next((e for e in linked_errors(exc) if any(c.__name__ == QUERY_FAILED for c in type(e).__mro__)), None)
+    if failed is None:
+        return None
+    trace = str(getattr(failed, "_stackTrace", None) or "")
+    text = str(failed)
+    causes = JVM_CAUSE.findall(trace) or JVM_CAUSE.findall(text)
+    cause = causes[-1].strip() if causes else ""
+    inner = trace.rsplit("Caused by:", 1)[-1] if causes else trace
+    first = next((line.strip() for line in text.splitlines() if line.strip()), type(failed).__name__)
+    return Failure(type(failed).__name__, first, tuple(JVM_FRAME.findall(inner)[:FRAMES_SHOWN]), cause)
 
 
 def counterexamples(exc: BaseException) -> list[Counterexample]:
