@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import select
 import signal
 import subprocess
 import sys
@@ -116,3 +117,22 @@ def test_first_frames_are_the_crashing_threads_innermost() -> None:
         'File "/x/ctypes/__init__.py", line 519 in string_at; File "/t/misbehaving_adapters.py", line 9 in _segfault'
     )
     assert _first_frames("") == ""
+
+
+def test_the_suites_process_dies_with_a_command_killed_outright() -> None:
+    """A CI job's timeout SIGKILLs the command: its child, which runs the suite, must not run on unwatched."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kconform.conformance.cli", "run", "--adapter", "tests.misbehaving_adapters:HANGS",
+         "--level", "protocol", "--only", "ASSIGN", "--timeout", "300"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    assert proc.stdout.readline().startswith("kconform: adapter 'hangs'")  # the child runs the suite
+    (child,) = (int(pid) for pid in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split())
+    ended = os.pidfd_open(child)
+    try:
+        proc.kill()
+        proc.wait(timeout=60)
+        assert select.select([ended], [], [], 60)[0], f"the suite's process {child} outlived the killed command"
+    finally:
+        os.close(ended)

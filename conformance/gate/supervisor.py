@@ -48,6 +48,7 @@ SIGTERM) ends the command as it ended the process."""
 ORPHAN_GRACE_S: Final = 10.0
 """How long the processes a dead suite process left get to stop after SIGTERM, before SIGKILL."""
 PR_SET_CHILD_SUBREAPER: Final = 36
+PR_SET_PDEATHSIG: Final = 1
 DIED: Final = "the process running the suite"
 """How the message of every test a crash left unjudged starts its account of the death (``Crash.cause``)."""
 
@@ -77,7 +78,9 @@ def supervise(argv: list[str], folder: Path, python: str = sys.executable) -> in
         env = os.environ | {JOURNAL_ENV: str(folder)}
         if crashes >= MAX_CRASHES:
             env[GIVE_UP_ENV] = "1"
-        child = subprocess.Popen([python, "-m", "kconform.conformance.cli", "run", *argv], env=env)
+        child = subprocess.Popen(
+            [python, "-m", "kconform.conformance.cli", "run", *argv], env=env, preexec_fn=_dies_with_parent
+        )
         with _forwarding(child):
             code = child.wait()
         _stop_orphans()
@@ -115,6 +118,13 @@ def _forwarding(child: subprocess.Popen[bytes]) -> Iterator[None]:
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def _dies_with_parent() -> None:
+    """In the child, before it runs: SIGTERM when this process dies (a CI job's or a test's SIGKILL of the command),
+    so that the suite does not run on unwatched; the brokers it starts die with it (``dies_with_parent``)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
 def _become_subreaper() -> None:
