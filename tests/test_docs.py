@@ -220,7 +220,7 @@ def workflow_problems(text: str) -> list[str]:
             and "${{ env.KCONFORM_VERSION }}" in s["with"].get("key", "")
         ),
     )
-    install = step("installs kconform[all] at KCONFORM_VERSION", runs('"kconform[all]==${KCONFORM_VERSION}"'))
+    install = step("installs kconform[all] from KCONFORM_SOURCE", runs('"kconform[all] @ ${KCONFORM_SOURCE}"'))
     setup = step("runs kconform setup", runs("kconform setup"))
     gate = step("runs the gate", runs(GATE))
     upload = step(
@@ -233,6 +233,9 @@ def workflow_problems(text: str) -> list[str]:
         problems.append("the gate's exit code does not fail the job")
     if str(workflow.get("env", {}).get("KCONFORM_VERSION")) != kconform_version():
         problems.append(f"KCONFORM_VERSION is not this release, {kconform_version()}")
+    source = str(workflow.get("env", {}).get("KCONFORM_SOURCE", ""))
+    if not (source.startswith("git+") and "@" in source.removeprefix("git+").split("/")[-1]) and ".whl" not in source:
+        problems.append(f"KCONFORM_SOURCE is not kconform pinned to a ref (git+URL@REF) or a wheel: {source!r}")
     for s in steps:
         if "secrets." in str(s.get("run", "")):
             problems.append(f"a credential on kconform's command line: {s['run']!r}; pass it in the step's env")
@@ -260,6 +263,7 @@ def test_the_ci_workflow_installs_kconform_runs_the_gate_and_keeps_the_report() 
         (('java-version: "17"', 'java-version: "21"'), "Java 17"),
         (("path: ~/.cache/kconform", "path: ~/.m2"), "caches ~/.cache/kconform"),
         (('KCONFORM_VERSION: "', 'KCONFORM_VERSION: "9'), "KCONFORM_VERSION"),
+        (("kconform.git@v0.1.0", "kconform.git"), "KCONFORM_SOURCE"),
         (
             ("--report build/report", "--report build/report --password ${{ secrets.KAFKA_SASL_PASSWORD }}"),
             "credential",
@@ -290,7 +294,8 @@ def test_the_ci_shell_script_exits_with_the_suite_s_code(tmp_path: Path, suite_e
     )
     (stubs / "python3").write_text(f"#!/bin/sh\n{fake_venv}\n")
     (stubs / "python3").chmod(0o755)
-    env = {**os.environ, "PATH": f"{stubs}{os.pathsep}{os.environ['PATH']}"}
+    source = "git+file:///src/kconform@v1"
+    env = {**os.environ, "PATH": f"{stubs}{os.pathsep}{os.environ['PATH']}", "KCONFORM_SOURCE": source}
     done = subprocess.run(["bash", str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
     assert done.returncode == suite_exit, done.stdout + done.stderr
     assert f"kconform: exit {suite_exit}; reports in build/report" in done.stdout
@@ -299,7 +304,9 @@ def test_the_ci_shell_script_exits_with_the_suite_s_code(tmp_path: Path, suite_e
         "--quiet",
         "-e",
         ".",
-        f"kconform[all]=={kconform_version()}",
+        "kconform[all]",
+        "@",
+        source,
     ]
     setup, run = (line.split() for line in (tmp_path / "kconform-args").read_text().splitlines())
     assert setup == ["setup"]
