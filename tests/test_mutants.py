@@ -45,7 +45,6 @@ LONG_ONLY: Final = frozenset(
         "spark_retry_skips_first_record",
         "spark_scale_in_forgets_offsets",
         "spark_sink_forgets_marker",  # also caught in make test by tests/test_soak.py's torn batch
-        "spark_sink_timeout_unnamed",
     }
 )
 """Mutants killed in ``make test-long`` only (``make test``'s short case of the catalogue): other mutants of their
