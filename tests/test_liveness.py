@@ -4,8 +4,7 @@ evidence (could not check)."""
 
 from __future__ import annotations
 
-from kconform.conformance.checks.liveness_checkers import Failure, check_call_returned, check_query_ran
-from kconform.conformance.gate.collector import query_failure
+from kconform.conformance.checks.liveness_checkers import Failure, check_call_returned, check_query_ran, query_failure
 
 SPARK_55271_TRACE = """org.apache.spark.sql.streaming.StreamingQueryException: [STREAM_FAILED] Query [id = 1] terminated
 \tat org.apache.spark.sql.execution.streaming.StreamExecution.runStream(StreamExecution.scala:360)

@@ -7,8 +7,10 @@ records a stopped query never read are not reported as lost.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Final
 
 from .checkers import Violation
 
@@ -66,3 +68,40 @@ def check_call_returned(method: str | None, running: str, timeout_s: float, brok
             data={"method": method, "running": running, "timeout_s": timeout_s, "broker_answers": broker_answers},
         )
     ]
+
+
+def linked_errors(error: BaseException) -> Iterator[BaseException]:
+    """``error``, then every exception it groups or was raised from or during, each once."""
+    seen: set[int] = set()
+    stack = [error]
+    while stack:
+        found = stack.pop()
+        if id(found) in seen:
+            continue
+        seen.add(id(found))
+        yield found
+        if isinstance(found, BaseExceptionGroup):
+            stack.extend(found.exceptions)
+        stack.extend(linked for linked in (found.__cause__, found.__context__) if linked is not None)
+
+
+QUERY_FAILED: Final = "StreamingQueryException"
+"""The exception a Spark query's ``awaitTermination`` raises when the query failed (PySpark's, by name: the gate does
+not import pyspark)."""
+JVM_FRAME = re.compile(r"^\s*at (\S+)", re.MULTILINE)
+JVM_CAUSE = re.compile(r"^Caused by: (.+)$", re.MULTILINE)
+
+
+def query_failure(exc: BaseException) -> Failure | None:
+    """A failed Spark query among ``exc`` and the exceptions it groups or was raised from, as evidence: its
+    message's first line, the innermost JVM cause and that cause's first frames."""
+    failed = next((e for e in linked_errors(exc) if any(c.__name__ == QUERY_FAILED for c in type(e).__mro__)), None)
+    if failed is None:
+        return None
+    trace = str(getattr(failed, "_stackTrace", None) or "")
+    text = str(failed)
+    causes = JVM_CAUSE.findall(trace) or JVM_CAUSE.findall(text)
+    cause = causes[-1].strip() if causes else ""
+    inner = trace.rsplit("Caused by:", 1)[-1] if causes else trace
+    first = next((line.strip() for line in text.splitlines() if line.strip()), type(failed).__name__)
+    return Failure(type(failed).__name__, first, tuple(JVM_FRAME.findall(inner)[:FRAMES_SHOWN]), cause)

@@ -16,10 +16,10 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
-from typing import IO, Any, Final
+from typing import IO, Any
 
 import hypothesis.errors
 import pytest
@@ -30,7 +30,7 @@ from ..adapter.interface import ENGINE_CAPABILITIES, ENGINE_SPECIFIC
 from ..adapters.flink_kafka import ADAPTER_SPEC as FLINK_ADAPTER
 from ..adapters.flink_kafka import FLINK_CONNECTOR_ENV
 from ..checks.checkers import Violation, ViolationError
-from ..checks.liveness_checkers import FRAMES_SHOWN, Failure, check_call_returned, check_query_ran
+from ..checks.liveness_checkers import check_call_returned, linked_errors
 from ..errors import CannotCheck
 from ..jvm import SPARK_KAFKA, JvmArtifactsMissing
 from ..jvm.spark_at_release import SPARK_VERSION_ENV, connector_module
@@ -79,21 +79,6 @@ def interrupting_alarm(error: BaseException) -> BaseException | None:
     draw, raises ``Flaky("Inconsistent data generation!")``. Such an error is no evidence of a violation.
     """
     return next((found for found in linked_errors(error) if isinstance(found, (TestTimeoutError, AdapterHung))), None)
-
-
-def linked_errors(error: BaseException) -> Iterator[BaseException]:
-    """``error``, then every exception it groups or was raised from or during, each once."""
-    seen: set[int] = set()
-    stack = [error]
-    while stack:
-        found = stack.pop()
-        if id(found) in seen:
-            continue
-        seen.add(id(found))
-        yield found
-        if isinstance(found, BaseExceptionGroup):
-            stack.extend(found.exceptions)
-        stack.extend(linked for linked in (found.__cause__, found.__context__) if linked is not None)
 
 
 def inconsistent_generation(error: BaseException) -> bool:
@@ -186,28 +171,6 @@ def blamed(ids: Sequence[str], named: Sequence[str]) -> list[str]:
     the test for a failure that names none (a plain ``assert``, an adapter's exception)."""
     named_ids = list(dict.fromkeys(m.group(0).replace("_", "-") for n in named for m in ID_IN_CODE.finditer(n)))
     return [i for i in ids if i in named_ids] + [i for i in named_ids if i not in ids] or list(ids)
-
-
-QUERY_FAILED: Final = "StreamingQueryException"
-"""The exception a Spark query's ``awaitTermination`` raises when the query failed (PySpark's, by name: the gate does
-not import pyspark)."""
-JVM_FRAME = re.compile(r"^\s*at (\S+)", re.MULTILINE)
-JVM_CAUSE = re.compile(r"^Caused by: (.+)$", re.MULTILINE)
-
-
-def query_failure(exc: BaseException) -> Failure | None:
-    """A failed Spark query among ``exc`` and the exceptions it groups or was raised from, as evidence: its
-    message's first line, the innermost JVM cause and that cause's first frames."""
-    failed = next((e for e in linked_errors(exc) if any(c.__name__ == QUERY_FAILED for c in type(e).__mro__)), None)
-    if failed is None:
-        return None
-    trace = str(getattr(failed, "_stackTrace", None) or "")
-    text = str(failed)
-    causes = JVM_CAUSE.findall(trace) or JVM_CAUSE.findall(text)
-    cause = causes[-1].strip() if causes else ""
-    inner = trace.rsplit("Caused by:", 1)[-1] if causes else trace
-    first = next((line.strip() for line in text.splitlines() if line.strip()), type(failed).__name__)
-    return Failure(type(failed).__name__, first, tuple(JVM_FRAME.findall(inner)[:FRAMES_SHOWN]), cause)
 
 
 def counterexamples(exc: BaseException) -> list[Counterexample]:
@@ -428,9 +391,6 @@ class Collector:
         elif call.excinfo is not None and not call.excinfo.errisinstance(pytest.skip.Exception):
             self._evidence.setdefault(item.nodeid, []).extend(counterexamples(call.excinfo.value))
             self._raised.setdefault(item.nodeid, []).extend(violation_errors(call.excinfo.value))
-            if (failure := query_failure(call.excinfo.value)) is not None:  # a query the test ran to its end failed
-                where = f"that {display_name(item.name)}"
-                self._liveness.setdefault(item.nodeid, []).extend(check_query_ran(failure, where))
 
     def _hang_violations(self, item: pytest.Item, alarm: BaseException) -> list[Violation]:
         """LIVE-001 for an adapter call still running at ``--timeout``: at the pipeline level only if the broker still

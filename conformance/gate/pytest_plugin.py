@@ -23,7 +23,8 @@ from ..adapter.interface import CAPABILITIES, DEFAULT_MASTER, Adapter
 from ..adapter.loader import default_adapter, load_adapter
 from ..brokers import Broker, BrokerStartError, BrokerUnavailable, broker_from_env
 from ..brokers.capability import Capability
-from ..checks.checkers import deferring
+from ..checks.checkers import ViolationError, deferring
+from ..checks.liveness_checkers import check_query_ran, query_failure
 from ..spark.cluster import STANDALONE, SparkClusterError, StandaloneCluster
 from ..spec_tools.requirements import SpecNotFoundError, load_requirements
 from . import collection
@@ -166,12 +167,20 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     mark = item.get_closest_marker(REQUIREMENT_MARK)
     ids = frozenset(mark.args) if mark else frozenset()
     fidelity = _fidelity_ids(item.config)
-    if not ids - fidelity:
-        return (yield)
-    with deferring(fidelity, checked=ids) as deferral:
-        outcome = yield
-    deferral.raise_kept()
-    return outcome
+    try:
+        if not ids - fidelity:
+            return (yield)
+        with deferring(fidelity, checked=ids) as deferral:
+            outcome = yield
+        deferral.raise_kept()
+        return outcome
+    except ViolationError:
+        raise
+    except Exception as error:  # a query the scenario ran to its end failed: LIVE-001, not whatever else it checks
+        failure = query_failure(error)
+        if failure is None:
+            raise
+        raise ViolationError(check_query_ran(failure, f"that {item.name.removeprefix('test_')}")) from error
 
 
 class CouldNotCheck(Exception):
