@@ -183,7 +183,7 @@ def test_a_pyspark_of_another_line_is_judged_with_its_own_connector_without_spar
     NoSuchMethodError there, so a run (not at the protocol level) takes 4.1.1's connector and goes on in this
     interpreter; a patch release of the pinned line keeps the pinned jars."""
     prepared: list[str] = []
-    monkeypatch.delenv(SPARK_VERSION_ENV, raising=False)
+    monkeypatch.setenv(SPARK_VERSION_ENV, "")  # undone after the test: the command sets it for its run
 
     def prepare(release: str, say: object) -> dict[str, str]:
         prepared.append(release)
@@ -195,8 +195,6 @@ def test_a_pyspark_of_another_line_is_judged_with_its_own_connector_without_spar
     assert spark_release.at_spark_release("run", None, []) is None and prepared == []
     monkeypatch.setattr(spark_release, "installed_pyspark", lambda: "4.1.1")
     assert spark_release.at_spark_release("run", None, [], spark=False) is None and prepared == []  # protocol
-    try:
-        assert spark_release.at_spark_release("run", None, []) is None and prepared == ["4.1.1"]
-    finally:
-        monkeypatch.delenv(SPARK_VERSION_ENV, raising=False)  # prepare's environment is this process's
+    assert spark_release.at_spark_release("run", None, []) is None and prepared == ["4.1.1"]
+    monkeypatch.setenv(SPARK_VERSION_ENV, "")
     assert "the installed pyspark is 4.1.1, of another line than the pinned" in capsys.readouterr().out
