@@ -73,16 +73,22 @@ def test_a_run_whose_process_keeps_crashing_stops_starting_tests_and_still_repor
     assert all(t["status"] == "PASS" for t in tests if t not in crashed + not_run), tests  # ASSIGN-007: no assign
 
 
-def test_a_ctrl_c_is_not_a_crash_and_is_not_resumed(tmp_path: Path) -> None:
-    """A signal that is not a crash (here SIGTERM sent to the command) ends the run as it ended the process."""
+def hanging_run(stderr: int) -> subprocess.Popen[str]:
+    """``kconform run`` on an adapter whose ``assign`` hangs, once its child has started the suite."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "kconform.conformance.cli", "run", "--adapter", "tests.misbehaving_adapters:HANGS",
          "--level", "protocol", "--only", "ASSIGN", "--timeout", "300"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=stderr, text=True,
     )  # fmt: skip
     assert proc.stdout is not None
-    header = proc.stdout.readline()  # the child has started the suite
+    header = proc.stdout.readline()
     assert header.startswith("kconform: adapter 'hangs'"), header
+    return proc
+
+
+def test_a_ctrl_c_is_not_a_crash_and_is_not_resumed(tmp_path: Path) -> None:
+    """A signal that is not a crash (here SIGTERM sent to the command) ends the run as it ended the process."""
+    proc = hanging_run(subprocess.PIPE)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 128 + signal.SIGTERM, err
@@ -121,13 +127,7 @@ def test_first_frames_are_the_crashing_threads_innermost() -> None:
 
 def test_the_suites_process_dies_with_a_command_killed_outright() -> None:
     """A CI job's timeout SIGKILLs the command: its child, which runs the suite, must not run on unwatched."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kconform.conformance.cli", "run", "--adapter", "tests.misbehaving_adapters:HANGS",
-         "--level", "protocol", "--only", "ASSIGN", "--timeout", "300"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-    )  # fmt: skip
-    assert proc.stdout is not None
-    assert proc.stdout.readline().startswith("kconform: adapter 'hangs'")  # the child runs the suite
+    proc = hanging_run(subprocess.DEVNULL)
     (child,) = (int(pid) for pid in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split())
     ended = os.pidfd_open(child)
     try:
