@@ -17,7 +17,7 @@ from .discovery import Metadata, Subscription, ZeroPartitionsPolicy
 from .ports import Isolation, TransactionalLog
 from .types import TopicPartition
 
-CONTRACT_VERSION: Final = 3
+CONTRACT_VERSION: Final = 4
 """The adapter contract these objects belong to: an adapter states it as ``contract_version``."""
 
 

@@ -104,14 +104,37 @@ def test_a_pipeline_adapter_of_an_older_contract_gets_plain_settings_and_is_told
     assert for_this_contract(current, "m:P") is current
 
 
-@pytest.mark.parametrize("version", [4, 0, "2", True])
+def test_a_pipeline_adapter_of_contract_three_runs_as_it_is_and_is_told_of_the_stated_isolation() -> None:
+    """Contract 4 states isolation.level in every SourceSpec: a contract-3 source is called as before (nothing
+    changed shape), and the run names the change, so an adapter that overrides the isolation learns it must not."""
+
+    class ContractThree:
+        name = "contract-three"
+        capabilities = frozenset({"pipeline"})
+        contract_version = 3
+
+        def read_stream(self, spark: object, source: SourceSpec) -> None:
+            return None
+
+        def write_stream(self, frame: object, sink: SinkSpec) -> None:
+            return None
+
+    adapter = ContractThree()
+    assert for_this_contract(adapter, "m:P") is adapter
+    note = contract_note(adapter)
+    assert note is not None and "adapter contract 3" in note and "contract 4: " in note, note
+    assert "isolation.level" in note and "overriding none" in note and "contract 3: " not in note, note
+
+
+@pytest.mark.parametrize("version", [CONTRACT_VERSION + 1, 0, "2", True])
 def test_a_contract_this_kconform_does_not_speak_is_refused(version: object) -> None:
     class Future:
         name = "future"
         capabilities = frozenset({"assignment"})
         contract_version = version
 
-    with pytest.raises(ValueError, match="upgrade kconform" if version == 4 else "must be a positive int"):
+    newer = version == CONTRACT_VERSION + 1
+    with pytest.raises(ValueError, match="upgrade kconform" if newer else "must be a positive int"):
         for_this_contract(Future(), "m:FUTURE")
 
 

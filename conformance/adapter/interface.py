@@ -309,6 +309,9 @@ CONTRACT_CHANGES: Final = {
     3: "a credential in SourceSpec/SinkSpec.client_settings arrives as a Secret, which prints as ***: hand a "
     "client kconform.reference_impl.credentials.revealed(dict(spec.client_settings)); an adapter states "
     "contract_version = 3",
+    4: "SourceSpec.client_settings always states isolation.level (read_uncommitted unless a scenario asks for "
+    "read_committed; librdkafka's own default is read_committed), and a source applies every client setting as "
+    "given, overriding none; an adapter states contract_version = 4",
 }
 """What each contract version changed from the one before; an adapter written for an older one is told."""
 REMOVED_NAMES: Final = {

@@ -104,6 +104,12 @@ def load_adapter(spec: str) -> Adapter:
     return cast(Adapter, adapter)
 
 
+def written_for_contract(adapter: Any) -> int:
+    """The contract ``adapter`` states (1 when it states none)."""
+    version = getattr(adapter, "contract_version", 1)
+    return version if isinstance(version, int) and not isinstance(version, bool) else 1
+
+
 def for_this_contract(adapter: Any, spec: str) -> Any:
     """``adapter`` as contract ``CONTRACT_VERSION`` calls it: contract 1's members through ``ContractOne``, an
     older contract's pipeline members through ``PlainSettings``; a newer contract than this kconform speaks is a
@@ -130,14 +136,19 @@ def changed_members(adapter: Any) -> list[str]:
 
 def contract_note(adapter: Any) -> str | None:
     """What a run says about an adapter written for an older contract: what changed and how to update."""
-    if not isinstance(adapter, ContractOne | PlainSettings):
+    if isinstance(adapter, ContractOne | PlainSettings):
+        written_for = adapter.written_for
+    elif hasattr(adapter, "read_stream"):  # contract 4 changed what a source is given, not how it is called
+        written_for = written_for_contract(adapter)
+    else:
         return None
-    written_for = adapter.written_for
+    if written_for >= CONTRACT_VERSION:
+        return None
     changes = "; ".join(f"contract {v}: {what}" for v, what in sorted(CONTRACT_CHANGES.items()) if v > written_for)
     stated = "it states no contract_version" if written_for == 1 else f"contract_version = {written_for}"
     return (
         f"adapter {adapter.name!r} is written for adapter contract {written_for} ({stated}); kconform still runs "
-        f"it, translating each call. To update it: {changes} (docs/adapter-guide.md#the-adapter-contract)"
+        f"it, translating what changed shape. To update it: {changes} (docs/adapter-guide.md#the-adapter-contract)"
     )
 
 
