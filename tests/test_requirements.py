@@ -82,6 +82,7 @@ def test_spec_pages_parse_into_unique_ids_with_levels_and_titles() -> None:
             "restore.md",
             "commit.md",
             "liveness.md",
+            "clients.md",
             "kafka.md",
             "kafka-strategies.md",
         }

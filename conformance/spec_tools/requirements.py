@@ -53,7 +53,7 @@ what a judge would look at); not observable from outside (the paragraph names th
 BROKER_AREA: Final = "KAFKA"
 """The broker's ids (``spec/kafka.md``), probed by ``kconform probe-broker``: no connector is judged on them."""
 ID_IN_CODE = re.compile(
-    r"(?<![A-Za-z0-9])(?P<area>ASSIGN|DISC|RESTORE|COMMIT|KAFKA|STRAT|LIVE)[-_](?P<num>\d{3})(?!\d)"
+    r"(?<![A-Za-z0-9])(?P<area>ASSIGN|DISC|RESTORE|COMMIT|KAFKA|STRAT|LIVE|CLIENT)[-_](?P<num>\d{3})(?!\d)"
 )
 TEST_NAME = re.compile(
     r"^test_(?P<kind>required|should|optional)_(?P<ids>[A-Z]+_\d{3}(?:_(?:and_|to_)?(?:[A-Z]+_)?\d{3})*)"
@@ -87,6 +87,7 @@ SUITE_LEVELS: Final = {
     "test_pipeline": "Spark queries",
     "test_flink_jobs": "Flink jobs",
     "test_client": "its consumer",
+    "test_client_workload": "its clients",
 }
 """Suite module -> where its tests judge an adapter: the protocol level (its classes, in process), or the pipeline
 level through Spark streaming queries, Flink jobs, or the Kafka consumer it reads with."""

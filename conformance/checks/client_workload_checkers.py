@@ -1,0 +1,646 @@
+"""CLIENT-001 to CLIENT-008 (spec/clients.md) and LIVE-001: pure checkers of a client workload's history.
+
+Each takes the ``History`` a drawn schedule left (``kconform.conformance.workloads.clients``): events in the
+order they happened and, read after the drain, what the log holds. None calls a client; each returns the
+violations of one anomaly kind family with the records, offsets, partitions and clients as data. Where a
+history cannot tell (a commit that timed out, a member whose session may have ended in a broker fault, a
+drain that did not finish) the checker says nothing rather than guess: a verdict is never redder than its
+evidence.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+from typing import Final
+
+from ...reference_impl.types import TopicPartition
+from ..workloads.clients.history import (
+    Acked,
+    Assigned,
+    Closed,
+    Committed,
+    Event,
+    History,
+    Hung,
+    Note,
+    Polled,
+    Revoked,
+    Seeked,
+    Sent,
+    TxnEnded,
+)
+from .checkers import Violation, tp_fields, value_field
+
+OFFSET_BEGINNING: Final = -2
+SHOWN: Final = 8
+"""Offsets listed in a violation's evidence (its data keeps them all)."""
+EARLIEST: Final = frozenset({"smallest", "earliest", "beginning"})
+LATEST: Final = frozenset({"largest", "latest", "end"})
+LIBRDKAFKA_DEFAULTS: Final = {
+    "isolation.level": "read_committed",
+    "auto.offset.reset": "largest",
+    "max.poll.interval.ms": "300000",
+    "enable.idempotence": "false",
+}
+"""librdkafka's defaults for the settings the checkers read (CONFIGURATION.md)."""
+TIMING_MARGIN_S: Final = 2.0
+"""How much earlier than its poll interval says a member may already have left its group (clocks, scheduling)."""
+
+
+def setting(history: History, client: str, name: str) -> str:
+    info = history.consumer(client) if client.startswith("c") else history.clients[client]
+    return str(info.settings.get(name, LIBRDKAFKA_DEFAULTS.get(name, "")))
+
+
+def visible(history: History, tp: TopicPartition, isolation: str) -> list[int]:
+    """The offsets of ``tp`` a reader at ``isolation`` is given, ascending."""
+    if isolation == "read_committed":
+        return sorted(history.log.committed.get(tp, ()))
+    return [offset for offset, _ in history.log.records.get(tp, ())]
+
+
+def first_at_or_after(offsets: Sequence[int], offset: int) -> int | None:
+    i = bisect.bisect_left(offsets, offset)
+    return offsets[i] if i < len(offsets) else None
+
+
+def shown(offsets: Sequence[int]) -> str:
+    more = f" and {len(offsets) - SHOWN} more" if len(offsets) > SHOWN else ""
+    return ", ".join(map(str, offsets[:SHOWN])) + more
+
+
+def of_kind(history: History, kind: type[Event]) -> Iterator[Event]:
+    return (e for e in history.events if isinstance(e, kind))
+
+
+def idempotent(history: History, producer: str) -> bool:
+    info = history.clients[producer]
+    return info.settings.get("enable.idempotence") == "true" or info.transactional
+
+
+def sends(history: History) -> dict[bytes, Sent]:
+    return {e.value: e for e in of_kind(history, Sent)}  # type: ignore[attr-defined, misc]
+
+
+def txn_ends(history: History) -> dict[tuple[str, int], TxnEnded]:
+    return {(e.client, e.txn): e for e in of_kind(history, TxnEnded)}  # type: ignore[attr-defined, misc]
+
+
+def log_index(history: History) -> dict[bytes | None, list[tuple[TopicPartition, int]]]:
+    where: dict[bytes | None, list[tuple[TopicPartition, int]]] = defaultdict(list)
+    for tp, records in history.log.records.items():
+        for offset, value in records:
+            where[value].append((tp, offset))
+    return where
+
+
+# -- producers ----------------------------------------------------------------------------------------------
+
+
+def check_acknowledged_in_log(history: History) -> list[Violation]:
+    """CLIENT-001: a record acknowledged with an offset is in the log at that offset; every record of a
+    transaction whose commit returned is in the log and visible to ``read_committed``."""
+    violations: list[Violation] = []
+    records = {tp: dict(rs) for tp, rs in history.log.records.items()}
+    for ack in of_kind(history, Acked):
+        assert isinstance(ack, Acked)
+        if ack.error is not None or ack.offset is None or ack.tp is None:
+            continue
+        if ack.tp not in records:
+            continue  # a partition the log read did not cover: nothing to say
+        found = records[ack.tp].get(ack.offset, b"\0missing")
+        if found != ack.value:
+            violations.append(
+                Violation(
+                    "CLIENT-001",
+                    "lost-write",
+                    f"{ack.client} was told {ack.value!r} was written to {ack.tp} at offset {ack.offset}; "
+                    + ("the log has no record there" if found == b"\0missing" else f"the log has {found!r} there"),
+                    data=tp_fields(ack.tp)
+                    | {"offset": ack.offset, "value": value_field(ack.value), "client": ack.client},
+                )
+            )
+    where = log_index(history)
+    ends = txn_ends(history)
+    for sent in sends(history).values():
+        if sent.txn is None:
+            continue
+        end = ends.get((sent.client, sent.txn))
+        if end is None or end.outcome != "commit" or end.error is not None:
+            continue
+        places = where.get(sent.value, [])
+        if not any(offset in history.log.committed.get(tp, ()) for tp, offset in places):
+            violations.append(
+                Violation(
+                    "CLIENT-001",
+                    "lost-committed-write",
+                    f"{sent.client}'s transaction {sent.txn} committed, but its record {sent.value!r} is "
+                    + ("not in the log" if not places else f"not visible to read_committed at {places}"),
+                    data={
+                        "client": sent.client,
+                        "transaction": sent.txn,
+                        "value": value_field(sent.value),
+                        "places": [tp_fields(tp) | {"offset": o} for tp, o in places],
+                    },
+                )
+            )
+    return violations
+
+
+def check_written_once(history: History) -> list[Violation]:
+    """CLIENT-002: an idempotent (or transactional) producer's record is in the log once."""
+    violations: list[Violation] = []
+    sent = sends(history)
+    for value, places in log_index(history).items():
+        if len(places) < 2 or value not in sent or not idempotent(history, sent[value].client):
+            continue
+        violations.append(
+            Violation(
+                "CLIENT-002",
+                "duplicate-write",
+                f"{sent[value].client} (idempotent) sent {value!r} once; the log has it {len(places)} times: "
+                + ", ".join(f"{tp}@{o}" for tp, o in places),
+                data={
+                    "value": value_field(value),
+                    "client": sent[value].client,
+                    "places": [tp_fields(tp) | {"offset": o} for tp, o in places],
+                },
+            )
+        )
+    return violations
+
+
+def send_number(value: bytes) -> int:
+    return int(value.rsplit(b"-", 1)[1])
+
+
+def check_send_order(history: History) -> list[Violation]:
+    """CLIENT-003: an idempotent producer's records are in each partition in the order it sent them."""
+    violations: list[Violation] = []
+    sent = sends(history)
+    by_producer: dict[tuple[str, TopicPartition], list[tuple[int, int, bytes]]] = defaultdict(list)
+    for tp, records in history.log.records.items():
+        for offset, value in records:
+            if value in sent and idempotent(history, sent[value].client):
+                by_producer[(sent[value].client, tp)].append((offset, send_number(value), value))
+    for (client, tp), rows in sorted(by_producer.items()):
+        rows.sort()
+        for (o1, n1, v1), (o2, n2, v2) in pairwise(rows):
+            if n2 < n1:
+                violations.append(
+                    Violation(
+                        "CLIENT-003",
+                        "reordered",
+                        f"{client} sent {v2!r} before {v1!r}; {tp} has {v1!r} at {o1} and {v2!r} at {o2}",
+                        data=tp_fields(tp)
+                        | {
+                            "client": client,
+                            "offsets": [o1, o2],
+                            "values": [value_field(v1), value_field(v2)],
+                        },
+                    )
+                )
+                break
+    return violations
+
+
+# -- consumers ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Reading:
+    """One consumer incarnation's view of one partition while it owns it."""
+
+    expected: int | None = None
+    """The next offset it must deliver; ``None`` when unknown (not started, or sought to the end)."""
+    started: bool = False
+    assigned_at: int | None = None
+    """The ``seq`` of the assignment this ownership began with; ``None`` once a seek moved it."""
+
+
+def consumer_events(history: History) -> dict[str, list[Event]]:
+    found: dict[str, list[Event]] = defaultdict(list)
+    for event in history.events:
+        if event.client.startswith("c"):
+            found[event.client].append(event)
+    return found
+
+
+def check_consumer_continuity(history: History) -> list[Violation]:
+    """CLIENT-004: while a consumer owns a partition, it delivers the records its isolation gives from where it
+    started, each once and in order (a pause and resume change nothing; a seek moves the start), and after an
+    end-of-partition event it reports the end as its position."""
+    violations: list[Violation] = []
+    for client, events in consumer_events(history).items():
+        isolation = setting(history, client, "isolation.level")
+        readings: dict[TopicPartition, Reading] = {}
+        for event in events:
+            if isinstance(event, Assigned):
+                for tp in event.tps:
+                    readings[tp] = Reading()
+            elif isinstance(event, Revoked):
+                for tp in event.tps:
+                    readings.pop(tp, None)
+            elif isinstance(event, Seeked) and event.error is None:
+                offsets = visible(history, event.tp, isolation)
+                if event.offset is None:  # the end, as the client resolved it: where it reads on from is unknown
+                    readings[event.tp] = Reading()
+                else:
+                    start = (offsets[0] if offsets else 0) if event.offset == OFFSET_BEGINNING else event.offset
+                    readings[event.tp] = Reading(first_at_or_after(offsets, start), True)
+            elif isinstance(event, Polled):
+                violations += _continuity(history, client, isolation, readings, event)
+    return violations
+
+
+def _continuity(
+    history: History, client: str, isolation: str, readings: dict[TopicPartition, Reading], polled: Polled
+) -> list[Violation]:
+    violations: list[Violation] = []
+    last_record: dict[TopicPartition, int] = {}
+    for i, (tp, offset, _value) in enumerate(polled.records):
+        last_record[tp] = i
+        reading = readings.setdefault(tp, Reading())
+        offsets = visible(history, tp, isolation)
+        if reading.started and reading.expected is not None and offset != reading.expected:
+            if offset < reading.expected:
+                again = [o for o in offsets if offset <= o < reading.expected]
+                violations.append(
+                    Violation(
+                        "CLIENT-004",
+                        "redelivered",
+                        f"{client} delivered {tp} offset {offset} when {reading.expected} was next: "
+                        f"offsets {shown(again)} again",
+                        data=tp_fields(tp)
+                        | {"client": client, "offset": offset, "want": reading.expected, "offsets": again},
+                    )
+                )
+            else:
+                skipped = [o for o in offsets if reading.expected <= o < offset]
+                violations.append(
+                    Violation(
+                        "CLIENT-004",
+                        "skipped",
+                        f"{client} delivered {tp} offset {offset} next, skipping offsets {shown(skipped)} "
+                        f"({isolation} gives them)",
+                        data=tp_fields(tp)
+                        | {
+                            "client": client,
+                            "offset": offset,
+                            "want": reading.expected,
+                            "offsets": skipped,
+                        },
+                    )
+                )
+        reading.started = True
+        reading.expected = first_at_or_after(offsets, offset + 1)
+    positions = dict(polled.positions)
+    for tp, end in polled.eofs:
+        position = positions.get(tp)
+        if position is None or position < 0 or any(t == tp and o >= end for t, o, _ in polled.records):
+            continue  # no position asked, or records after the end came in the same batch
+        if position != end:
+            violations.append(
+                Violation(
+                    "CLIENT-004",
+                    "position-past-end" if position > end else "position-before-end",
+                    f"{client} reported the end of {tp} at {end}, then its position as {position}",
+                    data=tp_fields(tp) | {"client": client, "got": position, "want": end, "end": end},
+                )
+            )
+    return violations
+
+
+def group_commits(history: History) -> dict[tuple[str, TopicPartition], list[Committed]]:
+    found: dict[tuple[str, TopicPartition], list[Committed]] = defaultdict(list)
+    for event in of_kind(history, Committed):
+        assert isinstance(event, Committed)
+        for tp, _offset in event.offsets:
+            found[(event.group, tp)].append(event)
+    return found
+
+
+def committed_offset(event: Committed, tp: TopicPartition) -> int:
+    return dict(event.offsets)[tp]
+
+
+def check_start_positions(history: History) -> list[Violation]:
+    """CLIENT-005: a partition assigned to a consumer of a group starts at the group's committed offset (the first
+    record its isolation gives at or after it), or where ``auto.offset.reset`` says when the group has none."""
+    violations: list[Violation] = []
+    commits = group_commits(history)
+    ambiguous_groups = {e.group for e in of_kind(history, Committed) if isinstance(e, Committed) and e.ambiguous}
+    for client, events in consumer_events(history).items():
+        info = history.consumer(client)
+        group = info.group or ""
+        isolation = setting(history, client, "isolation.level")
+        reset = setting(history, client, "auto.offset.reset")
+        pending: dict[TopicPartition, int] = {}
+        for event in events:
+            if isinstance(event, Assigned):
+                for tp in event.tps:
+                    pending[tp] = event.seq
+            elif isinstance(event, (Revoked, Seeked)):
+                for tp in event.tps if isinstance(event, Revoked) else (event.tp,):
+                    pending.pop(tp, None)
+            elif isinstance(event, Polled):
+                for tp, offset, _value in event.records:
+                    if tp not in pending:
+                        continue
+                    since = pending.pop(tp)
+                    if group in ambiguous_groups:
+                        continue
+                    found = _start_violation(
+                        history, commits.get((group, tp), []), tp, offset, since, event.seq, isolation, reset, client
+                    )
+                    if found is not None:
+                        violations.append(found)
+    return violations
+
+
+def _start_violation(
+    history: History,
+    commits: Sequence[Committed],
+    tp: TopicPartition,
+    offset: int,
+    assigned: int,
+    polled: int,
+    isolation: str,
+    reset: str,
+    client: str,
+) -> Violation | None:
+    offsets = visible(history, tp, isolation)
+    confirmed = [c for c in commits if c.error is None and c.seq < assigned]
+    candidates = {committed_offset(c, tp) for c in commits if assigned <= c.seq < polled}
+    if confirmed:
+        candidates.add(committed_offset(confirmed[-1], tp))
+    elif reset in EARLIEST:
+        candidates.add(offsets[0] if offsets else 0)
+    else:
+        return None  # latest (the end when it started, which the history does not hold) or error
+    allowed = {first_at_or_after(offsets, c) for c in candidates}
+    if offset in allowed:
+        return None
+    where = sorted(c for c in candidates)
+    lowest = min((a for a in allowed if a is not None), default=None)
+    kind = "started-before-committed" if lowest is not None and offset < lowest else "started-after-committed"
+    skipped = [o for o in offsets if lowest is not None and lowest <= o < offset]
+    because = (
+        f"the group's committed offset was {shown(where)}"
+        if confirmed or len(where) > 1
+        else f"the group had no committed offset and auto.offset.reset is {reset}, so {where[0]}"
+    )
+    return Violation(
+        "CLIENT-005",
+        kind,
+        f"{client} was assigned {tp} and delivered offset {offset} first; {because}"
+        + (f": offsets {shown(skipped)} were skipped" if skipped else ""),
+        data=tp_fields(tp) | {"client": client, "offset": offset, "want": where, "offsets": skipped},
+    )
+
+
+def check_read_committed(history: History) -> list[Violation]:
+    """CLIENT-006: a ``read_committed`` consumer delivers no record of an aborted transaction and none of a
+    transaction before its commit returned."""
+    violations: list[Violation] = []
+    sent = sends(history)
+    ends = txn_ends(history)
+    for client, events in consumer_events(history).items():
+        if setting(history, client, "isolation.level") != "read_committed":
+            continue
+        for event in events:
+            if not isinstance(event, Polled):
+                continue
+            for tp, offset, value in event.records:
+                origin = sent.get(value) if value is not None else None
+                end = ends.get((origin.client, origin.txn)) if origin is not None and origin.txn is not None else None
+                aborted = offset not in history.log.committed.get(tp, ()) or (
+                    end is not None and end.outcome == "abort"
+                )
+                early = (
+                    origin is not None
+                    and origin.txn is not None
+                    and (end is None or end.seq > event.seq)
+                    and not aborted
+                )
+                if aborted or (early and end is not None):
+                    violations.append(
+                        Violation(
+                            "CLIENT-006",
+                            "read-aborted" if aborted else "read-uncommitted",
+                            f"{client} (read_committed) delivered {value!r} at {tp}@{offset}, "
+                            + (
+                                "a record read_committed does not give (an aborted transaction's)"
+                                if aborted
+                                else "before its transaction's commit returned"
+                            ),
+                            data=tp_fields(tp) | {"client": client, "offset": offset, "value": value_field(value)},
+                        )
+                    )
+    return violations
+
+
+def check_commits(history: History) -> list[Violation]:
+    """CLIENT-007: a group's committed offset never moves backwards without a seek, never past the log's end, and a
+    commit after offsets were stored commits them."""
+    violations: list[Violation] = []
+    sought = {(history.consumer(e.client).group, e.tp) for e in of_kind(history, Seeked) if isinstance(e, Seeked)}
+    for (group, tp), commits in sorted(group_commits(history).items(), key=lambda kv: (kv[0][0], kv[0][1])):
+        end = history.log.ends.get(tp)
+        highest: tuple[int, Committed] | None = None
+        for commit in commits:
+            if commit.error is not None:
+                continue
+            offset = committed_offset(commit, tp)
+            if end is not None and offset > end:
+                violations.append(
+                    Violation(
+                        "CLIENT-007",
+                        "committed-past-end",
+                        f"{commit.client} committed {tp} at {offset}, past its end {end}",
+                        data=tp_fields(tp) | {"client": commit.client, "got": offset, "end": end, "group": group},
+                    )
+                )
+            if highest is not None and offset < highest[0] and (group, tp) not in sought:
+                violations.append(
+                    Violation(
+                        "CLIENT-007",
+                        "committed-backward",
+                        f"{commit.client} committed {tp} at {offset} after {highest[1].client} had committed it at "
+                        f"{highest[0]} (no seek moved the group back)",
+                        data=tp_fields(tp)
+                        | {"client": commit.client, "got": offset, "want": highest[0], "group": group},
+                    )
+                )
+            if highest is None or offset > highest[0]:
+                highest = (offset, commit)
+    violations += _stored_not_committed(history)
+    return violations
+
+
+def _stored_not_committed(history: History) -> list[Violation]:
+    violations: list[Violation] = []
+    confirmed: dict[tuple[str, TopicPartition], int] = {}
+    for event in of_kind(history, Committed):
+        assert isinstance(event, Committed)
+        for tp, stored in event.stored:
+            before = confirmed.get((event.group, tp))
+            got = dict(event.offsets).get(tp)
+            if event.ambiguous or stored == before or got == stored:
+                continue
+            violations.append(
+                Violation(
+                    "CLIENT-007",
+                    "stored-not-committed",
+                    f"{event.client} stored {tp} at {stored} and committed: "
+                    + (f"the commit failed ({event.error})" if event.error else f"it committed {got}")
+                    + f"; the group's offset stays {before}",
+                    data=tp_fields(tp) | {"client": event.client, "got": got, "want": stored, "error": event.error},
+                )
+            )
+        if event.error is None:
+            for tp, offset in event.offsets:
+                confirmed[(event.group, tp)] = offset
+    return violations
+
+
+def check_single_owner(history: History) -> list[Violation]:
+    """CLIENT-008: no partition is assigned to a member of a group while another member that is still in the group
+    (it polled within its ``max.poll.interval.ms``, with no broker fault since) owns it."""
+    violations: list[Violation] = []
+    owners: dict[tuple[str, TopicPartition], str] = {}
+    last_poll: dict[str, float] = {}
+    last_fault = float("-inf")
+    for event in history.events:
+        if isinstance(event, Note) and event.client == "run" and "broker" in event.text:
+            last_fault = event.at
+        if not event.client.startswith("c"):
+            continue
+        info = history.consumer(event.client)
+        if info.subscribe == "assign" or info.group is None:
+            continue
+        if isinstance(event, Polled):
+            last_poll[event.client] = event.at
+        elif isinstance(event, (Revoked, Closed, Hung)):
+            tps = (
+                event.tps if isinstance(event, Revoked) else [tp for (g, tp), c in owners.items() if c == event.client]
+            )
+            for tp in tps:
+                if owners.get((info.group, tp)) == event.client:
+                    del owners[(info.group, tp)]
+        elif isinstance(event, Assigned):
+            for tp in event.tps:
+                other = owners.get((info.group, tp))
+                if other is not None and other != event.client:
+                    interval = int(setting(history, other, "max.poll.interval.ms")) / 1000
+                    polled = last_poll.get(other, float("-inf"))
+                    if event.at - polled < interval - TIMING_MARGIN_S and last_fault < polled:
+                        violations.append(
+                            Violation(
+                                "CLIENT-008",
+                                "owned-twice",
+                                f"{event.client} was assigned {tp} while {other} still owned it ({other} had polled "
+                                f"{event.at - polled:.1f} s before, within its max.poll.interval.ms of {interval:g} s)",
+                                data=tp_fields(tp) | {"clients": [other, event.client], "group": info.group},
+                            )
+                        )
+                owners[(info.group, tp)] = event.client
+    return violations
+
+
+def check_group_read_everything(history: History) -> list[Violation]:
+    """CLIENT-004 over a whole group, once the drain finished (the per-ownership checks see only what each member
+    delivered, not what no member did): a group that started from the
+    earliest offsets and was never sought delivered every record its isolation gives, once the drain finished."""
+    if not history.drained:
+        return []
+    violations: list[Violation] = []
+    members: dict[str, list[str]] = defaultdict(list)
+    for client in {e.client for e in history.events if e.client.startswith("c")}:
+        group = history.consumer(client).group
+        if group is not None:
+            members[group].append(client)
+    sought = {history.consumer(e.client).group for e in of_kind(history, Seeked)}
+    for group, clients in sorted(members.items()):
+        resets = {setting(history, c, "auto.offset.reset") for c in clients}
+        isolations = {setting(history, c, "isolation.level") for c in clients}
+        if group in sought or not resets <= EARLIEST or len(isolations) != 1:
+            continue
+        (isolation,) = isolations
+        owned: set[TopicPartition] = set()
+        read: dict[TopicPartition, set[int]] = defaultdict(set)
+        for event in history.events:
+            if event.client in clients and isinstance(event, Assigned):
+                owned |= set(event.tps)
+            if event.client in clients and isinstance(event, Polled):
+                for tp, offset, _ in event.records:
+                    read[tp].add(offset)
+        for tp in sorted(owned):
+            unread = [o for o in visible(history, tp, isolation) if o not in read[tp]]
+            if unread:
+                violations.append(
+                    Violation(
+                        "CLIENT-004",
+                        "unread",
+                        f"group {group} read {tp} to its end from the earliest offset, but no member delivered offsets "
+                        f"{shown(unread)}",
+                        data=tp_fields(tp) | {"group": group, "offsets": unread},
+                    )
+                )
+    return violations
+
+
+def check_calls_returned(history: History, broker_answers: bool | None) -> list[Violation]:
+    """LIVE-001: every client call returned within its bound (while the broker still answered)."""
+    if broker_answers is False:
+        return []
+    return [
+        Violation(
+            "LIVE-001",
+            "hang",
+            f"{e.client}'s {e.call} did not return within {e.bound_s:g} s"
+            + ("; the broker still answered" if broker_answers else ""),
+            data={"client": e.client, "method": e.call, "timeout_s": e.bound_s, "broker_answers": broker_answers},
+        )
+        for e in of_kind(history, Hung)
+        if isinstance(e, Hung)
+    ]
+
+
+SAFETY_CHECKERS: Final = (
+    check_acknowledged_in_log,
+    check_written_once,
+    check_send_order,
+    check_consumer_continuity,
+    check_start_positions,
+    check_read_committed,
+    check_commits,
+    check_single_owner,
+    check_group_read_everything,
+)
+
+
+def check_history(history: History, broker_answers: bool | None) -> list[Violation]:
+    """Every checker's violations, liveness last."""
+    found: list[Violation] = []
+    for checker in SAFETY_CHECKERS:
+        found += checker(history)
+    return found + check_calls_returned(history, broker_answers)
+
+
+def counts(history: History) -> Mapping[str, int]:
+    """What happened, for the report's coverage: events by kind, records sent, polled, committed."""
+    found: dict[str, int] = defaultdict(int)
+    for event in history.events:
+        found[f"event:{type(event).__name__}"] += 1
+        if isinstance(event, Polled):
+            found["records polled"] += len(event.records)
+    return dict(found)
+
+
+def iter_ids(violations: Iterable[Violation]) -> set[str]:
+    return {v.requirement for v in violations}

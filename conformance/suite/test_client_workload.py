@@ -1,0 +1,98 @@
+"""CLIENT-001 to CLIENT-008 and LIVE-001: a drawn workload of real producers and consumers (spec/clients.md).
+
+An adapter that declares ``confluent-kafka-consumer`` reads Kafka with the confluent-kafka this interpreter
+imports; the suite drives that release's clients with schedules Hypothesis draws from what applications,
+operators and faults do, with settings drawn from the release's own property table, and judges each history with
+the pure checkers. Each example runs for seconds (a group's join, the drain), so Hypothesis draws few; ``kconform
+run --profile thorough`` draws fifty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import cache
+from typing import Any, Final
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from ..extras import pipeline_missing
+
+if (missing := pipeline_missing()) is not None:  # a core install: every test here is skipped, naming the fix
+    pytest.skip(missing, allow_module_level=True)
+
+from ..brokers import Broker
+from ..brokers.kafka import KafkaBroker
+from ..checks.checkers import fail_on
+from ..checks.client_workload_checkers import check_history
+from ..gate.pytest_plugin import live_broker, requirement
+from ..workloads.clients import settings as client_settings
+from ..workloads.clients.driver import Run, accepts
+from ..workloads.clients.schedule import Schedule, describe, schedules
+
+pytestmark = pytest.mark.pipeline
+
+CAPABILITY: Final = "confluent-kafka-consumer"
+IDS: Final = tuple(f"CLIENT-{n:03}" for n in range(1, 9))
+
+
+EXAMPLE_BOUND_S: Final = 90.0
+"""The longest one schedule takes here: its steps (a wait, a node pause, a restart), the drain's bound, the log read."""
+
+
+def examples() -> int:
+    """About one drawn schedule per twenty protocol examples of the loaded profile, at least two."""
+    return max(2, settings().max_examples // 20)
+
+
+def workload_settings() -> settings:
+    """Drawn, not shrunk: every shrink step runs real clients for seconds, so a failure prints its whole schedule
+    (steps and settings, and as JSON) and Hypothesis's database replays it with the run's ``--seed``."""
+    return settings(
+        max_examples=examples(),
+        deadline=None,
+        phases=[Phase.explicit, Phase.reuse, Phase.generate],
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+
+
+@pytest.fixture(scope="module")
+def workload_broker(adapter_under_test: Any) -> Iterator[Broker]:
+    """The run's broker, started only for an adapter that reads with this interpreter's confluent-kafka."""
+    if CAPABILITY not in adapter_under_test.capabilities:
+        pytest.skip(f"adapter {adapter_under_test.name!r} does not declare capability {CAPABILITY!r}")
+    yield from live_broker()
+
+
+@cache
+def release_catalogue() -> tuple[client_settings.Setting, ...]:
+    """The settings this confluent-kafka has, from librdkafka's table (``settings.known_to``)."""
+    return client_settings.known_to(accepts, client_settings.catalogue())
+
+
+@st.composite
+def drawn_schedules(draw: st.DrawFn, faults: bool) -> Schedule:
+    return draw(schedules(release_catalogue(), faults=faults))
+
+
+@requirement(*IDS, "LIVE-001", capability=CAPABILITY)
+@pytest.mark.timeout((examples() + 1) * EXAMPLE_BOUND_S)
+@workload_settings()
+@given(data=st.data())
+def test_required_CLIENT_001_to_008_a_drawn_client_workload_keeps_every_promise(
+    workload_broker: Broker, data: st.DataObject
+) -> None:
+    """A drawn schedule of producers, consumers, operators and (on a broker the suite started) faults, run on the
+    release's clients and judged by every client checker: nothing acknowledged lost, nothing written or delivered
+    twice or out of order, every start at the committed offset, no aborted record read, no commit backwards or past
+    the end, no partition owned twice, every call returned."""
+    schedule = data.draw(drawn_schedules(isinstance(workload_broker, KafkaBroker)), label="schedule")
+    history = Run(schedule, workload_broker).run()  # type: ignore[arg-type]  # restart/paused: KafkaBroker's
+    violations = check_history(history, workload_broker.answers())
+    violated = {v.requirement for v in violations}
+    fail_on(
+        sorted(set(violations), key=lambda v: (v.requirement, v.kind, v.evidence)),
+        detail=f"schedule:\n{describe(schedule)}\nas JSON: {schedule.dumps()}",
+        verified=[i for i in (*IDS, "LIVE-001") if i not in violated],  # every checker judged the whole history
+    )

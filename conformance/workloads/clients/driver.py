@@ -1,0 +1,881 @@
+"""Running a client workload's schedule with confluent-kafka on a real broker, and recording its history.
+
+The one I/O module of the workload. One thread carries out the steps in order; every call into a client runs
+on that client's own daemon thread and is awaited for a bound (``CALL_SLACK_S`` past what the call itself may
+wait), so a call that never returns is recorded as ``Hung`` with its schedule instead of hanging the suite.
+A hung client takes no further steps. Callbacks (deliveries, rebalances, commits) are recorded as the client
+serves them.
+
+``Clients`` is the port: the real one builds ``confluent_kafka`` producers and consumers; the tests' broken
+clients (``kconform.conformance.mutants.clients``) wrap them to show each checker catches its anomaly.
+"""
+
+from __future__ import annotations
+
+import queue
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Protocol, TypeVar
+from uuid import uuid4
+
+import confluent_kafka as ck
+
+from ....reference_impl.kafka_client import KafkaClient
+from ....reference_impl.ports import Isolation
+from ....reference_impl.types import TopicPartition
+from .history import (
+    Acked,
+    Assigned,
+    ClientInfo,
+    Closed,
+    Committed,
+    Event,
+    History,
+    Hung,
+    Log,
+    Note,
+    Paused,
+    Polled,
+    Revoked,
+    Seeked,
+    Sent,
+    Stored,
+    TxnEnded,
+)
+from .schedule import ConsumerPlan, Schedule, Step, StepKind
+
+T = TypeVar("T")
+CALL_SLACK_S: Final = 30.0
+"""How much longer than it may wait by itself a client call may take before it counts as hung: a rebalance
+callback, a coordinator lookup after a restart, a commit retried through a node pause."""
+CLOSE_BOUND_S: Final = 30.0
+DRAIN_SLACK_S: Final = 25.0
+"""The drain may take the longest drawn poll interval or session timeout (a stalled member waited out) and this."""
+FETCHED_WAIT_S: Final = 3.0
+PARTITION_EOF: Final = ck.KafkaError._PARTITION_EOF
+SESSION_MS: Final = 6_000
+CONSUMER_DEFAULTS: Final[Mapping[str, str]] = {"session.timeout.ms": str(SESSION_MS), "heartbeat.interval.ms": "1000"}
+"""The workload's own defaults where librdkafka's would stall every draw (a classic group's join waits half the
+session timeout, 45 s by default: SUBSTRATE.md); a drawn value replaces them. Not for ``group.protocol=consumer``,
+whose session the broker sets (librdkafka refuses both there)."""
+AMBIGUOUS: Final = frozenset(
+    {ck.KafkaError._TIMED_OUT, ck.KafkaError.REQUEST_TIMED_OUT, ck.KafkaError._TRANSPORT, ck.KafkaError._MSG_TIMED_OUT}
+)
+"""Commit errors after which the coordinator may or may not have applied the commit."""
+NAMED_SETTING: Final = re.compile(r'"([a-z][a-z0-9._]+)"|`([a-z][a-z0-9._]+)`|\b([a-z]+(?:\.[a-z]+)+)\b')
+
+
+class HungCall(Exception):
+    """A client call outlived its bound."""
+
+
+class Worker:
+    """A daemon thread that runs one client's calls, each awaited for a bound (a hung call keeps its thread; being
+    a daemon, it never keeps the interpreter alive)."""
+
+    def __init__(self, name: str) -> None:
+        self._calls: queue.SimpleQueue[tuple[Callable[[], Any], queue.SimpleQueue[tuple[bool, Any]]]] = (
+            queue.SimpleQueue()
+        )
+        threading.Thread(target=self._serve, name=f"kconform-workload-{name}", daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            call, answer = self._calls.get()
+            try:
+                answer.put((True, call()))
+            except BaseException as error:
+                answer.put((False, error))
+
+    def call(self, call: Callable[[], T], bound_s: float) -> T:
+        answer: queue.SimpleQueue[tuple[bool, Any]] = queue.SimpleQueue()
+        self._calls.put((call, answer))
+        try:
+            ok, result = answer.get(timeout=bound_s)
+        except queue.Empty:
+            raise HungCall from None
+        if not ok:
+            raise result
+        return result  # type: ignore[no-any-return]
+
+
+class Clients(Protocol):
+    """How the driver gets its clients (the real confluent-kafka, or a broken one wrapping it)."""
+
+    def consumer(self, config: dict[str, Any]) -> ck.Consumer: ...
+
+    def producer(self, config: dict[str, Any]) -> ck.Producer: ...
+
+
+class RealClients:
+    def consumer(self, config: dict[str, Any]) -> ck.Consumer:
+        return ck.Consumer(config)
+
+    def producer(self, config: dict[str, Any]) -> ck.Producer:
+        return ck.Producer(config)
+
+
+class Broker(Protocol):
+    @property
+    def bootstrap_servers(self) -> str: ...
+
+    def client_config(self, role: Any, **overrides: Any) -> dict[str, Any]: ...
+
+    @property
+    def nodes(self) -> Sequence[Any]: ...
+
+    def restart(self, node_id: int, clean: bool = True) -> None: ...
+
+    def paused(self, node_id: int) -> Any: ...
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._start = time.monotonic()
+        self.events: list[Event] = []
+
+    def add(self, kind: type[Event], client: str, **fields: Any) -> None:
+        with self._lock:
+            self.events.append(kind(seq=len(self.events), client=client, at=time.monotonic() - self._start, **fields))
+
+    def note(self, text: str, client: str = "run") -> None:
+        self.add(Note, client, text=text)
+
+
+def tp_of(p: ck.TopicPartition) -> TopicPartition:
+    return TopicPartition(p.topic, p.partition)
+
+
+def message_tp(message: ck.Message) -> TopicPartition:
+    return TopicPartition(str(message.topic()), int(message.partition() or 0))
+
+
+def message_offset(message: ck.Message) -> int:
+    offset = message.offset()
+    return -1 if offset is None else int(offset)
+
+
+def error_text(error: BaseException | ck.KafkaError) -> str:
+    if isinstance(error, ck.KafkaException) and error.args and isinstance(error.args[0], ck.KafkaError):
+        error = error.args[0]
+    if isinstance(error, ck.KafkaError):
+        return f"{error.name()}: {error.str()}"
+    return f"{type(error).__name__}: {error}"
+
+
+def error_code(error: BaseException) -> int | None:
+    if isinstance(error, ck.KafkaException) and error.args and isinstance(error.args[0], ck.KafkaError):
+        return int(error.args[0].code())
+    return None
+
+
+@dataclass
+class ConsumerSlot:
+    index: int
+    plan: ConsumerPlan
+    group: str
+    incarnation: int = 0
+    client: ck.Consumer | None = None
+    worker: Worker | None = None
+    assigned: set[TopicPartition] = field(default_factory=set)
+    last: ck.Message | None = None
+    stored: dict[TopicPartition, int] = field(default_factory=dict)
+    stalled: bool = False
+    hung: bool = False
+    settings: dict[str, str] = field(default_factory=dict)
+    ended: dict[TopicPartition, int] = field(default_factory=dict)
+    """The offset of each owned partition's latest end-of-partition event."""
+
+    @property
+    def name(self) -> str:
+        return f"c{self.index}#{self.incarnation}"
+
+    @property
+    def live(self) -> bool:
+        return self.client is not None and not self.hung
+
+    def wait_bound(self, wait_ms: int) -> float:
+        return wait_ms / 1000 + CALL_SLACK_S
+
+
+@dataclass
+class ProducerSlot:
+    index: int
+    client: ck.Producer | None
+    worker: Worker
+    transactional: bool
+    settings: dict[str, str]
+    sent: int = 0
+    txns: int = 0
+    hung: bool = False
+    broken: bool = False
+
+    @property
+    def name(self) -> str:
+        return f"p{self.index}"
+
+
+def typed(settings: Mapping[str, str]) -> dict[str, Any]:
+    """Drawn values as confluent-kafka takes them: a boolean property as a bool (it refuses "true")."""
+    return {k: {"true": True, "false": False}.get(v, v) for k, v in settings.items()}
+
+
+def without_named(settings: Mapping[str, str], error: str) -> dict[str, str]:
+    """``settings`` minus those a configuration error names (all of them when it names none)."""
+    named = {next(g for g in m.groups() if g) for m in NAMED_SETTING.finditer(error)}
+    kept = {k: v for k, v in settings.items() if k not in named}
+    return kept if len(kept) < len(settings) else {}
+
+
+class Run:
+    """One schedule on one broker: ``history()`` after ``run()``."""
+
+    def __init__(self, schedule: Schedule, broker: Broker, clients: Clients | None = None, prefix: str = "") -> None:
+        self.schedule = schedule
+        self.broker = broker
+        self.clients_port = clients or RealClients()
+        self.prefix = prefix or f"kcw-{uuid4().hex[:8]}"
+        self.recorder = Recorder()
+        self.topics = [f"{self.prefix}-t{i}" for i in range(len(schedule.partitions))]
+        self.extra_topics: list[str] = []
+        self.group = f"{self.prefix}-g"
+        self.consumers: list[ConsumerSlot] = []
+        self.producers: list[ProducerSlot] = []
+        self.info: dict[str, ClientInfo] = {}
+        self.drained = True
+        self.kafka = KafkaClient(broker)
+
+    # -- clients ---------------------------------------------------------------------------------
+
+    def _configured(
+        self, name: str, base: dict[str, Any], drawn: Mapping[str, str], build: Callable[[dict[str, Any]], T]
+    ) -> tuple[T, dict[str, str]]:
+        """Build a client with the drawn settings; those the release refuses are dropped (and noted) until it
+        accepts the rest."""
+        settings = dict(drawn)
+        while True:
+            try:
+                return build({**base, **typed(settings)}), settings
+            except (ck.KafkaException, ValueError, TypeError) as refused:
+                text = error_text(refused)
+                kept = without_named(settings, text) if settings else None
+                if kept is None:
+                    raise
+                self.recorder.note(f"{name}: the release refused {dict(settings)}: {text}; kept {kept}", name)
+                settings = kept
+
+    def _open_consumer(self, slot: ConsumerSlot) -> None:
+        recorder = self.recorder
+
+        def on_commit(err: ck.KafkaError | None, partitions: Sequence[ck.TopicPartition]) -> None:
+            offsets = tuple((tp_of(p), p.offset) for p in partitions if p.error is None and p.offset >= 0)
+            ambiguous = err is not None and err.code() in AMBIGUOUS
+            recorder.add(
+                Committed,
+                slot.name,
+                group=slot.group,
+                offsets=offsets,
+                error=None if err is None else error_text(err),
+                ambiguous=ambiguous,
+            )
+
+        classic = slot.plan.settings.get("group.protocol", "classic") == "classic"
+        base: dict[str, Any] = {
+            **self.broker.client_config("consumer"),
+            **(CONSUMER_DEFAULTS if classic else {}),
+            "group.id": slot.group,
+            "enable.partition.eof": True,
+            "on_commit": on_commit,
+            "error_cb": lambda error: recorder.note(f"error: {error_text(error)}", slot.name),
+        }
+        if slot.incarnation == 0:
+            client, slot.settings = self._configured(slot.name, base, slot.plan.settings, self.clients_port.consumer)
+        else:
+            client = self.clients_port.consumer({**base, **typed(slot.settings)})
+        slot.client, slot.worker, slot.assigned, slot.last, slot.stored = client, Worker(slot.name), set(), None, {}
+        slot.ended = {}
+        if slot.plan.subscribe == "assign":
+            tps = [TopicPartition(self.topics[0], p) for p in range(self.schedule.partitions[0])]
+            client.assign([ck.TopicPartition(tp.topic, tp.partition, ck.OFFSET_STORED) for tp in tps])
+            slot.assigned = set(tps)
+            recorder.add(Assigned, slot.name, tps=tuple(tps), how="manual")
+            return
+
+        def on_assign(_c: ck.Consumer, partitions: list[ck.TopicPartition]) -> None:
+            tps = tuple(tp_of(p) for p in partitions)
+            slot.assigned |= set(tps)
+            for tp in tps:
+                slot.ended.pop(tp, None)
+            recorder.add(Assigned, slot.name, tps=tps, how="rebalance")
+
+        def on_revoke(_c: ck.Consumer, partitions: list[ck.TopicPartition]) -> None:
+            tps = tuple(tp_of(p) for p in partitions)
+            slot.assigned -= set(tps)
+            recorder.add(Revoked, slot.name, tps=tps)
+
+        def on_lost(_c: ck.Consumer, partitions: list[ck.TopicPartition]) -> None:
+            tps = tuple(tp_of(p) for p in partitions)
+            slot.assigned -= set(tps)
+            recorder.add(Revoked, slot.name, tps=tps, lost=True)
+
+        topics = [f"^{re.escape(self.prefix)}-.*"] if slot.plan.subscribe == "pattern" else list(self.topics)
+        client.subscribe(topics, on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
+
+    def _open_producer(self, index: int, transactional: bool, drawn: Mapping[str, str]) -> ProducerSlot:
+        base: dict[str, Any] = {**self.broker.client_config("producer")}
+        if transactional:
+            base["transactional.id"] = f"{self.prefix}-p{index}"
+        client, settings = self._configured(f"p{index}", base, drawn, self.clients_port.producer)
+        slot = ProducerSlot(index, client, Worker(f"p{index}"), transactional, settings)
+        if transactional:
+            try:
+                slot.worker.call(lambda: client.init_transactions(10.0), 10.0 + CALL_SLACK_S)
+            except HungCall:
+                slot.hung = True
+                self.recorder.add(Hung, slot.name, call="init_transactions", bound_s=10.0 + CALL_SLACK_S)
+            except ck.KafkaException as failed:
+                slot.broken = True
+                self.recorder.note(f"init_transactions failed: {error_text(failed)}", slot.name)
+        return slot
+
+    # -- the run ---------------------------------------------------------------------------------
+
+    def run(self) -> History:
+        for topic, count in zip(self.topics, self.schedule.partitions, strict=True):
+            self.kafka.create_topic(topic, count)
+        try:
+            for i, plan in enumerate(self.schedule.producers):
+                self.producers.append(self._open_producer(i, plan.transactional, plan.settings))
+                self.info[f"p{i}"] = ClientInfo(self.producers[-1].settings, transactional=plan.transactional)
+            for i, cplan in enumerate(self.schedule.consumers):
+                group = self.group if cplan.subscribe != "assign" else f"{self.group}-m{i}"
+                slot = ConsumerSlot(i, cplan, group)
+                self.consumers.append(slot)
+                self._open_consumer(slot)
+                self.info[f"c{i}"] = ClientInfo(slot.settings, group, cplan.subscribe)
+            for step in self.schedule.steps:
+                self.step(step)
+            self.drain()
+            log = self.read_log()
+        finally:
+            self.close_all()
+            self.kafka.close()
+        return History(tuple(self.recorder.events), dict(self.info), log, self.drained)
+
+    def step(self, step: Step) -> None:
+        kind = step.kind
+        if kind in (StepKind.PRODUCE, StepKind.TRANSACTION, StepKind.FLUSH):
+            producer = self.producers[step.client % len(self.producers)]
+            if producer.hung or producer.client is None:
+                return
+            acts: dict[StepKind, Callable[[ProducerSlot, Step], None]] = {
+                StepKind.PRODUCE: self.produce,
+                StepKind.TRANSACTION: self.transaction,
+                StepKind.FLUSH: self.flush,
+            }
+            acts[kind](producer, step)
+            return
+        if kind in (
+            StepKind.WAIT,
+            StepKind.ADD_PARTITIONS,
+            StepKind.CREATE_TOPIC,
+            StepKind.BROKER_RESTART,
+            StepKind.NODE_PAUSE,
+        ):
+            {
+                StepKind.WAIT: self.wait,
+                StepKind.ADD_PARTITIONS: self.add_partitions,
+                StepKind.CREATE_TOPIC: self.create_topic,
+                StepKind.BROKER_RESTART: self.broker_restart,
+                StepKind.NODE_PAUSE: self.node_pause,
+            }[kind](step)
+            return
+        slot = self.consumers[step.client % len(self.consumers)]
+        if slot.hung:
+            return
+        if kind is StepKind.REOPEN:
+            if slot.client is None:
+                slot.incarnation += 1
+                self._open_consumer(slot)
+            return
+        if slot.client is None:
+            return
+        handlers: dict[StepKind, Callable[[ConsumerSlot, Step], None]] = {
+            StepKind.POLL: self.poll,
+            StepKind.POLL_WHILE_PAUSED: self.poll_while_paused,
+            StepKind.COMMIT: self.commit,
+            StepKind.STORE: self.store,
+            StepKind.PAUSE: self.pause,
+            StepKind.RESUME: self.pause,
+            StepKind.SEEK: self.seek,
+            StepKind.CLOSE: self.close,
+            StepKind.STALL: self.stall,
+        }
+        handlers[kind](slot, step)
+
+    def _call(self, slot: ConsumerSlot | ProducerSlot, what: str, call: Callable[[], T], bound_s: float) -> T | None:
+        """``call`` on the client's thread; ``None`` and the client marked hung (``slot.hung``) when it outlived
+        ``bound_s``."""
+        assert slot.worker is not None
+        try:
+            return slot.worker.call(call, bound_s)
+        except HungCall:
+            slot.hung = True
+            self.recorder.add(Hung, slot.name, call=what, bound_s=bound_s)
+            return None
+
+    # producers
+
+    def _send(self, producer: ProducerSlot, step: Step, txn: int | None) -> None:
+        assert producer.client is not None
+        recorder, name = self.recorder, producer.name
+        topic = self.topics[step.topic % len(self.topics)]
+
+        def delivered(error: ck.KafkaError | None, message: ck.Message) -> None:
+            offset = message.offset()
+            partition = message.partition()
+            tp = message_tp(message) if partition is not None and partition >= 0 else None
+            recorder.add(
+                Acked,
+                name,
+                value=message.value(),
+                tp=tp,
+                offset=offset if error is None and offset is not None and offset >= 0 else None,
+                error=None if error is None else error_text(error),
+            )
+
+        for _ in range(step.count):
+            value = f"{name}-{producer.sent}".encode()
+            producer.sent += 1
+            partition = None if step.partition is None else step.partition
+            kwargs: dict[str, Any] = {"value": value, "on_delivery": delivered}
+            if partition is not None:
+                kwargs["partition"] = partition
+            if step.keyed:
+                kwargs["key"] = f"k{producer.sent % 7}".encode()
+            try:
+                producer.client.produce(topic, **kwargs)
+            except (BufferError, ck.KafkaException) as refused:
+                recorder.note(f"produce of {value!r} refused: {error_text(refused)}", name)
+                continue
+            recorder.add(Sent, name, value=value, topic=topic, partition=partition, txn=txn)
+        client = producer.client
+        self._call(producer, "poll(0)", lambda: client.poll(0), CALL_SLACK_S)
+
+    def produce(self, producer: ProducerSlot, step: Step) -> None:
+        self._send(producer, step, None)
+
+    def transaction(self, producer: ProducerSlot, step: Step) -> None:
+        client = producer.client
+        assert client is not None
+        if not producer.transactional:
+            self._send(producer, step, None)
+            return
+        if producer.broken:
+            return
+        producer.txns += 1
+        txn = producer.txns
+        try:
+            client.begin_transaction()
+        except ck.KafkaException as failed:
+            self.recorder.note(f"begin_transaction failed: {error_text(failed)}", producer.name)
+            producer.broken = True
+            return
+        self._send(producer, step, txn)
+        timeout = 30.0
+        end = client.commit_transaction if step.mode == "commit" else client.abort_transaction
+        try:
+            self._call(producer, f"{step.mode}_transaction", lambda: end(timeout), timeout + CALL_SLACK_S)
+            if producer.hung:
+                return
+            self.recorder.add(TxnEnded, producer.name, txn=txn, outcome=step.mode)
+        except ck.KafkaException as failed:
+            error = failed.args[0]
+            if isinstance(error, ck.KafkaError) and error.txn_requires_abort():
+                self._call(
+                    producer, "abort_transaction", lambda: client.abort_transaction(timeout), timeout + CALL_SLACK_S
+                )
+                if not producer.hung:  # a hung abort leaves the transaction's fate unknown: no outcome recorded
+                    self.recorder.add(TxnEnded, producer.name, txn=txn, outcome="abort", error=error_text(failed))
+            else:
+                self.recorder.add(TxnEnded, producer.name, txn=txn, outcome=step.mode, error=error_text(failed))
+                producer.broken = True
+
+    def flush(self, producer: ProducerSlot, _step: Step | None = None) -> None:
+        client = producer.client
+        assert client is not None
+        self._call(producer, "flush", lambda: client.flush(30.0), 30.0 + CALL_SLACK_S)
+
+    # consumers
+
+    def _consume(self, slot: ConsumerSlot, count: int, wait_s: float, mode: str = "consume") -> None:
+        client = slot.client
+        assert client is not None
+
+        def poll() -> tuple[list[ck.Message], list[ck.TopicPartition]]:
+            if mode == "poll":
+                message = client.poll(wait_s)
+                messages = [] if message is None else [message]
+            else:
+                messages = client.consume(count, timeout=wait_s)
+            ended = {message_tp(m) for m in messages if (e := m.error()) is not None and e.code() == PARTITION_EOF}
+            positions = (
+                client.position([ck.TopicPartition(tp.topic, tp.partition) for tp in sorted(ended)]) if ended else []
+            )
+            return messages, positions
+
+        got = self._call(slot, f"{mode}({count}, {wait_s:g})", poll, wait_s + CALL_SLACK_S)
+        if got is None:
+            return
+        self._record_poll(slot, *got)
+
+    def _record_poll(self, slot: ConsumerSlot, messages: list[ck.Message], positions: list[ck.TopicPartition]) -> None:
+        records, eofs, errors = [], [], []
+        for m in messages:
+            error = m.error()
+            if error is None:
+                records.append((message_tp(m), message_offset(m), m.value()))
+                slot.last = m
+            elif error.code() == ck.KafkaError._PARTITION_EOF:
+                eofs.append((message_tp(m), message_offset(m)))
+                slot.ended[message_tp(m)] = message_offset(m)
+            else:
+                errors.append(error_text(error))
+        self.recorder.add(
+            Polled,
+            slot.name,
+            records=tuple(records),
+            eofs=tuple(eofs),
+            positions=tuple((tp_of(p), p.offset) for p in positions),
+            errors=tuple(errors),
+        )
+
+    def poll(self, slot: ConsumerSlot, step: Step) -> None:
+        slot.stalled = False
+        self._consume(slot, step.count, step.wait_ms / 1000, step.mode or "consume")
+
+    def _fetched(self, slot: ConsumerSlot) -> bool | None:
+        client = slot.client
+        assert client is not None
+        for tp in list(slot.assigned):
+            low_high = client.get_watermark_offsets(ck.TopicPartition(tp.topic, tp.partition), cached=True)
+            (position,) = client.position([ck.TopicPartition(tp.topic, tp.partition)])
+            if low_high[1] >= 0 and position.offset >= 0 and low_high[1] > position.offset:
+                return True
+        return None
+
+    def poll_while_paused(self, slot: ConsumerSlot, step: Step) -> None:
+        """A batch poll on the client's thread; from this one, once the consumer fetched records it has not
+        delivered (or ``FETCHED_WAIT_S`` passed), a pause and resume of the chosen partitions."""
+        slot.stalled = False
+        client, worker = slot.client, slot.worker
+        assert client is not None and worker is not None
+        wait_s = 1.0
+        answer: queue.SimpleQueue[Any] = queue.SimpleQueue()
+
+        def poll() -> None:
+            try:
+                answer.put(client.consume(step.count, timeout=wait_s))
+            except BaseException as error:
+                answer.put(error)
+
+        threading.Thread(target=poll, name=f"kconform-workload-{slot.name}-poll", daemon=True).start()
+        deadline = time.monotonic() + FETCHED_WAIT_S
+        while time.monotonic() < deadline and not self._fetched(slot):
+            threading.Event().wait(0.002)
+        tps = self._chosen(slot, step.partition)
+        if tps:
+            parts = [ck.TopicPartition(tp.topic, tp.partition) for tp in tps]
+            client.pause(parts)
+            self.recorder.add(Paused, slot.name, tps=tuple(tps))
+            client.resume(parts)
+            self.recorder.add(Paused, slot.name, tps=tuple(tps), resumed=True)
+        try:
+            got = answer.get(timeout=wait_s + CALL_SLACK_S)
+        except queue.Empty:
+            slot.hung = True
+            self.recorder.add(
+                Hung, slot.name, call=f"consume({step.count}, {wait_s:g}) during pause", bound_s=wait_s + CALL_SLACK_S
+            )
+            return
+        if isinstance(got, BaseException):
+            self.recorder.note(f"consume failed: {error_text(got)}", slot.name)
+            return
+        self._record_poll(slot, got, [])
+
+    def _chosen(self, slot: ConsumerSlot, which: int | None) -> list[TopicPartition]:
+        owned = sorted(slot.assigned)
+        if not owned:
+            return []
+        return owned if which is None else [owned[which % len(owned)]]
+
+    def commit(self, slot: ConsumerSlot, step: Step) -> None:
+        client = slot.client
+        assert client is not None
+        stored = tuple(sorted(slot.stored.items()))
+        if step.mode == "message":
+            message = slot.last
+            if message is None:
+                return
+            call: Callable[[], Any] = lambda: client.commit(message=message, asynchronous=False)  # noqa: E731
+        elif step.mode == "async":
+            call = lambda: client.commit(asynchronous=True)  # noqa: E731
+        else:
+            call = lambda: client.commit(asynchronous=False)  # noqa: E731
+        try:
+            result = self._call(slot, f"commit({step.mode})", call, CALL_SLACK_S)
+        except ck.KafkaException as failed:
+            code = error_code(failed)
+            self.recorder.add(
+                Committed,
+                slot.name,
+                group=slot.group,
+                offsets=(),
+                error=error_text(failed),
+                ambiguous=code in AMBIGUOUS,
+                stored=stored if step.mode == "sync" else (),
+            )
+            return
+        if step.mode == "async" or slot.hung or result is None:
+            return
+        committed = tuple((tp_of(p), p.offset) for p in result if p.error is None and p.offset >= 0)
+        errors = [f"{tp_of(p)}: {error_text(p.error)}" for p in result if p.error is not None]
+        self.recorder.add(
+            Committed,
+            slot.name,
+            group=slot.group,
+            offsets=committed,
+            error="; ".join(errors) or None,
+            stored=stored if step.mode == "sync" else (),
+        )
+        if step.mode == "sync":
+            slot.stored = {}
+
+    def store(self, slot: ConsumerSlot, _step: Step) -> None:
+        client = slot.client
+        assert client is not None
+        owned = [ck.TopicPartition(tp.topic, tp.partition) for tp in sorted(slot.assigned)]
+        if not owned:
+            return
+        positions = self._call(slot, "position", lambda: client.position(owned), CALL_SLACK_S)
+        if positions is None:
+            return
+        offsets = [p for p in positions if p.offset >= 0]
+        if not offsets:
+            return
+        try:
+            client.store_offsets(offsets=[ck.TopicPartition(p.topic, p.partition, p.offset) for p in offsets])
+        except ck.KafkaException as refused:
+            self.recorder.add(Stored, slot.name, offsets=(), error=error_text(refused))
+            return
+        stored = tuple((tp_of(p), p.offset) for p in offsets)
+        slot.stored.update(stored)
+        self.recorder.add(Stored, slot.name, offsets=stored)
+
+    def pause(self, slot: ConsumerSlot, step: Step) -> None:
+        client = slot.client
+        assert client is not None
+        tps = self._chosen(slot, step.partition)
+        if not tps:
+            return
+        parts = [ck.TopicPartition(tp.topic, tp.partition) for tp in tps]
+        resume = step.kind is StepKind.RESUME
+        try:
+            (client.resume if resume else client.pause)(parts)
+        except ck.KafkaException as refused:
+            self.recorder.note(f"{step.kind.value} refused: {error_text(refused)}", slot.name)
+            return
+        self.recorder.add(Paused, slot.name, tps=tuple(tps), resumed=resume)
+
+    def seek(self, slot: ConsumerSlot, step: Step) -> None:
+        client = slot.client
+        assert client is not None
+        tps = self._chosen(slot, step.partition if step.partition is not None else 0)
+        if not tps:
+            return
+        (tp,) = tps
+        part = ck.TopicPartition(tp.topic, tp.partition)
+        target: int | None
+        if step.mode == "beginning":
+            offset, target = ck.OFFSET_BEGINNING, ck.OFFSET_BEGINNING
+        elif step.mode == "end":
+            offset, target = ck.OFFSET_END, None
+        else:
+            positions = self._call(slot, "position", lambda: client.position([part]), CALL_SLACK_S)
+            if not positions or positions[0].offset < 0:
+                return
+            offset = target = max(0, positions[0].offset - step.count)
+        try:
+            client.seek(ck.TopicPartition(tp.topic, tp.partition, offset))
+        except ck.KafkaException as refused:
+            self.recorder.add(Seeked, slot.name, tp=tp, offset=target, error=error_text(refused))
+            return
+        slot.ended.pop(tp, None)
+        self.recorder.add(Seeked, slot.name, tp=tp, offset=target)
+
+    def close(self, slot: ConsumerSlot, _step: Step | None = None) -> None:
+        client = slot.client
+        assert client is not None
+        try:
+            self._call(slot, "close", client.close, CLOSE_BOUND_S)
+            if slot.hung:
+                return
+        except ck.KafkaException as failed:
+            self.recorder.note(f"close failed: {error_text(failed)}", slot.name)
+        self.recorder.add(Closed, slot.name)
+        slot.client = None
+        slot.assigned = set()
+
+    def stall(self, slot: ConsumerSlot, _step: Step) -> None:
+        slot.stalled = True
+        self.recorder.note("stalls (polls no more until its next poll step)", slot.name)
+
+    # the run's own steps
+
+    def _poll_round(self, wait_s: float) -> None:
+        for slot in self.consumers:
+            if slot.live and not slot.stalled:
+                self._consume(slot, 100, wait_s)
+
+    def wait(self, step: Step) -> None:
+        deadline = time.monotonic() + step.wait_ms / 1000
+        while True:
+            self._poll_round(0.1)
+            if time.monotonic() >= deadline:
+                return
+
+    def add_partitions(self, step: Step) -> None:
+        topic = self.topics[step.topic % len(self.topics)]
+        total = len(self.kafka.list_topics().get(topic, ())) + step.count
+        self.kafka.create_partitions(topic, total)
+        self.recorder.note(f"{topic} now has {total} partitions")
+
+    def create_topic(self, step: Step) -> None:
+        topic = f"{self.prefix}-x{len(self.extra_topics)}"
+        self.kafka.create_topic(topic, step.count)
+        self.extra_topics.append(topic)
+        self.recorder.note(f"created {topic} with {step.count} partitions (the pattern matches it)")
+
+    def _node(self) -> int:
+        """The node a fault acts on: the first (the only one of ``--broker kafka``)."""
+        return int(self.broker.nodes[0].node_id)
+
+    def broker_restart(self, step: Step) -> None:
+        if not self.schedule.faults:
+            return
+        self.broker.restart(self._node(), clean=step.mode == "clean")
+        self.recorder.note(f"broker restarted ({step.mode})")
+
+    def node_pause(self, step: Step) -> None:
+        if not self.schedule.faults:
+            return
+        with self.broker.paused(self._node()):
+            self.recorder.note(f"broker paused for {step.wait_ms} ms")
+            threading.Event().wait(step.wait_ms / 1000)  # the fault's drawn duration, not a synchronisation
+        self.recorder.note("broker resumed")
+
+    # the end
+
+    def _owned_everywhere(self) -> bool:
+        """Whether every partition the groups subscribe to is owned by a live member, and every live consumer
+        reached the end of each partition it owns."""
+        topics = self.kafka.list_topics()
+        members = [s for s in self.consumers if s.live and s.plan.subscribe != "assign"]
+        wanted: set[TopicPartition] = set()
+        for slot in members:
+            names = (
+                [t for t in topics if t.startswith(f"{self.prefix}-")]
+                if slot.plan.subscribe == "pattern"
+                else self.topics
+            )
+            wanted |= {TopicPartition(t, p) for t in names for p in topics.get(t, ())}
+        owned = set().union(*(s.assigned for s in members)) if members else set()
+        if not wanted <= owned:
+            return False
+        for slot in self.consumers:
+            if not slot.live or slot.settings.get("auto.offset.reset") == "error":
+                continue  # a consumer whose reset is an error reads nothing the group has no offset for
+            isolation = Isolation(slot.settings.get("isolation.level", "read_committed"))
+            for tp in slot.assigned:
+                if slot.ended.get(tp, -1) < self.kafka.latest_offset(tp, isolation):
+                    return False
+        return True
+
+    def drain(self) -> None:
+        """Every producer flushed; every consumer resumed, unstalled, and polled until the groups own every
+        partition and every live consumer reached the end of what it owns, within a bound."""
+        for producer in self.producers:
+            if not producer.hung and producer.client is not None:
+                self.flush(producer)
+        for slot in self.consumers:
+            slot.stalled = False
+            if slot.live and slot.assigned:
+                client = slot.client
+                assert client is not None
+                client.resume([ck.TopicPartition(tp.topic, tp.partition) for tp in slot.assigned])
+        longest = max(
+            [
+                int(s.settings.get(k, "0"))
+                for s in self.consumers
+                for k in ("max.poll.interval.ms", "session.timeout.ms")
+            ]
+            + [45_000]
+        )
+        deadline = time.monotonic() + longest / 1000 + DRAIN_SLACK_S
+        while time.monotonic() < deadline:
+            self._poll_round(0.2)
+            if self._owned_everywhere():
+                self._poll_round(0.2)  # the end-of-partition events at the end, for the positions they carry
+                return
+        self.drained = False
+        self.recorder.note(f"the drain did not reach the end within {longest / 1000 + DRAIN_SLACK_S:g} s")
+
+    def read_log(self) -> Log:
+        topics = self.kafka.list_topics()
+        tps = [
+            TopicPartition(t, p) for t in sorted(topics) if t.startswith(f"{self.prefix}-") for p in sorted(topics[t])
+        ]
+        records: dict[TopicPartition, list[tuple[int, bytes | None]]] = {}
+        committed: dict[TopicPartition, frozenset[int]] = {}
+        ends: dict[TopicPartition, int] = {}
+        for tp in tps:
+            ends[tp] = self.kafka.high_watermark(tp)
+            everything = self.kafka.read(tp, ck.OFFSET_BEGINNING, Isolation.READ_UNCOMMITTED, 1_000_000)
+            records[tp] = [(r.offset, r.value) for r in everything]
+            committed[tp] = frozenset(
+                r.offset for r in self.kafka.read(tp, ck.OFFSET_BEGINNING, Isolation.READ_COMMITTED, 1_000_000)
+            )
+        groups = {s.group for s in self.consumers}
+        group_offsets = {g: dict(self.kafka.committed(g, tps)) for g in sorted(groups)}
+        return Log(records, committed, ends, group_offsets)
+
+    def close_all(self) -> None:
+        for slot in self.consumers:
+            if slot.live:
+                self.close(slot)
+        for producer in self.producers:
+            if not producer.hung and producer.client is not None:
+                client = producer.client
+                self._call(producer, "flush", lambda client=client: client.flush(10.0), 10.0 + CALL_SLACK_S)  # type: ignore[misc]
+
+
+def accepts(role: str, name: str, value: str) -> bool:
+    """Whether the confluent-kafka this interpreter imports has property ``name`` for ``role`` (C or P): librdkafka
+    refuses an unknown one when the client is configured, before it connects to anything."""
+    build: Callable[[dict[str, Any]], Any] = ck.Consumer if role == "C" else ck.Producer
+    config: dict[str, Any] = {name: typed({name: value})[name], "log_level": 0}
+    if role == "C":
+        config["group.id"] = "kconform-probe"
+    try:
+        client = build(config)
+    except ck.KafkaException as refused:
+        return "No such configuration property" not in error_text(refused)
+    except (TypeError, ValueError):
+        return True  # a value of the wrong type for a property the release has
+    if role == "C":
+        client.close()
+    return True

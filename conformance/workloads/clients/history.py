@@ -1,0 +1,163 @@
+"""What a client workload's run records: events in the order they happened, then what the log holds.
+
+Clients are named ``p<i>`` (producers) and ``c<i>#<incarnation>`` (consumers; a reopened consumer is a new
+incarnation). Every record a producer sends carries a value unique in the run (``p<i>-<n>``), so a record read
+anywhere is known by its value. ``seq`` orders events across clients: one thread runs the steps, and callbacks
+(deliveries, rebalances, commits) are recorded as the client serves them, each under one lock.
+
+The ``Log`` is read after the drain by a fresh consumer per isolation level: every data record of every
+partition from its log start, and which offsets ``read_committed`` returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ....reference_impl.types import TopicPartition
+
+Offsets = tuple[tuple[TopicPartition, int], ...]
+
+
+@dataclass(frozen=True)
+class Event:
+    seq: int
+    client: str
+    at: float
+    """Seconds since the run started (the run's monotonic clock)."""
+
+
+@dataclass(frozen=True)
+class Sent(Event):
+    value: bytes
+    topic: str
+    partition: int | None
+    txn: int | None = None
+    """The producer's transaction number, for a record sent inside one."""
+
+
+@dataclass(frozen=True)
+class Acked(Event):
+    value: bytes
+    tp: TopicPartition | None
+    offset: int | None
+    """``None`` when the broker acknowledged without an offset (``acks=0``) or the send failed."""
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class TxnEnded(Event):
+    txn: int
+    outcome: str
+    """``commit`` or ``abort``: what the application asked."""
+    error: str | None = None
+    """The call failed: the transaction's fate is unknown to the application (``abortable``: it then aborted)."""
+
+
+@dataclass(frozen=True)
+class Polled(Event):
+    records: tuple[tuple[TopicPartition, int, bytes | None], ...]
+    eofs: tuple[tuple[TopicPartition, int], ...] = ()
+    positions: Offsets = ()
+    """The consumer's position, right after the poll, of each partition that reported its end in it."""
+    errors: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Assigned(Event):
+    tps: tuple[TopicPartition, ...]
+    how: str
+    """``assign`` (eager), ``incremental`` (cooperative or the consumer protocol) or ``manual``."""
+
+
+@dataclass(frozen=True)
+class Revoked(Event):
+    tps: tuple[TopicPartition, ...]
+    lost: bool = False
+
+
+@dataclass(frozen=True)
+class Seeked(Event):
+    tp: TopicPartition
+    offset: int | None
+    """The offset sought; ``None`` for the end (resolved by the client)."""
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Committed(Event):
+    group: str
+    offsets: Offsets
+    """What the commit asked for (a sync commit's answer, or an ``on_commit`` callback's partitions)."""
+    error: str | None = None
+    ambiguous: bool = False
+    """The commit failed in a way that does not say whether the coordinator applied it (a timeout)."""
+    stored: Offsets = ()
+    """For a commit of stored offsets: the offsets stored since the group's last commit, which it must commit."""
+
+
+@dataclass(frozen=True)
+class Stored(Event):
+    offsets: Offsets
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Paused(Event):
+    tps: tuple[TopicPartition, ...]
+    resumed: bool = False
+
+
+@dataclass(frozen=True)
+class Closed(Event):
+    pass
+
+
+@dataclass(frozen=True)
+class Hung(Event):
+    call: str
+    bound_s: float
+
+
+@dataclass(frozen=True)
+class Note(Event):
+    """What the run did that is not a client's (a fault, a topic change) or what it could not do (a step skipped,
+    settings the release refused), for the report's timeline."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ClientInfo:
+    settings: Mapping[str, str]
+    group: str | None = None
+    subscribe: str = ""
+    """``topics``, ``pattern`` or ``assign`` for a consumer; empty for a producer."""
+    transactional: bool = False
+    """A producer with a transactional id (and so idempotent)."""
+
+
+@dataclass(frozen=True)
+class Log:
+    records: Mapping[TopicPartition, Sequence[tuple[int, bytes | None]]]
+    """Every data record (``read_uncommitted``) of every partition, from its log start, by offset."""
+    committed: Mapping[TopicPartition, frozenset[int]]
+    """The offsets of those ``read_committed`` returns."""
+    ends: Mapping[TopicPartition, int] = field(default_factory=dict)
+    """Each partition's high watermark when the log was read."""
+    group_offsets: Mapping[str, Mapping[TopicPartition, int]] = field(default_factory=dict)
+    """Each group's committed offsets after the drain."""
+
+
+@dataclass(frozen=True)
+class History:
+    events: Sequence[Event]
+    clients: Mapping[str, ClientInfo]
+    """Producers by name (``p0``) and consumers by name without incarnation (``c0``)."""
+    log: Log
+    drained: bool = True
+    """The drain reached the end of every partition the live consumers own (otherwise the checkers that need a
+    finished read say nothing)."""
+
+    def consumer(self, client: str) -> ClientInfo:
+        return self.clients[client.split("#", 1)[0]]

@@ -1,0 +1,261 @@
+"""A client workload's schedule: pure data, drawn by Hypothesis, replayed from its JSON.
+
+A ``Schedule`` names the topics it starts with, its producers and consumers (each with settings drawn from
+the client release's own definitions, ``settings``) and a list of ``Step``s that one thread carries out in
+order: what applications do (produce, run a transaction, flush, poll, commit, store an offset, pause, resume,
+seek, close and reopen, stall), what operators do (add partitions, create a topic a pattern matches) and what
+faults do (the broker restarted or killed and started again, a node paused). A drain ends every schedule:
+every live consumer reads until it reached the end of what it owns, so the checkers can say what was read.
+
+Every step is valid in any state: a step for a closed consumer reopens nothing and is recorded as skipped, a
+transaction step for a producer without a transactional id sends plain records. So Hypothesis can shrink a
+failing schedule by deleting steps without making it meaningless.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from enum import StrEnum
+from typing import Any, Final, Literal
+
+from hypothesis import strategies as st
+
+from .settings import Setting, drawn
+
+
+class StepKind(StrEnum):
+    PRODUCE = "produce"
+    """``count`` records from producer ``client`` to ``topic`` (partition ``partition``, or the partitioner's
+    choice when ``None``; keyed when ``keyed``), then serve its delivery reports without waiting."""
+    TRANSACTION = "transaction"
+    """A transaction of ``count`` records, committed or aborted (``mode``); plain sends without a transactional
+    id."""
+    FLUSH = "flush"
+    POLL = "poll"
+    """``Consumer.consume`` (batch of ``count``) or ``Consumer.poll`` (``mode``), waiting up to ``wait_ms``."""
+    POLL_WHILE_PAUSED = "poll-while-paused"
+    """A batch poll in a second thread, and from this one, once the consumer fetched more, a pause and resume of
+    its partitions while that poll waits (what a source does when its engine backs off)."""
+    COMMIT = "commit"
+    """``mode``: sync or async commit of the consumed positions, or of the last record polled (``message``)."""
+    STORE = "store"
+    """``store_offsets`` of the consumer's positions (the offset alone, as a source that tracks them does)."""
+    PAUSE = "pause"
+    RESUME = "resume"
+    """Of the partitions ``partition`` picks among those assigned (``None``: all), paused or not."""
+    SEEK = "seek"
+    """Partition ``partition`` of those assigned to ``mode``: beginning, end, or ``count`` records back."""
+    CLOSE = "close"
+    REOPEN = "reopen"
+    """A closed consumer comes back as a new incarnation with its settings, group and subscription."""
+    STALL = "stall"
+    """The consumer stops polling until the next poll step for it (a stalled or dead application)."""
+    WAIT = "wait"
+    """``wait_ms`` pass while every consumer that is not stalled polls."""
+    ADD_PARTITIONS = "add-partitions"
+    CREATE_TOPIC = "create-topic"
+    BROKER_RESTART = "broker-restart"
+    """``mode``: clean (SIGTERM) or kill (SIGKILL), then started again on the same storage."""
+    NODE_PAUSE = "node-pause"
+    """The broker stopped (SIGSTOP) for ``wait_ms``, then resumed."""
+
+
+CONSUMER_STEPS: Final = frozenset(
+    {
+        StepKind.POLL,
+        StepKind.POLL_WHILE_PAUSED,
+        StepKind.COMMIT,
+        StepKind.STORE,
+        StepKind.PAUSE,
+        StepKind.RESUME,
+        StepKind.SEEK,
+        StepKind.CLOSE,
+        StepKind.REOPEN,
+        StepKind.STALL,
+    }
+)
+PRODUCER_STEPS: Final = frozenset({StepKind.PRODUCE, StepKind.TRANSACTION, StepKind.FLUSH})
+FAULTS: Final = frozenset({StepKind.BROKER_RESTART, StepKind.NODE_PAUSE})
+OPERATOR_STEPS: Final = frozenset({StepKind.ADD_PARTITIONS, StepKind.CREATE_TOPIC})
+
+
+@dataclass(frozen=True)
+class Step:
+    kind: StepKind
+    client: int = 0
+    topic: int = 0
+    partition: int | None = None
+    count: int = 1
+    mode: str = ""
+    wait_ms: int = 0
+    keyed: bool = False
+
+    def text(self) -> str:
+        fields = {k: v for k, v in asdict(self).items() if k != "kind" and v not in (None, "", False, 0)}
+        return f"{self.kind.value}({', '.join(f'{k}={v}' for k, v in fields.items())})"
+
+
+@dataclass(frozen=True)
+class ConsumerPlan:
+    settings: Mapping[str, str]
+    subscribe: Literal["topics", "pattern", "assign"]
+    """A group member subscribed to the schedule's topics or to its pattern, or a consumer assigned every
+    partition of the first topic from its own group's stored offsets (no group membership)."""
+
+
+@dataclass(frozen=True)
+class ProducerPlan:
+    settings: Mapping[str, str]
+    transactional: bool = False
+
+
+@dataclass(frozen=True)
+class Schedule:
+    partitions: Sequence[int]
+    """Partitions of each topic created before the first step."""
+    producers: Sequence[ProducerPlan]
+    consumers: Sequence[ConsumerPlan]
+    steps: Sequence[Step]
+    faults: bool = True
+    """Whether fault steps act (a broker the run may restart); recorded so a replay does the same."""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Schedule:
+        return cls(
+            tuple(data["partitions"]),
+            tuple(ProducerPlan(dict(p["settings"]), p["transactional"]) for p in data["producers"]),
+            tuple(ConsumerPlan(dict(c["settings"]), c["subscribe"]) for c in data["consumers"]),
+            tuple(Step(**{**s, "kind": StepKind(s["kind"])}) for s in data["steps"]),
+            data.get("faults", True),
+        )
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json(), sort_keys=True)
+
+    def counts(self) -> dict[str, int]:
+        """What the schedule draws, by step kind and by setting, for the report's coverage."""
+        found: dict[str, int] = {}
+        for step in self.steps:
+            found[f"step:{step.kind.value}"] = found.get(f"step:{step.kind.value}", 0) + 1
+        plans: list[ProducerPlan | ConsumerPlan] = [*self.producers, *self.consumers]
+        for plan in plans:
+            for name in plan.settings:
+                found[f"setting:{name}"] = found.get(f"setting:{name}", 0) + 1
+        return found
+
+
+GROUP_SETTINGS: Final = frozenset({"group.protocol", "partition.assignment.strategy"})
+"""Drawn once per schedule for every consumer: the members of a group must agree on its protocol (Kafka refuses a
+member whose assignors share none with the group's, INCONSISTENT_GROUP_PROTOCOL)."""
+MAX_TOPICS: Final = 2
+MAX_PARTITIONS: Final = 3
+MAX_STEPS: Final = 24
+MAX_RECORDS: Final = 20
+WAIT_MS: Final = (0, 3_000)
+PAUSE_NODE_MS: Final = (500, 4_000)
+"""Shorter than every drawn request timeout's floor, so a paused node delays clients and fails none of them."""
+
+
+def step_strategy(producers: int, consumers: int, topics: int, faults: bool) -> st.SearchStrategy[Step]:
+    producer = st.integers(0, producers - 1)
+    consumer = st.integers(0, consumers - 1)
+    topic = st.integers(0, topics - 1)
+    partition = st.none() | st.integers(0, MAX_PARTITIONS - 1)
+    choices: list[st.SearchStrategy[Step]] = [
+        st.builds(
+            Step,
+            st.just(StepKind.PRODUCE),
+            producer,
+            topic,
+            partition,
+            st.integers(1, MAX_RECORDS),
+            keyed=st.booleans(),
+        ),
+        st.builds(
+            Step,
+            st.just(StepKind.TRANSACTION),
+            producer,
+            topic,
+            partition,
+            st.integers(1, MAX_RECORDS),
+            st.sampled_from(["commit", "abort"]),
+        ),
+        st.builds(Step, st.just(StepKind.FLUSH), producer),
+        st.builds(
+            Step,
+            st.just(StepKind.POLL),
+            consumer,
+            count=st.integers(1, 100),
+            mode=st.sampled_from(["consume", "poll"]),
+            wait_ms=st.integers(0, 1_000),
+        ),
+        st.builds(Step, st.just(StepKind.POLL_WHILE_PAUSED), consumer, partition=partition, count=st.integers(1, 100)),
+        st.builds(Step, st.just(StepKind.COMMIT), consumer, mode=st.sampled_from(["sync", "async", "message"])),
+        st.builds(Step, st.just(StepKind.STORE), consumer),
+        st.builds(Step, st.just(StepKind.PAUSE), consumer, partition=partition),
+        st.builds(Step, st.just(StepKind.RESUME), consumer, partition=partition),
+        st.builds(
+            Step,
+            st.just(StepKind.SEEK),
+            consumer,
+            partition=partition,
+            count=st.integers(0, 5),
+            mode=st.sampled_from(["beginning", "end", "back"]),
+        ),
+        st.builds(Step, st.just(StepKind.CLOSE), consumer),
+        st.builds(Step, st.just(StepKind.REOPEN), consumer),
+        st.builds(Step, st.just(StepKind.STALL), consumer),
+        st.builds(Step, st.just(StepKind.WAIT), wait_ms=st.integers(*WAIT_MS)),
+        st.builds(Step, st.just(StepKind.ADD_PARTITIONS), topic=topic, count=st.integers(1, 2)),
+        st.builds(Step, st.just(StepKind.CREATE_TOPIC), count=st.integers(1, MAX_PARTITIONS)),
+    ]
+    if faults:
+        choices += [
+            st.builds(Step, st.just(StepKind.BROKER_RESTART), mode=st.sampled_from(["clean", "kill"])),
+            st.builds(Step, st.just(StepKind.NODE_PAUSE), wait_ms=st.integers(*PAUSE_NODE_MS)),
+        ]
+    return st.one_of(choices)
+
+
+@st.composite
+def schedules(
+    draw: st.DrawFn, catalogue: Sequence[Setting], faults: bool = True, max_steps: int = MAX_STEPS
+) -> Schedule:
+    """A schedule over the settings ``catalogue`` (the release's, ``settings.known_to``); fault steps only when
+    ``faults`` (a broker the run may restart and pause)."""
+    partitions = draw(st.lists(st.integers(1, MAX_PARTITIONS), min_size=1, max_size=MAX_TOPICS))
+    producers = draw(st.lists(st.builds(ProducerPlan, drawn("P", catalogue), st.booleans()), min_size=1, max_size=2))
+    group = draw(drawn("C", [s for s in catalogue if s.name in GROUP_SETTINGS], others=len(GROUP_SETTINGS)))
+    member = [s for s in catalogue if s.name not in GROUP_SETTINGS]
+    consumers = draw(
+        st.lists(
+            st.builds(
+                ConsumerPlan,
+                drawn("C", member).map(lambda own: {**own, **group}),
+                st.sampled_from(["topics", "pattern", "assign"]),
+            ),
+            min_size=1,
+            max_size=3,
+        )
+    )
+    steps = draw(
+        st.lists(step_strategy(len(producers), len(consumers), len(partitions), faults), min_size=1, max_size=max_steps)
+    )
+    return Schedule(tuple(partitions), tuple(producers), tuple(consumers), tuple(steps), faults)
+
+
+def describe(schedule: Schedule) -> str:
+    """The schedule as a reader follows it: clients with their drawn settings, then the steps in order."""
+    lines = [f"topics: {', '.join(f't{i} ({n} partitions)' for i, n in enumerate(schedule.partitions))}"]
+    for i, p in enumerate(schedule.producers):
+        kind = "transactional producer" if p.transactional else "producer"
+        lines.append(f"p{i}: {kind} {dict(p.settings)}")
+    for i, c in enumerate(schedule.consumers):
+        lines.append(f"c{i}: {c.subscribe} {dict(c.settings)}")
+    lines += [f"{n:3}. {s.text()}" for n, s in enumerate(schedule.steps, 1)]
+    return "\n".join(lines)

@@ -1,0 +1,218 @@
+"""The client workload's checkers on hand-made histories: each anomaly is caught, and its correct twin passes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kconform.conformance.checks import client_workload_checkers as cw
+from kconform.conformance.workloads.clients.history import (
+    Acked,
+    Assigned,
+    ClientInfo,
+    Committed,
+    Event,
+    History,
+    Log,
+    Paused,
+    Polled,
+    Revoked,
+    Seeked,
+    Sent,
+    Stored,
+    TxnEnded,
+)
+from kconform.reference_impl.types import TopicPartition
+
+TP = TopicPartition("t", 0)
+TP1 = TopicPartition("t", 1)
+
+
+class Events:
+    """Events in order, ``seq`` and ``at`` (one second apart unless told) given as they are added."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self.at = 0.0
+
+    def add(self, kind: type[Event], client: str, after_s: float = 1.0, **fields: Any) -> Events:
+        self.at += after_s
+        self.events.append(kind(seq=len(self.events), client=client, at=self.at, **fields))
+        return self
+
+
+def history(
+    events: Events,
+    log: dict[TopicPartition, list[int]],
+    committed: dict[TopicPartition, set[int]] | None = None,
+    clients: dict[str, ClientInfo] | None = None,
+    drained: bool = True,
+) -> History:
+    records = {tp: [(o, f"v{o}".encode()) for o in offsets] for tp, offsets in log.items()}
+    visible = committed if committed is not None else {tp: set(offsets) for tp, offsets in log.items()}
+    ends = {tp: (max(offsets) + 1 if offsets else 0) for tp, offsets in log.items()}
+    info = clients or {
+        "p0": ClientInfo({"enable.idempotence": "true"}),
+        "c0": ClientInfo({"auto.offset.reset": "earliest"}, "g", "topics"),
+        "c1": ClientInfo({"auto.offset.reset": "earliest"}, "g", "topics"),
+    }
+    return History(
+        tuple(events.events), info, Log(records, {tp: frozenset(v) for tp, v in visible.items()}, ends), drained
+    )
+
+
+def polled(*offsets: int, tp: TopicPartition = TP) -> dict[str, Any]:
+    return {"records": tuple((tp, o, f"v{o}".encode()) for o in offsets)}
+
+
+def kinds(violations: list[cw.Violation]) -> list[tuple[str, str]]:
+    return sorted({(v.requirement, v.kind) for v in violations})
+
+
+def test_an_acknowledged_record_missing_from_the_log_is_lost() -> None:
+    events = (
+        Events().add(Sent, "p0", value=b"v3", topic="t", partition=0).add(Acked, "p0", value=b"v3", tp=TP, offset=3)
+    )
+    assert kinds(cw.check_acknowledged_in_log(history(events, {TP: [0, 1, 2]}))) == [("CLIENT-001", "lost-write")]
+    assert cw.check_acknowledged_in_log(history(events, {TP: [0, 1, 2, 3]})) == []
+
+
+def test_a_committed_transactions_record_invisible_to_read_committed_is_lost() -> None:
+    events = (
+        Events()
+        .add(Sent, "p0", value=b"v1", topic="t", partition=0, txn=1)
+        .add(TxnEnded, "p0", txn=1, outcome="commit")
+    )
+    assert kinds(cw.check_acknowledged_in_log(history(events, {TP: [1]}, {TP: set()}))) == [
+        ("CLIENT-001", "lost-committed-write")
+    ]
+    assert cw.check_acknowledged_in_log(history(events, {TP: [1]}, {TP: {1}})) == []
+
+
+def test_an_idempotent_producers_record_twice_in_the_log_is_a_duplicate_and_a_plain_ones_is_not() -> None:
+    events = Events().add(Sent, "p0", value=b"v1", topic="t", partition=0)
+    log = History((), {}, Log({TP: [(0, b"p0-1"), (1, b"p0-1")]}, {TP: frozenset({0, 1})}), True)
+    sent = Events().add(Sent, "p0", value=b"p0-1", topic="t", partition=0)
+    idempotent = History(tuple(sent.events), {"p0": ClientInfo({"enable.idempotence": "true"})}, log.log, True)
+    plain = History(tuple(sent.events), {"p0": ClientInfo({})}, log.log, True)
+    assert kinds(cw.check_written_once(idempotent)) == [("CLIENT-002", "duplicate-write")]
+    assert cw.check_written_once(plain) == []
+    assert events.events  # the builder itself
+
+
+def test_an_idempotent_producers_records_out_of_send_order_are_reordered() -> None:
+    sent = (
+        Events()
+        .add(Sent, "p0", value=b"p0-0", topic="t", partition=0)
+        .add(Sent, "p0", value=b"p0-1", topic="t", partition=0)
+    )
+    info = {"p0": ClientInfo({"enable.idempotence": "true"})}
+    swapped = History(tuple(sent.events), info, Log({TP: [(0, b"p0-1"), (1, b"p0-0")]}, {TP: frozenset({0, 1})}), True)
+    kept = History(tuple(sent.events), info, Log({TP: [(0, b"p0-0"), (1, b"p0-1")]}, {TP: frozenset({0, 1})}), True)
+    assert kinds(cw.check_send_order(swapped)) == [("CLIENT-003", "reordered")]
+    assert cw.check_send_order(kept) == []
+
+
+@pytest.mark.parametrize(
+    ("second", "want"),
+    [((3, 4), []), ((1, 2), [("CLIENT-004", "redelivered")]), ((4,), [("CLIENT-004", "skipped")])],
+)
+def test_a_consumer_reads_on_after_a_pause_and_resume_from_the_next_record(second: tuple[int, ...], want: list) -> None:
+    events = (
+        Events()
+        .add(Assigned, "c0#0", tps=(TP,), how="manual")
+        .add(Polled, "c0#0", **polled(0, 1, 2))
+        .add(Paused, "c0#0", tps=(TP,))
+        .add(Paused, "c0#0", tps=(TP,), resumed=True)
+        .add(Polled, "c0#0", **polled(*second))
+    )
+    assert kinds(cw.check_consumer_continuity(history(events, {TP: [0, 1, 2, 3, 4]}))) == want
+
+
+def test_a_seek_moves_where_the_consumer_reads_on_and_a_gap_of_aborted_records_is_no_skip() -> None:
+    events = (
+        Events()
+        .add(Assigned, "c0#0", tps=(TP,), how="manual")
+        .add(Polled, "c0#0", **polled(0, 1, 4))
+        .add(Seeked, "c0#0", tp=TP, offset=1)
+        .add(Polled, "c0#0", **polled(1, 4))
+    )
+    assert cw.check_consumer_continuity(history(events, {TP: [0, 1, 2, 3, 4]}, {TP: {0, 1, 4}})) == []
+
+
+@pytest.mark.parametrize(("position", "want"), [(3, []), (4, [("CLIENT-004", "position-past-end")])])
+def test_a_position_after_the_end_of_partition_event_is_the_end(position: int, want: list) -> None:
+    events = (
+        Events()
+        .add(Assigned, "c0#0", tps=(TP,), how="manual")
+        .add(Polled, "c0#0", **polled(0, 1, 2), eofs=((TP, 3),), positions=((TP, position),))
+    )
+    assert kinds(cw.check_consumer_continuity(history(events, {TP: [0, 1, 2]}))) == want
+
+
+@pytest.mark.parametrize(
+    ("first", "want"),
+    [(2, []), (0, [("CLIENT-005", "started-before-committed")]), (3, [("CLIENT-005", "started-after-committed")])],
+)
+def test_a_partition_handed_over_starts_at_the_groups_committed_offset(first: int, want: list) -> None:
+    events = (
+        Events()
+        .add(Assigned, "c0#0", tps=(TP,), how="rebalance")
+        .add(Polled, "c0#0", **polled(0, 1))
+        .add(Committed, "c0#0", group="g", offsets=((TP, 2),))
+        .add(Revoked, "c0#0", tps=(TP,))
+        .add(Assigned, "c1#0", tps=(TP,), how="rebalance")
+        .add(Polled, "c1#0", **polled(first))
+    )
+    assert kinds(cw.check_start_positions(history(events, {TP: [0, 1, 2, 3]}))) == want
+
+
+def test_a_read_committed_consumer_that_delivers_an_aborted_record_is_caught() -> None:
+    events = (
+        Events()
+        .add(Sent, "p0", value=b"v1", topic="t", partition=0, txn=1)
+        .add(TxnEnded, "p0", txn=1, outcome="abort")
+        .add(Assigned, "c0#0", tps=(TP,), how="manual")
+        .add(Polled, "c0#0", **polled(0, 1))
+    )
+    got = cw.check_read_committed(history(events, {TP: [0, 1]}, {TP: {0}}))
+    assert kinds(got) == [("CLIENT-006", "read-aborted")]
+    clients = {"p0": ClientInfo({}), "c0": ClientInfo({"isolation.level": "read_uncommitted"}, "g", "assign")}
+    assert cw.check_read_committed(history(events, {TP: [0, 1]}, {TP: {0}}, clients)) == []
+
+
+def test_commits_past_the_end_backwards_or_dropping_a_stored_offset_are_caught() -> None:
+    events = (
+        Events()
+        .add(Committed, "c0#0", group="g", offsets=((TP, 3),))
+        .add(Committed, "c0#0", group="g", offsets=((TP, 2),))
+        .add(Committed, "c0#0", group="g", offsets=((TP, 9),))
+        .add(Stored, "c0#0", offsets=((TP1, 2),))
+        .add(Committed, "c0#0", group="g", offsets=(), error="_NO_OFFSET: Local: No offset stored", stored=((TP1, 2),))
+    )
+    got = kinds(cw.check_commits(history(events, {TP: [0, 1, 2, 3, 4], TP1: [0, 1, 2]})))
+    assert got == [
+        ("CLIENT-007", "committed-backward"),
+        ("CLIENT-007", "committed-past-end"),
+        ("CLIENT-007", "stored-not-committed"),
+    ]
+
+
+@pytest.mark.parametrize(("quiet_s", "want"), [(1.0, [("CLIENT-008", "owned-twice")]), (400.0, [])])
+def test_a_partition_assigned_while_a_member_that_still_polls_owns_it_is_owned_twice(
+    quiet_s: float, want: list
+) -> None:
+    events = (
+        Events()
+        .add(Assigned, "c0#0", tps=(TP,), how="rebalance")
+        .add(Polled, "c0#0", **polled(0))
+        .add(Assigned, "c1#0", after_s=quiet_s, tps=(TP,), how="rebalance")
+    )
+    assert kinds(cw.check_single_owner(history(events, {TP: [0]}))) == want
+
+
+def test_a_group_that_read_to_the_end_from_the_earliest_offset_delivered_everything() -> None:
+    events = Events().add(Assigned, "c0#0", tps=(TP,), how="rebalance").add(Polled, "c0#0", **polled(0, 2))
+    assert kinds(cw.check_group_read_everything(history(events, {TP: [0, 1, 2]}))) == [("CLIENT-004", "unread")]
+    assert cw.check_group_read_everything(history(events, {TP: [0, 1, 2]}, drained=False)) == []
