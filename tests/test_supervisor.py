@@ -13,10 +13,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kconform.conformance.gate import results
+import pytest
+
+from kconform.conformance.cli import KCONFORM
+from kconform.conformance.gate import results, supervisor
 from kconform.conformance.gate.journal import Journal, _first_frames
 from kconform.conformance.gate.results import Status
-from kconform.conformance.gate.supervisor import MAX_CRASHES, Crash, record_crash
+from kconform.conformance.gate.supervisor import JOURNAL_ENV, MAX_CRASHES, Crash, record_crash
 
 ROOT = Path(__file__).resolve().parents[1]
 FAULTHANDLER_DUMP = """Fatal Python error: Segmentation fault
@@ -136,3 +139,20 @@ def test_the_suites_process_dies_with_a_command_killed_outright() -> None:
         assert select.select([ended], [], [], 60)[0], f"the suite's process {child} outlived the killed command"
     finally:
         os.close(ended)
+
+
+def test_help_and_a_usage_error_are_answered_by_the_command_without_starting_the_suites_process(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``kconform run``'s own parser reads the line first: ``--he`` is argparse's ``--help`` too, and a bad value a
+    usage error (2); only a line it accepts is run supervised."""
+    monkeypatch.delenv(JOURNAL_ENV, raising=False)
+    started: list[list[str]] = []
+    monkeypatch.setattr(supervisor, "main", lambda argv: started.append(argv) or 0)
+    for argv, code in ((["run", "--he"], 0), (["run", "--level", "nope"], 2)):
+        with pytest.raises(SystemExit) as ended:
+            KCONFORM(argv)
+        assert ended.value.code == code, argv
+    assert "usage: kconform run" in capsys.readouterr().out
+    assert started == []
+    assert KCONFORM(["run", "--level", "protocol"]) == 0 and started == [["--level", "protocol"]]
