@@ -298,6 +298,9 @@ def test_a_run_that_died_of_a_signal_without_a_report_is_run_once_more(
     twice = run(bug, "3.4.1")
     assert twice.problem is not None and "exited -11 without a report" in twice.problem
     assert not command.died_without_evidence(1, None) and command.died_without_evidence(-9, None)
-    crash = {"status": "ERROR", "message": "the process running the suite (pid 7) died of SIGSEGV (signal 11) while"}
-    assert command.died_without_evidence(3, {"tests": [{"status": "PASS", "message": ""}, crash]})
-    assert not command.died_without_evidence(3, {"tests": [{"status": "ERROR", "message": "broker down"}]})
+    crash = {"pid": 7, "signal": 11, "signal_name": "SIGSEGV", "test": "t.py::x", "test_name": "x", "first_frames": []}
+    assert command.died_without_evidence(3, {"crashes": [crash], "tests": []})
+    assert not command.died_without_evidence(3, {"crashes": [], "tests": [{"status": "ERROR", "message": "broker"}]})
+    # the report's crashes say it, not a test's message: a message that reads like a death is no crash
+    died = {"status": "ERROR", "message": "the process running the suite (pid 7) died of SIGSEGV (signal 11) while"}
+    assert not command.died_without_evidence(3, {"crashes": [], "tests": [died]})

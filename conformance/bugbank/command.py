@@ -19,7 +19,6 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any, Final
 
-from ..gate.supervisor import DIED
 from ..jvm import JvmArtifactsMissing
 from ..jvm.setup import SetupError
 from ..spec_tools.requirements import SpecNotFoundError, load_requirements
@@ -73,10 +72,11 @@ CRASH_RETRIES: Final = 1
 
 def died_without_evidence(returncode: int, report: dict[str, Any] | None) -> bool:
     """A run whose suite process a signal killed (an old client's native crash): before it wrote its report, or
-    with the tests the crash left unjudged ERROR in it (``kconform run`` goes on after a crash): not a verdict."""
+    with crashes in it (``kconform run`` goes on after a crash, its report's ``crashes`` listing each, the test
+    it ran ERROR): not a verdict."""
     if report is None:
         return returncode < 0
-    return any(t.get("status") == "ERROR" and DIED in t.get("message", "") for t in report.get("tests", []))
+    return bool(report.get("crashes"))
 
 
 def _report(path: Path) -> dict[str, Any] | None:
