@@ -69,10 +69,17 @@ class Group:
 @dataclass(frozen=True)
 class Supervised(Delegate):
     """A verb that runs judged code in this process (``kconform run``): started from the command line, it runs in a
-    child process that ``gate.supervisor`` watches, so that a crash of that process still ends in a report."""
+    child process that ``gate.supervisor`` watches, so that a crash of that process still ends in a report.
+
+    The verb's own parser reads the line here first, so that ``--help`` (or ``--he``, as argparse takes it) and a
+    usage error are answered by this process, and only a line the verb accepts starts a child (which parses it
+    again: the parse has no side effects)."""
 
     def __call__(self, argv: list[str]) -> int:
-        return supervisor.main(argv) if supervisor.needed(argv) else super().__call__(argv)
+        if not supervisor.needed():
+            return super().__call__(argv)
+        self.parser().parse_args(argv)  # exits here, 0 for --help and 2 for a usage error, as the verb would
+        return supervisor.main(argv)
 
 
 Command = Delegate | Group

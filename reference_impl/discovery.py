@@ -36,7 +36,8 @@ class ZeroPartitionsPolicy(enum.Enum):
 
 
 class NoPartitionsDiscoveredError(RuntimeError):
-    """The subscription matched no partition and the policy is ``fail`` (DISC-007)."""
+    """The subscription matched no partition and the policy is ``fail`` (DISC-007); it names the subscription as
+    written (DISC-010)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +73,7 @@ class Subscription:
         return {TopicPartition(topic, p) for topic, ids in metadata.items() if self.matches(topic) for p in ids}
 
     def describe(self) -> str:
-        """The subscription as the user wrote it: a pattern's ``repr`` would double its backslashes (DISC-007)."""
+        """The subscription as the user wrote it: a pattern's ``repr`` would double its backslashes (DISC-010)."""
         if self.pattern is not None:
             return f"pattern '{self.pattern.pattern}'"
         return f"topics {sorted(self.topics)}"

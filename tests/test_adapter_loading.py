@@ -96,6 +96,10 @@ def test_an_adapter_importing_a_removed_name_is_told_what_replaced_it(
     message = str(error.value)
     assert "cannot import 'kconform_old_adapter'" in message
     assert "SourceCheckpointLike was removed from kconform" in message
-    assert "annotate it as Any" in message and "still contract_version = 3" in message
+    current = max(interface.CONTRACT_CHANGES)
+    assert "annotate it as Any" in message
+    assert f"changed no contract (contract_version = 3 when it went; the current contract is {current})" in message
+    monkeypatch.setitem(interface.CONTRACT_CHANGES, current + 1, "a later change")  # the numbers follow the data
+    assert f"the current contract is {current + 1})" in interface.removal_message("SourceCheckpointLike")
     with pytest.raises(AttributeError, match="no attribute 'NoSuchName'"):
         getattr(interface, "NoSuchName")  # noqa: B009  # any other missing name is the usual AttributeError

@@ -41,7 +41,11 @@ only = "STRAT-010"
 level = "protocol"
 mechanism = "a member that missed a rebalance loses its claims"
 """
-IDS = {"STRAT-004", "STRAT-010"}
+IDS = {"STRAT-004": "fidelity", "STRAT-010": "fidelity", "ASSIGN-007": "safety", "LIVE-001": "liveness"}
+RECORDED = Path(__file__).resolve().parent / "bugbank_reports"
+"""report.json of real ``kconform run``s at the protocol level, cut to what the bank reads: ``live-no`` (an adapter
+whose assign hangs, tests.misbehaving_adapters:HANGS, --only ASSIGN-001 --timeout 5), ``passes`` (the reference,
+--only ASSIGN-001) and ``safe-no`` (mutant overlapping_range_discoverers, --only ASSIGN-007); seed 1, quick."""
 
 
 def parse(text: str) -> list[Bug]:
@@ -50,12 +54,13 @@ def parse(text: str) -> list[Bug]:
 
 def test_an_entry_loads_with_every_field() -> None:
     (bug,) = parse(ENTRY)
-    assert (bug.id, bug.component, bug.buggy, bug.fixed, bug.requirements) == (
+    assert (bug.id, bug.component, bug.buggy, bug.fixed, bug.requirements, bug.category) == (
         "KAFKA-14639",
         "kafka-clients",
         "3.4.0",
         "3.4.1",
         ("STRAT-010",),
+        "fidelity",
     )
 
 
@@ -67,6 +72,7 @@ def test_an_entry_loads_with_every_field() -> None:
         (('["STRAT-010"]', "[]"), "bug KAFKA-14639: requirements must be a non-empty list"),
         (('level = "protocol"', 'level = "fast"'), "bug KAFKA-14639: level 'fast'"),
         (('"ae7225702889311ba3577ba8ad602c03b1dfdaf2"', '"ae72257"'), "bug KAFKA-14639: fix_commit must be"),
+        (('["STRAT-010"]', '["STRAT-010", "LIVE-001"]'), "are of the classes ['fidelity', 'liveness']"),
         (('fixed = "3.4.1"', 'fixed = "3.4.0"'), "both '3.4.0'"),
         (('only = "STRAT-010"\n', ""), "bug KAFKA-14639: missing fields ['only']"),
         (("mechanism", "story"), "unknown fields ['story']"),
@@ -94,7 +100,7 @@ def test_the_shipped_catalogue_loads_against_the_spec() -> None:
     assert {b.component for b in bugs} <= COMPONENTS.keys()
 
 
-FAILS_010 = Outcome(frozenset({"STRAT-010"}))
+FAILS_010 = Outcome(frozenset({"STRAT-010"}), violated={"fidelity": frozenset({"STRAT-010"})})
 PASSES = Outcome()
 
 
@@ -102,33 +108,42 @@ PASSES = Outcome()
     ("buggy", "fixed", "verdict"),
     [
         (FAILS_010, PASSES, Verdict.CAUGHT),
-        (Outcome(frozenset({"STRAT-008"})), PASSES, Verdict.OFF_TARGET),
+        (
+            Outcome(frozenset({"STRAT-008"}), violated={"fidelity": frozenset({"STRAT-008"})}),
+            PASSES,
+            Verdict.OFF_TARGET,
+        ),
         (PASSES, PASSES, Verdict.MISSED),
         (FAILS_010, FAILS_010, Verdict.FALSE_ALARM),
-        (PASSES, Outcome(frozenset({"STRAT-004"})), Verdict.FALSE_ALARM),
+        (
+            PASSES,
+            Outcome(frozenset({"STRAT-004"}), violated={"fidelity": frozenset({"STRAT-004"})}),
+            Verdict.FALSE_ALARM,
+        ),
         (Outcome(problem="kconform run exited 3"), PASSES, Verdict.COULD_NOT_RUN),
         (FAILS_010, Outcome(problem="no JVM"), Verdict.COULD_NOT_RUN),
     ],
 )
 def test_the_verdict_of_each_pair_of_runs(buggy: Outcome, fixed: Outcome, verdict: Verdict) -> None:
-    assert judge({"STRAT-010"}, buggy, fixed).verdict is verdict
+    assert judge("fidelity", {"STRAT-010"}, buggy, fixed).verdict is verdict
 
 
 def test_a_run_that_could_not_check_names_why() -> None:
-    assert judge({"STRAT-010"}, Outcome(problem="kconform run exited 3: no jars"), PASSES).reason == (
+    assert judge("fidelity", {"STRAT-010"}, Outcome(problem="kconform run exited 3: no jars"), PASSES).reason == (
         "the buggy release: kconform run exited 3: no jars"
     )
 
 
 def report(code: int, statuses: dict[str, str], could_not_check: Sequence[str] = ()) -> dict[str, object]:
     rows = [{"id": i, "status": s, "reason": "broker down" if s == "ERROR" else ""} for i, s in statuses.items()]
-    return {"exit_code": code, "requirements": rows, "could_not_check": list(could_not_check)}
+    violated = {"fidelity": {"violated": [i for i, s in statuses.items() if s == "FAIL"]}}
+    return {"exit_code": code, "requirements": rows, "could_not_check": list(could_not_check), "verdicts": violated}
 
 
 def test_a_report_gives_the_failed_ids_or_why_it_could_not_check() -> None:
     assert outcome_of_report(report(0, {"STRAT-010": "PASS", "STRAT-001": "SKIP"})) == Outcome()
     assert outcome_of_report(report(1, {"STRAT-010": "FAIL", "STRAT-004": "XPASS", "STRAT-008": "PASS"})) == Outcome(
-        frozenset({"STRAT-010", "STRAT-004"})
+        frozenset({"STRAT-010", "STRAT-004"}), violated={"fidelity": frozenset({"STRAT-010"})}
     )
     assert outcome_of_report(report(3, {"DISC-005": "ERROR"})).problem == "kconform run exited 3: DISC-005: broker down"
     assert outcome_of_report(report(3, {}, ["no jars"])).problem == "kconform run exited 3: no jars"
@@ -151,7 +166,7 @@ def test_the_bank_runs_both_releases_and_never_runs_a_bug_the_catalogue_says_can
     results = bank(bugs, run, lines.append)
     assert asked == [("KAFKA-14639", "3.4.0"), ("KAFKA-14639", "3.4.1")]
     assert [j for _, j in results] == [
-        Judgement(Verdict.CAUGHT, "the buggy release fails STRAT-010"),
+        Judgement(Verdict.CAUGHT, "the buggy release reads Flink-faithful: no (STRAT-010)"),
         Judgement(Verdict.COULD_NOT_RUN, why),
     ]
     assert lines[0] == "[1/2] KAFKA-14639 (kafka-clients 3.4.0 -> 3.4.1, STRAT-010)"
@@ -167,7 +182,7 @@ def test_a_could_not_run_reason_must_say_something() -> None:
 
 def test_the_page_is_the_same_for_the_same_results_and_names_the_replay() -> None:
     (bug,) = parse(ENTRY)
-    results = [(bug, Judgement(Verdict.CAUGHT, "the buggy release fails STRAT-010"))]
+    results = [(bug, Judgement(Verdict.CAUGHT, "the buggy release reads Flink-faithful: no (STRAT-010)"))]
     coordinates = {name: c.coordinate for name, c in COMPONENTS.items()}
     page = render_page(results, coordinates, None, 1)
     assert page == render_page(results, coordinates, None, 1)
@@ -242,7 +257,7 @@ def test_a_bug_added_to_a_catalogue_of_ones_own_runs_with_no_code_change(
     argv = ["--catalogue", str(catalogue), "--profile", "quick", "--reports", str(tmp_path / "r"), "--page", str(page)]
     assert command.main(argv) == 0, capsys.readouterr().out
     assert "1/1 caught on an intended id" in capsys.readouterr().out
-    assert "**caught**: the buggy release fails STRAT-010" in page.read_text()
+    assert "**caught**: the buggy release reads Flink-faithful: no (STRAT-010)" in page.read_text()
     assert json.loads((tmp_path / "r" / "MINE-1" / "3.4.0" / "report.json").read_text())["exit_code"] == 1
 
 
@@ -292,12 +307,78 @@ def test_a_run_that_died_of_a_signal_without_a_report_is_run_once_more(
     monkeypatch.setattr(command.subprocess, "run", child)
     said: list[str] = []
     run = command.release_runner("quick", 1, tmp_path, said.append)
-    assert run(bug, "3.4.0") == Outcome(frozenset({"STRAT-010"}))
+    assert run(bug, "3.4.0") == Outcome(frozenset({"STRAT-010"}))  # a report without verdicts: no class read
     assert any("died of a signal" in line and "once more" in line for line in said)
     assert "Segmentation fault" in (tmp_path / bug.id / "3.4.0" / "run.log").read_text()
     twice = run(bug, "3.4.1")
     assert twice.problem is not None and "exited -11 without a report" in twice.problem
     assert not command.died_without_evidence(1, None) and command.died_without_evidence(-9, None)
-    crash = {"status": "ERROR", "message": "the process running the suite (pid 7) died of SIGSEGV (signal 11) while"}
-    assert command.died_without_evidence(3, {"tests": [{"status": "PASS", "message": ""}, crash]})
-    assert not command.died_without_evidence(3, {"tests": [{"status": "ERROR", "message": "broker down"}]})
+    crash = {"pid": 7, "signal": 11, "signal_name": "SIGSEGV", "test": "t.py::x", "test_name": "x", "first_frames": []}
+    assert command.died_without_evidence(3, {"crashes": [crash], "tests": []})
+    assert not command.died_without_evidence(3, {"crashes": [], "tests": [{"status": "ERROR", "message": "broker"}]})
+    # the report's crashes say it, not a test's message: a message that reads like a death is no crash
+    died = {"status": "ERROR", "message": "the process running the suite (pid 7) died of SIGSEGV (signal 11) while"}
+    assert not command.died_without_evidence(3, {"crashes": [], "tests": [died]})
+
+
+def recorded(name: str) -> Outcome:
+    return outcome_of_report(json.loads((RECORDED / f"{name}.json").read_text()))
+
+
+LIVE_BUG = ENTRY.replace("KAFKA-14639", "SPARK-55271").replace('["STRAT-010"]', '["LIVE-001"]')
+SAFETY_BUG = ENTRY.replace("KAFKA-14639", "MINE-2").replace('["STRAT-010"]', '["ASSIGN-007"]')
+
+
+def test_a_recorded_report_gives_each_class_it_reads_no_on() -> None:
+    assert recorded("live-no").violated == {"liveness": frozenset({"LIVE-001"})}
+    assert recorded("live-no").reads() == "live: no (LIVE-001)"
+    assert recorded("safe-no").reads() == "safe: no (ASSIGN-007)"
+    assert recorded("passes") == Outcome() and recorded("passes").reads() == "passes"
+
+
+def test_a_liveness_bug_is_caught_when_its_buggy_release_reads_live_no_and_its_fixed_one_does_not() -> None:
+    (bug,) = parse(LIVE_BUG)
+    assert bug.category == "liveness"
+    caught = judge(bug.category, bug.requirements, recorded("live-no"), recorded("passes"))
+    assert caught == Judgement(Verdict.CAUGHT, "the buggy release reads live: no (LIVE-001)")
+    alarm = judge(bug.category, bug.requirements, recorded("live-no"), recorded("live-no"))
+    assert alarm == Judgement(Verdict.FALSE_ALARM, "the fixed release reads live: no (LIVE-001)")
+    unsafe_fix = judge(bug.category, bug.requirements, recorded("live-no"), recorded("safe-no"))
+    assert unsafe_fix == Judgement(Verdict.FALSE_ALARM, "the fixed release reads safe: no (ASSIGN-007)")
+    lost = judge(bug.category, bug.requirements, recorded("safe-no"), recorded("passes"))  # records lost: not this bug
+    assert lost == Judgement(
+        Verdict.OFF_TARGET, "the buggy release reads safe: no (ASSIGN-007), not live: no on LIVE-001"
+    )
+    missed = judge(bug.category, bug.requirements, recorded("passes"), recorded("passes"))
+    assert missed == Judgement(Verdict.MISSED, "both releases pass (the buggy one was to read live: no on LIVE-001)")
+
+
+def test_a_safety_bug_must_read_safe_no_and_a_hang_is_not_it() -> None:
+    (bug,) = parse(SAFETY_BUG)
+    assert judge(bug.category, bug.requirements, recorded("safe-no"), recorded("passes")).reason == (
+        "the buggy release reads safe: no (ASSIGN-007)"
+    )
+    hung = judge(bug.category, bug.requirements, recorded("live-no"), recorded("passes"))
+    assert hung.verdict is Verdict.OFF_TARGET and "reads live: no (LIVE-001), not safe: no on ASSIGN-007" in hung.reason
+    both = Outcome(frozenset({"ASSIGN-007", "LIVE-001"}), violated={"safety": frozenset({"ASSIGN-007"}),
+                                                                     "liveness": frozenset({"LIVE-001"})})  # fmt: skip
+    assert judge(bug.category, bug.requirements, both, PASSES).reason == (
+        "the buggy release reads safe: no (ASSIGN-007); also live: no (LIVE-001)"
+    )
+
+
+def test_the_page_rendered_from_recorded_runs_says_what_each_buggy_release_must_read() -> None:
+    bugs = parse(LIVE_BUG) + parse(SAFETY_BUG) + parse(ENTRY)
+    runs = {"SPARK-55271": "live-no", "MINE-2": "safe-no", "KAFKA-14639": "live-no"}
+    results = [(b, judge(b.category, b.requirements, recorded(runs[b.id]), recorded("passes"))) for b in bugs]
+    coordinates = {name: c.coordinate for name, c in COMPONENTS.items()}
+    page = render_page(results, coordinates, None, 1)
+    assert "**2/3 caught on an intended id** (Hypothesis seed 1): safety 1/1, liveness 1/1, fidelity 0/1." in page
+    rows = {line.split("]", 1)[0][3:]: line for line in page.splitlines() if line.startswith("| [")}
+    assert "| LIVE-001 | `live: no` | **caught**: the buggy release reads live: no (LIVE-001) |" in rows["SPARK-55271"]
+    assert "| ASSIGN-007 | `safe: no` | **caught**: the buggy release reads safe: no (ASSIGN-007) |" in rows["MINE-2"]
+    assert (
+        "| STRAT-010 | `Flink-faithful: no` | **caught off target**: the buggy release reads live: no (LIVE-001)"
+        in (rows["KAFKA-14639"])
+    )
+    assert all(row.count(" | ") == 6 for row in rows.values())  # seven columns, as the header

@@ -7,11 +7,14 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
+
+from kconform.conformance.gate.results import CrashRecord
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA_PATH = ROOT / "docs" / "report.schema.json"
@@ -51,3 +54,18 @@ def test_the_doc_names_every_top_level_key_of_the_schema() -> None:
     doc = (ROOT / "docs" / "report-json.md").read_text()
     assert not [key for key in schema["required"] if f"`{key}`" not in doc]
     assert not [key for key in schema["$defs"]["fields"]["properties"] if f"`{key}`" not in doc]
+
+
+def test_a_crash_as_the_report_writes_it_is_valid_against_the_schema(report: dict[str, Any]) -> None:
+    """The real report never crashed (``crashes`` empty); one crash record as ``to_json`` writes it, and one of a death
+    outside any test, fit the schema too."""
+    assert report["crashes"] == []
+    crashed = {
+        **report,
+        "crashes": [
+            asdict(CrashRecord(7, 11, "SIGSEGV", "suite.py::test_x", "test_x", ['File "a.py", line 9 in f'])),
+            asdict(CrashRecord(8, 9, "SIGKILL", None, None, [])),
+        ],
+    }
+    validator = jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
+    assert not [e.message for e in validator.iter_errors(crashed)]

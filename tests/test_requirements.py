@@ -402,3 +402,25 @@ def test_every_connector_safety_id_judged_at_the_protocol_level_only_says_why_fr
     """Issue 28 item 3: the spec says, for each connector safety id the pipeline level does not judge, what it
     would observe or which observation is missing; one marked observable has a pipeline-level judge."""
     assert requirements.outside_problems(traces()) == []
+
+
+RETURNED = re.compile(r'Violation\(\s*"([A-Z]+-\d{3})",\s*"([a-z]+(?:-[a-z]+)+)"')
+"""A checker's violation of a literal id and kind (``Violation("COMMIT-024", "unclear-error", ...)``)."""
+
+
+def test_no_paragraph_but_a_diagnostics_ids_lists_a_wording_violation() -> None:
+    """A violation kind only diagnostics ids' checkers return (what a failure names) is listed in the "Checked by."
+    paragraphs of diagnostics ids alone: a safety, liveness or fidelity id whose paragraph still listed one would
+    claim it fails on a message's wording."""
+    source = "\n".join(p.read_text() for p in (REPO_ROOT / "conformance" / "checks").glob("*.py"))
+    returned = RETURNED.findall(source)
+    specified = load_requirements()
+    diagnostics = {i for i, r in specified.items() if r.category == "diagnostics"}
+    wording = {k for i, k in returned if i in diagnostics} - {k for i, k in returned if i not in diagnostics}
+    assert {"unclear-error", "timeout-unnamed", "refusal-unnamed", "uncommitted-unnamed"} <= wording, wording
+    listed = {
+        req_id: [kind for kind in sorted(wording) if f"`{kind}`" in req.checked_by]
+        for req_id, req in specified.items()
+        if req.category != "diagnostics"
+    }
+    assert {req_id: kinds for req_id, kinds in listed.items() if kinds} == {}

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from kconform.conformance.checks.checkers import Violation, ViolationError, deferring, fail_on
+from kconform.conformance.gate.pytest_plugin import deferred_ids
 
 ROOT = Path(__file__).resolve().parents[1]
 OWN_ASSIGNER = "kconform.fixtures.adapters.own_assigner:ADAPTER"
@@ -131,3 +132,25 @@ def test_a_connector_correct_in_data_whose_errors_name_nothing_is_safe_and_not_d
     assert statuses(report)["COMMIT-026"] == "FAIL" and statuses(report)["COMMIT-021"] != "FAIL", statuses(report)
     assert (report["safe"], report["diagnosable"]) == (True, False), report["verdicts"]
     assert "safe: yes" in proc.stdout and "diagnosable: no (violated: COMMIT-026)" in proc.stdout
+
+
+def test_a_discovery_that_fails_on_zero_partitions_without_naming_them_is_faithful_and_not_diagnosable(
+    tmp_path: Path,
+) -> None:
+    """DISC-007 (fidelity) is whether the discovery fails or proceeds; what its failure names is DISC-010
+    (diagnostics), judged apart: the discoverer fails as its policy says, with an error naming no subscription. The
+    DISC-007 tests keep the wording back until DISC-007 is judged on every example, so it passes in full."""
+    unnamed = "kconform.conformance.mutants.protocol:zero_partitions_error_unnamed"
+    proc, report = protocol_run(tmp_path, unnamed, "--only", "DISC-007")
+    assert proc.returncode == 1, proc.stdout[-4000:] + proc.stderr
+    assert (statuses(report)["DISC-007"], statuses(report)["DISC-010"]) == ("PASS", "FAIL"), statuses(report)
+    assert (report["flink_faithful"], report["diagnosable"]) == (True, False), report["verdicts"]
+    assert {v["id"] for t in report["tests"] for v in t["violations"]} == {"DISC-010"}
+
+
+def test_a_test_keeps_back_the_violations_of_every_class_weaker_than_its_strongest() -> None:
+    classes = {"ASSIGN-004": "fidelity", "DISC-007": "fidelity", "DISC-010": "diagnostics"}
+    assert deferred_ids(frozenset({"ASSIGN-007", "DISC-007"}), classes) == frozenset(classes)  # a safety id's test
+    assert deferred_ids(frozenset({"DISC-007", "DISC-010"}), classes) == frozenset({"DISC-010"})
+    assert deferred_ids(frozenset({"DISC-010"}), classes) == frozenset()  # diagnostics alone: nothing kept back
+    assert deferred_ids(frozenset({"ASSIGN-004"}), classes) == frozenset({"DISC-010"})

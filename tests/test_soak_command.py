@@ -18,7 +18,7 @@ from kconform.conformance.soak.schedule import draw_schedule
 
 def outcome(
     index: int, injected: dict[str, int], lost: int = 0, duplicated: int = 0, error: str | None = None,
-    guarantee: Guarantee = Guarantee.EXACTLY_ONCE,
+    guarantee: Guarantee = Guarantee.EXACTLY_ONCE, stuck: bool = False,
 ) -> Outcome:  # fmt: skip
     violations = [
         Violation("COMMIT-011", "lost-write", f"b'x-{i}' missing", data={"value": f"x-{i}"}) for i in range(lost)
@@ -32,17 +32,18 @@ def outcome(
     schedule = draw_schedule(4, index, "kafka")
     return Outcome(
         schedule, violations, timeline, produced=100, lost=lost, duplicated=duplicated, error=error, seconds=61,
-        guarantee=guarantee,
+        guarantee=guarantee, stuck=error if stuck else None,
     )  # fmt: skip
 
 
 def test_the_summary_has_a_row_per_schedule_totals_and_faults_per_kind() -> None:
     text = render_summary([outcome(0, {"driver-kill": 2, "rescale": 1}), outcome(1, {"broker-kill": 1}, lost=3)])
     lines = text.splitlines()
-    assert lines[0].split() == ["schedule", "result", "time", "produced", "lost", "duplicated", "faults", "injected"]
-    assert lines[2].split()[:6] == ["0", "PASS", "61s", "100", "0", "0"]
-    assert lines[3].split()[:6] == ["1", "FAIL", "61s", "100", "3", "0"]
-    assert lines[4].split()[:7] == ["total", "1/2", "pass", "122s", "200", "3", "0"]
+    header = ["schedule", "result", "safe", "live", "time", "produced", "lost", "duplicated", "faults", "injected"]
+    assert lines[0].split() == header
+    assert lines[2].split()[:8] == ["0", "PASS", "yes", "yes", "61s", "100", "0", "0"]
+    assert lines[3].split()[:8] == ["1", "FAIL", "no", "yes", "61s", "100", "3", "0"]
+    assert lines[4].split()[:11] == ["total", "1/2", "pass", "1", "no", "0", "no", "122s", "200", "3", "0"]
     kinds = {line.split()[0]: line.split()[1:] for line in lines[lines.index("") + 2 :]}
     assert kinds["driver-kill"][1] == "2" and kinds["broker-kill"][1] == "1" and kinds["rescale"][1] == "1"
 
@@ -114,3 +115,38 @@ def test_a_torn_commit_removes_the_last_entry_only_while_the_next_batch_is_unpla
     (tmp_path / "commits" / "2").write_text("v1")
     assert "entry 2 removed" in tear_last_commit(tmp_path)
     assert sorted(p.name for p in (tmp_path / "commits").iterdir()) == ["0", "1"]
+
+
+def test_a_schedule_whose_query_crashed_or_hung_is_live_no_not_data_loss(capsys: pytest.CaptureFixture[str]) -> None:
+    """The final run never finished cleanly while the broker answered: ``live: no`` (exit 1, LIVE-001), its records
+    not counted lost; one that lost a record is ``safe: no``; one stopped by the broker or the harness is neither."""
+    hung = outcome(0, {"driver-kill": 1}, error="the final driver did not finish cleanly in 3 attempts", stuck=True)
+    lost = outcome(1, {"driver-kill": 1}, lost=2)
+    broker = outcome(2, {"broker-kill": 1}, error="KafkaError: the broker did not come back")
+    assert [(o.safe, o.live) for o in (hung, lost, broker)] == [(None, False), (False, True), (None, None)]
+    rows = render_summary([hung, lost, broker]).splitlines()[2:5]
+    assert [row.split()[:4] for row in rows] == [["0", "FAIL", "?", "no"], ["1", "FAIL", "no", "yes"],
+                                                 ["2", "ERROR", "?", "?"]]  # fmt: skip
+    assert command._finish([hung]) == 1
+    said = capsys.readouterr().out.splitlines()[-1]
+    assert (
+        said.startswith("kconform soak: FAIL: live: no in schedule(s) 0 (the query crashed or hung")
+        and "safe" not in said
+    )
+    assert command._finish([hung, lost]) == 1
+    said = capsys.readouterr().out.splitlines()[-1]
+    assert "safe: no in schedule(s) 1 (records lost" in said and "live: no in schedule(s) 0" in said
+    assert command._finish([broker]) == 3
+    assert "FAIL" not in capsys.readouterr().out
+
+
+def test_a_record_the_broker_lost_is_not_the_connectors_safety_but_still_fails_the_soak(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    lost_by_broker = outcome(0, {"broker-kill": 1})
+    lost_by_broker.violations.append(
+        Violation("BROKER", "acknowledged-record-missing", "b'x' at t-0@3", data={"offset": 3})
+    )
+    assert lost_by_broker.safe is None
+    assert command._finish([lost_by_broker]) == 1
+    assert "the broker lost an acknowledged record in schedule(s) 0" in capsys.readouterr().out

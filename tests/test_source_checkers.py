@@ -1,4 +1,4 @@
-"""The pure checkers of the source and discovery suite's scenarios (DISC-005, DISC-007, DISC-008, RESTORE-003, -018):
+"""The pure checkers of the source and discovery suite's scenarios (DISC-005, -007, -008, -010, RESTORE-003, -018):
 each passes what the reference's source does and names each way of breaking its requirement."""
 
 from __future__ import annotations
@@ -30,7 +30,9 @@ def kinds(violations: list[Violation]) -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize("policy", list(ZeroPartitionsPolicy), ids=lambda p: p.value)
-def test_required_DISC_007_each_policy_has_its_one_conforming_outcome(policy: ZeroPartitionsPolicy) -> None:
+def test_required_DISC_007_010_each_policy_has_its_one_conforming_outcome(policy: ZeroPartitionsPolicy) -> None:
+    """Under ``fail``, failing is DISC-007's and naming the subscription DISC-010's: an unnamed failure breaks
+    DISC-010 alone."""
     named = ValueError("no partition matches kconform-missing")
     ignore = policy is ZeroPartitionsPolicy.IGNORE
     assert check_zero_partitions(policy, "kconform-missing", [], None if ignore else named) == []
@@ -39,7 +41,7 @@ def test_required_DISC_007_each_policy_has_its_one_conforming_outcome(policy: Ze
     else:
         assert kinds(check_zero_partitions(policy, "kconform-missing", [], None)) == [("DISC-007", "idle-on-zero")]
         unclear = check_zero_partitions(policy, "kconform-missing", [], ValueError("nothing found"))
-        assert kinds(unclear) == [("DISC-007", "unclear-error")]
+        assert kinds(unclear) == [("DISC-010", "unclear-error")]
     reported = check_zero_partitions(policy, "kconform-missing", [A0], None)
     assert ("DISC-007", "unsubscribed-partition") in kinds(reported)
     assert reported[-1].data["partitions"] == [{"topic": "in-a", "partition": 0}]

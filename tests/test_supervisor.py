@@ -13,10 +13,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kconform.conformance.gate import results
+import pytest
+
+from kconform.conformance.cli import KCONFORM
+from kconform.conformance.gate import results, supervisor
 from kconform.conformance.gate.journal import Journal, _first_frames
 from kconform.conformance.gate.results import Status
-from kconform.conformance.gate.supervisor import MAX_CRASHES, Crash, record_crash
+from kconform.conformance.gate.supervisor import JOURNAL_ENV, MAX_CRASHES, Crash, record_crash
 
 ROOT = Path(__file__).resolve().parents[1]
 FAULTHANDLER_DUMP = """Fatal Python error: Segmentation fault
@@ -55,6 +58,10 @@ def test_a_segfault_of_the_suites_process_is_error_naming_it_and_the_run_goes_on
     errors = [t for t in tests if t["status"] == "ERROR"]
     assert len(errors) == 1, errors
     assert "died of SIGSEGV" in errors[0]["message"] and "misbehaving_adapters.py" in errors[0]["message"]
+    (crash,) = report["crashes"]  # the crash as data, beside the message
+    assert (crash["signal"], crash["signal_name"], crash["test"]) == (11, "SIGSEGV", errors[0]["nodeid"]), crash
+    assert crash["test_name"] == errors[0]["name"] and crash["pid"] > 0
+    assert any("misbehaving_adapters.py" in frame for frame in crash["first_frames"]), crash
     assert len(tests) > 3 and all(t["status"] == "PASS" for t in tests if t not in errors), tests
     assert len({t["nodeid"] for t in tests}) == len(tests)  # nothing ran twice
     assert "in assign" in (tmp_path / "report" / "crash.log").read_text()
@@ -68,6 +75,8 @@ def test_a_run_whose_process_keeps_crashing_stops_starting_tests_and_still_repor
     assert run.returncode == 3, run.stdout + run.stderr
     tests = json.loads((tmp_path / "report" / "report.json").read_text())["tests"]
     crashed = [t for t in tests if "while this test ran" in t["message"]]
+    crashes = json.loads((tmp_path / "report" / "report.json").read_text())["crashes"]
+    assert [c["test"] for c in crashes] == [t["nodeid"] for t in crashed], crashes  # each death with its test
     not_run = [t for t in tests if t["message"].startswith("not run: the process running the suite died 3 times")]
     assert len(crashed) == MAX_CRASHES and not_run and all(t["status"] == "ERROR" for t in crashed + not_run), tests
     assert all(t["status"] == "PASS" for t in tests if t not in crashed + not_run), tests  # ASSIGN-007: no assign
@@ -116,6 +125,17 @@ def test_the_journal_gives_the_test_running_at_a_crash_the_crash_and_keeps_the_r
     assert "(pid 42) died of SIGSEGV (signal 11) while this test ran" in crashed.message
     assert 'misbehaving_adapters.py", line 9 in _segfault' in crashed.message and "threading" not in crashed.message
     assert crashed.longrepr == FAULTHANDLER_DUMP
+    assert [c.test for c in again.crash_records()] == [None]  # no process has judged the death yet
+    for interrupted, crash in again.deaths():
+        again.record_interrupted(crash, interrupted)
+    (record,) = Journal.read(tmp_path).crash_records()  # as the next process reads it back
+    assert (record.pid, record.signal, record.signal_name) == (42, 11, "SIGSEGV")
+    assert (record.test, record.test_name) == ("b", "b")
+    assert record.first_frames == [
+        'File "/x/ctypes/__init__.py", line 519 in string_at',
+        'File "/t/misbehaving_adapters.py", line 9 in _segfault',
+        'File "/t/misbehaving_adapters.py", line 20 in assign',
+    ]
 
 
 def test_first_frames_are_the_crashing_threads_innermost() -> None:
@@ -136,3 +156,20 @@ def test_the_suites_process_dies_with_a_command_killed_outright() -> None:
         assert select.select([ended], [], [], 60)[0], f"the suite's process {child} outlived the killed command"
     finally:
         os.close(ended)
+
+
+def test_help_and_a_usage_error_are_answered_by_the_command_without_starting_the_suites_process(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``kconform run``'s own parser reads the line first: ``--he`` is argparse's ``--help`` too, and a bad value a
+    usage error (2); only a line it accepts is run supervised."""
+    monkeypatch.delenv(JOURNAL_ENV, raising=False)
+    started: list[list[str]] = []
+    monkeypatch.setattr(supervisor, "main", lambda argv: started.append(argv) or 0)
+    for argv, code in ((["run", "--he"], 0), (["run", "--level", "nope"], 2)):
+        with pytest.raises(SystemExit) as ended:
+            KCONFORM(argv)
+        assert ended.value.code == code, argv
+    assert "usage: kconform run" in capsys.readouterr().out
+    assert started == []
+    assert KCONFORM(["run", "--level", "protocol"]) == 0 and started == [["--level", "protocol"]]

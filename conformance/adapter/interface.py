@@ -315,12 +315,15 @@ CONTRACT_CHANGES: Final = {
 }
 """What each contract version changed from the one before; an adapter written for an older one is told."""
 REMOVED_NAMES: Final = {
-    "SourceCheckpointLike": "it typed nothing the suite passes and no member took it (a source's checkpoint is "
-    "opaque: snapshot returns it and restore_source gets it back in RestoreConfig.checkpoint); annotate it as "
-    "Any or your own type. The contract did not change (still contract_version = 3)",
+    "SourceCheckpointLike": (
+        3,
+        "it typed nothing the suite passes and no member took it (a source's checkpoint is opaque: snapshot returns "
+        "it and restore_source gets it back in RestoreConfig.checkpoint); annotate it as Any or your own type",
+    ),
 }
 """Names this module no longer has, outside the adapter API (``kconform.conformance.adapter``'s ``__all__``) but
-importable before: an adapter that still imports one is told why and what to write instead."""
+importable before, each with the contract in force when it went (its removal changed no contract) and what to
+write instead: an adapter that still imports one is told (``removal_message``)."""
 CONTRACT_ONE: Final = " (contract 1)"
 """How ``ContractOne`` labels the members it calls positionally, as contract 1 did."""
 CONTRACT_ONE_PARAMETERS: Final = {
@@ -333,8 +336,20 @@ CONTRACT_ONE_PARAMETERS: Final = {
 """Contract 1's positional parameters of the members contract 2 gives a config object."""
 
 
+def removal_message(name: str) -> str:
+    """Why ``name`` is gone and what to write instead; the contract numbers are read from ``REMOVED_NAMES`` and
+    ``CONTRACT_CHANGES``, so the message stays true as the contract moves on."""
+    during, instead = REMOVED_NAMES[name]
+    current = max(CONTRACT_CHANGES)
+    now = "still the current one" if current == during else f"the current contract is {current}"
+    return (
+        f"{__name__}.{name} was removed from kconform: {instead}. Its removal changed no contract "
+        f"(contract_version = {during} when it went; {now})"
+    )
+
+
 def __getattr__(name: str) -> object:
     """A removed name is an ``ImportError`` naming what replaced it, not a bare "cannot import name"."""
     if name in REMOVED_NAMES:
-        raise ImportError(f"{__name__}.{name} was removed from kconform: {REMOVED_NAMES[name]}")
+        raise ImportError(removal_message(name))
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

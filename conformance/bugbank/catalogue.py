@@ -1,8 +1,9 @@
 """The bug bank's catalogue as data: one ``[[bug]]`` table per real bug (``fixtures/bugbank.toml``).
 
 Pure: ``parse_catalogue`` reads TOML text and checks every entry against the components the bank
-knows and the requirement ids of the spec, naming the entry in each error, so a catalogue that
-loads is one the runner can run (or say why it cannot).
+knows and the requirement ids of the spec with their classes, naming the entry in each error, so a catalogue that
+loads is one the runner can run (or say why it cannot). An entry's requirements are of one class, which decides
+what its buggy release must read: ``safe: no``, ``live: no``, ``Flink-faithful: no`` or ``diagnosable: no``.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ class Bug:
     fix_commit: str
     requirements: tuple[str, ...]
     """The requirement ids the bug breaks: the buggy release must fail on one of them."""
+    category: str
     mechanism: str
     only: str
     """``kconform run --only``: the part of the suite that reaches the bug (a requirement id or a prefix)."""
@@ -48,8 +50,11 @@ class Bug:
     could_not_run: str | None = None
 
 
-def parse_catalogue(text: str, source: str, components: Collection[str], requirement_ids: Collection[str]) -> list[Bug]:
-    """The bugs of a catalogue's TOML ``text`` (``source`` names it in errors), each checked."""
+def parse_catalogue(
+    text: str, source: str, components: Collection[str], requirement_classes: Mapping[str, str]
+) -> list[Bug]:
+    """The bugs of a catalogue's TOML ``text`` (``source`` names it in errors), each checked against the spec's
+    requirement ids (``requirement_classes``: id -> its class)."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
@@ -57,7 +62,7 @@ def parse_catalogue(text: str, source: str, components: Collection[str], require
     if set(data) - {"bug"} or not isinstance(data.get("bug", []), list):
         raise CatalogueError(f"{source}: a catalogue holds only [[bug]] tables, found {sorted(set(data) - {'bug'})}")
     bugs = [
-        _bug(entry, f"{source}: bug #{n + 1}", components, requirement_ids)
+        _bug(entry, f"{source}: bug #{n + 1}", components, requirement_classes)
         for n, entry in enumerate(data.get("bug", []))
     ]
     seen: set[str] = set()
@@ -68,7 +73,9 @@ def parse_catalogue(text: str, source: str, components: Collection[str], require
     return bugs
 
 
-def _bug(entry: Mapping[str, Any], where: str, components: Collection[str], requirement_ids: Collection[str]) -> Bug:
+def _bug(
+    entry: Mapping[str, Any], where: str, components: Collection[str], requirement_classes: Mapping[str, str]
+) -> Bug:
     if isinstance(entry.get("id"), str) and entry["id"]:
         where = f"{where.rsplit(': ', 1)[0]}: bug {entry['id']}"
     missing = sorted(FIELDS - entry.keys())
@@ -87,12 +94,20 @@ def _bug(entry: Mapping[str, Any], where: str, components: Collection[str], requ
     ids = entry["requirements"]
     if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
         raise CatalogueError(f"{where}: requirements must be a non-empty list of requirement ids, got {ids!r}")
-    unknown_ids = sorted(set(ids) - set(requirement_ids))
+    unknown_ids = sorted(set(ids) - set(requirement_classes))
     if unknown_ids:
         raise CatalogueError(f"{where}: requirement ids {unknown_ids} are not in the spec's requirement registry")
+    classes = sorted({requirement_classes[i] for i in ids})
+    if len(classes) != 1:
+        raise CatalogueError(
+            f"{where}: requirements {ids} are of the classes {classes}: a bug's requirements are of one class, which "
+            "decides what its buggy release must read (safe: no, live: no, Flink-faithful: no or diagnosable: no)"
+        )
     if entry["buggy"] == entry["fixed"]:
         raise CatalogueError(f"{where}: the buggy and the fixed release are both {entry['buggy']!r}")
     why = entry.get("could_not_run")
     if why is not None and (not isinstance(why, str) or not why.strip()):
         raise CatalogueError(f"{where}: could_not_run must be a non-empty reason, got {why!r}")
-    return Bug(**{name: entry[name] for name in TEXT_FIELDS}, requirements=tuple(ids), could_not_run=why)
+    return Bug(
+        **{name: entry[name] for name in TEXT_FIELDS}, requirements=tuple(ids), category=classes[0], could_not_run=why
+    )

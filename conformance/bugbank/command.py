@@ -19,7 +19,6 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any, Final
 
-from ..gate.supervisor import DIED
 from ..jvm import JvmArtifactsMissing
 from ..jvm.setup import SetupError
 from ..spec_tools.requirements import SpecNotFoundError, load_requirements
@@ -45,7 +44,7 @@ def bank(bugs: Sequence[Bug], run: RunRelease, say: Say) -> list[tuple[Bug, Judg
         if bug.could_not_run is not None:
             judgement = Judgement(Verdict.COULD_NOT_RUN, bug.could_not_run)
         else:
-            judgement = judge(bug.requirements, run(bug, bug.buggy), run(bug, bug.fixed))
+            judgement = judge(bug.category, bug.requirements, run(bug, bug.buggy), run(bug, bug.fixed))
         say(f"  {judgement.verdict}: {judgement.reason}")
         results.append((bug, judgement))
     return results
@@ -73,10 +72,11 @@ CRASH_RETRIES: Final = 1
 
 def died_without_evidence(returncode: int, report: dict[str, Any] | None) -> bool:
     """A run whose suite process a signal killed (an old client's native crash): before it wrote its report, or
-    with the tests the crash left unjudged ERROR in it (``kconform run`` goes on after a crash): not a verdict."""
+    with crashes in it (``kconform run`` goes on after a crash, its report's ``crashes`` listing each, the test
+    it ran ERROR): not a verdict."""
     if report is None:
         return returncode < 0
-    return any(t.get("status") == "ERROR" and DIED in t.get("message", "") for t in report.get("tests", []))
+    return bool(report.get("crashes"))
 
 
 def _report(path: Path) -> dict[str, Any] | None:
@@ -133,7 +133,7 @@ def release_runner(profile: str, seed: int, reports: Path, say: Say) -> RunRelea
         else:
             tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
             outcome = Outcome(problem=f"kconform run exited {done.returncode} without a report: {' '.join(tail)}")
-        what = outcome.problem or (f"FAIL {', '.join(sorted(outcome.failed))}" if outcome.failed else "PASS")
+        what = outcome.problem or (f"FAIL: {outcome.reads()}" if outcome.failed else "PASS")
         say(f"  {release}: {what} ({time.monotonic() - started:.0f} s)")
         return outcome
 
@@ -143,7 +143,8 @@ def release_runner(profile: str, seed: int, reports: Path, say: Say) -> RunRelea
 def load(catalogue: Path | None) -> list[Bug]:
     """The bugs of ``catalogue`` (default: the shipped one), checked against the spec's requirement ids."""
     text = catalogue.read_text() if catalogue else files("kconform.fixtures").joinpath(SHIPPED).read_text()
-    return parse_catalogue(text, str(catalogue or f"fixtures/{SHIPPED}"), COMPONENTS.keys(), load_requirements().keys())
+    classes = {req_id: req.category for req_id, req in load_requirements().items()}
+    return parse_catalogue(text, str(catalogue or f"fixtures/{SHIPPED}"), COMPONENTS.keys(), classes)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -152,9 +153,11 @@ def build_parser() -> argparse.ArgumentParser:
         prog="kconform bugbank",
         description=(
             "Run the bug bank: each real bug of the catalogue on its buggy and its fixed release through the "
-            "ordinary suite (each release resolved on demand and cached). Verdict per bug: caught (the buggy "
-            "release fails on an intended requirement id and the fixed one passes), caught off target, missed, "
-            "false alarm (the fixed release fails) or could not run (with the reason); prints K/N caught."
+            "ordinary suite (each release resolved on demand and cached). Verdict per bug, in the class of its "
+            "requirements: caught (the buggy release reads no on that class on an intended id: safe: no for a safety "
+            "bug, live: no for a liveness bug, Flink-faithful: no or diagnosable: no; and the fixed one fails "
+            "nothing), caught off target, missed, false alarm (the fixed release fails) or could not run (with the "
+            "reason); prints K/N caught."
         ),
         epilog="exit 0: every bug caught; 1: a bug missed, caught off target or a false alarm; 2: a bad catalogue "
         "or usage; 3: otherwise, a bug that could not run.",

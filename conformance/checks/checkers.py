@@ -115,7 +115,8 @@ class Deferral:
     """Violations of some ids kept back while a test goes on, so that its other ids are judged in full.
 
     A suite test of a safety requirement must not stop at a fidelity violation (a connector may
-    legitimately differ from Flink) before its safety requirement was judged on every example:
+    legitimately differ from Flink) before its safety requirement was judged on every example, nor a test
+    of a fidelity requirement at a diagnostics violation (what an error message names):
     ``fail_on`` keeps violations that name only ``ids`` here, and the pytest plugin raises those of the
     test's own requirements (``checked``) when the test has finished. A fidelity violation of an id the
     test does not check (a discovery checker also sees whose partitions are foreign) is that id's own
@@ -141,7 +142,7 @@ class Deferral:
         if self.first is None:
             return
         more = f" (and in {self.examples - 1} later example(s))" if self.examples > 1 else ""
-        note = f"\n  kept back until the test ended{more}, so that its safety requirements were judged on every example"
+        note = f"\n  kept back until the test ended{more}, so that its other requirements were judged on every example"
         raise ViolationError(self.first.violations, self.first.pictures, note, self.checked)
 
 
@@ -166,8 +167,8 @@ def fail_on(
     then ``detail`` (e.g. the history). ``verified``: the test's other ids, checked in full before it
     failed (a test that checks everything before failing says so; the runner then passes them).
 
-    Inside ``deferring`` (the plugin's, for a test of a safety requirement) violations that name only
-    fidelity ids are kept back instead of raised.
+    Inside ``deferring`` (the plugin's, for a test of a safety or a fidelity requirement) violations that name
+    only ids of a weaker class (fidelity, diagnostics) are kept back instead of raised.
 
     A ``ViolationError``, not a bare ``assert``: pytest's assertion rewriting would append the
     list's repr (``assert not [Violation(...)]``) to every failure, and the reports need the objects.
@@ -355,7 +356,8 @@ def check_zero_partitions(
 ) -> list[Violation]:
     """DISC-007: a discovery whose subscription (``topic``) matches nothing follows ``policy``: under
     ``ignore`` it reports nothing and raises nothing; under ``fail`` it raises (``error``) an error of
-    any type that names the subscription. ``found``: what it reported, when it returned."""
+    any type, which names the subscription (DISC-010, diagnostics: what the failure says, judged apart from
+    whether it failed). ``found``: what it reported, when it returned."""
     if error is not None:
         if policy is ZeroPartitionsPolicy.IGNORE:
             where = f"policy ignore, yet discover raised {error!r}"
@@ -363,7 +365,7 @@ def check_zero_partitions(
         if topic not in str(error):
             where = f"error does not name the subscription: {error!r}"
             facts = {"policy": policy.value, "error": repr(error), "topic": topic}
-            return [Violation("DISC-007", "unclear-error", where, data=facts)]
+            return [Violation("DISC-010", "unclear-error", where, data=facts)]
         return []
     out = []
     if policy is ZeroPartitionsPolicy.FAIL:

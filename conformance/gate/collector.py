@@ -315,6 +315,8 @@ class Collector:
         if self.journal is not None:
             seen = self.journal.seen()
             kept, new = self.journal.finished, self.journal.crashed_results()
+            for stub, crash in self.journal.deaths():
+                self.journal.record_interrupted(crash, stub)
             keep = [item for item in keep if item.nodeid not in seen]
             if self.journal.give_up:
                 new += [self._not_run(item) for item in keep]

@@ -17,11 +17,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Final
 
-from .results import Status, TestResult
+from .results import CrashRecord, Status, TestResult
 from .supervisor import CRASH_LOG, CRASHES, GIVE_UP_ENV, JOURNAL_ENV, Crash
 
 RECORDS: Final = "records.pickle"
-"""Pickled records, appended: the seed, then a stub when each test starts and its result when it ends."""
+"""Pickled records, appended: the seed, then a stub when each test starts and its result when it ends, and which
+test each death interrupted once a later process has judged it so."""
+FIRST_FRAMES: Final = 3
+"""How many of the crashing thread's innermost frames a crash's ERROR message and its record in the report name."""
 
 
 @dataclass
@@ -34,6 +37,8 @@ class Journal:
     running: list[TestResult] = field(default_factory=list)
     """Tests that started and never ended (each an ERROR stub): the process died while they ran."""
     crashes: list[Crash] = field(default_factory=list)
+    interrupted: dict[int, TestResult] = field(default_factory=dict)
+    """The pid of each dead process -> the test it was running when it died, as a later process recorded it."""
 
     @classmethod
     def from_environment(cls) -> Journal | None:
@@ -53,6 +58,9 @@ class Journal:
             elif kind == "finished" and isinstance(value, TestResult):
                 ended[value.nodeid] = value
                 journal.finished.append(value)
+            elif kind == "interrupted" and isinstance(value, tuple):
+                pid, stub = value
+                journal.interrupted[pid] = stub
         journal.running = [stub for nodeid, stub in started.items() if nodeid not in ended]
         crashes = folder / CRASHES
         if crashes.exists():
@@ -75,11 +83,15 @@ class Journal:
         """The node ids of every test a process of this run started: none of them runs again."""
         return {t.nodeid for t in self.finished} | {t.nodeid for t in self.running}
 
+    def deaths(self) -> list[tuple[TestResult, Crash]]:
+        """Each test that was running when a process died with that death (the newest crash goes with the test that
+        started last), among the tests no process has ended yet."""
+        return list(reversed(list(zip(reversed(self.running), reversed(self.crashes), strict=False))))
+
     def crashed_results(self) -> list[TestResult]:
-        """An ERROR for each test that was running when the process died, naming the death (the newest crash goes
-        with the test that started last)."""
+        """An ERROR for each test that was running when the process died, naming the death (``deaths``)."""
         results = []
-        for stub, crash in zip(reversed(self.running), reversed(self.crashes), strict=False):
+        for stub, crash in self.deaths():
             first_frames = _first_frames(crash.stacks)
             results.append(
                 replace(
@@ -91,7 +103,27 @@ class Journal:
                     longrepr=crash.stacks or f"{crash.cause()}; faulthandler wrote nothing (a signal it cannot catch)",
                 )
             )
-        return list(reversed(results))
+        return results
+
+    def record_interrupted(self, crash: Crash, stub: TestResult) -> None:
+        """That ``crash`` killed the process while ``stub``'s test ran, so that the report's crash record names it."""
+        self.interrupted[crash.pid] = stub
+        self._append(("interrupted", (crash.pid, stub)))
+
+    def crash_records(self) -> list[CrashRecord]:
+        """Every death of the run's processes as data, in order, with the test it interrupted (None: it died
+        outside a test) and the crashing thread's first frames."""
+        return [
+            CrashRecord(
+                pid=crash.pid,
+                signal=crash.signal,
+                signal_name=crash.signal_name,
+                test=stub.nodeid if (stub := self.interrupted.get(crash.pid)) else None,
+                test_name=stub.name if stub else None,
+                first_frames=frames(crash.stacks),
+            )
+            for crash in self.crashes
+        ]
 
     def record_seed(self, seed: int, started_at: float) -> None:
         self._append(("seed", (seed, started_at)))
@@ -110,29 +142,34 @@ class Journal:
 
 
 def _records(path: Path) -> Iterator[tuple[str, object]]:
-    """The journal's records in order; a record cut short by the death it was being written in is dropped."""
+    """The journal's records in order; a record cut short by the death it was being written in is dropped, and cut
+    from the file, so that what this process appends after it is read back by the next one."""
     if not path.exists():
         return
-    with open(path, "rb") as records:
+    with open(path, "r+b") as records:
         while True:
+            good = records.tell()
             try:
                 yield pickle.load(records)
-            except EOFError:
-                return
-            except (pickle.UnpicklingError, AttributeError, ValueError):
+            except (EOFError, pickle.UnpicklingError, AttributeError, ValueError, IndexError):
+                records.truncate(good)  # at the end of a whole journal, nothing to cut
                 return
 
 
-def _first_frames(stacks: str, count: int = 3) -> str:
+def frames(stacks: str, count: int = FIRST_FRAMES) -> list[str]:
     """The innermost frames of the crashing thread as faulthandler prints them (``File "...", line N in f``)."""
-    frames: list[str] = []
+    found: list[str] = []
     in_current = False
     for line in stacks.splitlines():
         if line.startswith("Current thread") or line.startswith("Fatal Python error"):
             in_current = line.startswith("Current thread")
             continue
         if in_current and line.strip().startswith("File "):
-            frames.append(line.strip())
+            found.append(line.strip())
         elif in_current and not line.strip():
             break
-    return "; ".join(frames[:count])
+    return found[:count]
+
+
+def _first_frames(stacks: str, count: int = FIRST_FRAMES) -> str:
+    return "; ".join(frames(stacks, count))

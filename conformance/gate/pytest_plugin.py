@@ -39,10 +39,12 @@ from .profiles import (
 SUITE_PACKAGE = "kconform.conformance.suite"
 BROKER_CAPABILITIES = pytest.StashKey[list[Capability]]()
 """The probe's measurement of the broker a run used; every report shows it."""
-FIDELITY_IDS = pytest.StashKey[frozenset[str]]()
-"""The spec's ids judged apart from safety and liveness (fidelity and diagnostics), read once per session."""
+FIDELITY_IDS = pytest.StashKey[dict[str, str]]()
+"""The spec's ids judged apart from safety and liveness (fidelity and diagnostics) with their class, read once per
+session."""
 DEFERRED_CLASSES = ("fidelity", "diagnostics")
-"""Classes whose violations a test of a safety (or liveness) id keeps back until it judged those on every example."""
+"""Classes whose violations a test of a stronger class keeps back until it judged its own ids on every example:
+fidelity and diagnostics in a test of a safety (or liveness) id, diagnostics in a test of a fidelity id."""
 BROKER_VERSION = pytest.StashKey[str]()
 """The product and version of the broker a run used (``Broker.version``), for the verdict table."""
 BROKER_ANSWERS = pytest.StashKey[Callable[[], bool]]()
@@ -147,30 +149,39 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = keep
 
 
-def _fidelity_ids(config: pytest.Config) -> frozenset[str]:
+def _fidelity_ids(config: pytest.Config) -> dict[str, str]:
     if FIDELITY_IDS not in config.stash:
         try:
             requirements = load_requirements()
         except SpecNotFoundError:
             requirements = {}
-        config.stash[FIDELITY_IDS] = frozenset(i for i, r in requirements.items() if r.category in DEFERRED_CLASSES)
+        config.stash[FIDELITY_IDS] = {i: r.category for i, r in requirements.items() if r.category in DEFERRED_CLASSES}
     return config.stash[FIDELITY_IDS]
+
+
+def deferred_ids(ids: frozenset[str], classes: dict[str, str]) -> frozenset[str]:
+    """The ids whose violations a test of ``ids`` keeps back: those of every deferred class weaker than the
+    strongest class among ``ids`` (``classes``: the deferred classes' ids; any other id is of the strongest)."""
+    rank = {category: n + 1 for n, category in enumerate(DEFERRED_CLASSES)}
+    strongest = min((rank.get(classes.get(i, ""), 0) for i in ids), default=len(DEFERRED_CLASSES))
+    return frozenset(i for i, category in classes.items() if rank[category] > strongest)
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
-    """Safety judged apart from fidelity and diagnostics: in a test of a safety requirement, a fidelity or
-    diagnostics violation (what an error message names) is kept back (``kconform.conformance.checks.checkers.Deferral``)
-    until the test has judged its safety ids on every example; then it fails the test if it is one of the test's own
-    ids, and the safety ids count as verified in full. A test of such ids alone stops at its first violation, as any
-    test does."""
+    """Safety judged apart from fidelity and diagnostics, and fidelity apart from diagnostics: in a test of a safety
+    requirement, a fidelity or diagnostics violation (what an error message names) is kept back
+    (``kconform.conformance.checks.checkers.Deferral``) until the test has judged its safety ids on every example;
+    then it fails the test if it is one of the test's own ids, and the other ids count as verified in full. In a
+    test of a fidelity requirement a diagnostics violation is kept back the same way. A test of diagnostics ids
+    alone stops at its first violation, as any test does."""
     mark = item.get_closest_marker(REQUIREMENT_MARK)
     ids = frozenset(mark.args) if mark else frozenset()
-    fidelity = _fidelity_ids(item.config)
+    kept = deferred_ids(ids, _fidelity_ids(item.config))
     try:
-        if not ids - fidelity:
+        if not kept:
             return (yield)
-        with deferring(fidelity, checked=ids) as deferral:
+        with deferring(kept, checked=ids) as deferral:
             outcome = yield
         deferral.raise_kept()
         return outcome

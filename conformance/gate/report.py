@@ -423,6 +423,7 @@ def to_json(result: RunResult) -> dict[str, Any]:
         "finished": datetime.fromtimestamp(result.finished, UTC).isoformat(),
         "exit_code": result.exit_code,
         "could_not_check": result.could_not_check,
+        "crashes": [asdict(c) for c in result.crashes],
         "requirements": [
             {
                 "id": r.id,

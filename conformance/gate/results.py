@@ -112,6 +112,20 @@ class TestResult:
         return self.unverified[req_id]
 
 
+@dataclass(frozen=True)
+class CrashRecord:
+    """One death of the process running the suite, as report.json's ``crashes`` gives it."""
+
+    pid: int
+    signal: int
+    signal_name: str
+    test: str | None
+    """The node id of the test that was running (ERROR for it), None when the process died outside a test."""
+    test_name: str | None
+    first_frames: list[str]
+    """The crashing thread's innermost frames, as Python's faulthandler wrote them (empty: it wrote nothing)."""
+
+
 @dataclass
 class RequirementResult:
     id: str
@@ -151,6 +165,8 @@ class RunResult:
     """How many tests the run selected: an interrupted one finished fewer."""
     unchecked: dict[str, str] = field(default_factory=dict)
     """Connector safety ids no selected test checked, in spec order, each with why (``unchecked_safety``)."""
+    crashes: list[CrashRecord] = field(default_factory=list)
+    """Each death of the process running the suite (a supervised run goes on after one), in order."""
 
     @property
     def interruption(self) -> str:

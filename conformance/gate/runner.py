@@ -263,4 +263,5 @@ def run(options: RunOptions, out: IO[str] = sys.stdout, journal: Journal | None 
         broker_version=collector.config.stash.get(BROKER_VERSION, None),
         selected=collector.selected,
         unchecked=unchecked_safety(untested, requirements, judged, options.level) if options.only is None else {},
+        crashes=journal.crash_records() if journal is not None else [],
     )

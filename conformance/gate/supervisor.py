@@ -53,10 +53,11 @@ DIED: Final = "the process running the suite"
 """How the message of every test a crash left unjudged starts its account of the death (``Crash.cause``)."""
 
 
-def needed(argv: Sequence[str]) -> bool:
-    """Whether ``kconform run argv`` should start a supervised child: not in that child (nor in the run at another
-    Spark release it starts, which inherits the journal), and not for ``--help``."""
-    return not os.environ.get(JOURNAL_ENV) and not any(a in ("-h", "--help") for a in argv)
+def needed() -> bool:
+    """Whether ``kconform run`` should start a supervised child: not in that child (nor in the run at another Spark
+    release it starts, which inherits the journal). ``--help`` and usage errors never get this far: the command line
+    (``cli.Supervised``) parses the line with the verb's own parser first."""
+    return not os.environ.get(JOURNAL_ENV)
 
 
 def main(argv: Sequence[str]) -> int:

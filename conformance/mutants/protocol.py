@@ -351,6 +351,23 @@ class _PrefixMatchDiscoverer(PartitionDiscoverer):
         return sorted(tp for tp in new if owner(tp, self.parallelism) == self.subtask)
 
 
+@discoverer_mutant(
+    "zero_partitions_error_unnamed",
+    {"DISC-010"},
+    "the zero-partitions failure names neither the topics nor the pattern that matched nothing",
+)
+class _UnnamedZeroPartitionsDiscoverer(PartitionDiscoverer):
+    """Fails on zero partitions as the policy says (DISC-007 holds), with an error that leaves out the subscription."""
+
+    def discover(self, metadata: Metadata) -> list[TopicPartition]:
+        try:
+            return super().discover(metadata)
+        except NoPartitionsDiscoveredError:
+            raise NoPartitionsDiscoveredError(
+                "Unable to retrieve any partitions; create the topic first or set discovery-of-zero=ignore"
+            ) from None
+
+
 @source_mutant(
     "new_partitions_at_latest", {"DISC-005"}, "new partitions at LATEST (before FLINK-32019)", fresh_only=True
 )

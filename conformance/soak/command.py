@@ -3,11 +3,15 @@
 Each adapter is judged by the guarantee its sink declares (``guarantee.JUDGED``): an exactly-once sink
 fails on a duplicate, an at-least-once one has its duplicates counted and reported, not failed.
 
-Exit codes as ``kconform run``: 0 every schedule passed and at least one fault was injected; 1 a
-schedule lost, reordered or skipped records (or duplicated them, under exactly-once); 2 a usage error
-(an adapter without a sink); 3 nothing could be checked (no
-Kafka jars, a schedule that could not finish, or a run that injected no fault at all: that run
-shows nothing, so it is not a pass). A failing schedule is saved under ``--out`` with its history,
+Each schedule reads ``safe`` and ``live`` as ``kconform run``'s verdicts do: ``safe: no`` when it lost, reordered
+or skipped records (or duplicated them, under exactly-once), ``live: no`` when its query crashed or hung where it
+should have recovered while the broker answered (its final run never finished cleanly: not data loss).
+
+Exit codes as ``kconform run``: 0 every schedule passed and at least one fault was injected; 1 a schedule
+reads ``safe: no`` or ``live: no`` (or the broker lost an acknowledged record); 2 a usage error (an adapter without
+a sink); 3 nothing could be checked (no Kafka jars, a schedule that could not finish for another cause, such as a
+broker that did not come back, or a run that injected no fault at all: that run shows nothing, so it is not a
+pass). A failing schedule is saved under ``--out`` with its history,
 fault timeline, driver and broker log tails and the one-line command that replays it alone.
 """
 
@@ -108,7 +112,20 @@ def duplicates_note(outcome: Outcome) -> str:
 
 
 def status(outcome: Outcome) -> str:
-    return "PASS" if outcome.passed else "ERROR" if outcome.error and not outcome.violations else "FAIL"
+    if outcome.passed:
+        return "PASS"
+    return "FAIL" if outcome.violations or outcome.live is False else "ERROR"
+
+
+def answer(holds: bool | None) -> str:
+    """A verdict as the summary's safe and live columns give it (``?``: not judged in full)."""
+    return {True: "yes", False: "no", None: "?"}[holds]
+
+
+def verdict_line(outcomes: Sequence[Outcome], label: str, holds: str, what: str) -> str | None:
+    """``safe: no in schedules 3, 7 (...)``, naming each schedule whose ``holds`` is False; None when none is."""
+    failed = [str(o.schedule.index) for o in outcomes if getattr(o, holds) is False]
+    return f"{label}: no in schedule(s) {', '.join(failed)} ({what})" if failed else None
 
 
 def render_kinds(counts: Counter[str]) -> str:
@@ -117,16 +134,18 @@ def render_kinds(counts: Counter[str]) -> str:
 
 def render_summary(outcomes: Sequence[Outcome]) -> str:
     """The table of a soak: one row per schedule, then totals and the faults injected per kind."""
-    header = ("schedule", "result", "time", "produced", "lost", "duplicated", "faults injected")
+    header = ("schedule", "result", "safe", "live", "time", "produced", "lost", "duplicated", "faults injected")
     rows = [
-        (str(o.schedule.index), status(o), f"{o.seconds:.0f}s", str(o.produced), str(o.lost), str(o.duplicated),
-         render_kinds(o.timeline.injected))
+        (str(o.schedule.index), status(o), answer(o.safe), answer(o.live), f"{o.seconds:.0f}s", str(o.produced),
+         str(o.lost), str(o.duplicated), render_kinds(o.timeline.injected))
         for o in outcomes
     ]  # fmt: skip
     injected: Counter[str] = sum((o.timeline.injected for o in outcomes), Counter())
     drawn: Counter[str] = sum((Counter(str(k) for k in o.schedule.kinds().elements()) for o in outcomes), Counter())
     totals = (
-        "total", f"{sum(o.passed for o in outcomes)}/{len(outcomes)} pass", f"{sum(o.seconds for o in outcomes):.0f}s",
+        "total", f"{sum(o.passed for o in outcomes)}/{len(outcomes)} pass",
+        f"{sum(o.safe is False for o in outcomes)} no", f"{sum(o.live is False for o in outcomes)} no",
+        f"{sum(o.seconds for o in outcomes):.0f}s",
         str(sum(o.produced for o in outcomes)), str(sum(o.lost for o in outcomes)),
         str(sum(o.duplicated for o in outcomes)), str(sum(injected.values())),
     )  # fmt: skip
@@ -156,7 +175,8 @@ def save_failure(out: Path, outcome: Outcome, replay: str, broker: KafkaBroker) 
     counts = (f"produced {outcome.produced}, lost {outcome.lost}, duplicated {outcome.duplicated}"
               f"{duplicates_note(outcome)}")  # fmt: skip
     error = f"error: {outcome.error}\n" if outcome.error else ""
-    write_text(folder / "verdict.txt", f"{judged_line(outcome.guarantee)}\n{counts}\n{verdict}\n{error}")
+    classes = f"safe: {answer(outcome.safe)}, live: {answer(outcome.live)}"
+    write_text(folder / "verdict.txt", f"{judged_line(outcome.guarantee)}\n{classes}\n{counts}\n{verdict}\n{error}")
     drivers = []
     for number, log in enumerate(outcome.driver_logs, 1):
         lines = log.read_text(errors="replace").splitlines()[-LOG_TAIL_LINES:] if log.exists() else ["(no log)"]
@@ -255,7 +275,8 @@ def main(argv: Sequence[str]) -> int:
             elapsed = time.monotonic() - began
             eta = elapsed / number * (len(schedules) - number)
             faults = render_kinds(outcome.timeline.injected)
-            print(f"{where}: {status(outcome)} in {outcome.seconds:.0f}s; faults {faults}; "
+            print(f"{where}: {status(outcome)} (safe: {answer(outcome.safe)}, live: {answer(outcome.live)}) in "
+                  f"{outcome.seconds:.0f}s; faults {faults}; "
                   f"produced {outcome.produced}, lost {outcome.lost}, duplicated {outcome.duplicated}"
                   f"{duplicates_note(outcome)}; "
                   f"elapsed {_clock(elapsed)}, ETA {_clock(eta)}", flush=True)  # fmt: skip
@@ -290,9 +311,21 @@ def _finish(outcomes: Sequence[Outcome], interrupted: bool = False) -> int:
     print(judged_line(outcomes[0].guarantee))  # the guarantee is the soak's: every outcome has the same
     print(render_summary(outcomes))
     injected = sum(sum(o.timeline.injected.values()) for o in outcomes)
-    if any(o.violations for o in outcomes):
-        print("kconform soak: FAIL: records lost, duplicated (under exactly-once), out of order or skipped (see the "
-              "saved schedules)")  # fmt: skip
+    failed = [
+        line
+        for line in (
+            verdict_line(outcomes, "safe", "safe", "records lost, duplicated under exactly-once, out of order or "
+                         "skipped"),
+            verdict_line(outcomes, "live", "live", "the query crashed or hung where it should have recovered, the "
+                         "broker answering: LIVE-001, not data loss"),
+        )
+        if line
+    ]  # fmt: skip
+    broker_lost = [str(o.schedule.index) for o in outcomes if o.violations and o.safe is not False]
+    if broker_lost:
+        failed.append(f"the broker lost an acknowledged record in schedule(s) {', '.join(broker_lost)}")
+    if failed:
+        print(f"kconform soak: FAIL: {'; '.join(failed)} (see the saved schedules)")
         return 1
     if any(o.error for o in outcomes) or interrupted:
         print("kconform soak: could not check (ERROR): a schedule did not finish")

@@ -63,6 +63,8 @@ from .schedule import (
     Segment,
 )
 
+BROKER: Final = "BROKER"
+"""The requirement of a violation that is the broker's (an acknowledged record missing), not the connector's."""
 UNFINISHED_IS_NOT_LOSS: Final = frozenset({"lost-write", "offset-gap"})
 """Violations a schedule whose final run did not finish cannot show: it is an ERROR (not judged), not a FAIL."""
 DRIVER_TIMEOUT_S: Final = 300.0
@@ -199,7 +201,11 @@ class Outcome:
     lost: int = 0
     duplicated: int = 0
     error: str | None = None
-    """Set when the schedule could not be judged (the final driver never finished, a broker did not come back)."""
+    """Set when the schedule could not be judged in full (the final driver never finished, a broker did not come
+    back): a missing record may still have come, so it is no loss."""
+    stuck: str | None = None
+    """Set, with ``error``, when the query crashed or hung where it should have recovered while the broker answered
+    (the final driver never finished cleanly): a liveness failure (``live: no``, LIVE-001), not data loss."""
     cannot_check: str | None = None
     """Set when a driver exited with a contract or harness fault: every later schedule would meet it too."""
     guarantee: Guarantee = Guarantee.EXACTLY_ONCE
@@ -212,6 +218,23 @@ class Outcome:
     @property
     def passed(self) -> bool:
         return self.error is None and not self.violations
+
+    @property
+    def safe(self) -> bool | None:
+        """The schedule's safety verdict, as ``kconform run``'s: False on a record lost, duplicated (under
+        exactly-once), reordered or skipped; None when it could not be judged in full (a final run that did not
+        finish shows no loss, and a record the broker lost is the broker's); else True."""
+        if any(v.requirement != BROKER for v in self.violations):
+            return False
+        return None if self.error is not None or self.violations else True
+
+    @property
+    def live(self) -> bool | None:
+        """The schedule's liveness verdict: False when the query crashed or hung (``stuck``); None when the schedule
+        stopped for another cause (a broker or a harness fault, a contract fault); else True."""
+        if self.stuck is not None:
+            return False
+        return None if self.error is not None else True
 
 
 @dataclass
@@ -277,6 +300,7 @@ def run_schedule(context: SoakContext, schedule: Schedule, progress: Callable[[s
             client_timeout_ms=CLIENT_TIMEOUT_MS,
         )
         error: str | None = None
+        stuck: str | None = None
         cannot_check: str | None = None
         watch = OpenTransactionWatch(context.broker, sink, schedule.sink_partitions)
         producer.start()
@@ -294,6 +318,9 @@ def run_schedule(context: SoakContext, schedule: Schedule, progress: Callable[[s
                 max_records_per_trigger=schedule.max_records_per_trigger * FINAL_TRIGGER_FACTOR,
             )
             error = _run_final(context, final_run, final, logs, kafka, topics, timeline)
+            if error is not None and context.broker.answers():  # the query's own failure, the broker healthy
+                stuck = error
+                timeline.add(f"the broker answers: the query crashed or hung, LIVE-001 ({error})")
         except CannotCheck as fault:  # the adapter or the harness, not the connector: said as the driver said it
             cannot_check = error = f"could not check: {fault}"
             timeline.add(error)
@@ -305,6 +332,7 @@ def run_schedule(context: SoakContext, schedule: Schedule, progress: Callable[[s
             watch.close()
         outcome = judge(kafka, topics, producer.history, schedule, timeline, error, context.guarantee)
     outcome.cannot_check = cannot_check
+    outcome.stuck = stuck
     outcome.driver_logs = logs
     outcome.seconds = time.monotonic() - timeline.began
     return outcome
@@ -427,7 +455,7 @@ def verdict(
     acknowledged = [op for op in produced if op.offset is not None]
     violations = [
         Violation(
-            "BROKER",
+            BROKER,
             "acknowledged-record-missing",
             f"{op.value!r} acknowledged at {op.tp}@{op.offset}",
             data=tp_fields(op.tp) | {"offset": op.offset, "value": value_field(op.value)},

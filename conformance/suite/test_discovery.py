@@ -126,7 +126,7 @@ def test_required_DISC_008_partial_views_neither_forget_nor_rereport(
     fail_on(violations)
 
 
-@requirement("DISC-007", capability="discovery")
+@requirement("DISC-007", "DISC-010", capability="discovery")
 @pytest.mark.parametrize("policy", list(ZeroPartitionsPolicy), ids=lambda p: p.value)
 def test_required_DISC_007_zero_partitions_follow_the_policy(adapter: Any, policy: ZeroPartitionsPolicy) -> None:
     discoverer = adapter.discoverer(
@@ -143,14 +143,15 @@ def test_required_DISC_007_zero_partitions_follow_the_policy(adapter: Any, polic
     fail_on(check_zero_partitions(policy, "kconform-missing", found, error))
 
 
-@requirement("DISC-007", "DISC-002", capability="regex-subscription")
+@requirement("DISC-007", "DISC-010", "DISC-002", capability="regex-subscription")
 def test_required_DISC_007_a_pattern_matching_nothing_at_start_follows_every_policy(
     adapter: Any, record_property: Any
 ) -> None:
     """Each subtask's discoverer starts on a pattern that matches none of the cluster's topics (near misses of the
-    name to come), under each zero-partitions policy: under ``fail`` its first discovery raises an error naming
-    the pattern, under ``ignore`` it reports nothing, and the matching topics created later are reported once, by
-    their owners, and their near misses never. The classes drawn are the run's ``discovery_start_*`` metrics."""
+    name to come), under each zero-partitions policy: under ``fail`` its first discovery raises an error (naming
+    the pattern: DISC-010), under ``ignore`` it reports nothing, and the matching topics created later are reported
+    once, by their owners, and their near misses never. The classes drawn are the run's ``discovery_start_*``
+    metrics."""
     mix = InterleavingMix(start_classes(tuple(ZeroPartitionsPolicy)), kind="start")
 
     @given(start=late_starts(tuple(ZeroPartitionsPolicy)), n=parallelisms(4))

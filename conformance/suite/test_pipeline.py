@@ -360,7 +360,7 @@ def test_required_DISC_005_009_newly_matching_topic_is_found_and_read_from_earli
     )
 
 
-@requirement("DISC-005", "DISC-007", "DISC-002", capability="pipeline-regex")
+@requirement("DISC-005", "DISC-007", "DISC-010", "DISC-002", capability="pipeline-regex")
 @pytest.mark.timeout(DRIVER_TIMEOUT_S)
 def test_required_DISC_005_007_a_query_started_at_latest_before_any_matching_topic_reads_what_is_written_after(
     adapter: Any, make_pipeline: Callable[..., Pipeline], kafka: KafkaClient, tmp_path: Path, record_property: Any
@@ -368,9 +368,9 @@ def test_required_DISC_005_007_a_query_started_at_latest_before_any_matching_top
     """A query at ``latest`` on a pattern that matches none of the topics there (near misses of the name to come:
     a longer, a shorter and another case), with no discovery option. Under the adapter's zero-partitions policy
     (its ``discovery_of_zero``; ``ignore`` where it declares none, as Spark's sources have no such option) it fails
-    naming the pattern, or runs idle (DISC-007). Then the matching topics are created and written while it runs,
-    twice: every record written since their creation must be read once (DISC-005: found after the start, they
-    begin at their first record, not at ``latest``), and no near miss (DISC-002). The classes drawn are the run's
+    (naming the pattern: DISC-010) or runs idle (DISC-007). Then the matching topics are created and written while
+    it runs, twice: every record written since their creation must be read once (DISC-005: found after the start,
+    they begin at their first record, not at ``latest``), and no near miss (DISC-002). The classes drawn are the run's
     ``pipeline_start_*`` metrics."""
     policy = getattr(adapter, "discovery_of_zero", ZeroPartitionsPolicy.IGNORE)
     mix = InterleavingMix(start_classes((policy,)), kind="start")

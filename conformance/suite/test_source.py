@@ -511,15 +511,15 @@ def test_required_DISC_005_latest_checkpointed_before_the_first_read_loses_nothi
     fail_on(check_read_since_discovery(read, ends, now))
 
 
-@requirement("DISC-005", "DISC-007", "RESTORE-013", capability="source-state")
+@requirement("DISC-005", "DISC-007", "DISC-010", "RESTORE-013", capability="source-state")
 def test_required_DISC_005_007_a_source_started_at_latest_before_its_topics_exist_reads_what_is_written_after(
     adapter: Any, record_property: Any
 ) -> None:
     """A fresh source at LATEST on a pattern that matches none of the cluster's topics (near misses of the name to
-    come): under the adapter's ``discovery_of_zero`` its first discovery fails naming the pattern, or finds nothing
-    (DISC-007). Then the matching topics are created and written (every input class), discovery finds them, and,
-    drawn, a checkpoint is taken and restored before any read; more input arrives and it reads to the end. The
-    topics it found after its first discovery start at EARLIEST (DISC-005), so every record written since their
+    come): under the adapter's ``discovery_of_zero`` its first discovery fails (naming the pattern: DISC-010), or
+    finds nothing (DISC-007). Then the matching topics are created and written (every input class), discovery finds
+    them, and, drawn, a checkpoint is taken and restored before any read; more input arrives and it reads to the end.
+    The topics it found after its first discovery start at EARLIEST (DISC-005), so every record written since their
     creation is read once (RESTORE-013). The classes drawn are the run's ``source_start_*`` metrics."""
     policy = adapter.discovery_of_zero
     mix = InterleavingMix(start_classes((policy,)), kind="start")
