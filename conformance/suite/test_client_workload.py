@@ -9,7 +9,8 @@ run --profile thorough`` draws fifty.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator
 from functools import cache
 from typing import Any, Final
 
@@ -53,7 +54,7 @@ def workload_settings() -> settings:
         max_examples=examples(),
         deadline=None,
         phases=[Phase.explicit, Phase.reuse, Phase.generate],
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
     )
 
 
@@ -71,6 +72,31 @@ def release_catalogue() -> tuple[client_settings.Setting, ...]:
     return client_settings.known_to(accepts, client_settings.catalogue())
 
 
+DREW: Final[dict[int, Counter[str]]] = {}
+"""What the draws of one test call covered, keyed by its ``record_property`` (one per call, shared by its examples)."""
+
+
+def drew(key: object, schedule: Schedule) -> dict[str, str]:
+    """The report's coverage after this schedule: schedules, steps by kind, settings by name, drawn so far."""
+    seen = DREW.setdefault(id(key), Counter())
+    seen["schedules"] += 1
+    seen.update(schedule.counts())
+
+    def line(prefix: str) -> str:
+        found = sorted(
+            ((k.removeprefix(prefix), n) for k, n in seen.items() if k.startswith(prefix)), key=lambda kv: -kv[1]
+        )
+        return ", ".join(f"{k} {n}" for k, n in found) or "none"
+
+    return {
+        "drew: schedules": str(seen["schedules"]),
+        "drew: steps": line("step:"),
+        "drew: operator steps": line("operator:"),
+        "drew: faults": line("fault:"),
+        "drew: settings": line("setting:"),
+    }
+
+
 @st.composite
 def drawn_schedules(draw: st.DrawFn, faults: bool) -> Schedule:
     return draw(schedules(release_catalogue(), faults=faults))
@@ -81,13 +107,15 @@ def drawn_schedules(draw: st.DrawFn, faults: bool) -> Schedule:
 @workload_settings()
 @given(data=st.data())
 def test_required_CLIENT_001_to_008_a_drawn_client_workload_keeps_every_promise(
-    workload_broker: Broker, data: st.DataObject
+    workload_broker: Broker, record_property: Callable[[str, object], None], data: st.DataObject
 ) -> None:
     """A drawn schedule of producers, consumers, operators and (on a broker the suite started) faults, run on the
     release's clients and judged by every client checker: nothing acknowledged lost, nothing written or delivered
     twice or out of order, every start at the committed offset, no aborted record read, no commit backwards or past
     the end, no partition owned twice, every call returned."""
     schedule = data.draw(drawn_schedules(isinstance(workload_broker, KafkaBroker)), label="schedule")
+    for name, value in drew(record_property, schedule).items():
+        record_property(name, value)  # the report's metrics: what the workload drew so far, the last example's count
     history = Run(schedule, workload_broker).run()  # type: ignore[arg-type]  # restart/paused: KafkaBroker's
     violations = check_history(history, workload_broker.answers())
     violated = {v.requirement for v in violations}

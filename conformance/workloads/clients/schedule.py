@@ -138,10 +138,12 @@ class Schedule:
         return json.dumps(self.to_json(), sort_keys=True)
 
     def counts(self) -> dict[str, int]:
-        """What the schedule draws, by step kind and by setting, for the report's coverage."""
+        """What the schedule draws, for the report's coverage: ``step:``/``operator:``/``fault:`` kinds and
+        ``setting:`` names, with counts."""
         found: dict[str, int] = {}
         for step in self.steps:
-            found[f"step:{step.kind.value}"] = found.get(f"step:{step.kind.value}", 0) + 1
+            group = "fault" if step.kind in FAULTS else "operator" if step.kind in OPERATOR_STEPS else "step"
+            found[f"{group}:{step.kind.value}"] = found.get(f"{group}:{step.kind.value}", 0) + 1
         plans: list[ProducerPlan | ConsumerPlan] = [*self.producers, *self.consumers]
         for plan in plans:
             for name in plan.settings:
@@ -152,6 +154,16 @@ class Schedule:
 GROUP_SETTINGS: Final = frozenset({"group.protocol", "partition.assignment.strategy"})
 """Drawn once per schedule for every consumer: the members of a group must agree on its protocol (Kafka refuses a
 member whose assignors share none with the group's, INCONSISTENT_GROUP_PROTOCOL)."""
+WEIGHTS: Final[dict[StepKind, int]] = {
+    StepKind.POLL: 6,
+    StepKind.PRODUCE: 4,
+    StepKind.TRANSACTION: 2,
+    StepKind.COMMIT: 2,
+    StepKind.WAIT: 2,
+}
+"""How much likelier than the other steps (1) a step is drawn: applications poll and produce far more often than
+they seek, close or pause."""
+MIN_STEPS: Final = 6
 MAX_TOPICS: Final = 2
 MAX_PARTITIONS: Final = 3
 MAX_STEPS: Final = 24
@@ -219,7 +231,11 @@ def step_strategy(producers: int, consumers: int, topics: int, faults: bool) -> 
             st.builds(Step, st.just(StepKind.BROKER_RESTART), mode=st.sampled_from(["clean", "kill"])),
             st.builds(Step, st.just(StepKind.NODE_PAUSE), wait_ms=st.integers(*PAUSE_NODE_MS)),
         ]
-    return st.one_of(choices)
+    kinds = [StepKind.PRODUCE, StepKind.TRANSACTION, StepKind.FLUSH, StepKind.POLL, StepKind.POLL_WHILE_PAUSED,
+             StepKind.COMMIT, StepKind.STORE, StepKind.PAUSE, StepKind.RESUME, StepKind.SEEK, StepKind.CLOSE,
+             StepKind.REOPEN, StepKind.STALL, StepKind.WAIT, StepKind.ADD_PARTITIONS, StepKind.CREATE_TOPIC,
+             StepKind.BROKER_RESTART, StepKind.NODE_PAUSE]  # fmt: skip
+    return st.one_of([c for kind, c in zip(kinds, choices, strict=False) for _ in range(WEIGHTS.get(kind, 1))])
 
 
 @st.composite
@@ -244,7 +260,11 @@ def schedules(
         )
     )
     steps = draw(
-        st.lists(step_strategy(len(producers), len(consumers), len(partitions), faults), min_size=1, max_size=max_steps)
+        st.lists(
+            step_strategy(len(producers), len(consumers), len(partitions), faults),
+            min_size=min(MIN_STEPS, max_steps),
+            max_size=max_steps,
+        )
     )
     return Schedule(tuple(partitions), tuple(producers), tuple(consumers), tuple(steps), faults)
 

@@ -61,7 +61,6 @@ NOT_DRAWN: Final[Mapping[str, str]] = {
         "set by the workload (which broker, group, transaction, identity)"
     ),
     "enable.random.seed": "seeds the client's random numbers; the draw is Hypothesis's",
-    "enable.partition.eof": "set by the workload: its end-of-partition events are what it checks positions at",
     # Transport, security, logging, metrics: they change how bytes move, not what is delivered or committed.
     "ssl[._].*|sasl[._].*|security.protocol|https.*|enable.ssl.*|enable.sasl.*": "security: the broker is plaintext",
     "socket[._].*|broker.address.*|reconnect.*|connections.max.idle.ms|client.dns.lookup": "transport",

@@ -1,0 +1,147 @@
+"""Each client checker catches a broken client end to end: broken confluent-kafka wrappers, run by the workload's
+driver on the session broker through a fixed schedule, are each flagged with their anomaly, and the real clients
+pass the same schedule."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import confluent_kafka as ck
+import pytest
+
+from kconform.conformance.brokers import Broker
+from kconform.conformance.checks.client_workload_checkers import check_history
+from kconform.conformance.workloads.clients.driver import RealClients, Run
+from kconform.conformance.workloads.clients.schedule import ConsumerPlan, ProducerPlan, Schedule, Step, StepKind
+
+
+class Delegating:
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class RewindingResume(Delegating):
+    """A consumer whose resume restarts each partition's fetch two records back (librdkafka-4636's kind)."""
+
+    def resume(self, partitions: list[ck.TopicPartition]) -> None:
+        self._inner.resume(partitions)
+        for p in self._inner.position(partitions):
+            if p.offset >= 2:
+                self._inner.seek(ck.TopicPartition(p.topic, p.partition, p.offset - 2))
+
+
+class SkippingResume(Delegating):
+    """A consumer whose resume jumps one record ahead (librdkafka-4208's kind)."""
+
+    def resume(self, partitions: list[ck.TopicPartition]) -> None:
+        self._inner.resume(partitions)
+        for p in self._inner.position(partitions):
+            if p.offset >= 0:
+                self._inner.seek(ck.TopicPartition(p.topic, p.partition, p.offset + 1))
+
+
+class ForgetfulStore(Delegating):
+    """A consumer whose store_offsets stores nothing (librdkafka-4442's kind)."""
+
+    def store_offsets(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+class UncommittedReader(Delegating):
+    """A consumer built read_uncommitted whatever it was asked (a client that drops its isolation level)."""
+
+
+class DoubleSender(Delegating):
+    """A producer that sends every record twice, under idempotence too."""
+
+    def produce(self, *args: Any, **kwargs: Any) -> None:
+        self._inner.produce(*args, **kwargs)
+        self._inner.produce(*args, **{k: v for k, v in kwargs.items() if k != "on_delivery"})
+
+
+class Broken(RealClients):
+    def __init__(self, consumer: type[Delegating] | None = None, producer: type[Delegating] | None = None) -> None:
+        self._consumer, self._producer = consumer, producer
+
+    def consumer(self, config: dict[str, Any]) -> Any:
+        if self._consumer is UncommittedReader:
+            config = {**config, "isolation.level": "read_uncommitted"}
+        built = super().consumer(config)
+        return built if self._consumer is None else self._consumer(built)
+
+    def producer(self, config: dict[str, Any]) -> Any:
+        built = super().producer(config)
+        return built if self._producer is None else self._producer(built)
+
+
+def schedule(consumer: dict[str, str], producer: dict[str, str], *steps: Step, transactional: bool = False) -> Schedule:
+    return Schedule(
+        (1,),
+        (ProducerPlan(producer, transactional),),
+        (ConsumerPlan({"auto.offset.reset": "earliest", **consumer}, "assign"),),
+        steps,
+        faults=False,
+    )
+
+
+PRODUCE = Step(StepKind.PRODUCE, count=6, partition=0)
+FLUSH = Step(StepKind.FLUSH)
+POLL = Step(StepKind.POLL, count=100, wait_ms=1_000)
+PAUSE_RESUME = (Step(StepKind.PAUSE), Step(StepKind.RESUME))
+CASES = {
+    "resume-rewinds": (
+        schedule({}, {}, PRODUCE, FLUSH, POLL, POLL, *PAUSE_RESUME, PRODUCE, FLUSH, POLL, POLL),
+        Broken(consumer=RewindingResume),
+        ("CLIENT-004", "redelivered"),
+    ),
+    "resume-skips": (
+        schedule({}, {}, PRODUCE, FLUSH, POLL, POLL, *PAUSE_RESUME, PRODUCE, FLUSH, POLL, POLL),
+        Broken(consumer=SkippingResume),
+        ("CLIENT-004", "skipped"),
+    ),
+    "store-forgets": (
+        schedule(
+            {"enable.auto.offset.store": "false"},
+            {},
+            PRODUCE,
+            FLUSH,
+            POLL,
+            POLL,
+            Step(StepKind.STORE),
+            Step(StepKind.COMMIT, mode="sync"),
+        ),
+        Broken(consumer=ForgetfulStore),
+        ("CLIENT-007", "stored-not-committed"),
+    ),
+    "reads-aborted": (
+        schedule(
+            {"isolation.level": "read_committed"},
+            {},
+            Step(StepKind.TRANSACTION, count=3, partition=0, mode="abort"),
+            PRODUCE,
+            FLUSH,
+            POLL,
+            POLL,
+            transactional=True,
+        ),
+        Broken(consumer=UncommittedReader),
+        ("CLIENT-006", "read-aborted"),
+    ),
+    "sends-twice": (
+        schedule({}, {"enable.idempotence": "true"}, PRODUCE, FLUSH, POLL),
+        Broken(producer=DoubleSender),
+        ("CLIENT-002", "duplicate-write"),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_broken_client_is_caught_and_the_real_one_passes_the_same_schedule(broker: Broker, case: str) -> None:
+    drawn, broken, want = CASES[case]
+    real = check_history(Run(drawn, broker).run(), broker.answers())
+    assert real == [], [str(v) for v in real]
+    found = {(v.requirement, v.kind) for v in check_history(Run(drawn, broker, broken).run(), broker.answers())}
+    assert want in found, found
