@@ -124,7 +124,7 @@ site: setup
 # Kafka partition, hence local[8,3]), then on each of SPARK_RELEASES (kconform verdicts --spark),
 # then Flink's own connector at its newest pinned line (conformance/flink/versions.py);
 # a page's violation is its finding (exit 1 goes on), a run that could not check stops make.
-SPARK_RELEASES := 3.5.7 4.0.2 4.1.1
+SPARK_RELEASES := 3.5.7 4.0.2 4.1.1 4.1.2
 verdicts: setup
 	$(BIN)/kconform verdicts --adapter kconform.conformance.adapters.spark_kafka:ADAPTER \
 	  --expectations conformance/adapters/spark_kafka.expectations.toml --out docs/verdicts/spark-kafka.md

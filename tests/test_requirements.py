@@ -287,6 +287,7 @@ def test_every_checker_the_spec_names_exists() -> None:
     import kconform.conformance.checks.client_checkers
     import kconform.conformance.checks.history
     import kconform.conformance.checks.input_checkers
+    import kconform.conformance.checks.liveness_checkers
     import kconform.conformance.checks.pipeline_checkers
     import kconform.conformance.checks.sink_checkers
     import kconform.conformance.checks.strategy_checkers
@@ -300,6 +301,7 @@ def test_every_checker_the_spec_names_exists() -> None:
             kconform.conformance.checks.client_checkers,
             kconform.conformance.checks.history,
             kconform.conformance.checks.input_checkers,
+            kconform.conformance.checks.liveness_checkers,
             kconform.conformance.checks.pipeline_checkers,
             kconform.conformance.checks.sink_checkers,
             kconform.conformance.checks.strategy_checkers,

@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from kconform.conformance.adapters.flink_kafka import FlinkKafkaAdapter
+from kconform.conformance.checks.checkers import Violation
 from kconform.conformance.flink.versions import release
 from kconform.conformance.gate import results, verdicts
 from kconform.conformance.gate.expectations import Deviation
@@ -75,3 +76,30 @@ def test_a_flink_page_names_the_connector_and_flink_and_no_pyspark() -> None:
     page = verdicts.render(flink, "kconform verdicts --adapter f:adapter", versions)
     assert "- judged: flink-connector-kafka 5.0.0-2.2; Flink 2.2.0\n" in page and "PySpark" not in page
     assert "seed `7`\n" in page and "Spark master" not in page
+
+
+def test_a_failed_row_shows_its_first_violation_with_the_exception_and_no_id_of_the_run() -> None:
+    """Spark 4.1.1's restart failure (SPARK-55271) on its page: the LIVE-001 row says which exception, where, and
+    nothing that differs between two runs (the query's ids); the ids the test left not verified show no evidence."""
+    crashed = Violation(
+        "LIVE-001",
+        "query-failed",
+        "a query that the scenario restarted on its uncommitted batch 2 ran to its end failed: "
+        "StreamingQueryException: [STREAM_FAILED] Query [id = 0b1c2d3e-aaaa-4bbb-8ccc-0123456789ab, runId = "
+        "9f8e7d6c-aaaa-4bbb-8ccc-0123456789ab] terminated with exception: boom (caused by java.lang."
+        "NullPointerException: boom)",
+        data={"frames": ["org.apache.spark.sql.kafka010.KafkaMicroBatchStream.metrics(KafkaMicroBatchStream.scala:1)"]},
+    )
+    test = results.TestResult("n", "restart", ["RESTORE-003", "RESTORE-004"], "MUST", True, Status.FAIL, 1.0)
+    test.violated, test.violations = ["LIVE-001"], [crashed, crashed]
+    live = RequirementResult("LIVE-001", "MUST", "Gets to its end", "", Status.FAIL, [test], category="liveness")
+    partial = RequirementResult("RESTORE-003", "MUST", "Read once", "", Status.PARTIAL, [test], "stopped", "safety")
+    run = replace(result(1.0), tests=[test], requirements=[live, partial])
+    page = verdicts.render(run, "kconform verdicts --adapter m:A", {})
+    row = next(line for line in page.splitlines() if line.startswith("| LIVE-001 "))
+    assert "| FAIL | 1 fail | query-failed: a query that the scenario restarted on its uncommitted batch 2" in row
+    assert "Query [id = <id>, runId = <id>] terminated" in row
+    assert "(caused by java.lang.NullPointerException: boom) at org.apache.spark.sql.kafka010." in row
+    assert row.endswith("(and 1 more violation) |")
+    assert "| RESTORE-003 | MUST | safety | Read once | PARTIAL | 1 partial | not verified in full: stopped |" in page
+    assert "**safe: not verified" in page and "**live: no (violated: LIVE-001)**" in page

@@ -19,7 +19,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kconform.conformance.checks import checkers, input_checkers, pipeline_checkers, sink_checkers, strategy_checkers
+from kconform.conformance.checks import (
+    checkers,
+    input_checkers,
+    liveness_checkers,
+    pipeline_checkers,
+    sink_checkers,
+    strategy_checkers,
+)
 from kconform.conformance.checks.checkers import Violation
 from kconform.conformance.checks.history import History, Observation, check_sink_history
 from kconform.conformance.checks.pipeline_checkers import ReadRecord
@@ -156,7 +163,7 @@ def test_sink_and_pipeline_checkers_give_documented_fields() -> None:
     out += pipeline_checkers.check_rewritten(Counter([None, b"z"]), Counter(), "was refused")
     out += pipeline_checkers.check_pattern_reads([a0, tp("x", 1)], "in")
     out += pipeline_checkers.check_refused_timeout(None, "out", 0, 7)
-    out += pipeline_checkers.check_driver_exit(1, "the restarted driver failed", "Traceback\nError: boom")
+    out += liveness_checkers.check_driver_exit(1, "the restarted driver", "Traceback\nError: boom")
     out += pipeline_checkers.check_timed_out_task(None, 2000, 3)
     out += pipeline_checkers.check_timed_out_task("KafkaError: fenced", 2000, 0)
     out += pipeline_checkers.check_refused_timeout("failed", "out", 0, 7)

@@ -7,12 +7,16 @@ records a stopped query never read are not reported as lost.
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+import signal
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from typing import Final
 
+from ...reference_impl.types import TopicPartition
 from .checkers import Violation
+from .pipeline_checkers import ReadRecord, check_read_once, ends_read, last_line_of
 
 FRAMES_SHOWN = 5
 """First frames of an exception kept as evidence."""
@@ -47,6 +51,75 @@ def check_query_ran(failure: Failure | None, where: str) -> list[Violation]:
             },
         )
     ]
+
+
+def check_restarted_reads(
+    failure: Failure | None,
+    where: str,
+    records: Sequence[ReadRecord],
+    ends: Mapping[TopicPartition, int],
+    requirements: Mapping[str, Collection[int]],
+) -> list[Violation]:
+    """A query restarted on its checkpoint (``where`` names it for ``check_query_ran``) and its reads, first run
+    and restart together (a replayed batch once): LIVE-001 if it failed (``failure``), then each partition read
+    once below its end, under the id ``requirements`` gives its partition number (RESTORE-003 for those the
+    checkpoint held, RESTORE-004 for one added since). A query that failed is judged only up to what it read
+    (``ends_read``): the records it never got to are not lost, it stopped; those ids stay not verified."""
+    judged = ends if failure is None else ends_read(records)
+    out = check_query_ran(failure, where)
+    for requirement, partitions in requirements.items():
+        part = {tp: end for tp, end in judged.items() if tp.partition in partitions}
+        out += check_read_once([r for r in records if r.tp in part], part, requirement=requirement)
+    return out
+
+
+DRIVER_FAILED_LINE: Final = "kconform driver: query failed: "
+"""Starts the line on which a driver process records its query's failure (``Failure`` as JSON) before it exits."""
+
+
+def failure_line(failure: Failure) -> str:
+    """The line a driver prints for its query's failure, which ``driver_failure`` reads back from its log."""
+    return DRIVER_FAILED_LINE + json.dumps(asdict(failure))
+
+
+def driver_failure(log: str) -> Failure | None:
+    """The last query failure a driver recorded in ``log`` (its output), if any."""
+    lines = [line for line in log.splitlines() if line.startswith(DRIVER_FAILED_LINE)]
+    if not lines:
+        return None
+    found = json.loads(lines[-1].removeprefix(DRIVER_FAILED_LINE))
+    return Failure(found["type"], found["message"], tuple(found["frames"]), found["cause"])
+
+
+def check_driver_exit(returncode: int | None, driver: str, log: str) -> list[Violation]:
+    """LIVE-001 in a scenario that runs a query in a driver process (``driver`` names it: "the restarted driver"):
+    the driver ends only by the scenario's kill (which its caller does not judge) or at the end of its input
+    (``returncode`` ``None`` while it runs, 0 at its end). One that exits otherwise failed of its own accord: a
+    query failure it recorded in its ``log`` (the driver's output since it started) is ``check_query_ran``'s
+    ``query-failed``, any other exit ``driver-failed`` with the log's last line. The records it never got to
+    deliver are not lost: it stopped, it did not drop them (the caller judges no output after such an exit)."""
+    if returncode is None or returncode == 0:
+        return []
+    failure = driver_failure(log)
+    if failure is not None:
+        return check_query_ran(failure, f"that {driver}")
+    how = f"exit {returncode}" if returncode > 0 else f"signal {signal_name(-returncode)}"
+    error = last_line_of(log)
+    return [
+        Violation(
+            "LIVE-001",
+            "driver-failed",
+            f"{driver} failed of its own accord ({how}): {error or '(it printed nothing)'}",
+            data={"driver": driver, "returncode": returncode, "error": error},
+        )
+    ]
+
+
+def signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return str(number)
 
 
 def check_call_returned(method: str | None, running: str, timeout_s: float, broker_answers: bool | None) -> list[

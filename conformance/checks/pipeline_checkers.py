@@ -69,6 +69,15 @@ def check_read_once(
     return out
 
 
+def ends_read(records: Iterable[ReadRecord]) -> dict[TopicPartition, int]:
+    """Each partition read, with one past the highest offset read in it: what a query that failed before its end
+    is judged to (its reads below that, once each), never the ends it did not get to, which it did not lose."""
+    ends: dict[TopicPartition, int] = {}
+    for r in records:
+        ends[r.tp] = max(ends.get(r.tp, 0), r.offset + 1)
+    return ends
+
+
 def check_bounded_read(
     reads: Iterable[ReadRecord],
     committed: Mapping[TopicPartition, Sequence[int]],
@@ -503,34 +512,6 @@ def check_refused_timeout(error: str | None, topic: str, written: int, timeout_m
             Violation("COMMIT-024", "unclear-error", why, data={"error": last_line_of(error), "unnamed": unnamed})
         )
     return out
-
-
-def check_driver_exit(returncode: int | None, failed: str, log_tail: str) -> list[Violation]:
-    """COMMIT-011 in a scenario that kills drivers: a driver ends only by the kill or at the end of its input
-    (``returncode`` ``None`` while it runs, 0 at its end); one that exits with an error (``failed`` says
-    which, ``log_tail`` shows why) delivers nothing after it, so its checkpoint's records are lost."""
-    if returncode in (None, 0):
-        return []
-    facts = {"when": failed, "error": last_line_of(log_tail), "returncode": returncode}
-    return [Violation("COMMIT-011", "driver-failed", f"{failed}; log:\n{log_tail}", data=facts)]
-
-
-def check_restart_finished(error: str | None, replayed_batch: int) -> list[Violation]:
-    """RESTORE-003 across a restart that replays ``replayed_batch`` (planned before the stop, never committed): a
-    bounded query that fails on it instead of finishing reads nothing after, and fails again on every restart.
-    Spark's query error says why on its first line (the query's plan follows)."""
-    if error is None:
-        return []
-    cause = error.strip().splitlines()[0][:300] if error.strip() else "(no message)"
-    facts = {"replayed_batch": replayed_batch, "error": cause}
-    return [
-        Violation(
-            "RESTORE-003",
-            "restart-failed",
-            f"the restarted query failed replaying its uncommitted batch {replayed_batch}: {cause}",
-            data=facts,
-        )
-    ]
 
 
 def last_line_of(text: str) -> str:

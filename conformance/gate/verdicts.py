@@ -10,6 +10,7 @@ adapter reports them, the broker) and nothing that changes between identical run
 from __future__ import annotations
 
 import argparse
+import re
 import shlex
 import sys
 import tempfile
@@ -27,11 +28,37 @@ from ..redaction import write_text
 from .options import DEFAULT_TIMEOUT, RunOptions
 from .profiles import DEFAULT_PROFILE, PROFILES
 from .report import class_verdicts, md_cell, render_text, row_note, tally
-from .results import ERROR_EXIT, USAGE_EXIT, RunResult
+from .results import ERROR_EXIT, USAGE_EXIT, RequirementResult, RunResult, Status
 from .runner import AdapterLoadError, load, run
 from .spark_release import at_spark_release
 
 DEFAULT_SEED: Final = 2026
+EVIDENCE_CHARS: Final = 700
+"""How much of a failed row's first violation its page shows (report.md and report.json hold all of them)."""
+RUN_IDS: Final = re.compile(r"[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}|(?<=kc-suite-)[0-9a-f]{8}")
+"""What differs between two identical runs in a violation's evidence: a query's ids, a scenario's topic names."""
+
+
+def failure_evidence(row: RequirementResult) -> str:
+    """A failed row's evidence, so that its page says how the id was broken: the first violation that names it
+    (kind, evidence and, for an exception, its first frame) and how many more there were; ids of this run
+    (a Spark query's, a topic's suffix) read ``<id>``."""
+    found = [
+        v
+        for t in row.tests
+        if t.status_for(row.id) is Status.FAIL
+        for v in t.violations
+        if row.id in v.requirement.split(", ")
+    ]
+    if not found:
+        return ""
+    first = found[0]
+    frames = first.data.get("frames")
+    where = f" at {frames[0]}" if isinstance(frames, list) and frames else ""
+    text = RUN_IDS.sub("<id>", f"{first.kind}: {first.evidence}{where}")
+    text = text if len(text) <= EVIDENCE_CHARS else text[: EVIDENCE_CHARS - 3] + "..."
+    more = len(found) - 1
+    return text + (f" (and {more} more violation{'s' * (more > 1)})" if more else "")
 
 
 def render(result: RunResult, command: str, versions: dict[str, str]) -> str:
@@ -63,7 +90,7 @@ def render(result: RunResult, command: str, versions: dict[str, str]) -> str:
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for row in result.requirements:
-        why = md_cell(row_note(row, o.strict))
+        why = md_cell(row_note(row, o.strict) or failure_evidence(row))
         title = md_cell(row.title)
         lines.append(f"| {row.id} | {row.level} | {row.category} | {title} | {row.status} | {tally(row)} | {why} |")
     if result.untested:

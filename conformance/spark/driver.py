@@ -22,6 +22,7 @@ import os
 import signal
 import subprocess
 import sys
+import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -32,6 +33,7 @@ from pyspark.sql import SparkSession
 from ...reference_impl.credentials import Secret, mark_secrets, reveal
 from ..adapter.interface import PipelineAdapter
 from ..adapter.loader import load_adapter
+from ..checks.liveness_checkers import failure_line, query_failure
 from ..errors import CannotCheck
 from .failures import StalledOriginal
 from .pipeline import Pipeline, local_session
@@ -39,6 +41,8 @@ from .pipeline import Pipeline, local_session
 STOP_WAIT_S: Final = 30.0
 CANNOT_CHECK_EXIT: Final = 3
 CANNOT_CHECK_LINE: Final = "kconform driver: could not check: "
+QUERY_FAILED_EXIT: Final = 1
+"""A driver's exit when its query failed (the code an uncaught error exits with, too)."""
 
 
 @dataclass(frozen=True)
@@ -167,6 +171,18 @@ def kill_group(driver: subprocess.Popen[bytes]) -> bool:
     return running
 
 
+def log_end(log: Path) -> int:
+    """Where the next driver's output will start in ``log`` (drivers of one scenario append to one log)."""
+    return log.stat().st_size if log.exists() else 0
+
+
+def output_since(log: Path, start: int) -> str:
+    """What the drivers wrote to ``log`` from ``start`` (``log_end`` before a driver started: its own output)."""
+    with log.open("rb") as out:
+        out.seek(start)
+        return out.read().decode("utf-8", "replace")
+
+
 def raise_if_cannot_check(driver: subprocess.Popen[bytes], log: Path) -> None:
     """Raise, in the scenario, the ``CannotCheck`` a driver exited with (the last reason in its log)."""
     if driver.poll() != CANNOT_CHECK_EXIT:
@@ -177,12 +193,20 @@ def raise_if_cannot_check(driver: subprocess.Popen[bytes], log: Path) -> None:
 
 def serve(spark: SparkSession, run_query: Callable[[], object]) -> int:
     """A driver process's shell around ``run_query``: 0 when it returns, ``CANNOT_CHECK_EXIT`` and the line
-    ``raise_if_cannot_check`` reads on a ``CannotCheck``; the session stopped in every case."""
+    ``raise_if_cannot_check`` reads on a ``CannotCheck``, ``QUERY_FAILED_EXIT`` after the traceback and the line
+    ``driver_failure`` reads when its query failed; the session stopped in every case."""
     try:
         run_query()
     except CannotCheck as error:
         print(f"{CANNOT_CHECK_LINE}{error}", file=sys.stderr, flush=True)
         return CANNOT_CHECK_EXIT
+    except Exception as error:  # a query's failure is recorded, any other error exits as it is
+        failure = query_failure(error)
+        if failure is None:
+            raise
+        traceback.print_exc()
+        print(failure_line(failure), file=sys.stderr, flush=True)
+        return QUERY_FAILED_EXIT
     finally:
         spark.stop()
     return 0
