@@ -57,9 +57,8 @@ def history(
         "c0": ClientInfo({"auto.offset.reset": "earliest"}, "g", "topics"),
         "c1": ClientInfo({"auto.offset.reset": "earliest"}, "g", "topics"),
     }
-    return History(
-        tuple(events.events), info, Log(records, {tp: frozenset(v) for tp, v in visible.items()}, ends), drained
-    )
+    log_read = Log(records, {tp: frozenset(v) for tp, v in visible.items()}, ends)
+    return History(tuple(events.events), info, log_read, drained, {"g": frozenset(log)})
 
 
 def polled(*offsets: int, tp: TopicPartition = TP) -> dict[str, Any]:
@@ -216,3 +215,9 @@ def test_a_group_that_read_to_the_end_from_the_earliest_offset_delivered_everyth
     events = Events().add(Assigned, "c0#0", tps=(TP,), how="rebalance").add(Polled, "c0#0", **polled(0, 2))
     assert kinds(cw.check_group_read_everything(history(events, {TP: [0, 1, 2]}))) == [("CLIENT-004", "unread")]
     assert cw.check_group_read_everything(history(events, {TP: [0, 1, 2]}, drained=False)) == []
+    closed = history(events, {TP: [0, 1, 2]})
+    nobody_at_the_end = History(closed.events, closed.clients, closed.log, True, {})
+    assert cw.check_group_read_everything(nobody_at_the_end) == []  # no live member read it to its end
+    closed = history(events, {TP: [0, 1, 2]})
+    nobody_at_the_end = History(closed.events, closed.clients, closed.log, True, {})
+    assert cw.check_group_read_everything(nobody_at_the_end) == []  # no live member read it to its end

@@ -510,10 +510,12 @@ def _stored_not_committed(history: History) -> list[Violation]:
 
 def check_single_owner(history: History) -> list[Violation]:
     """CLIENT-008: no partition is assigned to a member of a group while another member that is still in the group
-    (it polled within its ``max.poll.interval.ms``, with no broker fault since) owns it."""
+    (it polled within its ``max.poll.interval.ms``, and no broker fault came since it got the partition) owns it."""
     violations: list[Violation] = []
     owners: dict[tuple[str, TopicPartition], str] = {}
     last_poll: dict[str, float] = {}
+    since: dict[tuple[str, TopicPartition], float] = {}
+    """When the owner got each partition: a broker fault since may have ended its session unseen."""
     last_fault = float("-inf")
     for event in history.events:
         if isinstance(event, Note) and event.client == "run" and "broker" in event.text:
@@ -538,7 +540,7 @@ def check_single_owner(history: History) -> list[Violation]:
                 if other is not None and other != event.client:
                     interval = int(setting(history, other, "max.poll.interval.ms")) / 1000
                     polled = last_poll.get(other, float("-inf"))
-                    if event.at - polled < interval - TIMING_MARGIN_S and last_fault < polled:
+                    if event.at - polled < interval - TIMING_MARGIN_S and last_fault < since.get((info.group, tp), 0.0):
                         violations.append(
                             Violation(
                                 "CLIENT-008",
@@ -549,12 +551,13 @@ def check_single_owner(history: History) -> list[Violation]:
                             )
                         )
                 owners[(info.group, tp)] = event.client
+                since[(info.group, tp)] = event.at
     return violations
 
 
 def check_group_read_everything(history: History) -> list[Violation]:
     """CLIENT-004 over a whole group, once the drain finished (the per-ownership checks see only what each member
-    delivered, not what no member did): a group that started from the
+    delivered, not what no member did), for the partitions a live member read to the end: a group that started from the
     earliest offsets and was never sought delivered every record its isolation gives, once the drain finished."""
     if not history.drained:
         return []
@@ -579,7 +582,7 @@ def check_group_read_everything(history: History) -> list[Violation]:
             if event.client in clients and isinstance(event, Polled):
                 for tp, offset, _ in event.records:
                     read[tp].add(offset)
-        for tp in sorted(owned):
+        for tp in sorted(owned & history.read_to_end.get(group, frozenset())):
             unread = [o for o in visible(history, tp, isolation) if o not in read[tp]]
             if unread:
                 violations.append(

@@ -247,6 +247,7 @@ class Run:
         self.producers: list[ProducerSlot] = []
         self.info: dict[str, ClientInfo] = {}
         self.drained = True
+        self.read_to_end: dict[str, frozenset[TopicPartition]] = {}
         self.kafka = KafkaClient(broker)
 
     # -- clients ---------------------------------------------------------------------------------
@@ -368,7 +369,7 @@ class Run:
         finally:
             self.close_all()
             self.kafka.close()
-        return History(tuple(self.recorder.events), dict(self.info), log, self.drained)
+        return History(tuple(self.recorder.events), dict(self.info), log, self.drained, self.read_to_end)
 
     def step(self, step: Step) -> None:
         kind = step.kind
@@ -860,6 +861,9 @@ class Run:
             self._poll_round(0.2)
             if self._owned_everywhere():
                 self._poll_round(0.2)  # the end-of-partition events at the end, for the positions they carry
+                for slot in self.consumers:
+                    if slot.live and slot.settings.get("auto.offset.reset") != "error":
+                        self.read_to_end[slot.group] = self.read_to_end.get(slot.group, frozenset()) | slot.assigned
                 return
         self.drained = False
         self.recorder.note(f"the drain did not reach the end within {longest / 1000 + DRAIN_SLACK_S:g} s")

@@ -158,6 +158,8 @@ class History:
     drained: bool = True
     """The drain reached the end of every partition the live consumers own (otherwise the checkers that need a
     finished read say nothing)."""
+    read_to_end: Mapping[str, frozenset[TopicPartition]] = field(default_factory=dict)
+    """By group: the partitions a live member owned and had read to the end when the drain finished."""
 
     def consumer(self, client: str) -> ClientInfo:
         return self.clients[client.split("#", 1)[0]]
