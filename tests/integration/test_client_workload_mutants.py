@@ -4,6 +4,7 @@ pass the same schedule."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import confluent_kafka as ck
@@ -11,6 +12,7 @@ import pytest
 
 from kconform.conformance.brokers import Broker
 from kconform.conformance.checks.client_workload_checkers import check_history
+from kconform.conformance.workloads.clients import driver
 from kconform.conformance.workloads.clients.driver import RealClients, Run
 from kconform.conformance.workloads.clients.schedule import ConsumerPlan, ProducerPlan, Schedule, Step, StepKind
 
@@ -60,6 +62,22 @@ class DoubleSender(Delegating):
     def produce(self, *args: Any, **kwargs: Any) -> None:
         self._inner.produce(*args, **kwargs)
         self._inner.produce(*args, **{k: v for k, v in kwargs.items() if k != "on_delivery"})
+
+
+RELEASE = threading.Event()
+"""Lets a hung consume return once its test is over (its thread is a daemon either way)."""
+
+
+class HangingConsume(Delegating):
+    """A consumer whose third batch poll never returns (a client stuck in a call)."""
+
+    calls = 0
+
+    def consume(self, *args: Any, **kwargs: Any) -> Any:
+        HangingConsume.calls += 1
+        if HangingConsume.calls == 3:
+            RELEASE.wait(600)
+        return self._inner.consume(*args, **kwargs)
 
 
 class Broken(RealClients):
@@ -136,6 +154,19 @@ CASES = {
         ("CLIENT-002", "duplicate-write"),
     ),
 }
+
+
+def test_a_client_call_that_never_returns_is_a_liveness_finding_not_a_hung_suite(
+    broker: Broker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(driver, "CALL_SLACK_S", 3.0)
+    drawn = schedule({}, {}, PRODUCE, FLUSH, POLL, POLL, POLL, POLL)
+    try:
+        found = check_history(Run(drawn, broker, Broken(consumer=HangingConsume)).run(), broker.answers())
+    finally:
+        RELEASE.set()
+    assert [(v.requirement, v.kind) for v in found] == [("LIVE-001", "hang")], [str(v) for v in found]
+    assert "consume(100, 1)" in found[0].evidence and "the broker still answered" in found[0].evidence
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
