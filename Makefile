@@ -15,7 +15,7 @@ JVM_POMS := jvm/pom.xml $(filter-out jvm/flink-harness/%,$(wildcard jvm/*/pom.xm
 export KCONFORM_PROFILE := $(PROFILE)
 export KCONFORM_BROKER := $(BROKER)
 
-.PHONY: setup conformance test test-long check bugbank compat spec bench soak soak-long probe lint docs site verdicts golden mutation mutation-report flink-versions clean
+.PHONY: setup conformance test test-long check bugbank compat spec bench soak soak-long workload probe lint docs site verdicts golden mutation mutation-report flink-versions clean
 
 setup: $(VENV)/.installed $(JVM_DIR)/.resolved
 
@@ -92,6 +92,11 @@ SEED ?= 1
 soak: setup
 	$(BIN)/kconform soak $(if $(ADAPTER),--adapter $(ADAPTER)) --schedules $(SCHEDULES) --seed $(SEED) \
 	  --broker $(BROKER) --out $(REPORT)/soak
+
+# The client workload's long draw (docs/workloads.md): 50 schedules of the confluent-kafka this venv imports, with
+# faults on the broker the run starts (duration in docs/guide.md).
+workload: setup
+	$(BIN)/kconform run --level pipeline --only CLIENT --profile thorough --broker $(BROKER) --report $(REPORT)/workload
 
 # The long soak: 100 schedules (duration measured in the README).
 soak-long:
