@@ -215,14 +215,16 @@ class KafkaClient:
         self._admin = AdminClient(self.config("admin"))
         self._consumers: dict[Isolation, ck.Consumer] = {}
         self._group_consumers: dict[str, ck.Consumer] = {}
+        self._offset_readers: dict[tuple[str, bool], ck.Consumer] = {}
         self._producers: list[KafkaProducer] = []
 
     def close(self) -> None:
         """Close every client this object made (bounded by librdkafka's own close)."""
-        for consumer in [*self._consumers.values(), *self._group_consumers.values()]:
+        for consumer in [*self._consumers.values(), *self._group_consumers.values(), *self._offset_readers.values()]:
             consumer.close()
         self._consumers.clear()
         self._group_consumers.clear()
+        self._offset_readers.clear()
         for producer in self._producers:
             producer.close()
         self._producers.clear()
@@ -498,7 +500,7 @@ class KafkaClient:
         self, group: str, partitions: Collection[TopicPartition] | None, stable: bool = True
     ) -> list[ck.TopicPartition]:
         """OffsetFetch of stable offsets (KIP-447), asked again while a transaction's are unresolved
-        or the group's coordinator is loading or moving (after a broker restart).
+        or the group's coordinator is loading or moving (after a broker restart), through ``_offset_reader``.
 
         Kafka materialises offsets sent in a transaction when the coordinator writes its markers,
         after EndTxn has returned; a plain fetch in that window reads the previous value. With
@@ -507,26 +509,41 @@ class KafkaClient:
         ``partitions`` where they are known. ``stable=False`` answers at once with the last
         resolved offsets, as a read during an open transaction must.
         """
-        wanted = None if partitions is None else [ck.TopicPartition(tp.topic, tp.partition) for tp in partitions]
-        request = ck.ConsumerGroupTopicPartitions(group, wanted)
+        if partitions is None:  # every partition it may have committed: every partition of every topic
+            partitions = [TopicPartition(t, p) for t, ids in self.list_topics().items() for p in ids]
+        wanted = [ck.TopicPartition(tp.topic, tp.partition) for tp in partitions]
+        reader = self._offset_reader(group, stable)
         deadline = time.monotonic() + self.timeout_s
         while True:
-            futures = self._admin.list_consumer_group_offsets(
-                [request], require_stable=stable, request_timeout=self.timeout_s
-            )
             try:
-                answer = futures[group].result(timeout=self.timeout_s)
-                errors = [p.error for p in answer.topic_partitions if p.error is not None]
+                answer = reader.committed(wanted, timeout=self.timeout_s) if wanted else []
+                errors = [p.error for p in answer if p.error is not None]
             except ck.KafkaException as exc:  # the whole request failed (its coordinator, say)
                 errors = [exc.args[0]]
-            except TimeoutError as exc:
-                raise KafkaError(f"OffsetFetch {group}: no answer within {self.timeout_s} s") from exc
             if not errors:
-                return [p for p in answer.topic_partitions if p.offset >= 0]
+                return [p for p in answer if p.offset >= 0]
             if all(e.code() in _FETCH_AGAIN_CODES for e in errors) and time.monotonic() < deadline:
                 time.sleep(0.05)  # polling interval of a bounded wait for markers or a coordinator
                 continue
+            if all(e.code() == ck.KafkaError._TIMED_OUT for e in errors):
+                raise KafkaError(f"OffsetFetch {group}: no answer within {self.timeout_s} s")
             raise translate(errors[0], f"OffsetFetch {group}")
+
+    def _offset_reader(self, group: str, stable: bool) -> ck.Consumer:
+        """A consumer of ``group`` that never joins it and only fetches its offsets: ``read_committed`` asks for
+        stable offsets (librdkafka sets OffsetFetch's RequireStable by the isolation level). A consumer, not the
+        AdminClient: librdkafka's ListConsumerGroupOffsets answered NOT_COORDINATOR (a fresh broker's loading
+        coordinator) re-queries the coordinator through the handle's consumer group, which an AdminClient has
+        none of: ``rd_kafka_handle_OffsetFetch`` calls ``rd_kafka_cgrp_op(rk->rk_cgrp == NULL, ...)`` and the
+        process dies of SIGSEGV on librdkafka's own thread, where every signal is blocked, so Python's
+        faulthandler writes nothing (src/rdkafka_request.c, v2.15.0; seen with librdkafka 2.16.0)."""
+        key = (group, stable)
+        if key not in self._offset_readers:
+            isolation = Isolation.READ_COMMITTED if stable else Isolation.READ_UNCOMMITTED
+            self._offset_readers[key] = ck.Consumer(
+                self.config("consumer", **{"group.id": group, "isolation.level": isolation.value})
+            )
+        return self._offset_readers[key]
 
     def committed(
         self, group: str, partitions: Collection[TopicPartition] | None = None, stable: bool = True

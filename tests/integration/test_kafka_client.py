@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gc
 import weakref
-from concurrent.futures import Future
 from typing import Any
 from uuid import uuid4
 
@@ -101,19 +100,19 @@ def test_offset_fetch_is_asked_again_while_the_coordinator_loads(broker: Broker)
     with KafkaClient(broker) as kafka:
         kafka.create_topic(topic, 1)
         kafka.commit_offsets(f"{topic}-group", {tp: 7})
-        real = kafka._admin.list_consumer_group_offsets
+        real = kafka._offset_reader(f"{topic}-group", True)
         loading = [ck.KafkaError.COORDINATOR_LOAD_IN_PROGRESS, ck.KafkaError.NOT_COORDINATOR]
 
-        def answer_loading_first(*args: Any, **kwargs: Any) -> dict[str, Future[Any]]:
-            if not loading:
-                return real(*args, **kwargs)  # type: ignore[no-any-return]
-            failed: Future[Any] = Future()
-            failed.set_exception(ck.KafkaException(ck.KafkaError(loading.pop(0))))
-            return {f"{topic}-group": failed}
+        class AnswersLoadingFirst:
+            def committed(self, *args: Any, **kwargs: Any) -> Any:
+                if not loading:
+                    return real.committed(*args, **kwargs)
+                raise ck.KafkaException(ck.KafkaError(loading.pop(0)))
 
-        kafka._admin.list_consumer_group_offsets = answer_loading_first  # type: ignore[method-assign]
+        kafka._offset_readers[(f"{topic}-group", True)] = AnswersLoadingFirst()  # type: ignore[assignment]
         assert kafka.committed(f"{topic}-group", [tp]) == {tp: 7}
         assert not loading
+        kafka._offset_readers[(f"{topic}-group", True)] = real
 
 
 def test_a_transaction_timeout_the_broker_refuses_names_both_settings(broker: Broker) -> None:
