@@ -5,6 +5,7 @@ facts as reports state them. No broker, no Maven: a stand-in ``mvn`` plays the o
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import stat
@@ -238,3 +239,29 @@ def test_the_option_is_checked_before_the_pinned_release_is_looked_for(monkeypat
     monkeypatch.delenv(KAFKA_VERSION_ENV)
     assert release_option.prepare("run", "3.9.2", ["kafka"], starts=False) is None  # the protocol level: no broker
     assert KAFKA_VERSION_ENV not in os.environ
+
+
+# -- the reports ----------------------------------------------------------------------------------------------
+
+
+def test_every_report_states_the_broker_s_release_transactions_and_group_protocols() -> None:
+    from dataclasses import replace
+
+    from kconform.conformance.gate import verdicts
+    from kconform.conformance.gate.html_report import render_html
+    from kconform.conformance.gate.report import render_markdown, render_text, to_json
+    from tests.test_verdicts import result
+
+    facts = BrokerFacts("Apache Kafka 3.9.2", "3.9.2", 0, ("classic",), "broker")
+    ran = replace(result(1.0), broker_version=facts.name, broker_facts=facts)
+    line = (
+        "Apache Kafka 3.9.2: transaction.version 0 (the classic transaction protocol), group protocols classic "
+        "(read from the broker)"
+    )
+    assert f"\n- broker: {line}\n" in render_markdown(ran)
+    assert f"\nbroker: {line}\n" in render_text(ran)
+    assert f'<p class="meta">broker: {line}</p>' in html.unescape(render_html(ran))
+    page = verdicts.render(ran, "kconform verdicts --adapter m:A", {})
+    assert "- broker: Apache Kafka 3.9.2 (`--broker kafka`); transaction.version 0 (the classic" in page
+    assert to_json(ran)["broker_release"] == facts.to_json()
+    assert to_json(result(1.0))["broker_release"] is None  # no broker started: no facts, as before
