@@ -265,3 +265,21 @@ def test_every_report_states_the_broker_s_release_transactions_and_group_protoco
     assert "- broker: Apache Kafka 3.9.2 (`--broker kafka`); transaction.version 0 (the classic" in page
     assert to_json(ran)["broker_release"] == facts.to_json()
     assert to_json(result(1.0))["broker_release"] is None  # no broker started: no facts, as before
+
+
+def test_a_jars_folder_resolved_from_older_poms_is_not_taken_for_the_pinned_release(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``.jvm/kafka-broker`` of an earlier pin would run that release under the pinned one's name."""
+    from kconform.conformance.brokers import kafka_unavailable
+    from kconform.conformance.jvm.broker_at_release import resolve_at_release
+
+    monkeypatch.setenv(jvm.JVM_DIR_ENV, str(tmp_path))
+    monkeypatch.delenv(KAFKA_VERSION_ENV, raising=False)
+    (tmp_path / "kafka-broker").mkdir()
+    (tmp_path / "kafka-broker" / "kafka_2.13-4.1.1.jar").write_bytes(b"")
+    with pytest.raises(
+        jvm.JvmArtifactsMissing, match=f"holds Apache Kafka 4.1.1, not the pinned {DEFAULT_KAFKA_VERSION}"
+    ):
+        resolve_at_release(DEFAULT_KAFKA_VERSION, print)
+    assert "kconform setup" in (kafka_unavailable() or "")

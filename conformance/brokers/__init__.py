@@ -14,8 +14,8 @@ from __future__ import annotations
 import os
 import shutil
 
-from ..jvm import INSTALL_MAVEN, KAFKA_BROKER, jvm_dir, setup_hint
-from ..jvm.broker_at_release import pinned, resolved
+from ..jvm import INSTALL_MAVEN, JvmArtifactsMissing
+from ..jvm.broker_at_release import pinned, resolve_at_release, resolved
 from .base import (
     BOOTSTRAP_ENV,
     BROKER_ENV,
@@ -102,9 +102,11 @@ def kafka_unavailable() -> str | None:
     release = chosen_version(os.environ)
     if resolved(release) is not None:
         return None
-    if release == pinned():
-        folder, fix = jvm_dir() / KAFKA_BROKER, setup_hint()
-        return f"the JVM module {KAFKA_BROKER!r} (Apache Kafka {release}) is not resolved (no jars in {folder}): {fix}"
+    if release == pinned():  # `kconform setup`'s: no Maven here, only why its folder does not hold it
+        try:
+            resolve_at_release(release, lambda _: None)
+        except JvmArtifactsMissing as missing:
+            return str(missing)
     if shutil.which("mvn") is None:
         return f"Apache Kafka {release} is resolved with Maven on first use, and mvn is not on PATH: {INSTALL_MAVEN}"
     return None

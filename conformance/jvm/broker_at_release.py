@@ -16,7 +16,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Final
 
-from . import KAFKA_BROKER, jars, jvm_dir, jvm_project
+from . import KAFKA_BROKER, JvmArtifactsMissing, artifact_version, jars, jvm_dir, jvm_project, setup_hint
 from .setup import (
     POM_NS,
     RELEASE_BUILDS,
@@ -68,7 +68,7 @@ def resolved(release: str) -> Path | None:
     module = broker_module(release, pinned())
     if module == KAFKA_BROKER:
         folder = jvm_dir() / KAFKA_BROKER
-        return folder if any(folder.glob("kafka_2.13-*.jar")) else None
+        return folder if (folder / f"kafka_2.13-{release}.jar").is_file() else None
     dest = jvm_dir() / module.removesuffix(f"/{KAFKA_BROKER}")
     state = read_folder(dest)
     current = stamped_fingerprint(state.stamp) == _digest(release) and KAFKA_BROKER in state.resolved
@@ -89,8 +89,12 @@ def resolve_at_release(release: str, say: Say, maven: MavenRunner = run_maven) -
     if found is not None:
         return found
     module = broker_module(release, pinned())
-    if module == KAFKA_BROKER:
-        return jars(KAFKA_BROKER)[0].parent  # JvmArtifactsMissing, naming `kconform setup`
+    if module == KAFKA_BROKER:  # JvmArtifactsMissing, naming `kconform setup`, for no jars or another release's
+        folder = jars(KAFKA_BROKER)[0].parent
+        raise JvmArtifactsMissing(
+            f"{folder} holds Apache Kafka {artifact_version(KAFKA_BROKER, 'kafka_2.13')}, not the pinned {release} "
+            f"(resolved from older poms): {setup_hint()}"
+        )
     dest = jvm_dir() / module.removesuffix(f"/{KAFKA_BROKER}")
     say(f"resolving Apache Kafka {release} (org.apache.kafka:kafka_2.13:{release}) with Maven into {dest}")
     started = time.monotonic()
