@@ -283,3 +283,17 @@ def test_a_jars_folder_resolved_from_older_poms_is_not_taken_for_the_pinned_rele
     ):
         resolve_at_release(DEFAULT_KAFKA_VERSION, print)
     assert "kconform setup" in (kafka_unavailable() or "")
+
+
+def test_a_replay_line_names_the_broker_release_the_failure_was_seen_on() -> None:
+    from kconform.conformance.gate.collector import replay_args
+    from kconform.conformance.gate.options import RunOptions
+    from kconform.conformance.soak.command import build_parser, replay_command
+
+    options = RunOptions(adapter="m:A", level="pipeline")
+    at = {KAFKA_VERSION_ENV: "3.9.2"}
+    assert replay_args(options, 1, "required_X", True, at)[-2:] == ["--kafka-version", "3.9.2"]
+    assert "--kafka-version" not in replay_args(options, 1, "required_X", False, at)  # the protocol level: no broker
+    assert "--kafka-version" not in replay_args(options, 1, "required_X", True, {KAFKA_VERSION_ENV: "4.4.0"})
+    soak = build_parser().parse_args(["--seed", "9", "--kafka-version", "3.9.2"])
+    assert "--kafka-version 3.9.2" in replay_command(soak, 0)
