@@ -2,6 +2,8 @@
 # Variables: ADAPTER=module:attr  LEVEL=protocol|pipeline|all  (default: those of kconform run)
 #            BROKER=kafka|kafka-cluster|kafka-sasl|tansu|external|testcontainers
 #            PROFILE=quick|default|thorough
+#            KAFKA_VERSION=3.9.2|4.1.1|4.4.0  (the Apache Kafka release of BROKER=kafka|kafka-cluster|kafka-sasl;
+#            default the pinned one; conformance/brokers/versions.py lists them, others are resolved on first use)
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
@@ -14,6 +16,9 @@ JVM_DIR := .jvm
 JVM_POMS := jvm/pom.xml $(filter-out jvm/flink-harness/%,$(wildcard jvm/*/pom.xml))
 export KCONFORM_PROFILE := $(PROFILE)
 export KCONFORM_BROKER := $(BROKER)
+ifneq ($(KAFKA_VERSION),)
+export KCONFORM_KAFKA_VERSION := $(KAFKA_VERSION)
+endif
 
 .PHONY: setup conformance test test-long check bugbank compat spec bench soak soak-long workload probe lint docs site verdicts golden mutation mutation-report flink-versions clean
 

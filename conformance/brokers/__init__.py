@@ -1,7 +1,8 @@
 """The Kafka brokers the suite runs against, by kind.
 
 ``kafka`` (default) and ``kafka-cluster`` are Apache Kafka started from the jars ``kconform setup``
-resolved, ``kafka-sasl`` one such node that takes only SASL/PLAIN logins (a password generated per run);
+resolved (or, with ``$KCONFORM_KAFKA_VERSION``, another release of ``versions.py``, resolved with Maven
+on first use), ``kafka-sasl`` one such node that takes only SASL/PLAIN logins (a password generated per run);
 ``tansu`` is the embedded Kafka-compatible broker from PyPI; ``external`` is a cluster
 someone else runs; ``testcontainers`` is Kafka in Docker. Without the Kafka jars ``kafka`` is
 ``BrokerUnavailable`` (could not check), never silently Tansu: the fallback runs only when asked for
@@ -11,8 +12,10 @@ someone else runs; ``testcontainers`` is Kafka in Docker. Without the Kafka jars
 from __future__ import annotations
 
 import os
+import shutil
 
-from .. import jvm
+from ..jvm import INSTALL_MAVEN, JvmArtifactsMissing
+from ..jvm.broker_at_release import pinned, resolve_at_release, resolved
 from .base import (
     BOOTSTRAP_ENV,
     BROKER_ENV,
@@ -27,6 +30,7 @@ from .base import (
 from .external import ContainerBroker, ExternalBroker, security_from_env
 from .kafka import CLUSTER_SIZE, KafkaBroker
 from .tansu import TANSU_CANNOT_SHOW, TansuBroker
+from .versions import DEFAULT_KAFKA_VERSION, KAFKA_VERSION_ENV, UnknownKafkaVersion, chosen_version
 
 __all__ = [
     "BOOTSTRAP_ENV",
@@ -34,6 +38,8 @@ __all__ = [
     "BROKER_KINDS",
     "CLUSTER_SIZE",
     "DEFAULT_BROKER",
+    "DEFAULT_KAFKA_VERSION",
+    "KAFKA_VERSION_ENV",
     "Broker",
     "BrokerKind",
     "BrokerStartError",
@@ -42,6 +48,7 @@ __all__ = [
     "ExternalBroker",
     "KafkaBroker",
     "TansuBroker",
+    "UnknownKafkaVersion",
     "broker_from_env",
     "fallback_warning",
     "free_port",
@@ -55,9 +62,15 @@ def broker_from_env(kind: str | None = None) -> Broker:
 
     ``kafka`` without its jars is ``BrokerUnavailable`` naming the fix, never silently Tansu: a fallback
     is ``kconform run --allow-fallback``'s to decide, before the run, so that its header names it.
-    ``kafka-cluster`` has no fallback.
+    ``kafka-cluster`` has no fallback. The Kafka kinds run ``$KCONFORM_KAFKA_VERSION``'s release (default the
+    pinned one); one the version table lacks is ``UnknownKafkaVersion`` (a ``ValueError``) naming the known ones.
     """
     name = kind or os.environ.get(BROKER_ENV) or DEFAULT_BROKER
+    if name in ("kafka", "kafka-sasl", "kafka-cluster"):
+        try:
+            chosen_version(os.environ)
+        except UnknownKafkaVersion as unknown:  # kconform's commands refuse it up front; a plain pytest run gets here
+            raise BrokerUnavailable(f"{name} broker: ${KAFKA_VERSION_ENV}: {unknown}") from None
     if name == "kafka":
         cause = kafka_unavailable()
         if cause is not None:
@@ -84,11 +97,18 @@ def broker_from_env(kind: str | None = None) -> Broker:
 
 
 def kafka_unavailable() -> str | None:
-    """Why Apache Kafka cannot start here (its jars are not resolved), naming the fix; ``None`` if it can."""
-    try:
-        jvm.classpath(jvm.KAFKA_BROKER)
-    except jvm.JvmArtifactsMissing as missing:
-        return str(missing)
+    """Why Apache Kafka cannot start here, naming the fix; ``None`` if it can: the release ``$KCONFORM_KAFKA_VERSION``
+    names is resolved, or it is not the pinned one and Maven is here to resolve it on first use."""
+    release = chosen_version(os.environ)
+    if resolved(release) is not None:
+        return None
+    if release == pinned():  # `kconform setup`'s: no Maven here, only why its folder does not hold it
+        try:
+            resolve_at_release(release, lambda _: None)
+        except JvmArtifactsMissing as missing:
+            return str(missing)
+    if shutil.which("mvn") is None:
+        return f"Apache Kafka {release} is resolved with Maven on first use, and mvn is not on PATH: {INSTALL_MAVEN}"
     return None
 
 

@@ -92,6 +92,9 @@ class Broker(abc.ABC):
         self._bootstrap: str | None = None
         self.version = "unknown version"
         """The broker's product and version, once started (for reports and the docs' probe table)."""
+        self.release: str | None = None
+        """The Apache Kafka release of a broker the suite starts (``kafka``, ``kafka-cluster``, ``kafka-sasl``), from
+        the version table (``versions.py``); ``None`` for the others."""
 
     @property
     def bootstrap_servers(self) -> str:

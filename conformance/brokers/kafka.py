@@ -1,4 +1,6 @@
-"""Apache Kafka itself, in KRaft mode, started by the suite from the jars ``kconform setup`` resolved.
+"""Apache Kafka itself, in KRaft mode, started by the suite from the jars ``kconform setup`` resolved, or those of
+another release of the version table (``versions.py``: ``--kafka-version``, ``$KCONFORM_KAFKA_VERSION``) resolved
+with Maven on first use.
 
 ``kafka`` is one process that is broker and controller at once; ``kafka-cluster`` is three such
 processes on loopback forming one quorum (replication factor 3, ``min.insync.replicas=2``), with
@@ -12,10 +14,12 @@ from __future__ import annotations
 import base64
 import contextlib
 import os
+import re
 import secrets
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -25,6 +29,8 @@ from typing import Final
 
 from ...reference_impl.credentials import Secret, redact
 from .. import jvm
+from ..jvm.broker_at_release import resolve_at_release
+from ..jvm.setup import SetupError
 from .base import (
     STOP_TIMEOUT_S,
     Broker,
@@ -34,6 +40,7 @@ from .base import (
     free_port,
 )
 from .proxy import ResponseHold, StallingProxy
+from .versions import KAFKA_VERSION_ENV, KafkaRelease, kafka_release, settings_for
 
 KAFKA_START_TIMEOUT_S: Final = 90.0
 """A JVM broker on 2 shared cores takes 5-20 s to answer; a cluster's quorum a little longer."""
@@ -113,6 +120,16 @@ def cluster_id() -> str:
     return found
 
 
+LOGGED_VERSION: Final = re.compile(r"Kafka version: (\S+) \(")
+"""The line Kafka's ``AppInfoParser`` logs at start: which release the JVM really runs."""
+
+
+def logged_version(log: str) -> str | None:
+    """The release a node's log says it runs (its first ``Kafka version:`` line), or ``None``."""
+    found = LOGGED_VERSION.search(log)
+    return found.group(1) if found else None
+
+
 def plain_jaas(password: Secret) -> Secret:
     """The broker's JAAS line for SASL/PLAIN: it logs in to other brokers as ``SASL_USER`` and accepts that user."""
     text = password.reveal()
@@ -125,10 +142,12 @@ def plain_jaas(password: Secret) -> Secret:
 class KafkaNode:
     """One KRaft node (broker and controller in one JVM) with its ports, directory and process."""
 
-    def __init__(self, node_id: int, workdir: Path, jaas: Secret | None = None) -> None:
-        """``jaas``: the broker's SASL/PLAIN JAAS line; its client listener then takes SASL_PLAINTEXT only."""
+    def __init__(self, node_id: int, workdir: Path, classpath: str, jaas: Secret | None = None) -> None:
+        """``classpath``: the broker release's jars; ``jaas``: the broker's SASL/PLAIN JAAS line, its client listener
+        then takes SASL_PLAINTEXT only."""
         self.node_id = node_id
         self.workdir = workdir
+        self._classpath = classpath
         self._jaas = jaas
         self.port = free_port()
         self.controller_port = free_port()
@@ -177,7 +196,7 @@ class KafkaNode:
             str(jvm.java_binary()), *heap,
             f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.properties'}",
             f"-Dkafka.logs.dir={self.workdir}",
-            "-cp", jvm.classpath(jvm.KAFKA_BROKER), main, *args,
+            "-cp", self._classpath, main, *args,
         ]  # fmt: skip
 
     def format(self, cluster: str) -> None:
@@ -257,8 +276,11 @@ class KafkaBroker(Broker):
     def __init__(
         self, nodes: int = 1, start_timeout_s: float = KAFKA_START_TIMEOUT_S, tmp_root: Path | None = None,
         settings: Mapping[str, str] | None = None, proxied: bool = False, sasl: bool = False,
+        kafka_version: str | None = None,
     ) -> None:  # fmt: skip
-        """``settings`` override the broker properties (tests); ``tmp_root`` holds the nodes' directory,
+        """``kafka_version``: the release of the version table to run (default ``$KCONFORM_KAFKA_VERSION``, else the
+        pinned one; ``UnknownKafkaVersion``, a ``ValueError``, for one the table lacks); ``settings`` override the
+        broker properties (tests); ``tmp_root`` holds the nodes' directory,
         kept there with its logs when the start fails; ``proxied``: every node behind a ``StallingProxy``
         (``hold_next_answer``); ``sasl``: clients must log in with SASL/PLAIN as ``kconform`` with a password
         generated here (in ``security``, as a ``Secret``), as on a secured cluster."""
@@ -269,6 +291,9 @@ class KafkaBroker(Broker):
              "sasl.password": password}
         )  # fmt: skip
         self._jaas = None if password is None else plain_jaas(password)
+        self._release: KafkaRelease = kafka_release(kafka_version or os.environ.get(KAFKA_VERSION_ENV))
+        self.release = self._release.version
+        self._classpath: str | None = None
         if nodes < 1:
             raise ValueError("a Kafka cluster needs at least one node")
         self.kind: BrokerKind = "kafka-cluster" if nodes > 1 else "kafka-sasl" if sasl else "kafka"
@@ -279,7 +304,7 @@ class KafkaBroker(Broker):
         self._proxied = proxied
         self._workdir: Path | None = None
         self._nodes: list[KafkaNode] = []
-        self.version = "Apache Kafka (not started)"
+        self.version = f"Apache Kafka {self.release}"
         self.start_seconds: float | None = None
         """How long the last ``start`` took, to the first answered metadata request (``make bench``)."""
 
@@ -294,14 +319,29 @@ class KafkaBroker(Broker):
         shape = "1 node" if self._size == 1 else f"{self._size} nodes"
         return f"{self.version} (KRaft, {shape}, pids {self.local_pids()}) at {self.bootstrap_servers}"
 
+    def jars(self) -> str:
+        """The release's classpath, resolved with Maven on first use: ``BrokerStartError`` naming the fix when Maven
+        fails, ``JvmArtifactsMissing`` naming `kconform setup` when the pinned release's jars are missing."""
+        if self._classpath is None:
+            release = self._release.version
+            try:
+                folder = resolve_at_release(release, lambda line: print(f"kconform: {line}", file=sys.stderr))
+            except SetupError as error:
+                raise BrokerStartError(
+                    f"{self.kind} broker: Apache Kafka {release} could not be resolved: {error}"
+                ) from None
+            self._classpath = str(folder / "*")
+        return self._classpath
+
     def start(self) -> None:
         began = time.monotonic()
-        self.version = f"Apache Kafka {jvm.artifact_version(jvm.KAFKA_BROKER, 'kafka_2.13')}"
+        self.jars()
         self._workdir = Path(tempfile.mkdtemp(prefix=f"kconform-{self.kind}-", dir=self._tmp_root))
         with self._starting(lambda: f"{self._log_tails()}\n(logs kept in {self._workdir})"):
             self._nodes = [self._new_node(i) for i in range(1, self._size + 1)]
             voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self._nodes)
-            settings = {**TEST_SETTINGS, **(SINGLE_NODE_SETTINGS if self._size == 1 else CLUSTER_SETTINGS)}
+            shape = SINGLE_NODE_SETTINGS if self._size == 1 else CLUSTER_SETTINGS
+            settings = settings_for(self._release, {**TEST_SETTINGS, **shape})
             cluster = cluster_id()
             for node in self._nodes:
                 if self._proxied:
@@ -319,7 +359,7 @@ class KafkaBroker(Broker):
         assert self._workdir is not None
         workdir = self._workdir / f"node-{node_id}"
         workdir.mkdir()
-        return KafkaNode(node_id, workdir, self._jaas)
+        return KafkaNode(node_id, workdir, self.jars(), self._jaas)
 
     def _await_nodes(self, deadline: float, nodes: Sequence[KafkaNode]) -> None:
         """Wait until metadata lists every one of ``nodes`` as a live broker."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import time
@@ -29,8 +30,18 @@ from ...reference_impl.ports import (
 )
 from ...reference_impl.types import TopicPartition
 from ..extras import PIPELINE_FIX
-from . import BROKER_KINDS, Broker, BrokerStartError, BrokerUnavailable, broker_from_env
+from . import (
+    BROKER_ENV,
+    BROKER_KINDS,
+    DEFAULT_BROKER,
+    Broker,
+    BrokerStartError,
+    BrokerUnavailable,
+    broker_from_env,
+    release_option,
+)
 from .capability import Capability, format_table
+from .facts import BrokerFacts, read_facts
 
 if TYPE_CHECKING:  # the Kafka client (the pipeline extra) is imported where a probe runs, so --help needs none
     from ...reference_impl.kafka_client import KafkaClient, KafkaTransactionalProducer
@@ -445,13 +456,16 @@ def replace_generated(text: str, table: str) -> str:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kconform probe-broker",
-        description="measure what the Kafka broker can and cannot show (aborted records, fencing, timeouts, ...); "
-        "exit 0 when every broker was measured, 1 when one could not start or the Kafka client is not installed",
+        description="measure what the Kafka broker can and cannot show (aborted records, fencing, timeouts, ...), and "
+        "state its release, its transaction.version and the group protocols it offers; exit 0 when every broker was "
+        "measured, 1 when one could not start or the Kafka client is not installed, 2 on a usage error (an unknown "
+        "--kafka-version names the known ones), 3 when the --kafka-version release could not be resolved with Maven",
     )
     parser.add_argument(
         "--broker", choices=BROKER_KINDS, action="append", default=None,
         help="the broker to probe; repeat to compare several side by side (default: $KCONFORM_BROKER or kafka)",
     )  # fmt: skip
+    release_option.add_option(parser)
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print JSON instead of a table")
     output.add_argument("--markdown", action="store_true", help="print one Markdown table, a column per broker")
@@ -472,17 +486,28 @@ def main(argv: list[str]) -> int:
         print(f"kconform probe-broker: the probe needs the Kafka client (confluent-kafka): {PIPELINE_FIX}",
               file=sys.stderr)  # fmt: skip
         return 1
+    kinds = args.broker or [os.environ.get(BROKER_ENV) or DEFAULT_BROKER]
+    if (refused := release_option.prepare("probe-broker", args.kafka_version, kinds)) is not None:
+        return refused
     measured: list[tuple[str, list[Capability]]] = []
-    for kind in args.broker or [None]:
+    releases: list[BrokerFacts] = []
+    for kind in kinds:
         try:
             with broker_from_env(kind) as broker:
+                releases.append(read_facts(broker))
+                started = getattr(broker, "start_seconds", None)
+                print(f"kconform probe-broker: {releases[-1].text()}"
+                      + (f"; started in {started:.1f} s" if started is not None else ""), file=sys.stderr)  # fmt: skip
                 measured.append((broker.version, probe(broker)))
                 print(f"kconform probe-broker: measured the {broker.describe()}", file=sys.stderr)
         except (BrokerUnavailable, BrokerStartError) as error:
             print(f"kconform probe-broker: {error}", file=sys.stderr)
             return 1
     if args.json:
-        report = [{"broker": where, "capabilities": [asdict(c) for c in found]} for where, found in measured]
+        report = [
+            {"broker": where, "release": facts.to_json(), "capabilities": [asdict(c) for c in found]}
+            for (where, found), facts in zip(measured, releases, strict=True)
+        ]
         print(json.dumps(report[0] if len(report) == 1 else report, indent=2))
     elif args.markdown:
         table = format_comparison(measured)

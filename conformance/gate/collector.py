@@ -29,6 +29,8 @@ from ..adapter.guard import AdapterHung, Hang, forget_hangs, record_hang
 from ..adapter.interface import ENGINE_CAPABILITIES, ENGINE_SPECIFIC
 from ..adapters.flink_kafka import ADAPTER_SPEC as FLINK_ADAPTER
 from ..adapters.flink_kafka import FLINK_CONNECTOR_ENV
+from ..brokers.release_option import KAFKA_KINDS
+from ..brokers.versions import DEFAULT_KAFKA_VERSION, KAFKA_VERSION_ENV
 from ..checks.checkers import Violation, ViolationError
 from ..checks.liveness_checkers import check_call_returned, linked_errors
 from ..errors import CannotCheck
@@ -109,7 +111,8 @@ def kconform_program() -> list[str]:
 
 def replay_args(options: RunOptions, seed: int, name: str, pipeline: bool, environ: Mapping[str, str]) -> list[str]:
     """The command that reruns test ``name`` alone as this run ran it: its seed, every option off its default,
-    and the release judged (a run at another Spark release or Flink line replays there, not at the default)."""
+    and the release judged (a run at another Spark release, Flink line or Kafka broker replays there, not at the
+    default)."""
     level = PIPELINE_MARK if pipeline else "protocol"
     flink_line = environ.get(FLINK_CONNECTOR_ENV)
     prefix = [f"{FLINK_CONNECTOR_ENV}={flink_line}"] if flink_line and options.adapter != FLINK_ADAPTER else []
@@ -128,6 +131,9 @@ def replay_args(options: RunOptions, seed: int, name: str, pipeline: bool, envir
             args += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
     if connector_module(environ) != SPARK_KAFKA:
         args += ["--spark", environ[SPARK_VERSION_ENV]]
+    kafka = environ.get(KAFKA_VERSION_ENV)
+    if pipeline and options.broker in KAFKA_KINDS and kafka and kafka != DEFAULT_KAFKA_VERSION:
+        args += ["--kafka-version", kafka]  # the broker release the failure was seen on
     return args
 
 

@@ -23,6 +23,7 @@ from ..adapter.interface import CAPABILITIES, DEFAULT_MASTER, Adapter
 from ..adapter.loader import default_adapter, load_adapter
 from ..brokers import Broker, BrokerStartError, BrokerUnavailable, broker_from_env
 from ..brokers.capability import Capability
+from ..brokers.facts import BrokerFacts
 from ..checks.checkers import ViolationError, deferring
 from ..checks.liveness_checkers import check_query_ran, query_failure
 from ..spark.cluster import STANDALONE, SparkClusterError, StandaloneCluster
@@ -47,6 +48,8 @@ DEFERRED_CLASSES = ("fidelity", "diagnostics")
 fidelity and diagnostics in a test of a safety (or liveness) id, diagnostics in a test of a fidelity id."""
 BROKER_VERSION = pytest.StashKey[str]()
 """The product and version of the broker a run used (``Broker.version``), for the verdict table."""
+BROKER_FACTS = pytest.StashKey[BrokerFacts]()
+"""The release, transaction.version and group protocols of the broker a run used (``read_facts``), for every report."""
 BROKER_ANSWERS = pytest.StashKey[Callable[[], bool]]()
 """Whether the run's broker still answers a metadata request: a hang of the judged code is a liveness violation only
 while it does (LIVE-001); set by the fixture that starts the pipeline level's broker (``Broker.answers``)."""

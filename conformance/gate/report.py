@@ -305,6 +305,7 @@ def render_text(result: RunResult, verbose: bool = False) -> str:
     if result.unchecked:
         lines.append(f"{UNCHECKED_HEADING % result.options.level}:")
         lines += [f"  {req_id}: {why}" for req_id, why in result.unchecked.items()]
+    lines += [f"broker: {result.broker_facts.text()}"] if result.broker_facts else []
     report = result.options.report
     lines += [f"reports: {report / 'report.html'}, {REPORT_FILES}"] if report is not None else []
     lines += _console_failures(result)
@@ -331,6 +332,7 @@ def render_markdown(result: RunResult) -> str:
         f"- variants: {', '.join(f'{k}={v}' for k, v in result.variants.items())}",
         f"- level `{o.level}`, {broker_used(o)}, profile `{o.profile}`, seed `{result.seed}`"
         + (", strict" if o.strict else ""),
+        *([f"- broker: {result.broker_facts.text()}"] if result.broker_facts else []),
         "",
         *(f"- **{v.text()}**" for v in class_verdicts(result)),
         "",
@@ -414,6 +416,7 @@ def to_json(result: RunResult) -> dict[str, Any]:
         "profile": o.profile,
         "level": o.level,
         "broker": None if o.level == "protocol" else o.broker,
+        "broker_release": result.broker_facts.to_json() if result.broker_facts else None,
         "timeout": o.timeout,
         "strict": o.strict,
         "suite": o.suite,

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from ..brokers.capability import Capability
+from ..brokers.facts import BrokerFacts
 from ..checks.checkers import Picture, Violation
 from ..spec_tools.requirements import HIDDEN, LEVELS, UNJUDGED, Requirement
 from .expectations import Deviation
@@ -161,6 +162,8 @@ class RunResult:
     """Why the run as a whole checked nothing (every test skipped, a level the adapter declares nothing of)."""
     broker_version: str | None = None
     """The product and version of the broker the pipeline level ran on (``None``: no broker was started)."""
+    broker_facts: BrokerFacts | None = None
+    """Its release, transaction.version and group protocols, as every report states them (``None``: no broker)."""
     selected: int = 0
     """How many tests the run selected: an interrupted one finished fewer."""
     unchecked: dict[str, str] = field(default_factory=dict)

@@ -17,7 +17,7 @@ from ..adapter.interface import DEFAULT_MASTER
 from ..adapter.loader import DEFAULT_ADAPTERS, default_adapter, search_working_directory
 from ..adapters.flink_kafka import ADAPTER_SPEC as FLINK_ADAPTER
 from ..adapters.flink_kafka import FLINK_CONNECTOR_ENV
-from ..brokers import BOOTSTRAP_ENV, BROKER_KINDS, DEFAULT_BROKER
+from ..brokers import BOOTSTRAP_ENV, BROKER_KINDS, DEFAULT_BROKER, release_option
 from ..brokers.base import EXTERNAL_TIMEOUT_ENV, START_TIMEOUT_S
 from ..errors import CannotCheck
 from ..jvm.spark_at_release import SPARK_VERSION_ENV
@@ -43,7 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
      and PARTIAL (1 wins over 3)
   {USAGE_EXIT}  usage error: bad arguments, an --adapter or --suite naming nothing loadable, no test selected
   {ERROR_EXIT}  could not check (ERROR): the broker is unreachable or unconfigured (--broker kafka without
-     its jars: `kconform setup`, or --broker tansu, or --allow-fallback), the adapter failed to load, a
+     its jars: `kconform setup`, or --broker tansu, or --allow-fallback; a --kafka-version Maven cannot
+     resolve), the adapter failed to load, a
      test still running at --timeout with no call of the connector under way (an adapter method still running
      then is a liveness violation, LIVE-001, exit 1, unless the broker stopped answering; it is not called again
      in the run: the other tests that need it are ERROR at once), the process running the suite crashed (the
@@ -98,6 +99,7 @@ aborted records); it is reported with the reason, never as a pass.""",
         "only SASL/PLAIN logins (a password generated per run, never printed); external reads "
         f"${BOOTSTRAP_ENV} and waits ${EXTERNAL_TIMEOUT_ENV} seconds (default {START_TIMEOUT_S:g}) for an answer",
     )
+    release_option.add_option(parser)
     parser.add_argument(
         "--allow-fallback",
         action="store_true",
@@ -147,6 +149,9 @@ def main(argv: Sequence[str]) -> int:
     flink_default = args.flink_connector is not None and args.level == DEFAULT_LEVEL
     level = "pipeline" if flink_default else args.level  # the Flink adapter has no protocol level
     search_working_directory()
+    starts = level != "protocol"  # the protocol level starts no broker
+    if (refused := release_option.prepare("run", args.kafka_version, [args.broker], starts)) is not None:
+        return refused
     released = at_spark_release("run", args.spark, argv, spark=level != "protocol")
     if released is not None:
         return released

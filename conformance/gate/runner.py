@@ -32,7 +32,7 @@ from .expectations import load_expectations
 from .journal import Journal
 from .options import RunOptions, broker_used
 from .profiles import hypothesis_profile
-from .pytest_plugin import BROKER_CAPABILITIES, BROKER_VERSION
+from .pytest_plugin import BROKER_CAPABILITIES, BROKER_FACTS, BROKER_VERSION
 from .results import RunResult, Status, aggregate, interruption, unchecked_safety
 
 LEVEL_CAPABILITIES = {
@@ -261,6 +261,7 @@ def run(options: RunOptions, out: IO[str] = sys.stdout, journal: Journal | None 
         broker=broker,
         errors=errors,
         broker_version=collector.config.stash.get(BROKER_VERSION, None),
+        broker_facts=collector.config.stash.get(BROKER_FACTS, None),
         selected=collector.selected,
         unchecked=unchecked_safety(untested, requirements, judged, options.level) if options.only is None else {},
         crashes=journal.crash_records() if journal is not None else [],

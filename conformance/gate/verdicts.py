@@ -78,7 +78,8 @@ def render(result: RunResult, command: str, versions: dict[str, str]) -> str:
         "",
         f"- adapter `{o.adapter}`, capabilities: {', '.join(result.capabilities)}",
         f"- judged: {judged}",
-        f"- broker: {result.broker_version or o.broker} (`--broker {o.broker}`)",
+        f"- broker: {result.broker_version or o.broker} (`--broker {o.broker}`)"
+        + (f"; {result.broker_facts.details()}" if result.broker_facts else ""),
         f"- level `{o.level}`, profile `{o.profile}`, seed `{result.seed}`"
         + (f", Spark master `{o.spark_master}`" if on_spark else ""),
         f"- expectations: `{o.expectations}`" if o.expectations else "- expectations: none",

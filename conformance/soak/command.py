@@ -35,7 +35,9 @@ from typing import TYPE_CHECKING, Final
 from .. import jvm
 from ..adapter.interface import DEFAULT_MASTER
 from ..adapter.loader import default_adapter, load_adapter, search_working_directory
-from ..brokers import CLUSTER_SIZE, BrokerStartError, KafkaBroker
+from ..brokers import CLUSTER_SIZE, BrokerStartError, KafkaBroker, release_option
+from ..brokers.facts import read_facts
+from ..brokers.versions import KAFKA_VERSION_ENV
 from ..checks.checkers import explain
 from ..extras import pipeline_missing
 from ..redaction import write_text
@@ -81,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--broker", choices=SOAK_BROKERS, default="kafka", help="the broker the faults hit (default kafka)"
     )
+    release_option.add_option(parser)
     parser.add_argument("--only-schedule", type=int, action="append", default=None, metavar="I",
                         help="run only schedule I of the seed (repeatable): the replay of a failure")  # fmt: skip
     parser.add_argument("--faults", default=None, help="comma-separated fault kinds to draw (default: all available)")
@@ -96,6 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
 def replay_command(args: argparse.Namespace, index: int) -> str:
     """The one line that runs schedule ``index`` of this soak again, alone."""
     words = ["kconform", "soak", "--adapter", args.adapter, "--seed", str(args.seed), "--broker", args.broker]
+    words += ["--kafka-version", args.kafka_version] if args.kafka_version else []
     words += ["--only-schedule", str(index), "--max-runs", str(args.max_runs), "--rate", str(args.rate)]
     words += ["--faults", args.faults] if args.faults else []
     words += ["--spark-master", args.spark_master] if args.spark_master != DEFAULT_MASTER else []
@@ -226,8 +230,11 @@ def main(argv: Sequence[str]) -> int:
     except ValueError as error:
         print(f"kconform soak: error: {error}", file=sys.stderr)
         return USAGE_EXIT
+    if (refused := release_option.prepare("soak", args.kafka_version, [args.broker])) is not None:
+        return refused
+    args.kafka_version = os.environ.get(KAFKA_VERSION_ENV)  # the replay line names the release that ran
     try:
-        jvm.classpath(jvm.KAFKA_BROKER)
+        KafkaBroker().jars()
     except jvm.JvmArtifactsMissing as missing:
         print(f"kconform soak: could not check (ERROR): {missing}; the soak restarts and kills Apache Kafka "
               "nodes, which the embedded Tansu broker cannot stand in for", file=sys.stderr)  # fmt: skip
@@ -244,6 +251,7 @@ def main(argv: Sequence[str]) -> int:
         print(f"kconform soak: could not check (ERROR): {args.broker} broker did not start: {error}", file=sys.stderr)
         shutil.rmtree(workdir, ignore_errors=True)
         return ERROR_EXIT
+    print(f"kconform soak: broker {read_facts(broker).text()}, started in {broker.start_seconds or 0:.0f}s", flush=True)
     context = SoakContext(broker, args.adapter, args.spark_master, workdir, uuid.uuid4().hex[:6], guarantee)
     cluster = StandaloneCluster() if standalone else None
     if is_local(args.spark_master):

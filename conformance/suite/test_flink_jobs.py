@@ -39,6 +39,7 @@ from ...reference_impl.ports import Isolation, KafkaError
 from ...reference_impl.types import LATEST, TopicPartition
 from ..adapters.flink_kafka import job_edit_of
 from ..brokers import Broker
+from ..brokers.facts import read_facts
 from ..brokers.probe import TXN_TIMEOUT_WAIT_S
 from ..brokers.refusal import refused_writes
 from ..checks.checkers import Violation, check_group_start, fail_on
@@ -58,7 +59,7 @@ from ..flink.harness import FlinkHarness, RunningJob, visible_output
 from ..flink.history import RunHistory, committed_reads, left_to_read, restarted_or_checkpointed, starts_read
 from ..flink.job import SINK_DEFAULTS, Failure, GroupOffsets, JobRun, Sink, Stop
 from ..flink.versions import NAMING
-from ..gate.pytest_plugin import BROKER_VERSION, CouldNotCheck, live_broker, requirement
+from ..gate.pytest_plugin import BROKER_FACTS, BROKER_VERSION, CouldNotCheck, live_broker, requirement
 from ..jvm import JvmArtifactsMissing
 from ..jvm.setup import SetupError
 
@@ -108,6 +109,7 @@ def harness(adapter_under_test: Any) -> FlinkHarness:
 def flink_broker(harness: FlinkHarness, request: pytest.FixtureRequest) -> Iterator[Broker]:
     for running in live_broker():
         request.config.stash[BROKER_VERSION] = running.version
+        request.config.stash[BROKER_FACTS] = read_facts(running)
         yield running
 
 

@@ -47,6 +47,7 @@ from ...reference_impl.types import TopicPartition
 from ..adapter.interface import DEFAULT_MASTER, PipelineAdapter
 from ..brokers import Broker
 from ..brokers.capability import DUPLICATE_VERDICT_NEEDS, Capability, lacking
+from ..brokers.facts import read_facts
 from ..brokers.probe import TXN_TIMEOUT_WAIT_S, probe
 from ..checks.checkers import (
     Violation,
@@ -83,6 +84,7 @@ from ..errors import HarnessError
 from ..gate.pytest_plugin import (
     BROKER_ANSWERS,
     BROKER_CAPABILITIES,
+    BROKER_FACTS,
     BROKER_VERSION,
     Partial,
     adapter_spec,
@@ -146,6 +148,7 @@ def pipeline_broker(pipeline_adapter: PipelineAdapter, request: pytest.FixtureRe
     show (spec/kafka.md)."""
     for running in live_broker():
         request.config.stash[BROKER_VERSION] = running.version
+        request.config.stash[BROKER_FACTS] = read_facts(running)
         request.config.stash[BROKER_ANSWERS] = running.answers
         with ThreadPoolExecutor(1, thread_name_prefix="kconform-probe") as pool:
             probed = request.config.stash[PROBED] = pool.submit(probe, running)

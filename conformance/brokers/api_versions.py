@@ -1,0 +1,175 @@
+"""Kafka's ApiVersions request (version 3) on a plain socket: the APIs and the finalized features a broker states.
+
+The Kafka client (confluent-kafka) exposes neither the feature levels (KIP-584's ``DescribeFeatures``) nor the
+API version ranges, so reports ask the broker once with this: ``transaction.version`` among the finalized
+features, and the group protocols among the APIs (``ConsumerGroupHeartbeat`` for KIP-848's ``consumer``
+protocol). A broker answers ApiVersions before any SASL login, so a SASL listener answers too; a TLS one
+does not (``ask`` then fails and a report falls back on the version table). Encoding and decoding are pure;
+``ask`` is the one function that touches the network.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+API_VERSIONS: Final = 18
+VERSION: Final = 3
+"""The first flexible version: it carries the features as tagged fields (KIP-584); brokers since 2.4 answer it."""
+CLIENT_ID: Final = "kconform"
+SOFTWARE: Final = ("kconform", "1")
+ASK_TIMEOUT_S: Final = 5.0
+MAX_FRAME: Final = 1 << 20
+
+JOIN_GROUP: Final = 11
+CONSUMER_GROUP_HEARTBEAT: Final = 68
+STREAMS_GROUP_HEARTBEAT: Final = 88
+GROUP_PROTOCOL_APIS: Final[Mapping[str, int]] = {
+    "classic": JOIN_GROUP,
+    "consumer": CONSUMER_GROUP_HEARTBEAT,
+    "streams": STREAMS_GROUP_HEARTBEAT,
+}
+"""Each consumer-group rebalance protocol by the API its members call: offered when the broker lists that API."""
+TRANSACTION_VERSION: Final = "transaction.version"
+
+
+class ApiVersionsError(Exception):
+    """The broker's answer could not be had or read; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class ApiVersionsAnswer:
+    """What a broker states in its ApiVersions answer."""
+
+    apis: Mapping[int, tuple[int, int]]
+    """API key -> (min version, max version)."""
+    supported_features: Mapping[str, tuple[int, int]]
+    finalized_features: Mapping[str, int]
+    """Feature -> its finalized (max) level; a feature not finalized is absent (level 0)."""
+
+    def feature_level(self, name: str) -> int:
+        return self.finalized_features.get(name, 0)
+
+    def group_protocols(self) -> tuple[str, ...]:
+        """The rebalance protocols whose API the broker lists, in ``GROUP_PROTOCOL_APIS`` order."""
+        return tuple(name for name, key in GROUP_PROTOCOL_APIS.items() if key in self.apis)
+
+
+def _uvarint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def _compact_string(text: str) -> bytes:
+    data = text.encode()
+    return _uvarint(len(data) + 1) + data
+
+
+def encode_request(correlation_id: int) -> bytes:
+    """The whole frame (size prefix included) of an ApiVersions v3 request: header v2, then the body."""
+    client = CLIENT_ID.encode()
+    header = struct.pack(">hhih", API_VERSIONS, VERSION, correlation_id, len(client)) + client + _uvarint(0)
+    body = _compact_string(SOFTWARE[0]) + _compact_string(SOFTWARE[1]) + _uvarint(0)
+    payload = header + body
+    return struct.pack(">i", len(payload)) + payload
+
+
+class _Reader:
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+        self._at = 0
+
+    def take(self, size: int) -> bytes:
+        if self._at + size > len(self._data):
+            raise ApiVersionsError(f"the answer ends early (wanted {size} bytes at {self._at} of {len(self._data)})")
+        chunk = self._data[self._at : self._at + size]
+        self._at += size
+        return chunk
+
+    def unpack(self, fmt: str) -> int:
+        value: int = struct.unpack(fmt, self.take(struct.calcsize(fmt)))[0]
+        return value
+
+    def uvarint(self) -> int:
+        value = shift = 0
+        while True:
+            byte = self.take(1)[0]
+            value |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                return value
+            shift += 7
+            if shift > 63:
+                raise ApiVersionsError("a varint longer than 64 bits")
+
+    def compact_string(self) -> str:
+        size = self.uvarint() - 1
+        return "" if size < 0 else self.take(size).decode()
+
+    def skip_tags(self) -> None:
+        for _ in range(self.uvarint()):
+            self.uvarint()
+            self.take(self.uvarint())
+
+    def tags(self) -> dict[int, bytes]:
+        return {self.uvarint(): self.take(self.uvarint()) for _ in range(self.uvarint())}
+
+
+def decode_response(payload: bytes, correlation_id: int) -> ApiVersionsAnswer:
+    """The answer of ``payload`` (the frame without its size): header v0 (ApiVersions answers never use v1), body v3."""
+    read = _Reader(payload)
+    if (got := read.unpack(">i")) != correlation_id:
+        raise ApiVersionsError(f"the answer is to request {got}, not {correlation_id}")
+    if error := read.unpack(">h"):
+        raise ApiVersionsError(f"the broker answered ApiVersions v{VERSION} with error code {error}")
+    apis = {}
+    for _ in range(read.uvarint() - 1):
+        key, low, high = read.unpack(">h"), read.unpack(">h"), read.unpack(">h")
+        read.skip_tags()
+        apis[key] = (low, high)
+    read.unpack(">i")  # throttle_time_ms
+    tags = read.tags()
+    supported: dict[str, tuple[int, int]] = {}
+    if 0 in tags:
+        inner = _Reader(tags[0])
+        for _ in range(inner.uvarint() - 1):
+            name, low, high = inner.compact_string(), inner.unpack(">h"), inner.unpack(">h")
+            inner.skip_tags()
+            supported[name] = (low, high)
+    finalized: dict[str, int] = {}
+    if 2 in tags:
+        inner = _Reader(tags[2])
+        for _ in range(inner.uvarint() - 1):
+            name, level = inner.compact_string(), inner.unpack(">h")
+            inner.unpack(">h")  # min_version_level
+            inner.skip_tags()
+            finalized[name] = level
+    return ApiVersionsAnswer(apis, supported, finalized)
+
+
+def ask(address: str, timeout_s: float = ASK_TIMEOUT_S) -> ApiVersionsAnswer:
+    """Send one ApiVersions request to ``host:port`` and read its answer; ``ApiVersionsError`` (or ``OSError``)."""
+    host, _, port = address.rpartition(":")
+    correlation_id = 1
+    with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s) as sock:
+        sock.sendall(encode_request(correlation_id))
+        size = struct.unpack(">i", _receive(sock, 4))[0]
+        if not 0 < size <= MAX_FRAME:
+            raise ApiVersionsError(f"{address} answered a frame of {size} bytes: is it a Kafka broker (not TLS)?")
+        return decode_response(_receive(sock, size), correlation_id)
+
+
+def _receive(sock: socket.socket, size: int) -> bytes:
+    data = bytearray()
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            raise ApiVersionsError("the broker closed the connection before it answered ApiVersions")
+        data += chunk
+    return bytes(data)
