@@ -23,11 +23,15 @@ from ..extras import pipeline_missing
 if (missing := pipeline_missing()) is not None:  # a core install: every test here is skipped, naming the fix
     pytest.skip(missing, allow_module_level=True)
 
+import confluent_kafka as ck
+
+from ...reference_impl.ports import KafkaError
 from ..brokers import Broker
+from ..brokers.base import BrokerStartError
 from ..brokers.kafka import KafkaBroker
 from ..checks.checkers import fail_on
 from ..checks.client_workload_checkers import check_history
-from ..gate.pytest_plugin import live_broker, requirement
+from ..gate.pytest_plugin import CouldNotCheck, live_broker, requirement
 from ..workloads.clients import settings as client_settings
 from ..workloads.clients.driver import Run, accepts
 from ..workloads.clients.schedule import Schedule, describe, schedules
@@ -116,7 +120,11 @@ def test_required_CLIENT_001_to_008_a_drawn_client_workload_keeps_every_promise(
     schedule = data.draw(drawn_schedules(isinstance(workload_broker, KafkaBroker)), label="schedule")
     for name, value in drew(record_property, schedule).items():
         record_property(name, value)  # the report's metrics: what the workload drew so far, the last example's count
-    history = Run(schedule, workload_broker).run()  # type: ignore[arg-type]  # restart/paused: KafkaBroker's
+    try:
+        history = Run(schedule, workload_broker).run()  # type: ignore[arg-type]  # restart/paused: KafkaBroker's
+    except (KafkaError, ck.KafkaException, BrokerStartError, OSError) as failed:
+        # The run's own admin calls, topic changes or a restart of the broker failed: nothing was judged.
+        raise CouldNotCheck(f"the workload's harness failed, so this schedule judged nothing: {failed}") from failed
     violations = check_history(history, workload_broker.answers())
     violated = {v.requirement for v in violations}
     fail_on(
