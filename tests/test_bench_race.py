@@ -74,7 +74,7 @@ def test_without_the_kafka_jars_the_bench_says_it_could_not_run_and_names_the_fi
     monkeypatch.setenv(JVM_DIR_ENV, str(tmp_path))
     assert bench_main(["--skip-mutants", "--skip-spark"]) == NOT_RUN_EXIT
     err = capsys.readouterr().err
-    assert "kafka_2.13 is not among the jars" in err and "kconform setup" in err and "--skip-brokers" in err, err
+    assert "'kafka-broker' is not resolved" in err and "kconform setup" in err and "--skip-brokers" in err, err
 
 
 def test_the_real_time_race_labels_its_rows_and_ratios_with_its_own_figures() -> None:
