@@ -43,9 +43,9 @@ LOG_TAIL: Final = 40
 """Maven's last lines shown when it fails (its error and the module it was building)."""
 RELEASE_BUILDS: Final = "releases"
 """The jars folder's folder of oracle builds at other kafka-clients releases (``oracle_at_release``, the bug bank's)."""
-CARRIED: Final = ("flink-harness", "spark-release", RELEASE_BUILDS)
+CARRIED: Final = ("flink-harness", "spark-release", "client-workload", RELEASE_BUILDS)
 """Folders of ``jvm/`` and of the jars folder resolved on demand, per release (``kconform.conformance.flink.resolve``,
-``oracle_at_release``, ``spark_at_release``): not ``kconform setup``'s to resolve, and kept when it replaces the
+``oracle_at_release``, ``spark_at_release``, ``client_workload_at_release``): not ``kconform setup``'s to resolve, and kept when it replaces the
 jars folder."""
 POM_NS: Final = "{http://maven.apache.org/POM/4.0.0}"
 BUILDING: Final = re.compile(r"\[INFO\] Building (\S+) \S+ +\[(\d+)/(\d+)\]")
