@@ -361,7 +361,10 @@ public final class ClientWorkload {
     private static Map<String, Object> error(Throwable e) {
         Map<String, Object> found = new LinkedHashMap<>();
         found.put("class", e.getClass().getName());
-        found.put("message", String.valueOf(e.getMessage()));
+        StringBuilder message = new StringBuilder(String.valueOf(e.getMessage()));
+        for (Throwable cause = e.getCause(); cause != null && cause != cause.getCause(); cause = cause.getCause())
+            message.append(" (caused by ").append(cause.getClass().getName()).append(": ").append(cause.getMessage()).append(')');
+        found.put("message", message.toString());
         found.put("retriable", e instanceof RetriableException);
         found.put("kafka", e instanceof KafkaException);
         return found;
