@@ -3,7 +3,7 @@
 As the Kafka oracle at a release (``oracle_at_release``): Maven runs on the ``jvm/client-workload`` module alone
 with ``-Dkafka.version=<release>`` into ``<jars folder>/releases/client-workload-<release>/client-workload/``, and the
 folder is stamped with the fingerprint of the module's sources, so a second call with the same sources starts no
-Maven. ``kconform setup`` does not build it (``setup.CARRIED``): only a run of the kafka-clients workload needs it.
+Maven. ``kconform setup`` does not build it (``setup.ON_DEMAND``): only a run of the kafka-clients workload needs it.
 """
 
 from __future__ import annotations
