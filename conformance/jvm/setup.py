@@ -47,6 +47,9 @@ CARRIED: Final = ("flink-harness", "spark-release", RELEASE_BUILDS)
 """Folders of ``jvm/`` and of the jars folder resolved on demand, per release (``kconform.conformance.flink.resolve``,
 ``oracle_at_release``, ``spark_at_release``): not ``kconform setup``'s to resolve, and kept when it replaces the
 jars folder."""
+ON_DEMAND: Final = (*CARRIED, "client-workload")
+"""Folders of ``jvm/`` that ``kconform setup`` neither builds nor fingerprints: the ``CARRIED`` ones and the client
+workload's harness, built at a release when a run asks for it (``client_workload_at_release``)."""
 POM_NS: Final = "{http://maven.apache.org/POM/4.0.0}"
 BUILDING: Final = re.compile(r"\[INFO\] Building (\S+) \S+ +\[(\d+)/(\d+)\]")
 DOWNLOADED: Final = re.compile(r"\[INFO\] Downloaded from [^:]+: \S*/([^/\s]+) \(([^)]*)\)")
@@ -79,7 +82,7 @@ class Plan:
     up_to_date: bool
 
 
-def read_project(root: Traversable, prefix: str = "", skip: Collection[str] = CARRIED) -> dict[str, bytes]:
+def read_project(root: Traversable, prefix: str = "", skip: Collection[str] = ON_DEMAND) -> dict[str, bytes]:
     """The Maven project's poms and Java sources under ``root``, by path relative to it, without the folders
     in ``skip`` (by default those resolved on demand, which ``kconform setup`` neither builds nor fingerprints)."""
     found: dict[str, bytes] = {}
