@@ -221,3 +221,21 @@ def test_a_group_that_read_to_the_end_from_the_earliest_offset_delivered_everyth
     closed = history(events, {TP: [0, 1, 2]})
     nobody_at_the_end = History(closed.events, closed.clients, closed.log, True, {})
     assert cw.check_group_read_everything(nobody_at_the_end) == []  # no live member read it to its end
+
+
+def test_a_setting_not_drawn_is_read_at_the_client_releases_own_default() -> None:
+    """kafka-clients reads read_uncommitted by default, librdkafka read_committed: an aborted record delivered by a
+    client whose release defaults to read_uncommitted is no violation."""
+    events = (
+        Events()
+        .add(Sent, "p0", value=b"v1", topic="t", partition=0, txn=1)
+        .add(TxnEnded, "p0", txn=1, outcome="abort")
+        .add(Assigned, "c0#0", tps=(TP,), how="manual")
+        .add(Polled, "c0#0", **polled(0, 1))
+    )
+    java = {"p0": ClientInfo({}), "c0": ClientInfo({}, "g", "assign", defaults={"isolation.level": "read_uncommitted"})}
+    assert cw.check_read_committed(history(events, {TP: [0, 1]}, {TP: {0}}, java)) == []
+    librdkafka = {"p0": ClientInfo({}), "c0": ClientInfo({}, "g", "assign")}
+    assert kinds(cw.check_read_committed(history(events, {TP: [0, 1]}, {TP: {0}}, librdkafka))) == [
+        ("CLIENT-006", "read-aborted")
+    ]

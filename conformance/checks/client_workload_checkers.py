@@ -46,14 +46,15 @@ LIBRDKAFKA_DEFAULTS: Final = {
     "max.poll.interval.ms": "300000",
     "enable.idempotence": "false",
 }
-"""librdkafka's defaults for the settings the checkers read (CONFIGURATION.md)."""
+"""librdkafka's defaults for the settings the checkers read (CONFIGURATION.md), where a history states none of its
+client release's own (``ClientInfo.defaults``)."""
 TIMING_MARGIN_S: Final = 2.0
 """How much earlier than its poll interval says a member may already have left its group (clocks, scheduling)."""
 
 
 def setting(history: History, client: str, name: str) -> str:
     info = history.consumer(client) if client.startswith("c") else history.clients[client]
-    return str(info.settings.get(name, LIBRDKAFKA_DEFAULTS.get(name, "")))
+    return str(info.settings.get(name) or info.defaults.get(name) or LIBRDKAFKA_DEFAULTS.get(name, ""))
 
 
 def visible(history: History, tp: TopicPartition, isolation: str) -> list[int]:

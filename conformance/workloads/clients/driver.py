@@ -46,6 +46,7 @@ from .history import (
     TxnEnded,
 )
 from .schedule import ConsumerPlan, Schedule, Step, StepKind
+from .settings import catalogue
 
 T = TypeVar("T")
 CALL_SLACK_S: Final = 30.0
@@ -111,6 +112,10 @@ class Clients(Protocol):
 
 
 class RealClients:
+    def defaults(self, role: str) -> dict[str, str]:
+        """librdkafka's defaults, from its property table (``settings.catalogue``)."""
+        return {s.name: s.default for s in catalogue() if s.role in (role, "*") and s.default}
+
     def consumer(self, config: dict[str, Any]) -> ck.Consumer:
         return ck.Consumer(config)
 
@@ -252,6 +257,11 @@ class Run:
 
     # -- clients ---------------------------------------------------------------------------------
 
+    def _defaults(self, role: str) -> dict[str, str]:
+        """The client release's defaults for ``role`` as its port states them (none when it states none)."""
+        stated = getattr(self.clients_port, "defaults", None)
+        return dict(stated(role)) if stated is not None else {}
+
     def _configured(
         self, name: str, base: dict[str, Any], drawn: Mapping[str, str], build: Callable[[dict[str, Any]], T]
     ) -> tuple[T, dict[str, str]]:
@@ -351,7 +361,9 @@ class Run:
         try:
             for i, plan in enumerate(self.schedule.producers):
                 self.producers.append(self._open_producer(i, plan.transactional, plan.settings))
-                self.info[f"p{i}"] = ClientInfo(self.producers[-1].settings, transactional=plan.transactional)
+                self.info[f"p{i}"] = ClientInfo(
+                    self.producers[-1].settings, transactional=plan.transactional, defaults=self._defaults("P")
+                )
             for i, cplan in enumerate(self.schedule.consumers):
                 group = self.group if cplan.subscribe != "assign" else f"{self.group}-m{i}"
                 # A fresh broker's first group meets a coordinator still loading; a consumer assigned from the
@@ -361,7 +373,7 @@ class Run:
                 slot = ConsumerSlot(i, cplan, group)
                 self.consumers.append(slot)
                 self._open_consumer(slot)
-                self.info[f"c{i}"] = ClientInfo(slot.settings, group, cplan.subscribe)
+                self.info[f"c{i}"] = ClientInfo(slot.settings, group, cplan.subscribe, defaults=self._defaults("C"))
             for step in self.schedule.steps:
                 self.step(step)
             self.drain()

@@ -135,6 +135,9 @@ class ClientInfo:
     """``topics``, ``pattern`` or ``assign`` for a consumer; empty for a producer."""
     transactional: bool = False
     """A producer with a transactional id (and so idempotent)."""
+    defaults: Mapping[str, str] = field(default_factory=dict)
+    """The client release's own defaults, for the settings not drawn (librdkafka's and kafka-clients' differ:
+    ``isolation.level`` is read_committed in one, read_uncommitted in the other)."""
 
 
 @dataclass(frozen=True)

@@ -298,6 +298,11 @@ class JvmClients:
         self.names = itertools.count()
         self.dropped: list[str] = []
 
+    def defaults(self, role: str) -> dict[str, str]:
+        """kafka-clients' own defaults for ``role`` (C or P), from its ConfigDef."""
+        rows = self.dump["consumer" if role == "C" else "producer"]
+        return {str(r["name"]): str(r["default"]) for r in rows if r.get("default") not in (None, "")}
+
     def __enter__(self) -> Self:
         return self
 
