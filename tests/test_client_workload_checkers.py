@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -239,3 +240,21 @@ def test_a_setting_not_drawn_is_read_at_the_client_releases_own_default() -> Non
     assert kinds(cw.check_read_committed(history(events, {TP: [0, 1]}, {TP: {0}}, librdkafka))) == [
         ("CLIENT-006", "read-aborted")
     ]
+
+
+def test_a_schedule_printed_as_json_is_read_back_as_the_same_schedule() -> None:
+    """A failure prints its schedule as JSON: ``Schedule.from_json`` reads it back whole, for a replay by hand."""
+    from kconform.conformance.workloads.clients.schedule import ConsumerPlan, ProducerPlan, Schedule, Step, StepKind
+
+    drawn = Schedule(
+        (2, 1),
+        (ProducerPlan({"acks": "1"}, True),),
+        (ConsumerPlan({"isolation.level": "read_uncommitted"}, "pattern"), ConsumerPlan({}, "assign")),
+        (
+            Step(StepKind.TRANSACTION, 0, 1, None, 3, "abort"),
+            Step(StepKind.SEEK, 1, partition=0, count=2, mode="back"),
+            Step(StepKind.NODE_PAUSE, wait_ms=700),
+        ),
+        faults=False,
+    )
+    assert Schedule.from_json(json.loads(drawn.dumps())) == drawn

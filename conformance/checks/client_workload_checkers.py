@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import Final
@@ -634,17 +634,3 @@ def check_history(history: History, broker_answers: bool | None) -> list[Violati
     for checker in SAFETY_CHECKERS:
         found += checker(history)
     return found + check_calls_returned(history, broker_answers)
-
-
-def counts(history: History) -> Mapping[str, int]:
-    """What happened, for the report's coverage: events by kind, records sent, polled, committed."""
-    found: dict[str, int] = defaultdict(int)
-    for event in history.events:
-        found[f"event:{type(event).__name__}"] += 1
-        if isinstance(event, Polled):
-            found["records polled"] += len(event.records)
-    return dict(found)
-
-
-def iter_ids(violations: Iterable[Violation]) -> set[str]:
-    return {v.requirement for v in violations}
