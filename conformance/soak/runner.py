@@ -35,7 +35,7 @@ from typing import Any, Final
 
 import confluent_kafka as ck
 
-from ...reference_impl.kafka_client import KafkaClient, topic_records, wait_until
+from ...reference_impl.kafka_client import LIBRDKAFKA_TXN_TIMEOUT_MS, KafkaClient, topic_records, wait_until
 from ...reference_impl.ports import Isolation, Record
 from ...reference_impl.types import TopicPartition
 from ..brokers import KafkaBroker
@@ -44,6 +44,7 @@ from ..checks.pipeline_checkers import ReadRecord, check_output, check_read_once
 from ..errors import CannotCheck
 from ..spark.cluster import StandaloneCluster
 from ..spark.driver import DriverRun, StandbyDrivers, kill_group, raise_if_cannot_check
+from ..spark.pipeline import QUERY_TIMEOUT_S as PIPELINE_QUERY_TIMEOUT_S
 from .faults import (
     NotInjected,
     OpenTransactionWatch,
@@ -67,6 +68,12 @@ BROKER: Final = "BROKER"
 """The requirement of a violation that is the broker's (an acknowledged record missing), not the connector's."""
 UNFINISHED_IS_NOT_LOSS: Final = frozenset({"lost-write", "offset-gap"})
 """Violations a schedule whose final run did not finish cannot show: it is an ERROR (not judged), not a FAIL."""
+QUERY_TIMEOUT_S: Final = PIPELINE_QUERY_TIMEOUT_S + LIBRDKAFKA_TXN_TIMEOUT_MS // 1000
+"""A run's query bound: the suite's, plus the sink's ``transaction.timeout.ms``. A broker killed inside a
+transaction can leave it open until the restarted coordinator rolls it back at that timeout ("Completed rollback
+of ongoing transaction ... due to timeout" in the broker's log, 60 s after the restart, on Kafka 4.4.0), and
+until then the id's ``init_transactions`` is answered CONCURRENT_TRANSACTIONS: Kafka's own recovery, which a
+query waiting for it is live through, not stuck."""
 DRIVER_TIMEOUT_S: Final = 300.0
 """A driver that neither reaches its next anchor nor ends within this is a failure of the schedule."""
 FINAL_ATTEMPTS: Final = 3
@@ -298,6 +305,7 @@ def run_schedule(context: SoakContext, schedule: Schedule, progress: Callable[[s
             client_settings=context.broker.security,
             subscribe_pattern=topics.pattern,
             client_timeout_ms=CLIENT_TIMEOUT_MS,
+            query_timeout_s=QUERY_TIMEOUT_S,
         )
         error: str | None = None
         stuck: str | None = None

@@ -36,7 +36,7 @@ from ..adapter.loader import load_adapter
 from ..checks.liveness_checkers import failure_line, query_failure
 from ..errors import CannotCheck
 from .failures import StalledOriginal
-from .pipeline import Pipeline, local_session
+from .pipeline import QUERY_TIMEOUT_S, Pipeline, local_session
 
 STOP_WAIT_S: Final = 30.0
 CANNOT_CHECK_EXIT: Final = 3
@@ -67,6 +67,8 @@ class DriverRun:
     """``Pipeline.client_timeout_ms``."""
     transactional_id_prefix: str | None = None
     """``Pipeline.transactional_id_prefix``."""
+    query_timeout_s: int = QUERY_TIMEOUT_S
+    """How long the ``availableNow`` query may run before the run is could-not-check (``run_available_now``)."""
 
     def start(self, log: Path) -> subprocess.Popen[bytes]:
         """Start a driver and hand it this run; its output is appended to ``log``."""
@@ -222,7 +224,7 @@ def main(argv: list[str]) -> int:
             return
         run = DriverRun(**json.loads(line))
         assert run.master == master, f"the run is for {run.master}, this driver's session is on {master}"
-        run.pipeline(spark).run_available_now()
+        run.pipeline(spark).run_available_now(run.query_timeout_s)
 
     return serve(spark, run_query)
 
