@@ -49,8 +49,11 @@ conformance: setup
 	$(BIN)/kconform run $(if $(ADAPTER),--adapter $(ADAPTER)) $(if $(LEVEL),--level $(LEVEL)) \
 	  --broker $(BROKER) --profile $(PROFILE) --report $(REPORT)
 
+# TEST_WORKERS pytest-xdist processes (most tests wait on brokers, Spark and subprocesses: two share the 2 cores),
+# handed two tests at a time, the longest first (tests/conftest.py); the slowest 30 durations are printed.
+TEST_WORKERS ?= 2
 test: setup
-	$(BIN)/python -m pytest -m 'not long'
+	$(BIN)/python -m pytest -m 'not long' -n $(TEST_WORKERS) --maxschedchunk 2 --durations=30
 
 # The full runs of claims make test checks by a short case (duration in the README).
 test-long: setup
