@@ -60,3 +60,10 @@ def test_a_test_of_another_engine_is_left_out_not_skipped() -> None:
     assert [applies(t, True, flink) for t in (flink_test, client_test, spark_test)] == [True, False, False]  # type: ignore[arg-type]
     # A protocol test is the protocol level's, whatever the engine.
     assert applies(spark_test, False, flink)  # type: ignore[arg-type]
+    # kafka-clients (its assignors at the protocol level, its clients by the workload): only its own workload test.
+    java = frozenset({"group-assignment", "kafka-clients-workload"})
+    java_test = _Marked("kafka-clients-workload")
+    tests = (flink_test, client_test, java_test, spark_test)
+    assert [applies(t, True, java) for t in tests] == [False, False, True, False]  # type: ignore[arg-type]
+    assert [applies(java_test, True, c) for c in (spark, reference, flink)] == [False, False, False]  # type: ignore[arg-type]
+    assert applies(spark_test, False, java)  # type: ignore[arg-type]

@@ -52,6 +52,8 @@ PIPELINE_CAPABILITIES = {
 }
 ENGINE_CAPABILITIES = {
     "flink-job": "is Flink's own KafkaSource and KafkaSink at one release, run as real jobs (pipeline level)",
+    "kafka-clients-workload": "is Kafka's own KafkaProducer and KafkaConsumer (kafka-clients) at one release, driven "
+    "by the client workload through a harness JVM (CLIENT-001 to -008)",
 }
 """Pipeline-level capabilities of an engine the suite runs itself (no Spark frame): its own scenarios judge it."""
 ENGINE_SPECIFIC = frozenset({*ENGINE_CAPABILITIES, "confluent-kafka-consumer"})
@@ -264,6 +266,7 @@ REQUIRED_MEMBERS: dict[str, tuple[str, ...]] = {
     "group-offsets-start": ("group_start(config: GroupStartConfig)",),
     "pipeline": ("read_stream(spark, source)", "write_stream(frame, sink)"),
     "flink-job": ("release",),
+    "kafka-clients-workload": ("release",),
 }
 """What each capability needs of an adapter; nothing else is required (``AdapterBase`` has the rest)."""
 

@@ -6,6 +6,10 @@ The bug bank's ``kafka-clients`` component: ``assign_group`` asks Kafka's ``Rang
 (``kconform.conformance.jvm.oracle_at_release`` builds it), so the ordinary STRAT tests judge that
 release: ``kconform run --level protocol --adapter kconform.conformance.adapters.kafka_clients:adapter``.
 One helper JVM serves the whole run; it ends with the process.
+
+At the pipeline level the same release's KafkaProducer and KafkaConsumer are judged by the client workload
+(capability ``kafka-clients-workload``, ``conformance/suite/test_client_workload.py``): its harness JVM is built at
+``release`` on first use.
 """
 
 from __future__ import annotations
@@ -26,8 +30,10 @@ class KafkaClientsAdapter(AdapterBase):
     """Kafka's assignors in the oracle build ``module``; the JVM starts at the first rebalance asked."""
 
     module: str
+    release: str | None = None
+    """The kafka-clients release judged; ``None``: the one ``jvm/pom.xml`` pins."""
     name: str = "kafka-clients"
-    capabilities: frozenset[str] = frozenset({"group-assignment"})
+    capabilities: frozenset[str] = frozenset({"group-assignment", "kafka-clients-workload"})
     assignment_strategies: frozenset[str] = frozenset(ASSIGNORS)
     _oracle: KafkaOracle | None = field(default=None, repr=False)
 
@@ -50,4 +56,4 @@ def adapter() -> KafkaClientsAdapter:
     module = oracle_module(os.environ)
     oracle_jar(module, f"the Kafka oracle at {os.environ.get(KAFKA_CLIENTS_VERSION_ENV) or 'the pinned release'}")
     release = os.environ.get(KAFKA_CLIENTS_VERSION_ENV)
-    return KafkaClientsAdapter(module, name=f"kafka-clients {release}" if release else "kafka-clients")
+    return KafkaClientsAdapter(module, release, name=f"kafka-clients {release}" if release else "kafka-clients")

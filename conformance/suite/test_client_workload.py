@@ -1,10 +1,12 @@
 """CLIENT-001 to CLIENT-008 and LIVE-001: a drawn workload of real producers and consumers (spec/clients.md).
 
 An adapter that declares ``confluent-kafka-consumer`` reads Kafka with the confluent-kafka this interpreter
-imports; the suite drives that release's clients with schedules Hypothesis draws from what applications,
-operators and faults do, with settings drawn from the release's own property table, and judges each history with
-the pure checkers. Each example runs for seconds (a group's join, the drain), so Hypothesis draws few; ``kconform
-run --profile thorough`` draws fifty.
+imports; one that declares ``kafka-clients-workload`` is kafka-clients at a release (its ``release``), whose
+KafkaProducer and KafkaConsumer a harness JVM runs (``workloads.clients.jvm_clients``). The suite drives that
+release's clients with schedules Hypothesis draws from what applications, operators and faults do, with settings
+drawn from the release's own property table (librdkafka's CONFIGURATION.md; kafka-clients' ConfigDef, as the
+harness dumps it), and judges each history with the pure checkers. Each example runs for seconds (a group's join,
+the drain), so Hypothesis draws few; ``kconform run --profile thorough`` draws fifty.
 """
 
 from __future__ import annotations
@@ -32,18 +34,25 @@ from ..brokers.kafka import KafkaBroker
 from ..checks.checkers import fail_on
 from ..checks.client_workload_checkers import check_history
 from ..gate.pytest_plugin import CouldNotCheck, live_broker, requirement
+from ..jvm import JvmArtifactsMissing, artifact_version
+from ..jvm.client_workload_at_release import build_at_release
+from ..jvm.setup import SetupError
 from ..workloads.clients import settings as client_settings
-from ..workloads.clients.driver import Run, accepts
+from ..workloads.clients.driver import Clients, Run, accepts
+from ..workloads.clients.jvm_clients import HarnessError, JvmClients, harness_settings, parse_configdef
 from ..workloads.clients.schedule import Schedule, describe, schedules
 
 pytestmark = pytest.mark.pipeline
 
 CAPABILITY: Final = "confluent-kafka-consumer"
+JAVA_CAPABILITY: Final = "kafka-clients-workload"
 IDS: Final = tuple(f"CLIENT-{n:03}" for n in range(1, 9))
 
 
 EXAMPLE_BOUND_S: Final = 90.0
 """The longest one schedule takes here: its steps (a wait, a node pause, a restart), the drain's bound, the log read."""
+HARNESS_BOUND_S: Final = 240.0
+"""A kafka-clients harness built with Maven (on a release's first use) and started, within the test's bound."""
 
 
 def examples() -> int:
@@ -64,10 +73,26 @@ def workload_settings() -> settings:
 
 @pytest.fixture(scope="module")
 def workload_broker(adapter_under_test: Any) -> Iterator[Broker]:
-    """The run's broker, started only for an adapter that reads with this interpreter's confluent-kafka."""
-    if CAPABILITY not in adapter_under_test.capabilities:
-        pytest.skip(f"adapter {adapter_under_test.name!r} does not declare capability {CAPABILITY!r}")
+    """The run's broker, started only for an adapter whose clients the workload drives."""
+    if not {CAPABILITY, JAVA_CAPABILITY} & set(adapter_under_test.capabilities):
+        pytest.skip(f"adapter {adapter_under_test.name!r} declares neither {CAPABILITY!r} nor {JAVA_CAPABILITY!r}")
     yield from live_broker()
+
+
+@pytest.fixture(scope="module")
+def java_clients(workload_broker: Broker, adapter_under_test: Any) -> Iterator[JvmClients]:
+    """kafka-clients at the adapter's release (the pinned one when it names none), in one harness JVM for the
+    module's schedules, built with Maven on first use; a harness that cannot be built or started is could-not-check."""
+    if JAVA_CAPABILITY not in adapter_under_test.capabilities:
+        pytest.skip(f"adapter {adapter_under_test.name!r} does not declare capability {JAVA_CAPABILITY!r}")
+    try:
+        release = adapter_under_test.release or artifact_version("kafka-oracle", "kafka-clients")
+        folder = build_at_release(release, print)
+        clients = JvmClients(folder, release, harness_settings(workload_broker))
+    except (JvmArtifactsMissing, SetupError, HarnessError, OSError) as failed:
+        raise CouldNotCheck(f"the client workload's kafka-clients harness could not start: {failed}") from failed
+    with clients:
+        yield clients
 
 
 @cache
@@ -102,8 +127,8 @@ def drew(key: object, schedule: Schedule) -> dict[str, str]:
 
 
 @st.composite
-def drawn_schedules(draw: st.DrawFn, faults: bool) -> Schedule:
-    return draw(schedules(release_catalogue(), faults=faults))
+def drawn_schedules(draw: st.DrawFn, catalogue: tuple[client_settings.Setting, ...], faults: bool) -> Schedule:
+    return draw(schedules(catalogue, faults=faults))
 
 
 @requirement(*IDS, "LIVE-001", capability=CAPABILITY)
@@ -117,15 +142,48 @@ def test_required_CLIENT_001_to_008_a_drawn_client_workload_keeps_every_promise(
     release's clients and judged by every client checker: nothing acknowledged lost, nothing written or delivered
     twice or out of order, every start at the committed offset, no aborted record read, no commit backwards or past
     the end, no partition owned twice, every call returned."""
-    schedule = data.draw(drawn_schedules(isinstance(workload_broker, KafkaBroker)), label="schedule")
+    judge_drawn(workload_broker, None, release_catalogue(), record_property, data)
+
+
+@requirement(*IDS, "LIVE-001", capability=JAVA_CAPABILITY)
+@pytest.mark.timeout((examples() + 1) * EXAMPLE_BOUND_S + HARNESS_BOUND_S)
+@workload_settings()
+@given(data=st.data())
+def test_required_CLIENT_001_to_008_kafka_clients_keep_every_promise_of_a_drawn_workload(
+    workload_broker: Broker,
+    java_clients: JvmClients,
+    record_property: Callable[[str, object], None],
+    data: st.DataObject,
+) -> None:
+    """The same drawn workload and checkers on kafka-clients' KafkaProducer and KafkaConsumer at the adapter's
+    release, with settings drawn from that release's ConfigDef."""
+    judge_drawn(workload_broker, java_clients, java_catalogue(java_clients), record_property, data)
+
+
+def java_catalogue(clients: JvmClients) -> tuple[client_settings.Setting, ...]:
+    """The kafka-clients settings the workload draws at the harness's release, from its own ConfigDef dump."""
+    return parse_configdef(clients.dump)
+
+
+def judge_drawn(
+    broker: Broker,
+    clients: Clients | None,
+    catalogue: tuple[client_settings.Setting, ...],
+    record_property: Callable[[str, object], None],
+    data: st.DataObject,
+) -> None:
+    """Draw a schedule from ``catalogue``, run it on ``clients`` (this interpreter's confluent-kafka when
+    ``None``) and fail on what the checkers find; a harness failure is could-not-check."""
+    schedule = data.draw(drawn_schedules(catalogue, isinstance(broker, KafkaBroker)), label="schedule")
     for name, value in drew(record_property, schedule).items():
         record_property(name, value)  # the report's metrics: what the workload drew so far, the last example's count
     try:
-        history = Run(schedule, workload_broker).run()  # type: ignore[arg-type]  # restart/paused: KafkaBroker's
-    except (KafkaError, ck.KafkaException, BrokerStartError, OSError) as failed:
+        # restart/paused: KafkaBroker's
+        history = Run(schedule, broker, clients=clients).run()  # type: ignore[arg-type]
+    except (KafkaError, ck.KafkaException, BrokerStartError, OSError, HarnessError) as failed:
         # The run's own admin calls, topic changes or a restart of the broker failed: nothing was judged.
         raise CouldNotCheck(f"the workload's harness failed, so this schedule judged nothing: {failed}") from failed
-    violations = check_history(history, workload_broker.answers())
+    violations = check_history(history, broker.answers())
     violated = {v.requirement for v in violations}
     fail_on(
         sorted(set(violations), key=lambda v: (v.requirement, v.kind, v.evidence)),

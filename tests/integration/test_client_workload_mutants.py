@@ -80,6 +80,18 @@ class HangingConsume(Delegating):
         return self._inner.consume(*args, **kwargs)
 
 
+class HangingProduce(Delegating):
+    """A producer whose fourth send never returns (kafka-clients' send blocking for good, as in KAFKA-14303)."""
+
+    calls = 0
+
+    def produce(self, *args: Any, **kwargs: Any) -> None:
+        HangingProduce.calls += 1
+        if HangingProduce.calls == 4:
+            RELEASE.wait(600)
+        self._inner.produce(*args, **kwargs)
+
+
 class Broken(RealClients):
     def __init__(self, consumer: type[Delegating] | None = None, producer: type[Delegating] | None = None) -> None:
         self._consumer, self._producer = consumer, producer
@@ -156,17 +168,26 @@ CASES = {
 }
 
 
+HANGS = {
+    "consume": (Broken(consumer=HangingConsume), "consume(100, 1)"),
+    "produce": (Broken(producer=HangingProduce), "produce(b'p0-3')"),
+}
+
+
+@pytest.mark.parametrize("call", sorted(HANGS))
 def test_a_client_call_that_never_returns_is_a_liveness_finding_not_a_hung_suite(
-    broker: Broker, monkeypatch: pytest.MonkeyPatch
+    broker: Broker, monkeypatch: pytest.MonkeyPatch, call: str
 ) -> None:
     monkeypatch.setattr(driver, "CALL_SLACK_S", 3.0)
+    broken, named = HANGS[call]
     drawn = schedule({}, {}, PRODUCE, FLUSH, POLL, POLL, POLL, POLL)
+    RELEASE.clear()
     try:
-        found = check_history(Run(drawn, broker, Broken(consumer=HangingConsume)).run(), broker.answers())
+        found = check_history(Run(drawn, broker, broken).run(), broker.answers())
     finally:
         RELEASE.set()
     assert [(v.requirement, v.kind) for v in found] == [("LIVE-001", "hang")], [str(v) for v in found]
-    assert "consume(100, 1)" in found[0].evidence and "the broker still answered" in found[0].evidence
+    assert named in found[0].evidence and "the broker still answered" in found[0].evidence, found[0].evidence
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

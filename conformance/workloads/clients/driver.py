@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Final, Protocol, TypeVar
 from uuid import uuid4
 
@@ -474,11 +475,16 @@ class Run:
                 kwargs["partition"] = partition
             if step.keyed:
                 kwargs["key"] = f"k{producer.sent % 7}".encode()
+            client = producer.client
             try:
-                producer.client.produce(topic, **kwargs)
+                # On the client's thread and bounded: kafka-clients' send blocks (metadata, a full buffer) up to
+                # max.block.ms, and one that never returns is a hang, not a stuck run.
+                self._call(producer, f"produce({value!r})", partial(client.produce, topic, **kwargs), CALL_SLACK_S)
             except (BufferError, ck.KafkaException) as refused:
                 recorder.note(f"produce of {value!r} refused: {error_text(refused)}", name)
                 continue
+            if producer.hung:
+                return
             recorder.add(Sent, name, value=value, topic=topic, partition=partition, txn=txn)
         client = producer.client
         self._call(producer, "poll(0)", lambda: client.poll(0), CALL_SLACK_S)
@@ -518,6 +524,8 @@ class Run:
             producer.broken = True
             return
         self._send(producer, step, txn)
+        if producer.hung:
+            return
         timeout = 30.0
         if step.mode == "abort":  # sent first, as an application that gives up after an error has: the log keeps them
             self._call(producer, "flush", lambda: client.flush(timeout), timeout + CALL_SLACK_S)

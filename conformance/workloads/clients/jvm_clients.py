@@ -53,6 +53,8 @@ REPLY_BOUND_S: Final = 150.0
 """Longest wait for one answer: longer than any bound of the driver (a hung call is the driver's to report), and
 than kafka-clients' own longest default wait (``max.block.ms``, ``default.api.timeout.ms``: 60 s)."""
 START_BOUND_S: Final = 60.0
+CONSUMER_CLOSE_MS: Final = 20_000
+"""How long a KafkaConsumer's close may wait for its last commit and leave-group (``driver.CLOSE_BOUND_S``: 30 s)."""
 CONFIGDEF: Final = PACKAGE_ROOT / "fixtures" / "kafka-clients" / "configdef-4.1.1.json"
 """kafka-clients 4.1.1's ConsumerConfig.configDef() and ProducerConfig.configDef(), as the harness dumps them."""
 LIBRDKAFKA_NAMES: Final[Mapping[str, str]] = {
@@ -271,6 +273,9 @@ def translate(
                     f'No such configuration property: "{name}" (kafka-clients {release} has no such setting)',
                 )
             )
+    for name, value in JAVA_WORKLOAD_DEFAULTS.items():
+        if name in known:
+            settings.setdefault(name, value)
     if settings.get("group.protocol", "classic").lower() == "consumer":
         for name in ("session.timeout.ms", "heartbeat.interval.ms"):
             if name in settings:  # the broker sets them for a group.protocol=consumer member: kafka-clients refuses
@@ -478,7 +483,9 @@ class JvmConsumer(_Proxy):
         return [ck.TopicPartition(t, p) for t, p in self._call("assignment")]
 
     def close(self) -> None:
-        self._call("close")
+        """``KafkaConsumer.close`` bounded below the driver's bound for a close (its own default is 30 s, the
+        driver's bound itself: a close that waited its default out would count as hung)."""
+        self._call("close", timeout_ms=CONSUMER_CLOSE_MS)
 
 
 class JvmProducer(_Proxy):
@@ -571,11 +578,19 @@ JAVA_NOT_DRAWN_PATTERN: Final = re.compile("|".join(f"(?:{p})" for p in JAVA_NOT
 JAVA_CAPS: Final[Mapping[str, int]] = {
     **CAPS,
     "max.block.ms": 10_000,
-    "default.api.timeout.ms": 30_000,
+    "default.api.timeout.ms": 20_000,
     "fetch.max.wait.ms": 1_000,
     "metadata.max.idle.ms": 30_000,
 }
-"""``settings.CAPS`` and kafka-clients' own waits the workload would otherwise wait out."""
+"""``settings.CAPS`` and kafka-clients' own waits the workload would otherwise wait out, each below the driver's
+bound for the calls it bounds (``driver.CALL_SLACK_S``, 30 s): a call that waited its own bound out is not hung."""
+JAVA_WORKLOAD_DEFAULTS: Final[Mapping[str, str]] = {
+    "max.block.ms": str(JAVA_CAPS["max.block.ms"]),
+    "default.api.timeout.ms": str(JAVA_CAPS["default.api.timeout.ms"]),
+}
+"""The workload's own values where none is drawn, as ``driver.CONSUMER_DEFAULTS`` for librdkafka: kafka-clients'
+defaults (60 s each) would make a send, ``initTransactions`` or ``commitSync`` that waits them out look hung at
+the driver's bound."""
 JAVA_FLOORS: Final[Mapping[str, int]] = {
     **FLOORS,
     "heartbeat.interval.ms": 100,

@@ -190,12 +190,14 @@ public final class ClientWorkload {
             case "abort_transaction":
                 c.producer.abortTransaction();
                 return null;
-            case "close":
+            case "close": {
+                Duration timeout = Duration.ofMillis(r.get("timeout_ms") == null ? 30_000L : (Long) r.get("timeout_ms"));
                 if (c.producer != null)
-                    c.producer.close(Duration.ofMillis(r.get("timeout_ms") == null ? 30_000L : (Long) r.get("timeout_ms")));
+                    c.producer.close(timeout);
                 if (c.consumer != null)
-                    c.consumer.close();
+                    c.consumer.close(timeout);
                 return null;
+            }
             case "subscribe": {
                 ConsumerRebalanceListener listener = listener(c);
                 if (r.get("pattern") != null)
