@@ -20,7 +20,9 @@ Where the two APIs differ, the proxy says so rather than pretends:
   ``poll``/``consume``: the consumer's position (and so a commit) is then past records not yet handed over.
   ``consume(n)`` hands over the whole batch, which may hold more than ``n`` (``max.poll.records``).
 - a call for a client busy in another call waits for it (one thread per client, in the JVM as in the driver).
-- auto-commits (``enable.auto.commit``) are not reported: kafka-clients calls no callback for them.
+- auto-commits (``enable.auto.commit``, on unless told otherwise) get no application callback in kafka-clients: the
+  harness reports every commit a consumer of a group completes through an interceptor (``CommitReporter``,
+  ``ConsumerInterceptor.onCommit``), so an explicit commit may be reported twice (the same offsets).
 """
 
 from __future__ import annotations

@@ -203,9 +203,17 @@ def for_role(role: Literal["C", "P"], settings: Iterable[Setting]) -> list[Setti
     return [s for s in settings if s.role in (role, "*")]
 
 
+SIZE: Final = re.compile(r".*(?:bytes|size|memory)$")
+"""Settings that are byte sizes (librdkafka's and kafka-clients' names end so)."""
+RECORD_SIZE: Final = 256
+"""About the size of one of the workload's records with its batch framing (values of a few bytes; a v2 batch's
+header is 61): a size drawn below it refuses or splits every record, a class of its own."""
+
+
 def values(setting: Setting) -> st.SearchStrategy[str]:
     """A value from the setting's own range (capped per ``CAPS``/``SIZE_CAP``, floored per ``FLOORS``), its
-    default among them."""
+    default among them; a byte size as often below one record's size (``RECORD_SIZE``) as anywhere in its range,
+    since a size that no record fits changes what the client does with every record it is given."""
     if setting.choices:
         return st.sampled_from(setting.choices)
     assert setting.low is not None and setting.high is not None
@@ -213,6 +221,8 @@ def values(setting: Setting) -> st.SearchStrategy[str]:
     low = max(setting.low, FLOORS.get(setting.name, setting.low))
     high = max(low, min(setting.high, cap))
     numbers = st.integers(low, high) | st.sampled_from(sorted({low, high}))
+    if SIZE.fullmatch(setting.name) and low < RECORD_SIZE < high:
+        numbers = numbers | st.integers(low, RECORD_SIZE)
     if setting.default.lstrip("-").isdigit() and low <= int(setting.default) <= high:
         numbers = numbers | st.just(int(setting.default))
     return numbers.map(str)

@@ -153,7 +153,14 @@ public final class ClientWorkload {
             }
             case "consumer": {
                 Properties config = properties(r);
-                c.consumer = new KafkaConsumer<>(config, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+                if (autoCommits(config)) // reported as they complete, as librdkafka's commit callback reports them
+                    config.put(ConsumerConfig.INTERCEPTOR_CLASSES_CONFIG, CommitReporter.class.getName());
+                CommitReporter.CONSTRUCTING.set(c.served);
+                try {
+                    c.consumer = new KafkaConsumer<>(config, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+                } finally {
+                    CommitReporter.CONSTRUCTING.remove();
+                }
                 return null;
             }
             case "send": {
@@ -313,6 +320,12 @@ public final class ClientWorkload {
                 c.served.add(Map.of("kind", "lost", "partitions", tpList(partitions)));
             }
         };
+    }
+
+    /** Whether the consumer auto-commits: kafka-clients does unless told not to, for a member of a group. */
+    private static boolean autoCommits(Properties config) {
+        return config.getProperty(ConsumerConfig.GROUP_ID_CONFIG) != null
+            && !"false".equalsIgnoreCase(config.getProperty(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "true"));
     }
 
     private static Properties properties(Map<String, Object> r) {
