@@ -199,6 +199,18 @@ def test_the_run_is_the_ordinary_suite_on_the_bugs_selection() -> None:
     assert " ".join(line[2:]) == "--adapter m:a --level protocol --only STRAT-010 --profile quick --seed 7 --report r"
 
 
+def test_an_entry_s_draws_are_its_runs_workload_draws_and_must_be_a_positive_count() -> None:
+    """A bug a workload reaches in a fraction of its draws says how many its runs draw; nothing else may."""
+    (bug,) = parse(ENTRY + "draws = 20\n")
+    assert bug.draws == 20
+    assert run_command(bug, "m:a", "quick", 7, Path("r"))[-2:] == ["--workload-draws", "20"]
+    (plain,) = parse(ENTRY)
+    assert plain.draws is None and "--workload-draws" not in run_command(plain, "m:a", "quick", 7, Path("r"))
+    for wrong in ("0", "-3", '"20"', "2.5", "true"):
+        with pytest.raises(CatalogueError, match="draws must be a positive whole number"):
+            parse(ENTRY + f"draws = {wrong}\n")
+
+
 def test_a_release_build_is_cached_and_named_by_its_version(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KCONFORM_JVM_DIR", str(tmp_path))
     monkeypatch.setattr(oracle_at_release, "maven_tools", lambda: "mvn")

@@ -7,7 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kconform.conformance.gate.profiles import PROFILE_ENV, examples_dir
+import pytest
+
+from kconform.conformance.gate.profiles import PROFILE_ENV, WORKLOAD_DRAWS_ENV, examples_dir, workload_draws
 
 
 def test_examples_dir_is_one_folder_per_adapter_spec() -> None:
@@ -39,3 +41,14 @@ def test_a_failing_adapter_saves_its_examples_in_its_own_folder(tmp_path: Path) 
     saved = sorted(p.name for p in adapters.iterdir())
     assert saved == [examples_dir("kconform.conformance.mutants.protocol:python_mod_no_mask").name], saved
     assert not (tmp_path / ".hypothesis" / "examples").exists(), "an example was saved in the shared database"
+
+
+def test_a_workload_draws_one_schedule_per_twenty_examples_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(WORKLOAD_DRAWS_ENV, raising=False)
+    assert [workload_draws(n) for n in (25, 100, 1000)] == [2, 5, 50]
+    monkeypatch.setenv(WORKLOAD_DRAWS_ENV, "20")
+    assert workload_draws(100) == 20
+    for wrong in ("0", "-1", "many"):
+        monkeypatch.setenv(WORKLOAD_DRAWS_ENV, wrong)
+        with pytest.raises(ValueError, match=WORKLOAD_DRAWS_ENV):
+            workload_draws(100)

@@ -19,9 +19,11 @@ LEVELS: Final = ("protocol", "pipeline", "all")
 FIX_COMMIT: Final = re.compile(r"[0-9a-f]{40}")
 TEXT_FIELDS: Final = ("id", "link", "component", "buggy", "fixed", "fix_commit", "mechanism", "only", "level")
 FIELDS: Final = frozenset({*TEXT_FIELDS, "requirements"})
-OPTIONAL: Final = ("could_not_run",)
-"""A reason the bug cannot be run here (no release runnable on this platform, no scenario of its component
-reaches it yet): recorded in the bank rather than dropped, and judged *could not run* without a run."""
+OPTIONAL: Final = ("could_not_run", "draws")
+"""``could_not_run``: a reason the bug cannot be run here (no release runnable on this platform, no scenario of its
+component reaches it yet): recorded in the bank rather than dropped, and judged *could not run* without a run.
+``draws``: how many schedules a drawn workload draws in each of its runs (``kconform run --workload-draws``), for a
+bug the workload reaches in a fraction of its draws; the figure is the evidence of how rare that is."""
 
 
 class CatalogueError(ValueError):
@@ -48,6 +50,8 @@ class Bug:
     """``kconform run --only``: the part of the suite that reaches the bug (a requirement id or a prefix)."""
     level: str
     could_not_run: str | None = None
+    draws: int | None = None
+    """``kconform run --workload-draws`` of each run; ``None``: the profile's."""
 
 
 def parse_catalogue(
@@ -108,6 +112,13 @@ def _bug(
     why = entry.get("could_not_run")
     if why is not None and (not isinstance(why, str) or not why.strip()):
         raise CatalogueError(f"{where}: could_not_run must be a non-empty reason, got {why!r}")
+    draws = entry.get("draws")
+    if draws is not None and (not isinstance(draws, int) or isinstance(draws, bool) or draws < 1):
+        raise CatalogueError(f"{where}: draws must be a positive whole number of schedules, got {draws!r}")
     return Bug(
-        **{name: entry[name] for name in TEXT_FIELDS}, requirements=tuple(ids), category=classes[0], could_not_run=why
+        **{name: entry[name] for name in TEXT_FIELDS},
+        requirements=tuple(ids),
+        category=classes[0],
+        could_not_run=why,
+        draws=draws,
     )

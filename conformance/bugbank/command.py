@@ -63,6 +63,7 @@ def run_command(bug: Bug, adapter: str, profile: str, seed: int, report: Path) -
     return [
         *("kconform", "run", "--adapter", adapter, "--level", bug.level, "--only", bug.only),
         *("--profile", profile, "--seed", str(seed), "--report", str(report)),
+        *(("--workload-draws", str(bug.draws)) if bug.draws is not None else ()),
     ]
 
 

@@ -24,6 +24,23 @@ DEFAULT_PROFILE: Final = "default"
 PROFILE_ENV: Final = "KCONFORM_PROFILE"
 
 
+WORKLOAD_DRAWS_ENV: Final = "KCONFORM_WORKLOAD_DRAWS"
+"""``kconform run --workload-draws``: how many schedules each drawn workload draws."""
+WORKLOAD_SHARE: Final = 20
+"""A drawn schedule runs real clients for seconds: one is drawn per this many examples of the profile."""
+
+
+def workload_draws(max_examples: int) -> int:
+    """Schedules a drawn workload draws: ``$KCONFORM_WORKLOAD_DRAWS`` when set, else one per ``WORKLOAD_SHARE``
+    examples of the loaded profile (``max_examples``), at least two (5 at default, 50 at thorough)."""
+    chosen = os.environ.get(WORKLOAD_DRAWS_ENV, "").strip()
+    if chosen:
+        if not chosen.isdigit() or int(chosen) < 1:
+            raise ValueError(f"${WORKLOAD_DRAWS_ENV}={chosen!r} is not a positive whole number of schedules")
+        return int(chosen)
+    return max(2, max_examples // WORKLOAD_SHARE)
+
+
 def examples_dir(adapter: str) -> Path:
     """Where the failing examples of ``adapter`` (``module:attr``) are kept: one folder per adapter, so
     one adapter's counterexamples never replay against the next adapter judged from the same place."""

@@ -25,7 +25,7 @@ from ..redaction import write_text
 from .html_report import write_html
 from .journal import Journal
 from .options import DEFAULT_LEVEL, DEFAULT_SUITE, DEFAULT_TIMEOUT, RunOptions
-from .profiles import PROFILES, profile_from_env
+from .profiles import PROFILES, WORKLOAD_DRAWS_ENV, profile_from_env
 from .report import annotate_junit, render_markdown, render_text, to_json
 from .results import ERROR_EXIT, USAGE_EXIT, RunResult
 from .runner import BROKER_ENV, AdapterLoadError, run
@@ -120,6 +120,13 @@ aborted records); it is reported with the reason, never as a pass.""",
         "made on demand and cached, and its spark-sql-kafka-0-10, resolved with Maven and cached; the reference "
         "connector needs pyspark 4.2's Python streaming data source API (on 3.5, 4.0 and 4.1 it is could-not-check)",
     )
+    parser.add_argument(
+        "--workload-draws",
+        type=int,
+        metavar="N",
+        help="schedules each drawn workload (the client workload, CLIENT) draws (default: one per twenty examples of "
+        "the profile, at least two: 5 at default, 50 at thorough)",
+    )
     parser.add_argument("--strict", action="store_true", help="SHOULD failures and PARTIAL results fail the run too")
     parser.add_argument(
         "--verbose", action="store_true", help="print the metrics and the broker's capabilities too (reports have them)"
@@ -141,6 +148,10 @@ def main(argv: Sequence[str]) -> int:
     args = parser.parse_args(argv)
     if args.timeout <= 0:
         parser.error("--timeout must be positive")
+    if args.workload_draws is not None:
+        if args.workload_draws < 1:
+            parser.error("--workload-draws must be at least 1")
+        os.environ[WORKLOAD_DRAWS_ENV] = str(args.workload_draws)  # the suite reads it (and a supervised run's child)
     if args.flink_connector is not None:
         if args.adapter not in (None, FLINK_ADAPTER):
             parser.error(f"--flink-connector judges {FLINK_ADAPTER}; it takes no other --adapter")

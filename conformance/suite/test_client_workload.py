@@ -33,6 +33,7 @@ from ..brokers.base import BrokerStartError
 from ..brokers.kafka import KafkaBroker
 from ..checks.checkers import fail_on
 from ..checks.client_workload_checkers import check_history
+from ..gate.profiles import workload_draws
 from ..gate.pytest_plugin import CouldNotCheck, live_broker, requirement
 from ..jvm import JvmArtifactsMissing, artifact_version
 from ..jvm.client_workload_at_release import build_at_release
@@ -56,8 +57,8 @@ HARNESS_BOUND_S: Final = 240.0
 
 
 def examples() -> int:
-    """About one drawn schedule per twenty protocol examples of the loaded profile, at least two."""
-    return max(2, settings().max_examples // 20)
+    """``kconform run --workload-draws``, else one drawn schedule per twenty examples of the loaded profile."""
+    return workload_draws(settings().max_examples)
 
 
 def workload_settings() -> settings:
