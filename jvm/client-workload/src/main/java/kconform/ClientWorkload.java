@@ -16,6 +16,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.OptionalLong;
 import java.util.Properties;
+import java.util.Set;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -274,8 +275,10 @@ public final class ClientWorkload {
                 return positions(c, partitions(r));
             case "lag": {
                 List<Object> lags = new ArrayList<>();
+                Set<TopicPartition> owned = c.consumer.assignment();
                 for (TopicPartition tp : partitions(r)) {
-                    OptionalLong lag = c.consumer.currentLag(tp);
+                    // not (or no longer) assigned: nothing known, as librdkafka's cached watermarks answer
+                    OptionalLong lag = owned.contains(tp) ? c.consumer.currentLag(tp) : OptionalLong.empty();
                     lags.add(List.of(tp.topic(), (long) tp.partition(), lag.isPresent() ? lag.getAsLong() : -1L));
                 }
                 return lags;
@@ -287,14 +290,15 @@ public final class ClientWorkload {
         }
     }
 
-    /** The position of each partition, -1001 (confluent-kafka's OFFSET_INVALID) where it has none yet: asked
-     *  without waiting, as librdkafka's position() answers from what it knows. */
+    /** The position of each partition, -1001 (confluent-kafka's OFFSET_INVALID) where it has none yet or is not
+     *  (or no longer) assigned: asked without waiting, as librdkafka's position() answers from what it knows. */
     private static List<Object> positions(Client c, Collection<TopicPartition> tps) {
         List<Object> found = new ArrayList<>();
+        Set<TopicPartition> owned = c.consumer.assignment();
         for (TopicPartition tp : tps) {
             long offset;
             try {
-                offset = c.consumer.position(tp, Duration.ZERO);
+                offset = owned.contains(tp) ? c.consumer.position(tp, Duration.ZERO) : -1001L;
             } catch (TimeoutException e) {
                 offset = -1001L;
             }
