@@ -70,6 +70,25 @@ def test_missing_members_are_named_with_their_signatures(user_module: str) -> No
     assert "naming" not in missing_members(AdapterBase())  # the base class has the variants
 
 
+def test_an_engine_capability_added_within_a_contract_asks_only_the_adapters_that_declare_it() -> None:
+    """``kafka-clients-workload`` came within contract 4: an adapter written before it is asked for nothing new, and
+    one that declares it without ``release`` is told the member it lacks."""
+
+    class Earlier(AdapterBase):
+        name = "earlier"
+        capabilities = frozenset({"group-assignment"})
+        assignment_strategies = frozenset({"range"})
+
+        def assign_group(self, strategy: str, group: object) -> object:
+            return None
+
+    class Declares(Earlier):
+        capabilities = frozenset({"group-assignment", "kafka-clients-workload"})
+
+    assert missing_members(Earlier()) == []
+    assert missing_members(Declares()) == ["release"]
+
+
 def test_a_module_not_on_the_path_gets_told_how_to_put_it_there() -> None:
     with pytest.raises(ValueError) as error:
         load_adapter("kconform_no_such_user_module:ADAPTER")

@@ -30,11 +30,12 @@ class KafkaClientsAdapter(AdapterBase):
     """Kafka's assignors in the oracle build ``module``; the JVM starts at the first rebalance asked."""
 
     module: str
-    release: str | None = None
-    """The kafka-clients release judged; ``None``: the one ``jvm/pom.xml`` pins."""
     name: str = "kafka-clients"
     capabilities: frozenset[str] = frozenset({"group-assignment", "kafka-clients-workload"})
     assignment_strategies: frozenset[str] = frozenset(ASSIGNORS)
+    release: str | None = None
+    """The kafka-clients release judged; ``None``: the one ``jvm/pom.xml`` pins (after the fields it had before, so
+    a positional call made for them means what it meant)."""
     _oracle: KafkaOracle | None = field(default=None, repr=False)
 
     def assign_group(self, strategy: str, group: Group) -> Assignment:
@@ -56,4 +57,4 @@ def adapter() -> KafkaClientsAdapter:
     module = oracle_module(os.environ)
     oracle_jar(module, f"the Kafka oracle at {os.environ.get(KAFKA_CLIENTS_VERSION_ENV) or 'the pinned release'}")
     release = os.environ.get(KAFKA_CLIENTS_VERSION_ENV)
-    return KafkaClientsAdapter(module, release, name=f"kafka-clients {release}" if release else "kafka-clients")
+    return KafkaClientsAdapter(module, f"kafka-clients {release}" if release else "kafka-clients", release=release)
