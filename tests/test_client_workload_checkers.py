@@ -24,6 +24,7 @@ from kconform.conformance.workloads.clients.history import (
     Stored,
     TxnEnded,
 )
+from kconform.conformance.workloads.clients.schedule import ConsumerPlan, ProducerPlan, Schedule, Step, StepKind
 from kconform.reference_impl.types import TopicPartition
 
 TP = TopicPartition("t", 0)
@@ -244,8 +245,6 @@ def test_a_setting_not_drawn_is_read_at_the_client_releases_own_default() -> Non
 
 def test_a_schedule_printed_as_json_is_read_back_as_the_same_schedule() -> None:
     """A failure prints its schedule as JSON: ``Schedule.from_json`` reads it back whole, for a replay by hand."""
-    from kconform.conformance.workloads.clients.schedule import ConsumerPlan, ProducerPlan, Schedule, Step, StepKind
-
     drawn = Schedule(
         (2, 1),
         (ProducerPlan({"acks": "1"}, True),),

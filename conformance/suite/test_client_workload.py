@@ -153,6 +153,7 @@ def test_required_CLIENT_001_to_008_a_drawn_client_workload_keeps_every_promise(
 def test_required_CLIENT_001_to_008_kafka_clients_keep_every_promise_of_a_drawn_workload(
     workload_broker: Broker,
     java_clients: JvmClients,
+    java_catalogue: tuple[client_settings.Setting, ...],
     record_property: Callable[[str, object], None],
     data: st.DataObject,
 ) -> None:
@@ -160,12 +161,14 @@ def test_required_CLIENT_001_to_008_kafka_clients_keep_every_promise_of_a_drawn_
     release, with settings drawn from that release's ConfigDef."""
     # its proxies present confluent-kafka's methods and shapes (duck-typed, not subclasses): the driver's port
     clients = cast(Clients, java_clients)
-    judge_drawn(workload_broker, clients, java_catalogue(java_clients), record_property, data)
+    judge_drawn(workload_broker, clients, java_catalogue, record_property, data)
 
 
-def java_catalogue(clients: JvmClients) -> tuple[client_settings.Setting, ...]:
-    """The kafka-clients settings the workload draws at the harness's release, from its own ConfigDef dump."""
-    return parse_configdef(clients.dump)
+@pytest.fixture(scope="module")
+def java_catalogue(java_clients: JvmClients) -> tuple[client_settings.Setting, ...]:
+    """The kafka-clients settings the workload draws at the harness's release, from its own ConfigDef dump (read
+    once per module, as ``release_catalogue`` is for confluent-kafka)."""
+    return parse_configdef(java_clients.dump)
 
 
 def judge_drawn(

@@ -449,7 +449,8 @@ class Run:
     # producers
 
     def _send(self, producer: ProducerSlot, step: Step, txn: int | None) -> None:
-        assert producer.client is not None
+        client = producer.client
+        assert client is not None
         recorder, name = self.recorder, producer.name
         topic = self.topics[step.topic % len(self.topics)]
 
@@ -475,7 +476,6 @@ class Run:
                 kwargs["partition"] = partition
             if step.keyed:
                 kwargs["key"] = f"k{producer.sent % 7}".encode()
-            client = producer.client
             try:
                 # On the client's thread and bounded: kafka-clients' send blocks (metadata, a full buffer) up to
                 # max.block.ms, and one that never returns is a hang, not a stuck run.
@@ -486,7 +486,6 @@ class Run:
             if producer.hung:
                 return
             recorder.add(Sent, name, value=value, topic=topic, partition=partition, txn=txn)
-        client = producer.client
         self._call(producer, "poll(0)", lambda: client.poll(0), CALL_SLACK_S)
 
     def produce(self, producer: ProducerSlot, step: Step) -> None:

@@ -206,14 +206,15 @@ def for_role(role: Literal["C", "P"], settings: Iterable[Setting]) -> list[Setti
 SIZE: Final = re.compile(r".*(?:bytes|size|memory)$")
 """Settings that are byte sizes (librdkafka's and kafka-clients' names end so)."""
 RECORD_SIZE: Final = 256
-"""About the size of one of the workload's records with its batch framing (values of a few bytes; a v2 batch's
-header is 61): a size drawn below it refuses or splits every record, a class of its own."""
+"""The top of the small sizes drawn: one of the workload's records with a batch's framing is under 100 bytes (a value
+of a few bytes, a v2 batch header of 61), so sizes up to this hold both sizes no record fits (a class of its own:
+every send refused or split) and sizes just above one record. A bound chosen here, not measured."""
 
 
 def values(setting: Setting) -> st.SearchStrategy[str]:
     """A value from the setting's own range (capped per ``CAPS``/``SIZE_CAP``, floored per ``FLOORS``), its
-    default among them; a byte size as often below one record's size (``RECORD_SIZE``) as anywhere in its range,
-    since a size that no record fits changes what the client does with every record it is given."""
+    default among them; a byte size as often up to ``RECORD_SIZE`` (around one record's size) as anywhere in its
+    range, since a size that no record fits changes what the client does with every record it is given."""
     if setting.choices:
         return st.sampled_from(setting.choices)
     assert setting.low is not None and setting.high is not None
