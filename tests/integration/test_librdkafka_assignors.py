@@ -16,6 +16,7 @@ replays it.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import struct
@@ -669,6 +670,21 @@ def cooperative_join_and_leave(broker: Broker, plan: CooperativePlan) -> None:
             f"librdkafka cooperative-sticky: {explain(violations)}\nsubscriptions {live.subscriptions}, "
             f"partitions {live.topics}\nevents {live.events}"
         )
+
+
+def test_a_group_in_a_child_is_judged_there_and_a_crash_is_the_expected_failure_naming_its_signal() -> None:
+    """``in_child`` itself: a child's assertion fails the test with its message, a clean child passes, and a child
+    killed by a signal (as librdkafka's assignor killed the leader) is the xfail naming the signal, never a crash of
+    the test run."""
+    in_child(lambda: None)
+
+    def judged() -> None:
+        raise AssertionError("the child's verdict")
+
+    with pytest.raises(AssertionError, match="the child's verdict"):
+        in_child(judged)
+    with pytest.raises(pytest.xfail.Exception, match="SIGSEGV"):
+        in_child(lambda: ctypes.string_at(0))  # a NULL read: the child dies of SIGSEGV
 
 
 def test_the_cooperative_judge_catches_a_partition_assigned_in_the_rebalance_that_revokes_it() -> None:
