@@ -103,7 +103,8 @@ def test_a_sink_that_rewrites_a_replayed_batch_is_caught_and_saved_with_its_repl
     assert run.returncode == 1, output[-6000:]
     assert "COMMIT-011 duplicate" in output, output[-6000:]
     saved = tmp_path / "schedule-0"
-    for name in ("schedule.json", "timeline.txt", "history.jsonl", "verdict.txt", "broker-log-tail.txt", "replay.txt"):
+    saved_files = ("schedule.json", "timeline.txt", "history.jsonl", "verdict.txt", "broker-log-tail.txt")
+    for name in (*saved_files, "replay.txt", "driver-1.log"):
         assert (saved / name).is_file(), f"{name} not saved: {sorted(p.name for p in saved.iterdir())}"
     replay = shlex.split((saved / "replay.txt").read_text())
     flags = dict(zip(replay[2::2], replay[3::2], strict=False))

@@ -59,6 +59,8 @@ DEFAULT_OUT: Final = Path("build/soak")
 USAGE_EXIT: Final = 2
 ERROR_EXIT: Final = 3
 LOG_TAIL_LINES: Final = 60
+DRIVER_LOG_KEEP_BYTES: Final = 8 << 20
+"""How much of each driver's log a failing schedule's folder keeps whole (its end), beside the tails."""
 HELP_WIDTH: Final = 100
 
 
@@ -185,12 +187,22 @@ def save_failure(out: Path, outcome: Outcome, replay: str, broker: KafkaBroker) 
     for number, log in enumerate(outcome.driver_logs, 1):
         lines = log.read_text(errors="replace").splitlines()[-LOG_TAIL_LINES:] if log.exists() else ["(no log)"]
         drivers.append(f"--- driver {number} of the schedule ({log.name}) ---\n" + "\n".join(lines))
+        if log.exists() and log.parent != folder:  # the whole log, for what happened before its tail
+            keep_end(log, folder / f"driver-{number}.log", DRIVER_LOG_KEEP_BYTES)
     if drivers:
         write_text(folder / "spark-driver-log-tail.txt", "\n".join(drivers) + "\n")
     tails = "\n".join(f"--- node {n.node_id} ---\n{n.log_tail(LOG_TAIL_LINES)}" for n in broker.nodes)
     write_text(folder / "broker-log-tail.txt", tails + "\n")
     write_text(folder / "replay.txt", replay + "\n")
     return folder
+
+
+def keep_end(source: Path, target: Path, limit: int) -> None:
+    """Copy ``source`` to ``target``, only its last ``limit`` bytes when it is longer."""
+    with source.open("rb") as read:
+        size = read.seek(0, 2)
+        read.seek(max(0, size - limit))
+        target.write_bytes(read.read())
 
 
 def _clock(seconds: float) -> str:
