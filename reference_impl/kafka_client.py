@@ -15,6 +15,7 @@ applied here, last, so no endpoint can change them.
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -583,7 +584,9 @@ class KafkaProducer:
         self._name = name
         self._errors: list[ck.KafkaError] = []
         reports = {"delivery.report.only.error": True, "on_delivery": _appending_to(self._errors)}
-        self._producer = ck.Producer(client.config("producer", **settings, **reports))
+        config = client.config("producer", **settings, **reports)
+        self._request_timeout_s = int(config.get("socket.timeout.ms", LIBRDKAFKA_SOCKET_TIMEOUT_MS)) / 1000
+        self._producer = ck.Producer(config)
 
     def produce(self, topic: str, partition: int, key: bytes | None, value: bytes | None) -> None:
         self.produce_all(topic, (partition,), (key,), (value,))
@@ -637,6 +640,42 @@ class KafkaProducer:
 
 LIBRDKAFKA_TXN_TIMEOUT_MS: Final = 60_000
 """librdkafka's (and Kafka's Java producer's) default ``transaction.timeout.ms``."""
+LIBRDKAFKA_SOCKET_TIMEOUT_MS: Final = 60_000
+"""librdkafka's default ``socket.timeout.ms``: how long one request waits for its answer."""
+
+
+def returned_within(what: str, operation: Callable[[], None], timeout_s: float, request_timeout_s: float) -> None:
+    """Run ``operation``, a librdkafka transactional call given ``timeout_s``, and wait for it at most that plus
+    one request's timeout (``socket.timeout.ms``); past that, a retriable ``KafkaError`` naming both.
+
+    librdkafka waits for the answer of ``init_transactions``, ``send_offsets_to_transaction``,
+    ``commit_transaction`` and ``abort_transaction`` without limit (``rd_kafka_txn_op_req0`` with
+    ``RD_POLL_INFINITE``, rdkafka_txnmgr.c) and leaves the timeout to the requests it sends, a deadline it
+    checks between them plus the one in flight. Measured here on confluent-kafka 2.16.1: a
+    ``send_offsets_to_transaction`` given 10 s, called as a Kafka 4.4.0 node was SIGKILLed and restarted, had
+    not returned 140 s later (its thread in ``rd_kafka_txn_op_req0``), and the Spark task waiting on it held
+    the query past its bound. The call keeps running in its own thread; the producer is left to its
+    task's failure, whose retry fences it."""
+    done = threading.Event()
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            operation()
+        except BaseException as error:  # handed to the caller's thread
+            failed.append(error)
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name=f"kconform-{what}", daemon=True).start()
+    bound_s = timeout_s + request_timeout_s
+    if not done.wait(bound_s):
+        raise KafkaError(
+            f"{what}: librdkafka had not returned {bound_s:g} s after it was called with a {timeout_s:g} s timeout "
+            f"(that timeout plus one request's socket.timeout.ms): the call is abandoned as failed"
+        )
+    if failed:
+        raise failed[0]
 
 
 class TransactionTimeoutRefusedError(KafkaError):
@@ -670,7 +709,12 @@ class KafkaTransactionalProducer(KafkaProducer):
                 # is being replaced) it retries on a fixed 500 ms timer. Measured on one Kafka node: 10
                 # of 14 inits took 0.51 s instead of 0.07 s without it, none of 14 with it.
                 self._producer.list_topics(timeout=self._timeout_s)
-                self._producer.init_transactions(self._timeout_s)
+                returned_within(
+                    f"init_transactions({transactional_id})",
+                    lambda: self._producer.init_transactions(self._timeout_s),
+                    self._timeout_s,
+                    self._request_timeout_s,
+                )
         except KafkaError as error:
             cause = error.__cause__
             if (
@@ -705,7 +749,7 @@ class KafkaTransactionalProducer(KafkaProducer):
 
     def _call(self, what: str, operation: Callable[[], None]) -> None:
         with self._timeout_named(what), _translated(f"{what} ({self._transactional_id})"):
-            operation()
+            returned_within(f"{what} ({self._transactional_id})", operation, self._timeout_s, self._request_timeout_s)
 
     @contextmanager
     def _timeout_named(self, what: str) -> Iterator[None]:

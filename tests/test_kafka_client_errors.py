@@ -3,10 +3,14 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kconform.reference_impl.kafka_client import timeout_named
+from kconform.reference_impl.kafka_client import returned_within, timeout_named
 from kconform.reference_impl.ports import InvalidTxnStateError, KafkaError, ProducerFencedError
 
 ERRORS = st.sampled_from([KafkaError, ProducerFencedError, InvalidTxnStateError])
@@ -24,3 +28,27 @@ def test_required_COMMIT_026_an_error_past_the_timeout_names_it_keeping_its_type
     assert type(named) is kind
     assert f"open {open_ms} ms, longer than transaction.timeout.ms = 2000 ms" in str(named)
     assert str(named).startswith("commit_transaction (q-0): ") and str(error) in str(named)
+
+
+def test_a_transactional_call_that_outlives_its_timeout_and_one_request_is_abandoned_as_failed() -> None:
+    """librdkafka waits for a transactional call's answer without limit; the reference bounds that wait."""
+    release = threading.Event()
+    try:
+        started = time.monotonic()
+        with pytest.raises(KafkaError, match=r"send_offsets_to_transaction \(q-0\): librdkafka had not returned 0.3 s"):
+            returned_within("send_offsets_to_transaction (q-0)", lambda: release.wait(30), 0.1, 0.2)
+        assert time.monotonic() - started < 5
+    finally:
+        release.set()
+
+
+def test_a_transactional_call_within_its_bound_returns_or_raises_its_own_error() -> None:
+    calls: list[int] = []
+    returned_within("commit_transaction (q-0)", lambda: calls.append(1), 1.0, 1.0)
+    assert calls == [1]
+
+    def fenced() -> None:
+        raise ProducerFencedError("commit_transaction (q-0): _FENCED")
+
+    with pytest.raises(ProducerFencedError, match="_FENCED"):
+        returned_within("commit_transaction (q-0)", fenced, 1.0, 1.0)
