@@ -21,6 +21,7 @@ import hypothesis.errors
 import pytest
 from hypothesis.errors import Flaky
 
+from kconform.conformance import progress
 from kconform.conformance.adapter.loader import default_adapter
 from kconform.conformance.adapters.flink_kafka import ADAPTER_SPEC, FLINK_CONNECTOR_ENV
 from kconform.conformance.checks.checkers import Violation, ViolationError
@@ -692,6 +693,22 @@ def test_on_a_terminal_the_heartbeat_is_one_line_rewritten_in_place_and_cleared(
     assert "\n" not in out.getvalue()
     assert cleared == " " * len(beats[-1]) and after == "", "the result line starts on an empty line"
     heartbeat.close()
+
+
+def test_the_heartbeat_shows_what_the_running_test_said_it_is_doing_and_forgets_it_at_the_next_test() -> None:
+    out = io.StringIO()
+    heartbeat = collector.Heartbeat(out, 0.01)
+    progress.say("an earlier test's line")
+    heartbeat.start("drawn_test")  # a test's start clears what the one before said
+    progress.say("drawn schedule 7 of 20")
+    deadline = time.monotonic() + 10
+    while "drawn schedule 7 of 20" not in out.getvalue() and time.monotonic() < deadline:
+        time.sleep(0.01)  # polls the output the heartbeat thread writes; the heartbeat itself does not sleep
+    heartbeat.stop()
+    assert "... still running: drawn_test (0 s; drawn schedule 7 of 20)" in out.getvalue(), out.getvalue()
+    assert "earlier" not in out.getvalue()
+    heartbeat.close()
+    progress.clear()
 
 
 def test_a_failure_of_an_older_flink_line_replays_at_that_line_not_the_newest() -> None:

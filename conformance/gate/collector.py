@@ -25,6 +25,7 @@ import hypothesis.errors
 import pytest
 from hypothesis.errors import FailedHealthCheck, Flaky
 
+from .. import progress
 from ..adapter.guard import AdapterHung, Hang, forget_hangs, record_hang
 from ..adapter.interface import ENGINE_CAPABILITIES, ENGINE_SPECIFIC
 from ..adapters.flink_kafka import ADAPTER_SPEC as FLINK_ADAPTER
@@ -215,6 +216,7 @@ class Heartbeat:
         self._shown = 0  # the width of the in-place line now on the terminal, to clear
 
     def start(self, name: str) -> None:
+        progress.clear()  # the previous test's line is not this one's
         self._stopped.clear()  # the previous test's thread has ended: stop() joined it
         self._thread = threading.Thread(
             target=self._beat, args=(name, time.monotonic()), name="kconform-heartbeat", daemon=True
@@ -239,7 +241,8 @@ class Heartbeat:
 
     def _beat(self, name: str, started: float) -> None:
         while not self._stopped.wait(self.interval):
-            line = f"... still running: {name} ({time.monotonic() - started:.0f} s)"
+            doing = progress.now()
+            line = f"... still running: {name} ({time.monotonic() - started:.0f} s{'; ' + doing if doing else ''})"
             if self.in_place:
                 self.out.write(f"\r{line:<{self._shown}}")
                 self._shown = max(self._shown, len(line))

@@ -28,6 +28,7 @@ if (missing := pipeline_missing()) is not None:  # a core install: every test he
 import confluent_kafka as ck
 
 from ...reference_impl.ports import KafkaError
+from .. import progress
 from ..brokers import Broker
 from ..brokers.base import BrokerStartError
 from ..brokers.kafka import KafkaBroker
@@ -181,7 +182,9 @@ def judge_drawn(
     """Draw a schedule from ``catalogue``, run it on ``clients`` (this interpreter's confluent-kafka when
     ``None``) and fail on what the checkers find; a harness failure is could-not-check."""
     schedule = data.draw(drawn_schedules(catalogue, isinstance(broker, KafkaBroker)), label="schedule")
-    for name, value in drew(record_property, schedule).items():
+    counts = drew(record_property, schedule)
+    progress.say(f"drawn schedule {counts['drew: schedules']} of {examples()}")
+    for name, value in counts.items():
         record_property(name, value)  # the report's metrics: what the workload drew so far, the last example's count
     try:
         # restart/paused: KafkaBroker's
