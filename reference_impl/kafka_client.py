@@ -470,6 +470,39 @@ class KafkaClient:
         finally:
             consumer.unassign()
 
+    def read_partitions(
+        self, tps: Sequence[TopicPartition], isolation: Isolation
+    ) -> tuple[dict[TopicPartition, list[Record]], dict[TopicPartition, int]]:
+        """Every record of ``tps`` from their beginning, read in one assignment, and where each ended: the
+        position at librdkafka's end-of-partition (the HW, or the LSO under read_committed). One consumer for all,
+        where ``read`` per partition costs a fetch round each."""
+        records: dict[TopicPartition, list[Record]] = {tp: [] for tp in tps}
+        ends: dict[TopicPartition, int] = {}
+        if not tps:
+            return records, ends
+        consumer = self._consumer(isolation)
+        consumer.assign([ck.TopicPartition(tp.topic, tp.partition, ck.OFFSET_BEGINNING) for tp in tps])
+        deadline = time.monotonic() + self.timeout_s
+        try:
+            while len(ends) < len(records):
+                if time.monotonic() >= deadline:
+                    left = sorted(set(records) - set(ends))
+                    raise KafkaError(f"read {left}: end of partition not reached within {self.timeout_s} s")
+                for message in consumer.consume(10_000, timeout=0.1):
+                    tp = TopicPartition(message.topic() or "", message.partition() or 0)
+                    error = message.error()
+                    if error is None:
+                        records[tp].append(
+                            Record(tp.topic, tp.partition, _offset(message), message.key(), message.value())
+                        )
+                    elif error.code() == ck.KafkaError._PARTITION_EOF:
+                        ends[tp] = _offset(message)
+                    else:
+                        raise translate(error, f"read {tp}")
+            return records, ends
+        finally:
+            consumer.unassign()
+
     # -- OffsetStore -------------------------------------------------------------------------
 
     def commit_offsets(self, group: str, offsets: Mapping[TopicPartition, int], metadata: str = "") -> None:

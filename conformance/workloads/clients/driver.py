@@ -24,8 +24,8 @@ from uuid import uuid4
 
 import confluent_kafka as ck
 
-from ....reference_impl.kafka_client import KafkaClient
-from ....reference_impl.ports import Isolation
+from ....reference_impl.kafka_client import KafkaClient, wait_until
+from ....reference_impl.ports import Isolation, Record
 from ....reference_impl.types import TopicPartition
 from .history import (
     Acked,
@@ -54,6 +54,10 @@ CALL_SLACK_S: Final = 30.0
 """How much longer than it may wait by itself a client call may take before it counts as hung: a rebalance
 callback, a coordinator lookup after a restart, a commit retried through a node pause."""
 CLOSE_BOUND_S: Final = 30.0
+STABLE_WITHIN_S: Final = 75.0
+"""How long the log's read waits for every partition's last stable offset to reach its high watermark: a
+transaction left open (its producer hung or killed) is aborted by the coordinator at its ``transaction.timeout.ms``
+(drawn up to 60 s) on its next scan for expired ones (every 10 s by default)."""
 DRAIN_SLACK_S: Final = 25.0
 """The drain may take the longest drawn poll interval or session timeout (a stalled member waited out) and this."""
 FETCHED_WAIT_S: Final = 3.0
@@ -888,20 +892,35 @@ class Run:
         self.recorder.note(f"the drain did not reach the end within {longest / 1000 + DRAIN_SLACK_S:g} s")
 
     def read_log(self) -> Log:
+        """Every record of the run's partitions, and those ``read_committed`` returns, once no transaction holds
+        back a partition's last stable offset (within ``STABLE_WITHIN_S``): a transaction committed just before a
+        broker was killed is visible only once the restarted coordinator has written its markers, and a log read
+        before that would show its records as never committed."""
         topics = self.kafka.list_topics()
         tps = [
             TopicPartition(t, p) for t in sorted(topics) if t.startswith(f"{self.prefix}-") for p in sorted(topics[t])
         ]
-        records: dict[TopicPartition, list[tuple[int, bytes | None]]] = {}
-        committed: dict[TopicPartition, frozenset[int]] = {}
-        ends: dict[TopicPartition, int] = {}
-        for tp in tps:
-            ends[tp] = self.kafka.high_watermark(tp)
-            everything = self.kafka.read(tp, ck.OFFSET_BEGINNING, Isolation.READ_UNCOMMITTED, 1_000_000)
-            records[tp] = [(r.offset, r.value) for r in everything]
-            committed[tp] = frozenset(
-                r.offset for r in self.kafka.read(tp, ck.OFFSET_BEGINNING, Isolation.READ_COMMITTED, 1_000_000)
-            )
+
+        deadline = time.monotonic() + STABLE_WITHIN_S
+
+        def read() -> (
+            tuple[dict[TopicPartition, list[Record]], dict[TopicPartition, int], dict[TopicPartition, list[Record]]]
+            | None
+        ):
+            everything, ends = self.kafka.read_partitions(tps, Isolation.READ_UNCOMMITTED)
+            visible, stable_ends = self.kafka.read_partitions(tps, Isolation.READ_COMMITTED)
+            held = [tp for tp in tps if stable_ends[tp] < ends[tp]]
+            if held and time.monotonic() < deadline:
+                return None
+            if held:
+                self.recorder.note(f"still held back by an open transaction after {STABLE_WITHIN_S:g} s: {held}")
+            return everything, ends, visible
+
+        everything, ends, committed_read = wait_until(
+            read, STABLE_WITHIN_S + 2 * self.kafka.timeout_s + 5.0, "the run's partitions read", step_s=0.2
+        )
+        records = {tp: [(r.offset, r.value) for r in everything[tp]] for tp in tps}
+        committed = {tp: frozenset(r.offset for r in committed_read[tp]) for tp in tps}
         groups = {s.group for s in self.consumers}
         group_offsets = {g: dict(self.kafka.committed(g, tps)) for g in sorted(groups)}
         return Log(records, committed, ends, group_offsets)
