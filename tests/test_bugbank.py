@@ -196,7 +196,9 @@ def test_the_run_is_the_ordinary_suite_on_the_bugs_selection() -> None:
     (bug,) = parse(ENTRY)
     line = run_command(bug, "m:a", "quick", 7, Path("r"))
     assert line[:2] == ["kconform", "run"]
-    assert " ".join(line[2:]) == "--adapter m:a --level protocol --only STRAT-010 --profile quick --seed 7 --report r"
+    assert " ".join(line[2:]) == (
+        "--adapter m:a --level protocol --only STRAT-010 --profile quick --seed 7 --report r --examples r/examples"
+    )
 
 
 def test_an_entry_s_draws_are_its_runs_workload_draws_and_must_be_a_positive_count() -> None:

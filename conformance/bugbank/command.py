@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -31,6 +32,8 @@ RUN_TIMEOUT_S: Final = 1800
 """Longest one release's run may take (the pipeline level on a slow machine included)."""
 SHIPPED: Final = "bugbank.toml"
 """The catalogue in ``kconform.fixtures``."""
+EXAMPLES: Final = "examples"
+"""The folder beside a run's report that holds its own Hypothesis example database."""
 
 Say = Callable[[str], None]
 RunRelease = Callable[[Bug, str], Outcome]
@@ -59,10 +62,14 @@ def exit_code(results: Sequence[tuple[Bug, Judgement]]) -> int:
 
 
 def run_command(bug: Bug, adapter: str, profile: str, seed: int, report: Path) -> list[str]:
-    """``kconform run`` on the bug's selection of the suite."""
+    """``kconform run`` on the bug's selection of the suite, with an example database of its own (``examples``
+    beside its report, emptied before each run): the adapter's shared one replays examples earlier runs saved
+    first, the buggy release's failing one on the fixed release included, so a verdict would depend on what ran
+    before it and not on the seed alone."""
     return [
         *("kconform", "run", "--adapter", adapter, "--level", bug.level, "--only", bug.only),
         *("--profile", profile, "--seed", str(seed), "--report", str(report)),
+        *("--examples", str(report / EXAMPLES)),
         *(("--workload-draws", str(bug.draws)) if bug.draws is not None else ()),
     ]
 
@@ -109,6 +116,7 @@ def release_runner(profile: str, seed: int, reports: Path, say: Say) -> RunRelea
         child = [sys.executable, "-m", "kconform.conformance.cli", *command[1:]]
         for attempt in range(CRASH_RETRIES + 1):
             (report / "report.json").unlink(missing_ok=True)
+            shutil.rmtree(report / EXAMPLES, ignore_errors=True)
             try:
                 done = subprocess.run(
                     child,

@@ -127,6 +127,14 @@ aborted records); it is reported with the reason, never as a pass.""",
         help="schedules each drawn workload (the client workload, CLIENT) draws (default: one per twenty examples of "
         "the profile, at least two: 5 at default, 50 at thorough)",
     )
+    parser.add_argument(
+        "--examples",
+        type=Path,
+        metavar="DIR",
+        help="Hypothesis's example database (default: .hypothesis/adapters/<adapter>, whose examples saved by earlier "
+        "runs are replayed first); an empty folder makes what runs depend on --seed alone (kconform bugbank gives each "
+        "run its own)",
+    )
     parser.add_argument("--strict", action="store_true", help="SHOULD failures and PARTIAL results fail the run too")
     parser.add_argument(
         "--verbose", action="store_true", help="print the metrics and the broker's capabilities too (reports have them)"
@@ -181,6 +189,7 @@ def main(argv: Sequence[str]) -> int:
             suite=args.suite,
             spark_master=args.spark_master,
             allow_fallback=args.allow_fallback,
+            examples=args.examples,
         )
         journal = Journal.from_environment()
         if journal is not None:  # supervised (kconform.conformance.gate.supervisor): a crash leaves every stack
