@@ -40,16 +40,22 @@ class ReadRecord:
 
 
 def check_read_once(
-    records: Iterable[ReadRecord], ends: Mapping[TopicPartition, int], requirement: str = "RESTORE-003"
+    records: Iterable[ReadRecord],
+    ends: Mapping[TopicPartition, int],
+    requirement: str = "RESTORE-003",
+    starts: Mapping[TopicPartition, int] | None = None,
 ) -> list[Violation]:
     """Every offset below each end was read exactly once, nothing else: RESTORE-003 end to end, or
-    ``requirement`` when a scenario checks a more specific promise (DISC-005: a new topic from its start)."""
+    ``requirement`` when a scenario checks a more specific promise (DISC-005: a new topic from its start).
+    ``starts``: a partition's first offset to read where it is not 0 (a start from a group's offsets, or at a
+    partition's end): an offset below it read is a read of something the start skips."""
     records = list(records)
     seen = Counter((r.tp, r.offset) for r in records)
     tasks: dict[tuple[TopicPartition, int], set[int]] = defaultdict(set)
     for r in records:
         tasks[(r.tp, r.offset)].add(r.task)
-    expected = Counter((tp, o) for tp, end in ends.items() for o in range(end))
+    first = starts or {}
+    expected = Counter((tp, o) for tp, end in ends.items() for o in range(first.get(tp, 0), end))
     out = [
         Violation(
             requirement, "offset-gap", f"{tp} offset {o} never read", data=tp_fields(tp) | {"offset": o, "times": 0}
@@ -60,7 +66,8 @@ def check_read_once(
         Violation(
             requirement,
             "offset-duplicate",
-            f"{tp} offset {o} read {seen[(tp, o)]} times",
+            f"{tp} offset {o} read {seen[(tp, o)]} times"
+            + (f", below its start {first[tp]}" if o < first.get(tp, 0) else ""),
             data=tp_fields(tp) | {"offset": o, "times": seen[(tp, o)], "tasks": sorted(tasks[(tp, o)])},
         )
         for tp, o in sorted(seen)
