@@ -1,0 +1,443 @@
+"""A Flink workload's schedule: pure data, drawn by Hypothesis, replayed from its JSON.
+
+A ``FlinkSchedule`` is one job's whole life on one source and one sink: the topics it starts with (named by index:
+``t0``, ``t1``, ...), whether its ``KafkaSource`` subscribes to them by list or by a pattern, where its first run
+starts (the earliest offsets, or a consumer group's committed offsets with a fallback), its ``KafkaSink``'s
+guarantee and transaction naming, its checkpoint interval, and two to four runs. Each run after the first is
+restored from the savepoint the one before it stopped with; before each, an operator writes records to some
+partitions, adds partitions to a topic or creates a topic the pattern matches (never while a job runs: the job's
+reads then follow from the schedule, not from a race). A run has its parallelism, an optional subtask ``Failure``
+and its stop: after some records, or once it read to the end of what was written. The last run reads to the end.
+
+Left out on purpose: a plain start at LATEST (a first run at LATEST reads nothing written before it, so nothing
+shows that its first discovery was done before its savepoint; RESTORE-003's LATEST scenario in
+``test_flink_jobs`` probes for that) and a start from group offsets without a fallback on a group that holds none
+(a refusal, RESTORE-018's scenario). LATEST is drawn as the group's fallback, with the group holding an offset on
+at least one partition that the first run reads from.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any, Final, Literal
+
+from hypothesis import strategies as st
+
+from ...flink.job import Failure
+from ...flink.versions import NAMING
+
+StepKind = Literal["write", "add-partitions", "create-topic"]
+Start = Literal["earliest", "group"]
+Fallback = Literal["earliest", "latest"]
+Cell = tuple[int, int]
+"""(topic index, partition)."""
+
+MAX_TOPICS: Final = 3
+"""Topics a schedule starts with."""
+MAX_PARTITIONS: Final = 4
+"""Partitions of a topic when the schedule starts (or is created); an operator may add up to ``MAX_ADDED`` more."""
+MAX_ADDED: Final = 2
+MAX_GROWN: Final = MAX_PARTITIONS + MAX_ADDED
+"""The most partitions a topic reaches."""
+MAX_PARALLELISM: Final = 4
+MAX_RUNS: Final = 4
+MAX_WRITE: Final = 30
+"""Records of one write step: a run reads a few hundred at most (two cores; the harness paces reads)."""
+MAX_FAIL_AFTER: Final = 10
+"""A failure comes after at most this many records of its subtask: each run with a failure writes more than that
+to every partition the schedule started with, so the failing subtask surely reads past it (see ``failure_sure``)."""
+MAX_STOP_AFTER: Final = 60
+CHECKPOINT_MS: Final = (100, 200, 500)
+"""Checkpoint intervals drawn: a run of a few seconds spans several checkpoints at each."""
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """What an operator does while no job runs: ``write`` ``count`` records to partition ``partition`` of topic
+    ``topic``; ``add-partitions``: ``count`` more partitions to topic ``topic``; ``create-topic``: topic ``topic``
+    (the next index), of ``count`` partitions, which the source's pattern matches."""
+
+    kind: StepKind
+    topic: int
+    partition: int = 0
+    count: int = 0
+
+    def text(self) -> str:
+        if self.kind == "write":
+            return f"write {self.count} to t{self.topic}[{self.partition}]"
+        if self.kind == "add-partitions":
+            return f"add {self.count} partition{'s' * (self.count > 1)} to t{self.topic}"
+        return f"create t{self.topic} ({self.count} partition{'s' * (self.count > 1)}, matching the pattern)"
+
+
+@dataclass(frozen=True, slots=True)
+class RunPlan:
+    """One run: the operator's steps before it, its parallelism, its failure and its stop."""
+
+    parallelism: int
+    steps: tuple[Step, ...] = ()
+    failure: Failure | None = None
+    stop_after: int | None = None
+    """Stop with a savepoint after this many reads of the run (replays counted; at most what is left to read, the
+    runner's clamp); ``None``: once it read to the end of what was written."""
+
+    def text(self) -> str:
+        steps = ", ".join(s.text() for s in self.steps) or "no operator step"
+        failure = (
+            "no failure"
+            if self.failure is None
+            else f"subtask {self.failure.subtask} fails after {self.failure.after_records} records "
+            f"(at {self.failure.at})"
+        )
+        stop = "read to the end" if self.stop_after is None else f"stop after {self.stop_after} records"
+        return f"{steps}; parallelism {self.parallelism}, {failure}; {stop}"
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """An offset the start's consumer group holds, committed before the first run."""
+
+    topic: int
+    partition: int
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class FlinkSchedule:
+    partitions: tuple[int, ...]
+    """Partitions of each topic created before the first run."""
+    pattern: bool
+    """Subscribe by a pattern every topic of the schedule matches (else by the list of the starting topics)."""
+    start: Start
+    fallback: Fallback | None
+    """The group start's fallback for a partition the group holds no offset for; ``None`` for ``earliest``."""
+    held: tuple[Held, ...]
+    exactly_once: bool
+    naming: str
+    """The sink's ``TransactionNamingStrategy``: used where the release has one (connector 4.0 on)."""
+    checkpoint_ms: int
+    runs: tuple[RunPlan, ...]
+
+    def __post_init__(self) -> None:
+        problem = self.problem()
+        if problem:
+            raise ValueError(f"not a Flink schedule: {problem}")
+
+    def problem(self) -> str | None:
+        """What makes this no schedule the runner can carry out, or ``None``."""
+        if not 1 <= len(self.partitions) <= MAX_TOPICS or not all(1 <= n <= MAX_PARTITIONS for n in self.partitions):
+            return f"topics {self.partitions}: 1 to {MAX_TOPICS} topics of 1 to {MAX_PARTITIONS} partitions"
+        if not 2 <= len(self.runs) <= MAX_RUNS:
+            return f"{len(self.runs)} runs: 2 to {MAX_RUNS}"
+        if self.runs[-1].stop_after is not None:
+            return "the last run reads to the end"
+        if self.naming not in NAMING or self.checkpoint_ms <= 0:
+            return f"naming {self.naming!r}, checkpoint interval {self.checkpoint_ms}"
+        if (self.start == "group") != (self.fallback is not None):
+            return f"start {self.start!r} with fallback {self.fallback!r}: a group start has a fallback, no other"
+        layout = list(self.partitions)
+        for k, run in enumerate(self.runs):
+            if not 1 <= run.parallelism <= MAX_PARALLELISM:
+                return f"run {k + 1}: parallelism {run.parallelism}"
+            if run.failure is not None and not (0 <= run.failure.subtask < run.parallelism):
+                return f"run {k + 1}: failure of subtask {run.failure.subtask} at parallelism {run.parallelism}"
+            if run.failure is not None and run.failure.after_records < 0:
+                return f"run {k + 1}: failure after {run.failure.after_records} records"
+            if run.stop_after is not None and run.stop_after < 1:
+                return f"run {k + 1}: stop after {run.stop_after} records"
+            for step in run.steps:
+                wrong = _step_problem(step, layout, first=k == 0, pattern=self.pattern)
+                if wrong:
+                    return f"run {k + 1}: {step.text()}: {wrong}"
+                _apply(step, layout)
+        if self.start == "earliest" and self.held:
+            return "offsets held for a start at the earliest offsets"
+        before = self.written(0)
+        for h in self.held:
+            if not 1 <= h.offset < before.get((h.topic, h.partition), 0):
+                return f"t{h.topic}[{h.partition}] held at {h.offset}: not between its first record and its end"
+        if self.start == "group" and not self.held:
+            return "a group start holds an offset the first run reads from"
+        if len({(h.topic, h.partition) for h in self.held}) != len(self.held):
+            return "an offset held twice"
+        return None
+
+    def layout(self, run: int) -> list[int]:
+        """Partitions of each topic when run ``run`` (0-based) starts: after its operator steps."""
+        layout = list(self.partitions)
+        for plan in self.runs[: run + 1]:
+            for step in plan.steps:
+                _apply(step, layout)
+        return layout
+
+    def written(self, run: int) -> dict[Cell, int]:
+        """Records written to each partition once run ``run``'s steps are done."""
+        found: dict[Cell, int] = {}
+        for plan in self.runs[: run + 1]:
+            for step in plan.steps:
+                if step.kind == "write":
+                    found[(step.topic, step.partition)] = found.get((step.topic, step.partition), 0) + step.count
+        return found
+
+    def starting(self) -> set[Cell]:
+        """The partitions there are when the first run starts: where the start's rule applies."""
+        return {(t, p) for t, n in enumerate(self.layout(0)) for p in range(n)}
+
+    def added(self) -> dict[Cell, bool]:
+        """Partitions that came into being after the first run started -> whether of a topic created then (found
+        by the pattern, DISC-002) rather than added to a topic the job already read (DISC-009)."""
+        first = self.layout(0)
+        last = self.layout(len(self.runs) - 1)
+        return {
+            (t, p): t >= len(first) for t, n in enumerate(last) for p in range(first[t] if t < len(first) else 0, n)
+        }
+
+    def starts(self) -> dict[Cell, int]:
+        """Where the job must start each partition: the group's held offset, else the start's (or its fallback's)
+        earliest (0) or latest (the partition's end when the first run starts); every added partition at 0."""
+        held = {(h.topic, h.partition): h.offset for h in self.held}
+        before = self.written(0)
+        found: dict[Cell, int] = {}
+        for cell in self.starting():
+            if cell in held:
+                found[cell] = held[cell]
+            elif self.fallback == "latest":
+                found[cell] = before.get(cell, 0)
+            else:
+                found[cell] = 0
+        return found | dict.fromkeys(self.added(), 0)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> FlinkSchedule:
+        return cls(
+            tuple(data["partitions"]),
+            data["pattern"],
+            data["start"],
+            data["fallback"],
+            tuple(Held(**h) for h in data["held"]),
+            data["exactly_once"],
+            data["naming"],
+            data["checkpoint_ms"],
+            tuple(
+                RunPlan(
+                    r["parallelism"],
+                    tuple(Step(**s) for s in r["steps"]),
+                    None if r["failure"] is None else Failure(**r["failure"]),
+                    r["stop_after"],
+                )
+                for r in data["runs"]
+            ),
+        )
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json(), sort_keys=True)
+
+    @classmethod
+    def loads(cls, text: str) -> FlinkSchedule:
+        return cls.from_json(json.loads(text))
+
+    def counts(self) -> dict[str, int]:
+        """What the schedule draws, for the report's coverage: ``runs``, ``failure:<at>``, ``operator:<kind>``,
+        ``parallelism:<n>``, ``start:<start>``, ``guarantee:<guarantee>``, ``subscription:<how>``."""
+        found: dict[str, int] = {"runs": len(self.runs)}
+
+        def add(key: str) -> None:
+            found[key] = found.get(key, 0) + 1
+
+        for run in self.runs:
+            add(f"parallelism:{run.parallelism}")
+            if run.failure is not None:
+                add(f"failure:{run.failure.at}")
+            for step in run.steps:
+                add(f"operator:{step.kind}")
+            add("stop:" + ("to the end" if run.stop_after is None else "after records"))
+        add("start:" + ("earliest" if self.start == "earliest" else f"group, fallback {self.fallback}"))
+        add("guarantee:" + ("exactly-once" if self.exactly_once else "at-least-once"))
+        add("subscription:" + ("pattern" if self.pattern else "list"))
+        return found
+
+
+def _step_problem(step: Step, layout: list[int], first: bool, pattern: bool) -> str | None:
+    if step.kind == "write":
+        if not (0 <= step.topic < len(layout) and 0 <= step.partition < layout[step.topic]) or step.count < 1:
+            return "no such partition, or no record"
+    elif first:
+        return "the first run's start decides where its partitions start: add and create after it"
+    elif step.kind == "add-partitions":
+        if not 0 <= step.topic < len(layout) or step.count < 1 or layout[step.topic] + step.count > MAX_GROWN:
+            return f"no such topic, or past {MAX_GROWN} partitions"
+    elif step.kind == "create-topic":
+        if not pattern:
+            return "a topic created for a list subscription is never read"
+        if step.topic != len(layout) or not 1 <= step.count <= MAX_PARTITIONS:
+            return f"topic t{step.topic} is not the next one, or of no partition"
+    else:
+        return f"unknown step {step.kind!r}"
+    return None
+
+
+def _apply(step: Step, layout: list[int]) -> None:
+    if step.kind == "add-partitions":
+        layout[step.topic] += step.count
+    elif step.kind == "create-topic":
+        layout.append(step.count)
+
+
+def failure_sure(schedule: FlinkSchedule, run: int) -> bool:
+    """Whether run ``run``'s failure surely happens: its subtask surely reads past ``after_records`` in its first
+    attempt. So when every run up to it has a parallelism no wider than the widest starting topic (Flink's
+    enumerator spreads a topic's partitions over consecutive subtasks, and a restore spreads the splits of the
+    state evenly over the new subtasks: each subtask owns a starting partition), the run reads to the end, and
+    its steps wrote more than ``after_records`` to every starting partition that its start does not skip."""
+    plan = schedule.runs[run]
+    if plan.failure is None:
+        return True
+    widest = max(schedule.partitions)
+    if any(r.parallelism > widest for r in schedule.runs[: run + 1]) or plan.stop_after is not None:
+        return False
+    if run == 0 and schedule.start != "earliest":
+        return False  # a group start skips some of what was written: which subtask reads what is not sure
+    wrote: dict[Cell, int] = {}
+    for step in plan.steps:
+        if step.kind == "write":
+            wrote[(step.topic, step.partition)] = wrote.get((step.topic, step.partition), 0) + step.count
+    initial = {(t, p) for t, n in enumerate(schedule.partitions) for p in range(n)}
+    return all(wrote.get(cell, 0) > plan.failure.after_records for cell in initial)
+
+
+def describe(schedule: FlinkSchedule) -> str:
+    """The schedule as a reader follows it: one line for the job, one per run."""
+    topics = ", ".join(f"t{i} ({n} partition{'s' * (n > 1)})" for i, n in enumerate(schedule.partitions))
+    how = "by pattern" if schedule.pattern else "by list"
+    if schedule.start == "earliest":
+        start = "earliest offsets"
+    else:
+        held = ", ".join(f"t{h.topic}[{h.partition}]@{h.offset}" for h in schedule.held)
+        start = f"group offsets ({held}; fallback {schedule.fallback})"
+    sink = "exactly-once" if schedule.exactly_once else "at-least-once"
+    lines = [
+        f"topics {topics} {how}; start at {start}; sink {sink} (naming {schedule.naming} where the release has it); "
+        f"checkpoint every {schedule.checkpoint_ms} ms"
+    ]
+    lines += [f"run {k}: {run.text()}" for k, run in enumerate(schedule.runs, 1)]
+    return "\n".join(lines)
+
+
+def _writes(layout: list[int], cells: list[Cell] | None = None) -> st.SearchStrategy[list[Step]]:
+    """A few writes to partitions of ``layout`` (or of ``cells``)."""
+    where = cells or [(t, p) for t, n in enumerate(layout) for p in range(n)]
+    write = st.builds(
+        lambda cell, count: Step("write", cell[0], cell[1], count),
+        st.sampled_from(where),
+        st.integers(1, MAX_WRITE),
+    )
+    return st.lists(write, max_size=4)
+
+
+@st.composite
+def _operator_steps(draw: st.DrawFn, layout: list[int], pattern: bool) -> list[Step]:
+    """Up to two partition additions or (subscribed by pattern) topic creations, applied to ``layout``."""
+    steps: list[Step] = []
+    for _ in range(draw(st.integers(0, 2))):
+        growable = [t for t, n in enumerate(layout) if n < MAX_GROWN]
+        kinds = (["add-partitions"] if growable else []) + (["create-topic"] if pattern else [])
+        if not kinds:
+            break
+        if draw(st.sampled_from(kinds)) == "add-partitions":
+            topic = draw(st.sampled_from(growable))
+            step = Step("add-partitions", topic, count=draw(st.integers(1, MAX_GROWN - layout[topic])))
+        else:
+            step = Step("create-topic", len(layout), count=draw(st.integers(1, MAX_PARTITIONS)))
+        _apply(step, layout)
+        steps.append(step)
+    return steps
+
+
+@st.composite
+def flink_schedules(draw: st.DrawFn) -> FlinkSchedule:
+    """Schedules whose every drawn failure surely happens (``failure_sure``) and whose group start, if any, holds
+    an offset below what the first run finds written."""
+    partitions = tuple(draw(st.lists(st.integers(1, MAX_PARTITIONS), min_size=1, max_size=MAX_TOPICS)))
+    pattern = draw(st.booleans())
+    start: Start = draw(st.sampled_from(("earliest", "group")))
+    fallback: Fallback | None = None if start == "earliest" else draw(st.sampled_from(("earliest", "latest")))
+    parallelisms = draw(st.lists(st.integers(1, MAX_PARALLELISM), min_size=2, max_size=MAX_RUNS))
+    widest = max(partitions)
+    initial = [(t, p) for t, n in enumerate(partitions) for p in range(n)]
+    layout = list(partitions)
+    runs: list[RunPlan] = []
+    for k, parallelism in enumerate(parallelisms):
+        last = k == len(parallelisms) - 1
+        steps = [] if k == 0 else draw(_operator_steps(layout, pattern))
+        steps += draw(_writes(layout))
+        failure = None
+        can_fail = all(p <= widest for p in parallelisms[: k + 1]) and (k > 0 or start == "earliest")
+        if can_fail and draw(st.booleans()):
+            failure = Failure(
+                draw(st.integers(0, parallelism - 1)),
+                draw(st.integers(0, MAX_FAIL_AFTER)),
+                draw(st.sampled_from(("record", "checkpoint"))),
+            )
+            more = st.integers(failure.after_records + 1, failure.after_records + MAX_WRITE)
+            steps += [Step("write", t, p, draw(more)) for t, p in initial]
+        if k == 0 and start == "group":
+            steps.append(Step("write", 0, 0, draw(st.integers(2, MAX_WRITE))))  # an offset to hold below its end
+        stop = None if last or failure is not None or draw(st.booleans()) else draw(st.integers(1, MAX_STOP_AFTER))
+        runs.append(RunPlan(parallelism, tuple(steps), failure, stop))
+    held: list[Held] = []
+    if start == "group":
+        before: dict[Cell, int] = {}
+        for step in runs[0].steps:
+            before[(step.topic, step.partition)] = before.get((step.topic, step.partition), 0) + step.count
+        holdable = sorted(cell for cell, n in before.items() if n >= 2)
+        cells = draw(st.lists(st.sampled_from(holdable), min_size=1, max_size=len(holdable), unique=True))
+        held = [Held(t, p, draw(st.integers(1, before[(t, p)] - 1))) for t, p in sorted(cells)]
+    return FlinkSchedule(
+        partitions,
+        pattern,
+        start,
+        fallback,
+        tuple(held),
+        draw(st.booleans()),
+        draw(st.sampled_from(NAMING)),
+        draw(st.sampled_from(CHECKPOINT_MS)),
+        tuple(runs),
+    )
+
+
+EVERY_KIND: Final = FlinkSchedule(
+    partitions=(2, 1),
+    pattern=True,
+    start="group",
+    fallback="latest",
+    held=(Held(0, 0, 4),),
+    exactly_once=True,
+    naming="POOLING",
+    checkpoint_ms=200,
+    runs=(
+        RunPlan(2, (Step("write", 0, 0, 12), Step("write", 0, 1, 6), Step("write", 1, 0, 5)), stop_after=4),
+        RunPlan(
+            2,
+            (
+                Step("add-partitions", 0, count=1),
+                Step("create-topic", 2, count=2),
+                Step("write", 0, 2, 7),
+                Step("write", 2, 0, 5),
+                Step("write", 2, 1, 4),
+                Step("write", 0, 0, 15),
+                Step("write", 0, 1, 15),
+                Step("write", 1, 0, 15),
+            ),
+            failure=Failure(1, 6, "record"),
+        ),
+        RunPlan(3, (Step("write", 0, 1, 10), Step("write", 2, 1, 3)), stop_after=8),
+        RunPlan(1, (Step("write", 1, 0, 9),)),
+    ),
+)
+"""The explicit example: every step kind, a group start with a LATEST fallback, a failure that surely happens, a
+rescale up and down, and both stops."""

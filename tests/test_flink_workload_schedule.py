@@ -1,0 +1,96 @@
+"""The Flink workload's schedules: valid by construction, replayable from their JSON, described stably. Pure."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+
+from kconform.conformance.flink.job import Failure
+from kconform.conformance.workloads.flink.schedule import (
+    EVERY_KIND,
+    MAX_PARALLELISM,
+    FlinkSchedule,
+    Held,
+    RunPlan,
+    Step,
+    describe,
+    failure_sure,
+    flink_schedules,
+)
+
+
+@settings(max_examples=200)
+@given(schedule=flink_schedules())
+def test_drawn_schedules_are_valid_and_replay_from_their_json(schedule: FlinkSchedule) -> None:
+    assert schedule.problem() is None
+    assert 2 <= len(schedule.runs) <= 4 and schedule.runs[-1].stop_after is None
+    for k, run in enumerate(schedule.runs):
+        assert 1 <= run.parallelism <= MAX_PARALLELISM
+        assert run.failure is None or run.failure.subtask < run.parallelism
+        assert failure_sure(schedule, k), f"run {k + 1}'s failure may never happen:\n{describe(schedule)}"
+    assert FlinkSchedule.loads(schedule.dumps()) == schedule
+    assert describe(FlinkSchedule.loads(schedule.dumps())) == describe(schedule)
+    assert len(describe(schedule).splitlines()) == len(schedule.runs) + 1
+
+
+@settings(max_examples=200)
+@given(schedule=flink_schedules())
+def test_every_start_is_between_a_partitions_first_record_and_its_end(schedule: FlinkSchedule) -> None:
+    """The starts the checkers expect: a held offset below what the first run finds, a partition added after the
+    first start at its first record, and the first run has something to read under a group start."""
+    written = schedule.written(len(schedule.runs) - 1)
+    starts = schedule.starts()
+    assert set(starts) == schedule.starting() | set(schedule.added())
+    assert all(0 <= starts[cell] <= written.get(cell, 0) for cell in starts)
+    assert all(starts[cell] == 0 for cell in schedule.added())
+    if schedule.start == "group":
+        before = schedule.written(0)
+        assert any(starts[(h.topic, h.partition)] < before[(h.topic, h.partition)] for h in schedule.held)
+
+
+def test_the_explicit_example_draws_every_kind() -> None:
+    counts = EVERY_KIND.counts()
+    assert {"operator:write", "operator:add-partitions", "operator:create-topic", "failure:record"} <= set(counts)
+    assert {"stop:to the end", "stop:after records"} <= set(counts)
+    assert all(failure_sure(EVERY_KIND, k) for k in range(len(EVERY_KIND.runs)))
+    assert EVERY_KIND.added() == {(0, 2): False, (2, 0): True, (2, 1): True}
+    assert EVERY_KIND.starts() == {(0, 0): 4, (0, 1): 6, (1, 0): 5, (0, 2): 0, (2, 0): 0, (2, 1): 0}
+
+
+def test_describe_is_stable() -> None:
+    assert describe(EVERY_KIND) == "\n".join(
+        [
+            "topics t0 (2 partitions), t1 (1 partition) by pattern; start at group offsets (t0[0]@4; fallback "
+            "latest); sink exactly-once (naming POOLING where the release has it); checkpoint every 200 ms",
+            "run 1: write 12 to t0[0], write 6 to t0[1], write 5 to t1[0]; parallelism 2, no failure; stop after 4 "
+            "records",
+            "run 2: add 1 partition to t0, create t2 (2 partitions, matching the pattern), write 7 to t0[2], write 5 "
+            "to t2[0], write 4 to t2[1], write 15 to t0[0], write 15 to t0[1], write 15 to t1[0]; parallelism 2, "
+            "subtask 1 fails after 6 records (at record); read to the end",
+            "run 3: write 10 to t0[1], write 3 to t2[1]; parallelism 3, no failure; stop after 8 records",
+            "run 4: write 9 to t1[0]; parallelism 1, no failure; read to the end",
+        ]
+    )
+
+
+BASE = EVERY_KIND
+
+
+@pytest.mark.parametrize(
+    ("changed", "named"),
+    [
+        ({"runs": (RunPlan(1),)}, "runs"),
+        ({"runs": (*BASE.runs[:-1], RunPlan(1, stop_after=3))}, "last run"),
+        ({"runs": (RunPlan(2, failure=Failure(2, 1)), *BASE.runs[1:])}, "failure of subtask 2"),
+        ({"runs": (RunPlan(1, (Step("add-partitions", 0, count=1),)), *BASE.runs[1:])}, "add and create after"),
+        ({"pattern": False}, "list subscription"),
+        ({"held": (Held(0, 0, 12),)}, "not between"),
+        ({"held": ()}, "holds an offset"),
+        ({"start": "earliest", "fallback": None}, "held for a start at the earliest"),
+        ({"fallback": None}, "a group start has a fallback"),
+    ],
+)
+def test_a_schedule_the_runner_cannot_carry_out_is_refused_naming_why(changed: dict[str, object], named: str) -> None:
+    fields = {name: getattr(BASE, name) for name in BASE.__dataclass_fields__}
+    with pytest.raises(ValueError, match=named):
+        FlinkSchedule(**(fields | changed))  # type: ignore[arg-type]
