@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -37,9 +37,7 @@ if (missing := pipeline_missing()) is not None:  # a core install: every test he
 from ...reference_impl.kafka_client import KafkaClient, stable_offsets, topic_records, wait_until
 from ...reference_impl.ports import Isolation, KafkaError
 from ...reference_impl.types import LATEST, TopicPartition
-from ..adapters.flink_kafka import job_edit_of
 from ..brokers import Broker
-from ..brokers.facts import read_facts
 from ..brokers.probe import TXN_TIMEOUT_WAIT_S
 from ..brokers.refusal import refused_writes
 from ..checks.checkers import Violation, check_group_start, fail_on
@@ -59,11 +57,13 @@ from ..flink.harness import FlinkHarness, RunningJob, visible_output
 from ..flink.history import RunHistory, committed_reads, left_to_read, restarted_or_checkpointed, starts_read
 from ..flink.job import SINK_DEFAULTS, Failure, GroupOffsets, JobRun, Sink, Stop
 from ..flink.versions import NAMING
-from ..gate.pytest_plugin import BROKER_FACTS, BROKER_VERSION, CouldNotCheck, live_broker, requirement
-from ..jvm import JvmArtifactsMissing
-from ..jvm.setup import SetupError
+from ..gate.pytest_plugin import requirement
+from . import flink_fixtures
+from .flink_fixtures import write
 
 pytestmark = pytest.mark.pipeline
+harness, flink_broker, kafka = flink_fixtures.harness, flink_fixtures.flink_broker, flink_fixtures.kafka
+"""The shared fixtures (``flink_fixtures``), found by pytest by these names."""
 
 PARTITIONS: Final = 4
 PACE_MS: Final = 2
@@ -92,41 +92,6 @@ def flink_settings() -> settings:
         phases=[Phase.explicit, Phase.reuse, Phase.generate],
         deadline=None,
     )
-
-
-@pytest.fixture(scope="module")
-def harness(adapter_under_test: Any) -> FlinkHarness:
-    """The adapter's connector release, its harness built on first use; skips an adapter of another engine."""
-    if "flink-job" not in adapter_under_test.capabilities:
-        pytest.skip(f"adapter {adapter_under_test.name!r} does not declare capability 'flink-job'")
-    try:
-        return FlinkHarness(adapter_under_test.release, print, job_edit_of(adapter_under_test))
-    except (SetupError, JvmArtifactsMissing) as error:
-        raise CouldNotCheck(f"the Flink harness of {adapter_under_test.name}: {error}") from error
-
-
-@pytest.fixture(scope="module")
-def flink_broker(harness: FlinkHarness, request: pytest.FixtureRequest) -> Iterator[Broker]:
-    for running in live_broker():
-        request.config.stash[BROKER_VERSION] = running.version
-        request.config.stash[BROKER_FACTS] = read_facts(running)
-        yield running
-
-
-@pytest.fixture
-def kafka(flink_broker: Broker) -> Iterator[KafkaClient]:
-    with KafkaClient(flink_broker) as client:
-        yield client
-
-
-def write(kafka: KafkaClient, topic: str, partitions: Sequence[int], count: int, tag: str) -> dict[TopicPartition, int]:
-    """``count`` records on each of ``partitions`` of ``topic`` (values ``tag-p-i``); each partition's end."""
-    ends = {}
-    for p in partitions:
-        tp = TopicPartition(topic, p)
-        ends[tp] = kafka.produce_batch(tp, [(None, f"{tag}-{p}-{i}".encode()) for i in range(count)], linger_ms=5)[-1]
-        ends[tp] += 1
-    return ends
 
 
 def sink_values(kafka: KafkaClient, sink: str) -> list[bytes]:
