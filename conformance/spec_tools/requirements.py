@@ -86,6 +86,7 @@ SUITE_LEVELS: Final = {
     "test_kafka_strategies": "protocol",
     "test_pipeline": "Spark queries",
     "test_flink_jobs": "Flink jobs",
+    "test_flink_workload": "Flink jobs",
     "test_client": "its consumer",
     "test_client_workload": "its clients",
 }

@@ -1,0 +1,314 @@
+"""Pipeline level, Flink: a drawn workload over a job's whole life, judged by the Flink scenarios' own checkers.
+
+Capability ``flink-job``. Where ``test_flink_jobs`` runs one hand-written scenario per requirement, this draws a
+``FlinkSchedule`` (``kconform.conformance.workloads.flink.schedule``): one to three topics subscribed by list or by
+pattern, a start at the earliest offsets or from a consumer group's offsets with a fallback, an exactly-once or
+at-least-once sink, and two to four runs, each restored from the savepoint of the one before at its own
+parallelism, with records written, partitions added and topics created between runs and subtask failures inside
+them. It runs each run in the Flink harness and judges the whole life: every offset once in the final state
+(RESTORE-003), one reader per partition in each run (ASSIGN-007), the sink's read_committed output the input once
+and in order, or at least once (COMMIT-011, COMMIT-013), every partition added or topic created read from its first
+record (DISC-005, DISC-009, DISC-002). A drawn failure that did not happen is ERROR, never a pass.
+
+Few drawn examples, not shrunk (``kconform run --workload-draws``, as the client workload); a failing one prints
+its schedule and its JSON, which ``FlinkSchedule.loads`` turns back into the schedule to replay.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final, Literal
+from uuid import uuid4
+
+import pytest
+from hypothesis import HealthCheck, Phase, example, given, settings
+
+from ..extras import pipeline_missing
+
+if (missing := pipeline_missing()) is not None:  # a core install: every test here is skipped, naming the fix
+    pytest.skip(missing, allow_module_level=True)
+
+from ...reference_impl.kafka_client import KafkaClient, topic_records
+from ...reference_impl.ports import Isolation, KafkaError, Record
+from ...reference_impl.types import TopicPartition
+from .. import progress
+from ..brokers import Broker
+from ..checks.checkers import Violation, fail_on
+from ..checks.pipeline_checkers import (
+    ReadRecord,
+    check_discovered,
+    check_read_once,
+    check_single_reader,
+    check_sink_output,
+)
+from ..errors import HarnessError
+from ..flink.harness import FlinkHarness, RunResult, visible_output
+from ..flink.history import RunHistory, committed_reads, next_offsets
+from ..flink.job import Failure, GroupOffsets, JobRun, Sink, Stop
+from ..gate.profiles import workload_draws
+from ..gate.pytest_plugin import CouldNotCheck, requirement
+from ..workloads.flink.schedule import EVERY_KIND, MAX_RUNS, FlinkSchedule, Step, describe, flink_schedules
+from . import flink_fixtures
+from .flink_fixtures import write
+
+pytestmark = pytest.mark.pipeline
+harness, flink_broker, kafka = flink_fixtures.harness, flink_fixtures.flink_broker, flink_fixtures.kafka
+"""The shared fixtures (``flink_fixtures``), found by pytest by these names."""
+
+IDS: Final = ("RESTORE-003", "ASSIGN-007", "COMMIT-011", "COMMIT-013", "DISC-005", "DISC-009", "DISC-002")
+PACE_MS: Final = 2
+"""Spreads a run's reads over several checkpoints, so that failures and savepoints fall between them."""
+DISCOVERY_MS: Final = 1000
+"""``partition.discovery.interval.ms``: a restored job finds what was added while it was stopped at its first
+discovery; a short interval set also keeps FLINK-36780 (3.1.0 to 3.4.0: discovery off where none is set) out."""
+SINK_PARTITIONS: Final = 2
+STOP_WITHIN_MS: Final = 30_000
+"""How long a run may take to read to its stop: its start and a few hundred paced reads; a run that lost records
+stops there with its savepoint, and the checkers name what it did not read."""
+JOB_TIMEOUT_MS: Final = 60_000
+"""The harness's bound on each wait for a job (its savepoint, its end)."""
+RUN_BOUND_S: Final = 60 + (STOP_WITHIN_MS + 2 * JOB_TIMEOUT_MS) / 1000
+"""The most one run takes (``flink.harness.run_limit_s``): the JVM's start, the stop's wait, savepoint and end."""
+
+
+def examples() -> int:
+    """``kconform run --workload-draws``, else one drawn schedule per twenty examples of the loaded profile."""
+    return workload_draws(settings().max_examples)
+
+
+def workload_settings() -> settings:
+    """Drawn, not shrunk: every shrink step runs Flink jobs for seconds each, so a failure prints its whole
+    schedule (and as JSON) and Hypothesis's database replays it with the run's ``--seed``."""
+    return settings(
+        max_examples=examples(),
+        deadline=None,
+        phases=[Phase.explicit, Phase.reuse, Phase.generate],
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+    )
+
+
+DREW: Final[dict[int, Counter[str]]] = {}
+"""What the draws of one test call covered, keyed by its ``record_property`` (one per call, shared by its examples)."""
+
+
+def drew(key: object, schedule: FlinkSchedule, failed: int) -> dict[str, str]:
+    """The report's coverage after this schedule: schedules, runs, failures drawn and injected, operator steps,
+    parallelisms, stops, starts, guarantees and subscriptions, drawn so far."""
+    seen = DREW.setdefault(id(key), Counter())
+    seen["schedules"] += 1
+    seen["failures injected"] += failed
+    seen.update(schedule.counts())
+
+    def line(prefix: str) -> str:
+        found = sorted(((k.removeprefix(prefix), n) for k, n in seen.items() if k.startswith(prefix)), key=str)
+        return ", ".join(f"{k} {n}" for k, n in found) or "none"
+
+    return {
+        "drew: schedules": str(seen["schedules"]),
+        "drew: runs": str(seen["runs"]),
+        "drew: failures": f"{line('failure:')}; injected {seen['failures injected']}",
+        "drew: operator steps": line("operator:"),
+        "drew: parallelisms": line("parallelism:"),
+        "drew: stops": line("stop:"),
+        "drew: starts": line("start:"),
+        "drew: guarantees": line("guarantee:"),
+        "drew: subscriptions": line("subscription:"),
+    }
+
+
+def left(
+    ends: Mapping[TopicPartition, int], starts: Mapping[TopicPartition, int], reads: Iterable[ReadRecord]
+) -> dict[TopicPartition, int]:
+    """The partitions a restored run has left to read (from its start, or past what the state read), with their end."""
+    done = next_offsets(reads)
+    return {tp: end for tp, end in ends.items() if max(starts.get(tp, 0), done.get(tp, 0)) < end}
+
+
+def stop_of(
+    stop_after: int | None, ends: Mapping[TopicPartition, int], starts: Mapping[TopicPartition, int],
+    reads: Iterable[ReadRecord],
+) -> Stop:  # fmt: skip
+    """The drawn stop as the harness takes it: to the end of what is left, or after ``stop_after`` reads, never
+    more than are left (the harness counts replays too: a run that reads them all surely gets there)."""
+    reads = list(reads)
+    rest, done = left(ends, starts, reads), next_offsets(reads)
+    records = sum(end - max(starts.get(tp, 0), done.get(tp, 0)) for tp, end in rest.items())
+    if stop_after is None or records == 0:
+        return Stop(at_offsets=rest, within_ms=STOP_WITHIN_MS)
+    return Stop(after_records=min(stop_after, records), within_ms=STOP_WITHIN_MS)
+
+
+@dataclass
+class Workload:
+    """One schedule carried out: its topics' names, the source partitions' ends, the runs so far."""
+
+    schedule: FlinkSchedule
+    broker: Broker
+    kafka: KafkaClient
+    work: Path
+    tag: str
+    ends: dict[TopicPartition, int]
+    runs: list[RunHistory]
+
+    def topic(self, index: int) -> str:
+        return f"{self.tag}-in-{index}"
+
+    @property
+    def sink(self) -> str:
+        return f"{self.tag}-out"
+
+    def tp(self, cell: tuple[int, int]) -> TopicPartition:
+        return TopicPartition(self.topic(cell[0]), cell[1])
+
+    def starts(self) -> dict[TopicPartition, int]:
+        return {self.tp(cell): offset for cell, offset in self.schedule.starts().items()}
+
+    def create(self) -> None:
+        for index, partitions in enumerate(self.schedule.partitions):
+            self.kafka.create_topic(self.topic(index), partitions)
+            self.ends |= {TopicPartition(self.topic(index), p): 0 for p in range(partitions)}
+        self.kafka.create_topic(self.sink, SINK_PARTITIONS)
+
+    def carry_out(self, run: int, number: int, step: Step) -> None:
+        """One operator step before run ``run``; its records' values name the run, the step and the partition."""
+        if step.kind == "write":
+            tp = TopicPartition(self.topic(step.topic), step.partition)
+            self.ends |= write(
+                self.kafka, tp.topic, (tp.partition,), step.count, f"{self.tag}-r{run}s{number}-t{step.topic}"
+            )
+        elif step.kind == "add-partitions":
+            total = sum(1 for tp in self.ends if tp.topic == self.topic(step.topic)) + step.count
+            self.kafka.create_partitions(self.topic(step.topic), total)
+            self.ends |= {TopicPartition(self.topic(step.topic), p): 0 for p in range(total - step.count, total)}
+        else:
+            self.kafka.create_topic(self.topic(step.topic), step.count)
+            self.ends |= {TopicPartition(self.topic(step.topic), p): 0 for p in range(step.count)}
+
+    def job(self, run: int, savepoint: str | None, naming: str | None) -> JobRun:
+        schedule, plan = self.schedule, self.schedule.runs[run]
+        start: Literal["earliest"] | GroupOffsets = "earliest"
+        if schedule.start == "group":
+            start = GroupOffsets(f"{self.tag}-group", schedule.fallback)
+        pattern = f"{self.tag}-in-.*" if schedule.pattern else None
+        return JobRun(
+            self.broker.bootstrap_servers,
+            () if schedule.pattern else tuple(self.topic(i) for i in range(len(schedule.partitions))),
+            Sink(
+                self.sink, schedule.exactly_once, f"{self.sink}-txn", naming=naming if schedule.exactly_once else None
+            ),
+            plan.parallelism,
+            stop=stop_of(plan.stop_after, self.ends, self.starts(), committed_reads(self.runs) if self.runs else []),
+            restore_from=savepoint,
+            failure=plan.failure,
+            checkpoint_interval_ms=schedule.checkpoint_ms,
+            starting_offsets=start,
+            source_properties={"partition.discovery.interval.ms": str(DISCOVERY_MS)},
+            pace_ms=PACE_MS,
+            timeout_ms=JOB_TIMEOUT_MS,
+            topic_pattern=pattern,
+        )
+
+    def produced(self) -> dict[int, list[Record]]:
+        """Every source record from where the job must start its partition (read_uncommitted), keyed apart."""
+        starts, out = self.starts(), {}
+        for index, topic in enumerate(sorted({tp.topic for tp in self.ends})):
+            for partition, records in topic_records(self.kafka, topic, Isolation.READ_UNCOMMITTED).items():
+                first = starts.get(TopicPartition(topic, partition), 0)
+                out[index * 100 + partition] = [r for r in records if r.offset >= first]
+        return out
+
+
+def failure_happened(run: int, failure: Failure | None, result: RunResult, work: Path) -> int:
+    """1 when the run's drawn failure restarted its subtask, 0 when none was drawn; ``HarnessError`` when one was
+    drawn and did not happen (a schedule is drawn so that it surely happens: ``schedule.failure_sure``)."""
+    if failure is None:
+        return 0
+    subtask = failure.subtask
+    if any(s.subtask == subtask and s.attempt > 0 for s in result.history.segments):
+        return 1
+    read = sum(len(s.reads()) for s in result.history.segments if s.subtask == subtask)
+    raise HarnessError(
+        f"the failure injection did not happen: subtask {subtask} of run {run + 1} never restarted "
+        f"(it read {read} records; {failure}) ({work})"
+    )
+
+
+def judge(workload: Workload) -> tuple[list[Violation], set[str]]:
+    """What the checkers find in the whole life, and the ids they judged."""
+    schedule, final = workload.schedule, committed_reads(workload.runs)
+    starting = {workload.tp(cell) for cell in schedule.starting()}
+    starts = workload.starts()
+    judged = {"RESTORE-003", "COMMIT-011", "COMMIT-013"}
+    violations = check_read_once(
+        [r for r in final if r.tp in starting],
+        {tp: end for tp, end in workload.ends.items() if tp in starting},
+        starts={tp: s for tp, s in starts.items() if tp in starting},
+    )
+    for created, unfound in ((False, "DISC-009"), (True, "DISC-002")):
+        added = {
+            workload.tp(cell): workload.ends[workload.tp(cell)]
+            for cell, new in schedule.added().items()
+            if new == created
+        }
+        added = {tp: end for tp, end in added.items() if end > 0}
+        if added:
+            judged |= {"DISC-005", unfound}
+            violations += check_discovered([r for r in final if r.tp in added], added, unfound=unfound)
+    output = visible_output(workload.kafka, workload.sink)
+    violations += check_sink_output(workload.produced(), output, exactly_once=schedule.exactly_once)
+    return violations, judged
+
+
+@requirement(*IDS, capability="flink-job")
+@pytest.mark.timeout((examples() + 1) * MAX_RUNS * RUN_BOUND_S)
+@workload_settings()
+@given(schedule=flink_schedules())
+@example(schedule=EVERY_KIND)
+def test_required_RESTORE_003_flink_jobs_keep_every_promise_of_a_drawn_workload(
+    harness: FlinkHarness, flink_broker: Broker, kafka: KafkaClient, tmp_path: Path,
+    record_property: Callable[[str, object], None], schedule: FlinkSchedule,
+) -> None:  # fmt: skip
+    """A drawn schedule of runs, operator steps and failures carried out on the release's Flink jobs, each run
+    restored from the savepoint of the one before, and judged by every Flink checker it gives something to judge:
+    each offset in the final state once from where the start put it, each partition read by one subtask per run,
+    the sink's read_committed output the input once and in order (exactly-once; at least once otherwise), every
+    partition added and topic created read from its first record."""
+    naming = schedule.naming if schedule.naming in harness.release.transaction_naming else None
+    tag = f"flink-{uuid4().hex[:8]}"
+    work = tmp_path / tag
+    workload = Workload(schedule, flink_broker, kafka, work, tag, {}, [])
+    injected = 0
+    violations: list[Violation] = []
+    detail = f"schedule:\n{describe(schedule)}\nas JSON: {schedule.dumps()}\nruns in {work}"
+    progress.say(f"drawn Flink schedule {DREW.get(id(record_property), Counter())['schedules'] + 1} of {examples()}")
+    try:
+        workload.create()
+        savepoint = None
+        for run, plan in enumerate(schedule.runs):
+            for number, step in enumerate(plan.steps):
+                workload.carry_out(run, number, step)
+            if run == 0 and schedule.held:
+                held = {workload.tp((h.topic, h.partition)): h.offset for h in schedule.held}
+                kafka.commit_offsets(f"{tag}-group", held)
+            result = harness.run(workload.job(run, savepoint, naming), work / f"run-{run + 1}")
+            workload.runs.append(result.history)
+            savepoint = result.savepoint
+            injected += failure_happened(run, plan.failure, result, work / f"run-{run + 1}")
+            violations += check_single_reader(result.history.reads(), plan.parallelism, requirement="ASSIGN-007")
+        found, judged = judge(workload)
+    except KafkaError as failed:
+        raise CouldNotCheck(
+            f"the workload's topics or records could not be set up, so nothing was judged: {failed}\n{detail}"
+        ) from failed
+    except HarnessError as failed:
+        raise HarnessError(f"{failed}\n{detail}") from failed
+    finally:
+        for name, value in drew(record_property, schedule, injected).items():
+            record_property(name, value)  # the report's metrics: what the workload drew so far
+    violations += found
+    judged.add("ASSIGN-007")
+    violated = {v.requirement for v in violations}
+    fail_on(violations, detail=detail, verified=[i for i in IDS if i in judged and i not in violated])
