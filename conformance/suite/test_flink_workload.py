@@ -221,17 +221,15 @@ class Workload:
         return out
 
 
-def failure_happened(run: int, failure: Failure | None, result: RunResult, work: Path) -> int:
-    """1 when the run's drawn failure restarted its subtask, 0 when none was drawn; ``HarnessError`` when one was
-    drawn and did not happen (a schedule is drawn so that it surely happens: ``schedule.failure_sure``)."""
-    if failure is None:
-        return 0
-    subtask = failure.subtask
-    if any(s.subtask == subtask and s.attempt > 0 for s in result.history.segments):
-        return 1
-    read = sum(len(s.reads()) for s in result.history.segments if s.subtask == subtask)
-    raise HarnessError(
-        f"the failure injection did not happen: subtask {subtask} of run {run + 1} never restarted "
+def missed_failure(run: int, failure: Failure | None, result: RunResult, work: Path) -> str | None:
+    """What says the run's drawn failure did not happen (its subtask never restarted), or ``None``: none was
+    drawn, or it happened. A schedule is drawn so that it surely happens (``schedule.failure_sure``) when the
+    connector reads what it must: one that did not is a harness fault, unless the checkers find why."""
+    if failure is None or any(s.subtask == failure.subtask and s.attempt > 0 for s in result.history.segments):
+        return None
+    read = sum(len(s.reads()) for s in result.history.segments if s.subtask == failure.subtask)
+    return (
+        f"the failure injection did not happen: subtask {failure.subtask} of run {run + 1} never restarted "
         f"(it read {read} records; {failure}) ({work})"
     )
 
@@ -281,6 +279,8 @@ def test_required_RESTORE_003_flink_jobs_keep_every_promise_of_a_drawn_workload(
     work = tmp_path / tag
     workload = Workload(schedule, flink_broker, kafka, work, tag, {}, [])
     injected = 0
+    missed: list[str] = []
+    unmet: list[str] = []
     violations: list[Violation] = []
     detail = f"schedule:\n{describe(schedule)}\nas JSON: {schedule.dumps()}\nruns in {work}"
     progress.say(f"drawn Flink schedule {DREW.get(id(record_property), Counter())['schedules'] + 1} of {examples()}")
@@ -296,7 +296,11 @@ def test_required_RESTORE_003_flink_jobs_keep_every_promise_of_a_drawn_workload(
             result = harness.run(workload.job(run, savepoint, naming), work / f"run-{run + 1}")
             workload.runs.append(result.history)
             savepoint = result.savepoint
-            injected += failure_happened(run, plan.failure, result, work / f"run-{run + 1}")
+            missing = missed_failure(run, plan.failure, result, work / f"run-{run + 1}")
+            injected += plan.failure is not None and missing is None
+            missed += [missing] if missing else []
+            if not result.stop_met:
+                unmet.append(f"run {run + 1} did not reach its stop in {STOP_WITHIN_MS} ms ({result.history.ended})")
             violations += check_single_reader(result.history.reads(), plan.parallelism, requirement="ASSIGN-007")
         found, judged = judge(workload)
     except KafkaError as failed:
@@ -311,4 +315,9 @@ def test_required_RESTORE_003_flink_jobs_keep_every_promise_of_a_drawn_workload(
     violations += found
     judged.add("ASSIGN-007")
     violated = {v.requirement for v in violations}
-    fail_on(violations, detail=detail, verified=[i for i in IDS if i in judged and i not in violated])
+    detail = "\n".join([*missed, *unmet, detail])
+    # What the checkers found stands; without it, a failure drawn and not injected judged nothing in full.
+    verified = [] if missed else [i for i in IDS if i in judged and i not in violated]
+    fail_on(violations, detail=detail, verified=verified)
+    if missed:
+        raise HarnessError("\n".join(missed) + f"\n{detail}")
