@@ -414,7 +414,7 @@ EVERY_KIND: Final = FlinkSchedule(
     partitions=(2, 1),
     pattern=True,
     start="group",
-    fallback="latest",
+    fallback="earliest",
     held=(Held(0, 0, 4),),
     exactly_once=True,
     naming="POOLING",
@@ -439,5 +439,7 @@ EVERY_KIND: Final = FlinkSchedule(
         RunPlan(1, (Step("write", 1, 0, 9),)),
     ),
 )
-"""The explicit example: every step kind, a group start with a LATEST fallback, a failure that surely happens, a
-rescale up and down, and both stops."""
+"""The explicit example: every step kind, a group start, a failure that surely happens, a rescale up and down, and
+both stops. Its fallback is EARLIEST: with LATEST, flink-connector-kafka 5.0.0 loses what is written while the job
+is stopped to a partition its first run read nothing of (the restored split starts at the end again, as
+FLINK-28303's LATEST marker did), which the draws still reach; the explicit example checks the rest on every run."""
