@@ -531,6 +531,12 @@ def test_cli_defaults_are_what_make_conformance_runs() -> None:
     assert "  2  usage error" in help_text
 
 
+def test_a_run_s_example_database_is_the_adapter_s_unless_given(tmp_path: Path) -> None:
+    """``--examples DIR`` (the bank gives each run a fresh one) replaces the adapter's shared database."""
+    assert run_command.build_parser().parse_args([]).examples is None
+    assert run_command.build_parser().parse_args(["--examples", str(tmp_path)]).examples == tmp_path
+
+
 def test_protocol_level_says_it_uses_no_broker(tmp_path: Path) -> None:
     proc = run_sample(tmp_path, "GOOD", "--level", "protocol", "--broker", "external", "--only", "owner_in_range")
     header = proc.stdout.splitlines()[0]
