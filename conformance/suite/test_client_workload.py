@@ -40,7 +40,7 @@ from ..jvm import JvmArtifactsMissing, artifact_version
 from ..jvm.client_workload_at_release import build_at_release
 from ..jvm.setup import SetupError
 from ..workloads.clients import settings as client_settings
-from ..workloads.clients.driver import Clients, Run, accepts
+from ..workloads.clients.driver import STABLE_WITHIN_S, Clients, Run, accepts
 from ..workloads.clients.jvm_clients import HarnessError, JvmClients, harness_settings, parse_configdef
 from ..workloads.clients.schedule import Schedule, describe, schedules
 
@@ -51,8 +51,9 @@ JAVA_CAPABILITY: Final = "kafka-clients-workload"
 IDS: Final = tuple(f"CLIENT-{n:03}" for n in range(1, 9))
 
 
-EXAMPLE_BOUND_S: Final = 90.0
-"""The longest one schedule takes here: its steps (a wait, a node pause, a restart), the drain's bound, the log read."""
+EXAMPLE_BOUND_S: Final = 90.0 + STABLE_WITHIN_S
+"""The longest one schedule takes here: its steps (a wait, a node pause, a restart), the drain's bound, the log read
+(90 s), and the log read's wait for a transaction left open to be timed out (``driver.STABLE_WITHIN_S``)."""
 HARNESS_BOUND_S: Final = 240.0
 """A kafka-clients harness built with Maven (on a release's first use) and started, within the test's bound."""
 
