@@ -61,7 +61,8 @@ def test_describe_is_stable() -> None:
     assert describe(EVERY_KIND) == "\n".join(
         [
             "topics t0 (2 partitions), t1 (1 partition) by pattern; start at group offsets (t0[0]@4; fallback "
-            "earliest); sink exactly-once (naming POOLING where the release has it); checkpoint every 200 ms",
+            "earliest); sink exactly-once (naming POOLING where the release has it); checkpoint every 200 ms; "
+            "discovery as the release sets it",
             "run 1: write 12 to t0[0], write 6 to t0[1], write 5 to t1[0]; parallelism 2, no failure; stop after 4 "
             "records",
             "run 2: add 1 partition to t0, create t2 (2 partitions, matching the pattern), write 7 to t0[2], write 5 "

@@ -61,9 +61,6 @@ harness, flink_broker, kafka = flink_fixtures.harness, flink_fixtures.flink_brok
 IDS: Final = ("RESTORE-003", "ASSIGN-007", "COMMIT-011", "COMMIT-013", "DISC-005", "DISC-009", "DISC-002")
 PACE_MS: Final = 2
 """Spreads a run's reads over several checkpoints, so that failures and savepoints fall between them."""
-DISCOVERY_MS: Final = 1000
-"""``partition.discovery.interval.ms``: a restored job finds what was added while it was stopped at its first
-discovery; a short interval set also keeps FLINK-36780 (3.1.0 to 3.4.0: discovery off where none is set) out."""
 SINK_PARTITIONS: Final = 2
 STOP_WITHIN_MS: Final = 30_000
 """How long a run may take to read to its stop: its start and a few hundred paced reads; a run that lost records
@@ -116,6 +113,7 @@ def drew(key: object, schedule: FlinkSchedule, failed: int) -> dict[str, str]:
         "drew: starts": line("start:"),
         "drew: guarantees": line("guarantee:"),
         "drew: subscriptions": line("subscription:"),
+        "drew: discovery intervals": line("discovery:"),
     }
 
 
@@ -205,7 +203,9 @@ class Workload:
             failure=plan.failure,
             checkpoint_interval_ms=schedule.checkpoint_ms,
             starting_offsets=start,
-            source_properties={"partition.discovery.interval.ms": str(DISCOVERY_MS)},
+            source_properties={}
+            if schedule.discovery_ms is None
+            else {"partition.discovery.interval.ms": str(schedule.discovery_ms)},
             pace_ms=PACE_MS,
             timeout_ms=JOB_TIMEOUT_MS,
             topic_pattern=pattern,

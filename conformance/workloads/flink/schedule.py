@@ -50,6 +50,10 @@ MAX_FAIL_AFTER: Final = 10
 to every partition the schedule started with, so the failing subtask surely reads past it (see ``failure_sure``)."""
 MAX_STOP_AFTER: Final = 60
 CHECKPOINT_MS: Final = (100, 200, 500)
+DISCOVERY_MS: Final = (None, 1000)
+"""``partition.discovery.interval.ms``: the release's own (unset, as most jobs leave it) or a short one. What a
+schedule adds, it adds while no job runs, and a job finds it at its enumerator's first discovery, which it does
+at start whether periodic discovery is on or off."""
 """Checkpoint intervals drawn: a run of a few seconds spans several checkpoints at each."""
 
 
@@ -119,6 +123,8 @@ class FlinkSchedule:
     """The sink's ``TransactionNamingStrategy``: used where the release has one (connector 4.0 on)."""
     checkpoint_ms: int
     runs: tuple[RunPlan, ...]
+    discovery_ms: int | None = None
+    """The source's ``partition.discovery.interval.ms``; ``None``: not set (the release's default)."""
 
     def __post_init__(self) -> None:
         problem = self.problem()
@@ -232,6 +238,7 @@ class FlinkSchedule:
                 )
                 for r in data["runs"]
             ),
+            data.get("discovery_ms"),
         )
 
     def dumps(self) -> str:
@@ -243,7 +250,8 @@ class FlinkSchedule:
 
     def counts(self) -> dict[str, int]:
         """What the schedule draws, for the report's coverage: ``runs``, ``failure:<at>``, ``operator:<kind>``,
-        ``parallelism:<n>``, ``start:<start>``, ``guarantee:<guarantee>``, ``subscription:<how>``."""
+        ``parallelism:<n>``, ``start:<start>``, ``guarantee:<guarantee>``, ``subscription:<how>``,
+        ``discovery:<how>``."""
         found: dict[str, int] = {"runs": len(self.runs)}
 
         def add(key: str) -> None:
@@ -259,6 +267,7 @@ class FlinkSchedule:
         add("start:" + ("earliest" if self.start == "earliest" else f"group, fallback {self.fallback}"))
         add("guarantee:" + ("exactly-once" if self.exactly_once else "at-least-once"))
         add("subscription:" + ("pattern" if self.pattern else "list"))
+        add("discovery:" + ("the release's" if self.discovery_ms is None else f"{self.discovery_ms} ms"))
         return found
 
 
@@ -322,7 +331,8 @@ def describe(schedule: FlinkSchedule) -> str:
     sink = "exactly-once" if schedule.exactly_once else "at-least-once"
     lines = [
         f"topics {topics} {how}; start at {start}; sink {sink} (naming {schedule.naming} where the release has it); "
-        f"checkpoint every {schedule.checkpoint_ms} ms"
+        f"checkpoint every {schedule.checkpoint_ms} ms; discovery "
+        + ("as the release sets it" if schedule.discovery_ms is None else f"every {schedule.discovery_ms} ms")
     ]
     lines += [f"run {k}: {run.text()}" for k, run in enumerate(schedule.runs, 1)]
     return "\n".join(lines)
@@ -407,6 +417,7 @@ def flink_schedules(draw: st.DrawFn) -> FlinkSchedule:
         draw(st.sampled_from(NAMING)),
         draw(st.sampled_from(CHECKPOINT_MS)),
         tuple(runs),
+        draw(st.sampled_from(DISCOVERY_MS)),
     )
 
 
