@@ -12,21 +12,12 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from ...reference_impl.types import TopicPartition
+from ..workloads.flink.job_options import Failure
 
 MAX_PARALLELISM: Final = 8
 """The most subtasks a run may ask for: the MiniCluster runs them all as threads on a machine of two cores."""
 HARNESS_RESTARTS: Final = 3
 """Restarts the job's fixed-delay strategy allows: a planned failure needs one; more is a job that keeps failing."""
-
-
-@dataclass(frozen=True, slots=True)
-class Failure:
-    """Subtask ``subtask``'s first attempt fails once after ``after_records`` records: in the map that reads
-    (``record``), or in the first checkpoint it takes after them (``checkpoint``: after the sink flushed them)."""
-
-    subtask: int
-    after_records: int
-    at: Literal["record", "checkpoint"] = "record"
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
+from ..workloads.flink.job_options import NAMING
+
 
 @dataclass(frozen=True, slots=True)
 class ConnectorRelease:
@@ -31,9 +33,6 @@ class ConnectorRelease:
         pinned = {} if self.kafka_clients is None else {"kafka.clients.version": self.kafka_clients}
         return {"connector.version": self.connector, "flink.version": self.flink, **pinned}
 
-
-NAMING: Final = ("INCREMENTING", "POOLING")
-"""``TransactionNamingStrategy``'s values: a new id per checkpoint (the 3.x behaviour), or ids reused from a pool."""
 
 RELEASES: Final = {
     release.connector: release

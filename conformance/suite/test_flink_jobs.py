@@ -55,9 +55,9 @@ from ..checks.sink_checkers import check_naming_switched, check_prefixes_refused
 from ..errors import HarnessError
 from ..flink.harness import FlinkHarness, RunningJob, visible_output
 from ..flink.history import RunHistory, committed_reads, left_to_read, restarted_or_checkpointed, starts_read
-from ..flink.job import SINK_DEFAULTS, Failure, GroupOffsets, JobRun, Sink, Stop
-from ..flink.versions import NAMING
+from ..flink.job import SINK_DEFAULTS, GroupOffsets, JobRun, Sink, Stop
 from ..gate.pytest_plugin import requirement
+from ..workloads.flink.job_options import NAMING, Failure
 from . import flink_fixtures
 from .flink_fixtures import write
 

@@ -47,9 +47,10 @@ from ..checks.pipeline_checkers import (
 from ..errors import HarnessError
 from ..flink.harness import FlinkHarness, RunResult, visible_output
 from ..flink.history import RunHistory, committed_reads, next_offsets
-from ..flink.job import Failure, GroupOffsets, JobRun, Sink, Stop
+from ..flink.job import GroupOffsets, JobRun, Sink, Stop
 from ..gate.profiles import workload_draws
 from ..gate.pytest_plugin import CouldNotCheck, requirement
+from ..workloads.flink.job_options import Failure
 from ..workloads.flink.schedule import EVERY_KIND, MAX_RUNS, FlinkSchedule, Step, describe, flink_schedules
 from . import flink_fixtures
 from .flink_fixtures import write

@@ -25,8 +25,7 @@ from typing import Any, Final, Literal
 
 from hypothesis import strategies as st
 
-from ...flink.job import Failure
-from ...flink.versions import NAMING
+from .job_options import NAMING, Failure
 
 StepKind = Literal["write", "add-partitions", "create-topic"]
 Start = Literal["earliest", "group"]
