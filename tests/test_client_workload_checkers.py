@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -89,6 +90,28 @@ def test_a_committed_transactions_record_invisible_to_read_committed_is_lost() -
         ("CLIENT-001", "lost-committed-write")
     ]
     assert cw.check_acknowledged_in_log(history(events, {TP: [1]}, {TP: {1}})) == []
+
+
+def test_a_committed_record_an_open_transaction_still_holds_back_is_not_judged_but_named_partial() -> None:
+    """A restarted coordinator that never ends a transaction holds the partition's last stable offset below its
+    records: whether they are committed cannot be read, so CLIENT-001 neither fails nor passes on them."""
+    events = (
+        Events()
+        .add(Sent, "p0", value=b"v0", topic="t", partition=0, txn=1)
+        .add(Sent, "p0", value=b"v1", topic="t", partition=0, txn=1)
+        .add(TxnEnded, "p0", txn=1, outcome="commit")
+    )
+    read = history(events, {TP: [0, 1]}, {TP: set()})
+    held = History(read.events, read.clients, replace(read.log, stable_ends={TP: 1}), read.drained)
+    assert held.log.held_back() == {TP: (1, 2)}
+    # offset 0 lies below the stable end: read_committed would show it were it committed, so it is lost
+    assert [v.data["value"] for v in cw.check_acknowledged_in_log(held)] == ["v0"]
+    assert (
+        set(cw.unjudged(held)) == {"CLIENT-001"}
+        and "t-0 (stable to 1, written to 2)" in cw.unjudged(held)["CLIENT-001"]
+    )
+    stable = History(read.events, read.clients, replace(read.log, stable_ends={TP: 2}), read.drained)
+    assert cw.unjudged(stable) == {} and len(cw.check_acknowledged_in_log(stable)) == 2
 
 
 def test_an_idempotent_producers_record_twice_in_the_log_is_a_duplicate_and_a_plain_ones_is_not() -> None:

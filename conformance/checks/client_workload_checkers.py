@@ -127,6 +127,7 @@ def check_acknowledged_in_log(history: History) -> list[Violation]:
             )
     where = log_index(history)
     ends = txn_ends(history)
+    held = history.log.held_back()
     for sent in sends(history).values():
         if sent.txn is None:
             continue
@@ -134,6 +135,8 @@ def check_acknowledged_in_log(history: History) -> list[Violation]:
         if end is None or end.outcome != "commit" or end.error is not None:
             continue
         places = where.get(sent.value, [])
+        if any(tp in held and offset >= held[tp][0] for tp, offset in places):
+            continue  # still held back by an open transaction when read: committed or not, the log cannot tell yet
         if not any(offset in history.log.committed.get(tp, ()) for tp, offset in places):
             violations.append(
                 Violation(
@@ -596,6 +599,24 @@ def check_group_read_everything(history: History) -> list[Violation]:
                     )
                 )
     return violations
+
+
+def unjudged(history: History) -> dict[str, str]:
+    """The ids a history could not be judged on in full, each with why (the suite reports them PARTIAL, never
+    PASS): CLIENT-001 for the committed transactions' records at or past a partition's last stable offset, which
+    an open transaction still held back when the log was read, after the coordinator had had its time to end it
+    (``read_log``'s bound). A transaction whose commit returned and which a restarted coordinator does not finish
+    is the broker's; the records' fate is unknown, so it is neither a loss nor a pass."""
+    held = history.log.held_back()
+    if not held:
+        return {}
+    where = ", ".join(f"{tp} (stable to {stable}, written to {end})" for tp, (stable, end) in held.items())
+    return {
+        "CLIENT-001": "an open transaction still held back "
+        + where
+        + " when the log was read, so whether the records of committed transactions there are visible to "
+        "read_committed was not judged (the broker's transaction coordinator had neither completed nor aborted it)"
+    }
 
 
 def check_calls_returned(history: History, broker_answers: bool | None) -> list[Violation]:

@@ -904,7 +904,12 @@ class Run:
         deadline = time.monotonic() + STABLE_WITHIN_S
 
         def read() -> (
-            tuple[dict[TopicPartition, list[Record]], dict[TopicPartition, int], dict[TopicPartition, list[Record]]]
+            tuple[
+                dict[TopicPartition, list[Record]],
+                dict[TopicPartition, int],
+                dict[TopicPartition, list[Record]],
+                dict[TopicPartition, int],
+            ]
             | None
         ):
             everything, ends = self.kafka.read_partitions(tps, Isolation.READ_UNCOMMITTED)
@@ -914,16 +919,16 @@ class Run:
                 return None
             if held:
                 self.recorder.note(f"still held back by an open transaction after {STABLE_WITHIN_S:g} s: {held}")
-            return everything, ends, visible
+            return everything, ends, visible, stable_ends
 
-        everything, ends, committed_read = wait_until(
+        everything, ends, committed_read, stable_ends = wait_until(
             read, STABLE_WITHIN_S + 2 * self.kafka.timeout_s + 5.0, "the run's partitions read", step_s=0.2
         )
         records = {tp: [(r.offset, r.value) for r in everything[tp]] for tp in tps}
         committed = {tp: frozenset(r.offset for r in committed_read[tp]) for tp in tps}
         groups = {s.group for s in self.consumers}
         group_offsets = {g: dict(self.kafka.committed(g, tps)) for g in sorted(groups)}
-        return Log(records, committed, ends, group_offsets)
+        return Log(records, committed, ends, group_offsets, stable_ends)
 
     def close_all(self) -> None:
         for slot in self.consumers:

@@ -150,6 +150,18 @@ class Log:
     """Each partition's high watermark when the log was read."""
     group_offsets: Mapping[str, Mapping[TopicPartition, int]] = field(default_factory=dict)
     """Each group's committed offsets after the drain."""
+    stable_ends: Mapping[TopicPartition, int] = field(default_factory=dict)
+    """Each partition's last stable offset when the log was read (``read_committed``'s end): below its high
+    watermark, an open transaction still held the partition back, and whether the records from there on are
+    committed could not be read (a partition it lacks is read as stable up to its high watermark)."""
+
+    def held_back(self) -> dict[TopicPartition, tuple[int, int]]:
+        """The partitions an open transaction still held back when the log was read: ``(stable end, end)``."""
+        return {
+            tp: (stable, self.ends[tp])
+            for tp, stable in sorted(self.stable_ends.items())
+            if tp in self.ends and stable < self.ends[tp]
+        }
 
 
 @dataclass(frozen=True)
