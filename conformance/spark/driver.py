@@ -29,6 +29,12 @@ from pathlib import Path
 from typing import Final
 
 from pyspark.sql import SparkSession
+from pyspark.sql.streaming.listener import (
+    QueryProgressEvent,
+    QueryStartedEvent,
+    QueryTerminatedEvent,
+    StreamingQueryListener,
+)
 
 from ...reference_impl.credentials import Secret, mark_secrets, reveal
 from ..adapter.interface import PipelineAdapter
@@ -36,6 +42,7 @@ from ..adapter.loader import load_adapter
 from ..checks.liveness_checkers import failure_line, query_failure
 from ..errors import CannotCheck
 from .failures import StalledOriginal
+from .kill_points import PROGRESS_LINE
 from .pipeline import QUERY_TIMEOUT_S, Pipeline, local_session
 
 STOP_WAIT_S: Final = 30.0
@@ -69,6 +76,10 @@ class DriverRun:
     """``Pipeline.transactional_id_prefix``."""
     query_timeout_s: int = QUERY_TIMEOUT_S
     """How long the ``availableNow`` query may run before the run is could-not-check (``run_available_now``)."""
+    log_progress: bool = False
+    """Print a ``PROGRESS_LINE`` per progress event of the query (a ``StreamingQueryListener``: Spark posts one when a
+    batch has run), so a scenario can kill the driver at the k-th; off by default, as the listener starts Py4J's
+    callback server."""
 
     def start(self, log: Path) -> subprocess.Popen[bytes]:
         """Start a driver and hand it this run; its output is appended to ``log``."""
@@ -95,6 +106,19 @@ class DriverRun:
             adapter=adapter,
             stall=stall,
         )
+
+
+class ProgressLines(StreamingQueryListener):
+    """Prints ``PROGRESS_LINE`` and the batch id for each progress event, flushed at once."""
+
+    def onQueryStarted(self, event: QueryStartedEvent) -> None:
+        pass
+
+    def onQueryProgress(self, event: QueryProgressEvent) -> None:
+        print(f"{PROGRESS_LINE}{event.progress.batchId}", flush=True)
+
+    def onQueryTerminated(self, event: QueryTerminatedEvent) -> None:
+        pass
 
 
 def spawn(master: str, log: Path) -> subprocess.Popen[bytes]:
@@ -224,6 +248,8 @@ def main(argv: list[str]) -> int:
             return
         run = DriverRun(**json.loads(line))
         assert run.master == master, f"the run is for {run.master}, this driver's session is on {master}"
+        if run.log_progress:
+            spark.streams.addListener(ProgressLines())
         run.pipeline(spark).run_available_now(run.query_timeout_s)
 
     return serve(spark, run_query)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import signal
 import subprocess
 import time
 from collections import Counter
@@ -103,6 +102,23 @@ from ..generators.start_classes import LATE_TOPIC, VERSIONED, matches_nothing, s
 from ..generators.strategies import InterleavingMix
 from ..spark.driver import DriverRun, kill_group, log_end, output_since, raise_if_cannot_check
 from ..spark.failures import StalledOriginal, TaskFailures
+from ..spark.kill_points import (
+    CLOCK,
+    CLOCK_SPAN_MS,
+    EVENT_DELAY_MS,
+    EVENT_SOURCES,
+    PROGRESS,
+    SINK_COMMITTED,
+    SINK_ENDS,
+    SINK_POLL_S,
+    Advances,
+    KillPoint,
+    SinkEnds,
+    check_kill_point,
+    events_reached,
+    landed_by_source,
+    progress_lines,
+)
 from ..spark.pipeline import (
     Pipeline,
     fill,
@@ -889,19 +905,24 @@ def test_required_STRAT_001_keyed_rows_land_where_javas_producer_puts_them(
     fail_on(check_sink_placement({p: [r.key for r in records] for p, records in written.items()}, partitions))
 
 
-KILL_EVENTS: Final = ("offsets", "commits")
-"""Spark checkpoint logs a kill waits on: a batch planned (tasks about to run) or a batch committed."""
+KILL_POINTS: Final = st.one_of(
+    st.tuples(st.sampled_from(EVENT_SOURCES), st.integers(0, 3), st.integers(0, EVENT_DELAY_MS)),
+    st.tuples(st.just(CLOCK), st.just(0), st.integers(0, CLOCK_SPAN_MS)),
+)
+"""``(source, k, delay_ms)`` (``kconform.conformance.spark.kill_points``): the ``k+1``-th new entry of a checkpoint
+log, advance of the sink topic's high watermark or read_committed end, or progress event the driver logged, then
+``delay_ms``; or ``delay_ms`` from the driver's start."""
+
+
+KILLS_SO_FAR = pytest.StashKey[dict[str, dict[str, int]]]()
+"""The kills of the killed-driver test's examples so far, by source (``landed_by_source``)."""
 
 
 @requirement("COMMIT-011", "COMMIT-013", capability="pipeline-sink")
 @pytest.mark.timeout(DRIVER_TIMEOUT_S * 4)
 @pipeline_settings()
-@given(
-    kills=st.lists(
-        st.tuples(st.sampled_from(KILL_EVENTS), st.integers(0, 3), st.integers(0, 1500)), min_size=1, max_size=2
-    )
-)
-@example(kills=[("commits", 2, 0)])
+@given(kills=st.lists(KILL_POINTS, min_size=1, max_size=2))
+@example(kills=[(SINK_COMMITTED, 0, 0), ("commits", 2, 0)])
 def test_required_COMMIT_011_driver_killed_at_drawn_points_then_restarted_loses_nothing(
     adapter: Any,
     pipeline_adapter: PipelineAdapter,
@@ -912,54 +933,90 @@ def test_required_COMMIT_011_driver_killed_at_drawn_points_then_restarted_loses_
     pytestconfig: pytest.Config,
     tmp_path: Path,
     record_property: Any,
+    request: pytest.FixtureRequest,
     partial: Partial,
-    kills: list[tuple[str, int, int]],
+    kills: list[KillPoint],
 ) -> None:
-    """Each kill ``(log, k, delay_ms)``: start a driver process on the checkpoint, wait until its
-    ``k+1``-th new entry appears in the checkpoint's ``log``, wait ``delay_ms`` more (landing inside
-    the batch's tasks), SIGKILL it. A last driver runs to the end. Nothing may be lost; in
-    exactly-once mode nothing may be duplicated (where the broker can show it). A driver that fails of its own
-    accord (the restarted one, or one before its kill point) is LIVE-001's: the records it did not get to deliver
-    are not lost, so the output is not judged and COMMIT-011 and COMMIT-013 stay not verified."""
+    """Each kill ``(source, k, delay_ms)``: start a driver process on the checkpoint, wait until the ``k+1``-th new
+    event of ``source`` since its start (an entry in the checkpoint's ``offsets`` or ``commits`` log; an advance of
+    the sink topic's high watermark, ``sink-written``, or of its read_committed end, ``sink-committed``: records
+    written, a transaction ended; a line the driver printed for its query's progress event, ``progress``), wait
+    ``delay_ms`` more (``clock``: only that, from the driver's start), SIGKILL the driver with its Spark JVM. The
+    points come from what any connector shows from outside, not from the reference's steps alone, so a kill lands
+    inside a step the reference lacks (a driver that moves its progress marker after its tasks' transactions
+    committed). A point the driver never reaches (it finished first) is counted, not failed. A last driver runs to
+    the end. Nothing may be lost; in exactly-once mode nothing may be duplicated (where the broker can show it). A
+    driver that fails of its own accord (the restarted one, or one before its kill point) is LIVE-001's: the records
+    it did not get to deliver are not lost, so the output is not judged and COMMIT-011 and COMMIT-013 stay not
+    verified."""
     exactly_once = "pipeline-exactly-once-sink" in pipeline_adapter.capabilities
     source, sink = new_topic(kafka, 3), new_topic(kafka, 2)
     fill(kafka, source, 3, 60, "k")
     checkpoint, log = tmp_path / f"kill-{uuid4().hex[:8]}", tmp_path / "drivers.log"
     run = sink_driver(pytestconfig, spark, pipeline_broker, source, sink, checkpoint, exactly_once)
-    killed = sum(kill_at(run, log, checkpoint / event, k, delay_ms) for event, k, delay_ms in kills)
+    landed = [kill_at(run, log, kafka, sink, check_kill_point(point)) for point in kills]
     start = log_end(log)
     final = run.start(log)
     final.wait(timeout=DRIVER_TIMEOUT_S)
     raise_if_cannot_check(final, log)
     fail_on(check_driver_exit(final.returncode, "the restarted driver", output_since(log, start)))
-    record_property("drivers_killed", killed)
+    tally = request.node.stash[KILLS_SO_FAR] = landed_by_source(
+        kills, landed, request.node.stash.get(KILLS_SO_FAR, None)
+    )
+    record_property("drivers_killed", sum(n["landed"] for n in tally.values()))  # in the test's examples so far
+    by_source = {s: n for s, n in tally.items() if any(n.values())}
+    record_property("kills_by_source", json.dumps(by_source))  # landed, and not reached (the driver finished first)
     judge_output(kafka, source, sink, exactly_once, broker_can, record_property, partial)
 
 
-def kill_at(run: DriverRun, log: Path, entries: Path, k: int, delay_ms: int) -> bool:
-    """Start a driver, SIGKILL it ``delay_ms`` after its ``k+1``-th new entry in ``entries``; whether
-    it was killed (a driver that finishes first is not)."""
-
-    def count() -> int:
-        return len(list(entries.glob("[0-9]*"))) if entries.exists() else 0
-
-    seen, start = count(), log_end(log)
+def kill_at(run: DriverRun, log: Path, kafka: KafkaClient, sink: str, point: KillPoint) -> bool:
+    """Start a driver, SIGKILL its process group at ``point``; whether it was killed (a driver that finishes first
+    is not)."""
+    source, k, delay_ms = point
+    run = replace(run, log_progress=source == PROGRESS)
+    reached = kill_watch(run, log, kafka, sink, source, k)
+    start = log_end(log)
     driver = run.start(log)
     try:
         wait_until(
-            lambda: True if driver.poll() is not None or count() > seen + k else None,
+            lambda: True if driver.poll() is not None or reached() else None,
             timeout_s=DRIVER_TIMEOUT_S,
-            what=f"entry {seen + k} in {entries} or the driver's exit (log: {log})",
-            step_s=0.01,
+            what=f"kill point {point} or the driver's exit (log: {log})",
+            step_s=SINK_POLL_S if source in (*SINK_ENDS, PROGRESS) else 0.01,
         )
         with contextlib.suppress(subprocess.TimeoutExpired):
             driver.wait(timeout=delay_ms / 1000)  # the drawn kill point inside the batch, not synchronisation
         raise_if_cannot_check(driver, log)  # an exit before the kill, at its point or in the delay, is its own
         fail_on(check_driver_exit(driver.poll(), "the driver before its kill point", output_since(log, start)))
     finally:
-        driver.send_signal(signal.SIGKILL)
-        driver.wait(timeout=30)
-    return driver.returncode == -signal.SIGKILL
+        killed = kill_group(driver)
+    return killed
+
+
+def kill_watch(run: DriverRun, log: Path, kafka: KafkaClient, sink: str, source: str, k: int) -> Callable[[], bool]:
+    """Whether the ``k+1``-th new event of ``source`` since now has happened (``clock``: at once), polled."""
+    if source == CLOCK:
+        return lambda: True
+    if source == PROGRESS:
+        start = log_end(log)
+        return lambda: events_reached(0, progress_lines(output_since(log, start)), k)
+    if source in SINK_ENDS:
+        ends = SinkEnds.of(kafka, sink, source)
+        watch = Advances(ends())
+
+        def advanced() -> bool:
+            nonlocal watch
+            watch = watch.observe(ends())
+            return watch.reached(k)
+
+        return advanced
+    entries = Path(run.checkpoint) / source
+
+    def count() -> int:
+        return len(list(entries.glob("[0-9]*"))) if entries.exists() else 0
+
+    seen = count()
+    return lambda: events_reached(seen, count(), k)
 
 
 def sink_driver(
