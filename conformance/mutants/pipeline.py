@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa  # type: ignore[import-untyped]
 from pyspark import TaskContext
-from pyspark.sql.datasource import DataSourceStreamReader, DataSourceStreamWriter, InputPartition
+from pyspark.sql.datasource import DataSourceStreamReader, DataSourceStreamWriter, InputPartition, WriterCommitMessage
 from pyspark.sql.streaming.datasource import ReadLimit
 from pyspark.sql.types import StructType
 
@@ -30,8 +30,9 @@ from ...reference_impl.ports import KafkaError
 from ...reference_impl.spark import Connection
 from ...reference_impl.spark.data_source import KafkaDataSource
 from ...reference_impl.spark.offsets import SourceOffsets
-from ...reference_impl.spark.producers import Kept
+from ...reference_impl.spark.producers import COMMIT_CLIENTS, Kept
 from ...reference_impl.spark.sink import (
+    EXACTLY_ONCE,
     KafkaStreamWriter,
     MarkerGroups,
     Placement,
@@ -697,6 +698,65 @@ def _recorded(batches: Iterator[pa.RecordBatch], into: list[pa.RecordBatch]) -> 
     for batch in batches:
         into.append(batch)
         yield batch
+
+
+SHADOW_SUFFIX: Final = "-in-txn"
+"""Where the marker-after-commit mutant's transactions put their offsets: a group no read of the marker asks."""
+
+
+class _ShadowMarkerClient(KafkaClient):
+    """Sends every transaction's offsets to a shadow group (``SHADOW_SUFFIX``), so they commit with the records but
+    are never read as the marker; the marker's group itself is written by the driver's ``commit`` alone."""
+
+    def group_metadata(self, group: str) -> object:
+        return super().group_metadata(group + SHADOW_SUFFIX)
+
+
+@dataclass(frozen=True, slots=True)
+class _ShadowMarkerConnection(Connection):
+    """The sink's connection, handing out ``_ShadowMarkerClient``s."""
+
+    @classmethod
+    def of(cls, options: SinkOptions) -> SinkOptions:
+        c = options.connection
+        return replace(options, connection=cls(c.bootstrap_servers, c.settings, c.timeout_s))
+
+    def new_client(self) -> KafkaClient:
+        return _ShadowMarkerClient(self.endpoint, timeout_s=self.timeout_s)
+
+
+@writer_mutant(
+    "spark_sink_marker_after_commit",
+    {"COMMIT-011"},
+    "the exactly-once sink's driver commits each task's progress marker after the tasks committed their "
+    "transactions: a driver killed between the two leaves a batch's records committed and its marker behind, so "
+    "the restarted query writes the batch again",
+    scenario="driver_killed_at_drawn_points",
+    data_source="kc-mutant-marker-after-commit",
+)
+class _MarkerAfterCommitWriter(KafkaStreamWriter):
+    """Two commits where one must be: each task commits its records in its transaction (its offsets go to a shadow
+    group, keeping the reference's fencing of a kept producer), and the driver's ``commit``, once every task is
+    done, advances each task's marker to ``batch + 1`` (AlterConsumerGroupOffsets), as a sink that records its
+    progress in a driver-side commit does. A replay after the marker moved is skipped as the reference's; one after
+    a driver died between a task's commit and its own writes the batch again. Without a kill in that window (from
+    the first task's commit to the driver's, tenths of a second of a batch) it is the reference: only a kill drawn
+    from the sink's own commits, or a lucky delay, lands there."""
+
+    def __init__(self, options: SinkOptions, schema: StructType) -> None:
+        super().__init__(_ShadowMarkerConnection.of(options), schema)
+
+    def commit(self, messages: Sequence[WriterCommitMessage | None], batchId: int) -> None:
+        super().commit(messages, batchId)
+        done = [m for m in messages if isinstance(m, TaskCommit) and not m.skipped]
+        if self._options.guarantee != EXACTLY_ONCE or not done:
+            return
+        marker_tp = TopicPartition(self._options.topic, 0)
+        with COMMIT_CLIENTS.use(self._options.connection, self._options.connection.new_client) as kafka:
+            for message in done:
+                kafka.commit_offsets_via_admin(
+                    message.task.transactional_id(self._options.prefix), {marker_tp: batchId + 1}
+                )
 
 
 class _CurrentPrefixOnly(MarkerGroups):
