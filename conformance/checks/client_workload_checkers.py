@@ -45,6 +45,8 @@ LIBRDKAFKA_DEFAULTS: Final = {
     "auto.offset.reset": "largest",
     "max.poll.interval.ms": "300000",
     "enable.idempotence": "false",
+    "group.protocol": "classic",
+    "partition.assignment.strategy": "range,roundrobin",
 }
 """librdkafka's defaults for the settings the checkers read (CONFIGURATION.md), where a history states none of its
 client release's own (``ClientInfo.defaults``)."""
@@ -55,6 +57,18 @@ TIMING_MARGIN_S: Final = 2.0
 def setting(history: History, client: str, name: str) -> str:
     info = history.consumer(client) if client.startswith("c") else history.clients[client]
     return str(info.settings.get(name) or info.defaults.get(name) or LIBRDKAFKA_DEFAULTS.get(name, ""))
+
+
+def eager(history: History, client: str) -> bool:
+    """Whether the member rebalances eagerly: a classic group whose assignors are not all cooperative. Its
+    assignment callback then hands it its whole new assignment, which replaces the one before (librdkafka's
+    ``rd_kafka_cgrp_assign`` clears the old one; rdkafka.h: an eager assignor's application "must use
+    rd_kafka_assign() to set or clear the entire assignment"; kafka-clients' ``onPartitionsAssigned`` gets "the full
+    assignment" under the classic eager protocol). A cooperative member's callbacks add and remove partitions."""
+    if setting(history, client, "group.protocol").lower() == "consumer":
+        return False
+    strategies = [s.strip().lower() for s in setting(history, client, "partition.assignment.strategy").split(",")]
+    return not all("cooperative" in s for s in strategies if s)
 
 
 def visible(history: History, tp: TopicPartition, isolation: str) -> list[int]:
@@ -539,6 +553,11 @@ def check_single_owner(history: History) -> list[Violation]:
                 if owners.get((info.group, tp)) == event.client:
                     del owners[(info.group, tp)]
         elif isinstance(event, Assigned):
+            if eager(history, event.client):
+                # librdkafka may hand an eager member a new assignment with no revoke of the one before (a rejoin
+                # while the application's assign was pending, rd_kafka_cgrp_revoke_all_rejoin): it replaces it
+                for key in [k for k, c in owners.items() if c == event.client and k[1] not in event.tps]:
+                    del owners[key]
             for tp in event.tps:
                 other = owners.get((info.group, tp))
                 if other is not None and other != event.client:
