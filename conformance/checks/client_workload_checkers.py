@@ -32,6 +32,7 @@ from ..workloads.clients.history import (
     Seeked,
     Sent,
     TxnEnded,
+    rebalances_eagerly,
 )
 from .checkers import Violation, tp_fields, value_field
 
@@ -60,15 +61,10 @@ def setting(history: History, client: str, name: str) -> str:
 
 
 def eager(history: History, client: str) -> bool:
-    """Whether the member rebalances eagerly: a classic group whose assignors are not all cooperative. Its
-    assignment callback then hands it its whole new assignment, which replaces the one before (librdkafka's
-    ``rd_kafka_cgrp_assign`` clears the old one; rdkafka.h: an eager assignor's application "must use
-    rd_kafka_assign() to set or clear the entire assignment"; kafka-clients' ``onPartitionsAssigned`` gets "the full
-    assignment" under the classic eager protocol). A cooperative member's callbacks add and remove partitions."""
-    if setting(history, client, "group.protocol").lower() == "consumer":
-        return False
-    strategies = [s.strip().lower() for s in setting(history, client, "partition.assignment.strategy").split(",")]
-    return not all("cooperative" in s for s in strategies if s)
+    """Whether ``client`` rebalances eagerly (``rebalances_eagerly``), at its settings or its release's defaults."""
+    return rebalances_eagerly(
+        setting(history, client, "group.protocol"), setting(history, client, "partition.assignment.strategy")
+    )
 
 
 def visible(history: History, tp: TopicPartition, isolation: str) -> list[int]:

@@ -45,6 +45,7 @@ from .history import (
     Sent,
     Stored,
     TxnEnded,
+    rebalances_eagerly,
 )
 from .schedule import ConsumerPlan, Schedule, Step, StepKind
 from .settings import catalogue
@@ -321,9 +322,14 @@ class Run:
             recorder.add(Assigned, slot.name, tps=tuple(tps), how="manual")
             return
 
+        eager = rebalances_eagerly(
+            str(slot.settings.get("group.protocol", "classic")),
+            str(slot.settings.get("partition.assignment.strategy", "range,roundrobin")),
+        )
+
         def on_assign(_c: ck.Consumer, partitions: list[ck.TopicPartition]) -> None:
             tps = tuple(tp_of(p) for p in partitions)
-            slot.assigned |= set(tps)
+            slot.assigned = set(tps) if eager else slot.assigned | set(tps)
             for tp in tps:
                 slot.ended.pop(tp, None)
             recorder.add(Assigned, slot.name, tps=tps, how="rebalance")
