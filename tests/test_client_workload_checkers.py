@@ -272,6 +272,17 @@ def test_a_group_that_read_to_the_end_from_the_earliest_offset_delivered_everyth
     assert cw.check_group_read_everything(nobody_at_the_end) == []  # no live member read it to its end
 
 
+def test_a_group_need_not_have_read_what_became_visible_after_it_found_its_end() -> None:
+    """A transaction whose markers a restarted broker wrote after the drain: its records are in the log read after,
+    but the group found the partition's end before them; what lay below that end must still have been read."""
+    events = Events().add(Assigned, "c0#0", tps=(TP,), how="rebalance").add(Polled, "c0#0", **polled(0))
+    read = history(events, {TP: [0, 1, 2]})
+    found_end_at_1 = History(read.events, read.clients, read.log, True, read.read_to_end, {"g": {TP: 1}})
+    assert cw.check_group_read_everything(found_end_at_1) == []
+    found_end_at_2 = History(read.events, read.clients, read.log, True, read.read_to_end, {"g": {TP: 2}})
+    assert [v.data["offsets"] for v in cw.check_group_read_everything(found_end_at_2)] == [[1]]
+
+
 def test_a_setting_not_drawn_is_read_at_the_client_releases_own_default() -> None:
     """kafka-clients reads read_uncommitted by default, librdkafka read_committed: an aborted record delivered by a
     client whose release defaults to read_uncommitted is no violation."""

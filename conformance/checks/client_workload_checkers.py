@@ -602,7 +602,8 @@ def check_group_read_everything(history: History) -> list[Violation]:
                 for tp, offset, _ in event.records:
                     read[tp].add(offset)
         for tp in sorted(owned & history.read_to_end.get(group, frozenset())):
-            unread = [o for o in visible(history, tp, isolation) if o not in read[tp]]
+            end = history.drain_ends.get(group, {}).get(tp)
+            unread = [o for o in visible(history, tp, isolation) if o not in read[tp] and (end is None or o < end)]
             if unread:
                 violations.append(
                     Violation(

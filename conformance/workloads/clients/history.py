@@ -188,6 +188,9 @@ class History:
     finished read say nothing)."""
     read_to_end: Mapping[str, frozenset[TopicPartition]] = field(default_factory=dict)
     """By group: the partitions a live member owned and had read to the end when the drain finished."""
+    drain_ends: Mapping[str, Mapping[TopicPartition, int]] = field(default_factory=dict)
+    """By group: where each partition's reader found its end (at its isolation level) when the drain finished; a
+    transaction that ended after that (its markers written late, after a broker restart) is not what it read to."""
 
     def consumer(self, client: str) -> ClientInfo:
         return self.clients[client.split("#", 1)[0]]
