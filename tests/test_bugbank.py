@@ -155,7 +155,7 @@ def test_an_entry_tolerates_the_signature_of_another_bug_its_releases_still_carr
     assert all("KAFKA-14639" in d.reason and d.link.endswith("KAFKA-14639") for d in loaded)
     (plain,) = parse(ENTRY)
     assert "--expectations" not in run_command(plain, "m:a", "quick", 7, Path("r"))
-    for wrong in ('tolerate = ["KAFKA-404"]', 'tolerate = ["KAFKA-14639"]'):
+    for wrong in ('tolerate = ["NOT-AN-ENTRY"]', 'tolerate = ["KAFKA-14639"]'):
         with pytest.raises(CatalogueError, match="not another entry with a signature"):
             parse(ENTRY + wrong + "\n")
     with pytest.raises(CatalogueError, match="signature must be a list"):
