@@ -23,6 +23,7 @@ from kconform.conformance.bugbank.pyreleases import (
     release_folder,
 )
 from kconform.conformance.bugbank.verdict import Judgement, Outcome, Verdict, judge, outcome_of_report
+from kconform.conformance.gate.expectations import load_expectations
 from kconform.conformance.jvm import oracle_at_release
 from kconform.conformance.jvm.oracle_at_release import KAFKA_CLIENTS_VERSION_ENV, build_at_release, oracle_module
 from kconform.conformance.jvm.setup import Folder, foreign_entries
@@ -126,6 +127,39 @@ PASSES = Outcome()
 )
 def test_the_verdict_of_each_pair_of_runs(buggy: Outcome, fixed: Outcome, verdict: Verdict) -> None:
     assert judge("fidelity", {"STRAT-010"}, buggy, fixed).verdict is verdict
+
+
+def test_a_buggy_release_that_read_no_only_on_a_tolerated_kind_is_not_caught() -> None:
+    """An id read XFAIL (a kind of another bug the entry tolerates) breaks the class's verdict but is not a failure:
+    the buggy release must fail an intended id itself."""
+    xfail_only = Outcome(frozenset(), violated={"fidelity": frozenset({"STRAT-010"})})
+    assert judge("fidelity", {"STRAT-010"}, xfail_only, PASSES).verdict is Verdict.MISSED
+    assert judge("fidelity", {"STRAT-010"}, PASSES, xfail_only).verdict is not Verdict.FALSE_ALARM
+
+
+def test_an_entry_tolerates_the_signature_of_another_bug_its_releases_still_carry(tmp_path: Path) -> None:
+    """Both releases of the second entry carry the first bug: its runs tolerate exactly that bug's kinds, through
+    an expectations file beside the report, each deviation naming and linking the bug it belongs to."""
+    first = ENTRY + 'signature = ["STRAT-010 lost-claim", "ASSIGN-007 owned-twice"]\n'
+    second = ENTRY.replace("KAFKA-14639", "KAFKA-1") + 'tolerate = ["KAFKA-14639"]\n'
+    _, bug = parse(first + second)
+    assert [(r, k, o) for r, k, o, _ in bug.tolerated] == [
+        ("STRAT-010", "lost-claim", "KAFKA-14639"),
+        ("ASSIGN-007", "owned-twice", "KAFKA-14639"),
+    ]
+    assert run_command(bug, "m:a", "quick", 7, Path("r"))[-2:] == ["--expectations", "r/tolerated.toml"]
+    path = tmp_path / "tolerated.toml"
+    path.write_text(bug.expectations())
+    loaded = load_expectations(path, set(IDS))
+    assert [(d.requirement, d.kind) for d in loaded] == [("STRAT-010", "lost-claim"), ("ASSIGN-007", "owned-twice")]
+    assert all("KAFKA-14639" in d.reason and d.link.endswith("KAFKA-14639") for d in loaded)
+    (plain,) = parse(ENTRY)
+    assert "--expectations" not in run_command(plain, "m:a", "quick", 7, Path("r"))
+    for wrong in ('tolerate = ["NOT-AN-ENTRY"]', 'tolerate = ["KAFKA-14639"]'):
+        with pytest.raises(CatalogueError, match="not another entry with a signature"):
+            parse(ENTRY + wrong + "\n")
+    with pytest.raises(CatalogueError, match="signature must be a list"):
+        parse(ENTRY + 'signature = ["lost-claim"]\n')
 
 
 def test_a_run_that_could_not_check_names_why() -> None:

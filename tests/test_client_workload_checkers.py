@@ -236,6 +236,30 @@ def test_a_partition_assigned_while_a_member_that_still_polls_owns_it_is_owned_t
     assert kinds(cw.check_single_owner(history(events, {TP: [0]}))) == want
 
 
+@pytest.mark.parametrize(
+    ("strategy", "want"),
+    [("range,roundrobin", []), ("cooperative-sticky", [("CLIENT-008", "owned-twice")])],
+)
+def test_an_eager_members_new_assignment_replaces_its_last_one_and_a_cooperative_ones_adds_to_it(
+    strategy: str, want: list
+) -> None:
+    """librdkafka may call an eager member's assignment callback twice with no revoke between (a rejoin while the
+    first assign was pending): the second sets its whole assignment, so TP is no longer its when c1 gets it; a
+    cooperative member's second callback adds TP1 to what it owns, so c1 getting TP is owned twice."""
+    info = {
+        name: ClientInfo({"partition.assignment.strategy": strategy, "max.poll.interval.ms": "300000"}, "g", "topics")
+        for name in ("c0", "c1")
+    }
+    events = (
+        Events()
+        .add(Assigned, "c0#0", tps=(TP,), how="rebalance")
+        .add(Assigned, "c0#0", after_s=0.001, tps=(TP1,), how="rebalance")
+        .add(Polled, "c0#0", **polled(0, tp=TP1))
+        .add(Assigned, "c1#0", after_s=0.2, tps=(TP,), how="rebalance")
+    )
+    assert kinds(cw.check_single_owner(history(events, {TP: [0], TP1: [0]}, clients=info))) == want
+
+
 def test_a_group_that_read_to_the_end_from_the_earliest_offset_delivered_everything() -> None:
     events = Events().add(Assigned, "c0#0", tps=(TP,), how="rebalance").add(Polled, "c0#0", **polled(0, 2))
     assert kinds(cw.check_group_read_everything(history(events, {TP: [0, 1, 2]}))) == [("CLIENT-004", "unread")]
@@ -246,6 +270,17 @@ def test_a_group_that_read_to_the_end_from_the_earliest_offset_delivered_everyth
     closed = history(events, {TP: [0, 1, 2]})
     nobody_at_the_end = History(closed.events, closed.clients, closed.log, True, {})
     assert cw.check_group_read_everything(nobody_at_the_end) == []  # no live member read it to its end
+
+
+def test_a_group_need_not_have_read_what_became_visible_after_it_found_its_end() -> None:
+    """A transaction whose markers a restarted broker wrote after the drain: its records are in the log read after,
+    but the group found the partition's end before them; what lay below that end must still have been read."""
+    events = Events().add(Assigned, "c0#0", tps=(TP,), how="rebalance").add(Polled, "c0#0", **polled(0))
+    read = history(events, {TP: [0, 1, 2]})
+    found_end_at_1 = History(read.events, read.clients, read.log, True, read.read_to_end, {"g": {TP: 1}})
+    assert cw.check_group_read_everything(found_end_at_1) == []
+    found_end_at_2 = History(read.events, read.clients, read.log, True, read.read_to_end, {"g": {TP: 2}})
+    assert [v.data["offsets"] for v in cw.check_group_read_everything(found_end_at_2)] == [[1]]
 
 
 def test_a_setting_not_drawn_is_read_at_the_client_releases_own_default() -> None:

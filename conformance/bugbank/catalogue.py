@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 LEVELS: Final = ("protocol", "pipeline", "all")
@@ -19,11 +19,16 @@ LEVELS: Final = ("protocol", "pipeline", "all")
 FIX_COMMIT: Final = re.compile(r"[0-9a-f]{40}")
 TEXT_FIELDS: Final = ("id", "link", "component", "buggy", "fixed", "fix_commit", "mechanism", "only", "level")
 FIELDS: Final = frozenset({*TEXT_FIELDS, "requirements"})
-OPTIONAL: Final = ("could_not_run", "draws")
+OPTIONAL: Final = ("could_not_run", "draws", "signature", "tolerate")
 """``could_not_run``: a reason the bug cannot be run here (no release runnable on this platform, no scenario of its
 component reaches it yet): recorded in the bank rather than dropped, and judged *could not run* without a run.
 ``draws``: how many schedules a drawn workload draws in each of its runs (``kconform run --workload-draws``), for a
-bug the workload reaches in a fraction of its draws; the figure is the evidence of how rare that is."""
+bug the workload reaches in a fraction of its draws; the figure is the evidence of how rare that is.
+``signature``: the violations (``"CLIENT-004 position-past-end"``) by which a run shows this bug, for other entries
+to tolerate. ``tolerate``: ids of entries whose signatures this entry's runs tolerate (``kconform run
+--expectations`` with a deviation per kind): both of its releases still carry that other bug, which shows on almost
+every draw and would hide this one on the buggy release and fail the fixed one (``Bug.tolerated``)."""
+SIGNATURE: Final = re.compile(r"[A-Z]+-\d{3} [a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 
 
 class CatalogueError(ValueError):
@@ -52,6 +57,18 @@ class Bug:
     could_not_run: str | None = None
     draws: int | None = None
     """``kconform run --workload-draws`` of each run; ``None``: the profile's."""
+    signature: tuple[str, ...] = ()
+    tolerate: tuple[str, ...] = ()
+    tolerated: tuple[tuple[str, str, str, str], ...] = ()
+    """``(requirement, kind, bug id, link)`` of each violation kind its runs tolerate, from ``tolerate``."""
+
+    def expectations(self) -> str:
+        """The ``--expectations`` file of its runs: a deviation per tolerated kind, naming the bug it belongs to."""
+        return "".join(
+            f'[[deviation]]\nrequirement = "{requirement}"\nkind = "{kind}"\n'
+            f'reason = "{owner}, another catalogued bug both releases of {self.id} still carry"\nlink = "{link}"\n'
+            for requirement, kind, owner, link in self.tolerated
+        )
 
 
 def parse_catalogue(
@@ -74,6 +91,15 @@ def parse_catalogue(
         if bug.id in seen:
             raise CatalogueError(f"{source}: bug {bug.id}: listed twice")
         seen.add(bug.id)
+    by_id = {bug.id: bug for bug in bugs}
+    for n, bug in enumerate(bugs):
+        for other in bug.tolerate:
+            if other == bug.id or other not in by_id or not by_id[other].signature:
+                raise CatalogueError(
+                    f"{source}: bug {bug.id}: tolerate names {other!r}, which is not another entry with a signature"
+                )
+        kinds = [(other, *item.split(" ", 1)) for other in bug.tolerate for item in by_id[other].signature]
+        bugs[n] = replace(bug, tolerated=tuple((i, kind, other, by_id[other].link) for other, i, kind in kinds))
     return bugs
 
 
@@ -115,10 +141,21 @@ def _bug(
     draws = entry.get("draws")
     if draws is not None and (not isinstance(draws, int) or isinstance(draws, bool) or draws < 1):
         raise CatalogueError(f"{where}: draws must be a positive whole number of schedules, got {draws!r}")
+    lists: dict[str, tuple[str, ...]] = {}
+    for name, pattern in (("signature", SIGNATURE), ("tolerate", None)):
+        value = entry.get(name, [])
+        if not isinstance(value, list) or not all(
+            isinstance(v, str) and (pattern.fullmatch(v) if pattern else v.strip()) for v in value
+        ):
+            shape = '"ID kind" strings ("CLIENT-004 position-past-end")' if pattern else "bug ids of this catalogue"
+            raise CatalogueError(f"{where}: {name} must be a list of {shape}, got {value!r}")
+        lists[name] = tuple(value)
     return Bug(
         **{name: entry[name] for name in TEXT_FIELDS},
         requirements=tuple(ids),
         category=classes[0],
         could_not_run=why,
         draws=draws,
+        signature=lists["signature"],
+        tolerate=lists["tolerate"],
     )

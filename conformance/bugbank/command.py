@@ -71,9 +71,12 @@ def run_command(bug: Bug, adapter: str, profile: str, seed: int, report: Path) -
         *("--profile", profile, "--seed", str(seed), "--report", str(report)),
         *("--examples", str(report / EXAMPLES)),
         *(("--workload-draws", str(bug.draws)) if bug.draws is not None else ()),
+        *(("--expectations", str(report / TOLERATED)) if bug.tolerated else ()),
     ]
 
 
+TOLERATED: Final = "tolerated.toml"
+"""Beside a run's report: the expectations file of the kinds of violation its entry tolerates (``Bug.tolerate``)."""
 CRASH_RETRIES: Final = 1
 """How often a run that died of a signal without a report is run again: a crash leaves no evidence either way."""
 
@@ -114,6 +117,9 @@ def release_runner(profile: str, seed: int, reports: Path, say: Say) -> RunRelea
         shown = " ".join(f"{k}={v}" for k, v in env.items())
         say(f"  {release}: {shown} {' '.join(command)}")
         child = [sys.executable, "-m", "kconform.conformance.cli", *command[1:]]
+        if bug.tolerated:
+            report.mkdir(parents=True, exist_ok=True)
+            (report / TOLERATED).write_text(bug.expectations())
         for attempt in range(CRASH_RETRIES + 1):
             (report / "report.json").unlink(missing_ok=True)
             shutil.rmtree(report / EXAMPLES, ignore_errors=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -149,6 +149,39 @@ class Deferral:
 _DEFERRAL: ContextVar[Deferral | None] = ContextVar("kconform_deferral", default=None)
 
 
+@dataclass
+class Tolerance:
+    """Violations a run's expectations list by kind (``--expectations``, a deviation with ``kind``): ``fail_on``
+    counts them in ``seen`` instead of failing, so the test goes on judging everything else."""
+
+    covers: Callable[[Violation], bool]
+    seen: Counter[tuple[str, str]] = field(default_factory=Counter)
+
+    def split(self, violations: Sequence[Violation]) -> list[Violation]:
+        """The violations not tolerated; the tolerated ones are counted."""
+        rest = []
+        for violation in violations:
+            if self.covers(violation):
+                self.seen[(violation.requirement, violation.kind)] += 1
+            else:
+                rest.append(violation)
+        return rest
+
+
+_TOLERANCE: ContextVar[Tolerance | None] = ContextVar("kconform_tolerance", default=None)
+
+
+@contextmanager
+def tolerating(covers: Callable[[Violation], bool]) -> Iterator[Tolerance]:
+    """While inside, ``fail_on`` counts the violations ``covers`` instead of raising them (see ``Tolerance``)."""
+    tolerance = Tolerance(covers)
+    token = _TOLERANCE.set(tolerance)
+    try:
+        yield tolerance
+    finally:
+        _TOLERANCE.reset(token)
+
+
 @contextmanager
 def deferring(ids: Iterable[str], checked: Iterable[str]) -> Iterator[Deferral]:
     """While inside, ``fail_on`` keeps back violations that name only ``ids`` (see ``Deferral``)."""
@@ -173,6 +206,9 @@ def fail_on(
     A ``ViolationError``, not a bare ``assert``: pytest's assertion rewriting would append the
     list's repr (``assert not [Violation(...)]``) to every failure, and the reports need the objects.
     """
+    tolerance = _TOLERANCE.get()
+    if tolerance is not None:
+        violations = tolerance.split(violations)
     if not violations:
         return
     error = ViolationError(violations, pictures, detail, verified)

@@ -32,6 +32,7 @@ from ..workloads.clients.history import (
     Seeked,
     Sent,
     TxnEnded,
+    rebalances_eagerly,
 )
 from .checkers import Violation, tp_fields, value_field
 
@@ -45,6 +46,8 @@ LIBRDKAFKA_DEFAULTS: Final = {
     "auto.offset.reset": "largest",
     "max.poll.interval.ms": "300000",
     "enable.idempotence": "false",
+    "group.protocol": "classic",
+    "partition.assignment.strategy": "range,roundrobin",
 }
 """librdkafka's defaults for the settings the checkers read (CONFIGURATION.md), where a history states none of its
 client release's own (``ClientInfo.defaults``)."""
@@ -55,6 +58,13 @@ TIMING_MARGIN_S: Final = 2.0
 def setting(history: History, client: str, name: str) -> str:
     info = history.consumer(client) if client.startswith("c") else history.clients[client]
     return str(info.settings.get(name) or info.defaults.get(name) or LIBRDKAFKA_DEFAULTS.get(name, ""))
+
+
+def eager(history: History, client: str) -> bool:
+    """Whether ``client`` rebalances eagerly (``rebalances_eagerly``), at its settings or its release's defaults."""
+    return rebalances_eagerly(
+        setting(history, client, "group.protocol"), setting(history, client, "partition.assignment.strategy")
+    )
 
 
 def visible(history: History, tp: TopicPartition, isolation: str) -> list[int]:
@@ -539,6 +549,11 @@ def check_single_owner(history: History) -> list[Violation]:
                 if owners.get((info.group, tp)) == event.client:
                     del owners[(info.group, tp)]
         elif isinstance(event, Assigned):
+            if eager(history, event.client):
+                # librdkafka may hand an eager member a new assignment with no revoke of the one before (a rejoin
+                # while the application's assign was pending, rd_kafka_cgrp_revoke_all_rejoin): it replaces it
+                for key in [k for k, c in owners.items() if c == event.client and k[1] not in event.tps]:
+                    del owners[key]
             for tp in event.tps:
                 other = owners.get((info.group, tp))
                 if other is not None and other != event.client:
@@ -587,7 +602,8 @@ def check_group_read_everything(history: History) -> list[Violation]:
                 for tp, offset, _ in event.records:
                     read[tp].add(offset)
         for tp in sorted(owned & history.read_to_end.get(group, frozenset())):
-            unread = [o for o in visible(history, tp, isolation) if o not in read[tp]]
+            end = history.drain_ends.get(group, {}).get(tp)
+            unread = [o for o in visible(history, tp, isolation) if o not in read[tp] and (end is None or o < end)]
             if unread:
                 violations.append(
                     Violation(

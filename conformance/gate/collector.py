@@ -41,7 +41,14 @@ from ..spec_tools.requirements import ID_IN_CODE, Requirement, ids_in_test_name,
 from .expectations import Deviation, excusing_deviation, find_deviation
 from .journal import Journal
 from .options import RunOptions
-from .pytest_plugin import BROKER_ANSWERS, REQUIREMENT_MARK, UNVERIFIED_PROPERTY, CouldNotCheck
+from .pytest_plugin import (
+    BROKER_ANSWERS,
+    KIND_DEVIATIONS,
+    REQUIREMENT_MARK,
+    TOLERATED_PROPERTY,
+    UNVERIFIED_PROPERTY,
+    CouldNotCheck,
+)
 from .results import ADDRESS, UNSTRUCTURED, Counterexample, Status, TestResult, skip_cause, strongest
 from .supervisor import DIED
 
@@ -136,6 +143,10 @@ def replay_args(options: RunOptions, seed: int, name: str, pipeline: bool, envir
     if pipeline and options.broker in KAFKA_KINDS and kafka and kafka != DEFAULT_KAFKA_VERSION:
         args += ["--kafka-version", kafka]  # the broker release the failure was seen on
     return args
+
+
+TOLERATED = "tolerated: "
+"""The metric a test's count of one tolerated kind of violation is reported under (``tolerated: ID kind``)."""
 
 
 def display_name(item_name: str) -> str:
@@ -300,6 +311,7 @@ class Collector:
 
     def pytest_configure(self, config: pytest.Config) -> None:
         self.config = config
+        config.stash[KIND_DEVIATIONS] = [d for d in self.deviations if d.kind is not None]
         forget_hangs()
         config.addinivalue_line("markers", f"{PIPELINE_MARK}: a pipeline-level test (a real streaming query)")
 
@@ -462,7 +474,15 @@ class Collector:
         result = self._stub(item, Status.PASS, sum(r.duration for r in reports))
         name, ids, pipeline = result.name, result.ids, result.pipeline
         properties = dict.fromkeys((k, v) for r in reports for k, v in r.user_properties)  # phases repeat them
-        result.metrics = {k: v for k, v in properties if not k.startswith(UNVERIFIED_PROPERTY)}
+        result.metrics = {
+            k: v
+            for k, v in properties
+            if not k.startswith(UNVERIFIED_PROPERTY) and not k.startswith(TOLERATED_PROPERTY)
+        }
+        tolerated = {
+            k.removeprefix(TOLERATED_PROPERTY): int(str(v)) for k, v in properties if k.startswith(TOLERATED_PROPERTY)
+        }
+        result.metrics |= {f"{TOLERATED}{what}": n for what, n in tolerated.items()}
         for k, v in properties:
             if k.startswith(UNVERIFIED_PROPERTY):
                 req_id = k.removeprefix(UNVERIFIED_PROPERTY)
@@ -500,6 +520,18 @@ class Collector:
         elif result.unverified:
             result.status = Status.PARTIAL
             result.message = "; ".join(f"{i} not verified: {why}" for i, why in result.unverified.items())
+        if tolerated and result.status in (Status.PASS, Status.PARTIAL):
+            # every violation it met was one the expectations list by kind: XFAIL on those ids, the rest judged
+            seen = sorted({what.split(" ", 1)[0] for what in tolerated})
+            result.status, result.violated = Status.XFAIL, seen
+            result.verified_before_failing = frozenset(i for i in ids if i not in result.unverified and i not in seen)
+            result.deviation = next(
+                d for d in self.deviations if d.kind is not None and f"{d.requirement} {d.kind}" in tolerated
+            )
+            result.message = "only known deviations, tolerated: " + ", ".join(
+                f"{what} x{n}" for what, n in sorted(tolerated.items())
+            )
+            return result
         # Only what the test verified can show that a listed deviation is gone (XPASS).
         verified = [i for i in ids if i not in result.unverified]
         if result.status is Status.FAIL:

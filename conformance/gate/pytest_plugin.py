@@ -24,11 +24,12 @@ from ..adapter.loader import default_adapter, load_adapter
 from ..brokers import Broker, BrokerStartError, BrokerUnavailable, broker_from_env
 from ..brokers.capability import Capability
 from ..brokers.facts import BrokerFacts
-from ..checks.checkers import ViolationError, deferring
+from ..checks.checkers import Violation, ViolationError, deferring, tolerating
 from ..checks.liveness_checkers import check_query_ran, query_failure
 from ..spark.cluster import STANDALONE, SparkClusterError, StandaloneCluster
 from ..spec_tools.requirements import SpecNotFoundError, load_requirements
 from . import collection
+from .expectations import Deviation
 from .profiles import (
     PROFILE_ENV,
     examples_dir,
@@ -55,6 +56,10 @@ BROKER_ANSWERS = pytest.StashKey[Callable[[], bool]]()
 while it does (LIVE-001); set by the fixture that starts the pipeline level's broker (``Broker.answers``)."""
 
 REQUIREMENT_MARK = "requirement"
+KIND_DEVIATIONS = pytest.StashKey[list[Deviation]]()
+"""The run's deviations by violation kind (``--expectations``, ``kind``), tolerated inside each test."""
+TOLERATED_PROPERTY = "kconform.tolerated."
+"""User-property prefix of the violations a test tolerated: ``kconform.tolerated.CLIENT-004 position-past-end = 12``."""
 UNVERIFIED_PROPERTY = "kconform.unverified."
 """User-property prefix of ``partial``'s declarations: ``kconform.unverified.COMMIT-011 = reason``."""
 Partial = Callable[[Sequence[str] | None, str], None]
@@ -181,13 +186,24 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     mark = item.get_closest_marker(REQUIREMENT_MARK)
     ids = frozenset(mark.args) if mark else frozenset()
     kept = deferred_ids(ids, _fidelity_ids(item.config))
+    name = item.name.removeprefix("test_")
+    kinds = [d for d in item.config.stash.get(KIND_DEVIATIONS, []) if d.test is None or d.test in name]
+
+    def known(violation: Violation) -> bool:
+        return any(d.tolerates(name, violation.requirement, violation.kind) for d in kinds)
+
     try:
-        if not kept:
-            return (yield)
-        with deferring(kept, checked=ids) as deferral:
-            outcome = yield
-        deferral.raise_kept()
-        return outcome
+        with tolerating(known) as tolerance:
+            try:
+                if not kept:
+                    return (yield)
+                with deferring(kept, checked=ids) as deferral:
+                    outcome = yield
+                deferral.raise_kept()
+                return outcome
+            finally:
+                for (requirement_id, kind), count in sorted(tolerance.seen.items()):
+                    item.user_properties.append((f"{TOLERATED_PROPERTY}{requirement_id} {kind}", count))
     except ViolationError:
         raise
     except Exception as error:  # a query the scenario ran to its end failed: LIVE-001, not whatever else it checks

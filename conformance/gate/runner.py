@@ -27,7 +27,7 @@ from ..errors import CannotCheck
 from ..extras import PIPELINE_FIX, needs_pipeline_extra, pipeline_missing
 from ..redaction import redacting
 from ..spec_tools.requirements import SpecNotFoundError, judged_at, load_requirements, tests_by_id
-from .collector import PIPELINE_MARK, SUITE_LEVELS, Collector
+from .collector import PIPELINE_MARK, SUITE_LEVELS, TOLERATED, Collector
 from .expectations import load_expectations
 from .journal import Journal
 from .options import RunOptions, broker_used
@@ -241,7 +241,18 @@ def run(options: RunOptions, out: IO[str] = sys.stdout, journal: Journal | None 
     judged = {i: judged_at(tests) for i, tests in tests_by_id().items()} if requirements else {}
     if options.only is None:
         used = {id(t.deviation) for t in collector.results}
-        notes += [f"expectation {d.requirement} ({d.link}) matched no result" for d in deviations if id(d) not in used]
+        met = {k.removeprefix(TOLERATED) for t in collector.results for k in t.metrics if k.startswith(TOLERATED)}
+        notes += [
+            f"expectation {d.requirement} ({d.link}) matched no result"
+            for d in deviations
+            if d.kind is None and id(d) not in used
+        ]
+        notes += [
+            f"expectation {d.requirement} {d.kind} ({d.link}) met no such violation (a drawn workload may not have "
+            "reached it)"
+            for d in deviations
+            if d.kind is not None and f"{d.requirement} {d.kind}" not in met
+        ]
     declared = {key: getattr(adapter, key, "-") for key in ("restore_variant", "naming", "discovery_of_zero")}
     variants = {key: str(getattr(value, "value", value)) for key, value in declared.items()}
     return RunResult(

@@ -45,6 +45,7 @@ from .history import (
     Sent,
     Stored,
     TxnEnded,
+    rebalances_eagerly,
 )
 from .schedule import ConsumerPlan, Schedule, Step, StepKind
 from .settings import catalogue
@@ -258,6 +259,8 @@ class Run:
         self.info: dict[str, ClientInfo] = {}
         self.drained = True
         self.read_to_end: dict[str, frozenset[TopicPartition]] = {}
+        self.drain_ends: dict[str, dict[TopicPartition, int]] = {}
+        """By group: where each partition's reader found its end (at its isolation level) in the drain."""
         self.kafka = KafkaClient(broker)
 
     # -- clients ---------------------------------------------------------------------------------
@@ -321,9 +324,14 @@ class Run:
             recorder.add(Assigned, slot.name, tps=tuple(tps), how="manual")
             return
 
+        eager = rebalances_eagerly(
+            str(slot.settings.get("group.protocol", "classic")),
+            str(slot.settings.get("partition.assignment.strategy", "range,roundrobin")),
+        )
+
         def on_assign(_c: ck.Consumer, partitions: list[ck.TopicPartition]) -> None:
             tps = tuple(tp_of(p) for p in partitions)
-            slot.assigned |= set(tps)
+            slot.assigned = set(tps) if eager else slot.assigned | set(tps)
             for tp in tps:
                 slot.ended.pop(tp, None)
             recorder.add(Assigned, slot.name, tps=tps, how="rebalance")
@@ -386,7 +394,9 @@ class Run:
         finally:
             self.close_all()
             self.kafka.close()
-        return History(tuple(self.recorder.events), dict(self.info), log, self.drained, self.read_to_end)
+        return History(
+            tuple(self.recorder.events), dict(self.info), log, self.drained, self.read_to_end, dict(self.drain_ends)
+        )
 
     def step(self, step: Step) -> None:
         kind = step.kind
@@ -855,8 +865,10 @@ class Run:
                 return False
             for position in positions:
                 tp = tp_of(position)
-                if max(slot.ended.get(tp, -1), position.offset) < self.kafka.latest_offset(tp, isolation):
+                end = self.kafka.latest_offset(tp, isolation)
+                if max(slot.ended.get(tp, -1), position.offset) < end:
                     return False
+                self.drain_ends.setdefault(slot.group, {})[tp] = end
         return True
 
     def drain(self) -> None:

@@ -140,6 +140,19 @@ class ClientInfo:
     ``isolation.level`` is read_committed in one, read_uncommitted in the other)."""
 
 
+def rebalances_eagerly(group_protocol: str, strategies: str) -> bool:
+    """Whether a group member rebalances eagerly: a classic group (``group.protocol``) whose assignors
+    (``partition.assignment.strategy``, librdkafka's names or kafka-clients' classes) are not all cooperative. Its
+    assignment callback hands it its whole new assignment, which replaces the one before (librdkafka's
+    ``rd_kafka_cgrp_assign`` clears the old one; rdkafka.h: an eager assignor's application "must use
+    rd_kafka_assign() to set or clear the entire assignment"; kafka-clients' ``onPartitionsAssigned`` gets "the full
+    assignment" under the classic protocol). A cooperative member's callbacks add and remove partitions."""
+    if group_protocol.strip().lower() == "consumer":
+        return False
+    names = [s.strip().lower() for s in strategies.split(",") if s.strip()]
+    return not names or not all("cooperative" in s for s in names)
+
+
 @dataclass(frozen=True)
 class Log:
     records: Mapping[TopicPartition, Sequence[tuple[int, bytes | None]]]
@@ -175,6 +188,9 @@ class History:
     finished read say nothing)."""
     read_to_end: Mapping[str, frozenset[TopicPartition]] = field(default_factory=dict)
     """By group: the partitions a live member owned and had read to the end when the drain finished."""
+    drain_ends: Mapping[str, Mapping[TopicPartition, int]] = field(default_factory=dict)
+    """By group: where each partition's reader found its end (at its isolation level) when the drain finished; a
+    transaction that ended after that (its markers written late, after a broker restart) is not what it read to."""
 
     def consumer(self, client: str) -> ClientInfo:
         return self.clients[client.split("#", 1)[0]]

@@ -306,9 +306,12 @@ class JvmClients:
         self.dropped: list[str] = []
 
     def defaults(self, role: str) -> dict[str, str]:
-        """kafka-clients' own defaults for ``role`` (C or P), from its ConfigDef."""
+        """What ``role`` (C or P) runs with where nothing is drawn: kafka-clients' own defaults from its ConfigDef,
+        under the workload's own (``JAVA_WORKLOAD_DEFAULTS``, given to every client that has the setting)."""
         rows = self.dump["consumer" if role == "C" else "producer"]
-        return {str(r["name"]): str(r["default"]) for r in rows if r.get("default") not in (None, "")}
+        own = {str(r["name"]): str(r["default"]) for r in rows if r.get("default") not in (None, "")}
+        known = self.known["C" if role == "C" else "P"]
+        return own | {name: value for name, value in JAVA_WORKLOAD_DEFAULTS.items() if name in known}
 
     def __enter__(self) -> Self:
         return self
@@ -589,10 +592,14 @@ bound for the calls it bounds (``driver.CALL_SLACK_S``, 30 s): a call that waite
 JAVA_WORKLOAD_DEFAULTS: Final[Mapping[str, str]] = {
     "max.block.ms": str(JAVA_CAPS["max.block.ms"]),
     "default.api.timeout.ms": str(JAVA_CAPS["default.api.timeout.ms"]),
+    "max.poll.interval.ms": str(JAVA_CAPS["max.poll.interval.ms"]),
 }
 """The workload's own values where none is drawn, as ``driver.CONSUMER_DEFAULTS`` for librdkafka: kafka-clients'
 defaults (60 s each) would make a send, ``initTransactions`` or ``commitSync`` that waits them out look hung at
-the driver's bound."""
+the driver's bound. ``max.poll.interval.ms`` at its cap (15 s, not 300 s) puts every member's group time-outs
+(its poll interval, and the rebalance timeout a classic member joins with) inside a schedule's span, so a stall,
+a slow rebalance callback or a rebalance that does not finish is met by an eviction in every draw, not only in
+those that draw the setting."""
 JAVA_FLOORS: Final[Mapping[str, int]] = {
     **FLOORS,
     "heartbeat.interval.ms": 100,
