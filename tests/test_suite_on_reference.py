@@ -59,6 +59,12 @@ def test_required_reference_adapter_conforms(adapter: str, level: str, tmp_path:
         for req_id, why in reasons.items():
             assert "--spark-master standalone" in why and "tests passed" in why, (req_id, why)
             statuses.pop(req_id)
+    # a drawn client schedule may meet the broker's own hang (Kafka 4.4.0's coordinator leaving a committed
+    # transaction's markers unwritten after a SIGKILL): CLIENT-001 is then PARTIAL naming it, the reference not at fault
+    held = {r["id"]: r.get("reason", "") for r in report["requirements"] if statuses.get(r["id"]) == "PARTIAL"}
+    for req_id, why in held.items():
+        assert req_id == "CLIENT-001" and "transaction coordinator had neither completed nor aborted" in why, held
+        statuses.pop(req_id)
     assert set(statuses.values()) == {"PASS"}, statuses
     if level == "all":
         probed = {c["name"]: c["supported"] for c in report["broker_capabilities"]}
