@@ -48,6 +48,7 @@ from .pytest_plugin import (
     TOLERATED_PROPERTY,
     UNVERIFIED_PROPERTY,
     CouldNotCheck,
+    display_name,
 )
 from .results import ADDRESS, UNSTRUCTURED, Counterexample, Status, TestResult, skip_cause, strongest
 from .supervisor import DIED
@@ -147,11 +148,6 @@ def replay_args(options: RunOptions, seed: int, name: str, pipeline: bool, envir
 
 TOLERATED = "tolerated: "
 """The metric a test's count of one tolerated kind of violation is reported under (``tolerated: ID kind``)."""
-
-
-def display_name(item_name: str) -> str:
-    """Test names as reports show them: without ``test_`` (``required_ASSIGN_001_...``)."""
-    return item_name.removeprefix("test_")
 
 
 def selected_by(only: str, item: pytest.Item) -> bool:

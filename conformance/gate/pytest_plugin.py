@@ -56,6 +56,13 @@ BROKER_ANSWERS = pytest.StashKey[Callable[[], bool]]()
 while it does (LIVE-001); set by the fixture that starts the pipeline level's broker (``Broker.answers``)."""
 
 REQUIREMENT_MARK = "requirement"
+
+
+def display_name(item_name: str) -> str:
+    """Test names as reports show them: without ``test_`` (``required_ASSIGN_001_...``)."""
+    return item_name.removeprefix("test_")
+
+
 KIND_DEVIATIONS = pytest.StashKey[list[Deviation]]()
 """The run's deviations by violation kind (``--expectations``, ``kind``), tolerated inside each test."""
 TOLERATED_PROPERTY = "kconform.tolerated."
@@ -186,8 +193,7 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     mark = item.get_closest_marker(REQUIREMENT_MARK)
     ids = frozenset(mark.args) if mark else frozenset()
     kept = deferred_ids(ids, _fidelity_ids(item.config))
-    name = item.name.removeprefix("test_")
-    kinds = [d for d in item.config.stash.get(KIND_DEVIATIONS, []) if d.test is None or d.test in name]
+    name, kinds = display_name(item.name), item.config.stash.get(KIND_DEVIATIONS, [])
 
     def known(violation: Violation) -> bool:
         return any(d.tolerates(name, violation.requirement, violation.kind) for d in kinds)
