@@ -6,7 +6,9 @@ import json
 from dataclasses import replace
 from typing import Any
 
+import hypothesis
 import pytest
+from hypothesis import find
 
 from kconform.conformance.checks import client_workload_checkers as cw
 from kconform.conformance.workloads.clients.history import (
@@ -25,7 +27,16 @@ from kconform.conformance.workloads.clients.history import (
     Stored,
     TxnEnded,
 )
-from kconform.conformance.workloads.clients.schedule import ConsumerPlan, ProducerPlan, Schedule, Step, StepKind
+from kconform.conformance.workloads.clients.schedule import (
+    ConsumerPlan,
+    ProducerPlan,
+    Schedule,
+    Step,
+    StepKind,
+    describe,
+    schedules,
+    step_strategy,
+)
 from kconform.reference_impl.types import TopicPartition
 
 TP = TopicPartition("t", 0)
@@ -300,7 +311,24 @@ def test_a_schedule_printed_as_json_is_read_back_as_the_same_schedule() -> None:
             Step(StepKind.TRANSACTION, 0, 1, None, 3, "abort"),
             Step(StepKind.SEEK, 1, partition=0, count=2, mode="back"),
             Step(StepKind.NODE_PAUSE, wait_ms=700),
+            Step(StepKind.SUBSCRIBE, 1, 1, mode="one"),
         ),
         faults=False,
     )
     assert Schedule.from_json(json.loads(drawn.dumps())) == drawn
+    assert describe(drawn).endswith("subscribe(client=1, topic=1, count=1, mode=one)")
+
+
+def test_a_drawn_schedule_may_change_a_members_subscription() -> None:
+    """The ``subscribe`` step is drawn, with each of its modes, and survives the JSON round trip."""
+    quick = hypothesis.settings(max_examples=500, database=None, phases=[hypothesis.Phase.generate])
+    found = find(
+        schedules([], faults=False), lambda s: any(t.kind is StepKind.SUBSCRIBE for t in s.steps), settings=quick
+    )
+    assert Schedule.from_json(json.loads(found.dumps())) == found
+    for mode in ("topics", "pattern", "one"):
+        find(
+            step_strategy(1, 2, 2, False),
+            lambda t, m=mode: t.kind is StepKind.SUBSCRIBE and t.mode == m,
+            settings=quick,
+        )
