@@ -6,7 +6,9 @@ import json
 from dataclasses import replace
 from typing import Any
 
+import hypothesis
 import pytest
+from hypothesis import find
 
 from kconform.conformance.checks import client_workload_checkers as cw
 from kconform.conformance.workloads.clients.history import (
@@ -23,9 +25,19 @@ from kconform.conformance.workloads.clients.history import (
     Seeked,
     Sent,
     Stored,
+    Subscribed,
     TxnEnded,
 )
-from kconform.conformance.workloads.clients.schedule import ConsumerPlan, ProducerPlan, Schedule, Step, StepKind
+from kconform.conformance.workloads.clients.schedule import (
+    ConsumerPlan,
+    ProducerPlan,
+    Schedule,
+    Step,
+    StepKind,
+    describe,
+    schedules,
+    step_strategy,
+)
 from kconform.reference_impl.types import TopicPartition
 
 TP = TopicPartition("t", 0)
@@ -311,7 +323,135 @@ def test_a_schedule_printed_as_json_is_read_back_as_the_same_schedule() -> None:
             Step(StepKind.TRANSACTION, 0, 1, None, 3, "abort"),
             Step(StepKind.SEEK, 1, partition=0, count=2, mode="back"),
             Step(StepKind.NODE_PAUSE, wait_ms=700),
+            Step(StepKind.SUBSCRIBE, 1, 1, mode="one"),
         ),
         faults=False,
     )
     assert Schedule.from_json(json.loads(drawn.dumps())) == drawn
+    assert describe(drawn).endswith("subscribe(client=1, topic=1, count=1, mode=one)")
+
+
+def test_a_drawn_schedule_may_change_a_members_subscription() -> None:
+    """The ``subscribe`` step is drawn, with each of its modes, and survives the JSON round trip."""
+    quick = hypothesis.settings(max_examples=500, database=None, phases=[hypothesis.Phase.generate])
+    found = find(
+        schedules([], faults=False), lambda s: any(t.kind is StepKind.SUBSCRIBE for t in s.steps), settings=quick
+    )
+    assert Schedule.from_json(json.loads(found.dumps())) == found
+    for mode in ("topics", "pattern", "one"):
+        find(
+            step_strategy(1, 2, 2, False),
+            lambda t, m=mode: t.kind is StepKind.SUBSCRIBE and t.mode == m,
+            settings=quick,
+        )
+
+
+UP = TopicPartition("u", 0)
+COOPERATIVE = {"partition.assignment.strategy": "cooperative-sticky"}
+
+
+def members(strategy: str = "cooperative-sticky", subscribe: str = "topics") -> dict[str, ClientInfo]:
+    return {"c0": ClientInfo({"partition.assignment.strategy": strategy}, "g", subscribe)}
+
+
+@pytest.mark.parametrize(("delivered", "want"), [(TP1, [("CLIENT-008", "delivered-unowned")]), (TP, [])])
+def test_a_member_delivers_only_partitions_it_was_assigned(delivered: TopicPartition, want: list) -> None:
+    events = Events().add(Assigned, "c0#0", tps=(TP,), how="rebalance").add(Polled, "c0#0", **polled(0, tp=delivered))
+    assert kinds(cw.check_delivered_owned(history(events, {TP: [0], TP1: [0]}, clients=members()))) == want
+
+
+@pytest.mark.parametrize(("same_call", "want"), [(False, [("CLIENT-008", "delivered-unowned")]), (True, [])])
+def test_a_revoked_partition_is_delivered_no_more_after_the_call_that_revoked_it(same_call: bool, want: list) -> None:
+    """Records a poll's call fetched before a revocation inside the call may still come out of it; in a later poll
+    they are another member's."""
+    events = Events().add(Assigned, "c0#0", tps=(TP, TP1), how="rebalance").add(Polled, "c0#0", **polled(0))
+    events.add(Revoked, "c0#0", tps=(TP,))
+    if not same_call:
+        events.add(Polled, "c0#0", **polled(0, tp=TP1))
+    events.add(Polled, "c0#0", **polled(1))
+    assert kinds(cw.check_delivered_owned(history(events, {TP: [0, 1], TP1: [0]}, clients=members()))) == want
+
+
+@pytest.mark.parametrize(
+    ("strategy", "want"), [("range,roundrobin", [("CLIENT-008", "delivered-unowned")]), ("cooperative-sticky", [])]
+)
+def test_an_eager_members_assignment_replaces_what_it_owned(strategy: str, want: list) -> None:
+    events = (
+        Events()
+        .add(Assigned, "c0#0", tps=(TP,), how="rebalance")
+        .add(Polled, "c0#0", **polled(0))
+        .add(Assigned, "c0#0", tps=(TP1,), how="rebalance")
+        .add(Polled, "c0#0", records=())
+        .add(Polled, "c0#0", **polled(1))
+    )
+    found = cw.check_delivered_owned(history(events, {TP: [0, 1], TP1: []}, clients=members(strategy)))
+    assert kinds(found) == want
+
+
+@pytest.mark.parametrize(("delivered", "want"), [(TP1, [("CLIENT-008", "delivered-unowned")]), (TP, [])])
+def test_a_consumer_assigned_by_hand_delivers_only_its_manual_assignment(delivered: TopicPartition, want: list) -> None:
+    events = Events().add(Assigned, "c0#0", tps=(TP,), how="manual").add(Polled, "c0#0", **polled(0, tp=delivered))
+    found = cw.check_delivered_owned(history(events, {TP: [0], TP1: [0]}, clients=members(subscribe="assign")))
+    assert kinds(found) == want
+
+
+def unsubscribed(
+    revoked: tuple[TopicPartition, ...], handed_again: bool, same_call: bool = False, now: tuple[str, ...] = ("t",)
+) -> Events:
+    """c0 (cooperative) owns t-0 and u-0, subscribes to ``now`` (t alone), revokes ``revoked`` in its next poll's
+    call, then delivers u-0's records (in that call's poll when ``same_call``)."""
+    events = (
+        Events()
+        .add(Subscribed, "c0#0", topics=("t", "u"))
+        .add(Assigned, "c0#0", tps=(TP, UP), how="rebalance")
+        .add(Polled, "c0#0", **polled(0))
+        .add(Subscribed, "c0#0", topics=now)
+        .add(Revoked, "c0#0", tps=revoked)
+    )
+    if handed_again:
+        events.add(Assigned, "c0#0", tps=(UP,), how="rebalance")
+    if not same_call:
+        events.add(Polled, "c0#0", **polled(1))
+    return events.add(Polled, "c0#0", **polled(0, tp=UP))
+
+
+@pytest.mark.parametrize(
+    ("revoked", "handed_again", "same_call", "want"),
+    [
+        ((TP,), False, False, [("CLIENT-008", "delivered-unsubscribed")]),  # kept u-0 past the change's revocation
+        ((TP,), False, True, []),  # fetched before the revocation, in the call that made it
+        ((TP,), True, False, []),  # a callback handed u-0 to it again: its own (delivered-unowned judges that)
+        ((TP, UP), False, False, [("CLIENT-008", "delivered-unowned")]),  # revoked, then delivered anyway
+        ((TP, UP), False, True, []),
+    ],
+)
+def test_a_member_delivers_nothing_of_a_topic_it_unsubscribed_once_the_change_took_effect(
+    revoked: tuple[TopicPartition, ...], handed_again: bool, same_call: bool, want: list
+) -> None:
+    events = unsubscribed(revoked, handed_again, same_call)
+    assert kinds(cw.check_delivered_owned(history(events, {TP: [0, 1], UP: [0]}, clients=members()))) == want
+
+
+@pytest.mark.parametrize(
+    ("now", "want"), [(("t",), [("CLIENT-008", "delivered-unsubscribed")]), (("u", "t"), []), (("u",), [])]
+)
+def test_a_new_subscription_that_still_covers_a_topic_keeps_it(now: tuple[str, ...], want: list) -> None:
+    events = unsubscribed((TP,), handed_again=False, now=now)
+    assert kinds(cw.check_delivered_owned(history(events, {TP: [0, 1], UP: [0]}, clients=members()))) == want
+
+
+@pytest.mark.parametrize(("subscribed", "want"), [(True, [("CLIENT-008", "delivered-unsubscribed")]), (False, [])])
+def test_a_member_that_never_changed_its_subscription_is_judged_by_ownership_alone(
+    subscribed: bool, want: list
+) -> None:
+    """A revocation with no subscription change before it does not make a kept partition unsubscribed."""
+    events = unsubscribed((TP,), handed_again=False)
+    if not subscribed:
+        events.events = [e for e in events.events if not isinstance(e, Subscribed)]
+    assert kinds(cw.check_delivered_owned(history(events, {TP: [0, 1], UP: [0]}, clients=members()))) == want
+
+
+def test_a_pattern_subscription_covers_the_topics_it_matches() -> None:
+    assert Subscribed(0, "c0#0", 0.0, pattern="^kcw-1-.*").covers("kcw-1-x0")
+    assert not Subscribed(0, "c0#0", 0.0, pattern="^kcw-1-.*").covers("kcw-2-t0")
+    assert not Subscribed(0, "c0#0", 0.0, topics=("kcw-1-t0",)).covers("kcw-1-t1")

@@ -31,6 +31,7 @@ from ..workloads.clients.history import (
     Revoked,
     Seeked,
     Sent,
+    Subscribed,
     TxnEnded,
     rebalances_eagerly,
 )
@@ -574,6 +575,88 @@ def check_single_owner(history: History) -> list[Violation]:
     return violations
 
 
+def check_delivered_owned(history: History) -> list[Violation]:
+    """CLIENT-008: a consumer delivers records only of partitions it owns (its callbacks' assignment, or its manual
+    one), and a group member none of a topic its subscription no longer covers once the change took effect.
+
+    A poll's records are judged against every partition the consumer owned at some moment of the poll's call (the
+    callbacks it served since its last poll, the one that ended it included): what a revocation inside the call
+    removed may have been fetched before it. A subscription change takes effect at the member's first revocation
+    after it (an eager member revokes everything; a cooperative one, or one of ``group.protocol=consumer``, revokes
+    what the new subscription does not cover, before any fetch for it); a partition a callback handed it since the
+    change is its own again, which ``delivered-unowned`` judges, not this."""
+    violations: list[Violation] = []
+    for client, events in consumer_events(history).items():
+        manual = history.consumer(client).subscribe == "assign"
+        replaces = manual or eager(history, client)
+        owned: set[TopicPartition] = set()
+        during: set[TopicPartition] = set()
+        """Every partition owned since the last poll returned."""
+        subscription: Subscribed | None = None
+        effective: int | None = None
+        """The ``seq`` of the first revocation since the latest subscription change."""
+        started = -1
+        """The ``seq`` of the consumer's last poll (the current poll's call began after it)."""
+        handed: set[TopicPartition] = set()
+        """Partitions assigned since the latest subscription change."""
+        for event in events:
+            if isinstance(event, Subscribed):
+                subscription, effective, handed = event, None, set()
+            elif isinstance(event, Assigned):
+                owned = set(event.tps) if replaces or event.how == "manual" else owned | set(event.tps)
+                handed |= set(event.tps)
+                during |= owned
+            elif isinstance(event, Revoked):
+                owned -= set(event.tps)
+                if effective is None and subscription is not None:
+                    effective = event.seq
+            elif isinstance(event, Polled):  # a closed incarnation polls no more: its next is another client
+                unowned = sorted({tp for tp, _, _ in event.records if tp not in during})
+                uncovered = sorted(
+                    {
+                        tp
+                        for tp, _, _ in event.records
+                        if effective is not None
+                        and effective < started
+                        and subscription is not None
+                        and tp in during
+                        and tp not in handed
+                        and not subscription.covers(tp.topic)
+                    }
+                )
+                for tp in unowned:
+                    offsets = [o for t, o, _ in event.records if t == tp]
+                    violations.append(
+                        Violation(
+                            "CLIENT-008",
+                            "delivered-unowned",
+                            f"{client} delivered {tp} offsets {shown(offsets)}, a partition it did not own "
+                            + (
+                                "(its manual assignment lacks it)"
+                                if manual
+                                else "(no callback had assigned it since it lost it, or ever)"
+                            ),
+                            data=tp_fields(tp) | {"client": client, "offsets": offsets},
+                        )
+                    )
+                for tp in uncovered:
+                    offsets = [o for t, o, _ in event.records if t == tp]
+                    assert subscription is not None
+                    wanted = subscription.pattern or list(subscription.topics)
+                    violations.append(
+                        Violation(
+                            "CLIENT-008",
+                            "delivered-unsubscribed",
+                            f"{client} delivered {tp} offsets {shown(offsets)} after it subscribed to {wanted} and "
+                            f"revoked partitions for it (event {effective}); {tp.topic} is no longer subscribed and no "
+                            "callback handed it the partition since",
+                            data=tp_fields(tp) | {"client": client, "offsets": offsets, "subscription": wanted},
+                        )
+                    )
+                during, started = set(owned), event.seq
+    return violations
+
+
 def check_group_read_everything(history: History) -> list[Violation]:
     """CLIENT-004 over a whole group, once the drain finished (the per-ownership checks see only what each member
     delivered, not what no member did), for the partitions a live member read to the end: a group that started from the
@@ -665,6 +748,7 @@ SAFETY_CHECKERS: Final = (
     check_read_committed,
     check_commits,
     check_single_owner,
+    check_delivered_owned,
     check_group_read_everything,
 )
 

@@ -44,6 +44,7 @@ from .history import (
     Seeked,
     Sent,
     Stored,
+    Subscribed,
     TxnEnded,
     rebalances_eagerly,
 )
@@ -200,6 +201,11 @@ class ConsumerSlot:
     settings: dict[str, str] = field(default_factory=dict)
     ended: dict[TopicPartition, int] = field(default_factory=dict)
     """The offset of each owned partition's latest end-of-partition event."""
+    subscription: list[str] = field(default_factory=list)
+    """A group member's latest subscription (topic names, or one regex starting with ``^``), which a reopened
+    incarnation subscribes to again; set when it first opens."""
+    callbacks: dict[str, Callable[..., None]] = field(default_factory=dict)
+    """The current incarnation's rebalance callbacks, which a ``subscribe`` step passes again."""
 
     @property
     def name(self) -> str:
@@ -346,8 +352,22 @@ class Run:
             slot.assigned -= set(tps)
             recorder.add(Revoked, slot.name, tps=tps, lost=True)
 
-        topics = [f"^{re.escape(self.prefix)}-.*"] if slot.plan.subscribe == "pattern" else list(self.topics)
-        client.subscribe(topics, on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
+        if not slot.subscription:
+            slot.subscription = [self.pattern] if slot.plan.subscribe == "pattern" else list(self.topics)
+        slot.callbacks = {"on_assign": on_assign, "on_revoke": on_revoke, "on_lost": on_lost}
+        client.subscribe(slot.subscription, **slot.callbacks)
+        self._subscribed(slot)
+
+    @property
+    def pattern(self) -> str:
+        """The regex every topic of the run matches (those created by a step too)."""
+        return f"^{re.escape(self.prefix)}-.*"
+
+    def _subscribed(self, slot: ConsumerSlot) -> None:
+        if slot.subscription[0].startswith("^"):
+            self.recorder.add(Subscribed, slot.name, pattern=slot.subscription[0])
+        else:
+            self.recorder.add(Subscribed, slot.name, topics=tuple(slot.subscription))
 
     def _open_producer(self, index: int, transactional: bool, drawn: Mapping[str, str]) -> ProducerSlot:
         base: dict[str, Any] = {**self.broker.client_config("producer")}
@@ -446,6 +466,7 @@ class Run:
             StepKind.SEEK: self.seek,
             StepKind.CLOSE: self.close,
             StepKind.STALL: self.stall,
+            StepKind.SUBSCRIBE: self.subscribe,
         }
         handlers[kind](slot, step)
 
@@ -787,6 +808,29 @@ class Run:
         slot.client = None
         slot.assigned = set()
 
+    def subscribe(self, slot: ConsumerSlot, step: Step) -> None:
+        """The member subscribes again, to what ``step.mode`` says, with the callbacks it has."""
+        client = slot.client
+        assert client is not None
+        if slot.plan.subscribe == "assign":
+            self.recorder.note("subscribe skipped: a consumer assigned by hand has no subscription", slot.name)
+            return
+        if step.mode == "pattern":
+            topics = [self.pattern]
+        elif step.mode == "one":
+            topics = [self.topics[step.topic % len(self.topics)]]
+        else:
+            topics = [*self.topics, *self.extra_topics]
+        try:
+            self._call(slot, f"subscribe({topics})", lambda: client.subscribe(topics, **slot.callbacks), CALL_SLACK_S)
+        except (ck.KafkaException, ValueError) as refused:
+            self.recorder.note(f"subscribe({topics}) refused: {error_text(refused)}", slot.name)
+            return
+        if slot.hung:
+            return
+        slot.subscription = topics
+        self._subscribed(slot)
+
     def stall(self, slot: ConsumerSlot, _step: Step) -> None:
         slot.stalled = True
         self.recorder.note("stalls (polls no more until its next poll step)", slot.name)
@@ -845,9 +889,9 @@ class Run:
         wanted: set[TopicPartition] = set()
         for slot in members:
             names = (
-                [t for t in topics if t.startswith(f"{self.prefix}-")]
-                if slot.plan.subscribe == "pattern"
-                else self.topics
+                [t for t in topics if re.match(slot.subscription[0], t)]
+                if slot.subscription[0].startswith("^")
+                else slot.subscription
             )
             wanted |= {TopicPartition(t, p) for t in names for p in topics.get(t, ())}
         owned = set().union(*(s.assigned for s in members)) if members else set()

@@ -11,6 +11,7 @@ partition from its log start, and which offsets ``read_committed`` returns.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -77,6 +78,19 @@ class Revoked(Event):
 
 
 @dataclass(frozen=True)
+class Subscribed(Event):
+    """A group member's ``subscribe`` call (its first one when it opens, and each ``subscribe`` step's): it now
+    wants ``topics`` or, when ``pattern`` is set, every topic the regex matches. Its group hands it partitions of
+    these from its next rebalance on."""
+
+    topics: tuple[str, ...] = ()
+    pattern: str | None = None
+
+    def covers(self, topic: str) -> bool:
+        return re.match(self.pattern, topic) is not None if self.pattern is not None else topic in self.topics
+
+
+@dataclass(frozen=True)
 class Seeked(Event):
     tp: TopicPartition
     offset: int | None
@@ -132,7 +146,8 @@ class ClientInfo:
     settings: Mapping[str, str]
     group: str | None = None
     subscribe: str = ""
-    """``topics``, ``pattern`` or ``assign`` for a consumer; empty for a producer."""
+    """``topics``, ``pattern`` or ``assign`` for a consumer (what it starts with: ``Subscribed`` events say what a
+    member is subscribed to over time); empty for a producer."""
     transactional: bool = False
     """A producer with a transactional id (and so idempotent)."""
     defaults: Mapping[str, str] = field(default_factory=dict)

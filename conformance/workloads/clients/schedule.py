@@ -52,6 +52,10 @@ class StepKind(StrEnum):
     """A closed consumer comes back as a new incarnation with its settings, group and subscription."""
     STALL = "stall"
     """The consumer stops polling until the next poll step for it (a stalled or dead application)."""
+    SUBSCRIBE = "subscribe"
+    """A group member subscribes again, with the same callbacks, to ``mode``: ``topics`` (every topic of the run
+    that exists now, as a list), ``pattern`` (the run's regex) or ``one`` (topic ``topic`` alone). An ``assign``
+    consumer has no subscription: the step is noted as skipped."""
     WAIT = "wait"
     """``wait_ms`` pass while every consumer that is not stalled polls."""
     ADD_PARTITIONS = "add-partitions"
@@ -74,6 +78,7 @@ CONSUMER_STEPS: Final = frozenset(
         StepKind.CLOSE,
         StepKind.REOPEN,
         StepKind.STALL,
+        StepKind.SUBSCRIBE,
     }
 )
 PRODUCER_STEPS: Final = frozenset({StepKind.PRODUCE, StepKind.TRANSACTION, StepKind.FLUSH})
@@ -102,7 +107,8 @@ class ConsumerPlan:
     settings: Mapping[str, str]
     subscribe: Literal["topics", "pattern", "assign"]
     """A group member subscribed to the schedule's topics or to its pattern, or a consumer assigned every
-    partition of the first topic from its own group's stored offsets (no group membership)."""
+    partition of the first topic from its own group's stored offsets (no group membership). What a member starts
+    with: a ``subscribe`` step changes it (the history's ``Subscribed`` events say what it was subscribed to when)."""
 
 
 @dataclass(frozen=True)
@@ -163,6 +169,8 @@ WEIGHTS: Final[dict[StepKind, int]] = {
 }
 """How much likelier than the other steps (1) a step is drawn: applications poll and produce far more often than
 they seek, close or pause."""
+SUBSCRIPTIONS: Final = ("topics", "pattern", "one")
+"""What a ``subscribe`` step subscribes a member to (``StepKind.SUBSCRIBE``)."""
 MIN_STEPS: Final = 6
 MAX_TOPICS: Final = 2
 MAX_PARTITIONS: Final = 3
@@ -222,6 +230,7 @@ def step_strategy(producers: int, consumers: int, topics: int, faults: bool) -> 
         st.builds(Step, st.just(StepKind.CLOSE), consumer),
         st.builds(Step, st.just(StepKind.REOPEN), consumer),
         st.builds(Step, st.just(StepKind.STALL), consumer),
+        st.builds(Step, st.just(StepKind.SUBSCRIBE), consumer, topic, mode=st.sampled_from(SUBSCRIPTIONS)),
         st.builds(Step, st.just(StepKind.WAIT), wait_ms=st.integers(*WAIT_MS)),
         st.builds(Step, st.just(StepKind.ADD_PARTITIONS), topic=topic, count=st.integers(1, 2)),
         st.builds(Step, st.just(StepKind.CREATE_TOPIC), count=st.integers(1, MAX_PARTITIONS)),
@@ -233,8 +242,8 @@ def step_strategy(producers: int, consumers: int, topics: int, faults: bool) -> 
         ]
     kinds = [StepKind.PRODUCE, StepKind.TRANSACTION, StepKind.FLUSH, StepKind.POLL, StepKind.POLL_WHILE_PAUSED,
              StepKind.COMMIT, StepKind.STORE, StepKind.PAUSE, StepKind.RESUME, StepKind.SEEK, StepKind.CLOSE,
-             StepKind.REOPEN, StepKind.STALL, StepKind.WAIT, StepKind.ADD_PARTITIONS, StepKind.CREATE_TOPIC,
-             StepKind.BROKER_RESTART, StepKind.NODE_PAUSE]  # fmt: skip
+             StepKind.REOPEN, StepKind.STALL, StepKind.SUBSCRIBE, StepKind.WAIT, StepKind.ADD_PARTITIONS,
+             StepKind.CREATE_TOPIC, StepKind.BROKER_RESTART, StepKind.NODE_PAUSE]  # fmt: skip
     return st.one_of([c for kind, c in zip(kinds, choices, strict=False) for _ in range(WEIGHTS.get(kind, 1))])
 
 
