@@ -138,6 +138,9 @@ site: setup
 # then Flink's own connector at its newest pinned line (conformance/flink/versions.py);
 # a page's violation is its finding (exit 1 goes on), a run that could not check stops make.
 SPARK_RELEASES := 3.5.7 4.0.2 4.1.1 4.1.2
+# The broker releases other than the default that the pinned Spark's connector is also judged on (one page each);
+# `kconform matrix` then writes docs/verdicts/matrix.md (connector release x broker release) from every page.
+OTHER_KAFKA_VERSIONS ?= 3.9.2
 verdicts: setup
 	$(BIN)/kconform verdicts --adapter kconform.conformance.adapters.spark_kafka:ADAPTER \
 	  --expectations conformance/adapters/spark_kafka.expectations.toml --out docs/verdicts/spark-kafka.md
@@ -149,7 +152,13 @@ verdicts: setup
 	    --expectations conformance/adapters/spark_kafka.expectations.toml \
 	    --out docs/verdicts/spark-kafka-$$release.md; code=$$?; [ $$code -le 1 ] || exit $$code; \
 	done
+	for kafka in $(OTHER_KAFKA_VERSIONS); do \
+	  $(BIN)/kconform verdicts --kafka-version $$kafka --adapter kconform.conformance.adapters.spark_kafka:ADAPTER \
+	    --expectations conformance/adapters/spark_kafka.expectations.toml \
+	    --out docs/verdicts/spark-kafka-on-kafka-$$kafka.md; code=$$?; [ $$code -le 1 ] || exit $$code; \
+	done
 	$(BIN)/kconform verdicts --adapter kconform.conformance.adapters.flink_kafka:adapter --out docs/verdicts/flink-kafka.md
+	$(BIN)/kconform matrix
 
 # The Flink harness tests (tests/flink) on every flink-connector-kafka release line pinned in
 # conformance/flink/versions.py, each built with Maven on first use (duration in the README); `make test`

@@ -102,6 +102,7 @@ KCONFORM = Group(
             {"check": Delegate("run TLC over the models", "spec_tools.tlc")},
         ),
         "verdicts": Delegate("write an adapter's verdict per requirement id (fixed seed) as Markdown", "gate.verdicts"),
+        "matrix": Delegate("write the verdict pages' matrix: connector release x broker release", "gate.matrix"),
         "soak": Delegate("seeded fault schedules on real Kafka, judged by the sink's guarantee", "soak.command"),
         "bugbank": Delegate(
             "run real bugs of released connectors and clients: the buggy release must fail, the fixed one pass",

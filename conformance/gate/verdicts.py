@@ -22,7 +22,7 @@ from typing import Final
 
 from ..adapter.interface import DEFAULT_MASTER, ENGINE_CAPABILITIES
 from ..adapter.loader import search_working_directory
-from ..brokers import BROKER_KINDS, DEFAULT_BROKER
+from ..brokers import BROKER_KINDS, DEFAULT_BROKER, release_option
 from ..errors import CannotCheck
 from ..redaction import write_text
 from .options import DEFAULT_TIMEOUT, RunOptions
@@ -131,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_BROKER,
         help="the pipeline level's broker (default %(default)s)",
     )
+    release_option.add_option(parser)
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="per-test seconds")
     parser.add_argument(
         "--spark-master", default=DEFAULT_MASTER, help="Spark master of the pipeline scenarios (default %(default)s)"
@@ -148,6 +149,9 @@ def main(argv: Sequence[str]) -> int:
     """Write the page, print the run's summary; the exit code is ``kconform run``'s for the same run."""
     args = build_parser().parse_args(argv)
     search_working_directory()
+    starts = args.level != "protocol"
+    if (refused := release_option.prepare("verdicts", args.kafka_version, [args.broker], starts)) is not None:
+        return refused
     released = at_spark_release("verdicts", args.spark, argv, spark=args.level != "protocol")
     if released is not None:
         return released
