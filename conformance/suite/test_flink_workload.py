@@ -198,9 +198,9 @@ class Workload:
 
     def job(self, run: int, savepoint: str | None, naming: str | None) -> JobRun:
         schedule, plan = self.schedule, self.schedule.runs[run]
-        start: Literal["earliest"] | GroupOffsets = "earliest"
-        if schedule.start == "group":
-            start = GroupOffsets(f"{self.tag}-group", schedule.fallback)
+        start: Literal["earliest", "latest"] | GroupOffsets = (
+            GroupOffsets(f"{self.tag}-group", schedule.fallback) if schedule.start == "group" else schedule.start
+        )
         pattern = f"{self.tag}-in-.*" if schedule.pattern else None
         return JobRun(
             self.broker.bootstrap_servers,
