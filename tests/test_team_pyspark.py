@@ -36,6 +36,8 @@ KEPT = ("pyspark", "pandas", "numpy", "pyarrow")
 ONLY = "RESTORE-013"
 """One scenario (a transactional input read, restarted at a gap: RESTORE-013 and -014), about 80 s."""
 ADAPTER = "kconform.conformance.adapters.spark_kafka:ADAPTER"
+PAGE_COLUMNS = ("requirement", "level", "class", "title", "verdict", "tests", "why")
+"""The verdict table's columns (``kconform.conformance.gate.verdicts.render``)."""
 UNSET = ("PYTHONPATH", "VIRTUAL_ENV", "KCONFORM_BROKER", "KCONFORM_JVM_DIR", "KCONFORM_SPARK_VERSION")
 
 
@@ -63,7 +65,8 @@ def published(release: str) -> tuple[str, dict[str, str]]:
     page = (ROOT / "docs" / "verdicts" / f"spark-kafka-{release}.md").read_text()
     (judged,) = re.findall(r"^- judged: (.*)$", page, re.MULTILINE)
     rows = [re.split(r"(?<!\\)\|", line) for line in page.splitlines() if re.match(r"\| [A-Z]+-\d{3} \|", line)]
-    return judged, {cells[1].strip(): cells[5].strip() for cells in rows}
+    verdict_rows = [cells for cells in rows if len(cells) == len(PAGE_COLUMNS) + 2]  # not the unchecked ids' table
+    return judged, {cells[1].strip(): cells[1 + PAGE_COLUMNS.index("verdict")].strip() for cells in verdict_rows}
 
 
 @pytest.fixture(scope="module")
