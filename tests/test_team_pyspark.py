@@ -31,7 +31,8 @@ TEAMS: dict[str, tuple[str, ...]] = {
     "3.5.7": ("pyspark[sql]==3.5.7", "pandas==2.2.3", "pyarrow==17.0.0"),
 }
 """A team's own pins per PySpark release: 4.1.1 with pandas 3 (pyspark 4.1.1 takes it); 3.5.7 as a Spark 3.5
-project has it (its ``sql`` extra takes numpy < 2, and pyarrow from 24 on needs numpy 2, so the team pins one)."""
+project has it: its ``sql`` extra takes numpy < 2, and the newest pyarrow (26) does not import beside numpy 1.26
+("pyarrow requires NumPy 2.0 or newer"), so such a project pins an older one."""
 KEPT = ("pyspark", "pandas", "numpy", "pyarrow")
 ONLY = "RESTORE-013"
 """One scenario (a transactional input read, restarted at a gap: RESTORE-013 and -014), about 80 s."""
