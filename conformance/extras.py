@@ -12,7 +12,11 @@ from typing import Final
 
 PIPELINE_MODULES: Final = ("pyspark", "pandas", "numpy", "pyarrow", "confluent_kafka")
 """What the pipeline level imports that the core install leaves out."""
-PIPELINE_FIX: Final = "pip install 'kconform[pipeline]'"
+PIPELINE_FIX: Final = (
+    "install kconform with its pipeline extra from the wheel or checkout it came from (no kconform release is on "
+    "a package index): pip install 'path/to/kconform-<version>-py3-none-any.whl[pipeline]', or -e "
+    "'path/to/kconform[pipeline]'"
+)
 PIPELINE_SKIP: Final = f"the pipeline level needs the pipeline extra (PySpark, confluent-kafka): {PIPELINE_FIX}"
 
 

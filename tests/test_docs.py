@@ -373,3 +373,35 @@ def test_a_broken_link_fails_the_site_build(site_source: Path, tmp_path: Path, b
     page = site_source / "docs" / "ci-example.md"
     page.write_text(page.read_text(encoding="utf-8") + f"\n{broken}\n", encoding="utf-8")
     assert site.build(site_source, tmp_path / "site") != 0
+
+
+INSTALL_DOCS = (REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md")))
+PIP_INSTALL = re.compile(r"pip install ([^`\n]*)")
+INDEX_REQUIREMENT = re.compile(r"""^['"]?kconform(\[[\w,]*\])?(==\S*)?['"]?$""")
+"""kconform asked of a package index (``kconform``, ``'kconform[all]'``, ``kconform==0.1.0``), not a wheel, a checkout
+or a git URL (``"kconform[all] @ $KCONFORM_SOURCE"``)."""
+
+
+def index_installs(text: str) -> list[str]:
+    """Each ``pip install`` of ``text`` that asks a package index for kconform."""
+    found = []
+    for match in PIP_INSTALL.finditer(text):
+        with contextlib.suppress(ValueError):  # an unbalanced quote: a command cut by a line break
+            words = shlex.split(match.group(1), posix=False)
+            if any(INDEX_REQUIREMENT.match(w) and words[i + 1 : i + 2] != ["@"] for i, w in enumerate(words)):
+                found.append(match.group(0))
+    return found
+
+
+def test_no_doc_installs_kconform_from_a_package_index_where_no_release_is_published() -> None:
+    """The docs say how to install kconform today (a wheel, a checkout, a git URL), never a release not published;
+    the twin: the commands they replaced are caught."""
+    assert index_installs("`pip install kconform` and `pip install 'kconform[all]'`, pip install kconform==0.1.0") == [
+        "pip install kconform",
+        "pip install 'kconform[all]'",
+        "pip install kconform==0.1.0",
+    ]
+    fine = "pip install \"$(ls dist/kconform-*.whl)[pipeline]\"\npip install -e 'path/to/kconform[all]'\n"
+    assert index_installs(fine + 'pip install --quiet -e . "kconform[all] @ $KCONFORM_SOURCE"') == []
+    found = {str(doc.relative_to(REPO_ROOT)): index_installs(doc.read_text()) for doc in INSTALL_DOCS}
+    assert not {doc: commands for doc, commands in found.items() if commands}

@@ -6,10 +6,12 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from kconform.conformance.adapters.flink_kafka import FlinkKafkaAdapter
 from kconform.conformance.checks.checkers import Violation
 from kconform.conformance.flink.versions import release
-from kconform.conformance.gate import results, verdicts
+from kconform.conformance.gate import report, results, verdicts
 from kconform.conformance.gate.expectations import Deviation
 from kconform.conformance.gate.options import RunOptions
 from kconform.conformance.gate.results import RequirementResult, RunResult, Status
@@ -103,3 +105,17 @@ def test_a_failed_row_shows_its_first_violation_with_the_exception_and_no_id_of_
     assert row.endswith("(and 1 more violation) |")
     assert "| RESTORE-003 | MUST | safety | Read once | PARTIAL | 1 partial | not verified in full: stopped |" in page
     assert "**safe: not verified" in page and "**live: no (violated: LIVE-001)**" in page
+
+
+def test_kconform_run_names_what_it_judged_as_the_page_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A team's venv picks the connector jars of its own pyspark: the run's summary says which it judged, in the
+    page's words, above the broker's line; the protocol level (``judged=None``) adds no line."""
+    monkeypatch.setattr(report, "version", lambda name: {"pyspark": "4.1.1"}[name])
+    ran = replace(result(1.0), broker_facts=None)
+    judged = report.judged_text(ran, {"spark-sql-kafka-0-10_2.13": "4.1.1", "kafka-clients": "3.9.1"})
+    assert judged == "PySpark 4.1.1; spark-sql-kafka-0-10_2.13 4.1.1; kafka-clients 3.9.1"
+    assert f"- judged: {judged}\n" in verdicts.render(
+        ran, "kconform verdicts", {"spark-sql-kafka-0-10_2.13": "4.1.1", "kafka-clients": "3.9.1"}
+    )
+    assert f"\njudged: {judged}\n" in report.render_text(ran, judged=judged)
+    assert "judged:" not in report.render_text(ran)

@@ -14,11 +14,14 @@ import xml.etree.ElementTree as ET
 from collections import Counter
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
+from importlib.metadata import version
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
 from _pytest.junitxml import mangle_test_address  # how pytest named the testcases it wrote
 
+from ..adapter.interface import ENGINE_CAPABILITIES
 from ..brokers.capability import format_table
 from ..redaction import write_text
 from ..release import kconform_version
@@ -279,10 +282,22 @@ def verdict_line(result: RunResult) -> str:
     return f"{head} Not as expected, exit 1: {why}" + (f". Could not check: {causes}" if causes else "")
 
 
-def render_text(result: RunResult, verbose: bool = False) -> str:
+def on_spark(result: RunResult) -> bool:
+    """Whether ``result`` judged through PySpark: not a core install, not an engine the suite runs itself (Flink)."""
+    return find_spec("pyspark") is not None and not ENGINE_CAPABILITIES.keys() & set(result.capabilities)
+
+
+def judged_text(result: RunResult, versions: dict[str, str]) -> str:
+    """What a run judged: the PySpark it ran on, then the connector's jars (``versions``: what the adapter names,
+    from the folder its session loads them from), e.g. ``PySpark 4.1.1; spark-sql-kafka-0-10_2.13 4.1.1``."""
+    pyspark = {"PySpark": version("pyspark")} if on_spark(result) else {}
+    return "; ".join(f"{name} {v}" for name, v in {**pyspark, **versions}.items()) or "the protocol level only"
+
+
+def render_text(result: RunResult, verbose: bool = False, judged: str | None = None) -> str:
     """The console summary, the answer last, where a CI log is read: the requirement table, skips and notes,
     then the failures, then the verdicts. Metrics and the broker's capabilities only when ``verbose``: the
-    reports always have them."""
+    reports always have them. ``judged``: ``judged_text``'s line, above the broker's."""
     header = f"{'requirement':<12} {'level':<6} {'class':<8} {'title':<{TITLE_WIDTH}} {'status':<7} tests"
     lines = ["", header]
     for row in result.requirements:
@@ -305,6 +320,7 @@ def render_text(result: RunResult, verbose: bool = False) -> str:
     if result.unchecked:
         lines.append(f"{UNCHECKED_HEADING % result.options.level}:")
         lines += [f"  {req_id}: {why}" for req_id, why in result.unchecked.items()]
+    lines += [f"judged: {judged}"] if judged else []
     lines += [f"broker: {result.broker_facts.text()}"] if result.broker_facts else []
     report = result.options.report
     lines += [f"reports: {report / 'report.html'}, {REPORT_FILES}"] if report is not None else []

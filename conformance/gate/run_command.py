@@ -20,15 +20,16 @@ from ..adapters.flink_kafka import FLINK_CONNECTOR_ENV
 from ..brokers import BOOTSTRAP_ENV, BROKER_KINDS, DEFAULT_BROKER, release_option
 from ..brokers.base import EXTERNAL_TIMEOUT_ENV, START_TIMEOUT_S
 from ..errors import CannotCheck
+from ..jvm import JvmArtifactsMissing
 from ..jvm.spark_at_release import SPARK_VERSION_ENV
 from ..redaction import write_text
 from .html_report import write_html
 from .journal import Journal
 from .options import DEFAULT_LEVEL, DEFAULT_SUITE, DEFAULT_TIMEOUT, RunOptions
 from .profiles import PROFILES, WORKLOAD_DRAWS_ENV, profile_from_env
-from .report import annotate_junit, render_markdown, render_text, to_json
+from .report import annotate_junit, judged_text, render_markdown, render_text, to_json
 from .results import ERROR_EXIT, USAGE_EXIT, RunResult
-from .runner import BROKER_ENV, AdapterLoadError, run
+from .runner import BROKER_ENV, AdapterLoadError, load, run
 from .spark_release import at_spark_release
 
 
@@ -206,8 +207,18 @@ def main(argv: Sequence[str]) -> int:
         write_reports(result, options.report)
         if journal is not None and journal.resumed:
             shutil.copyfile(journal.crash_log, options.report / journal.crash_log.name)
-    print(render_text(result, verbose=args.verbose))
+    judged = judged_text(result, adapter_versions(options.adapter)) if level != "protocol" else None
+    print(render_text(result, verbose=args.verbose, judged=judged))
     return result.exit_code
+
+
+def adapter_versions(spec: str) -> dict[str, str]:
+    """The jars the adapter names (``versions()``, as ``kconform verdicts`` shows them), or none when it names none
+    or they cannot be read (a run whose jars were missing says so in its ERROR)."""
+    try:
+        return dict(getattr(load(spec), "versions", dict)())
+    except (AdapterLoadError, ValueError, CannotCheck, JvmArtifactsMissing):
+        return {}
 
 
 def write_reports(result: RunResult, directory: Path) -> None:

@@ -15,19 +15,17 @@ import shlex
 import sys
 import tempfile
 from collections.abc import Sequence
-from importlib.metadata import version
-from importlib.util import find_spec
 from pathlib import Path
 from typing import Final
 
-from ..adapter.interface import DEFAULT_MASTER, ENGINE_CAPABILITIES
+from ..adapter.interface import DEFAULT_MASTER
 from ..adapter.loader import search_working_directory
 from ..brokers import BROKER_KINDS, DEFAULT_BROKER, release_option
 from ..errors import CannotCheck
 from ..redaction import write_text
 from .options import DEFAULT_TIMEOUT, RunOptions
 from .profiles import DEFAULT_PROFILE, PROFILES
-from .report import class_verdicts, md_cell, render_text, row_note, tally
+from .report import class_verdicts, judged_text, md_cell, on_spark, render_text, row_note, tally
 from .results import ERROR_EXIT, USAGE_EXIT, RequirementResult, RunResult, Status
 from .runner import AdapterLoadError, load, run
 from .spark_release import at_spark_release
@@ -64,9 +62,7 @@ def failure_evidence(row: RequirementResult) -> str:
 def render(result: RunResult, command: str, versions: dict[str, str]) -> str:
     """The verdict page of ``result``, which ``command`` regenerates."""
     o = result.options
-    on_spark = find_spec("pyspark") and not ENGINE_CAPABILITIES.keys() & set(result.capabilities)
-    pyspark = {"PySpark": version("pyspark")} if on_spark else {}  # a core install, or Flink, judges without it
-    judged = "; ".join(f"{name} {v}" for name, v in {**pyspark, **versions}.items()) or "the protocol level only"
+    judged = judged_text(result, versions)  # a core install, or Flink, judges without PySpark
     lines = [
         f"# Verdicts: {result.adapter_name}",
         "",
@@ -81,7 +77,7 @@ def render(result: RunResult, command: str, versions: dict[str, str]) -> str:
         f"- broker: {result.broker_version or o.broker} (`--broker {o.broker}`)"
         + (f"; {result.broker_facts.details()}" if result.broker_facts else ""),
         f"- level `{o.level}`, profile `{o.profile}`, seed `{result.seed}`"
-        + (f", Spark master `{o.spark_master}`" if on_spark else ""),
+        + (f", Spark master `{o.spark_master}`" if on_spark(result) else ""),
         f"- expectations: `{o.expectations}`" if o.expectations else "- expectations: none",
         f"- exit code {result.exit_code}",
         "",
@@ -178,7 +174,7 @@ def main(argv: Sequence[str]) -> int:
             print(f"kconform verdicts: could not check (ERROR): {exc}", file=sys.stderr)
             return ERROR_EXIT
     versions: dict[str, str] = getattr(adapter, "versions", dict)()  # the connector's jars, if it names them
-    print(render_text(result))
+    print(render_text(result, judged=judged_text(result, versions)))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     write_text(args.out, render(result, command, versions))
     print(f"verdicts: {args.out}")

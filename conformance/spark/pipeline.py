@@ -16,6 +16,7 @@ The query's source and sink come from a ``kconform.conformance.adapter.interface
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
@@ -49,7 +50,7 @@ from ..checks.checkers import Violation
 from ..checks.pipeline_checkers import ReadRecord, check_sink_output
 from ..errors import ContractError, HarnessError
 from ..jvm import JvmArtifactsMissing, jars, jvm_dir, setup_hint
-from ..jvm.spark_at_release import connector_module
+from ..jvm.spark_at_release import connector_module, pinned
 from .cluster import STANDALONE, cluster_settings, is_local
 from .failures import StalledOriginal, TaskFailures
 from .real_time import (
@@ -136,18 +137,56 @@ class KconformKafkaAdapter:
         )
 
 
+REFERENCE_API: Final = "Python streaming data source API"
+REFERENCE_NEEDS: Final[dict[str, tuple[str, ...]]] = {
+    "pyspark.sql.datasource": ("DataSource", "DataSourceStreamReader", "InputPartition", "DataSourceStreamArrowWriter"),
+    "pyspark.sql.streaming.datasource": ("ReadLimit", "ReadMaxRows", "SupportsTriggerAvailableNow"),
+}
+"""What of PySpark the reference connector (``kconform.reference_impl.spark``) is written against, by module: the
+data source classes (3.5 has none), the Arrow stream writer of its sink (from 4.1), and the admission control and
+``Trigger.AvailableNow`` of its source (SPARK-55304, from 4.2). Measured on the pyspark wheels of 3.5.7, 4.0.1,
+4.1.1 and 4.2.0."""
+REFERENCE_SPARK: Final = "4.2"
+"""The first PySpark line holding every name of ``REFERENCE_NEEDS``."""
+
+
+def missing_reference_api() -> list[str]:
+    """The names of ``REFERENCE_NEEDS`` this pyspark lacks (``module.Name``), found without importing the reference."""
+    missing: list[str] = []
+    for module_name, names in REFERENCE_NEEDS.items():
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            missing += [f"{module_name}.{name}" for name in names]
+            continue
+        missing += [f"{module_name}.{name}" for name in names if not hasattr(module, name)]
+    return missing
+
+
 def require_data_source_api() -> None:
-    """``HarnessError`` naming the way out when this pyspark lacks the Python streaming data source API the
-    reference connector is written against (an older Spark release, ``kconform run --spark``): Spark would
-    otherwise fail its queries inside the Python worker, which would read as the reference's violation."""
+    """``HarnessError`` naming the way out when this pyspark lacks what of the Python streaming data source API the
+    reference connector is written against (an older PySpark installed beside kconform, or ``kconform run
+    --spark``): Spark would otherwise fail its queries inside the Python worker, which would read as the reference's
+    violation. Only the tests that run the reference connector (its adapter, a paired adapter's reference sink) are
+    ERROR; a JVM connector's scenarios never call this."""
+    missing = missing_reference_api()
+    way_out = (
+        f"judge it on PySpark {REFERENCE_SPARK} (kconform run --spark {pinned()}); a JVM connector is judged on this "
+        "release without it (e.g. --adapter kconform.conformance.adapters.spark_kafka:ADAPTER)"
+    )
+    if missing:
+        raise HarnessError(
+            f"the reference connector needs PySpark {REFERENCE_SPARK}'s {REFERENCE_API} ({', '.join(missing)}), which "
+            f"this run's pyspark {pyspark.__version__} lacks, so its test ran nothing ({FORMAT} is the reference's "
+            f"format): {way_out}"
+        )
     try:
         from ...reference_impl.spark import data_source, sink, source  # noqa: F401
-    except ImportError as missing:
+    except ImportError as failed:
         raise HarnessError(
-            f"the reference connector ({FORMAT}) needs pyspark's Python streaming data source API, "
-            f"which this run's pyspark {pyspark.__version__} lacks ({missing}): judge a JVM connector on this "
-            "release instead (--adapter kconform.conformance.adapters.spark_kafka:ADAPTER)"
-        ) from missing
+            f"the reference connector ({FORMAT}) does not import on this run's pyspark {pyspark.__version__} "
+            f"({failed}): {way_out}"
+        ) from failed
 
 
 SPARK_ADAPTER: Final = KconformKafkaAdapter()

@@ -23,7 +23,5 @@ except HarnessError as error:
 def test_the_harness_imports_without_the_data_source_api_and_the_reference_says_it_cannot_run() -> None:
     child = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, timeout=120)
     assert child.returncode == 0, child.stderr
-    assert "refused: the reference connector (kconform-kafka) needs pyspark's Python streaming data source API" in (
-        child.stdout
-    )
+    assert "refused: the reference connector needs PySpark 4.2's Python streaming data source API" in child.stdout
     assert "--adapter kconform.conformance.adapters.spark_kafka:ADAPTER" in child.stdout
