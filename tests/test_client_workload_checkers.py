@@ -29,6 +29,8 @@ from kconform.conformance.workloads.clients.history import (
     TxnEnded,
 )
 from kconform.conformance.workloads.clients.schedule import (
+    MAX_ASSIGNED,
+    MAX_MEMBERS,
     ConsumerPlan,
     ProducerPlan,
     Schedule,
@@ -344,6 +346,52 @@ def test_a_drawn_schedule_may_change_a_members_subscription() -> None:
             lambda t, m=mode: t.kind is StepKind.SUBSCRIBE and t.mode == m,
             settings=quick,
         )
+
+
+def test_a_drawn_group_may_be_large_and_its_members_start_with_different_subscriptions() -> None:
+    """The draw reaches groups of up to ``MAX_MEMBERS`` members, some starting with a subset of the topics, beside at
+    most ``MAX_ASSIGNED`` consumers assigned by hand; every schedule has a consumer, and a member's subset names only
+    the schedule's own topics."""
+    quick = hypothesis.settings(max_examples=1000, database=None, derandomize=True, phases=[hypothesis.Phase.generate])
+
+    def members(s: Schedule) -> list[ConsumerPlan]:
+        return [c for c in s.consumers if c.subscribe != "assign"]
+
+    def starts(s: Schedule) -> set[tuple[int, ...]]:
+        return {c.topics or tuple(range(len(s.partitions))) for c in members(s) if c.subscribe == "topics"}
+
+    large = find(
+        schedules([], faults=False),
+        lambda s: len(members(s)) == MAX_MEMBERS and len(starts(s)) >= 2,
+        settings=quick,
+    )
+    assert Schedule.from_json(json.loads(large.dumps())) == large
+    assert any(f"c{i}: topics t" in describe(large) for i in range(len(large.consumers)))
+
+    @hypothesis.given(schedules([], faults=False))
+    @hypothesis.settings(max_examples=200, database=None, deadline=None)
+    def bounded(s: Schedule) -> None:
+        assert len(s.consumers) >= 1 and len(members(s)) <= MAX_MEMBERS
+        assert len(s.consumers) - len(members(s)) <= MAX_ASSIGNED
+        for c in s.consumers:
+            assert all(0 <= i < len(s.partitions) for i in c.topics) and len(set(c.topics)) == len(c.topics)
+            assert not c.topics or c.subscribe == "topics"
+
+    bounded()
+
+
+def test_a_schedule_written_before_members_had_starting_topics_reads_as_every_topic() -> None:
+    """A schedule's JSON from before ``ConsumerPlan.topics`` (a failure printed then) replays with every member
+    subscribed to every topic, as it ran."""
+    old = {
+        "partitions": [1, 2],
+        "producers": [{"settings": {}, "transactional": False}],
+        "consumers": [{"settings": {}, "subscribe": "topics"}],
+        "steps": [],
+    }
+    (member,) = Schedule.from_json(old).consumers
+    assert member.topics == () and member.starts_with(["a", "b"]) == ["a", "b"]
+    assert ConsumerPlan({}, "topics", (1,)).starts_with(["a", "b"]) == ["b"]
 
 
 UP = TopicPartition("u", 0)

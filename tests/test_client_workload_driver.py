@@ -104,3 +104,22 @@ def test_a_consumer_assigned_by_hand_skips_the_step_and_says_so(run: driver.Run)
     assert client.subscriptions == [] and len(client.assigned) == 1
     assert not subscribed(run)[1:]
     assert any(isinstance(e, Note) and "subscribe skipped" in e.text for e in run.recorder.events)
+
+
+def test_a_member_starts_subscribed_to_the_topics_its_plan_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``topics`` member whose plan names some of the schedule's topics subscribes to those first (and a reopened
+    incarnation to them again); one whose plan names none subscribes to every topic."""
+    monkeypatch.setattr(driver, "KafkaClient", lambda _broker: None)
+    plans = (ConsumerPlan({}, "topics", (2, 0)), ConsumerPlan({}, "topics"), ConsumerPlan({}, "topics", (1,)))
+    made = driver.Run(Schedule((1, 2, 3), (ProducerPlan({}),), plans, ()), NoBroker(), StandIns(), prefix="kcw-y")  # type: ignore[arg-type]
+    for i, plan in enumerate(plans):
+        made.consumers.append(driver.ConsumerSlot(i, plan, "kcw-y-g"))
+        made._open_consumer(made.consumers[-1])
+    made.step(Step(StepKind.CLOSE, 2))
+    made.step(Step(StepKind.REOPEN, 2))
+    assert [e.topics for e in subscribed(made)] == [
+        ("kcw-y-t2", "kcw-y-t0"),
+        ("kcw-y-t0", "kcw-y-t1", "kcw-y-t2"),
+        ("kcw-y-t1",),
+        ("kcw-y-t1",),
+    ]

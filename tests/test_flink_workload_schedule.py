@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 from hypothesis import given, settings
 
@@ -48,6 +50,29 @@ def test_every_start_is_between_a_partitions_first_record_and_its_end(schedule: 
         assert any(starts[(h.topic, h.partition)] < before[(h.topic, h.partition)] for h in schedule.held)
 
 
+@settings(max_examples=300)
+@given(schedule=flink_schedules())
+def test_every_start_and_stop_is_drawn_and_a_start_at_latest_draws_no_failure(schedule: FlinkSchedule) -> None:
+    """Starts at the earliest, the latest and group offsets, and stops at once, after records and at the end; under
+    a start at LATEST no failure (it may be resolved at the failing run's own discovery, after its writes)."""
+    DRAWN.update(schedule.counts())
+    if schedule.start == "latest":
+        assert schedule.fallback is None and not schedule.held
+        assert all(run.failure is None for run in schedule.runs)
+        assert list(schedule.first_discoveries()) == list(range(len(schedule.runs)))
+
+
+DRAWN: Counter[str] = Counter()
+
+
+def test_the_draws_cover_every_start_and_stop() -> None:
+    test_every_start_and_stop_is_drawn_and_a_start_at_latest_draws_no_failure()
+    assert {"start:earliest", "start:latest", "start:group, fallback latest", "start:group, fallback earliest"} <= set(
+        DRAWN
+    )
+    assert {"stop:at once", "stop:after records", "stop:to the end"} <= set(DRAWN)
+
+
 def test_the_explicit_example_draws_every_kind() -> None:
     counts = EVERY_KIND.counts()
     assert {"operator:write", "operator:add-partitions", "operator:create-topic", "failure:record"} <= set(counts)
@@ -88,6 +113,9 @@ BASE = EVERY_KIND
         ({"held": (Held(0, 0, 12),)}, "not between"),
         ({"held": ()}, "holds an offset"),
         ({"start": "earliest", "fallback": None}, "held for a start at the earliest"),
+        ({"start": "latest", "fallback": None}, "held for a start at the latest"),
+        ({"start": "latest"}, "a group start has a fallback"),
+        ({"runs": (RunPlan(2, BASE.runs[0].steps, stop_after=-1), *BASE.runs[1:])}, "stop after -1"),
         ({"fallback": None}, "a group start has a fallback"),
     ],
 )

@@ -2,13 +2,15 @@
 
 Capability ``flink-job``. Where ``test_flink_jobs`` runs one hand-written scenario per requirement, this draws a
 ``FlinkSchedule`` (``kconform.conformance.workloads.flink.schedule``): one to three topics subscribed by list or by
-pattern, a start at the earliest offsets or from a consumer group's offsets with a fallback, an exactly-once or
-at-least-once sink, and two to four runs, each restored from the savepoint of the one before at its own
+pattern, a start at the earliest or latest offsets or from a consumer group's offsets with a fallback, an
+exactly-once or at-least-once sink, and two to four runs, each restored from the savepoint of the one before at its own
 parallelism, with records written, partitions added and topics created between runs and subtask failures inside
 them. It runs each run in the Flink harness and judges the whole life: every offset once in the final state
 (RESTORE-003), one reader per partition in each run (ASSIGN-007), the sink's read_committed output the input once
 and in order, or at least once (COMMIT-011, COMMIT-013), every partition added or topic created read from its first
-record (DISC-005, DISC-009, DISC-002). A drawn failure that did not happen is ERROR, never a pass.
+record (DISC-005, DISC-009, DISC-002). Under a start at LATEST the starts depend on the run whose enumerator did
+the first discovery: the history passes when one run it leaves open explains it
+(``kconform.conformance.checks.flink_workload_checkers``). A drawn failure that did not happen is ERROR, never a pass.
 
 Few drawn examples, not shrunk (``kconform run --workload-draws``, as the client workload); a failing one prints
 its schedule and its JSON, which ``FlinkSchedule.loads`` turns back into the schedule to replay.
@@ -37,13 +39,8 @@ from ...reference_impl.types import TopicPartition
 from .. import progress
 from ..brokers import Broker
 from ..checks.checkers import Violation, fail_on
-from ..checks.pipeline_checkers import (
-    ReadRecord,
-    check_discovered,
-    check_read_once,
-    check_single_reader,
-    check_sink_output,
-)
+from ..checks.flink_workload_checkers import Judged, check_workload_life
+from ..checks.pipeline_checkers import ReadRecord, check_single_reader, check_sink_output
 from ..errors import HarnessError
 from ..flink.harness import FlinkHarness, RunResult, visible_output
 from ..flink.history import RunHistory, committed_reads, next_offsets
@@ -51,7 +48,15 @@ from ..flink.job import GroupOffsets, JobRun, Sink, Stop
 from ..gate.profiles import workload_draws
 from ..gate.pytest_plugin import CouldNotCheck, requirement
 from ..workloads.flink.job_options import Failure
-from ..workloads.flink.schedule import EVERY_KIND, MAX_RUNS, FlinkSchedule, Step, describe, flink_schedules
+from ..workloads.flink.schedule import (
+    EVERY_KIND,
+    MAX_RUNS,
+    FlinkSchedule,
+    Step,
+    describe,
+    flink_schedules,
+    stop_first,
+)
 from . import flink_fixtures
 from .flink_fixtures import write
 
@@ -92,13 +97,16 @@ DREW: Final[dict[int, Counter[str]]] = {}
 """What the draws of one test call covered, keyed by its ``record_property`` (one per call, shared by its examples)."""
 
 
-def drew(key: object, schedule: FlinkSchedule, failed: int) -> dict[str, str]:
+def drew(key: object, schedule: FlinkSchedule, failed: int, first: int | None) -> dict[str, str]:
     """The report's coverage after this schedule: schedules, runs, failures drawn and injected, operator steps,
-    parallelisms, stops, starts, guarantees and subscriptions, drawn so far."""
+    parallelisms, stops, starts, guarantees and subscriptions, drawn so far, and (``first``) which run's first
+    discovery explained the history of a start at LATEST (``None``: not judged, or not such a start)."""
     seen = DREW.setdefault(id(key), Counter())
     seen["schedules"] += 1
     seen["failures injected"] += failed
     seen.update(schedule.counts())
+    if first is not None and schedule.resolves_late:
+        seen[f"first discovery:run {first + 1}"] += 1
 
     def line(prefix: str) -> str:
         found = sorted(((k.removeprefix(prefix), n) for k, n in seen.items() if k.startswith(prefix)), key=str)
@@ -115,6 +123,7 @@ def drew(key: object, schedule: FlinkSchedule, failed: int) -> dict[str, str]:
         "drew: guarantees": line("guarantee:"),
         "drew: subscriptions": line("subscription:"),
         "drew: discovery intervals": line("discovery:"),
+        "drew: first discovery at LATEST": line("first discovery:"),
     }
 
 
@@ -162,8 +171,9 @@ class Workload:
     def tp(self, cell: tuple[int, int]) -> TopicPartition:
         return TopicPartition(self.topic(cell[0]), cell[1])
 
-    def starts(self) -> dict[TopicPartition, int]:
-        return {self.tp(cell): offset for cell, offset in self.schedule.starts().items()}
+    def starts(self, first: int = 0) -> dict[TopicPartition, int]:
+        """Where the job must start each partition had run ``first`` done the first discovery."""
+        return {self.tp(cell): offset for cell, offset in self.schedule.starts(first).items()}
 
     def create(self) -> None:
         for index, partitions in enumerate(self.schedule.partitions):
@@ -188,9 +198,9 @@ class Workload:
 
     def job(self, run: int, savepoint: str | None, naming: str | None) -> JobRun:
         schedule, plan = self.schedule, self.schedule.runs[run]
-        start: Literal["earliest"] | GroupOffsets = "earliest"
-        if schedule.start == "group":
-            start = GroupOffsets(f"{self.tag}-group", schedule.fallback)
+        start: Literal["earliest", "latest"] | GroupOffsets = (
+            GroupOffsets(f"{self.tag}-group", schedule.fallback) if schedule.start == "group" else schedule.start
+        )
         pattern = f"{self.tag}-in-.*" if schedule.pattern else None
         return JobRun(
             self.broker.bootstrap_servers,
@@ -199,7 +209,12 @@ class Workload:
                 self.sink, schedule.exactly_once, f"{self.sink}-txn", naming=naming if schedule.exactly_once else None
             ),
             plan.parallelism,
-            stop=stop_of(plan.stop_after, self.ends, self.starts(), committed_reads(self.runs) if self.runs else []),
+            stop=stop_of(
+                plan.stop_after,
+                self.ends,
+                self.starts(stop_first(schedule, run, [bool(r.reads()) for r in self.runs])),
+                committed_reads(self.runs) if self.runs else [],
+            ),
             restore_from=savepoint,
             failure=plan.failure,
             checkpoint_interval_ms=schedule.checkpoint_ms,
@@ -212,14 +227,24 @@ class Workload:
             topic_pattern=pattern,
         )
 
-    def produced(self) -> dict[int, list[Record]]:
-        """Every source record from where the job must start its partition (read_uncommitted), keyed apart."""
-        starts, out = self.starts(), {}
-        for index, topic in enumerate(sorted({tp.topic for tp in self.ends})):
+    def source(self) -> dict[TopicPartition, list[Record]]:
+        """Every source record (read_uncommitted)."""
+        out = {}
+        for topic in sorted({tp.topic for tp in self.ends}):
             for partition, records in topic_records(self.kafka, topic, Isolation.READ_UNCOMMITTED).items():
-                first = starts.get(TopicPartition(topic, partition), 0)
-                out[index * 100 + partition] = [r for r in records if r.offset >= first]
+                out[TopicPartition(topic, partition)] = records
         return out
+
+
+def produced(
+    source: Mapping[TopicPartition, list[Record]], starts: Mapping[TopicPartition, int]
+) -> dict[int, list[Record]]:
+    """Every source record from where the job must start its partition, keyed apart."""
+    topics = {topic: index for index, topic in enumerate(sorted({tp.topic for tp in source}))}
+    return {
+        topics[tp.topic] * 100 + tp.partition: [r for r in records if r.offset >= starts.get(tp, 0)]
+        for tp, records in source.items()
+    }
 
 
 def missed_failure(run: int, failure: Failure | None, result: RunResult, work: Path) -> str | None:
@@ -235,30 +260,16 @@ def missed_failure(run: int, failure: Failure | None, result: RunResult, work: P
     )
 
 
-def judge(workload: Workload) -> tuple[list[Violation], set[str]]:
-    """What the checkers find in the whole life, and the ids they judged."""
-    schedule, final = workload.schedule, committed_reads(workload.runs)
-    starting = {workload.tp(cell) for cell in schedule.starting()}
-    starts = workload.starts()
-    judged = {"RESTORE-003", "COMMIT-011", "COMMIT-013"}
-    violations = check_read_once(
-        [r for r in final if r.tp in starting],
-        {tp: end for tp, end in workload.ends.items() if tp in starting},
-        starts={tp: s for tp, s in starts.items() if tp in starting},
-    )
-    for created, unfound in ((False, "DISC-009"), (True, "DISC-002")):
-        added = {
-            workload.tp(cell): workload.ends[workload.tp(cell)]
-            for cell, new in schedule.added().items()
-            if new == created
-        }
-        added = {tp: end for tp, end in added.items() if end > 0}
-        if added:
-            judged |= {"DISC-005", unfound}
-            violations += check_discovered([r for r in final if r.tp in added], added, unfound=unfound)
+def judge(workload: Workload) -> Judged:
+    """What the checkers find in the whole life, against each run open for its first discovery."""
+    schedule, source = workload.schedule, workload.source()
     output = visible_output(workload.kafka, workload.sink)
-    violations += check_sink_output(workload.produced(), output, exactly_once=schedule.exactly_once)
-    return violations, judged
+
+    def sink(starts: Mapping[TopicPartition, int]) -> list[Violation]:
+        return check_sink_output(produced(source, starts), output, exactly_once=schedule.exactly_once)
+
+    read = [bool(run.reads()) for run in workload.runs]
+    return check_workload_life(schedule, workload.tp, workload.ends, committed_reads(workload.runs), read, sink)
 
 
 @requirement(*IDS, capability="flink-job")
@@ -283,6 +294,7 @@ def test_required_RESTORE_003_flink_jobs_keep_every_promise_of_a_drawn_workload(
     missed: list[str] = []
     unmet: list[str] = []
     violations: list[Violation] = []
+    first: int | None = None
     detail = f"schedule:\n{describe(schedule)}\nas JSON: {schedule.dumps()}\nruns in {work}"
     progress.say(f"drawn Flink schedule {DREW.get(id(record_property), Counter())['schedules'] + 1} of {examples()}")
     try:
@@ -303,7 +315,8 @@ def test_required_RESTORE_003_flink_jobs_keep_every_promise_of_a_drawn_workload(
             if not result.stop_met:
                 unmet.append(f"run {run + 1} did not reach its stop in {STOP_WITHIN_MS} ms ({result.history.ended})")
             violations += check_single_reader(result.history.reads(), plan.parallelism, requirement="ASSIGN-007")
-        found, judged = judge(workload)
+        life = judge(workload)
+        first = life.first
     except KafkaError as failed:
         raise CouldNotCheck(
             f"the workload's topics or records could not be set up, so nothing was judged: {failed}\n{detail}"
@@ -311,14 +324,19 @@ def test_required_RESTORE_003_flink_jobs_keep_every_promise_of_a_drawn_workload(
     except HarnessError as failed:
         raise HarnessError(f"{failed}\n{detail}") from failed
     finally:
-        for name, value in drew(record_property, schedule, injected).items():
+        for name, value in drew(record_property, schedule, injected, first).items():
             record_property(name, value)  # the report's metrics: what the workload drew so far
-    violations += found
-    judged.add("ASSIGN-007")
+    violations += life.violations
+    ids = life.judged | {"ASSIGN-007"}
     violated = {v.requirement for v in violations}
-    detail = "\n".join([*missed, *unmet, detail])
+    explained = (
+        f"judged as if run {life.first + 1} had done the first discovery (a start at LATEST)"
+        if schedule.resolves_late
+        else ""
+    )
+    detail = "\n".join(line for line in [*missed, *unmet, explained, life.text(), detail] if line)
     # What the checkers found stands; without it, a failure drawn and not injected judged nothing in full.
-    verified = [] if missed else [i for i in IDS if i in judged and i not in violated]
+    verified = [] if missed else [i for i in IDS if i in ids and i not in violated]
     fail_on(violations, detail=detail, verified=verified)
     if missed:
         raise HarnessError("\n".join(missed) + f"\n{detail}")

@@ -353,7 +353,9 @@ class Run:
             recorder.add(Revoked, slot.name, tps=tps, lost=True)
 
         if not slot.subscription:
-            slot.subscription = [self.pattern] if slot.plan.subscribe == "pattern" else list(self.topics)
+            slot.subscription = (
+                [self.pattern] if slot.plan.subscribe == "pattern" else slot.plan.starts_with(self.topics)
+            )
         slot.callbacks = {"on_assign": on_assign, "on_revoke": on_revoke, "on_lost": on_lost}
         client.subscribe(slot.subscription, **slot.callbacks)
         self._subscribed(slot)

@@ -22,7 +22,7 @@ from typing import Any, Final, Literal
 
 from hypothesis import strategies as st
 
-from .settings import Setting, drawn
+from .settings import Setting, drawn, values
 
 
 class StepKind(StrEnum):
@@ -109,6 +109,13 @@ class ConsumerPlan:
     """A group member subscribed to the schedule's topics or to its pattern, or a consumer assigned every
     partition of the first topic from its own group's stored offsets (no group membership). What a member starts
     with: a ``subscribe`` step changes it (the history's ``Subscribed`` events say what it was subscribed to when)."""
+    topics: tuple[int, ...] = ()
+    """Of a ``topics`` member: the schedule's starting topics it subscribes to first, by index (empty: every one).
+    Members of one group may so start with different subscriptions, as applications that share a group id do."""
+
+    def starts_with(self, topics: Sequence[str]) -> list[str]:
+        """The topic names a ``topics`` member first subscribes to, of the schedule's ``topics``."""
+        return [topics[i] for i in self.topics if i < len(topics)] or list(topics)
 
 
 @dataclass(frozen=True)
@@ -135,7 +142,9 @@ class Schedule:
         return cls(
             tuple(data["partitions"]),
             tuple(ProducerPlan(dict(p["settings"]), p["transactional"]) for p in data["producers"]),
-            tuple(ConsumerPlan(dict(c["settings"]), c["subscribe"]) for c in data["consumers"]),
+            tuple(
+                ConsumerPlan(dict(c["settings"]), c["subscribe"], tuple(c.get("topics", ()))) for c in data["consumers"]
+            ),
             tuple(Step(**{**s, "kind": StepKind(s["kind"])}) for s in data["steps"]),
             data.get("faults", True),
         )
@@ -159,7 +168,9 @@ class Schedule:
 
 GROUP_SETTINGS: Final = frozenset({"group.protocol", "partition.assignment.strategy"})
 """Drawn once per schedule for every consumer: the members of a group must agree on its protocol (Kafka refuses a
-member whose assignors share none with the group's, INCONSISTENT_GROUP_PROTOCOL)."""
+member whose assignors share none with the group's, INCONSISTENT_GROUP_PROTOCOL). Each is drawn in every schedule
+(the release's default is one of the values), not in half of them as another setting is: they decide every
+assignment the group makes, so each assignor meets every shape of group the draw makes."""
 WEIGHTS: Final[dict[StepKind, int]] = {
     StepKind.POLL: 6,
     StepKind.PRODUCE: 4,
@@ -172,8 +183,14 @@ they seek, close or pause."""
 SUBSCRIPTIONS: Final = ("topics", "pattern", "one")
 """What a ``subscribe`` step subscribes a member to (``StepKind.SUBSCRIBE``)."""
 MIN_STEPS: Final = 6
-MAX_TOPICS: Final = 2
+MAX_TOPICS: Final = 3
 MAX_PARTITIONS: Final = 3
+MAX_MEMBERS: Final = 6
+"""Group members of a schedule, drawn from none to this many with even odds: enough for a group where most members
+own one partition each and the assignor weighs members of different subscriptions against each other. A member
+starts subscribed to every topic, to the pattern, to one topic or to some of them (``ConsumerPlan.topics``).
+Besides them, up to ``MAX_ASSIGNED`` consumers assigned by hand, at least one when the group has no member."""
+MAX_ASSIGNED: Final = 1
 MAX_STEPS: Final = 24
 MAX_RECORDS: Final = 20
 WAIT_MS: Final = (0, 3_000)
@@ -261,19 +278,21 @@ def schedules(
     ``faults`` (a broker the run may restart and pause)."""
     partitions = draw(st.lists(st.integers(1, MAX_PARTITIONS), min_size=1, max_size=MAX_TOPICS))
     producers = draw(st.lists(st.builds(ProducerPlan, drawn("P", catalogue), st.booleans()), min_size=1, max_size=2))
-    group = draw(drawn("C", [s for s in catalogue if s.name in GROUP_SETTINGS], others=len(GROUP_SETTINGS)))
+    group = draw(st.fixed_dictionaries({s.name: values(s) for s in catalogue if s.name in GROUP_SETTINGS}))
     member = [s for s in catalogue if s.name not in GROUP_SETTINGS]
-    consumers = draw(
-        st.lists(
-            st.builds(
-                ConsumerPlan,
-                drawn("C", member).map(lambda own: {**own, **group}),
-                st.sampled_from(["topics", "pattern", "assign"]),
-            ),
-            min_size=1,
-            max_size=3,
-        )
+    own = drawn("C", member).map(lambda own: {**own, **group})
+    topic = st.integers(0, len(partitions) - 1)
+    some = st.lists(topic, min_size=1, max_size=len(partitions), unique=True).map(lambda chosen: tuple(sorted(chosen)))
+    starts = st.just(()) | topic.map(lambda one: (one,)) | some
+    member_plan = st.builds(ConsumerPlan, own, st.just("topics"), starts) | st.builds(
+        ConsumerPlan, own, st.just("pattern")
     )
+    size = draw(st.integers(0, MAX_MEMBERS), label="group members")
+    members = draw(st.lists(member_plan, min_size=size, max_size=size))
+    assigned = draw(
+        st.lists(st.builds(ConsumerPlan, own, st.just("assign")), min_size=0 if size else 1, max_size=MAX_ASSIGNED)
+    )
+    consumers = draw(st.permutations([*members, *assigned]))
     steps = draw(
         st.lists(
             step_strategy(len(producers), len(consumers), len(partitions), faults),
@@ -291,6 +310,7 @@ def describe(schedule: Schedule) -> str:
         kind = "transactional producer" if p.transactional else "producer"
         lines.append(f"p{i}: {kind} {dict(p.settings)}")
     for i, c in enumerate(schedule.consumers):
-        lines.append(f"c{i}: {c.subscribe} {dict(c.settings)}")
+        start = f" t{', t'.join(map(str, c.topics))}" if c.topics else ""
+        lines.append(f"c{i}: {c.subscribe}{start} {dict(c.settings)}")
     lines += [f"{n:3}. {s.text()}" for n, s in enumerate(schedule.steps, 1)]
     return "\n".join(lines)

@@ -2,24 +2,30 @@
 
 A ``FlinkSchedule`` is one job's whole life on one source and one sink: the topics it starts with (named by index:
 ``t0``, ``t1``, ...), whether its ``KafkaSource`` subscribes to them by list or by a pattern, where its first run
-starts (the earliest offsets, or a consumer group's committed offsets with a fallback), its ``KafkaSink``'s
+starts (the earliest offsets, the latest, or a consumer group's committed offsets with a fallback), its ``KafkaSink``'s
 guarantee and transaction naming, its checkpoint interval, and two to four runs. Each run after the first is
 restored from the savepoint the one before it stopped with; before each, an operator writes records to some
 partitions, adds partitions to a topic or creates a topic the pattern matches (never while a job runs: the job's
 reads then follow from the schedule, not from a race). A run has its parallelism, an optional subtask ``Failure``
-and its stop: after some records, or once it read to the end of what was written. The last run reads to the end.
+and its stop: at once (as soon as Flink takes the savepoint, right after the job's start), after some records, or
+once it read to the end of what was written. The last run reads to the end.
 
-Left out on purpose: a plain start at LATEST (a first run at LATEST reads nothing written before it, so nothing
-shows that its first discovery was done before its savepoint; RESTORE-003's LATEST scenario in
-``test_flink_jobs`` probes for that) and a start from group offsets without a fallback on a group that holds none
-(a refusal, RESTORE-018's scenario). LATEST is drawn as the group's fallback, with the group holding an offset on
-at least one partition that the first run reads from.
+Where a start at LATEST (plain, or a group's fallback) puts a partition depends on when the job's first discovery
+was done: DISC-005 resolves LATEST there, to the partition's end then, and starts every partition found later at
+EARLIEST. Writes come only between runs, so that end is what was written before some run; which run is what the
+history tells (``first_discoveries``: a run before it read nothing), and the checkers accept a history one such run
+explains (``kconform.conformance.checks.flink_workload_checkers``). A first run at LATEST has nothing to read, so it
+stops at once: its savepoint is taken right after the start, before, during or after its first discovery; so does
+every run before the first that read, but the last (``stop_first``).
+
+Left out on purpose: a start from group offsets without a fallback on a group that holds none (a refusal,
+RESTORE-018's scenario). A failure under a start at LATEST, which cannot be sure to happen (``failure_sure``).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Final, Literal
 
@@ -28,7 +34,7 @@ from hypothesis import strategies as st
 from .job_options import NAMING, Failure
 
 StepKind = Literal["write", "add-partitions", "create-topic"]
-Start = Literal["earliest", "group"]
+Start = Literal["earliest", "latest", "group"]
 Fallback = Literal["earliest", "latest"]
 Cell = tuple[int, int]
 """(topic index, partition)."""
@@ -84,7 +90,8 @@ class RunPlan:
     failure: Failure | None = None
     stop_after: int | None = None
     """Stop with a savepoint after this many reads of the run (replays counted; at most what is left to read, the
-    runner's clamp); ``None``: once it read to the end of what was written."""
+    runner's clamp); ``0``: at once, as soon as Flink takes a savepoint after the job's start; ``None``: once it
+    read to the end of what was written."""
 
     def text(self) -> str:
         steps = ", ".join(s.text() for s in self.steps) or "no operator step"
@@ -94,7 +101,13 @@ class RunPlan:
             else f"subtask {self.failure.subtask} fails after {self.failure.after_records} records "
             f"(at {self.failure.at})"
         )
-        stop = "read to the end" if self.stop_after is None else f"stop after {self.stop_after} records"
+        stop = (
+            "read to the end"
+            if self.stop_after is None
+            else "stop at once"
+            if self.stop_after == 0
+            else f"stop after {self.stop_after} records"
+        )
         return f"{steps}; parallelism {self.parallelism}, {failure}; {stop}"
 
 
@@ -115,7 +128,7 @@ class FlinkSchedule:
     """Subscribe by a pattern every topic of the schedule matches (else by the list of the starting topics)."""
     start: Start
     fallback: Fallback | None
-    """The group start's fallback for a partition the group holds no offset for; ``None`` for ``earliest``."""
+    """The group start's fallback for a partition the group holds no offset for; ``None`` for another start."""
     held: tuple[Held, ...]
     exactly_once: bool
     naming: str
@@ -150,15 +163,15 @@ class FlinkSchedule:
                 return f"run {k + 1}: failure of subtask {run.failure.subtask} at parallelism {run.parallelism}"
             if run.failure is not None and run.failure.after_records < 0:
                 return f"run {k + 1}: failure after {run.failure.after_records} records"
-            if run.stop_after is not None and run.stop_after < 1:
+            if run.stop_after is not None and run.stop_after < 0:
                 return f"run {k + 1}: stop after {run.stop_after} records"
             for step in run.steps:
                 wrong = _step_problem(step, layout, first=k == 0, pattern=self.pattern)
                 if wrong:
                     return f"run {k + 1}: {step.text()}: {wrong}"
                 _apply(step, layout)
-        if self.start == "earliest" and self.held:
-            return "offsets held for a start at the earliest offsets"
+        if self.start != "group" and self.held:
+            return f"offsets held for a start at the {self.start} offsets"
         before = self.written(0)
         for h in self.held:
             if not 1 <= h.offset < before.get((h.topic, h.partition), 0):
@@ -168,6 +181,17 @@ class FlinkSchedule:
         if len({(h.topic, h.partition) for h in self.held}) != len(self.held):
             return "an offset held twice"
         return None
+
+    @property
+    def resolves_late(self) -> bool:
+        """Whether a partition's start depends on when the first discovery was done: a LATEST applies somewhere."""
+        return self.start == "latest" or self.fallback == "latest"
+
+    def first_discoveries(self) -> range:
+        """The runs (0-based) whose enumerator may have done the job's first discovery: any, under a LATEST (a run
+        stopped before its discovery leaves it to the next), else the first alone (where it is done changes no
+        start)."""
+        return range(len(self.runs) if self.resolves_late else 1)
 
     def layout(self, run: int) -> list[int]:
         """Partitions of each topic when run ``run`` (0-based) starts: after its operator steps."""
@@ -186,33 +210,36 @@ class FlinkSchedule:
                     found[(step.topic, step.partition)] = found.get((step.topic, step.partition), 0) + step.count
         return found
 
-    def starting(self) -> set[Cell]:
-        """The partitions there are when the first run starts: where the start's rule applies."""
-        return {(t, p) for t, n in enumerate(self.layout(0)) for p in range(n)}
+    def starting(self, first: int = 0) -> set[Cell]:
+        """The partitions there are when run ``first`` starts, the one whose enumerator did the first discovery:
+        where the start's rule applies (DISC-005)."""
+        return {(t, p) for t, n in enumerate(self.layout(first)) for p in range(n)}
 
-    def added(self) -> dict[Cell, bool]:
-        """Partitions that came into being after the first run started -> whether of a topic created then (found
-        by the pattern, DISC-002) rather than added to a topic the job already read (DISC-009)."""
-        first = self.layout(0)
+    def added(self, first: int = 0) -> dict[Cell, bool]:
+        """Partitions that came into being after run ``first`` (the first discovery's) started -> whether of a
+        topic created then (found by the pattern, DISC-002) rather than added to a topic the job already knew
+        (DISC-009)."""
+        known = self.layout(first)
         last = self.layout(len(self.runs) - 1)
         return {
-            (t, p): t >= len(first) for t, n in enumerate(last) for p in range(first[t] if t < len(first) else 0, n)
+            (t, p): t >= len(known) for t, n in enumerate(last) for p in range(known[t] if t < len(known) else 0, n)
         }
 
-    def starts(self) -> dict[Cell, int]:
-        """Where the job must start each partition: the group's held offset, else the start's (or its fallback's)
-        earliest (0) or latest (the partition's end when the first run starts); every added partition at 0."""
+    def starts(self, first: int = 0) -> dict[Cell, int]:
+        """Where the job must start each partition when run ``first`` did its first discovery: the group's held
+        offset, else the start's (or its fallback's) earliest (0) or latest (the partition's end when run ``first``
+        starts: its steps are done, and nothing is written while it runs); every partition added after at 0."""
         held = {(h.topic, h.partition): h.offset for h in self.held}
-        before = self.written(0)
+        before = self.written(first)
         found: dict[Cell, int] = {}
-        for cell in self.starting():
+        for cell in self.starting(first):
             if cell in held:
                 found[cell] = held[cell]
-            elif self.fallback == "latest":
+            elif self.resolves_late:
                 found[cell] = before.get(cell, 0)
             else:
                 found[cell] = 0
-        return found | dict.fromkeys(self.added(), 0)
+        return found | dict.fromkeys(self.added(first), 0)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -262,8 +289,9 @@ class FlinkSchedule:
                 add(f"failure:{run.failure.at}")
             for step in run.steps:
                 add(f"operator:{step.kind}")
-            add("stop:" + ("to the end" if run.stop_after is None else "after records"))
-        add("start:" + ("earliest" if self.start == "earliest" else f"group, fallback {self.fallback}"))
+            stop = "to the end" if run.stop_after is None else "at once" if run.stop_after == 0 else "after records"
+            add(f"stop:{stop}")
+        add("start:" + (self.start if self.start != "group" else f"group, fallback {self.fallback}"))
         add("guarantee:" + ("exactly-once" if self.exactly_once else "at-least-once"))
         add("subscription:" + ("pattern" if self.pattern else "list"))
         add("discovery:" + ("the release's" if self.discovery_ms is None else f"{self.discovery_ms} ms"))
@@ -308,8 +336,10 @@ def failure_sure(schedule: FlinkSchedule, run: int) -> bool:
     widest = max(schedule.partitions)
     if any(r.parallelism > widest for r in schedule.runs[: run + 1]) or plan.stop_after is not None:
         return False
-    if run == 0 and schedule.start != "earliest":
-        return False  # a group start skips some of what was written: which subtask reads what is not sure
+    if schedule.start == "latest" or (run == 0 and schedule.start != "earliest"):
+        # a group start skips some of what was written: which subtask reads what is not sure; a start at LATEST
+        # may be resolved at this run's own discovery, after its writes, which it then does not read
+        return False
     wrote: dict[Cell, int] = {}
     for step in plan.steps:
         if step.kind == "write":
@@ -318,12 +348,24 @@ def failure_sure(schedule: FlinkSchedule, run: int) -> bool:
     return all(wrote.get(cell, 0) > plan.failure.after_records for cell in initial)
 
 
+def stop_first(schedule: FlinkSchedule, run: int, read: Sequence[bool]) -> int:
+    """The run whose first discovery the runner plans run ``run``'s stop by, given which runs before it read
+    anything (``read``). Where the start does not depend on it, and for the last run, the first (the starts that
+    leave the most to read: the last run reads to the end of whatever the start left); for another run, the latest
+    still open (the first run that read, else this one). Until a run read, nothing shows where LATEST was resolved,
+    so such a run has nothing sure to read and stops at once: its savepoint right after its start, before, during
+    or after its own first discovery. A run that reads less than its stop expects stops at its bound."""
+    if not schedule.resolves_late or run == len(schedule.runs) - 1:
+        return 0
+    return next((k for k, did in enumerate(read[:run]) if did), run)
+
+
 def describe(schedule: FlinkSchedule) -> str:
     """The schedule as a reader follows it: one line for the job, one per run."""
     topics = ", ".join(f"t{i} ({n} partition{'s' * (n > 1)})" for i, n in enumerate(schedule.partitions))
     how = "by pattern" if schedule.pattern else "by list"
-    if schedule.start == "earliest":
-        start = "earliest offsets"
+    if schedule.start != "group":
+        start = f"{schedule.start} offsets"
     else:
         held = ", ".join(f"t{h.topic}[{h.partition}]@{h.offset}" for h in schedule.held)
         start = f"group offsets ({held}; fallback {schedule.fallback})"
@@ -350,7 +392,9 @@ def _writes(layout: list[int], cells: list[Cell] | None = None) -> st.SearchStra
 
 @st.composite
 def _operator_steps(draw: st.DrawFn, layout: list[int], pattern: bool) -> list[Step]:
-    """Up to two partition additions or (subscribed by pattern) topic creations, applied to ``layout``."""
+    """Up to two partition additions or (subscribed by pattern) topic creations, applied to ``layout``, each
+    followed by records written to every partition it made: a partition found later is judged by its records
+    (DISC-005: read from its first; DISC-009, DISC-002: found at all), and one with none gives nothing to judge."""
     steps: list[Step] = []
     for _ in range(draw(st.integers(0, 2))):
         growable = [t for t, n in enumerate(layout) if n < MAX_GROWN]
@@ -362,8 +406,11 @@ def _operator_steps(draw: st.DrawFn, layout: list[int], pattern: bool) -> list[S
             step = Step("add-partitions", topic, count=draw(st.integers(1, MAX_GROWN - layout[topic])))
         else:
             step = Step("create-topic", len(layout), count=draw(st.integers(1, MAX_PARTITIONS)))
+        before = layout[step.topic] if step.kind == "add-partitions" else 0
         _apply(step, layout)
+        made = range(before, layout[step.topic])
         steps.append(step)
+        steps += [Step("write", step.topic, p, draw(st.integers(1, MAX_WRITE))) for p in made]
     return steps
 
 
@@ -373,8 +420,8 @@ def flink_schedules(draw: st.DrawFn) -> FlinkSchedule:
     an offset below what the first run finds written."""
     partitions = tuple(draw(st.lists(st.integers(1, MAX_PARTITIONS), min_size=1, max_size=MAX_TOPICS)))
     pattern = draw(st.booleans())
-    start: Start = draw(st.sampled_from(("earliest", "group")))
-    fallback: Fallback | None = None if start == "earliest" else draw(st.sampled_from(("earliest", "latest")))
+    start: Start = draw(st.sampled_from(("earliest", "latest", "group")))
+    fallback: Fallback | None = draw(st.sampled_from(("earliest", "latest"))) if start == "group" else None
     parallelisms = draw(st.lists(st.integers(1, MAX_PARALLELISM), min_size=2, max_size=MAX_RUNS))
     widest = max(partitions)
     initial = [(t, p) for t, n in enumerate(partitions) for p in range(n)]
@@ -385,7 +432,9 @@ def flink_schedules(draw: st.DrawFn) -> FlinkSchedule:
         steps = [] if k == 0 else draw(_operator_steps(layout, pattern))
         steps += draw(_writes(layout))
         failure = None
-        can_fail = all(p <= widest for p in parallelisms[: k + 1]) and (k > 0 or start == "earliest")
+        can_fail = (
+            all(p <= widest for p in parallelisms[: k + 1]) and (k > 0 or start == "earliest") and start != "latest"
+        )
         if can_fail and draw(st.booleans()):
             failure = Failure(
                 draw(st.integers(0, parallelism - 1)),
@@ -396,7 +445,9 @@ def flink_schedules(draw: st.DrawFn) -> FlinkSchedule:
             steps += [Step("write", t, p, draw(more)) for t, p in initial]
         if k == 0 and start == "group":
             steps.append(Step("write", 0, 0, draw(st.integers(2, MAX_WRITE))))  # an offset to hold below its end
-        stop = None if last or failure is not None or draw(st.booleans()) else draw(st.integers(1, MAX_STOP_AFTER))
+        stop = None
+        if not last and failure is None and draw(st.booleans()):
+            stop = 0 if draw(st.booleans()) else draw(st.integers(1, MAX_STOP_AFTER))  # 0: at once
         runs.append(RunPlan(parallelism, tuple(steps), failure, stop))
     held: list[Held] = []
     if start == "group":

@@ -1,0 +1,97 @@
+"""RESTORE-003, DISC-005, DISC-009, DISC-002, COMMIT-011 and COMMIT-013 over a drawn Flink workload's whole life.
+
+Pure: the schedule (``kconform.conformance.workloads.flink.schedule``), what the final state's reads were, which
+runs read anything, the partitions' ends, and a function that judges the sink's output from given starts. Where a
+start at LATEST applies (plain, or a group start's fallback) the starts depend on which run's enumerator did the
+job's first discovery (DISC-005: LATEST resolved there, to the partition's end then, every partition found later at
+EARLIEST). The history names no such run; it rules out every run after the first one that read anything (a run
+before the first discovery has no split to read). So the history is judged against each run it leaves open, earliest
+first, and passes when one of them explains it: the connector's discovery may have been done in any of them. One
+none explains is judged as the earliest explains it (the first run, whose discovery a job normally does), and the
+others' findings go with it as data: a start at LATEST resolved at one discovery for some partitions and at a later
+one for others (flink-connector-kafka 3.1 to 4.0.x after a checkpoint taken while its first discovery's splits were
+still unassigned, FLINK-38453) leaves starting partitions past their first discovery's end and partitions added
+since read from their first record, which no single first discovery explains.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ...reference_impl.types import TopicPartition
+from ..workloads.flink.schedule import Cell, FlinkSchedule
+from .checkers import Violation
+from .pipeline_checkers import ReadRecord, check_discovered, check_read_once
+
+SinkCheck = Callable[[Mapping[TopicPartition, int]], list[Violation]]
+"""The sink's output judged against the source records from the given starts on (COMMIT-011, COMMIT-013)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """A drawn workload's life judged: the run whose first discovery explains it (or, when none does, the earliest
+    one open, whose findings these are), its violations, the ids judged, and the other runs tried with theirs."""
+
+    first: int
+    violations: list[Violation]
+    judged: set[str]
+    others: dict[int, list[Violation]] = field(default_factory=dict)
+
+    def text(self) -> str:
+        """What the other runs open would have found, for the failure's detail; empty when there are none."""
+        return "\n".join(
+            f"had run {k + 1} done the first discovery: {len(found)} violation{'s' * (len(found) != 1)}, first "
+            f"{found[0].requirement} {found[0].kind}: {found[0].evidence}"
+            for k, found in sorted(self.others.items())
+        )
+
+
+def open_first_discoveries(schedule: FlinkSchedule, read: Sequence[bool]) -> list[int]:
+    """The runs (0-based) whose enumerator may have done the first discovery, given which runs read anything
+    (``read``, one per run carried out): no run before it read (a run has no split before its job's first
+    discovery), and the schedule's start depends on it (``FlinkSchedule.first_discoveries``)."""
+    return [k for k in schedule.first_discoveries() if k < max(len(read), 1) and not any(read[:k])]
+
+
+def judge_first_discovery(
+    schedule: FlinkSchedule, first: int, tp: Callable[[Cell], TopicPartition],
+    ends: Mapping[TopicPartition, int], final: Sequence[ReadRecord], sink: SinkCheck,
+) -> tuple[list[Violation], set[str]]:  # fmt: skip
+    """The life judged as if run ``first`` did the first discovery: every offset of a partition there was then once
+    from its start (RESTORE-003), every partition added or topic created after it found and read from its first
+    record (DISC-009 or DISC-002, DISC-005), the sink's output (COMMIT-011, COMMIT-013); and the ids judged."""
+    starting = {tp(cell) for cell in schedule.starting(first)}
+    starts = {tp(cell): offset for cell, offset in schedule.starts(first).items()}
+    judged = {"RESTORE-003", "COMMIT-011", "COMMIT-013"}
+    violations = check_read_once(
+        [r for r in final if r.tp in starting],
+        {t: end for t, end in ends.items() if t in starting},
+        starts={t: s for t, s in starts.items() if t in starting},
+    )
+    for created, unfound in ((False, "DISC-009"), (True, "DISC-002")):
+        added = {tp(cell): ends.get(tp(cell), 0) for cell, new in schedule.added(first).items() if new == created}
+        added = {t: end for t, end in added.items() if end > 0}
+        if added:
+            judged |= {"DISC-005", unfound}
+            violations += check_discovered([r for r in final if r.tp in added], added, unfound=unfound)
+    violations += sink(starts)
+    return violations, judged
+
+
+def check_workload_life(
+    schedule: FlinkSchedule, tp: Callable[[Cell], TopicPartition], ends: Mapping[TopicPartition, int],
+    final: Sequence[ReadRecord], read: Sequence[bool], sink: SinkCheck,
+) -> Judged:  # fmt: skip
+    """The life judged against each run open for its first discovery (``open_first_discoveries``), earliest first:
+    the first that finds nothing explains it; when none does, the earliest's findings, the others' beside them."""
+    tried: dict[int, tuple[list[Violation], set[str]]] = {}
+    for first in open_first_discoveries(schedule, read):
+        found, judged = judge_first_discovery(schedule, first, tp, ends, final, sink)
+        if not found:
+            return Judged(first, [], judged)
+        tried[first] = (found, judged)
+    earliest = min(tried)
+    return Judged(
+        earliest, tried[earliest][0], tried[earliest][1], {k: v for k, (v, _) in tried.items() if k != earliest}
+    )

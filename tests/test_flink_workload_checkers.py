@@ -1,0 +1,124 @@
+"""The Flink workload's judgement of a whole life under a start at LATEST: one run's first discovery must explain
+every start (DISC-005, RESTORE-003). Pure: histories written by hand, one broken and its twins."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+
+from kconform.conformance.checks.checkers import Violation
+from kconform.conformance.checks.flink_workload_checkers import (
+    check_workload_life,
+    open_first_discoveries,
+)
+from kconform.conformance.checks.pipeline_checkers import ReadRecord
+from kconform.conformance.workloads.flink.schedule import EVERY_KIND, FlinkSchedule, RunPlan, Step, stop_first
+from kconform.reference_impl.types import TopicPartition
+
+LATEST = FlinkSchedule(
+    partitions=(2,),
+    pattern=True,
+    start="latest",
+    fallback=None,
+    held=(),
+    exactly_once=True,
+    naming="POOLING",
+    checkpoint_ms=100,
+    runs=(
+        RunPlan(2, (Step("write", 0, 0, 5), Step("write", 0, 1, 5)), stop_after=0),
+        RunPlan(
+            2,
+            (Step("create-topic", 1, count=1), Step("write", 1, 0, 4), Step("write", 0, 0, 7), Step("write", 0, 1, 7)),
+        ),
+    ),
+)
+"""A first run at LATEST stopped at once; before the second a topic the pattern matches is created and written to,
+and both starting partitions are written to again."""
+
+
+def tp(cell: tuple[int, int]) -> TopicPartition:
+    return TopicPartition(f"in-{cell[0]}", cell[1])
+
+
+ENDS = {tp((0, 0)): 12, tp((0, 1)): 12, tp((1, 0)): 4}
+
+
+def reads(cell: tuple[int, int], offsets: range) -> list[ReadRecord]:
+    return [ReadRecord(tp(cell), o, f"{cell}-{o}".encode(), cell[1]) for o in offsets]
+
+
+def no_sink_finding(starts: Mapping[TopicPartition, int]) -> list[Violation]:
+    return []
+
+
+def test_only_a_start_at_latest_leaves_its_first_discovery_open() -> None:
+    assert LATEST.resolves_late and list(LATEST.first_discoveries()) == [0, 1]
+    assert not EVERY_KIND.resolves_late and list(EVERY_KIND.first_discoveries()) == [0]
+    assert open_first_discoveries(LATEST, [False, False]) == [0, 1]
+    assert open_first_discoveries(LATEST, [True, False]) == [0]  # a run that read had its first discovery done
+    assert open_first_discoveries(EVERY_KIND, [False, False, False, False]) == [0]
+
+
+def test_starts_follow_the_run_of_the_first_discovery() -> None:
+    assert LATEST.starts(0) == {(0, 0): 5, (0, 1): 5, (1, 0): 0}  # the topic created after it: EARLIEST
+    assert LATEST.starts(1) == {(0, 0): 12, (0, 1): 12, (1, 0): 4}  # found by it: LATEST, its end then
+    assert LATEST.added(0) == {(1, 0): True} and LATEST.added(1) == {}
+
+
+def test_required_RESTORE_003_a_latest_resolved_again_at_a_restore_is_explained_by_no_first_discovery() -> None:
+    """The broken history: the starting partitions' LATEST resolved again when the second run restored (their
+    records written between the runs never read), while the topic created between them is read from its first
+    record, as a partition found after the first discovery is. Neither run's first discovery explains both."""
+    final = reads((1, 0), range(4))
+    judged = check_workload_life(LATEST, tp, ENDS, final, [False, True], no_sink_finding)
+    assert judged.first == 0
+    gaps = {(v.data["partition"], v.data["offset"]) for v in judged.violations if v.kind == "offset-gap"}
+    assert gaps == {(p, o) for p in (0, 1) for o in range(5, 12)}
+    assert {v.requirement for v in judged.violations} == {"RESTORE-003"}
+    below = judged.others[1]  # had the second run done it, the created topic was read below its start
+    assert {(v.kind, v.data["offset"]) for v in below} == {("offset-duplicate", o) for o in range(4)}
+    assert "had run 2 done the first discovery: 4 violations" in judged.text()
+
+
+def test_required_RESTORE_003_twin_the_first_runs_discovery_explains_its_latest_kept() -> None:
+    final = reads((0, 0), range(5, 12)) + reads((0, 1), range(5, 12)) + reads((1, 0), range(4))
+    judged = check_workload_life(LATEST, tp, ENDS, final, [False, True], no_sink_finding)
+    assert (judged.first, judged.violations, judged.others) == (0, [], {})
+    assert judged.judged == {"RESTORE-003", "COMMIT-011", "COMMIT-013", "DISC-005", "DISC-002"}
+
+
+def test_required_RESTORE_003_twin_a_first_run_stopped_before_its_discovery_leaves_it_to_the_second() -> None:
+    """The savepoint taken before the first run's discovery: the second run's is the first, LATEST resolved there
+    for every partition it finds, the created topic included; nothing is left to read, nothing lost."""
+    judged = check_workload_life(LATEST, tp, ENDS, [], [False, False], no_sink_finding)
+    assert (judged.first, judged.violations) == (1, [])
+
+
+def test_required_RESTORE_003_a_run_that_read_closes_the_later_discoveries() -> None:
+    """The same empty final state after a first run that read: its discovery was done, so the second's cannot
+    explain the loss."""
+    judged = check_workload_life(LATEST, tp, ENDS, [], [True, False], no_sink_finding)
+    assert judged.first == 0 and judged.others == {}
+    assert {v.kind for v in judged.violations} == {"offset-gap", "never-discovered"}
+
+
+def test_the_sink_is_judged_from_each_runs_starts() -> None:
+    seen: list[dict[TopicPartition, int]] = []
+
+    def sink(starts: Mapping[TopicPartition, int]) -> list[Violation]:
+        seen.append(dict(starts))
+        return [Violation("COMMIT-011", "lost-write", "stub", data={"value": "x"})] if len(seen) == 1 else []
+
+    judged = check_workload_life(LATEST, tp, ENDS, [], [False, False], sink)
+    assert judged.first == 1 and judged.violations == []
+    assert seen == [{tp((0, 0)): 5, tp((0, 1)): 5, tp((1, 0)): 0}, {tp((0, 0)): 12, tp((0, 1)): 12, tp((1, 0)): 4}]
+
+
+def test_a_run_before_the_first_read_under_latest_is_planned_to_stop_at_once() -> None:
+    """Until a run read, nothing shows where LATEST was resolved: a run's stop is planned by its own discovery
+    (nothing sure to read: at once), after a read by that run's; the last reads what the first discovery left."""
+    three = replace(LATEST, runs=(LATEST.runs[0], replace(LATEST.runs[1], stop_after=5), RunPlan(1)))
+    assert [stop_first(three, k, [False] * k) for k in range(3)] == [0, 1, 0]
+    assert stop_first(three, 1, [True]) == 0
+    assert three.starts(stop_first(three, 1, [False])) == {(0, 0): 12, (0, 1): 12, (1, 0): 4}  # nothing left
+    assert all(stop_first(EVERY_KIND, k, [False] * k) == 0 for k in range(len(EVERY_KIND.runs)))
