@@ -195,6 +195,15 @@ def _offset(message: ck.Message) -> int:
     return offset
 
 
+def _record(tp: TopicPartition, message: ck.Message) -> Record:
+    """A consumed message as a ``Record``, with its timestamp when the broker gave one."""
+    kind, timestamp = message.timestamp()
+    known = kind != ck.TIMESTAMP_NOT_AVAILABLE
+    return Record(
+        tp.topic, tp.partition, _offset(message), message.key(), message.value(), timestamp if known else None
+    )
+
+
 def wait_until(check: Callable[[], T | None], timeout_s: float, what: str, step_s: float = 0.05) -> T:
     """Poll ``check`` until it returns a value; a ``KafkaError`` naming ``what`` after ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
@@ -461,7 +470,7 @@ class KafkaClient:
                 for message in consumer.consume(max_records - len(records), timeout=0.1):
                     error = message.error()
                     if error is None:
-                        records.append(Record(tp.topic, tp.partition, _offset(message), message.key(), message.value()))
+                        records.append(_record(tp, message))
                     elif error.code() == ck.KafkaError._PARTITION_EOF:
                         return records
                     else:
@@ -492,9 +501,7 @@ class KafkaClient:
                     tp = TopicPartition(message.topic() or "", message.partition() or 0)
                     error = message.error()
                     if error is None:
-                        records[tp].append(
-                            Record(tp.topic, tp.partition, _offset(message), message.key(), message.value())
-                        )
+                        records[tp].append(_record(tp, message))
                     elif error.code() == ck.KafkaError._PARTITION_EOF:
                         ends[tp] = _offset(message)
                     else:

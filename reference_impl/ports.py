@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from .types import TopicPartition
@@ -61,6 +61,9 @@ class Record:
     offset: int
     key: bytes | None
     value: bytes | None
+    timestamp_ms: int | None = field(default=None, compare=False)
+    """The record's timestamp as the broker returned it (the producer's create time unless the topic logs append
+    time); ``None`` where the reader had none. Not part of a record's identity: two reads of one record are equal."""
 
     @property
     def topic_partition(self) -> TopicPartition:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kconform.conformance.spark.pipeline import KconformKafkaAdapter
@@ -91,6 +91,18 @@ class OneTaskPerBatch(KconformKafkaAdapter):
         return super().read_stream(spark, source).coalesce(1)
 
 
+@dataclass(frozen=True)
+class OverridesSinkSettings(KconformKafkaAdapter):
+    """Sets its sink producer's own batching over what the suite passed (a fast linger, an ample queue), as a
+    connector tuned for throughput does: the suite's slow-down of the sink never happens."""
+
+    def write_stream(self, frame: Any, sink: Any) -> Any:
+        kept = tuple((k, v) for k, v in sink.client_settings if k not in ("linger.ms", "queue.buffering.max.messages"))
+        tuned = (("linger.ms", "5"), ("queue.buffering.max.messages", "100000"))
+        return super().write_stream(frame, replace(sink, client_settings=kept + tuned))
+
+
+OVERRIDES_SINK_SETTINGS = OverridesSinkSettings(name="overrides-sink-settings")
 ASSIGN_WITHOUT_PARALLELISM = AssignWithoutParallelism(name="assign-without-parallelism")
 READ_STREAM_WITHOUT_SOURCE = ReadStreamWithoutSource(name="read-stream-without-source")
 FRAME_WITHOUT_OFFSET = FrameWithoutOffset(name="frame-without-offset")

@@ -208,6 +208,17 @@ def test_required_a_failure_injection_that_did_not_happen_is_an_error(tmp_path: 
 
 
 @pytest.mark.spark
+def test_required_an_injection_the_connector_defeats_is_an_error_not_a_verdict(tmp_path: Path) -> None:
+    """A sink that overrides the client settings the suite slows it with never outlives its transaction timeout:
+    COMMIT-021 is ERROR naming the slow-down and the fix, never `timeout-swallowed` (on Kafka: the embedded Tansu
+    cannot time a transaction out, and the scenario skips there)."""
+    run = run_suite("OVERRIDES_SINK_SETTINGS", tmp_path, "--level", "pipeline", "--broker", "kafka", only="COMMIT_021")
+    assert run.returncode == 3, run.stdout + run.stderr
+    assert "the slow-down did not take effect" in run.stdout, run.stdout
+    assert "timeout-swallowed" not in run.stdout, run.stdout
+
+
+@pytest.mark.spark
 def test_required_a_contract_fault_in_a_driver_process_travels_back_as_an_error(tmp_path: Path) -> None:
     """The killed-driver scenario runs the adapter in driver processes: their frame check is ERROR too."""
     run = run_suite("FRAME_WITHOUT_OFFSET", tmp_path, *PIPELINE, only="COMMIT_011_driver_killed")

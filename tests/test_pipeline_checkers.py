@@ -40,6 +40,8 @@ from kconform.conformance.checks.pipeline_checkers import (
     check_zombie_fenced,
     ends_read,
     overlapping_attempts,
+    unslowed_sink,
+    write_spans_ms,
 )
 from kconform.conformance.checks.strategy_checkers import check_sink_placement
 from kconform.reference_impl.kafka_strategies import partition_for_key
@@ -468,3 +470,21 @@ def test_required_COMMIT_004_a_value_held_behind_an_open_transaction_is_hidden_n
     assert found[0].data["offset"] == 1 and found[0].data["stable"] == 1
     lost = check_sink_output(produced, written, True)  # without the sink's uncommitted records: all lost
     assert [(v.requirement, v.kind) for v in lost] == [("COMMIT-011", "lost-write")] * 3
+
+
+def test_a_slow_down_that_did_not_happen_is_named_before_commit_021_is_judged() -> None:
+    """The spans come from the sink's records (aborted ones too) by the source partition their value names; a
+    partition written in milliseconds, or with no timestamped record, means no task outlived its timeout."""
+
+    def rec(value: str, ms: int | None) -> Record:
+        return Record("sink", 0, 0, None, value.encode(), ms)
+
+    slowed = [rec("slow-0-0", 1_000), rec("slow-0-9", 3_900), rec("slow-1-0", 1_100), rec("slow-1-5", 2_400)]
+    assert write_spans_ms([*slowed, rec("other-0-1", 9_999), rec("slow-1-6", None)], "slow") == {0: 2_900, 1: 1_300}
+    assert unslowed_sink(write_spans_ms(slowed, "slow"), 2, 2_000) is None  # both at least half the timeout
+    fast = [rec("slow-0-0", 1_000), rec("slow-0-59", 1_012), *slowed[2:]]
+    missed = unslowed_sink(write_spans_ms(fast, "slow"), 2, 2_000)
+    assert missed is not None and "partition 0: 12 ms" in missed and "client_settings" in missed
+    assert "partition 1" not in missed
+    untimed = unslowed_sink(write_spans_ms(slowed[:2], "slow"), 2, 2_000)
+    assert untimed is not None and "partition 1: no timestamped record" in untimed

@@ -362,6 +362,39 @@ def check_timed_out_task(error: str | None, timeout_ms: int, visible: int) -> li
     return [Violation("COMMIT-026", "timeout-unnamed", where, data=facts)]
 
 
+def write_spans_ms(records: Iterable[Record], tag: str) -> dict[int, int]:
+    """Source partition -> how long the sink took over its records: the last timestamp less the first of every
+    record of the sink topic (aborted ones too) whose value came from that source partition (``tag-P-I``, as
+    ``fill`` writes). Records without a timestamp are left out."""
+    stamps: defaultdict[int, list[int]] = defaultdict(list)
+    pattern = re.compile(rf"{re.escape(tag)}-(\d+)-")
+    for r in records:
+        found = pattern.match((r.value or b"").decode("utf-8", "replace"))
+        if found and r.timestamp_ms is not None:
+            stamps[int(found.group(1))].append(r.timestamp_ms)
+    return {p: max(t) - min(t) for p, t in stamps.items()}
+
+
+def unslowed_sink(spans_ms: Mapping[int, int], partitions: int, timeout_ms: int) -> str | None:
+    """Why the slow-down of a sink's tasks (``SLOW_SINK``) did not happen, or ``None`` when it did: each of the
+    ``partitions`` source partitions' records written over at least half of ``transaction.timeout.ms`` (a slowed
+    task is aborted at the timeout, so its span may end short of it; an unslowed one writes its records in
+    milliseconds). Judging COMMIT-021 on a run without the slow-down would blame the sink for what the suite did
+    not do."""
+    short = {p: spans_ms.get(p) for p in range(partitions) if spans_ms.get(p, 0) < timeout_ms // 2}
+    if not short:
+        return None
+    shown = ", ".join(
+        f"partition {p}: {'no timestamped record' if ms is None else f'{ms} ms'}" for p, ms in short.items()
+    )
+    return (
+        f"the slow-down did not take effect: the sink wrote each source partition's records within less than half "
+        f"of transaction.timeout.ms = {timeout_ms} ms ({shown}), so no task outlived its transaction. The suite slows "
+        "the sink through SinkSpec.client_settings (linger.ms, queue.buffering.max.messages); a connector that "
+        "overrides them defeats the injection: pass client_settings to the producer unchanged"
+    )
+
+
 def check_rewritten(failed: Counter[bytes | None], seen: Counter[bytes | None], cause: str) -> list[Violation]:
     """COMMIT-007: every record whose write the broker failed (``cause`` says how: a transaction it timed out,
     a write it refused) is visible in the end, i.e. the sink surfaced the error and wrote the record again

@@ -77,6 +77,8 @@ from ..checks.pipeline_checkers import (
     check_unmapped_start,
     check_zombie_fenced,
     overlapping_attempts,
+    unslowed_sink,
+    write_spans_ms,
 )
 from ..checks.strategy_checkers import check_sink_placement
 from ..errors import HarnessError
@@ -1390,6 +1392,11 @@ def test_required_COMMIT_021_a_task_slower_than_its_transaction_timeout_fails_an
     except Exception as exc:  # the query's failure, as Spark reports it
         error = str(exc)
     record_property("slowed_run_s", round(time.monotonic() - started, 1))
+    written = [r for records in topic_records(kafka, sink, Isolation.READ_UNCOMMITTED).values() for r in records]
+    spans = write_spans_ms(written, "slow")
+    record_property("slowed_spans_ms", ", ".join(f"partition {p}: {ms}" for p, ms in sorted(spans.items())))
+    if (missed := unslowed_sink(spans, 2, SLOW_TASK_TXN_TIMEOUT_MS)) is not None:
+        raise HarnessError(missed)
     visible = sum(topic_values(kafka, sink, Isolation.READ_COMMITTED).values())
     fail_on(check_timed_out_task(error, SLOW_TASK_TXN_TIMEOUT_MS, visible))
     long_enough = {"transaction.timeout.ms": str(LONG_TXN_TIMEOUT_MS)}
