@@ -148,7 +148,7 @@ def main(argv: Sequence[str]) -> int:
     starts = args.level != "protocol"
     if (refused := release_option.prepare("verdicts", args.kafka_version, [args.broker], starts)) is not None:
         return refused
-    released = at_spark_release("verdicts", args.spark, argv, spark=args.level != "protocol")
+    released = at_spark_release("verdicts", args.spark, argv, spark=starts)
     if released is not None:
         return released
     command = shlex.join(["kconform", "verdicts", *argv])

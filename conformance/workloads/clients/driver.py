@@ -46,6 +46,7 @@ from .history import (
     Stored,
     Subscribed,
     TxnEnded,
+    covers,
     rebalances_eagerly,
 )
 from .schedule import ConsumerPlan, Schedule, Step, StepKind
@@ -890,12 +891,8 @@ class Run:
         members = [s for s in self.consumers if s.live and s.plan.subscribe != "assign"]
         wanted: set[TopicPartition] = set()
         for slot in members:
-            names = (
-                [t for t in topics if re.match(slot.subscription[0], t)]
-                if slot.subscription[0].startswith("^")
-                else slot.subscription
-            )
-            wanted |= {TopicPartition(t, p) for t in names for p in topics.get(t, ())}
+            names = [t for t in topics if covers(slot.subscription, t)]
+            wanted |= {TopicPartition(t, p) for t in names for p in topics[t]}
         owned = set().union(*(s.assigned for s in members)) if members else set()
         if not wanted <= owned:
             return False

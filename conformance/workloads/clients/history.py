@@ -87,7 +87,15 @@ class Subscribed(Event):
     pattern: str | None = None
 
     def covers(self, topic: str) -> bool:
-        return re.match(self.pattern, topic) is not None if self.pattern is not None else topic in self.topics
+        return covers((self.pattern,) if self.pattern is not None else self.topics, topic)
+
+
+def covers(subscription: Sequence[str], topic: str) -> bool:
+    """Whether a subscription (topic names, or one regex starting with ``^``, as ``subscribe`` takes it) takes in
+    ``topic``."""
+    if subscription and subscription[0].startswith("^"):
+        return re.match(subscription[0], topic) is not None
+    return topic in subscription
 
 
 @dataclass(frozen=True)
