@@ -65,10 +65,11 @@ class PageVerdict:
 
 def parse_page(name: str, text: str) -> PageVerdict:
     """The header of the verdict page ``name`` (its file name), as ``verdicts.render`` wrote it."""
-    title, judged, broker = TITLE.search(text), JUDGED.search(text), BROKER.search(text)
-    missing = [what for what, m in (("title", title), ("judged", judged), ("broker", broker)) if m is None]
-    if missing or title is None or judged is None or broker is None:
-        raise NotAVerdictPage(f"{name}: no {', '.join(missing)} line where kconform verdicts writes one")
+    found = {what: pattern.search(text) for what, pattern in (("title", TITLE), ("judged", JUDGED), ("broker", BROKER))}
+    title, judged, broker = found["title"], found["judged"], found["broker"]
+    if title is None or judged is None or broker is None:
+        missing = ", ".join(what for what, m in found.items() if m is None)
+        raise NotAVerdictPage(f"{name}: no {missing} line where kconform verdicts writes one")
     classes = tuple(
         ClassAnswer(
             m["label"],
