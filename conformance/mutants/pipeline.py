@@ -227,7 +227,7 @@ class _FixedListByPrefixReader(KafkaStreamReader):
 
 @reader_mutant(
     "spark_fails_on_a_vanished_partition",
-    {"DISC-008"},
+    {"LIVE-001"},
     "the source fails the query when a partition it read vanishes from the metadata (a deleted topic)",
     scenario="topic_deleted_under_a_pattern",
     data_source="kc-mutant-fails-on-vanished",

@@ -57,7 +57,12 @@ from ..checks.checkers import (
 )
 from ..checks.evidence import assignment_grid, offset_step, offset_timeline
 from ..checks.input_checkers import check_records_read, check_values_as_written
-from ..checks.liveness_checkers import check_driver_exit, check_restarted_reads, query_failure
+from ..checks.liveness_checkers import (
+    check_driver_exit,
+    check_query_ran,
+    check_restarted_reads,
+    query_failure,
+)
 from ..checks.pipeline_checkers import (
     Truncated,
     check_closed_at_stop,
@@ -76,6 +81,7 @@ from ..checks.pipeline_checkers import (
     check_unblocked,
     check_unmapped_start,
     check_zombie_fenced,
+    ends_read,
     overlapping_attempts,
     unslowed_sink,
     write_spans_ms,
@@ -473,14 +479,19 @@ def test_required_DISC_001_a_fixed_subscription_reads_exactly_its_listed_topics(
     )
 
 
-@requirement("DISC-008", capability="pipeline-regex")
+@requirement("DISC-008", "LIVE-001", capability="pipeline-regex")
 @pytest.mark.timeout(DRIVER_TIMEOUT_S)
 def test_required_DISC_008_a_topic_deleted_under_a_pattern_stops_no_other_topic(
     make_pipeline: Callable[..., Pipeline], kafka: KafkaClient
 ) -> None:
     """A running query subscribed by pattern reads two matching topics; one is deleted (a retired topic): the query
-    must neither fail nor stall, and must read on every record written to the other after the deletion. (Whether
-    it keeps the deleted topic's offsets is in its checkpoint, in a form of the connector's own: not judged.)"""
+    must neither fail nor stall, and must read on every record written to the other after the deletion. A query
+    that fails is LIVE-001's ``query-failed`` (its exception as evidence): the other topic's records are still in
+    Kafka, so a query that stops is not counted as losing them, and DISC-008 stays not verified. One that runs on
+    without reading the other topic's new records leaves its partitions read by none: DISC-008 ``stalled``. What
+    it read, of both topics, it read once each with no gap (DISC-008: a partition re-reported is read again).
+    (Whether it keeps the deleted topic's offsets is in its checkpoint, in a form of the connector's own: not
+    judged.)"""
     prefix = f"kc-suite-{uuid4().hex[:8]}"
     kept, deleted = f"{prefix}-kept", f"{prefix}-retired"
     kafka.create_topic(kept, 2)
@@ -489,26 +500,31 @@ def test_required_DISC_008_a_topic_deleted_under_a_pattern_stops_no_other_topic(
     fill(kafka, deleted, 1, 3, "before")
     running = make_pipeline(2, subscribe_pattern=f"{prefix}-.*")
     running.start()
-    error = ""
+    failure = None
+    after: dict[TopicPartition, int] = {}
     try:
         running.process_all_available()
         kafka.delete_topic(deleted)
         after = fill(kafka, kept, 2, 3, "after")
         running.process_all_available()
     except StreamingQueryException as failed:
-        error = f"the query failed: {failed}"
+        failure = query_failure(failed)
     finally:
         with contextlib.suppress(StreamingQueryException):
             running.stop()
-    now = {tp: 1 + max((r.offset for r in running.records() if r.tp == tp), default=-1) for tp in before}
-    produced = {after[tp] - before[tp] for tp in before}
-    assert len(produced) == 1, f"fill wrote unequal counts {after} after {before}: this run shows nothing"
     if deleted in kafka.list_topics():  # could not check: the deletion did not hold, whoever undid it
         raise HarnessError(
             f"{deleted} exists again after the run (a client asked for it by name and the broker auto-created it): "
             "the source may never have seen it deleted, so this run shows nothing"
         )
-    fail_on(check_topic_deleted(before, now, deleted, produced.pop()), detail=f"\n{error[-2000:]}" if error else "")
+    records = list(running.records())
+    read_once = check_read_once(records, ends_read(records), requirement="DISC-008")  # nothing re-read or skipped
+    if failure is not None:
+        fail_on(check_query_ran(failure, f"subscribed to {prefix}-.* when {deleted} was deleted") + read_once)
+    now = {tp: 1 + max((r.offset for r in records if r.tp == tp), default=-1) for tp in before}
+    produced = {after[tp] - before[tp] for tp in before}
+    assert len(produced) == 1, f"fill wrote unequal counts {after} after {before}: this run shows nothing"
+    fail_on(read_once + check_topic_deleted(before, now, deleted, produced.pop()))
 
 
 def skip_unless_broker_can(broker_can: dict[str, Capability], needed: tuple[str, ...], ids: str) -> None:
