@@ -89,7 +89,7 @@ def test_an_entry_the_bank_cannot_run_is_an_error_naming_it(change: tuple[str, s
 def test_a_bug_listed_twice_and_a_foreign_table_are_errors() -> None:
     with pytest.raises(CatalogueError, match="bug KAFKA-14639: listed twice"):
         parse(ENTRY + ENTRY)
-    with pytest.raises(CatalogueError, match=r"only \[\[bug\]\] tables"):
+    with pytest.raises(CatalogueError, match=r"only \[\[bug\]\] and \[\[known\]\] tables"):
         parse(ENTRY + "\n[settings]\nx = 1\n")
     with pytest.raises(CatalogueError, match="not valid TOML"):
         parse("[[bug]\n")
@@ -160,6 +160,41 @@ def test_an_entry_tolerates_the_signature_of_another_bug_its_releases_still_carr
             parse(ENTRY + wrong + "\n")
     with pytest.raises(CatalogueError, match="signature must be a list"):
         parse(ENTRY + 'signature = ["lost-claim"]\n')
+
+
+KNOWN = """
+[[known]]
+id = "marker-restored"
+link = "https://example.org/source/KafkaPartitionSplitState.java"
+component = "kafka-clients"
+signature = ["STRAT-010 lost-claim"]
+reason = "every release carries it; no fix is released"
+"""
+
+
+def test_an_entry_tolerates_a_known_upstream_behaviour_that_has_no_fix(tmp_path: Path) -> None:
+    """A ``[[known]]`` behaviour (no released fix, so no entry of its own) is tolerated by the entries that name it,
+    as another entry's signature is, and is never judged itself."""
+    bugs = parse(KNOWN + ENTRY + 'tolerate = ["marker-restored"]\n')
+    assert [b.id for b in bugs] == ["KAFKA-14639"]
+    (bug,) = bugs
+    assert bug.tolerated == (
+        ("STRAT-010", "lost-claim", "marker-restored", "https://example.org/source/KafkaPartitionSplitState.java"),
+    )
+    path = tmp_path / "tolerated.toml"
+    path.write_text(bug.expectations())
+    (deviation,) = load_expectations(path, set(IDS))
+    assert (deviation.requirement, deviation.kind) == ("STRAT-010", "lost-claim")
+    assert "marker-restored" in deviation.reason
+    for wrong, problem in (
+        (KNOWN.replace('signature = ["STRAT-010 lost-claim"]', "signature = []"), "signature must be a non-empty list"),
+        (KNOWN.replace("STRAT-010 lost-claim", "NOPE-001 lost-claim"), "not in the spec's requirement registry"),
+        (KNOWN.replace('component = "kafka-clients"', 'component = "nope"'), "unknown component"),
+        (KNOWN + 'fixed = "1.0"\n', "unknown fields"),
+        (KNOWN + KNOWN, "listed twice"),
+    ):
+        with pytest.raises(CatalogueError, match=problem):
+            parse(wrong)
 
 
 def test_a_run_that_could_not_check_names_why() -> None:

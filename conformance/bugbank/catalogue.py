@@ -29,6 +29,10 @@ to tolerate. ``tolerate``: ids of entries whose signatures this entry's runs tol
 --expectations`` with a deviation per kind): both of its releases still carry that other bug, which shows on almost
 every draw and would hide this one on the buggy release and fail the fixed one (``Bug.tolerated``)."""
 SIGNATURE: Final = re.compile(r"[A-Z]+-\d{3} [a-z][a-z0-9]*(?:-[a-z0-9]+)*")
+KNOWN_FIELDS: Final = ("id", "link", "component", "reason")
+"""A ``[[known]]`` table: an upstream behaviour that breaks a requirement and that no released fix exists for (so it
+cannot be a ``[[bug]]``), with the ``signature`` by which runs show it, for entries whose releases both carry it to
+``tolerate``."""
 
 
 class CatalogueError(ValueError):
@@ -66,7 +70,8 @@ class Bug:
         """The ``--expectations`` file of its runs: a deviation per tolerated kind, naming the bug it belongs to."""
         return "".join(
             f'[[deviation]]\nrequirement = "{requirement}"\nkind = "{kind}"\n'
-            f'reason = "{owner}, another catalogued bug both releases of {self.id} still carry"\nlink = "{link}"\n'
+            f'reason = "{owner}, catalogued in the bank, which both releases of {self.id} still carry"\n'
+            f'link = "{link}"\n'
             for requirement, kind, owner, link in self.tolerated
         )
 
@@ -80,27 +85,75 @@ def parse_catalogue(
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise CatalogueError(f"{source}: not valid TOML: {error}") from error
-    if set(data) - {"bug"} or not isinstance(data.get("bug", []), list):
-        raise CatalogueError(f"{source}: a catalogue holds only [[bug]] tables, found {sorted(set(data) - {'bug'})}")
+    tables = {"bug", "known"}
+    if set(data) - tables or not all(isinstance(data.get(name, []), list) for name in tables):
+        raise CatalogueError(
+            f"{source}: a catalogue holds only [[bug]] and [[known]] tables, found {sorted(set(data) - tables)}"
+        )
     bugs = [
         _bug(entry, f"{source}: bug #{n + 1}", components, requirement_classes)
         for n, entry in enumerate(data.get("bug", []))
     ]
+    known = [
+        _known(entry, f"{source}: known #{n + 1}", components, requirement_classes)
+        for n, entry in enumerate(data.get("known", []))
+    ]
     seen: set[str] = set()
-    for bug in bugs:
+    for bug in [*bugs, *known]:
         if bug.id in seen:
             raise CatalogueError(f"{source}: bug {bug.id}: listed twice")
         seen.add(bug.id)
-    by_id = {bug.id: bug for bug in bugs}
+    signatures = {b.id: (b.signature, b.link) for b in [*bugs, *known] if b.signature}
     for n, bug in enumerate(bugs):
         for other in bug.tolerate:
-            if other == bug.id or other not in by_id or not by_id[other].signature:
+            if other == bug.id or other not in signatures:
                 raise CatalogueError(
                     f"{source}: bug {bug.id}: tolerate names {other!r}, which is not another entry with a signature"
                 )
-        kinds = [(other, *item.split(" ", 1)) for other in bug.tolerate for item in by_id[other].signature]
-        bugs[n] = replace(bug, tolerated=tuple((i, kind, other, by_id[other].link) for other, i, kind in kinds))
+        kinds = [(other, *item.split(" ", 1)) for other in bug.tolerate for item in signatures[other][0]]
+        bugs[n] = replace(bug, tolerated=tuple((i, kind, other, signatures[other][1]) for other, i, kind in kinds))
     return bugs
+
+
+@dataclass(frozen=True)
+class Known:
+    """An upstream behaviour with no released fix (``[[known]]``): tolerated by entries that name it, never judged."""
+
+    id: str
+    link: str
+    component: str
+    reason: str
+    signature: tuple[str, ...]
+
+
+def _known(
+    entry: Mapping[str, Any], where: str, components: Collection[str], requirement_classes: Mapping[str, str]
+) -> Known:
+    if isinstance(entry.get("id"), str) and entry["id"]:
+        where = f"{where.rsplit(': ', 1)[0]}: known {entry['id']}"
+    missing = sorted({*KNOWN_FIELDS, "signature"} - entry.keys())
+    unknown = sorted(entry.keys() - {*KNOWN_FIELDS, "signature"})
+    if missing or unknown:
+        raise CatalogueError(f"{where}: missing fields {missing}, unknown fields {unknown}")
+    for name in KNOWN_FIELDS:
+        if not isinstance(entry[name], str) or not entry[name].strip():
+            raise CatalogueError(f"{where}: {name} must be a non-empty string, got {entry[name]!r}")
+    if entry["component"] not in components:
+        raise CatalogueError(f"{where}: unknown component {entry['component']!r} (the bank knows {sorted(components)})")
+    signature = entry["signature"]
+    if (
+        not isinstance(signature, list)
+        or not signature
+        or not all(isinstance(s, str) and SIGNATURE.fullmatch(s) for s in signature)
+    ):
+        raise CatalogueError(
+            f'{where}: signature must be a non-empty list of "ID kind" strings ("RESTORE-003 offset-gap"), '
+            f"got {signature!r}"
+        )
+    unknown_ids = sorted({s.split(" ", 1)[0] for s in signature} - set(requirement_classes))
+    if unknown_ids:
+        raise CatalogueError(f"{where}: signature ids {unknown_ids} are not in the spec's requirement registry")
+    return Known(**{name: entry[name] for name in KNOWN_FIELDS}, signature=tuple(signature))
 
 
 def _bug(
