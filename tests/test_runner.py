@@ -311,6 +311,19 @@ def test_requirement_verdict_failure_beats_skip_beats_partial_per_id() -> None:
     )
 
 
+def test_an_xfail_row_gives_the_reason_of_the_deviation_that_excused_that_id() -> None:
+    """A test excused on another id (RESTORE-002) that verified this one (LIVE-001) lends it no reason: the row's
+    reason is the deviation of the test that is XFAIL on LIVE-001 itself."""
+    rescale = results.TestResult("rescale", "rescale", ["RESTORE-002", "LIVE-001"], "MUST", True, Status.XFAIL, 0.0)
+    rescale.violated, rescale.verified_before_failing = ["RESTORE-002"], ["LIVE-001"]
+    rescale.deviation = Deviation("RESTORE-002", "one task per partition", BUG)
+    deleted = results.TestResult("deleted", "deleted", ["DISC-008", "LIVE-001"], "MUST", True, Status.XFAIL, 0.0)
+    deleted.violated, deleted.deviation = ["LIVE-001"], Deviation("LIVE-001", "the query fails", BUG)
+    rows = {r.id: (r.status, r.reason) for r in aggregate([rescale, deleted], {})[0]}
+    assert rows["LIVE-001"] == (Status.XFAIL, f"the query fails ({BUG})")
+    assert rows["RESTORE-002"] == (Status.XFAIL, f"one task per partition ({BUG})")
+
+
 def test_failure_fails_only_the_ids_it_violates_and_leaves_the_others_unverified(tmp_path: Path) -> None:
     proc = run_sample(tmp_path, "SKEWED", "--level", "protocol", "--only", "spread_then_sparse", "--report", "report")
     assert proc.returncode == 1, proc.stdout

@@ -260,7 +260,7 @@ def _verdict(req_id: str, tests: Sequence[TestResult]) -> tuple[Status, str]:
     statuses = [t.status_for(req_id) for t in tests]
     for status in (Status.FAIL, Status.XPASS, Status.XFAIL):
         if status in statuses:
-            deviation = next((t.deviation for t in tests if t.status is status and t.deviation), None)
+            deviation = next((t.deviation for t in tests if t.status_for(req_id) is status and t.deviation), None)
             return status, f"{deviation.reason} ({deviation.link})" if deviation else ""
     passed = statuses.count(Status.PASS)
     if Status.ERROR in statuses:
