@@ -107,6 +107,25 @@ def test_a_failed_row_shows_its_first_violation_with_the_exception_and_no_id_of_
     assert "**safe: not verified" in page and "**live: no (violated: LIVE-001)**" in page
 
 
+def test_a_row_failed_by_two_tests_shows_the_first_violation_of_each() -> None:
+    """Two scenarios break LIVE-001 two ways (a killed driver's restart, an available-now restart naming the upstream
+    bug): the page shows both, so the one that names SPARK-55271 is not hidden behind "1 more violation"."""
+
+    def failed(name: str, evidence: str) -> results.TestResult:
+        test = results.TestResult(name, name, ["RESTORE-003"], "MUST", True, Status.FAIL, 1.0)
+        test.violated = ["LIVE-001"]
+        test.violations = [Violation("LIVE-001", "query-failed", evidence, data={})] * 2
+        return test
+
+    killed, restarted = failed("killed", "the restarted driver failed"), failed("restart", "SPARK-55271 in 4.1.1")
+    live = RequirementResult("LIVE-001", "MUST", "Ends", "", Status.FAIL, [killed, restarted], category="liveness")
+    row = verdicts.failure_evidence(live)
+    assert row == (
+        "query-failed: the restarted driver failed; in another test: query-failed: SPARK-55271 in 4.1.1 "
+        "(and 2 more violations)"
+    )
+
+
 def test_kconform_run_names_what_it_judged_as_the_page_does(monkeypatch: pytest.MonkeyPatch) -> None:
     """A team's venv picks the connector jars of its own pyspark: the run's summary says which it judged, in the
     page's words, above the broker's line; the protocol level (``judged=None``) adds no line."""

@@ -38,25 +38,28 @@ RUN_IDS: Final = re.compile(r"[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}|(?<=kc
 
 
 def failure_evidence(row: RequirementResult) -> str:
-    """A failed row's evidence, so that its page says how the id was broken: the first violation that names it
-    (kind, evidence and, for an exception, its first frame) and how many more there were; ids of this run
-    (a Spark query's, a topic's suffix) read ``<id>``."""
-    found = [
-        v
+    """A failed row's evidence, so that its page says how the id was broken: the first violation that names it in
+    each failing test (kind, evidence and, for an exception, its first frame; two tests may break it two ways) and
+    how many more there were; ids of this run (a Spark query's, a topic's suffix) read ``<id>``."""
+    per_test = [
+        [v for v in t.violations if row.id in v.requirement.split(", ")]
         for t in row.tests
         if t.status_for(row.id) is Status.FAIL
-        for v in t.violations
-        if row.id in v.requirement.split(", ")
     ]
-    if not found:
+    found = [v for violations in per_test for v in violations]
+    firsts = [violations[0] for violations in per_test if violations]
+    if not firsts:
         return ""
-    first = found[0]
-    frames = first.data.get("frames")
-    where = f" at {frames[0]}" if isinstance(frames, list) and frames else ""
-    text = RUN_IDS.sub("<id>", f"{first.kind}: {first.evidence}{where}")
-    text = text if len(text) <= EVIDENCE_CHARS else text[: EVIDENCE_CHARS - 3] + "..."
-    more = len(found) - 1
-    return text + (f" (and {more} more violation{'s' * (more > 1)})" if more else "")
+    shown: list[str] = []
+    for first in firsts:
+        frames = first.data.get("frames")
+        where = f" at {frames[0]}" if isinstance(frames, list) and frames else ""
+        text = RUN_IDS.sub("<id>", f"{first.kind}: {first.evidence}{where}")
+        text = text if len(text) <= EVIDENCE_CHARS else text[: EVIDENCE_CHARS - 3] + "..."
+        if text not in shown:
+            shown.append(text)
+    more = len(found) - len(shown)
+    return "; in another test: ".join(shown) + (f" (and {more} more violation{'s' * (more > 1)})" if more else "")
 
 
 def render(result: RunResult, command: str, versions: dict[str, str]) -> str:
