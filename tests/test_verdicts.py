@@ -114,7 +114,7 @@ def test_a_row_failed_by_two_tests_shows_the_first_violation_of_each() -> None:
     def failed(name: str, evidence: str) -> results.TestResult:
         test = results.TestResult(name, name, ["RESTORE-003"], "MUST", True, Status.FAIL, 1.0)
         test.violated = ["LIVE-001"]
-        test.violations = [Violation("LIVE-001", "query-failed", evidence, data={})] * 2
+        test.violations = [Violation("LIVE-001", "query-failed", evidence, data={"exception": "x"})] * 2
         return test
 
     killed, restarted = failed("killed", "the restarted driver failed"), failed("restart", "SPARK-55271 in 4.1.1")
