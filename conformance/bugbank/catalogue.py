@@ -98,12 +98,14 @@ def parse_catalogue(
         _known(entry, f"{source}: known #{n + 1}", components, requirement_classes)
         for n, entry in enumerate(data.get("known", []))
     ]
+    entries: list[tuple[str, tuple[str, ...], str]] = [(b.id, b.signature, b.link) for b in bugs]
+    entries += [(k.id, k.signature, k.link) for k in known]
     seen: set[str] = set()
-    for bug in [*bugs, *known]:
-        if bug.id in seen:
-            raise CatalogueError(f"{source}: bug {bug.id}: listed twice")
-        seen.add(bug.id)
-    signatures = {b.id: (b.signature, b.link) for b in [*bugs, *known] if b.signature}
+    for entry_id, _, _ in entries:
+        if entry_id in seen:
+            raise CatalogueError(f"{source}: bug {entry_id}: listed twice")
+        seen.add(entry_id)
+    signatures = {entry_id: (signature, link) for entry_id, signature, link in entries if signature}
     for n, bug in enumerate(bugs):
         for other in bug.tolerate:
             if other == bug.id or other not in signatures:
