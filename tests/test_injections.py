@@ -21,6 +21,7 @@ from kconform.conformance.spark.injections import (
     partitions_missing,
     require_available_now,
     require_replay,
+    stopped,
 )
 from kconform.reference_impl.ports import KafkaError, UnsupportedFeatureError
 
@@ -135,3 +136,14 @@ def test_a_source_spec_names_the_isolation_its_settings_state() -> None:
 def test_every_source_spec_of_a_pipeline_states_the_settings_the_contract_names() -> None:
     pipeline = pytest.importorskip("kconform.conformance.spark.pipeline")
     assert tuple(pipeline.STATED_SOURCE_SETTINGS) == SOURCE_SETTINGS_STATED
+
+
+def test_a_sigstop_is_confirmed_by_the_process_state() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert not stopped(child.pid, timeout_s=0.2)
+        child.send_signal(signal.SIGSTOP)
+        assert stopped(child.pid, timeout_s=5)
+    finally:
+        child.kill()
+        child.wait(timeout=10)

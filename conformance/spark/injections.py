@@ -114,6 +114,19 @@ def _proc_stats() -> Iterable[str]:
                 yield stat.read()
 
 
+def stopped(pid: int, timeout_s: float = GROUP_GONE_S) -> bool:
+    """Whether process ``pid`` is stopped by a signal (``T`` in ``/proc/<pid>/stat``: a SIGSTOP took effect), waiting
+    at most ``timeout_s`` for the kernel to stop it."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        with contextlib.suppress(OSError, IndexError), open(f"/proc/{pid}/stat") as stat:
+            if stat.read().rpartition(")")[2].split()[0] == "T":
+                return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)  # polling interval of a bounded wait for the kernel to stop it
+
+
 def kill_not_landed(what: str, pgid: int) -> HarnessError:
     """The ERROR of a kill whose process group outlived SIGKILL: its JVM may still write or commit, so what the
     scenario judges after "the kill" is not what a killed driver leaves."""
