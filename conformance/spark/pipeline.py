@@ -375,8 +375,8 @@ STREAMING_LOGGER: Final = "org.apache.spark.sql.execution.streaming"
 
 
 def driver_log(spark: SparkSession) -> Path | None:
-    """The file where the driver JVM of ``spark`` copies the warnings of Spark's streaming engine, attached once per
-    JVM (a log4j2 file appender on ``STREAMING_LOGGER``, at WARN whatever the session's log level): the evidence a
+    """The file where the driver JVM of ``spark`` copies the log of Spark's streaming engine, attached once per JVM (a
+    log4j2 file appender on ``STREAMING_LOGGER``, its warnings kept whatever the session's log level): the evidence a
     scenario reads for what Spark did to its query (``kconform.conformance.spark.injections``). A driver process's
     console is its log too (``DriverRun``), so a killed driver's warnings are read there. ``None`` when the JVM's
     logging is not log4j2 (a session kconform did not configure): nothing can be read then."""
@@ -544,7 +544,8 @@ class Pipeline:
         last = None if finished else query.lastProgress
         if not finished:
             query.stop()
-        require_available_now(log_lines_since(log, start), f"the availableNow query on {self.checkpoint}")
+        where = f"adapter {self.adapter.name!r}'s availableNow query on {self.checkpoint}"
+        require_available_now(log_lines_since(log, start), where)
         if not finished:
             got = None if last is None else (last.batchId, [source.endOffset for source in last.sources])
             raise unfinished_query(self.checkpoint, timeout_s, got)
