@@ -99,11 +99,12 @@ def parse_catalogue(
         for n, entry in enumerate(data.get("known", []))
     ]
     seen: set[str] = set()
-    for bug in [*bugs, *known]:
+    listed: list[Bug | Known] = [*bugs, *known]
+    for bug in listed:
         if bug.id in seen:
             raise CatalogueError(f"{source}: bug {bug.id}: listed twice")
         seen.add(bug.id)
-    signatures = {b.id: (b.signature, b.link) for b in [*bugs, *known] if b.signature}
+    signatures = {b.id: (b.signature, b.link) for b in listed if b.signature}
     for n, bug in enumerate(bugs):
         for other in bug.tolerate:
             if other == bug.id or other not in signatures:
