@@ -8,7 +8,7 @@ exit status, a partition count) but for ``group_gone``, which asks the kernel.
 
 Spark's ``Trigger.AvailableNow`` fallback: every bounded query of the suite (``Pipeline.run_available_now``) runs
 ``trigger(availableNow=True)``, which reads what exists at the start in batches of at most
-``maxRecordsPerTrigger``, and replays an uncommitted batch before reading on. Since SPARK-45178 (Spark 4.0.0), a
+``maxRecordsPerTrigger``, and replays an uncommitted batch before reading on. Since SPARK-45178 (the 4.0 line), a
 source that does not implement ``SupportsTriggerAvailableNow`` is run as ``Trigger.Once`` instead, one batch and no
 read limit, after a single warning of the driver (``MicroBatchExecution.getTrigger``:
 ``sql/core/src/main/scala/org/apache/spark/sql/execution/streaming/MicroBatchExecution.scala`` in 4.0.x,
