@@ -375,9 +375,10 @@ STREAMING_LOGGER: Final = "org.apache.spark.sql.execution.streaming"
 
 
 def driver_log(spark: SparkSession) -> Path | None:
-    """The file where the driver JVM of ``spark`` copies the log of Spark's streaming engine, attached once per JVM (a
-    log4j2 file appender on ``STREAMING_LOGGER``, its warnings kept whatever the session's log level): the evidence a
-    scenario reads for what Spark did to its query (``kconform.conformance.spark.injections``). A driver process's
+    """The file where the driver JVM of ``spark`` copies the warnings of Spark's streaming engine, attached once per JVM
+    (a log4j2 file appender on ``STREAMING_LOGGER`` with a WARN threshold, whatever the session's log level): the
+    evidence a scenario reads for what Spark did to its query (``kconform.conformance.spark.injections``). A driver
+    process's
     console is its log too (``DriverRun``), so a killed driver's warnings are read there. ``None`` when the JVM's
     logging is not log4j2 (a session kconform did not configure): nothing can be read then."""
     from py4j.protocol import Py4JError
@@ -394,6 +395,8 @@ def driver_log(spark: SparkSession) -> Path | None:
         builder.withFileName(str(path))
         builder.setName("kconform-driver-log")
         builder.setLayout(layout)
+        # WARN and above pass (null onMatch: NEUTRAL), the rest is denied (null onMismatch: DENY)
+        builder.setFilter(log4j.core.filter.ThresholdFilter.createFilter(log4j.Level.WARN, None, None))
         appender = builder.build()
         appender.start()
         logger = log4j.LogManager.getLogger(STREAMING_LOGGER)
