@@ -378,9 +378,8 @@ def driver_log(spark: SparkSession) -> Path | None:
     """The file where the driver JVM of ``spark`` copies the warnings of Spark's streaming engine, attached once per JVM
     (a log4j2 file appender on ``STREAMING_LOGGER`` with a WARN threshold, whatever the session's log level): the
     evidence a scenario reads for what Spark did to its query (``kconform.conformance.spark.injections``). A driver
-    process's
-    console is its log too (``DriverRun``), so a killed driver's warnings are read there. ``None`` when the JVM's
-    logging is not log4j2 (a session kconform did not configure): nothing can be read then."""
+    process's console is its log too (``DriverRun``), so a killed driver's warnings are read there. ``None`` when the
+    JVM's logging is not log4j2 (a session kconform did not configure): nothing can be read then."""
     from py4j.protocol import Py4JError
 
     jvm: Any = spark.sparkContext._jvm
