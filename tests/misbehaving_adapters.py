@@ -5,12 +5,18 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
+
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadLimit
+from pyspark.sql.types import StructType
 
 from kconform.conformance.spark.pipeline import KconformKafkaAdapter
 from kconform.reference_impl.adapter import ReferenceAdapter
 from kconform.reference_impl.credentials import reveal
+from kconform.reference_impl.spark.data_source import KafkaDataSource
 
 
 @dataclass(frozen=True)
@@ -103,6 +109,52 @@ class OverridesSinkSettings(KconformKafkaAdapter):
 
 
 OVERRIDES_SINK_SETTINGS = OverridesSinkSettings(name="overrides-sink-settings")
+
+
+class ReaderWithoutAvailableNow(DataSourceStreamReader):
+    """The reference's stream reader without ``SupportsTriggerAvailableNow``, as a Python data source written before
+    PySpark 4.2 is: Spark runs its ``availableNow`` queries as one batch (Spark's own fallback, not a bug of ours)."""
+
+    def __init__(self, reader: Any) -> None:
+        self._reader = reader
+
+    def initialOffset(self) -> dict[str, Any]:
+        offset: dict[str, Any] = self._reader.initialOffset()
+        return offset
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        offset: dict[str, Any] = self._reader.latestOffset(start, limit)
+        return offset
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        limit: ReadLimit = self._reader.getDefaultReadLimit()
+        return limit
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        planned: Sequence[InputPartition] = self._reader.partitions(start, end)
+        return planned
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        rows: Iterator[Any] = self._reader.read(partition)
+        return rows
+
+    def commit(self, end: dict[str, Any]) -> None:
+        self._reader.commit(end)
+
+    def stop(self) -> None:
+        self._reader.stop()
+
+
+class KafkaWithoutAvailableNow(KafkaDataSource):
+    @classmethod
+    def name(cls) -> str:
+        return "kc-misbehaving-without-available-now"
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return ReaderWithoutAvailableNow(super().streamReader(schema))
+
+
+WITHOUT_AVAILABLE_NOW = KconformKafkaAdapter(name="without-available-now", data_source=KafkaWithoutAvailableNow)
 ASSIGN_WITHOUT_PARALLELISM = AssignWithoutParallelism(name="assign-without-parallelism")
 READ_STREAM_WITHOUT_SOURCE = ReadStreamWithoutSource(name="read-stream-without-source")
 FRAME_WITHOUT_OFFSET = FrameWithoutOffset(name="frame-without-offset")

@@ -224,3 +224,22 @@ def test_required_a_contract_fault_in_a_driver_process_travels_back_as_an_error(
     run = run_suite("FRAME_WITHOUT_OFFSET", tmp_path, *PIPELINE, only="COMMIT_011_driver_killed")
     assert run.returncode == 3, run.stdout + run.stderr
     assert "read_stream returned a frame without column 'offset'" in run.stdout, run.stdout
+
+
+@pytest.mark.spark
+def test_required_a_bounded_query_spark_ran_as_one_batch_is_an_error_naming_the_fallback(tmp_path: Path) -> None:
+    """A Python data source without SupportsTriggerAvailableNow: PySpark runs the scenario's availableNow queries as
+    one batch, so a restart replays the uncommitted batch and stops before the records written since (the team's
+    RESTORE-003/-004 violations on PySpark 4.1.1). The scenario is ERROR naming the fallback, its source and the fix,
+    never an offset-gap (on Kafka: the embedded Tansu refuses CreatePartitions, and the scenario skips there)."""
+    run = run_suite("WITHOUT_AVAILABLE_NOW", tmp_path, "--level", "pipeline", "--broker", "kafka",
+                    only="RESTORE_003_available_now_restart")  # fmt: skip
+    assert run.returncode == 3, run.stdout + run.stderr
+    report = json.loads((tmp_path / "report.json").read_text())
+    (test,) = [t for t in report["tests"] if "available_now_restart" in t["name"]]
+    assert test["status"] == "ERROR" and not test["violated"], test
+    assert "does not support Trigger.AvailableNow, so Spark fell back to single batch execution" in test["message"]
+    assert "adapter 'without-available-now'" in test["message"], test["message"]
+    assert "PythonMicroBatchStream" in test["message"], test["message"]  # the source Spark names (its JVM side)
+    assert "pyspark.sql.streaming.datasource.SupportsTriggerAvailableNow" in test["message"], test["message"]
+    assert "offset-gap" not in run.stdout, run.stdout

@@ -169,6 +169,25 @@ DEFAULT_MASTER = "local[2,3]"
 retries a failed task as it would on a cluster."""
 
 
+SOURCE_SETTINGS_STATED: Final = ("isolation.level",)
+"""Client settings every ``SourceSpec.client_settings`` states, whatever the scenario: ``isolation.level`` is
+``read_uncommitted`` unless a scenario asks for ``read_committed`` (RESTORE-013), because the clients' defaults
+differ (librdkafka's is read_committed, its ``CONFIGURATION.md``; Kafka's Java consumer's, and so Spark's and
+Flink's connectors', read_uncommitted, ``ConsumerConfig.DEFAULT_ISOLATION_LEVEL``; Spark's connector passes its
+``kafka.isolation.level`` option through, overriding only deserializers, ``auto.offset.reset``, ``group.id``,
+``enable.auto.commit`` and the driver's ``max.poll.records``: ``KafkaSourceProvider.kafkaParamsForDriver`` and
+``kafkaParamsForExecutors``). A source passes them to every consumer after its own defaults and overrides none
+(contract 4)."""
+SINK_SETTINGS_RELIED_ON: Final = ("linger.ms", "queue.buffering.max.messages", "transaction.timeout.ms")
+"""Client settings of ``SinkSpec.client_settings`` that the exactly-once scenarios inject faults through, so a sink
+passes them to its producers unchanged: ``linger.ms`` = 100 and ``queue.buffering.max.messages`` = 1 slow each task
+to about ten records a second, holding its transaction open for seconds (COMMIT-004, -007, -016, -017, -020,
+-021), and ``transaction.timeout.ms`` is the timeout the broker must enforce (2 s in COMMIT-021, 5 s in COMMIT-007,
+a refused one in COMMIT-015, 5 min elsewhere). The slow-down is verified before a verdict (a sink that overrides it
+gets ERROR naming it: ``kconform.conformance.spark.injections``); the timeout is not (the broker does not show a
+client's timeout), so a sink that overrides it changes what those scenarios judge."""
+
+
 @dataclass(frozen=True, slots=True)
 class SourceSpec:
     """What a pipeline scenario asks the adapter's streaming source to read."""
@@ -196,6 +215,13 @@ class SourceSpec:
     there (Spark's ``failOnDataLoss=false``), reporting the loss; False: it must fail (RESTORE-015). A
     connector that never accepts loss ignores it: failing is right either way."""
 
+    @property
+    def isolation(self) -> str | None:
+        """The ``isolation.level`` ``client_settings`` states (``SOURCE_SETTINGS_STATED``): ``read_uncommitted`` or
+        ``read_committed``; ``None`` only in a spec the suite did not build."""
+        stated = dict(self.client_settings).get("isolation.level")
+        return None if stated is None else str(stated)
+
 
 @dataclass(frozen=True, slots=True)
 class SinkSpec:
@@ -205,6 +231,9 @@ class SinkSpec:
     topic: str
     exactly_once: bool
     client_settings: tuple[tuple[str, str | Secret], ...] = ()
+    """Kafka client settings the sink must pass to every producer and not override: those the broker needs
+    (security) and those the scenarios inject faults through (``SINK_SETTINGS_RELIED_ON``: the slow-down's
+    ``linger.ms`` and ``queue.buffering.max.messages``, ``transaction.timeout.ms``)."""
     client_timeout_ms: int | None = None
     """As ``SourceSpec.client_timeout_ms``: e.g. how long a transaction's commit may go unanswered."""
     transactional_id_prefix: str | None = None

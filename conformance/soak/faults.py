@@ -36,6 +36,7 @@ from ...reference_impl.types import TopicPartition
 from ..brokers import KafkaBroker
 from ..brokers.proxy import END_TXN
 from ..spark.cluster import StandaloneCluster, alive, process_tree
+from ..spark.injections import stopped
 from .schedule import Fault, FaultKind, Phase
 
 EXECUTOR_MAIN: Final = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
@@ -248,7 +249,9 @@ def apply(
         return f"node {fault.node} {'stopped' if kind is FaultKind.BROKER_RESTART_CLEAN else 'SIGKILLed'}, restarted"
     if kind is FaultKind.NODE_PAUSE:
         assert fault.node is not None
-        with broker.paused(fault.node):
+        with broker.paused(fault.node) as paused:
+            if paused.pid is None or not stopped(paused.pid):
+                raise NotInjected(f"node {fault.node} did not stop on SIGSTOP (pid {paused.pid})")
             stop.wait(fault.duration_ms / 1000)  # the fault's duration
         return f"node {fault.node} paused (SIGSTOP) for {fault.duration_ms} ms, resumed"
     if kind is FaultKind.LEADER_KILL:

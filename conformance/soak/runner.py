@@ -44,6 +44,7 @@ from ..checks.pipeline_checkers import ReadRecord, check_output, check_read_once
 from ..errors import CannotCheck
 from ..spark.cluster import StandaloneCluster
 from ..spark.driver import DriverRun, StandbyDrivers, kill_group, raise_if_cannot_check
+from ..spark.injections import killed_by_sigkill
 from ..spark.pipeline import QUERY_TIMEOUT_S as PIPELINE_QUERY_TIMEOUT_S
 from .faults import (
     NotInjected,
@@ -381,7 +382,8 @@ def _run_segment(
             with contextlib.suppress(subprocess.TimeoutExpired):
                 driver.wait(timeout=anchor.delay_ms / 1000)  # the drawn point inside the batch, not synchronisation
             if fault.kind is FaultKind.DRIVER_KILL:
-                if kill_group(driver):
+                kill_group(driver)
+                if killed_by_sigkill(driver.returncode):  # not a driver that ended just before the signal
                     timeline.injected_fault(fault, "SIGKILL; " + torn_or_plain(fault.phase, checkpoint))
                 else:
                     timeline.add(f"{fault.describe()}: not injected, the driver ended first (exit {driver.returncode})")

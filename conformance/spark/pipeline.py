@@ -53,6 +53,7 @@ from ..jvm import JvmArtifactsMissing, jars, jvm_dir, setup_hint
 from ..jvm.spark_at_release import connector_module, pinned
 from .cluster import STANDALONE, cluster_settings, is_local
 from .failures import StalledOriginal, TaskFailures
+from .injections import require_available_now
 from .real_time import (
     RowCapture,
     await_committed_to_end,
@@ -367,6 +368,60 @@ def unfinished_query(checkpoint: Path, timeout_s: float, last: tuple[int, list[s
     )
 
 
+DRIVER_LOG_PROPERTY: Final = "kconform.driver.log"
+"""The driver JVM's system property naming the file its Spark warnings are copied to (``driver_log``)."""
+STREAMING_LOGGER: Final = "org.apache.spark.sql.execution.streaming"
+"""The loggers of Spark's streaming engine (``MicroBatchExecution`` among them), whose warnings ``driver_log`` keeps."""
+
+
+def driver_log(spark: SparkSession) -> Path | None:
+    """The file where the driver JVM of ``spark`` copies the warnings of Spark's streaming engine, attached once per JVM
+    (a log4j2 file appender on ``STREAMING_LOGGER`` with a WARN threshold, whatever the session's log level): the
+    evidence a scenario reads for what Spark did to its query (``kconform.conformance.spark.injections``). A driver
+    process's console is its log too (``DriverRun``), so a killed driver's warnings are read there. ``None`` when the
+    JVM's logging is not log4j2 (a session kconform did not configure): nothing can be read then."""
+    from py4j.protocol import Py4JError
+
+    jvm: Any = spark.sparkContext._jvm
+    try:
+        named = jvm.java.lang.System.getProperty(DRIVER_LOG_PROPERTY)
+        if named:
+            return Path(named)
+        path = Path(tempfile.mkdtemp(prefix="kconform-driver-log-")) / "streaming.log"
+        log4j = jvm.org.apache.logging.log4j
+        layout = log4j.core.layout.PatternLayout.newBuilder().withPattern("%d{ISO8601} %p %c: %m%n").build()
+        builder = log4j.core.appender.FileAppender.newBuilder()
+        builder.withFileName(str(path))
+        builder.setName("kconform-driver-log")
+        builder.setLayout(layout)
+        # WARN and above pass (null onMatch: NEUTRAL), the rest is denied (null onMismatch: DENY)
+        builder.setFilter(log4j.core.filter.ThresholdFilter.createFilter(log4j.Level.WARN, None, None))
+        appender = builder.build()
+        appender.start()
+        logger = log4j.LogManager.getLogger(STREAMING_LOGGER)
+        if not logger.isWarnEnabled():
+            log4j.core.config.Configurator.setLevel(STREAMING_LOGGER, log4j.Level.WARN)
+        logger.addAppender(appender)
+        jvm.java.lang.System.setProperty(DRIVER_LOG_PROPERTY, str(path))
+    except Py4JError:
+        return None
+    return path
+
+
+def log_lines_since(log: Path | None, start: int) -> list[str]:
+    """The lines written to ``log`` from byte ``start`` on (none when there is no log)."""
+    if log is None or not log.exists():
+        return []
+    with log.open("rb") as out:
+        out.seek(start)
+        return out.read().decode("utf-8", "replace").splitlines()
+
+
+def log_size(log: Path | None) -> int:
+    """Where the next line of ``log`` will start."""
+    return log.stat().st_size if log is not None and log.exists() else 0
+
+
 STATED_SOURCE_SETTINGS: Final = {"isolation.level": Isolation.READ_UNCOMMITTED.value}
 """Settings every scenario states in its ``SourceSpec`` rather than leaving them to the connector's client: the
 scenarios expect read_uncommitted unless one asks for read_committed, and librdkafka's default is read_committed
@@ -484,10 +539,16 @@ class Pipeline:
             finally:
                 self.stop()
             return
+        log = driver_log(self.spark)
+        start = log_size(log)
         query = self.start(available_now=True)
-        if not query.awaitTermination(timeout_s):
-            last = query.lastProgress
+        finished = query.awaitTermination(timeout_s)
+        last = None if finished else query.lastProgress
+        if not finished:
             query.stop()
+        where = f"adapter {self.adapter.name!r}'s availableNow query on {self.checkpoint}"
+        require_available_now(log_lines_since(log, start), where)
+        if not finished:
             got = None if last is None else (last.batchId, [source.endOffset for source in last.sources])
             raise unfinished_query(self.checkpoint, timeout_s, got)
         self._raise_failure()

@@ -110,6 +110,16 @@ from ..generators.start_classes import LATE_TOPIC, VERSIONED, matches_nothing, s
 from ..generators.strategies import InterleavingMix
 from ..spark.driver import DriverRun, kill_group, log_end, output_since, raise_if_cannot_check
 from ..spark.failures import StalledOriginal, TaskFailures
+from ..spark.injections import (
+    group_gone,
+    injected,
+    kill_not_landed,
+    killed_by_sigkill,
+    no_transaction_left_open,
+    partitions_missing,
+    require_available_now,
+    require_replay,
+)
 from ..spark.kill_points import (
     CLOCK,
     CLOCK_SPAN_MS,
@@ -240,6 +250,23 @@ def new_topic(kafka: KafkaClient, partitions: int) -> str:
     name = f"kc-suite-{uuid4().hex[:8]}"
     kafka.create_topic(name, partitions)
     return name
+
+
+def add_partitions(kafka: KafkaClient, topic: str, total: int) -> None:
+    """Grow ``topic`` to ``total`` partitions and confirm it in the broker's metadata before the scenario goes on;
+    ``HarnessError`` naming the partition add when it did not happen."""
+    with injected(f"adding partitions to {topic} (to {total})"):
+        kafka.create_partitions(topic, total)
+        missing = partitions_missing(kafka.list_topics(), topic, total)
+    if missing is not None:
+        raise HarnessError(f"{missing}, so this run shows nothing about partitions added")
+
+
+def forget_last_commit(pipeline: Pipeline) -> int:
+    """``Pipeline.forget_last_commit``, confirmed: the batch it returns will be replayed (``require_replay``)."""
+    batch = pipeline.forget_last_commit()
+    require_replay(pipeline.checkpoint, batch)
+    return batch
 
 
 def judge_output(
@@ -511,7 +538,8 @@ def test_required_DISC_008_a_topic_deleted_under_a_pattern_stops_no_other_topic(
     after: dict[TopicPartition, int] = {}
     try:
         running.process_all_available()
-        kafka.delete_topic(deleted)
+        with injected(f"deleting {deleted}"):
+            kafka.delete_topic(deleted)
         after = fill(kafka, kept, 2, 3, "after")
         running.process_all_available()
     except StreamingQueryException as failed:
@@ -555,13 +583,13 @@ def test_required_DISC_005_009_partitions_added_to_a_subscribed_topic_are_found_
     topic = new_topic(kafka, 2)
     stopped = make_pipeline(2, subscribe=topic, starting_offsets="latest")
     stopped.run_available_now()
-    kafka.create_partitions(topic, 3)
+    add_partitions(kafka, topic, 3)
     fill(kafka, topic, 3, 4, "stopped")
     running = make_pipeline(2, subscribe=topic, starting_offsets="latest")
     running.start()
     try:
         running.process_all_available()
-        kafka.create_partitions(topic, 5)
+        add_partitions(kafka, topic, 5)
         fill(kafka, topic, 5, 4, "running")
         running.process_all_available()
         ends = fill(kafka, topic, 5, 2, "running-later")
@@ -592,7 +620,7 @@ def test_required_DISC_003_a_running_query_reads_each_partition_once_while_parti
     try:
         running.process_all_available()
         for step, partitions in enumerate((3, 5)):
-            kafka.create_partitions(topic, partitions)
+            add_partitions(kafka, topic, partitions)
             fill(kafka, topic, partitions, 2, f"added-{step}")
             running.process_all_available()
         ends = fill(kafka, topic, 5, 2, "last")
@@ -626,8 +654,8 @@ def test_required_RESTORE_003_available_now_restart_replays_an_uncommitted_batch
     fill(kafka, topic, 2, 6, "first")
     first = make_pipeline(2, subscribe=topic, max_records_per_trigger=4)
     first.run_available_now()
-    replayed = first.forget_last_commit()
-    kafka.create_partitions(topic, 3)
+    replayed = forget_last_commit(first)
+    add_partitions(kafka, topic, 3)
     ends = fill(kafka, topic, 3, 4, "after")
     restarted = make_pipeline(2, subscribe=topic, max_records_per_trigger=4)
     failure = None
@@ -767,8 +795,9 @@ def test_required_RESTORE_015_a_position_deleted_before_it_was_read_is_never_ski
     ends = fill(kafka, topic, 2, 2 * DELETED_UNREAD, "after")
     gone, kept = TopicPartition(topic, 0), TopicPartition(topic, 1)
     try:
-        kafka.delete_records(gone, READ_BEFORE_TRUNCATION + DELETED_UNREAD)
-        kafka.delete_records(kept, READ_BEFORE_TRUNCATION)
+        with injected(f"DeleteRecords on {gone} and {kept}"):
+            kafka.delete_records(gone, READ_BEFORE_TRUNCATION + DELETED_UNREAD)
+            kafka.delete_records(kept, READ_BEFORE_TRUNCATION)
     except UnsupportedFeatureError as refused:
         pytest.skip(f"RESTORE-015: this broker refuses DeleteRecords, so no position can fall out of range: {refused}")
     restarted = make_pipeline(1, checkpoint, subscribe=topic, accept_data_loss=loss_accepted)
@@ -837,7 +866,7 @@ def test_required_COMMIT_011_batch_replayed_after_its_tasks_committed_writes_not
             pipeline = make_pipeline(parallelism, checkpoint, subscribe=source, sink_topic=sink)
             pipeline.run_available_now()
             if run == "first":
-                pipeline.forget_last_commit()
+                forget_last_commit(pipeline)
                 fill(kafka, source, 3, 10, "b")
         fail_on(judge_sink(kafka, source, sink, exactly_once=True))
 
@@ -1014,8 +1043,17 @@ def kill_at(run: DriverRun, log: Path, kafka: KafkaClient, sink: str, point: Kil
         raise_if_cannot_check(driver, log)  # an exit before the kill, at its point or in the delay, is its own
         fail_on(check_driver_exit(driver.poll(), "the driver before its kill point", output_since(log, start)))
     finally:
-        killed = kill_group(driver)
-    return killed
+        kill_group(driver)
+    confirm_kill(driver, log, start, f"the driver at kill point {point}")
+    return killed_by_sigkill(driver.returncode)
+
+
+def confirm_kill(driver: subprocess.Popen[bytes], log: Path, start: int, what: str) -> None:
+    """After ``kill_group``: ``HarnessError`` when the driver's process group outlived SIGKILL, or when its log shows
+    that Spark ran its query as one batch instead of ``availableNow`` (``kconform.conformance.spark.injections``)."""
+    if not group_gone(driver.pid):
+        raise kill_not_landed(what, driver.pid)
+    require_available_now(output_since(log, start).splitlines(), what)
 
 
 def kill_watch(run: DriverRun, log: Path, kafka: KafkaClient, sink: str, source: str, k: int) -> Callable[[], bool]:
@@ -1105,17 +1143,21 @@ def kill_inside_transaction(
         return True if ended or any(lso < end for lso, end in stable_offsets(kafka, sink).values()) else None
 
     try:
-        wait_until(open_transaction, DRIVER_TIMEOUT_S, f"a transaction holding records on {sink} (log: {log})", 0.05)
+        with injected(f"the slowed sink ({SLOW_SINK}) holding a transaction open on {sink} (log: {log})"):
+            wait_until(open_transaction, DRIVER_TIMEOUT_S, f"a transaction holding records on {sink}", 0.05)
         raise_if_cannot_check(driver, log)
         fail_on(check_driver_exit(driver.poll(), "the driver before its kill", output_since(log, start)))
-        assert driver.poll() is None, f"driver ended before a transaction held records; log:\n{log.read_text()[-4000:]}"
     finally:
         kill_group(driver)
+    confirm_kill(driver, log, start, "the driver inside a sink transaction")
+    if not killed_by_sigkill(driver.returncode):
+        raise HarnessError(
+            f"the kill inside a transaction did not take effect: the driver ended (exit {driver.returncode}) before "
+            f"a transaction held records on {sink}; log:\n{output_since(log, start)[-4000:]}"
+        )
     after = stable_offsets(kafka, sink)
-    assert any(lso < end for lso, end in after.values()), (
-        f"the kill left no transaction open ({after}), so this run shows nothing: the sink must pass its "
-        f"client settings {SLOW_SINK} to its producer, which keeps a task's transaction open for seconds"
-    )
+    if (missed := no_transaction_left_open(after, SLOW_SINK)) is not None:
+        raise HarnessError(missed)
     record_property("partitions_left_blocked", sum(lso < end for lso, end in after.values()))
     return after
 
@@ -1450,18 +1492,23 @@ def test_required_COMMIT_020_a_query_stopped_while_its_tasks_write_leaves_no_tra
     pipeline = make_pipeline(2, subscribe=source, sink_topic=sink, sink_settings=slowed)
     pipeline.start()
     try:
-        wait_until(
-            lambda: True if any(lso < end for lso, end in stable_offsets(kafka, sink).values()) else None,
-            DRIVER_TIMEOUT_S,
-            f"a transaction holding records on {sink}",
-        )
+        with injected(f"the slowed sink ({SLOW_SINK}) holding a transaction open on {sink}"):
+            wait_until(
+                lambda: True if any(lso < end for lso, end in stable_offsets(kafka, sink).values()) else None,
+                DRIVER_TIMEOUT_S,
+                f"a transaction holding records on {sink}",
+            )
     finally:
         pipeline.stop()
     stopped = time.monotonic()
     ends = {tp: end for tp, (_, end) in stable_offsets(kafka, sink).items()}
     logged = {name: {p.name for p in (pipeline.checkpoint / name).glob("[0-9]*")} for name in ("offsets", "commits")}
     interrupted = sorted(logged["offsets"] - logged["commits"], key=int)
-    assert interrupted, f"the stop let every batch commit ({logged}), so this run shows nothing"
+    if not interrupted:
+        raise HarnessError(
+            f"the stop inside a batch did not take effect: it let every batch commit ({logged}), so this run shows "
+            f"nothing; the sink must pass its client settings {SLOW_SINK} to its producer unchanged"
+        )
     record_property("batches_interrupted_by_the_stop", ",".join(interrupted))
 
     def closed() -> dict[TopicPartition, int] | None:
