@@ -137,12 +137,13 @@ def test_each_part_is_printed_beside_its_goal_and_a_narrowed_run_says_it_is_not_
     assert [f.goal_seconds for f in figures] == [120.0, 180.0]  # the part stopped at its bound reached no verdict
     assert "goal set by kconform's choice" in text and "goal set by issue 42, warm" in text
     pipeline = next(line for line in lines if line.startswith("pipeline level"))
-    assert "[--only DISC-001: not the goal's run]" in pipeline
+    assert pipeline.startswith("pipeline level on the reference, to a verdict [narrowed]")
     assert "200.0 s   goal    180.0 s   x 1.11  MISSES goal" in pipeline
+    assert "  narrowed by --only DISC-001: not the goal's run" in text
     assert "exit 1: verdict reached, with a violation" in text
     assert "stopped at its bound (20 min 0 s): no verdict" in text
     whole = command.gate_figures([part_run("pipeline", 170.0)], vt.Selection())[1][2]
-    assert "not the goal's run" not in whole and whole.endswith("meets goal")
+    assert "narrowed" not in whole and whole.endswith("meets goal")
 
 
 def test_a_short_figure_stays_in_milliseconds() -> None:

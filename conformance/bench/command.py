@@ -160,11 +160,12 @@ def gate_figures(runs: Sequence[gate.PartRun], selection: gate.Selection) -> tup
     for r in runs:
         part = gate.PARTS[r.part]
         narrowed = selection.narrowed(r.part)
-        name = part.title + (f" [{narrowed}: not the goal's run]" if narrowed else "")
-        figure = Figure(name, r.seconds, part.goal_seconds)
+        figure = Figure(part.title + (" [narrowed]" if narrowed else ""), r.seconds, part.goal_seconds)
         if r.exit_code is not None:
             figures.append(figure)
-        lines += [figure.row(), f"  goal set by {part.goal_source}; {gate.outcome(r)}; reports in {r.folder}"]
+        lines.append(figure.row())
+        lines += [f"  narrowed by {narrowed}: not the goal's run"] if narrowed else []
+        lines += [f"  goal set by {part.goal_source}; {gate.outcome(r)}; reports in {r.folder}"]
         lines += [f"  command: kconform {' '.join(r.command)}", *gate.render(r.attribution)]
     return figures, lines
 

@@ -241,7 +241,9 @@ def render(attribution: Attribution) -> list[str]:
         if abs(share.seconds) >= 0.05:
             lines.append(f"    {share.label:<58} {readable(share.seconds):>12}  {share.seconds / a.total:6.1%}")
         if share.label.startswith("fixture starts"):
-            lines += [f"      {name} x{count}".ljust(62) + f" {readable(s):>12}" for name, count, s in a.fixtures]
+            lines += [
+                f"      {name} x{count}".ljust(62) + f" {readable(s):>12}" for name, count, s in a.fixtures if s >= 0.05
+            ]
         if share.label.startswith("scenarios'"):
             if a.waits:
                 known = ", ".join(f"{n} {readable(s)}" for n, s in sorted(a.waits.items()))
@@ -323,9 +325,9 @@ def run_part(part: str, folder: Path, selection: Selection, out: IO[str], bound:
     ended = time.time()
     copier.join(timeout=10)
     log.close()
-    outside = "outside the suites: process starts, imports, reports written"
+    outside = "outside the suites (process starts, imports, reports)"
     if part == "bank":
-        outside = "outside the runs: releases made ready, process starts, imports"
+        outside = "outside the runs (releases made ready, process starts)"
     attribution = attribute(reports_of(part, folder), launched, ended, outside)
     return PartRun(part, command, ended - launched, code, folder, attribution)
 
