@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
@@ -216,3 +217,33 @@ def test_a_short_gate_run_times_the_protocol_part_from_its_reports(tmp_path: Pat
     assert sum(s["seconds"] for s in attribution["shares"]) == pytest.approx(part["seconds"], abs=0.01)
     assert "goal set by kconform's choice; exit 0: verdict reached, as expected" in proc.stdout
     assert (tmp_path / "gate" / "protocol" / "report.json").exists()
+
+
+def test_a_part_still_running_at_its_bound_is_stopped_with_its_session_and_gives_no_exit_code(tmp_path: Path) -> None:
+    """The bound ends the child and what it started (a grandchild here); a child that ends in time gives its exit."""
+    grandchild = tmp_path / "grandchild.pid"
+    script = (
+        "import subprocess, sys, time; "
+        f"p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); open({str(grandchild)!r}, 'w')"
+        ".write(str(p.pid)); print('started', flush=True); time.sleep(60)"
+    )
+    out = tmp_path / "out.txt"
+    with out.open("w") as shown:
+        launched, ended, code = vt.timed_child([sys.executable, "-c", script], tmp_path / "log", shown, "[x] ", 3.0)
+    assert code is None and 3.0 <= ended - launched < 3.0 + vt.STOP_GRACE_S
+    assert "started" in (tmp_path / "log").read_text() and "[x] started" in out.read_text()
+    pid = int(grandchild.read_text())
+    deadline = time.monotonic() + 10  # SIGTERM is sent; the grandchild's exit follows within moments
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(pid), "the bound left a process of the part's session running"
+    with out.open("w") as shown:
+        assert vt.timed_child([sys.executable, "-c", "raise SystemExit(1)"], tmp_path / "log", shown, "", 30.0)[2] == 1
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie waiting for its reaper does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False

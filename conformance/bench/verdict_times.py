@@ -14,6 +14,7 @@ add up to the part's wall time.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -296,40 +297,71 @@ def part_bound(part: str) -> float:
 
 def run_part(part: str, folder: Path, selection: Selection, out: IO[str], bound: float | None = None) -> PartRun:
     """Run one part as a child process (its output to ``folder/bench.log`` and, prefixed, to ``out``), timed from
-    its start to its exit; stopped (its process group) at ``bound`` seconds."""
+    its start to its exit; stopped at ``bound`` seconds (default ``part_bound``)."""
     shutil.rmtree(folder, ignore_errors=True)  # an earlier run's reports would be read as this one's
     folder.mkdir(parents=True)
     command = part_command(part, folder, selection)
+    print(f"[{part}] kconform {' '.join(command)}", file=out, flush=True)
     child = [sys.executable, "-m", "kconform.conformance.cli", *command]
     limit = part_bound(part) if bound is None else bound
-    print(f"[{part}] kconform {' '.join(command)}", file=out, flush=True)
-    log = (folder / "bench.log").open("w")
-    launched = time.time()
-    process = subprocess.Popen(
-        child, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True, env=os.environ
-    )
-    assert process.stdout is not None
-    copier = threading.Thread(target=_copy, args=(process.stdout, log, out, f"[{part}] "), daemon=True)
-    copier.start()
-    code: int | None
-    try:
-        code = process.wait(timeout=limit)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=30)
-        code = None
-    ended = time.time()
-    copier.join(timeout=10)
-    log.close()
+    launched, ended, code = timed_child(child, folder / "bench.log", out, f"[{part}] ", limit)
     outside = "outside the suites (process starts, imports, reports)"
     if part == "bank":
         outside = "outside the runs (releases made ready, process starts)"
     attribution = attribute(reports_of(part, folder), launched, ended, outside)
     return PartRun(part, command, ended - launched, code, folder, attribution)
+
+
+STOP_GRACE_S: Final = 30.0
+"""How long a stopped child's processes get after SIGTERM, before SIGKILL."""
+
+
+def timed_child(
+    argv: Sequence[str], log_path: Path, out: IO[str], prefix: str, bound: float
+) -> tuple[float, float, int | None]:
+    """Run ``argv`` in a session of its own (its brokers, JVMs and Spark with it), its output copied to ``log_path``
+    and, each line after ``prefix``, to ``out``: its start and end (epoch seconds) and exit code, ``None`` when it
+    was stopped at ``bound`` seconds. A SIGTERM or SIGINT to this process (a CI's ``timeout``, a Ctrl-C, which reach
+    only this process group) stops the child's whole session before this process ends."""
+    with log_path.open("w") as log:
+        launched = time.time()
+        process = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True, env=os.environ
+        )
+        assert process.stdout is not None
+        copier = threading.Thread(target=_copy, args=(process.stdout, log, out, prefix), daemon=True)
+        copier.start()
+
+        def forward(signum: int, _frame: object) -> None:
+            stop(process, signum)
+            raise SystemExit(128 + signum)
+
+        main = threading.current_thread() is threading.main_thread()  # only the main thread may set handlers
+        previous = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)} if main else {}
+        code: int | None
+        try:
+            code = process.wait(timeout=bound)
+        except subprocess.TimeoutExpired:
+            stop(process, signal.SIGTERM)
+            code = None
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+        ended = time.time()
+        copier.join(timeout=10)
+    return launched, ended, code
+
+
+def stop(process: subprocess.Popen[str], signum: int) -> None:
+    """Send ``signum`` to the child's session, then SIGKILL what is left after ``STOP_GRACE_S``."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signum)
+    try:
+        process.wait(timeout=STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=STOP_GRACE_S)
 
 
 def _copy(source: IO[str], log: IO[str], out: IO[str], prefix: str) -> None:
