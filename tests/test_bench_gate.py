@@ -135,7 +135,7 @@ def test_each_part_is_printed_beside_its_goal_and_a_narrowed_run_says_it_is_not_
     runs = [part_run("protocol", 72.0), part_run("pipeline", 200.0, 1), part_run("flink", 1200.0, None)]
     figures, lines = command.gate_figures(runs, vt.Selection(only="DISC-001"))
     text = "\n".join(lines)
-    assert [f.goal_seconds for f in figures] == [120.0, 180.0]  # the part stopped at its bound reached no verdict
+    assert [f.goal_seconds for f in figures] == [60.0, 180.0]  # the part stopped at its bound reached no verdict
     assert "goal set by kconform's choice" in text and "goal set by issue 42, warm" in text
     pipeline = next(line for line in lines if line.startswith("pipeline level"))
     assert pipeline.startswith("pipeline level on the reference, to a verdict [narrowed]")
@@ -186,7 +186,7 @@ def test_bench_gate_runs_the_chosen_parts_and_writes_them_to_the_json(
     assert [(p, f) for p, f, _ in ran] == [("protocol", tmp_path / "protocol"), ("pipeline", tmp_path / "pipeline")]
     assert ran[0][2] == vt.Selection(only="DISC-001")
     written = json.loads((tmp_path / "b.json").read_text())
-    assert [f["goal_seconds"] for f in written["figures"]] == [1.0, 0.05, 120.0, 180.0]
+    assert [f["goal_seconds"] for f in written["figures"]] == [1.0, 0.05, 60.0, 180.0]
     assert [(g["part"], g["narrowed"], g["attribution"]["runs"]) for g in written["gate"]] == [
         ("protocol", "--only DISC-001", 1),
         ("pipeline", "--only DISC-001", 1),

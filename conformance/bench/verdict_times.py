@@ -51,7 +51,7 @@ class Part:
 PARTS: Final = {
     p.name: p
     for p in (
-        Part("protocol", "protocol level (make conformance's), to a verdict", 120.0, "kconform's choice"),
+        Part("protocol", "protocol level (make conformance's), to a verdict", 60.0, "kconform's choice"),
         Part("pipeline", "pipeline level on the reference, to a verdict", 180.0, "issue 42, warm"),
         Part("flink", "a Flink verdict page, one connector line", 300.0, "issue 42"),
         Part("bank", "the bug bank, releases cached", 900.0, "issue 42"),
