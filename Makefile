@@ -20,7 +20,7 @@ ifneq ($(KAFKA_VERSION),)
 export KCONFORM_KAFKA_VERSION := $(KAFKA_VERSION)
 endif
 
-.PHONY: setup conformance test test-long check bugbank compat spec bench soak soak-long workload probe lint docs site verdicts golden mutation mutation-report flink-versions clean
+.PHONY: setup conformance test test-long check bugbank compat spec bench bench-gate soak soak-long workload probe lint docs site verdicts golden mutation mutation-report flink-versions clean
 
 setup: $(VENV)/.installed $(JVM_DIR)/.resolved
 
@@ -90,8 +90,18 @@ spec: setup
 bugbank: setup
 	$(BIN)/kconform bugbank --page docs/bugbank.md
 
+# kconform bench (docs/bench.md): the speed figures, then the time to each verdict (--gate: the protocol and the
+# pipeline level of make conformance, a Flink verdict page, the bug bank, each a real command timed from its start
+# to its exit, with where its time went). The Spark races alone: kconform bench --skip-mutants --skip-brokers.
 bench: setup
-	$(BIN)/kconform bench --json $(REPORT)/bench.json
+	$(BIN)/kconform bench --gate --gate-out $(REPORT)/bench-gate --json $(REPORT)/bench.json
+
+# The time to each verdict alone; GATE_PARTS=protocol,pipeline and ONLY=DISC-001 (a test name or requirement id of
+# the kconform run parts) make a short run, whose figures say they are not the goals' runs.
+GATE_PARTS ?= protocol,pipeline,flink,bank
+bench-gate: setup
+	$(BIN)/kconform bench --skip-mutants --skip-brokers --skip-spark --gate-parts $(GATE_PARTS) \
+	  $(if $(ONLY),--only $(ONLY)) --gate-out $(REPORT)/bench-gate --json $(REPORT)/bench-gate/bench.json
 
 # Seeded fault soak on Apache Kafka (kconform soak): SCHEDULES, SEED, BROKER=kafka|kafka-cluster;
 # failing schedules are saved under $(REPORT)/soak with their replay command.

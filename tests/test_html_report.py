@@ -170,11 +170,13 @@ def test_bench_chart_draws_each_figure_against_its_goal() -> None:
             "figures": [
                 {"name": "fast", "seconds": 0.5, "goal_seconds": 1.0},
                 {"name": "slow", "seconds": 3.0, "goal_seconds": 1.0},
+                {"name": "to a verdict", "seconds": 150.0, "goal_seconds": 180.0},
             ]
         }
     )
     assert "x0.50 (500 of 1000 ms)" in svg and "x3.00 (3000 of 1000 ms)" in svg
-    assert svg.count('fill="#2e9d4a"') == 1 and svg.count('fill="#c22f2f"') == 1
+    assert "x0.83 (150 of 180 s)" in svg  # a goal of minutes in seconds, as kconform bench prints it
+    assert svg.count('fill="#2e9d4a"') == 2 and svg.count('fill="#c22f2f"') == 1
 
 
 def png_rows(png: bytes) -> list[bytes]:

@@ -114,11 +114,14 @@ def test_the_journal_gives_the_test_running_at_a_crash_the_crash_and_keeps_the_r
     journal.record_start(stub("a"))
     journal.record_end(stub("a", Status.PASS))
     journal.record_start(stub("b"))
+    broker = results.FixtureStart("pipeline_broker", "module", 9.5, 2.0, "b")
+    journal.record_fixture(broker)
     record_crash(tmp_path, Crash(signal.SIGSEGV, 42, FAULTHANDLER_DUMP))
     with open(tmp_path / "records.pickle", "ab") as records:
         records.write(pickle.dumps(("finished", stub("b", Status.PASS)))[:40])  # a record the death cut short
     again = Journal.read(tmp_path)
     assert (again.seed, again.started_at) == (7, 1.0)
+    assert again.fixtures == [broker]  # the next process's report keeps the dead one's fixture starts
     assert [t.status for t in again.finished] == [Status.PASS] and again.seen() == {"a", "b"}
     (crashed,) = again.crashed_results()
     assert crashed.nodeid == "b" and crashed.status is Status.ERROR

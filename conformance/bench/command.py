@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import Phase, settings
@@ -25,10 +26,12 @@ from ...reference_impl.assignment import plan
 from ...reference_impl.discovery import PartitionDiscoverer, Subscription, ZeroPartitionsPolicy
 from ...reference_impl.types import SubtaskIndex, TopicPartition
 from ..brokers.base import BrokerUnavailable
-from ..gate.profiles import hypothesis_profile, register_profiles
+from ..gate.profiles import PROFILES, hypothesis_profile, register_profiles
+from ..gate.verdicts import DEFAULT_SEED
 from ..jvm import JvmArtifactsMissing
 from ..mutants import registry
 from ..mutants.protocol import Mutant
+from . import verdict_times as gate
 
 KILL_PROFILE = "kconform-bench-kill"
 NOT_RUN_EXIT = 3
@@ -42,10 +45,12 @@ class Figure:
     goal_seconds: float
 
     def row(self) -> str:
+        """The figure beside its goal, in ms for goals under ten seconds, else in s."""
         ratio = self.seconds / self.goal_seconds
         verdict = "meets goal" if ratio <= 1 else "MISSES goal"
-        measured, goal = self.seconds * 1000, self.goal_seconds * 1000
-        return f"{self.name:<58} {measured:>10.1f} ms  goal {goal:>8.1f} ms  x{ratio:5.2f}  {verdict}"
+        scale, unit = (1000, "ms") if self.goal_seconds < 10 else (1, "s ")
+        measured, goal = self.seconds * scale, self.goal_seconds * scale
+        return f"{self.name:<58} {measured:>10.1f} {unit}  goal {goal:>8.1f} {unit}  x{ratio:5.2f}  {verdict}"
 
 
 def best_of(repeat: int, fn: Callable[[], object]) -> float:
@@ -137,11 +142,32 @@ def bench_broker_start() -> list[str]:
     ]
 
 
-def write_json(path: Path | None, figures: Sequence[Figure]) -> None:
-    """The figures that have goals, for the HTML report's chart (``{"figures": [{name, seconds, goal_seconds}]}``)."""
+def write_json(path: Path | None, figures: Sequence[Figure], gate: Sequence[dict[str, Any]] = ()) -> None:
+    """The figures that have goals, for the HTML report's chart (``{"figures": [{name, seconds, goal_seconds}]}``),
+    and with ``--gate`` each part's run and where its time went (``"gate"``: ``gate.gate_json``)."""
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"figures": [asdict(f) for f in figures]}, indent=2) + "\n", encoding="utf-8")
+        data: dict[str, Any] = {"figures": [asdict(f) for f in figures]}
+        if gate:
+            data["gate"] = list(gate)
+        path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+
+def gate_figures(runs: Sequence[gate.PartRun], selection: gate.Selection) -> tuple[list[Figure], list[str]]:
+    """Each part that reached an end (not stopped at its bound) as a figure; the lines printed for every part: its
+    figure, its goal's source, its command and exit, and where its time went."""
+    figures, lines = [], ["", "time to a verdict (kconform bench --gate; each part a kconform command, start to exit):"]
+    for r in runs:
+        part = gate.PARTS[r.part]
+        narrowed = selection.narrowed(r.part)
+        figure = Figure(part.title + (" [narrowed]" if narrowed else ""), r.seconds, part.goal_seconds)
+        if r.exit_code is not None:
+            figures.append(figure)
+        lines.append(figure.row())
+        lines += [f"  narrowed by {narrowed}: not the goal's run"] if narrowed else []
+        lines += [f"  goal set by {part.goal_source}; {gate.outcome(r)}; reports in {r.folder}"]
+        lines += [f"  command: kconform {' '.join(r.command)}", *gate.render(r.attribution)]
+    return figures, lines
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -156,6 +182,36 @@ def build_parser() -> argparse.ArgumentParser:
         "--skip-spark", action="store_true", help="skip the Spark source, sink and real-time throughput figures"
     )
     parser.add_argument(
+        "--gate",
+        action="store_true",
+        help="also time each verdict kconform gives as a real command, start to exit, with where its time went: "
+        f"the parts {', '.join(gate.PARTS)} (--gate-parts chooses)",
+    )
+    parser.add_argument(
+        "--gate-parts",
+        metavar="PARTS",
+        help=f"comma-separated parts of --gate (implies it): {', '.join(gate.PARTS)} (default all)",
+    )
+    parser.add_argument(
+        "--gate-out", type=Path, default=Path("build/bench-gate"), help="each part's reports go to DIR/<part>"
+    )
+    parser.add_argument(
+        "--only", help="run only these tests in the kconform run parts (a name or requirement id): a short run"
+    )
+    parser.add_argument("--bank-only", metavar="ID", help="run only this bug of the bank (its upstream id)")
+    parser.add_argument(
+        "--profile",
+        choices=list(PROFILES),
+        default="default",
+        help="Hypothesis profile of the gate's parts (default %(default)s)",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=DEFAULT_SEED, help="seed of the kconform run parts (default %(default)s)"
+    )
+    parser.add_argument(
+        "--flink-connector", metavar="LINE", help="the Flink part's flink-connector-kafka line (default the newest)"
+    )
+    parser.add_argument(
         "--json",
         type=Path,
         help="also write the figures with goals here; kconform run's report.html draws DIR/bench.json as a chart",
@@ -164,7 +220,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    parts: list[str] = []
+    if args.gate or args.gate_parts:
+        try:
+            parts = gate.parse_parts(args.gate_parts or ",".join(gate.PARTS))
+        except ValueError as error:
+            parser.error(str(error))
     figures = [bench_plan(), bench_discovery_diff()]
     print("\n".join(f.row() for f in figures))
     try:
@@ -182,9 +245,25 @@ def main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return NOT_RUN_EXIT
-    if args.skip_mutants:
+    if not args.skip_mutants:
+        figures += bench_mutants()
+    if not parts:
         write_json(args.json, figures)
         return 0
+    selection = gate.Selection(args.profile, args.seed, args.only, args.bank_only, args.flink_connector)
+    runs = gate.run_gate(parts, args.gate_out, selection, sys.stdout)
+    timed, lines = gate_figures(runs, selection)
+    print("\n".join(lines))
+    write_json(args.json, figures + timed, gate.gate_json(runs, selection))
+    unjudged = [r.part for r in runs if r.exit_code is None or not r.attribution.runs]
+    if unjudged:
+        print(f"kconform bench: no report from the part(s) {', '.join(unjudged)}", file=sys.stderr)
+        return NOT_RUN_EXIT
+    return 0
+
+
+def bench_mutants() -> list[Figure]:
+    """Each mutant's time to kill, and the median and worst of them as figures."""
     register_profiles()
     settings.register_profile(
         KILL_PROFILE,
@@ -198,10 +277,9 @@ def main(argv: list[str]) -> int:
         seconds, killed = time_to_kill(mutant)
         kills.append(seconds)
         print(f"  {mutant.name:<42} {seconds:7.2f} s  {'killed' if killed else 'SURVIVED'}")
-    figures += [
+    figures = [
         Figure("median time to kill", statistics.median(kills), 1.0),
         Figure("worst time to kill", max(kills), 10.0),
     ]
-    print("\n".join(f.row() for f in figures[-2:]))
-    write_json(args.json, figures)
-    return 0
+    print("\n".join(f.row() for f in figures))
+    return figures

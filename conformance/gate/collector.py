@@ -16,7 +16,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import IO, Any
@@ -50,7 +50,16 @@ from .pytest_plugin import (
     CouldNotCheck,
     display_name,
 )
-from .results import ADDRESS, UNSTRUCTURED, Counterexample, Status, TestResult, skip_cause, strongest
+from .results import (
+    ADDRESS,
+    UNSTRUCTURED,
+    Counterexample,
+    FixtureStart,
+    Status,
+    TestResult,
+    skip_cause,
+    strongest,
+)
 from .supervisor import DIED
 
 SUITE_LEVELS = ("protocol", "pipeline")
@@ -303,6 +312,12 @@ class Collector:
         self._liveness: dict[str, list[Violation]] = {}
         self._not_checked: dict[str, str] = {}
         self._collect_errors: list[TestResult] = []
+        self._started: dict[str, float] = {}
+        self._running: str | None = None
+        self.collected: float | None = None
+        """When collection and selection ended (epoch seconds)."""
+        self.fixtures: list[FixtureStart] = list(journal.fixtures) if journal is not None else []
+        """Every start of a fixture wider than a test, earlier processes' of a resumed run first."""
         self.heartbeat = Heartbeat(out, float(os.environ.get(HEARTBEAT_ENV, HEARTBEAT_S)))
 
     def pytest_configure(self, config: pytest.Config) -> None:
@@ -347,6 +362,23 @@ class Collector:
             self._finish(error, echo=self.journal is None or not self.journal.resumed, journal=False)
         for result in new:
             self._finish(result, journal=True)
+
+    def pytest_collection_finish(self) -> None:
+        self.collected = time.time()
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_fixture_setup(self, fixturedef: Any) -> Iterator[None]:
+        """Time each start of a module, package or session fixture (a broker, a SparkSession, the Flink harness):
+        report.json's ``timings.fixtures``, which ``kconform bench --gate`` reads to say where a run's time goes."""
+        if fixturedef.scope == "function":
+            yield
+            return
+        started, began = time.time(), time.perf_counter()
+        yield
+        start = FixtureStart(fixturedef.argname, fixturedef.scope, time.perf_counter() - began, started, self._running)
+        self.fixtures.append(start)
+        if self.journal is not None:
+            self.journal.record_fixture(start)
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         """A suite module that does not import is not a smaller suite: its tests checked nothing (ERROR)."""
@@ -429,12 +461,14 @@ class Collector:
 
     def pytest_runtest_logstart(self, nodeid: str) -> None:
         item = self._items[nodeid]
+        self._started[nodeid], self._running = time.time(), nodeid
         if self.journal is not None:
             self.journal.record_start(self._stub(item, Status.ERROR))
         self.heartbeat.start(display_name(item.name))
 
     def pytest_runtest_logfinish(self, nodeid: str) -> None:
         self.heartbeat.stop()
+        self._running = None
         self._finish(self._result(self._items[nodeid], self._reports.pop(nodeid, [])))
 
     def pytest_unconfigure(self) -> None:
@@ -447,7 +481,9 @@ class Collector:
         known = [self.requirements[i].level for i in ids if i in self.requirements]
         level = strongest(known) if known else level_of_test_name(item.name) or "MUST"
         pipeline = item.get_closest_marker(PIPELINE_MARK) is not None
-        return TestResult(item.nodeid, display_name(item.name), ids, level, pipeline, status, duration)
+        result = TestResult(item.nodeid, display_name(item.name), ids, level, pipeline, status, duration)
+        result.started = self._started.get(item.nodeid)
+        return result
 
     def _not_run(self, item: pytest.Item) -> TestResult:
         """A test a run that kept crashing did not start (ERROR)."""
@@ -468,6 +504,8 @@ class Collector:
         failed = [r for r in reports if r.failed]
         skipped = [r for r in reports if r.skipped]
         result = self._stub(item, Status.PASS, sum(r.duration for r in reports))
+        for r in reports:
+            result.phases[r.when] = result.phases.get(r.when, 0.0) + r.duration
         name, ids, pipeline = result.name, result.ids, result.pipeline
         properties = dict.fromkeys((k, v) for r in reports for k, v in r.user_properties)  # phases repeat them
         result.metrics = {

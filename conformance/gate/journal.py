@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Final
 
-from .results import CrashRecord, Status, TestResult
+from .results import CrashRecord, FixtureStart, Status, TestResult
 from .supervisor import CRASH_LOG, CRASHES, GIVE_UP_ENV, JOURNAL_ENV, Crash
 
 RECORDS: Final = "records.pickle"
@@ -39,6 +39,8 @@ class Journal:
     crashes: list[Crash] = field(default_factory=list)
     interrupted: dict[int, TestResult] = field(default_factory=dict)
     """The pid of each dead process -> the test it was running when it died, as a later process recorded it."""
+    fixtures: list[FixtureStart] = field(default_factory=list)
+    """Every start of a fixture wider than a test, by every process of the run, in order."""
 
     @classmethod
     def from_environment(cls) -> Journal | None:
@@ -58,6 +60,8 @@ class Journal:
             elif kind == "finished" and isinstance(value, TestResult):
                 ended[value.nodeid] = value
                 journal.finished.append(value)
+            elif kind == "fixture" and isinstance(value, FixtureStart):
+                journal.fixtures.append(value)
             elif kind == "interrupted" and isinstance(value, tuple):
                 pid, stub = value
                 journal.interrupted[pid] = stub
@@ -133,6 +137,9 @@ class Journal:
 
     def record_end(self, result: TestResult) -> None:
         self._append(("finished", result))
+
+    def record_fixture(self, start: FixtureStart) -> None:
+        self._append(("fixture", start))
 
     def _append(self, record: tuple[str, object]) -> None:
         with open(self.folder / RECORDS, "ab") as out:

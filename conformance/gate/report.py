@@ -409,6 +409,29 @@ def _test_json(t: TestResult) -> dict[str, Any]:
         "unverified": t.unverified,
         "violations": [v.to_json() for v in t.violations],
         "pictures": t.pictures,
+        "phases": {when: round(seconds, 3) for when, seconds in t.phases.items()},
+        "started": _iso(t.started),
+    }
+
+
+def _iso(epoch: float | None) -> str | None:
+    return None if epoch is None else datetime.fromtimestamp(epoch, UTC).isoformat()
+
+
+def timings_json(result: RunResult) -> dict[str, Any]:
+    """``report.json``'s ``timings``: when collection ended, and each start of a fixture wider than a test."""
+    return {
+        "collected": _iso(result.collected),
+        "fixtures": [
+            {
+                "name": f.name,
+                "scope": f.scope,
+                "seconds": round(f.seconds, 3),
+                "started": _iso(f.started),
+                "test": f.test,
+            }
+            for f in result.fixtures
+        ],
     }
 
 
@@ -461,6 +484,7 @@ def to_json(result: RunResult) -> dict[str, Any]:
         "unchecked_safety": [{"id": req_id, "reason": why} for req_id, why in result.unchecked.items()],
         "notes": result.notes,
         "broker_capabilities": [asdict(c) for c in result.broker],
+        "timings": timings_json(result),
     }
 
 

@@ -79,6 +79,12 @@ class TestResult:
     """The data of the failure's figures (``kconform.conformance.checks.evidence``), drawn by the HTML report."""
     verified_before_failing: frozenset[str] = frozenset()
     """Of a failure's ids it does not violate, those it checked in full anyway (``fail_on(verified=...)``)."""
+    phases: dict[str, float] = field(default_factory=dict)
+    """Seconds of each of pytest's phases (``setup``, ``call``, ``teardown``) that ran: ``duration`` is their sum;
+    ``setup`` includes the starts of the module and session fixtures the test was the first to need."""
+    started: float | None = None
+    """When the test started (epoch seconds; ``None`` for a result no test run made, such as a module that does not
+    import)."""
 
     def fails(self, strict: bool) -> bool:
         """MUST failures fail the run, SHOULD failures and PARTIAL only when strict, MAY never; an XPASS always does.
@@ -127,6 +133,21 @@ class CrashRecord:
     """The crashing thread's innermost frames, as Python's faulthandler wrote them (empty: it wrote nothing)."""
 
 
+@dataclass(frozen=True)
+class FixtureStart:
+    """One start of a fixture wider than a test (module, package or session scope: a broker, a SparkSession, the
+    Flink harness), as ``report.json``'s ``timings.fixtures`` gives it: the time goes to the setup of the first test
+    that needs it."""
+
+    name: str
+    scope: str
+    seconds: float
+    started: float
+    """Epoch seconds."""
+    test: str | None
+    """The node id of the test whose setup started it."""
+
+
 @dataclass
 class RequirementResult:
     id: str
@@ -170,6 +191,11 @@ class RunResult:
     """Connector safety ids no selected test checked, in spec order, each with why (``unchecked_safety``)."""
     crashes: list[CrashRecord] = field(default_factory=list)
     """Each death of the process running the suite (a supervised run goes on after one), in order."""
+    collected: float | None = None
+    """When pytest had collected and selected the tests (epoch seconds; in a run resumed after a crash, the last
+    process's); ``None`` when it never got that far."""
+    fixtures: list[FixtureStart] = field(default_factory=list)
+    """Every start of a module, package or session fixture, in order (every process of a resumed run)."""
 
     @property
     def interruption(self) -> str:

@@ -276,4 +276,6 @@ def run(options: RunOptions, out: IO[str] = sys.stdout, journal: Journal | None 
         selected=collector.selected,
         unchecked=unchecked_safety(untested, requirements, judged, options.level) if options.only is None else {},
         crashes=journal.crash_records() if journal is not None else [],
+        collected=collector.collected,
+        fixtures=collector.fixtures,
     )

@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -162,12 +162,14 @@ def test_required_RESTORE_003_flink_exactly_once_through_a_failure_and_savepoint
 
 def partitions_added_while_running(
     harness: FlinkHarness, broker: Broker, kafka: KafkaClient, work: Path, source_properties: Mapping[str, str],
-    discovered_within_ms: int,
+    discovered_within_ms: int, record_property: Callable[[str, object], None],
 ) -> list[Violation]:  # fmt: skip
     """A job at LATEST on a two-partition topic; once it reads (its first discovery done), two partitions are
     added and written to, and once their records come out of the job or ``discovered_within_ms`` passed, written
     to again: each added partition must be found (DISC-009) and read from offset 0 (DISC-005). The second
-    writes tell a partition started late (read, with a gap: DISC-005) from one never found (DISC-009)."""
+    writes tell a partition started late (read, with a gap: DISC-005) from one never found (DISC-009). The two
+    waits are the test's metrics ``first_read_wait_s`` (the job's start to its first output) and
+    ``discovery_wait_s`` (the added partitions' records to their output), which ``kconform bench --gate`` sums."""
     tag = f"flink-{uuid4().hex[:8]}"
     source, sink = f"{tag}-in", f"{tag}-out"
     kafka.create_topic(source, 2)
@@ -182,21 +184,26 @@ def partitions_added_while_running(
         starting_offsets="latest",
         source_properties=dict(source_properties),
     )
+    began = time.monotonic()
     running = harness.start(job, work)
-    if await_first_read(kafka, running, TopicPartition(source, 0), sink):
+    read = await_first_read(kafka, running, TopicPartition(source, 0), sink)
+    record_property("first_read_wait_s", round(time.monotonic() - began, 1))
+    if read:
         kafka.create_partitions(source, 4)
         write(kafka, source, (2, 3), before, f"{tag}-before")
-        write_once_read(kafka, added, after, sink, tag, discovered_within_ms)
+        waited = write_once_read(kafka, added, after, sink, tag, discovered_within_ms)
+        record_property("discovery_wait_s", round(waited, 1))
     result = running.finish()
     return check_discovered([r for r in committed_reads([result.history]) if r.tp in added], ends)
 
 
 def write_once_read(
     kafka: KafkaClient, added: Sequence[TopicPartition], count: int, sink: str, tag: str, within_ms: int
-) -> None:
+) -> float:
     """Once records written to ``added`` (values ``tag-before-p-i``) come out of the job into ``sink``, or
     ``within_ms`` passed, write ``count`` more to each (``tag-after-p-i``): read, they show a partition started
-    late (a gap before them) apart from one never found (nothing read)."""
+    late (a gap before them) apart from one never found (nothing read). The seconds it waited."""
+    began = time.monotonic()
     prefixes = tuple(f"{tag}-before-{tp.partition}-".encode() for tp in added)
     with contextlib.suppress(KafkaError):  # not read in time: the records written next tell which it was
         wait_until(
@@ -205,8 +212,10 @@ def write_once_read(
             "the added partitions' records read",
             step_s=0.2,
         )
+    waited = time.monotonic() - began
     for tp in added:
         write(kafka, tp.topic, (tp.partition,), count, f"{tag}-after")
+    return waited
 
 
 def await_first_read(kafka: KafkaClient, running: RunningJob, probe: TopicPartition, sink: str) -> bool:
@@ -227,25 +236,27 @@ def await_first_read(kafka: KafkaClient, running: RunningJob, probe: TopicPartit
 @requirement("DISC-005", capability="flink-job")
 @pytest.mark.timeout(JOB_TIMEOUT_S)
 def test_required_DISC_005_flink_partitions_added_while_running_are_read_from_their_first_record(
-    harness: FlinkHarness, flink_broker: Broker, kafka: KafkaClient, tmp_path: Path
+    harness: FlinkHarness, flink_broker: Broker, kafka: KafkaClient, tmp_path: Path, record_property: Any
 ) -> None:
     """With ``partition.discovery.interval.ms`` set short, records written to a partition before the job
     discovered it are read (FLINK-32019: flink-connector-kafka up to 3.0.2 started such partitions at LATEST)."""
     properties = {"partition.discovery.interval.ms": str(EXPLICIT_DISCOVERY_MS)}
     work = tmp_path / "job"
-    fail_on(partitions_added_while_running(harness, flink_broker, kafka, work, properties, 10 * EXPLICIT_DISCOVERY_MS))
+    within_ms = 10 * EXPLICIT_DISCOVERY_MS
+    fail_on(partitions_added_while_running(harness, flink_broker, kafka, work, properties, within_ms, record_property))
 
 
 @requirement("DISC-009", capability="flink-job")
 @pytest.mark.timeout(JOB_TIMEOUT_S + (DEFAULT_DISCOVERY_MS + 3 * SLACK_MS) // 1000)
 def test_required_DISC_009_flink_partitions_added_while_running_are_found_with_default_discovery(
-    harness: FlinkHarness, flink_broker: Broker, kafka: KafkaClient, tmp_path: Path
+    harness: FlinkHarness, flink_broker: Broker, kafka: KafkaClient, tmp_path: Path, record_property: Any
 ) -> None:
     """With the release's own discovery settings (none given; the default interval is five minutes, so this
     waits up to six), partitions added while the job runs are found and read (FLINK-36780: 3.1.0 to 3.4.0
     switched discovery off for every source whose interval was not set)."""
     work = tmp_path / "job"
-    fail_on(partitions_added_while_running(harness, flink_broker, kafka, work, {}, DEFAULT_DISCOVERY_MS + SLACK_MS))
+    within_ms = DEFAULT_DISCOVERY_MS + SLACK_MS
+    fail_on(partitions_added_while_running(harness, flink_broker, kafka, work, {}, within_ms, record_property))
 
 
 def added_while_stopped(
