@@ -128,20 +128,35 @@ class Known:
     signature: tuple[str, ...]
 
 
-def _known(
-    entry: Mapping[str, Any], where: str, components: Collection[str], requirement_classes: Mapping[str, str]
-) -> Known:
+def _checked_fields(
+    entry: Mapping[str, Any],
+    where: str,
+    table: str,
+    text: Collection[str],
+    required: Collection[str],
+    optional: Collection[str],
+    components: Collection[str],
+) -> str:
+    """``where`` naming the entry by its id once it has one; raises unless ``entry`` has every ``required`` field and
+    no field beyond ``optional``, each ``text`` field a non-empty string, and a component the bank knows."""
     if isinstance(entry.get("id"), str) and entry["id"]:
-        where = f"{where.rsplit(': ', 1)[0]}: known {entry['id']}"
-    missing = sorted({*KNOWN_FIELDS, "signature"} - entry.keys())
-    unknown = sorted(entry.keys() - {*KNOWN_FIELDS, "signature"})
+        where = f"{where.rsplit(': ', 1)[0]}: {table} {entry['id']}"
+    missing = sorted(set(required) - entry.keys())
+    unknown = sorted(entry.keys() - set(required) - set(optional))
     if missing or unknown:
         raise CatalogueError(f"{where}: missing fields {missing}, unknown fields {unknown}")
-    for name in KNOWN_FIELDS:
+    for name in text:
         if not isinstance(entry[name], str) or not entry[name].strip():
             raise CatalogueError(f"{where}: {name} must be a non-empty string, got {entry[name]!r}")
     if entry["component"] not in components:
         raise CatalogueError(f"{where}: unknown component {entry['component']!r} (the bank knows {sorted(components)})")
+    return where
+
+
+def _known(
+    entry: Mapping[str, Any], where: str, components: Collection[str], requirement_classes: Mapping[str, str]
+) -> Known:
+    where = _checked_fields(entry, where, "known", KNOWN_FIELDS, {*KNOWN_FIELDS, "signature"}, (), components)
     signature = entry["signature"]
     if (
         not isinstance(signature, list)
@@ -161,17 +176,7 @@ def _known(
 def _bug(
     entry: Mapping[str, Any], where: str, components: Collection[str], requirement_classes: Mapping[str, str]
 ) -> Bug:
-    if isinstance(entry.get("id"), str) and entry["id"]:
-        where = f"{where.rsplit(': ', 1)[0]}: bug {entry['id']}"
-    missing = sorted(FIELDS - entry.keys())
-    unknown = sorted(entry.keys() - FIELDS - set(OPTIONAL))
-    if missing or unknown:
-        raise CatalogueError(f"{where}: missing fields {missing}, unknown fields {unknown}")
-    for name in TEXT_FIELDS:
-        if not isinstance(entry[name], str) or not entry[name].strip():
-            raise CatalogueError(f"{where}: {name} must be a non-empty string, got {entry[name]!r}")
-    if entry["component"] not in components:
-        raise CatalogueError(f"{where}: unknown component {entry['component']!r} (the bank knows {sorted(components)})")
+    where = _checked_fields(entry, where, "bug", TEXT_FIELDS, FIELDS, OPTIONAL, components)
     if entry["level"] not in LEVELS:
         raise CatalogueError(f"{where}: level {entry['level']!r} is not one of {list(LEVELS)}")
     if not FIX_COMMIT.fullmatch(entry["fix_commit"]):
