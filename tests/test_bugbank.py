@@ -15,7 +15,7 @@ from kconform.conformance.bugbank import command
 from kconform.conformance.bugbank.catalogue import Bug, CatalogueError, parse_catalogue
 from kconform.conformance.bugbank.command import bank, exit_code, load, run_command
 from kconform.conformance.bugbank.components import COMPONENTS
-from kconform.conformance.bugbank.page import render_page
+from kconform.conformance.bugbank.page import fix, render_page
 from kconform.conformance.bugbank.pyreleases import (
     ReleaseInstallError,
     child_env,
@@ -73,6 +73,12 @@ def test_an_entry_loads_with_every_field() -> None:
         (('["STRAT-010"]', "[]"), "bug KAFKA-14639: requirements must be a non-empty list"),
         (('level = "protocol"', 'level = "fast"'), "bug KAFKA-14639: level 'fast'"),
         (('"ae7225702889311ba3577ba8ad602c03b1dfdaf2"', '"ae72257"'), "bug KAFKA-14639: fix_commit must be"),
+        (('fix_commit = "ae7225702889311ba3577ba8ad602c03b1dfdaf2"\n', ""), "exactly one of fix_commit"),
+        (("level = ", 'fix_change = "https://github.com/apache/kafka/pull/13100"\nlevel = '), "exactly one of"),
+        (
+            ('fix_commit = "ae7225702889311ba3577ba8ad602c03b1dfdaf2"', 'fix_change = "KAFKA-14639"'),
+            "fix_change must be the fix's pull request URL",
+        ),
         (('["STRAT-010"]', '["STRAT-010", "LIVE-001"]'), "are of the classes ['fidelity', 'liveness']"),
         (('fixed = "3.4.1"', 'fixed = "3.4.0"'), "both '3.4.0'"),
         (('only = "STRAT-010"\n', ""), "bug KAFKA-14639: missing fields ['only']"),
@@ -84,6 +90,17 @@ def test_an_entry_the_bank_cannot_run_is_an_error_naming_it(change: tuple[str, s
     with pytest.raises(CatalogueError, match=r"^bank\.toml: ") as error:
         parse(ENTRY.replace(*change))
     assert says in str(error.value)
+
+
+def test_a_fix_named_by_its_pull_request_loads_and_the_page_links_it() -> None:
+    """Where the repository cannot be fetched (apache/spark), the fix is named by its pull request instead of a
+    commit, and the page says the commit is not named rather than showing an empty or made-up one."""
+    change = "https://github.com/apache/kafka/pull/13100"
+    (bug,) = parse(ENTRY.replace('fix_commit = "ae7225702889311ba3577ba8ad602c03b1dfdaf2"', f'fix_change = "{change}"'))
+    assert (bug.fix_commit, bug.fix_change) == (None, change)
+    assert fix(bug) == f"[its pull request]({change}), commit not named"
+    (named,) = parse(ENTRY)
+    assert fix(named) == "`ae7225702889`"
 
 
 def test_a_bug_listed_twice_and_a_foreign_table_are_errors() -> None:

@@ -17,9 +17,15 @@ from typing import Any, Final
 LEVELS: Final = ("protocol", "pipeline", "all")
 """``kconform run --level``'s choices."""
 FIX_COMMIT: Final = re.compile(r"[0-9a-f]{40}")
-TEXT_FIELDS: Final = ("id", "link", "component", "buggy", "fixed", "fix_commit", "mechanism", "only", "level")
+FIX_CHANGE: Final = re.compile(r"https://\S+/pull/\d+")
+TEXT_FIELDS: Final = ("id", "link", "component", "buggy", "fixed", "mechanism", "only", "level")
 FIELDS: Final = frozenset({*TEXT_FIELDS, "requirements"})
-OPTIONAL: Final = ("could_not_run", "draws", "signature", "tolerate")
+FIX_FIELDS: Final = ("fix_commit", "fix_change")
+"""Exactly one: ``fix_commit``, the fix's upstream commit in full, checked with ``git tag --contains`` on the fetched
+repository; or ``fix_change``, the pull request of the fix, only where its repository cannot be fetched here (too
+large) so its commit cannot be named: the entry's ``mechanism`` then says how the fix was found in the released
+artifacts (the same change between the buggy and the fixed release's classes)."""
+OPTIONAL: Final = ("could_not_run", "draws", "signature", "tolerate", *FIX_FIELDS)
 """``could_not_run``: a reason the bug cannot be run here (no release runnable on this platform, no scenario of its
 component reaches it yet): recorded in the bank rather than dropped, and judged *could not run* without a run.
 ``draws``: how many schedules a drawn workload draws in each of its runs (``kconform run --workload-draws``), for a
@@ -50,7 +56,10 @@ class Bug:
     """The last release with the bug (a version of the component's artifact)."""
     fixed: str
     """The first release with the fix."""
-    fix_commit: str
+    fix_commit: str | None
+    """The fix's upstream commit in full; ``None`` where only ``fix_change`` names it."""
+    fix_change: str | None
+    """The fix's pull request, where its commit cannot be named here (``FIX_FIELDS``)."""
     requirements: tuple[str, ...]
     """The requirement ids the bug breaks: the buggy release must fail on one of them."""
     category: str
@@ -179,8 +188,20 @@ def _bug(
     where = _checked_fields(entry, where, "bug", TEXT_FIELDS, FIELDS, OPTIONAL, components)
     if entry["level"] not in LEVELS:
         raise CatalogueError(f"{where}: level {entry['level']!r} is not one of {list(LEVELS)}")
-    if not FIX_COMMIT.fullmatch(entry["fix_commit"]):
+    fixes = [name for name in FIX_FIELDS if name in entry]
+    if len(fixes) != 1:
+        raise CatalogueError(
+            f"{where}: name the fix by exactly one of fix_commit (its commit in full) and fix_change (its pull "
+            f"request, where the repository cannot be fetched), got {fixes or 'neither'}"
+        )
+    if "fix_commit" in entry and not (
+        isinstance(entry["fix_commit"], str) and FIX_COMMIT.fullmatch(entry["fix_commit"])
+    ):
         raise CatalogueError(f"{where}: fix_commit must be a full 40-hex commit id, got {entry['fix_commit']!r}")
+    if "fix_change" in entry and not (
+        isinstance(entry["fix_change"], str) and FIX_CHANGE.fullmatch(entry["fix_change"])
+    ):
+        raise CatalogueError(f"{where}: fix_change must be the fix's pull request URL, got {entry['fix_change']!r}")
     ids = entry["requirements"]
     if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
         raise CatalogueError(f"{where}: requirements must be a non-empty list of requirement ids, got {ids!r}")
@@ -212,6 +233,8 @@ def _bug(
         lists[name] = tuple(value)
     return Bug(
         **{name: entry[name] for name in TEXT_FIELDS},
+        fix_commit=entry.get("fix_commit"),
+        fix_change=entry.get("fix_change"),
         requirements=tuple(ids),
         category=classes[0],
         could_not_run=why,

@@ -17,6 +17,11 @@ def replay_command(bug: Bug, catalogue: str | None) -> str:
     return f"kconform bugbank --only {bug.id}" + (f" --catalogue {catalogue}" if catalogue else "")
 
 
+def fix(bug: Bug) -> str:
+    """The fix as the page names it: its commit's first twelve digits, else its pull request."""
+    return f"`{bug.fix_commit[:12]}`" if bug.fix_commit else f"[its pull request]({bug.fix_change}), commit not named"
+
+
 def cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
@@ -57,5 +62,5 @@ def render_page(
             f"**{judgement.verdict}**: {cell(judgement.reason)} | `{replay_command(bug, catalogue)}` |"
         )
     lines += ["", "## Mechanisms", ""]
-    lines += [f"- **{bug.id}** (fix `{bug.fix_commit[:12]}`): {cell(bug.mechanism)}" for bug, _ in results]
+    lines += [f"- **{bug.id}** (fix {fix(bug)}): {cell(bug.mechanism)}" for bug, _ in results]
     return "\n".join(lines) + "\n"
