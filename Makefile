@@ -147,7 +147,7 @@ site: setup
 # Kafka partition, hence local[8,3]), then on each of SPARK_RELEASES (kconform verdicts --spark),
 # then Flink's own connector at its newest pinned line (conformance/flink/versions.py);
 # a page's violation is its finding (exit 1 goes on), a run that could not check stops make.
-SPARK_RELEASES := 3.5.7 4.0.2 4.1.1 4.1.2
+SPARK_RELEASES := 3.5.7 4.0.2 4.0.4 4.1.1 4.1.2 4.1.3
 # The broker releases other than the default that the pinned Spark's connector is also judged on (one page each);
 # `kconform matrix` then writes docs/verdicts/matrix.md (connector release x broker release) from every page.
 OTHER_KAFKA_VERSIONS ?= 3.9.2
