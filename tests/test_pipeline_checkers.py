@@ -422,7 +422,7 @@ def reads_past_end(starts: dict[TopicPartition, int]) -> list[ReadRecord]:
 @given(loss_accepted=st.booleans())
 def test_required_RESTORE_022_023_a_failure_naming_the_partition_position_and_end_passes(loss_accepted: bool) -> None:
     reference = "PositionPastEnd: positions past their partition's end (r-0: position 1013, end 308): the topic was"
-    spark = "[KAFKA_DATA_LOSS.PARTITION_OFFSET_CHANGED] Partition r-0 offset was changed from 1013 to 308.\n" \
+    spark = "[KAFKA_DATA_LOSS.PARTITION_OFFSET_CHANGED] Partition r-0's offset was changed from 1013 to 308.\n" \
         "This could be ... 2) the kafka topic-partition is deleted and re-created."  # fmt: skip
     for named in (reference, spark):
         assert check_position_past_end(named + "\n  at Foo.scala:12", [], PAST_END, loss_accepted) == []
