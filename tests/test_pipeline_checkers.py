@@ -29,6 +29,7 @@ from kconform.conformance.checks.pipeline_checkers import (
     check_offsets_read_by_one_task,
     check_output,
     check_pattern_reads,
+    check_position_past_end,
     check_read_once,
     check_refused_timeout,
     check_rewritten,
@@ -406,6 +407,59 @@ def test_required_RESTORE_015_a_reset_past_records_that_still_exist_is_named(
     assert [v.kind for v in reset if v.kind != "existing-record-skipped"] == ["silent-skip"] * (not loss_accepted)
     [kept_skipped] = check_gone_position(None, reads_from({GONE: 1029, KEPT: 1014}), TRUNCATED, True)
     assert (kept_skipped.data["partition"], kept_skipped.data["offsets"]) == (1, [1013])
+
+
+RECREATED, LEFT_ALONE = TopicPartition("r", 0), TopicPartition("o", 0)
+PAST_END = {RECREATED: Truncated(position=1013, log_start=0, end=308), LEFT_ALONE: Truncated(1013, 0, 1045)}
+"""Topic ``r`` was deleted and created again with 308 records, below the query's position 1013 (RESTORE-022); topic
+``o`` was left alone and grew from 1013 to 1045."""
+
+
+def reads_past_end(starts: dict[TopicPartition, int]) -> list[ReadRecord]:
+    return [ReadRecord(tp, o, None, 0) for tp, start in starts.items() for o in range(start, PAST_END[tp].end)]
+
+
+@given(loss_accepted=st.booleans())
+def test_required_RESTORE_022_023_a_failure_naming_the_partition_position_and_end_passes(loss_accepted: bool) -> None:
+    reference = "PositionPastEnd: positions past their partition's end (r-0: position 1013, end 308): the topic was"
+    spark = "[KAFKA_DATA_LOSS.PARTITION_OFFSET_CHANGED] Partition r-0's offset was changed from 1013 to 308.\n" \
+        "This could be ... 2) the kafka topic-partition is deleted and re-created."  # fmt: skip
+    for named in (reference, spark):
+        assert check_position_past_end(named + "\n  at Foo.scala:12", [], PAST_END, loss_accepted) == []
+    kafka = "OffsetOutOfRangeException: Fetch position FetchPosition{offset=1013, offsetEpoch=Optional[0]} is out " \
+        "of range for partition r-0"  # fmt: skip
+    [unnamed] = check_position_past_end(kafka, [], PAST_END, loss_accepted)
+    assert (unnamed.requirement, unnamed.kind, unnamed.data["unnamed"]) == ("RESTORE-023", "past-end-unnamed", ["end"])
+    [other] = check_position_past_end("broker down at 3080 of r-10", [], PAST_END, loss_accepted)
+    assert other.data["unnamed"] == ["partition", "position", "end"] and other.data["partition"] == 0
+
+
+def test_required_RESTORE_022_going_on_past_the_end_is_silent_unless_loss_was_accepted() -> None:
+    new_log_read = reads_past_end({RECREATED: 0, LEFT_ALONE: 1013})
+    assert check_position_past_end(None, new_log_read, PAST_END, loss_accepted=True) == []
+    [silent] = check_position_past_end(None, new_log_read, PAST_END, loss_accepted=False)
+    assert (silent.requirement, silent.kind, silent.data) == (
+        "RESTORE-022",
+        "silent-past-end",
+        {"topic": "r", "partition": 0, "start": 1013, "log_start": 0, "end": 308},
+    )
+
+
+@given(loss_accepted=st.booleans(), reset_to=st.integers(1, 308))
+def test_required_RESTORE_022_a_reset_past_records_of_the_new_log_is_named(loss_accepted: bool, reset_to: int) -> None:
+    """The broken twin: reading the new log from its end (Spark with ``failOnDataLoss=false``, ``latest``) or from
+    anywhere above its start skips records nobody read; a partition left alone read from past its position too."""
+    reset = check_position_past_end(
+        None, reads_past_end({RECREATED: reset_to, LEFT_ALONE: 1013}), PAST_END, loss_accepted
+    )
+    [skipped] = [v for v in reset if v.kind == "unread-record-skipped"]
+    assert (skipped.data["topic"], skipped.data["record_count"], skipped.data["offsets"][0]) == ("r", reset_to, 0)
+    assert [v.kind for v in reset if v.kind != "unread-record-skipped"] == ["silent-past-end"] * (not loss_accepted)
+    [other_skipped] = check_position_past_end(None, reads_past_end({RECREATED: 0, LEFT_ALONE: 1014}), PAST_END, True)
+    assert (other_skipped.data["topic"], other_skipped.data["offsets"]) == ("o", [1013])
+    assert (
+        check_position_past_end(None, [], {LEFT_ALONE: PAST_END[LEFT_ALONE]}, False)[0].kind == "unread-record-skipped"
+    )
 
 
 SPECIFIED, UNMAPPED = TopicPartition("s", 0), TopicPartition("s", 1)

@@ -171,6 +171,9 @@ def test_sink_and_pipeline_checkers_give_documented_fields() -> None:
     truncated = {a0: pipeline_checkers.Truncated(1, 3, 5)}
     out += pipeline_checkers.check_gone_position(None, batch, truncated, loss_accepted=False)
     out += pipeline_checkers.check_gone_position("failed", batch, truncated, loss_accepted=False)
+    past_end = {a0: pipeline_checkers.Truncated(7, 0, 3), a1: pipeline_checkers.Truncated(1, 0, 4)}
+    out += pipeline_checkers.check_position_past_end(None, batch, past_end, loss_accepted=False)
+    out += pipeline_checkers.check_position_past_end("failed", batch, past_end, loss_accepted=False)
     out += pipeline_checkers.check_unmapped_start("failed", batch, {a0: 1}, {a0: 3, a1: 2})
     out += pipeline_checkers.check_unmapped_start(None, batch, {a0: 1}, {a0: 3, a1: 2})
     out += sink_checkers.check_distinct_ids([b"x", b"\xff"], [], None) + sink_checkers.check_distinct_ids([], [], "e")
@@ -198,6 +201,7 @@ def test_sink_and_pipeline_checkers_give_documented_fields() -> None:
     out += sink_checkers.check_timeout_outlived({"p-0-1": 1}, 1, "the commit", "KafkaError: fenced", [])
     out += sink_checkers.check_timeout_outlived({"p-0-1": 1}, 1, "the commit", None, [b"\xff"])
     kinds = {v.kind for v in out}
+    assert {"silent-past-end", "unread-record-skipped", "past-end-unnamed"} <= kinds
     assert {"reordered", "unbounded-ids", "open-after-stop", "pending-aborted-at-stop", "offset-gap"} <= kinds
     assert {"offset-duplicate", "never-discovered", "double-read", "lost-write", "duplicate"} <= kinds
     assert {

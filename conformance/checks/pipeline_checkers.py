@@ -563,7 +563,8 @@ def last_line_of(text: str) -> str:
 @dataclass(frozen=True, slots=True)
 class Truncated:
     """A partition as a restarted query found it: its resumed position, its log start after retention or
-    DeleteRecords, and its end. Records ``[position, log_start)`` were deleted before the query read them."""
+    DeleteRecords, and its end. Records ``[position, log_start)`` were deleted before the query read them; a position
+    past the end (a topic deleted and created again, RESTORE-022) lies beyond everything the log holds."""
 
     position: int
     log_start: int
@@ -644,6 +645,78 @@ def _loss_unnamed(error: str, tp: TopicPartition, truncated: Truncated) -> list[
 def _names_number(text: str, number: int) -> bool:
     """Whether ``text`` has ``number`` as a number of its own (not a digit run inside another, nor a line number)."""
     return re.search(rf"(?<![\d.:]){number}(?!\d|\.\d)", text) is not None
+
+
+def check_position_past_end(
+    error: str | None,
+    reads: Iterable[ReadRecord],
+    partitions: Mapping[TopicPartition, Truncated],
+    loss_accepted: bool,
+) -> list[Violation]:
+    """RESTORE-022 on a query restarted where some positions lie past their partition's end because the topic was
+    deleted and created again (each such partition's log is new to the query, records ``[log_start, end)``): it fails
+    (``error``: the failure's text) naming each such partition, its position and its end (RESTORE-023); or, where it
+    was told to accept loss (``loss_accepted``), goes on reading every record of the new log. Never does it go on
+    silently, and never does it skip a record it has not read: of a new log any, of a partition left alone those
+    from its position on. ``reads``: what the restarted query read."""
+    past = {tp: t for tp, t in sorted(partitions.items()) if t.position > t.end}
+    if error is not None:
+        return [v for tp, t in past.items() for v in _past_end_unnamed(error, tp, t)]
+    out = [
+        Violation(
+            "RESTORE-022",
+            "silent-past-end",
+            f"{tp}: the query resumed at {t.position}, past the partition's end {t.end} (its topic was created "
+            "again), and went on without failing although it was not told to accept loss",
+            data=tp_fields(tp) | {"start": t.position, "log_start": t.log_start, "end": t.end},
+        )
+        for tp, t in past.items()
+        if not loss_accepted
+    ]
+    read = {(r.tp, r.offset) for r in reads}
+    for tp, t in sorted(partitions.items()):
+        first = t.log_start if tp in past else max(t.position, t.log_start)
+        skipped = [o for o in range(first, t.end) if (tp, o) not in read]
+        if skipped:
+            out.append(
+                Violation(
+                    "RESTORE-022",
+                    "unread-record-skipped",
+                    f"{tp}: {len(skipped)} records the log holds (from offset {skipped[0]}, log start {t.log_start}, "
+                    f"end {t.end}, resumed at {t.position}) were never read"
+                    + (": the position past the end was reset past them" if tp in past else ""),
+                    data=tp_fields(tp)
+                    | {
+                        "offsets": skipped[:20],
+                        "record_count": len(skipped),
+                        "start": t.position,
+                        "log_start": t.log_start,
+                        "end": t.end,
+                    },
+                )
+            )
+    return out
+
+
+def _past_end_unnamed(error: str, tp: TopicPartition, past: Truncated) -> list[Violation]:
+    """A failure that does not say which partition, from which position, and where its log ends now leaves the user
+    to find out what happened to it (RESTORE-023)."""
+    line = next((line.strip() for line in error.splitlines() if tp.topic in line), last_line_of(error))[:300]
+    named = {
+        "partition": names_partition(error, tp),
+        "position": _names_number(error, past.position),
+        "end": _names_number(error, past.end),
+    }
+    unnamed = [what for what, found in named.items() if not found]
+    return [
+        Violation(
+            "RESTORE-023",
+            "past-end-unnamed",
+            f"{tp}: the query failed without naming its {' or '.join(unnamed)} (position {past.position}, end "
+            f"{past.end}): {line}",
+            data=tp_fields(tp) | {"start": past.position, "end": past.end, "error": line, "unnamed": unnamed},
+        )
+    ] * bool(unnamed)
 
 
 def check_unmapped_start(

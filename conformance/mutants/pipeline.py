@@ -420,6 +420,27 @@ class _GoneToLatestReader(KafkaStreamReader):
 
 
 @reader_mutant(
+    "spark_past_end_reset_to_end",
+    {"RESTORE-022"},
+    "a position past its partition's end (the topic created again) moves to the new end, silently",
+    scenario="a_position_past_the_end_of_a_topic_created_again",
+    data_source="kc-mutant-past-end-to-end",
+)
+class _PastEndToEndReader(KafkaStreamReader):
+    """A partition whose end lies below the source's offset is planned from the new end on, as Spark's source does
+    with ``failOnDataLoss=false`` (the batch's range is dropped, the next starts at the end) and a consumer with
+    ``auto.offset.reset=latest``: the records the new log holds below the end are never read, and nothing fails."""
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        previous = SourceOffsets.from_json(start)
+        ends = self._ends(set(previous.offsets))
+        moved = {tp: end for tp, end in ends.items() if end < previous.offsets[tp]}
+        if moved:
+            start = replace(previous, offsets={**previous.offsets, **moved}).to_json()
+        return super().latestOffset(start, limit)
+
+
+@reader_mutant(
     "spark_unmapped_partition_at_latest",
     {"RESTORE-017"},
     "a partition left out of the specific startingOffsets starts at its end, silently",

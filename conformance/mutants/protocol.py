@@ -544,6 +544,25 @@ class _PoolFreedAtCommitSink(ExactlyOnceSink):
 
 
 @sink_mutant(
+    "pooled_reuse_left_open_by_fenced_recovery",
+    {"COMMIT-004", "COMMIT-007"},
+    "a pooled id reused after its commit: recovery's fenced commit of it is discarded and the newer transaction"
+    " under it left open (FLINK-40626)",
+    naming=NamingStrategy.POOLING,
+)
+class _PoolReuseLeftOpenSink(_PoolFreedAtCommitSink):
+    def _commit(self, committables: Iterable[Any]) -> None:
+        """Flink's pool (an id free once its commit is reported) and Flink's recovery together: the restored
+        checkpoint names an id that a later, unfinished checkpoint reused; ``KafkaCommitter`` meets the fence
+        (``logFencedRequest``: "expected in some cases") and discards the committable, and the abort
+        (``TransactionAbortStrategyImpl.LISTING``) skips every id to be committed, so the transaction open under
+        the reused id holds ``read_committed`` readers back until the broker's timeout."""
+        for c in committables:
+            with contextlib.suppress(ProducerFencedError):
+                super()._commit([c])
+
+
+@sink_mutant(
     "late_notification_frees_pooled_ids",
     {"COMMIT-003"},
     "a late or repeated notification frees the pooled ids the newest completed checkpoint still names",

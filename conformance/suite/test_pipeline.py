@@ -41,7 +41,7 @@ from pyspark.sql import SparkSession
 
 from ...reference_impl.discovery import ZeroPartitionsPolicy
 from ...reference_impl.kafka_client import KafkaClient, stable_offsets, topic_records, wait_until
-from ...reference_impl.ports import Isolation, UnsupportedFeatureError
+from ...reference_impl.ports import Isolation, KafkaError, UnsupportedFeatureError
 from ...reference_impl.types import TopicPartition
 from ..adapter.interface import DEFAULT_MASTER, PipelineAdapter
 from ..brokers import Broker
@@ -72,6 +72,7 @@ from ..checks.pipeline_checkers import (
     check_listed_reads,
     check_offsets_read_by_one_task,
     check_pattern_reads,
+    check_position_past_end,
     check_read_once,
     check_refused_timeout,
     check_rewritten,
@@ -812,6 +813,64 @@ def test_required_RESTORE_015_a_position_deleted_before_it_was_read_is_never_ski
     fail_on(
         verdict, verified=["RESTORE-003", "RESTORE-015", "RESTORE-016", "RESTORE-019"]
     )  # one call judged all in full
+
+
+RECREATED_RECORDS: Final = 307
+"""Records the topic holds once created again (its end 308 with the sentinel): below the ``READ_BEFORE_TRUNCATION``
+the query had read, and a number a failure's text names only when it names the end."""
+
+
+def recreate_topic(kafka: KafkaClient, topic: str, partitions: int) -> None:
+    """Delete ``topic`` and create it again under its name, empty, confirmed in the broker's metadata. The broker may
+    refuse the create for a moment while the deletion completes (``TopicExistsException``, "marked for deletion"):
+    asked again within the client's bound."""
+
+    def created() -> bool | None:
+        try:
+            kafka.create_topic(topic, partitions)
+        except KafkaError as refused:
+            if "exist" in str(refused).lower() or "marked for deletion" in str(refused):
+                return None
+            raise
+        return True
+
+    with injected(f"deleting {topic} and creating it again"):
+        kafka.delete_topic(topic)
+        wait_until(created, kafka.timeout_s, f"{topic} created again", step_s=0.5)
+        if any(kafka.latest_offset(TopicPartition(topic, p), Isolation.READ_UNCOMMITTED) for p in range(partitions)):
+            raise KafkaError(f"{topic} was created again with records in it")
+
+
+@requirement("RESTORE-022", "RESTORE-023", capability="pipeline")
+@pytest.mark.parametrize("loss_accepted", [False, True], ids=["fail-on-data-loss", "data-loss-accepted"])
+def test_required_RESTORE_022_a_position_past_the_end_of_a_topic_created_again_is_never_reset_silently(
+    adapter: Any, make_pipeline: Callable[..., Pipeline], kafka: KafkaClient, tmp_path: Path, loss_accepted: bool
+) -> None:
+    """A query reads two topics to their end and stops; one is deleted and created again with fewer records than the
+    query read of it (its position now lies past the new end), and more records go to the other. Restarted, the query
+    must fail naming the recreated partition, its position and its end; or, told to accept loss
+    (``failOnDataLoss=false``), read every record of the new topic and the other topic's new records. Going on
+    without failing when not told to, or from the new end (Spark's ``failOnDataLoss=false``, a consumer's
+    ``auto.offset.reset=latest``), or waiting for the new log to pass the old position, skips records no one read."""
+    recreated, other, checkpoint = new_topic(kafka, 1), new_topic(kafka, 1), tmp_path / "checkpoint"
+    first_ends = {
+        **fill(kafka, recreated, 1, READ_BEFORE_TRUNCATION - 1, "before"),
+        **fill(kafka, other, 1, READ_BEFORE_TRUNCATION - 1, "before"),
+    }
+    subscribe = f"{recreated},{other}"
+    first = make_pipeline(1, checkpoint, subscribe=subscribe)
+    first.run_available_now()
+    fail_on(check_read_once(first.records(), first_ends))
+    recreate_topic(kafka, recreated, 1)
+    ends = {**fill(kafka, recreated, 1, RECREATED_RECORDS, "recreated"), **fill(kafka, other, 1, 31, "after")}
+    restarted = make_pipeline(1, checkpoint, subscribe=subscribe, accept_data_loss=loss_accepted)
+    error = None
+    try:
+        restarted.run_available_now()
+    except StreamingQueryException as failed:
+        error = str(failed)
+    found = {tp: Truncated(first_ends[tp], kafka.earliest_offset(tp), end) for tp, end in ends.items()}
+    fail_on(check_position_past_end(error, restarted.records(), found, loss_accepted))
 
 
 @requirement("RESTORE-017", "RESTORE-020", capability="pipeline")

@@ -166,13 +166,25 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """Every subscribed partition at its end; new ones start at their real earliest offset (DISC-005).
 
         Partitions absent from this metadata view keep their offsets (RESTORE-006); offsets only
-        move forward (RESTORE-003).
+        move forward (RESTORE-003). A partition whose end lies below its offset (its topic deleted and created
+        again, or its log truncated) fails the trigger, ``PositionPastEnd`` (RESTORE-022): an end never moves back
+        on a log that kept its records, so going on would skip what the new log holds below the offset.
         """
         subscribed = self._options.subscription.select(self._kafka().list_topics())
         first = {tp: self._kafka().earliest_offset(tp) for tp in subscribed - previous.offsets.keys()}
         known = {**previous.offsets, **first}
-        ends = {tp: max(known[tp], end) for tp, end in self._ends(subscribed).items()}
-        return SourceOffsets(self._options.parallelism, {**known, **ends}, first)
+        found = self._ends(subscribed)
+        past = [tp for tp, end in found.items() if end < known[tp]]
+        for _ in range(PAST_END_ASKS - 1):
+            if not past:
+                break
+            time.sleep(PAST_END_ASK_INTERVAL_S)  # the broker asked again after a pause, a bounded count of times
+            again = self._ends(set(past))
+            found = {tp: end for tp, end in found.items() if tp not in past} | again
+            past = [tp for tp in past if tp in again and again[tp] < known[tp]]
+        if past:
+            raise position_past_end({tp: (known[tp], found[tp]) for tp in past})
+        return SourceOffsets(self._options.parallelism, {**known, **found}, first)
 
     def prepareForTriggerAvailableNow(self) -> None:
         """``availableNow`` reads up to what exists now; partitions found later wait for the next run."""
@@ -260,6 +272,28 @@ def position_gone(tp: TopicPartition, position: int, log_start: int) -> Position
         f"{log_start}) were deleted (retention or DeleteRecords) before this source read them, so it fails instead "
         "of skipping them; to go on from the log start, restart the query with a new checkpoint at startingOffsets "
         "earliest, knowing those records are lost"
+    )
+
+
+PAST_END_ASKS: Final = 3
+PAST_END_ASK_INTERVAL_S: Final = 1.0
+"""How often, and how far apart, an end below the source's position is asked for before the trigger fails: a leader
+that just moved may answer ListOffsets with an end that lags (KAFKA-7703), which Spark's source asks again for as
+often (``fetchOffset.numRetries`` 3, ``fetchOffset.retryIntervalMs`` 1000)."""
+
+
+class PositionPastEnd(KafkaError):
+    """A partition's end lies below the source's position: its topic was deleted and created again, or its log
+    truncated, since the position was taken."""
+
+
+def position_past_end(past: Mapping[TopicPartition, tuple[int, int]]) -> PositionPastEnd:
+    """The failure that names what happened (RESTORE-022, RESTORE-023): each partition, its position and its end."""
+    each = "; ".join(f"{tp}: position {position}, end {end}" for tp, (position, end) in sorted(past.items()))
+    return PositionPastEnd(
+        f"positions past their partition's end ({each}): the topic was deleted and created again, or its log "
+        "truncated, since this source read there, so it fails instead of skipping the records the log now holds "
+        "below those positions; to read the partition anew, restart the query with a new checkpoint"
     )
 
 
