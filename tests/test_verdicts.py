@@ -155,13 +155,13 @@ def test_a_run_loads_no_conftest_of_the_directory_it_is_started_in(tmp_path: Pat
     (project / "tests" / "conftest.py").write_text(
         "def pytest_configure(config):\n    raise SystemExit('the project conftest was loaded')\n"
     )
-    options = RunOptions(adapter="m:A", suite="kc_conftest_probe")
     code = (
         "import sys, pytest\n"
         f"sys.path.insert(0, {str(suite.parent)!r})\n"
         "from kconform.conformance.gate.options import RunOptions\n"
         "from kconform.conformance.gate.runner import pytest_args\n"
-        f"sys.exit(pytest.main(pytest_args(RunOptions(adapter={options.adapter!r}, suite={options.suite!r}), seed=1)))\n"
+        "options = RunOptions(adapter='m:A', suite='kc_conftest_probe')\n"
+        "sys.exit(pytest.main(pytest_args(options, seed=1)))\n"
     )
     run = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0 and "1 passed" in run.stdout, run.stdout + run.stderr

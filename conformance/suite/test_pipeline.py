@@ -95,7 +95,6 @@ from ..gate.pytest_plugin import (
     BROKER_VERSION,
     Partial,
     adapter_spec,
-    live_broker,
     requirement,
 )
 from ..generators.input_classes import (
@@ -187,19 +186,19 @@ PROBED = pytest.StashKey[Future[list[Capability]]]()
 
 @pytest.fixture(scope="module")
 def pipeline_broker(pipeline_adapter: PipelineAdapter, request: pytest.FixtureRequest) -> Iterator[Broker]:
-    """The run's broker, probed once in the background (the probe mostly waits on the broker, so it
-    overlaps Spark's start and the first scenarios): the report shows what the broker can and cannot
-    show (spec/kafka.md)."""
-    for running in live_broker():
-        request.config.stash[BROKER_VERSION] = running.version
-        request.config.stash[BROKER_FACTS] = read_facts(running)
-        request.config.stash[BROKER_ANSWERS] = running.answers
-        with ThreadPoolExecutor(1, thread_name_prefix="kconform-probe") as pool:
-            probed = request.config.stash[PROBED] = pool.submit(probe, running)
-            try:
-                yield running
-            finally:
-                request.config.stash[BROKER_CAPABILITIES] = probed.result(timeout=PROBE_WAIT_S)
+    """The run's broker (``shared_broker``, the client scenarios' too), probed once in the background (the probe
+    mostly waits on the broker, so it overlaps Spark's start and the first scenarios): the report shows what the
+    broker can and cannot show (spec/kafka.md)."""
+    running: Broker = request.getfixturevalue("shared_broker")
+    request.config.stash[BROKER_VERSION] = running.version
+    request.config.stash[BROKER_FACTS] = read_facts(running)
+    request.config.stash[BROKER_ANSWERS] = running.answers
+    with ThreadPoolExecutor(1, thread_name_prefix="kconform-probe") as pool:
+        probed = request.config.stash[PROBED] = pool.submit(probe, running)
+        try:
+            yield running
+        finally:
+            request.config.stash[BROKER_CAPABILITIES] = probed.result(timeout=PROBE_WAIT_S)
 
 
 class BrokerCan(dict[str, Capability]):
