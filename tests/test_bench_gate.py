@@ -247,3 +247,39 @@ def alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except (FileNotFoundError, ProcessLookupError):
         return False
+
+
+def test_a_fixture_started_inside_another_s_setup_counts_its_seconds_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A module fixture that takes a session fixture with ``request.getfixturevalue`` (the pipeline scenarios'
+    broker takes the run's shared one) is timed around the inner one's start: each start's seconds in
+    ``timings.fixtures`` are its own, so the fixture starts add up to no more than the setup they happened in."""
+    import io
+    from types import SimpleNamespace
+
+    from kconform.conformance.gate import collector as collector_module
+    from kconform.conformance.gate.collector import Collector
+    from kconform.conformance.gate.options import RunOptions
+
+    clock = iter([10.0, 11.0, 16.0, 18.0, 30.0, 30.5])  # outer in, inner in, inner out, outer out; a function one
+    monkeypatch.setattr(collector_module.time, "perf_counter", lambda: next(clock))
+    collector = Collector(RunOptions(adapter="m:A"), 1, {}, [], io.StringIO())
+
+    def fixture(name: str, scope: str) -> Any:
+        return collector.pytest_fixture_setup(SimpleNamespace(argname=name, scope=scope))
+
+    outer = fixture("pipeline_broker", "module")
+    next(outer)
+    inner = fixture("shared_broker", "session")
+    next(inner)
+    for hook in (inner, outer):
+        with pytest.raises(StopIteration):
+            next(hook)
+    alone = fixture("spark", "module")
+    next(alone)
+    with pytest.raises(StopIteration):
+        next(alone)
+    assert [(f.name, f.seconds) for f in collector.fixtures] == [
+        ("shared_broker", 5.0),
+        ("pipeline_broker", 3.0),
+        ("spark", 0.5),
+    ]

@@ -3,6 +3,8 @@ nothing that differs between two identical runs; the run it makes cannot replay 
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -138,3 +140,28 @@ def test_kconform_run_names_what_it_judged_as_the_page_does(monkeypatch: pytest.
     )
     assert f"\njudged: {judged}\n" in report.render_text(ran, judged=judged)
     assert "judged:" not in report.render_text(ran)
+
+
+def test_a_run_loads_no_conftest_of_the_directory_it_is_started_in(tmp_path: Path) -> None:
+    """pytest loads the ``conftest.py`` of the ``test*`` folders of the directory it starts in when its arguments
+    are package names (``--pyargs``): a project's own (kconform's ``tests/conftest.py`` reorders the tests) would
+    change what a run does. Here such a conftest fails the run at once if it is loaded."""
+    suite = tmp_path / "packages" / "kc_conftest_probe"
+    suite.mkdir(parents=True)
+    (suite / "__init__.py").write_text("")
+    (suite / "test_one.py").write_text("def test_runs() -> None:\n    pass\n")
+    project = tmp_path / "project"
+    (project / "tests").mkdir(parents=True)
+    (project / "tests" / "conftest.py").write_text(
+        "def pytest_configure(config):\n    raise SystemExit('the project conftest was loaded')\n"
+    )
+    code = (
+        "import sys, pytest\n"
+        f"sys.path.insert(0, {str(suite.parent)!r})\n"
+        "from kconform.conformance.gate.options import RunOptions\n"
+        "from kconform.conformance.gate.runner import pytest_args\n"
+        "options = RunOptions(adapter='m:A', suite='kc_conftest_probe')\n"
+        "sys.exit(pytest.main(pytest_args(options, seed=1)))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and "1 passed" in run.stdout, run.stdout + run.stderr

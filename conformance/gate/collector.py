@@ -317,7 +317,10 @@ class Collector:
         self.collected: float | None = None
         """When collection and selection ended (epoch seconds)."""
         self.fixtures: list[FixtureStart] = list(journal.fixtures) if journal is not None else []
-        """Every start of a fixture wider than a test, earlier processes' of a resumed run first."""
+        """Every start of a fixture wider than a test, earlier processes' of a resumed run first; each one's seconds
+        without those of the fixtures it started itself (``request.getfixturevalue``), which have their own."""
+        self._nested: list[float] = []
+        """Per wider fixture being set up, innermost last: the seconds of the fixtures it started so far."""
         self.heartbeat = Heartbeat(out, float(os.environ.get(HEARTBEAT_ENV, HEARTBEAT_S)))
 
     def pytest_configure(self, config: pytest.Config) -> None:
@@ -374,8 +377,15 @@ class Collector:
             yield
             return
         started, began = time.time(), time.perf_counter()
-        yield
-        start = FixtureStart(fixturedef.argname, fixturedef.scope, time.perf_counter() - began, started, self._running)
+        self._nested.append(0.0)
+        try:
+            yield
+        finally:
+            inner = self._nested.pop()
+        took = time.perf_counter() - began
+        if self._nested:  # started by a wider fixture's own setup (request.getfixturevalue): not its seconds
+            self._nested[-1] += took
+        start = FixtureStart(fixturedef.argname, fixturedef.scope, took - inner, started, self._running)
         self.fixtures.append(start)
         if self.journal is not None:
             self.journal.record_fixture(start)

@@ -248,6 +248,15 @@ def live_broker(kind: str | None = None) -> Iterator[Broker]:
 
 
 @pytest.fixture(scope="session")
+def shared_broker() -> Iterator[Broker]:
+    """One broker (``live_broker``) for the suite modules that need none of their own, the client scenarios and the
+    pipeline scenarios (each isolated by its topics, groups and transactional ids): started when the first of them
+    asks, stopped at the run's end. A module whose scenarios restart or pause their broker (the drawn client
+    workload) or run it beside an engine of their own (Flink's) starts its own."""
+    yield from live_broker()
+
+
+@pytest.fixture(scope="session")
 def spark_master(pytestconfig: pytest.Config) -> Iterator[str]:
     """The master URL of ``--kconform-spark-master``; for ``standalone`` a cluster started for the run,
     stopped after it with every process it began (``CouldNotCheck`` if it cannot start)."""

@@ -125,14 +125,18 @@ def package_folder(name: str) -> Path | None:
 
 
 def pytest_args(options: RunOptions, seed: int, journal: Journal | None = None) -> list[str]:
-    """The pytest command line of a run: an empty ini file, so the suite runs the same from any directory. A
-    supervised run keeps its own faulthandler (on the journal's crash log), which pytest's would replace."""
+    """The pytest command line of a run: an empty ini file and no ``conftest.py``, so the suite runs the same from
+    any directory (pytest would otherwise load the ``conftest.py`` of the ``test*`` folders of the directory it is
+    started in, a project's own: kconform's ``tests/conftest.py`` put the longest-bounded tests first, which split
+    a module's tests and started its broker and SparkSession again for each part). A supervised run keeps its own
+    faulthandler (on the journal's crash log), which pytest's would replace."""
     args = [
         *(["-p", "no:faulthandler"] if journal is not None else []),
         "--pyargs",
         options.suite,
         f"--rootdir={suite_root(options.suite)}",
         f"--config-file={os.devnull}",
+        "--noconftest",
         "-p",
         "no:cacheprovider",
         "-o",

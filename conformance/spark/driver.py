@@ -164,12 +164,22 @@ class StandbyDrivers:
         log = self._folder / f"driver-{self._count}.log"
         return spawn(self._master, log), log
 
+    @property
+    def master(self) -> str:
+        return self._master
+
+    def take(self) -> tuple[subprocess.Popen[bytes], Path]:
+        """A driver whose session is up (or still starting), not yet given a run (``hand_over`` gives it one), and its
+        log, which holds its own output alone; the next one starts its session meanwhile."""
+        driver, log = self._ready if self._ready is not None else self._spawn()
+        self._ready = self._spawn()
+        return driver, log
+
     def start(self, run: DriverRun) -> tuple[subprocess.Popen[bytes], Path]:
         """A driver running ``run``, and its log; the next one starts its session meanwhile."""
         if run.master != self._master:
             raise ValueError(f"standby drivers run on {self._master}, not {run.master}")
-        driver, log = self._ready if self._ready is not None else self._spawn()
-        self._ready = self._spawn()
+        driver, log = self.take()
         return hand_over(driver, run), log
 
     def close(self) -> None:

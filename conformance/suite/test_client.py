@@ -34,7 +34,7 @@ from ..brokers import Broker
 from ..checks.checkers import fail_on
 from ..checks.client_checkers import check_position_at_end, check_stored_offset_committed
 from ..checks.pipeline_checkers import ReadRecord, check_read_once
-from ..gate.pytest_plugin import live_broker, requirement
+from ..gate.pytest_plugin import requirement
 
 pytestmark = pytest.mark.pipeline
 
@@ -55,11 +55,13 @@ def client_settings() -> settings:
 
 
 @pytest.fixture(scope="module")
-def client_broker(adapter_under_test: Any) -> Iterator[Broker]:
-    """The run's broker, started only for an adapter that reads with this interpreter's confluent-kafka."""
+def client_broker(adapter_under_test: Any, request: pytest.FixtureRequest) -> Broker:
+    """The run's broker (``shared_broker``, the pipeline scenarios' too), started only for an adapter that reads with
+    this interpreter's confluent-kafka."""
     if CAPABILITY not in adapter_under_test.capabilities:
         pytest.skip(f"adapter {adapter_under_test.name!r} does not declare capability {CAPABILITY!r}")
-    yield from live_broker()
+    broker: Broker = request.getfixturevalue("shared_broker")
+    return broker
 
 
 @contextmanager

@@ -96,7 +96,6 @@ from ..gate.pytest_plugin import (
     BROKER_VERSION,
     Partial,
     adapter_spec,
-    live_broker,
     requirement,
 )
 from ..generators.input_classes import (
@@ -109,7 +108,17 @@ from ..generators.input_classes import (
 )
 from ..generators.start_classes import LATE_TOPIC, VERSIONED, matches_nothing, start_classes
 from ..generators.strategies import InterleavingMix
-from ..spark.driver import DriverRun, kill_group, log_end, output_since, raise_if_cannot_check
+from ..spark.cluster import is_local
+from ..spark.driver import (
+    DriverRun,
+    StandbyDrivers,
+    hand_over,
+    kill_group,
+    log_end,
+    output_since,
+    raise_if_cannot_check,
+    spawn,
+)
 from ..spark.failures import StalledOriginal, TaskFailures
 from ..spark.injections import (
     group_gone,
@@ -178,19 +187,19 @@ PROBED = pytest.StashKey[Future[list[Capability]]]()
 
 @pytest.fixture(scope="module")
 def pipeline_broker(pipeline_adapter: PipelineAdapter, request: pytest.FixtureRequest) -> Iterator[Broker]:
-    """The run's broker, probed once in the background (the probe mostly waits on the broker, so it
-    overlaps Spark's start and the first scenarios): the report shows what the broker can and cannot
-    show (spec/kafka.md)."""
-    for running in live_broker():
-        request.config.stash[BROKER_VERSION] = running.version
-        request.config.stash[BROKER_FACTS] = read_facts(running)
-        request.config.stash[BROKER_ANSWERS] = running.answers
-        with ThreadPoolExecutor(1, thread_name_prefix="kconform-probe") as pool:
-            probed = request.config.stash[PROBED] = pool.submit(probe, running)
-            try:
-                yield running
-            finally:
-                request.config.stash[BROKER_CAPABILITIES] = probed.result(timeout=PROBE_WAIT_S)
+    """The run's broker (``shared_broker``, the client scenarios' too), probed once in the background (the probe
+    mostly waits on the broker, so it overlaps Spark's start and the first scenarios): the report shows what the
+    broker can and cannot show (spec/kafka.md)."""
+    running: Broker = request.getfixturevalue("shared_broker")
+    request.config.stash[BROKER_VERSION] = running.version
+    request.config.stash[BROKER_FACTS] = read_facts(running)
+    request.config.stash[BROKER_ANSWERS] = running.answers
+    with ThreadPoolExecutor(1, thread_name_prefix="kconform-probe") as pool:
+        probed = request.config.stash[PROBED] = pool.submit(probe, running)
+        try:
+            yield running
+        finally:
+            request.config.stash[BROKER_CAPABILITIES] = probed.result(timeout=PROBE_WAIT_S)
 
 
 class BrokerCan(dict[str, Capability]):
@@ -216,6 +225,38 @@ def spark(pipeline_adapter: PipelineAdapter, spark_master: str) -> Iterator[Spar
     finally:
         if existing is None:
             session.stop()
+
+
+@pytest.fixture(scope="module")
+def standby_drivers(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandbyDrivers | None]:
+    """Driver processes for the scenarios that kill a driver, each started while the scenario before it runs: a
+    driver's interpreter, JVM and session take about 9 s here, so one waits, its session up, for the next run
+    (``StandbyDrivers``); the first is started when a scenario first asks. None on a cluster master, where a waiting
+    driver would hold executors: each driver is then started when it is needed, as ``driver_for`` does without one."""
+    master = spark.sparkContext.master or DEFAULT_MASTER
+    if not is_local(master):
+        yield None
+        return
+    drivers = StandbyDrivers(master, tmp_path_factory.mktemp("drivers"))
+    try:
+        yield drivers
+    finally:
+        drivers.close()
+
+
+def driver_for(
+    drivers: StandbyDrivers | None, run: DriverRun, log: Path, fresh: bool = False
+) -> tuple[subprocess.Popen[bytes], Path, int]:
+    """A driver process for ``run``, not yet given it (``hand_over`` does; until then it runs nothing), its log and
+    where its output starts there: a standby's, whose log holds its own output alone (its session's start, then
+    the run), so from its first line; or, without a standby on ``run``'s master or when ``fresh``, one spawned now
+    that appends to ``log``, from where ``log`` ends now. A clock kill point takes a fresh one: its delay counts
+    from the driver's start, its session's start included."""
+    if drivers is not None and not fresh and drivers.master == run.master:
+        driver, own = drivers.take()
+        return driver, own, 0
+    start = log_end(log)
+    return spawn(run.master, log), log, start
 
 
 @pytest.fixture
@@ -1049,6 +1090,7 @@ def test_required_COMMIT_011_driver_killed_at_drawn_points_then_restarted_loses_
     record_property: Any,
     request: pytest.FixtureRequest,
     partial: Partial,
+    standby_drivers: StandbyDrivers | None,
     kills: list[KillPoint],
 ) -> None:
     """Each kill ``(source, k, delay_ms)``: start a driver process on the checkpoint, wait until the ``k+1``-th new
@@ -1068,12 +1110,12 @@ def test_required_COMMIT_011_driver_killed_at_drawn_points_then_restarted_loses_
     fill(kafka, source, 3, 60, "k")
     checkpoint, log = tmp_path / f"kill-{uuid4().hex[:8]}", tmp_path / "drivers.log"
     run = sink_driver(pytestconfig, spark, pipeline_broker, source, sink, checkpoint, exactly_once)
-    landed = [kill_at(run, log, kafka, sink, check_kill_point(point)) for point in kills]
-    start = log_end(log)
-    final = run.start(log)
+    landed = [kill_at(standby_drivers, run, log, kafka, sink, check_kill_point(point)) for point in kills]
+    final, final_log, start = driver_for(standby_drivers, run, log)
+    hand_over(final, run)
     final.wait(timeout=DRIVER_TIMEOUT_S)
-    raise_if_cannot_check(final, log)
-    fail_on(check_driver_exit(final.returncode, "the restarted driver", output_since(log, start)))
+    raise_if_cannot_check(final, final_log)
+    fail_on(check_driver_exit(final.returncode, "the restarted driver", output_since(final_log, start)))
     tally = request.node.stash[KILLS_SO_FAR] = landed_by_source(
         kills, landed, request.node.stash.get(KILLS_SO_FAR, None)
     )
@@ -1083,14 +1125,16 @@ def test_required_COMMIT_011_driver_killed_at_drawn_points_then_restarted_loses_
     judge_output(kafka, source, sink, exactly_once, broker_can, record_property, partial)
 
 
-def kill_at(run: DriverRun, log: Path, kafka: KafkaClient, sink: str, point: KillPoint) -> bool:
-    """Start a driver, SIGKILL its process group at ``point``; whether it was killed (a driver that finishes first
-    is not)."""
+def kill_at(
+    drivers: StandbyDrivers | None, run: DriverRun, log: Path, kafka: KafkaClient, sink: str, point: KillPoint
+) -> bool:
+    """Start a driver (``driver_for``), SIGKILL its process group at ``point``; whether it was killed (a driver that
+    finishes first is not). The point's events are counted from before the driver is given its run."""
     source, k, delay_ms = point
     run = replace(run, log_progress=source == PROGRESS)
+    driver, log, start = driver_for(drivers, run, log, fresh=source == CLOCK)
     reached = kill_watch(run, log, kafka, sink, source, k)
-    start = log_end(log)
-    driver = run.start(log)
+    hand_over(driver, run)
     try:
         wait_until(
             lambda: True if driver.poll() is not None or reached() else None,
@@ -1190,13 +1234,14 @@ def restart(make_pipeline: Callable[..., Pipeline], run: DriverRun) -> None:
 
 
 def kill_inside_transaction(
-    run: DriverRun, log: Path, kafka: KafkaClient, record_property: Any
+    drivers: StandbyDrivers | None, run: DriverRun, log: Path, kafka: KafkaClient, record_property: Any
 ) -> dict[TopicPartition, tuple[int, int]]:
-    """Start ``run`` in a driver, its sink slowed (``SLOW_SINK``), and kill it as soon as a sink transaction
-    holds records (a partition's last stable offset below its end); the sink's (last stable offset, end) per
-    partition after the kill, whose blocked partitions are recorded as ``partitions_left_blocked``."""
-    sink, start = run.sink, log_end(log)
-    driver = replace(run, sink_settings={**run.sink_settings, **SLOW_SINK}).start(log)
+    """Start ``run`` in a driver (``driver_for``), its sink slowed (``SLOW_SINK``), and kill it as soon as a sink
+    transaction holds records (a partition's last stable offset below its end); the sink's (last stable offset,
+    end) per partition after the kill, whose blocked partitions are recorded as ``partitions_left_blocked``."""
+    sink, slowed = run.sink, replace(run, sink_settings={**run.sink_settings, **SLOW_SINK})
+    driver, log, start = driver_for(drivers, slowed, log)
+    hand_over(driver, slowed)
 
     def open_transaction() -> bool | None:
         ended = driver.poll() is not None
@@ -1235,6 +1280,7 @@ def test_required_COMMIT_004_restart_aborts_the_transactions_a_killed_driver_lef
     tmp_path: Path,
     record_property: Any,
     partial: Partial,
+    standby_drivers: StandbyDrivers | None,
 ) -> None:
     """A driver is SIGKILLed while its tasks' transactions hold records (transaction timeout 5 min); the
     restarted query must abort them (its tasks initialise the same transactional ids again, COMMIT-006),
@@ -1246,7 +1292,7 @@ def test_required_COMMIT_004_restart_aborts_the_transactions_a_killed_driver_lef
     run = with_transaction_timeout(
         sink_driver(pytestconfig, spark, pipeline_broker, source, sink, checkpoint), LONG_TXN_TIMEOUT_MS
     )
-    left = kill_inside_transaction(run, log, kafka, record_property)
+    left = kill_inside_transaction(standby_drivers, run, log, kafka, record_property)
     restart(make_pipeline, run)
     stable = {tp: lso for tp, (lso, _) in stable_offsets(kafka, sink).items()}
     fail_on(check_unblocked(stable, {tp: end for tp, (_, end) in left.items()}, "after the restarted query ended"))
@@ -1266,6 +1312,7 @@ def test_required_COMMIT_007_transactions_a_killed_driver_left_open_time_out(
     tmp_path: Path,
     record_property: Any,
     partial: Partial,
+    standby_drivers: StandbyDrivers | None,
 ) -> None:
     """With ``transaction.timeout.ms`` = 5 s, a driver is SIGKILLed while its tasks' transactions hold
     records, and not restarted: read_committed readers must get past them once the broker times them out
@@ -1279,7 +1326,7 @@ def test_required_COMMIT_007_transactions_a_killed_driver_left_open_time_out(
     run = with_transaction_timeout(
         sink_driver(pytestconfig, spark, pipeline_broker, source, sink, checkpoint), TXN_TIMEOUT_MS
     )
-    left = kill_inside_transaction(run, log, kafka, record_property)
+    left = kill_inside_transaction(standby_drivers, run, log, kafka, record_property)
     killed, bound_s = time.monotonic(), TXN_TIMEOUT_MS / 1000 + TXN_TIMEOUT_WAIT_S
     ends = {tp: end for tp, (_, end) in left.items()}
     while True:
@@ -1413,6 +1460,7 @@ def test_required_COMMIT_016_a_query_restarted_beside_a_killed_one_under_a_longe
     tmp_path: Path,
     record_property: Any,
     partial: Partial,
+    standby_drivers: StandbyDrivers | None,
     stem: str,
     extension: str,
 ) -> None:
@@ -1431,7 +1479,7 @@ def test_required_COMMIT_016_a_query_restarted_beside_a_killed_one_under_a_longe
         sink_driver(pytestconfig, spark, pipeline_broker, source, sink, checkpoint), transactional_id_prefix=longer
     )
     other = with_transaction_timeout(first, LONG_TXN_TIMEOUT_MS)
-    left = kill_inside_transaction(other, log, kafka, record_property)
+    left = kill_inside_transaction(standby_drivers, other, log, kafka, record_property)
     own_checkpoint = tmp_path / f"shorter-{uuid4().hex[:8]}"
     for run in ("first", "restart"):
         fill(kafka, own_source, 2, 5, run)
@@ -1461,6 +1509,7 @@ def test_required_COMMIT_017_a_query_restarted_under_another_prefix_ends_the_old
     tmp_path: Path,
     record_property: Any,
     partial: Partial,
+    standby_drivers: StandbyDrivers | None,
 ) -> None:
     """A driver is SIGKILLed while its tasks' transactions hold records (transaction timeout 5 min); the query is
     restarted on its checkpoint under another transactional-id prefix (a renamed job). The restart must end what
@@ -1475,7 +1524,7 @@ def test_required_COMMIT_017_a_query_restarted_under_another_prefix_ends_the_old
         sink_driver(pytestconfig, spark, pipeline_broker, source, sink, checkpoint), transactional_id_prefix=old
     )
     run = with_transaction_timeout(first, LONG_TXN_TIMEOUT_MS)
-    left = kill_inside_transaction(run, log, kafka, record_property)
+    left = kill_inside_transaction(standby_drivers, run, log, kafka, record_property)
     restart(make_pipeline, replace(run, transactional_id_prefix=new))
     ends = {tp: end for tp, (_, end) in left.items()}
     when = f"after the restart under prefix {new!r} (the killed driver's: {old!r})"
