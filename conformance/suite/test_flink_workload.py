@@ -128,6 +128,8 @@ def drew(key: object, schedule: FlinkSchedule, failed: int, first: int | None) -
         "drew: stops": line("stop:"),
         "drew: starts": line("start:"),
         "drew: guarantees": line("guarantee:"),
+        "drew: sinks per job": line("sinks:"),
+        "drew: sink prefixes": line("prefix:"),
         "drew: subscriptions": line("subscription:"),
         "drew: discovery intervals": line("discovery:"),
         "drew: first discovery at LATEST": line("first discovery:"),
