@@ -210,7 +210,7 @@ def test_required_LIVE_001_a_flink_job_that_failed_is_named_by_the_connectors_ow
         ),
         "java.lang.IllegalStateException: Writable backchannel already exists.",
     )
-    (violation,) = check_query_ran(found, "in run 1 of the drawn schedule")
+    (violation,) = check_query_ran(found, "that run 1 of the drawn schedule")
     assert (violation.requirement, violation.kind) == ("LIVE-001", "query-failed")
     assert "Found duplicate transactionalIdPrefix" in violation.evidence
 

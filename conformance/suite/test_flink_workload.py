@@ -350,7 +350,7 @@ def test_required_RESTORE_003_flink_jobs_keep_every_promise_of_a_drawn_workload(
                 result = harness.run(workload.job(run, savepoint, naming), work / f"run-{run + 1}")
             except HarnessError as error:
                 stopped = job_failure(work / f"run-{run + 1}", error)
-                violations += check_query_ran(stopped, f"in run {run + 1} of the drawn schedule")
+                violations += check_query_ran(stopped, f"that run {run + 1} of the drawn schedule")
                 break  # no savepoint to go on from; what the job never got to read is not lost (LIVE-001)
             workload.runs.append(result.history)
             savepoint = result.savepoint
@@ -373,7 +373,7 @@ def test_required_RESTORE_003_flink_jobs_keep_every_promise_of_a_drawn_workload(
         for name, value in drew(record_property, schedule, injected, first).items():
             record_property(name, value)  # the report's metrics: what the workload drew so far
     if life is None:  # a job failed: its LIVE-001 stands, and nothing else was judged in full
-        fail_on(violations, detail=f"a job of the schedule failed; later runs not carried out\n{detail}")
+        fail_on(violations, detail=f"\na job of the schedule failed; later runs not carried out\n{detail}")
         return
     violations += life.violations
     ids = life.judged | {"ASSIGN-007", "LIVE-001"}
