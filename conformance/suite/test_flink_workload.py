@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 from uuid import uuid4
@@ -42,10 +42,10 @@ from ...reference_impl.types import TopicPartition
 from .. import progress
 from ..brokers import Broker
 from ..checks.checkers import Violation, fail_on
-from ..checks.flink_workload_checkers import Judged, check_workload_life
+from ..checks.flink_workload_checkers import Judged, check_sinks, check_workload_life
 from ..checks.liveness_checkers import Failure as JobFailure
 from ..checks.liveness_checkers import check_query_ran, flink_job_failure
-from ..checks.pipeline_checkers import ReadRecord, check_single_reader, check_sink_output
+from ..checks.pipeline_checkers import ReadRecord, check_single_reader
 from ..errors import HarnessError
 from ..flink.harness import FlinkHarness, RunResult, visible_output
 from ..flink.history import RunHistory, committed_reads, next_offsets
@@ -296,16 +296,12 @@ def judge(workload: Workload) -> Judged:
     """What the checkers find in the whole life, against each run open for its first discovery."""
     schedule, source = workload.schedule, workload.source()
     outputs = [
-        (plan, visible_output(workload.kafka, workload.sink_topic(index))) for index, plan in enumerate(schedule.sinks)
+        (workload.sink_topic(index), plan.exactly_once, visible_output(workload.kafka, workload.sink_topic(index)))
+        for index, plan in enumerate(schedule.sinks)
     ]
 
     def sink(starts: Mapping[TopicPartition, int]) -> list[Violation]:
-        expected = produced(source, starts)
-        return [
-            replace(v, evidence=f"sink {workload.sink_topic(index)} ({plan.text()}): {v.evidence}")
-            for index, (plan, out) in enumerate(outputs)
-            for v in check_sink_output(expected, out, exactly_once=plan.exactly_once)
-        ]
+        return check_sinks(produced(source, starts), outputs)
 
     read = [bool(run.reads()) for run in workload.runs]
     return check_workload_life(schedule, workload.tp, workload.ends, committed_reads(workload.runs), read, sink)
