@@ -35,6 +35,18 @@ def test_an_unbounded_run_says_when_to_stop_and_where_to_save() -> None:
     assert description(unprefixed, Path("/h.jsonl"), Path("/sp"))["sink"]["transactional_id_prefix"] is None
 
 
+def test_further_sinks_are_described_each_with_its_own_guarantee_and_prefix() -> None:
+    alone = description(JobRun("b:9092", ("in",), SINK, 1), Path("/h.jsonl"), Path("/sp"))
+    assert alone["more_sinks"] == []
+    run = JobRun("b:9092", ("in",), SINK, 1, more_sinks=(Sink("out-1", False, None), Sink("out-2", True, "p2")))
+    described = description(run, Path("/h.jsonl"), Path("/sp"))["more_sinks"]
+    assert [(s["topic"], s["exactly_once"], s["transactional_id_prefix"]) for s in described] == [
+        ("out-1", False, None),
+        ("out-2", True, "p2"),
+    ]
+    assert described[0]["properties"] == {"transaction.timeout.ms": "60000"}
+
+
 def test_a_bounded_run_with_a_failure_in_a_checkpoint() -> None:
     run = JobRun("b:9092", (), SINK, 2, failure=Failure(0, 5, "checkpoint"), topic_pattern="in-.*")
     described = description(run, Path("/h.jsonl"), Path("/sp"))

@@ -8,11 +8,13 @@ from dataclasses import replace
 
 from kconform.conformance.checks.checkers import Violation
 from kconform.conformance.checks.flink_workload_checkers import (
+    check_sinks,
     check_workload_life,
     open_first_discoveries,
 )
 from kconform.conformance.checks.pipeline_checkers import ReadRecord
 from kconform.conformance.workloads.flink.schedule import EVERY_KIND, FlinkSchedule, RunPlan, Step, stop_first
+from kconform.reference_impl.ports import Record
 from kconform.reference_impl.types import TopicPartition
 
 LATEST = FlinkSchedule(
@@ -122,3 +124,27 @@ def test_a_run_before_the_first_read_under_latest_is_planned_to_stop_at_once() -
     assert stop_first(three, 1, [True]) == 0
     assert three.starts(stop_first(three, 1, [False])) == {(0, 0): 12, (0, 1): 12, (1, 0): 4}  # nothing left
     assert all(stop_first(EVERY_KIND, k, [False] * k) == 0 for k in range(len(EVERY_KIND.runs)))
+
+
+def records(topic: str, partition: int, values: list[bytes]) -> list[Record]:
+    return [Record(topic, partition, offset, None, value) for offset, value in enumerate(values)]
+
+
+SOURCE = {0: records("in-0", 0, [b"a", b"b", b"c"]), 1: records("in-0", 1, [b"d"])}
+"""The source records from the starts, keyed apart as the workload keys them."""
+
+
+def test_every_sink_is_judged_on_its_own_and_names_itself() -> None:
+    """Three sinks of one job writing every record read: an exactly-once one with each record once, an
+    at-least-once one with a repeat (allowed), and a broken twin of each: an at-least-once sink missing a record
+    and an exactly-once one with a repeat, each finding naming its sink."""
+    whole = {0: records("out", 0, [b"a", b"b", b"c", b"d"])}
+    repeated = {0: records("out-1", 0, [b"a", b"b", b"a", b"b", b"c"]), 1: records("out-1", 1, [b"d"])}
+    assert check_sinks(SOURCE, [("out", True, whole), ("out-1", False, repeated)]) == []
+    missing = {0: records("out-2", 0, [b"a", b"b", b"d"])}
+    found = check_sinks(SOURCE, [("out", True, whole), ("out-2", False, missing), ("out-3", True, repeated)])
+    assert sorted((v.requirement, v.kind, v.evidence.split(":")[0]) for v in found) == [
+        ("COMMIT-011", "duplicate", "sink out-3 (exactly-once)"),
+        ("COMMIT-011", "duplicate", "sink out-3 (exactly-once)"),
+        ("COMMIT-011", "lost-write", "sink out-2 (at-least-once)"),
+    ]

@@ -11,9 +11,11 @@ from kconform.conformance.flink.job import Failure
 from kconform.conformance.workloads.flink.schedule import (
     EVERY_KIND,
     MAX_PARALLELISM,
+    MAX_SINKS,
     FlinkSchedule,
     Held,
     RunPlan,
+    SinkPlan,
     Step,
     describe,
     failure_sure,
@@ -56,6 +58,9 @@ def test_every_start_and_stop_is_drawn_and_a_start_at_latest_draws_no_failure(sc
     """Starts at the earliest, the latest and group offsets, and stops at once, after records and at the end; under
     a start at LATEST no failure (it may be resolved at the failing run's own discovery, after its writes)."""
     DRAWN.update(schedule.counts())
+    unset = [sink for sink in schedule.sinks if not sink.prefixed]
+    DRAWN.update({"sinks unprefixed at least once:2+": len(unset) >= 2})
+    assert 1 <= len(schedule.sinks) <= MAX_SINKS and not any(sink.exactly_once for sink in unset)
     if schedule.start == "latest":
         assert schedule.fallback is None and not schedule.held
         assert all(run.failure is None for run in schedule.runs)
@@ -71,12 +76,15 @@ def test_the_draws_cover_every_start_and_stop() -> None:
         DRAWN
     )
     assert {"stop:at once", "stop:after records", "stop:to the end"} <= set(DRAWN)
+    assert {"sinks:1", "sinks:2", "sinks:3", "prefix:set", "prefix:unset", "guarantee:at-least-once"} <= set(DRAWN)
+    assert DRAWN["sinks unprefixed at least once:2+"] > 0  # several sinks leaving the prefix to the release
 
 
 def test_the_explicit_example_draws_every_kind() -> None:
     counts = EVERY_KIND.counts()
     assert {"operator:write", "operator:add-partitions", "operator:create-topic", "failure:record"} <= set(counts)
     assert {"stop:to the end", "stop:after records"} <= set(counts)
+    assert {"sinks:2", "prefix:set", "prefix:unset", "guarantee:at-least-once", "guarantee:exactly-once"} <= set(counts)
     assert all(failure_sure(EVERY_KIND, k) for k in range(len(EVERY_KIND.runs)))
     assert EVERY_KIND.added() == {(0, 2): False, (2, 0): True, (2, 1): True}
     assert EVERY_KIND.starts() == {(0, 0): 4, (0, 1): 0, (1, 0): 0, (0, 2): 0, (2, 0): 0, (2, 1): 0}
@@ -86,8 +94,8 @@ def test_describe_is_stable() -> None:
     assert describe(EVERY_KIND) == "\n".join(
         [
             "topics t0 (2 partitions), t1 (1 partition) by pattern; start at group offsets (t0[0]@4; fallback "
-            "earliest); sink exactly-once (naming POOLING where the release has it); checkpoint every 200 ms; "
-            "discovery as the release sets it",
+            "earliest); sink exactly-once, then at-least-once (no prefix set) (naming POOLING where the release "
+            "has it); checkpoint every 200 ms; discovery as the release sets it",
             "run 1: write 12 to t0[0], write 6 to t0[1], write 5 to t1[0]; parallelism 2, no failure; stop after 4 "
             "records",
             "run 2: add 1 partition to t0, create t2 (2 partitions, matching the pattern), write 7 to t0[2], write 5 "
@@ -117,6 +125,9 @@ BASE = EVERY_KIND
         ({"start": "latest"}, "a group start has a fallback"),
         ({"runs": (RunPlan(2, BASE.runs[0].steps, stop_after=-1), *BASE.runs[1:])}, "stop after -1"),
         ({"fallback": None}, "a group start has a fallback"),
+        ({"prefixed": False}, "every exactly-once one prefixed"),
+        ({"more_sinks": (SinkPlan(True, prefixed=False),)}, "every exactly-once one prefixed"),
+        ({"more_sinks": (SinkPlan(False),) * MAX_SINKS}, f"1 to {MAX_SINKS}"),
     ],
 )
 def test_a_schedule_the_runner_cannot_carry_out_is_refused_naming_why(changed: dict[str, object], named: str) -> None:

@@ -14,6 +14,7 @@ from kconform.conformance.checks.liveness_checkers import (
     check_restarted_reads,
     driver_failure,
     failure_line,
+    flink_job_failure,
     query_failure,
 )
 from kconform.conformance.checks.pipeline_checkers import ReadRecord
@@ -178,3 +179,53 @@ def test_a_driver_records_its_failed_query_for_the_scenario_and_exits_1(capsys: 
     with pytest.raises(ValueError, match="own error"):
         serve(Session(), other)  # type: ignore[arg-type]
     assert driver_failure(capsys.readouterr().err) is None
+
+
+FLINK_JOB_FAILED = """14:02:11 WARN some log line
+Caused by: java.lang.RuntimeException: a logged trace before the harness's own
+java.lang.IllegalStateException: the job ended before it was stopped
+\tat kconform.FlinkHarness$Recorder.awaitStop(FlinkHarness.java:480)
+Caused by: java.util.concurrent.ExecutionException: org.apache.flink.runtime.client.JobExecutionException: failed
+\tat java.base/java.util.concurrent.CompletableFuture.reportGet(CompletableFuture.java:396)
+Caused by: org.apache.flink.runtime.client.JobExecutionException: Job execution failed.
+\t... 3 more
+Caused by: org.apache.flink.runtime.JobException: Recovery is suppressed by FixedDelayRestartBackoffTimeStrategy
+\tat org.apache.flink.runtime.executiongraph.failover.ExecutionFailureHandler.handleFailure(X.java:1)
+Caused by: java.lang.IllegalStateException: Found duplicate transactionalIdPrefix for multiple Kafka sinks: null.
+\tat org.apache.flink.connector.kafka.sink.internal.BackchannelFactory.getBackchannel(BackchannelFactory.java:110)
+\tat org.apache.flink.connector.kafka.sink.KafkaSink.createCommitter(KafkaSink.java:114)
+Caused by: java.lang.IllegalStateException: Writable backchannel already exists.
+\tat org.apache.flink.connector.kafka.sink.internal.BackchannelImpl.createWritableBackchannel(BackchannelImpl.java:1)
+"""
+
+
+def test_required_LIVE_001_a_flink_job_that_failed_is_named_by_the_connectors_own_exception() -> None:
+    found = flink_job_failure(FLINK_JOB_FAILED)
+    assert found == Failure(
+        "java.lang.IllegalStateException",
+        "Found duplicate transactionalIdPrefix for multiple Kafka sinks: null.",
+        (
+            "org.apache.flink.connector.kafka.sink.internal.BackchannelFactory.getBackchannel(BackchannelFactory.java:110)",
+            "org.apache.flink.connector.kafka.sink.KafkaSink.createCommitter(KafkaSink.java:114)",
+        ),
+        "java.lang.IllegalStateException: Writable backchannel already exists.",
+    )
+    (violation,) = check_query_ran(found, "that run 1 of the drawn schedule")
+    assert (violation.requirement, violation.kind) == ("LIVE-001", "query-failed")
+    assert "Found duplicate transactionalIdPrefix" in violation.evidence
+
+
+@pytest.mark.parametrize(
+    "stderr",
+    [
+        "",  # the JVM printed nothing
+        "java.io.FileNotFoundException: /run.json (No such file or directory)\n\tat kconform.FlinkHarness.main(X:1)",
+        FLINK_JOB_FAILED.split("Caused by: java.lang.IllegalStateException: Found")[0]
+        + "Caused by: java.lang.IllegalStateException: kconform: injected failure of subtask 0 after 3 records\n",
+    ],
+    ids=["nothing", "the harness's own error", "the harness's injected failure"],
+)
+def test_a_flink_harness_failure_of_its_own_is_no_job_failure(stderr: str) -> None:
+    """Broken twins: no job failure printed, or the job ended by the harness's own injected failure: the harness's
+    fault (could not check), never the connector's LIVE-001."""
+    assert flink_job_failure(stderr) is None

@@ -17,13 +17,17 @@ since read from their first record, which no single first discovery explains.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from ...reference_impl.ports import Record
 from ...reference_impl.types import TopicPartition
 from ..workloads.flink.schedule import Cell, FlinkSchedule
 from .checkers import Violation
-from .pipeline_checkers import ReadRecord, check_discovered, check_read_once
+from .pipeline_checkers import ReadRecord, check_discovered, check_read_once, check_sink_output
 
+SinkOutput = tuple[str, bool, Mapping[int, Sequence[Record]]]
+"""One sink of the job: its name, whether it is exactly-once, and its topic as a read_committed reader sees it
+(partition -> records in log order)."""
 SinkCheck = Callable[[Mapping[TopicPartition, int]], list[Violation]]
 """The sink's output judged against the source records from the given starts on (COMMIT-011, COMMIT-013)."""
 
@@ -45,6 +49,17 @@ class Judged:
             f"{found[0].requirement} {found[0].kind}: {found[0].evidence}"
             for k, found in sorted(self.others.items())
         )
+
+
+def check_sinks(produced: Mapping[int, Sequence[Record]], outputs: Sequence[SinkOutput]) -> list[Violation]:
+    """COMMIT-011 and COMMIT-013 for each sink of a job on its own (every sink writes every record the job reads):
+    its read_committed output against ``produced`` (the source records from the starts, keyed apart), exactly once
+    or at least once as the sink's guarantee says; each finding names its sink."""
+    return [
+        replace(v, evidence=f"sink {name} ({'exactly-once' if exactly_once else 'at-least-once'}): {v.evidence}")
+        for name, exactly_once, output in outputs
+        for v in check_sink_output(produced, output, exactly_once=exactly_once)
+    ]
 
 
 def open_first_discoveries(schedule: FlinkSchedule, read: Sequence[bool]) -> list[int]:

@@ -115,6 +115,43 @@ def check_driver_exit(returncode: int | None, driver: str, log: str) -> list[Vio
     ]
 
 
+FLINK_JOB_ENDED: Final = re.compile(
+    r"^(java\.lang\.IllegalStateException: the job ended|\S+JobExecutionException: Job execution failed)"
+)
+"""The first line of the stack trace the Flink harness prints when the job it ran failed (``FlinkHarness``: the job
+ended before its stop, or a bounded job's result was a failure), as opposed to a fault of the harness itself."""
+FLINK_WRAPPERS: Final = (
+    "org.apache.flink.runtime.",
+    "java.util.concurrent.",
+    "java.lang.IllegalStateException: the job ended",
+)
+"""Exceptions of Flink's runtime and of the harness that wrap a job's failure: the connector's own is below them."""
+
+
+def flink_job_failure(stderr: str) -> Failure | None:
+    """The failure of the Flink job a harness run reports on ``stderr``, or ``None`` when the harness failed of its
+    own (no job failure printed). Evidence is the first exception of the printed chain that is neither Flink's
+    runtime nor the harness's wrapper (the connector's, with its first frames), and the chain's innermost cause."""
+    lines = stderr.splitlines()
+    starts = [k for k, line in enumerate(lines) if FLINK_JOB_ENDED.match(line)]
+    if not starts:
+        return None
+    chain: list[tuple[str, list[str]]] = []
+    for line in lines[starts[-1] :]:
+        if line.startswith("\tat ") and chain:
+            chain[-1][1].append(line.strip().removeprefix("at "))
+        elif line.startswith("Caused by: ") or not chain:
+            chain.append((line.removeprefix("Caused by: ").strip(), []))
+        elif not line.startswith("\t"):
+            break  # the trace ended: what follows is another print
+    own = next((c for c in chain if not c[0].startswith(FLINK_WRAPPERS)), chain[-1])
+    if ": kconform: " in own[0]:
+        return None  # the harness's own injected failure ended the job (its restarts used up): not the connector's
+    kind, _, message = own[0].partition(": ")
+    innermost = chain[-1][0]
+    return Failure(kind, message, tuple(own[1][:FRAMES_SHOWN]), innermost if innermost != own[0] else "")
+
+
 def signal_name(number: int) -> str:
     try:
         return signal.Signals(number).name

@@ -89,6 +89,8 @@ class JobRun:
     restart_attempts: int = HARNESS_RESTARTS
     """Restarts the job may take before it fails: more than ``HARNESS_RESTARTS`` for a fault that fails it
     again on each restart until the fault ends."""
+    more_sinks: tuple[Sink, ...] = ()
+    """Further ``KafkaSink``s of the same records, beside ``sink``."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.parallelism <= MAX_PARALLELISM:
@@ -110,13 +112,8 @@ def description(run: JobRun, history: Path, savepoint_dir: Path) -> dict[str, An
         "parallelism": run.parallelism,
         "checkpoint_interval_ms": run.checkpoint_interval_ms,
         "restart_attempts": run.restart_attempts,
-        "sink": {
-            "topic": run.sink.topic,
-            "exactly_once": run.sink.exactly_once,
-            "transactional_id_prefix": run.sink.transactional_id_prefix,
-            "properties": dict(run.sink.properties),
-            "naming": run.sink.naming,
-        },
+        "sink": sink_description(run.sink),
+        "more_sinks": [sink_description(sink) for sink in run.more_sinks],
         "source_properties": dict(run.source_properties),
         "history": str(history),
         "savepoint_dir": str(savepoint_dir),
@@ -135,6 +132,17 @@ def description(run: JobRun, history: Path, savepoint_dir: Path) -> dict[str, An
         },
         "pace_ms": run.pace_ms,
         "timeout_ms": run.timeout_ms,
+    }
+
+
+def sink_description(sink: Sink) -> dict[str, Any]:
+    """One ``KafkaSink`` as the harness reads it."""
+    return {
+        "topic": sink.topic,
+        "exactly_once": sink.exactly_once,
+        "transactional_id_prefix": sink.transactional_id_prefix,
+        "properties": dict(sink.properties),
+        "naming": sink.naming,
     }
 
 

@@ -50,6 +50,9 @@ RELEASES: Final = {
         ConnectorRelease("3.2.0-1.19", "1.19.1"),
         ConnectorRelease("3.3.0-1.20", "1.20.0"),  # kafka-clients 3.4.0
         ConnectorRelease("3.4.0-1.20", "1.20.1"),
+        # 4.0.0 made every KafkaSink's committer a transactional one with a backchannel keyed by the prefix, so
+        # two at-least-once sinks of one job without distinct prefixes fail its start (FLINK-37818, fixed 4.0.1).
+        ConnectorRelease("4.0.0-2.0", "2.0.0", transaction_naming=NAMING),  # kafka-clients 3.9.0
         ConnectorRelease("4.0.1-2.0", "2.0.0", transaction_naming=NAMING),  # kafka-clients 3.9.1
         ConnectorRelease("5.0.0-2.2", "2.2.0", transaction_naming=NAMING),
     )

@@ -2,14 +2,17 @@
 
 Capability ``flink-job``. Where ``test_flink_jobs`` runs one hand-written scenario per requirement, this draws a
 ``FlinkSchedule`` (``kconform.conformance.workloads.flink.schedule``): one to three topics subscribed by list or by
-pattern, a start at the earliest or latest offsets or from a consumer group's offsets with a fallback, an
-exactly-once or at-least-once sink, and two to four runs, each restored from the savepoint of the one before at its own
+pattern, a start at the earliest or latest offsets or from a consumer group's offsets with a fallback, one to three
+sinks, each exactly-once (its own transactional-id prefix) or at-least-once (its own prefix or none set), and two
+to four runs, each restored from the savepoint of the one before at its own
 parallelism, with records written, partitions added and topics created between runs and subtask failures inside
 them. It runs each run in the Flink harness and judges the whole life: every offset once in the final state
 (RESTORE-003), one reader per partition in each run (ASSIGN-007), the sink's read_committed output the input once
 and in order, or at least once (COMMIT-011, COMMIT-013), every partition added or topic created read from its first
-record (DISC-005, DISC-009, DISC-002). Under a start at LATEST the starts depend on the run whose enumerator did
-the first discovery: the history passes when one run it leaves open explains it
+record (DISC-005, DISC-009, DISC-002), every sink's output judged on its own; and each run's job runs to its stop
+(LIVE-001: a job that failed of its own accord, its restarts used up, is ``query-failed`` with the connector's
+exception, and what it never read is not lost). Under a start at LATEST the starts depend on the run whose
+enumerator did the first discovery: the history passes when one run it leaves open explains it
 (``kconform.conformance.checks.flink_workload_checkers``). A drawn failure that did not happen is ERROR, never a pass.
 
 Few drawn examples, not shrunk (``kconform run --workload-draws``, as the client workload); a failing one prints
@@ -39,8 +42,10 @@ from ...reference_impl.types import TopicPartition
 from .. import progress
 from ..brokers import Broker
 from ..checks.checkers import Violation, fail_on
-from ..checks.flink_workload_checkers import Judged, check_workload_life
-from ..checks.pipeline_checkers import ReadRecord, check_single_reader, check_sink_output
+from ..checks.flink_workload_checkers import Judged, check_sinks, check_workload_life
+from ..checks.liveness_checkers import Failure as JobFailure
+from ..checks.liveness_checkers import check_query_ran, flink_job_failure
+from ..checks.pipeline_checkers import ReadRecord, check_single_reader
 from ..errors import HarnessError
 from ..flink.harness import FlinkHarness, RunResult, visible_output
 from ..flink.history import RunHistory, committed_reads, next_offsets
@@ -64,7 +69,9 @@ pytestmark = pytest.mark.pipeline
 harness, flink_broker, kafka = flink_fixtures.harness, flink_fixtures.flink_broker, flink_fixtures.kafka
 """The shared fixtures (``flink_fixtures``), found by pytest by these names."""
 
-IDS: Final = ("RESTORE-003", "ASSIGN-007", "COMMIT-011", "COMMIT-013", "DISC-005", "DISC-009", "DISC-002")
+IDS: Final = (
+    "RESTORE-003", "ASSIGN-007", "COMMIT-011", "COMMIT-013", "DISC-005", "DISC-009", "DISC-002", "LIVE-001"
+)  # fmt: skip
 PACE_MS: Final = 2
 """Spreads a run's reads over several checkpoints, so that failures and savepoints fall between them."""
 SINK_PARTITIONS: Final = 2
@@ -121,6 +128,8 @@ def drew(key: object, schedule: FlinkSchedule, failed: int, first: int | None) -
         "drew: stops": line("stop:"),
         "drew: starts": line("start:"),
         "drew: guarantees": line("guarantee:"),
+        "drew: sinks per job": line("sinks:"),
+        "drew: sink prefixes": line("prefix:"),
         "drew: subscriptions": line("subscription:"),
         "drew: discovery intervals": line("discovery:"),
         "drew: first discovery at LATEST": line("first discovery:"),
@@ -168,6 +177,10 @@ class Workload:
     def sink(self) -> str:
         return f"{self.tag}-out"
 
+    def sink_topic(self, index: int) -> str:
+        """The output topic of the job's sink ``index`` (0: the first, ``sink``)."""
+        return self.sink if index == 0 else f"{self.sink}-{index}"
+
     def tp(self, cell: tuple[int, int]) -> TopicPartition:
         return TopicPartition(self.topic(cell[0]), cell[1])
 
@@ -179,7 +192,8 @@ class Workload:
         for index, partitions in enumerate(self.schedule.partitions):
             self.kafka.create_topic(self.topic(index), partitions)
             self.ends |= {TopicPartition(self.topic(index), p): 0 for p in range(partitions)}
-        self.kafka.create_topic(self.sink, SINK_PARTITIONS)
+        for index in range(len(self.schedule.sinks)):
+            self.kafka.create_topic(self.sink_topic(index), SINK_PARTITIONS)
 
     def carry_out(self, run: int, number: int, step: Step) -> None:
         """One operator step before run ``run``; its records' values name the run, the step and the partition."""
@@ -202,12 +216,19 @@ class Workload:
             GroupOffsets(f"{self.tag}-group", schedule.fallback) if schedule.start == "group" else schedule.start
         )
         pattern = f"{self.tag}-in-.*" if schedule.pattern else None
+        sinks = [
+            Sink(
+                self.sink_topic(index),
+                sink.exactly_once,
+                f"{self.sink_topic(index)}-txn" if sink.prefixed else None,
+                naming=naming if sink.exactly_once else None,
+            )
+            for index, sink in enumerate(schedule.sinks)
+        ]
         return JobRun(
             self.broker.bootstrap_servers,
             () if schedule.pattern else tuple(self.topic(i) for i in range(len(schedule.partitions))),
-            Sink(
-                self.sink, schedule.exactly_once, f"{self.sink}-txn", naming=naming if schedule.exactly_once else None
-            ),
+            sinks[0],
             plan.parallelism,
             stop=stop_of(
                 plan.stop_after,
@@ -225,6 +246,7 @@ class Workload:
             pace_ms=PACE_MS,
             timeout_ms=JOB_TIMEOUT_MS,
             topic_pattern=pattern,
+            more_sinks=tuple(sinks[1:]),
         )
 
     def source(self) -> dict[TopicPartition, list[Record]]:
@@ -260,13 +282,26 @@ def missed_failure(run: int, failure: Failure | None, result: RunResult, work: P
     )
 
 
+def job_failure(work: Path, error: HarnessError) -> JobFailure:
+    """The failure of a run's job (its connector's exception, LIVE-001's evidence) from the harness's stderr;
+    ``error`` itself when the harness failed of its own (no job failure printed): that is could-not-check."""
+    log = work / "stderr.log"
+    found = flink_job_failure(log.read_text(encoding="utf-8", errors="replace")) if log.exists() else None
+    if found is None:
+        raise error
+    return found
+
+
 def judge(workload: Workload) -> Judged:
     """What the checkers find in the whole life, against each run open for its first discovery."""
     schedule, source = workload.schedule, workload.source()
-    output = visible_output(workload.kafka, workload.sink)
+    outputs = [
+        (workload.sink_topic(index), plan.exactly_once, visible_output(workload.kafka, workload.sink_topic(index)))
+        for index, plan in enumerate(schedule.sinks)
+    ]
 
     def sink(starts: Mapping[TopicPartition, int]) -> list[Violation]:
-        return check_sink_output(produced(source, starts), output, exactly_once=schedule.exactly_once)
+        return check_sinks(produced(source, starts), outputs)
 
     read = [bool(run.reads()) for run in workload.runs]
     return check_workload_life(schedule, workload.tp, workload.ends, committed_reads(workload.runs), read, sink)
@@ -295,6 +330,7 @@ def test_required_RESTORE_003_flink_jobs_keep_every_promise_of_a_drawn_workload(
     unmet: list[str] = []
     violations: list[Violation] = []
     first: int | None = None
+    life: Judged | None = None
     detail = f"schedule:\n{describe(schedule)}\nas JSON: {schedule.dumps()}\nruns in {work}"
     progress.say(f"drawn Flink schedule {DREW.get(id(record_property), Counter())['schedules'] + 1} of {examples()}")
     try:
@@ -306,7 +342,12 @@ def test_required_RESTORE_003_flink_jobs_keep_every_promise_of_a_drawn_workload(
             if run == 0 and schedule.held:
                 held = {workload.tp((h.topic, h.partition)): h.offset for h in schedule.held}
                 kafka.commit_offsets(f"{tag}-group", held)
-            result = harness.run(workload.job(run, savepoint, naming), work / f"run-{run + 1}")
+            try:
+                result = harness.run(workload.job(run, savepoint, naming), work / f"run-{run + 1}")
+            except HarnessError as error:
+                stopped = job_failure(work / f"run-{run + 1}", error)
+                violations += check_query_ran(stopped, f"that run {run + 1} of the drawn schedule")
+                break  # no savepoint to go on from; what the job never got to read is not lost (LIVE-001)
             workload.runs.append(result.history)
             savepoint = result.savepoint
             missing = missed_failure(run, plan.failure, result, work / f"run-{run + 1}")
@@ -315,8 +356,9 @@ def test_required_RESTORE_003_flink_jobs_keep_every_promise_of_a_drawn_workload(
             if not result.stop_met:
                 unmet.append(f"run {run + 1} did not reach its stop in {STOP_WITHIN_MS} ms ({result.history.ended})")
             violations += check_single_reader(result.history.reads(), plan.parallelism, requirement="ASSIGN-007")
-        life = judge(workload)
-        first = life.first
+        else:
+            life = judge(workload)
+            first = life.first
     except KafkaError as failed:
         raise CouldNotCheck(
             f"the workload's topics or records could not be set up, so nothing was judged: {failed}\n{detail}"
@@ -326,8 +368,11 @@ def test_required_RESTORE_003_flink_jobs_keep_every_promise_of_a_drawn_workload(
     finally:
         for name, value in drew(record_property, schedule, injected, first).items():
             record_property(name, value)  # the report's metrics: what the workload drew so far
+    if life is None:  # a job failed: its LIVE-001 stands, and nothing else was judged in full
+        fail_on(violations, detail=f"\na job of the schedule failed; later runs not carried out\n{detail}")
+        return
     violations += life.violations
-    ids = life.judged | {"ASSIGN-007"}
+    ids = life.judged | {"ASSIGN-007", "LIVE-001"}
     violated = {v.requirement for v in violations}
     explained = (
         f"judged as if run {life.first + 1} had done the first discovery (a start at LATEST)"

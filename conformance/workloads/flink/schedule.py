@@ -6,7 +6,10 @@ starts (the earliest offsets, the latest, or a consumer group's committed offset
 guarantee and transaction naming, its checkpoint interval, and two to four runs. Each run after the first is
 restored from the savepoint the one before it stopped with; before each, an operator writes records to some
 partitions, adds partitions to a topic or creates a topic the pattern matches (never while a job runs: the job's
-reads then follow from the schedule, not from a race). A run has its parallelism, an optional subtask ``Failure``
+reads then follow from the schedule, not from a race). The job writes what it reads into one to ``MAX_SINKS``
+``KafkaSink``s, each of its own guarantee: an exactly-once one under its own transactional-id prefix (the builder
+requires one, COMMIT-022), an at-least-once one with its own prefix or none set, as most such jobs leave it (the
+prefix names no transaction there). A run has its parallelism, an optional subtask ``Failure``
 and its stop: at once (as soon as Flink takes the savepoint, right after the job's start), after some records, or
 once it read to the end of what was written. The last run reads to the end.
 
@@ -55,6 +58,8 @@ MAX_FAIL_AFTER: Final = 10
 to every partition the schedule started with, so the failing subtask surely reads past it (see ``failure_sure``)."""
 MAX_STOP_AFTER: Final = 60
 CHECKPOINT_MS: Final = (100, 200, 500)
+MAX_SINKS: Final = 3
+"""Sinks of one job: each writes every record the job reads into a topic of its own."""
 DISCOVERY_MS: Final = (None, 1000)
 """``partition.discovery.interval.ms``: the release's own (unset, as most jobs leave it) or a short one. What a
 schedule adds, it adds while no job runs, and a job finds it at its enumerator's first discovery, which it does
@@ -112,6 +117,19 @@ class RunPlan:
 
 
 @dataclass(frozen=True, slots=True)
+class SinkPlan:
+    """One further ``KafkaSink`` of the job: its guarantee and whether the job sets its transactional-id prefix (its
+    own); an exactly-once sink always has one."""
+
+    exactly_once: bool
+    prefixed: bool = True
+
+    def text(self) -> str:
+        guarantee = "exactly-once" if self.exactly_once else "at-least-once"
+        return f"{guarantee} ({'own prefix' if self.prefixed else 'no prefix set'})"
+
+
+@dataclass(frozen=True, slots=True)
 class Held:
     """An offset the start's consumer group holds, committed before the first run."""
 
@@ -137,6 +155,15 @@ class FlinkSchedule:
     runs: tuple[RunPlan, ...]
     discovery_ms: int | None = None
     """The source's ``partition.discovery.interval.ms``; ``None``: not set (the release's default)."""
+    prefixed: bool = True
+    """Whether the job sets the first sink's transactional-id prefix (always, for an exactly-once sink)."""
+    more_sinks: tuple[SinkPlan, ...] = ()
+    """Further sinks of the job, each writing every record it reads into a topic of its own."""
+
+    @property
+    def sinks(self) -> tuple[SinkPlan, ...]:
+        """Every sink of the job, the first (``exactly_once``, ``prefixed``, ``naming``) first."""
+        return (SinkPlan(self.exactly_once, self.prefixed), *self.more_sinks)
 
     def __post_init__(self) -> None:
         problem = self.problem()
@@ -153,6 +180,8 @@ class FlinkSchedule:
             return "the last run reads to the end"
         if self.naming not in NAMING or self.checkpoint_ms <= 0:
             return f"naming {self.naming!r}, checkpoint interval {self.checkpoint_ms}"
+        if len(self.sinks) > MAX_SINKS or any(s.exactly_once and not s.prefixed for s in self.sinks):
+            return f"sinks {[s.text() for s in self.sinks]}: 1 to {MAX_SINKS}, every exactly-once one prefixed"
         if (self.start == "group") != (self.fallback is not None):
             return f"start {self.start!r} with fallback {self.fallback!r}: a group start has a fallback, no other"
         layout = list(self.partitions)
@@ -265,6 +294,8 @@ class FlinkSchedule:
                 for r in data["runs"]
             ),
             data.get("discovery_ms"),
+            data.get("prefixed", True),
+            tuple(SinkPlan(**sink) for sink in data.get("more_sinks", ())),
         )
 
     def dumps(self) -> str:
@@ -276,8 +307,8 @@ class FlinkSchedule:
 
     def counts(self) -> dict[str, int]:
         """What the schedule draws, for the report's coverage: ``runs``, ``failure:<at>``, ``operator:<kind>``,
-        ``parallelism:<n>``, ``start:<start>``, ``guarantee:<guarantee>``, ``subscription:<how>``,
-        ``discovery:<how>``."""
+        ``parallelism:<n>``, ``start:<start>``, ``guarantee:<guarantee>`` and ``prefix:<set or not>`` (each sink),
+        ``sinks:<n>``, ``subscription:<how>``, ``discovery:<how>``."""
         found: dict[str, int] = {"runs": len(self.runs)}
 
         def add(key: str) -> None:
@@ -292,7 +323,10 @@ class FlinkSchedule:
             stop = "to the end" if run.stop_after is None else "at once" if run.stop_after == 0 else "after records"
             add(f"stop:{stop}")
         add("start:" + (self.start if self.start != "group" else f"group, fallback {self.fallback}"))
-        add("guarantee:" + ("exactly-once" if self.exactly_once else "at-least-once"))
+        for sink in self.sinks:
+            add("guarantee:" + ("exactly-once" if sink.exactly_once else "at-least-once"))
+            add("prefix:" + ("set" if sink.prefixed else "unset"))
+        add(f"sinks:{len(self.sinks)}")
         add("subscription:" + ("pattern" if self.pattern else "list"))
         add("discovery:" + ("the release's" if self.discovery_ms is None else f"{self.discovery_ms} ms"))
         return found
@@ -370,8 +404,11 @@ def describe(schedule: FlinkSchedule) -> str:
         held = ", ".join(f"t{h.topic}[{h.partition}]@{h.offset}" for h in schedule.held)
         start = f"group offsets ({held}; fallback {schedule.fallback})"
     sink = "exactly-once" if schedule.exactly_once else "at-least-once"
+    sink += "" if schedule.prefixed else " (no prefix set)"
+    more = "".join(f", then {plan.text()}" for plan in schedule.more_sinks)
     lines = [
-        f"topics {topics} {how}; start at {start}; sink {sink} (naming {schedule.naming} where the release has it); "
+        f"topics {topics} {how}; start at {start}; sink {sink}{more} (naming {schedule.naming} where the release "
+        "has it); "
         f"checkpoint every {schedule.checkpoint_ms} ms; discovery "
         + ("as the release sets it" if schedule.discovery_ms is None else f"every {schedule.discovery_ms} ms")
     ]
@@ -414,6 +451,11 @@ def _operator_steps(draw: st.DrawFn, layout: list[int], pattern: bool) -> list[S
     return steps
 
 
+def _sink_plans() -> st.SearchStrategy[SinkPlan]:
+    """A further sink: exactly-once under its own prefix, or at-least-once with its own prefix or none set."""
+    return st.one_of(st.just(SinkPlan(True)), st.builds(SinkPlan, st.just(False), st.booleans()))
+
+
 @st.composite
 def flink_schedules(draw: st.DrawFn) -> FlinkSchedule:
     """Schedules whose every drawn failure surely happens (``failure_sure``) and whose group start, if any, holds
@@ -449,6 +491,9 @@ def flink_schedules(draw: st.DrawFn) -> FlinkSchedule:
         if not last and failure is None and draw(st.booleans()):
             stop = 0 if draw(st.booleans()) else draw(st.integers(1, MAX_STOP_AFTER))  # 0: at once
         runs.append(RunPlan(parallelism, tuple(steps), failure, stop))
+    exactly_once = draw(st.booleans())
+    prefixed = exactly_once or draw(st.booleans())
+    more_sinks = draw(st.lists(_sink_plans(), max_size=MAX_SINKS - 1))
     held: list[Held] = []
     if start == "group":
         before: dict[Cell, int] = {}
@@ -463,11 +508,13 @@ def flink_schedules(draw: st.DrawFn) -> FlinkSchedule:
         start,
         fallback,
         tuple(held),
-        draw(st.booleans()),
+        exactly_once,
         draw(st.sampled_from(NAMING)),
         draw(st.sampled_from(CHECKPOINT_MS)),
         tuple(runs),
         draw(st.sampled_from(DISCOVERY_MS)),
+        prefixed,
+        tuple(more_sinks),
     )
 
 
@@ -499,8 +546,10 @@ EVERY_KIND: Final = FlinkSchedule(
         RunPlan(3, (Step("write", 0, 1, 10), Step("write", 2, 1, 3)), stop_after=8),
         RunPlan(1, (Step("write", 1, 0, 9),)),
     ),
+    more_sinks=(SinkPlan(False, prefixed=False),),
 )
-"""The explicit example: every step kind, a group start, a failure that surely happens, a rescale up and down, and
-both stops. Its fallback is EARLIEST: with LATEST, flink-connector-kafka 5.0.0 loses what is written while the job
-is stopped to a partition its first run read nothing of (the restored split starts at the end again, as
-FLINK-28303's LATEST marker did), which the draws still reach; the explicit example checks the rest on every run."""
+"""The explicit example: every step kind, a group start, a failure that surely happens, a rescale up and down, both
+stops, and a second sink (at-least-once, no prefix set) beside the exactly-once one. Its fallback is EARLIEST: with
+LATEST, flink-connector-kafka 5.0.0 loses what is written while the job is stopped to a partition its first run read
+nothing of (the restored split starts at the end again, as FLINK-28303's LATEST marker did), which the draws still
+reach; the explicit example checks the rest on every run."""

@@ -52,7 +52,8 @@ import org.apache.kafka.clients.consumer.OffsetResetStrategy;
 
 /**
  * Runs one real Flink streaming job in the local MiniCluster, so that kconform's pipeline checkers judge Flink's own
- * Kafka connector: {@code KafkaSource} -> a map that records what each subtask read -> {@code KafkaSink}. Built
+ * Kafka connector: {@code KafkaSource} -> a map that records what each subtask read -> {@code KafkaSink} (and each
+ * of {@code more_sinks}: the same records into further sinks, uids {@code kafka-sink-1}, ...). Built
  * against every connector release line kconform knows (Flink 1.18 to 2.x): the only API that differs, the subtask
  * index and attempt number, is looked up by reflection ({@link Recorder#identity}).
  *
@@ -63,7 +64,7 @@ import org.apache.kafka.clients.consumer.OffsetResetStrategy;
  *  "starting_offsets": "earliest" | "latest" | {"group": g, "fallback": "earliest" | "latest" | null},
  *  "bounded": b, "parallelism": n, "checkpoint_interval_ms": ms, "restart_attempts": k,
  *  "sink": {"topic": t, "exactly_once": b, "transactional_id_prefix": s | null, "properties": {k: v},
- *  "naming": "INCREMENTING" | "POOLING" | null},
+ *  "naming": "INCREMENTING" | "POOLING" | null}, "more_sinks": [sink, ...] | absent,
  *  "source_properties": {k: v}, "history": path, "savepoint_dir": path, "restore_from": path | null,
  *  "failure": {"subtask": i, "after_records": n, "at": "record" | "checkpoint"} | null,
  *  "stop": {"after_records": n | null, "at_offsets": [[t, p, end], ...] | null, "within_ms": ms} | null,
@@ -129,6 +130,14 @@ public final class FlinkHarness {
                         .map(new Recorder(run.get("failure"), run.get("pace_ms").asLong()))
                         .uid("recorder");
         reads.sinkTo(sink(run.get("bootstrap_servers").asText(), run.get("sink"))).uid("kafka-sink");
+        JsonNode more = run.get("more_sinks"); // further sinks of the same records, each its own KafkaSink
+        if (more != null && !more.isNull()) {
+            int index = 0;
+            for (JsonNode other : more) {
+                index++;
+                reads.sinkTo(sink(run.get("bootstrap_servers").asText(), other)).uid("kafka-sink-" + index);
+            }
+        }
 
         JobClient job = env.executeAsync("kconform-flink-harness");
         ObjectNode answer = JSON.createObjectNode();
@@ -168,12 +177,27 @@ public final class FlinkHarness {
                 return job.stopWithSavepoint(false, directory, SavepointFormatType.CANONICAL)
                         .get(timeoutMs, TimeUnit.MILLISECONDS);
             } catch (ExecutionException refused) {
+                JobStatus status = statusOrNull(job);
+                if (status == null || status.isGloballyTerminalState()) {
+                    // the job failed (or is gone) while it was to be stopped: its own failure, not the savepoint's
+                    throw new IllegalStateException(
+                            "the job ended (" + status + ") before it was stopped", Recorder.failureOf(job));
+                }
                 boolean restarting = ExceptionUtils.findThrowable(refused, CheckpointException.class).isPresent();
                 if (!restarting || System.nanoTime() > deadline) {
                     throw refused;
                 }
                 TimeUnit.MILLISECONDS.sleep(POLL_MS); // poll interval of a bounded retry, not a synchronisation
             }
+        }
+    }
+
+    /** The job's status, or null once its MiniCluster is gone (it ended); a status not told in time fails. */
+    static JobStatus statusOrNull(JobClient job) throws InterruptedException, TimeoutException {
+        try {
+            return job.getJobStatus().get(POLL_MS * 20, TimeUnit.MILLISECONDS);
+        } catch (ExecutionException | IllegalStateException gone) {
+            return null;
         }
     }
 
@@ -486,7 +510,7 @@ public final class FlinkHarness {
         }
 
         /** Why a job that ended failed (its stack trace names the connector's own error), or null. */
-        private static Throwable failureOf(JobClient job) throws InterruptedException {
+        static Throwable failureOf(JobClient job) throws InterruptedException {
             try {
                 job.getJobExecutionResult().get(POLL_MS * 20, TimeUnit.MILLISECONDS);
                 return null;
