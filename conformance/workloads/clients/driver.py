@@ -74,7 +74,12 @@ AMBIGUOUS: Final = frozenset(
     {ck.KafkaError._TIMED_OUT, ck.KafkaError.REQUEST_TIMED_OUT, ck.KafkaError._TRANSPORT, ck.KafkaError._MSG_TIMED_OUT}
 )
 """Commit errors after which the coordinator may or may not have applied the commit."""
-NAMED_SETTING: Final = re.compile(r'"([a-z][a-z0-9._]+)"|`([a-z][a-z0-9._]+)`|\b([a-z]+(?:\.[a-z]+)+)\b')
+NAMED_SETTING: Final = re.compile(r'"([a-z][a-z0-9._]+)"|`([a-z][a-z0-9._]+)`|\b([a-z]+(?:\.[a-z]+)+)\b(?!=)')
+"""A setting a client's refusal names; not one it states with its value, which says why the named one is refused
+(``group.protocol`` in "`session.timeout.ms` is not supported for `group.protocol=consumer`")."""
+CLASSIC_GROUP_ONLY: Final = frozenset({"session.timeout.ms", "heartbeat.interval.ms"})
+"""Settings of the broker's fast-test defaults (``FAST_CLIENT_SETTINGS``) a member of ``group.protocol=consumer``
+does not take: the broker sets its session (librdkafka refuses them there, as kafka-clients does)."""
 
 
 class HungCall(Exception):
@@ -242,6 +247,12 @@ def typed(settings: Mapping[str, str]) -> dict[str, Any]:
     return {k: {"true": True, "false": False}.get(v, v) for k, v in settings.items()}
 
 
+def member_config(config: Mapping[str, Any], classic: bool) -> dict[str, Any]:
+    """The broker's settings for a consumer (``Broker.client_config``) as a group member of its protocol takes them:
+    a member of ``group.protocol=consumer`` without the classic session settings (``CLASSIC_GROUP_ONLY``)."""
+    return {k: v for k, v in config.items() if classic or k not in CLASSIC_GROUP_ONLY}
+
+
 def without_named(settings: Mapping[str, str], error: str) -> dict[str, str]:
     """``settings`` minus those a configuration error names (all of them when it names none)."""
     named = {next(g for g in m.groups() if g) for m in NAMED_SETTING.finditer(error)}
@@ -309,9 +320,9 @@ class Run:
                 ambiguous=ambiguous,
             )
 
-        classic = slot.plan.settings.get("group.protocol", "classic") == "classic"
+        classic = str(slot.plan.settings.get("group.protocol", "classic")).lower() == "classic"
         base: dict[str, Any] = {
-            **self.broker.client_config("consumer"),
+            **member_config(self.broker.client_config("consumer"), classic),
             **(CONSUMER_DEFAULTS if classic else {}),
             "group.id": slot.group,
             "enable.partition.eof": True,  # the workload's default (positions are checked at these events); drawn too
