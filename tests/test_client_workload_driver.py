@@ -9,7 +9,7 @@ import confluent_kafka as ck
 import pytest
 
 from kconform.conformance.workloads.clients import driver
-from kconform.conformance.workloads.clients.history import Note, Subscribed
+from kconform.conformance.workloads.clients.history import Failed, Note, Subscribed
 from kconform.conformance.workloads.clients.schedule import ConsumerPlan, ProducerPlan, Schedule, Step, StepKind
 
 
@@ -205,3 +205,43 @@ def test_the_broker_s_session_settings_go_to_classic_members_alone() -> None:
     config = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 1000, "fetch.wait.max.ms": 100}
     assert driver.member_config(config, classic=True) == config
     assert driver.member_config(config, classic=False) == {"fetch.wait.max.ms": 100}
+
+
+class FatalEvent:
+    """A consumed message that carries an error (librdkafka's error event)."""
+
+    def __init__(self, error: ck.KafkaError) -> None:
+        self._error = error
+
+    def error(self) -> ck.KafkaError:
+        return self._error
+
+    def topic(self) -> str:
+        return "kcw-x-t0"
+
+    def partition(self) -> int:
+        return 0
+
+    def offset(self) -> int:
+        return -1
+
+
+@pytest.mark.parametrize(
+    ("error", "failed"),
+    [
+        (ck.KafkaError(ck.KafkaError._FATAL, "Fatal consumer error: Broker: Invalid request", fatal=True), True),
+        (ck.KafkaError(ck.KafkaError.INVALID_REQUEST, "Broker: Invalid request", fatal=True), True),
+        (ck.KafkaError(ck.KafkaError._TRANSPORT, "Broker transport failure"), False),
+    ],
+)
+def test_a_consumer_s_fatal_error_is_recorded_as_its_failure(
+    run: driver.Run, error: ck.KafkaError, failed: bool
+) -> None:
+    """A fatal error reaches the history as ``Failed`` both ways librdkafka reports it: as a consumed error event and
+    through ``error_cb``; another error is a note (a poll's error) only."""
+    slot = run.consumers[0]
+    run._record_poll(slot, [FatalEvent(error)], [])  # type: ignore[list-item]
+    run._client_error(slot, error)
+    found = [e for e in run.recorder.events if isinstance(e, Failed)]
+    assert len(found) == (2 if failed else 0)
+    assert all(e.client == slot.name and "Invalid request" in e.error for e in found)

@@ -34,6 +34,7 @@ from .history import (
     Closed,
     Committed,
     Event,
+    Failed,
     History,
     Hung,
     Log,
@@ -185,6 +186,12 @@ def error_text(error: BaseException | ck.KafkaError) -> str:
     return f"{type(error).__name__}: {error}"
 
 
+def fatal(error: ck.KafkaError) -> bool:
+    """Whether librdkafka says the client can no longer be used (its fatal error, or the ``_FATAL`` event that
+    announces one)."""
+    return bool(error.fatal()) or error.code() == ck.KafkaError._FATAL
+
+
 def error_code(error: BaseException) -> int | None:
     if isinstance(error, ck.KafkaException) and error.args and isinstance(error.args[0], ck.KafkaError):
         return int(error.args[0].code())
@@ -327,7 +334,7 @@ class Run:
             "group.id": slot.group,
             "enable.partition.eof": True,  # the workload's default (positions are checked at these events); drawn too
             "on_commit": on_commit,
-            "error_cb": lambda error: recorder.note(f"error: {error_text(error)}", slot.name),
+            "error_cb": lambda error: self._client_error(slot, error),
         }
         if slot.incarnation == 0:
             client, slot.settings = self._configured(slot.name, base, slot.plan.settings, self.clients_port.consumer)
@@ -382,6 +389,12 @@ class Run:
             self.recorder.add(Subscribed, slot.name, pattern=slot.subscription[0])
         else:
             self.recorder.add(Subscribed, slot.name, topics=tuple(slot.subscription))
+
+    def _client_error(self, slot: ConsumerSlot, error: ck.KafkaError) -> None:
+        """A consumer's ``error_cb``: noted, and a fatal one recorded as ``Failed``."""
+        self.recorder.note(f"error: {error_text(error)}", slot.name)
+        if fatal(error):
+            self.recorder.add(Failed, slot.name, error=error_text(error))
 
     def _open_producer(self, index: int, transactional: bool, drawn: Mapping[str, str]) -> ProducerSlot:
         base: dict[str, Any] = {**self.broker.client_config("producer")}
@@ -637,6 +650,8 @@ class Run:
                 slot.ended[message_tp(m)] = message_offset(m)
             else:
                 errors.append(error_text(error))
+                if fatal(error):
+                    self.recorder.add(Failed, slot.name, error=error_text(error))
         self.recorder.add(
             Polled,
             slot.name,
