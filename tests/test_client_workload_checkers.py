@@ -17,6 +17,7 @@ from kconform.conformance.workloads.clients.history import (
     ClientInfo,
     Committed,
     Event,
+    Failed,
     History,
     Log,
     Paused,
@@ -503,3 +504,29 @@ def test_a_pattern_subscription_covers_the_topics_it_matches() -> None:
     assert Subscribed(0, "c0#0", 0.0, pattern="^kcw-1-.*").covers("kcw-1-x0")
     assert not Subscribed(0, "c0#0", 0.0, pattern="^kcw-1-.*").covers("kcw-2-t0")
     assert not Subscribed(0, "c0#0", 0.0, topics=("kcw-1-t0",)).covers("kcw-1-t1")
+
+
+@pytest.mark.parametrize(
+    ("failed", "broker_answers", "want"),
+    [
+        (True, True, [("LIVE-001", "client-failed")]),
+        (True, None, [("LIVE-001", "client-failed")]),  # whether the broker answered could not be asked
+        (True, False, []),  # the broker did not answer at the end: the failure may be the fault's, not judged
+        (False, True, []),
+    ],
+)
+def test_a_consumer_that_fails_of_a_fatal_error_of_its_own_breaks_liveness(
+    failed: bool, broker_answers: bool | None, want: list[tuple[str, str]]
+) -> None:
+    """librdkafka's fatal error ends a consumer for good (a KIP 848 member refused on its rejoin, librdkafka #5488):
+    LIVE-001 ``client-failed``, once per consumer, with the error; the same history without it passes."""
+    events = Events().add(Assigned, "c0", tps=(TP,), how="rebalance")
+    events.add(Polled, "c0", **polled(0, 1)).add(Polled, "c0", **polled(2))
+    if failed:
+        fatal = "_FATAL: Fatal consumer error: Broker: Invalid request"
+        events.add(Failed, "c0", error=fatal).add(Failed, "c0", error=fatal)
+    violations = cw.check_history(history(events, {TP: [0, 1, 2]}), broker_answers)
+    assert kinds(violations) == want
+    assert len(violations) == len(want)  # one per consumer, not one per report of it
+    if want:
+        assert violations[0].data["client"] == "c0" and "Invalid request" in violations[0].evidence

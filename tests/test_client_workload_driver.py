@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import confluent_kafka as ck
 import pytest
 
 from kconform.conformance.workloads.clients import driver
-from kconform.conformance.workloads.clients.history import Note, Subscribed
+from kconform.conformance.workloads.clients.history import Failed, Note, Subscribed
 from kconform.conformance.workloads.clients.schedule import ConsumerPlan, ProducerPlan, Schedule, Step, StepKind
 
 
@@ -123,3 +124,124 @@ def test_a_member_starts_subscribed_to_the_topics_its_plan_names(monkeypatch: py
         ("kcw-y-t1",),
         ("kcw-y-t1",),
     ]
+
+
+LIBRDKAFKA_REFUSAL = (
+    "Failed to create consumer: `{}` is not supported for `group.protocol=consumer`. It is defined broker side"
+)
+KAFKA_CLIENTS_REFUSAL = (
+    "org.apache.kafka.common.config.ConfigException: partition.assignment.strategy cannot be set when "
+    "group.protocol=CONSUMER"
+)
+
+
+class RefusingAsLibrdkafka(StandIns):
+    """librdkafka's check (2.14.2 and 2.15.0 refuse each of these for a member of the consumer protocol)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.configs: list[dict[str, Any]] = []
+
+    def consumer(self, config: dict[str, Any]) -> StandIn:
+        if config.get("group.protocol") == "consumer":
+            for name in ("session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy"):
+                if name in config:
+                    raise ck.KafkaException(ck.KafkaError(ck.KafkaError._INVALID_ARG, LIBRDKAFKA_REFUSAL.format(name)))
+        self.configs.append(config)
+        return super().consumer(config)
+
+
+class FastBroker(NoBroker):
+    def client_config(self, _role: Any, **_overrides: Any) -> dict[str, Any]:
+        return {"session.timeout.ms": 6000, "heartbeat.interval.ms": 1000, "fetch.wait.max.ms": 100}
+
+
+def opened(plan: ConsumerPlan, monkeypatch: pytest.MonkeyPatch) -> tuple[driver.Run, RefusingAsLibrdkafka]:
+    monkeypatch.setattr(driver, "KafkaClient", lambda _broker: None)
+    clients = RefusingAsLibrdkafka()
+    made = driver.Run(Schedule((1,), (ProducerPlan({}),), (plan,), ()), FastBroker(), clients, prefix="kcw-x")  # type: ignore[arg-type]
+    made.consumers.append(driver.ConsumerSlot(0, plan, "kcw-x-g"))
+    made._open_consumer(made.consumers[-1])
+    return made, clients
+
+
+def test_a_member_drawn_for_the_consumer_protocol_joins_with_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The broker's fast session settings are a classic member's: a member of ``group.protocol=consumer`` gets none,
+    and a drawn setting its release refuses there is dropped alone, not the protocol the refusal gives as its reason
+    (both once made every drawn consumer-protocol member classic)."""
+    made, clients = opened(
+        ConsumerPlan({"group.protocol": "consumer", "session.timeout.ms": "7000"}, "topics"), monkeypatch
+    )
+    (config,) = clients.configs
+    assert config["group.protocol"] == "consumer" and "heartbeat.interval.ms" not in config
+    assert "session.timeout.ms" not in config and made.consumers[0].settings == {"group.protocol": "consumer"}
+    assert any(isinstance(e, Note) and "session.timeout.ms" in e.text for e in made.recorder.events)
+    made, clients = opened(ConsumerPlan({"group.protocol": "classic"}, "topics"), monkeypatch)
+    (config,) = clients.configs
+    assert "session.timeout.ms" in config and "heartbeat.interval.ms" in config
+
+
+@pytest.mark.parametrize(
+    ("refusal", "kept"),
+    [
+        (LIBRDKAFKA_REFUSAL.format("partition.assignment.strategy"), {"group.protocol": "consumer", "acks": "1"}),
+        (KAFKA_CLIENTS_REFUSAL, {"group.protocol": "consumer", "acks": "1"}),
+        (
+            'No such configuration property: "fetch.queue.backoff.ms"',
+            {"group.protocol": "consumer", "acks": "1", "partition.assignment.strategy": "range"},
+        ),
+    ],
+)
+def test_a_refusal_drops_the_settings_it_names_and_not_the_one_it_states_as_its_reason(
+    refusal: str, kept: dict[str, str]
+) -> None:
+    drawn = {"group.protocol": "consumer", "acks": "1", "partition.assignment.strategy": "range"}
+    assert driver.without_named({**drawn, "fetch.queue.backoff.ms": "5"}, refusal) == (
+        kept if "fetch.queue" in refusal else {**kept, "fetch.queue.backoff.ms": "5"}
+    )
+
+
+def test_the_broker_s_session_settings_go_to_classic_members_alone() -> None:
+    config = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 1000, "fetch.wait.max.ms": 100}
+    assert driver.member_config(config, classic=True) == config
+    assert driver.member_config(config, classic=False) == {"fetch.wait.max.ms": 100}
+
+
+class FatalEvent:
+    """A consumed message that carries an error (librdkafka's error event)."""
+
+    def __init__(self, error: ck.KafkaError) -> None:
+        self._error = error
+
+    def error(self) -> ck.KafkaError:
+        return self._error
+
+    def topic(self) -> str:
+        return "kcw-x-t0"
+
+    def partition(self) -> int:
+        return 0
+
+    def offset(self) -> int:
+        return -1
+
+
+@pytest.mark.parametrize(
+    ("error", "failed"),
+    [
+        (ck.KafkaError(ck.KafkaError._FATAL, "Fatal consumer error: Broker: Invalid request", fatal=True), True),
+        (ck.KafkaError(ck.KafkaError.INVALID_REQUEST, "Broker: Invalid request", fatal=True), True),
+        (ck.KafkaError(ck.KafkaError._TRANSPORT, "Broker transport failure"), False),
+    ],
+)
+def test_a_consumer_s_fatal_error_is_recorded_as_its_failure(
+    run: driver.Run, error: ck.KafkaError, failed: bool
+) -> None:
+    """A fatal error reaches the history as ``Failed`` both ways librdkafka reports it: as a consumed error event and
+    through ``error_cb``; another error is a note (a poll's error) only."""
+    slot = run.consumers[0]
+    run._record_poll(slot, [FatalEvent(error)], [])  # type: ignore[list-item]
+    run._client_error(slot, error)
+    found = [e for e in run.recorder.events if isinstance(e, Failed)]
+    assert len(found) == (2 if failed else 0)
+    assert all(e.client == slot.name and "Invalid request" in e.error for e in found)

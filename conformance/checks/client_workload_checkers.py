@@ -24,6 +24,7 @@ from ..workloads.clients.history import (
     Closed,
     Committed,
     Event,
+    Failed,
     History,
     Hung,
     Note,
@@ -739,6 +740,28 @@ def check_calls_returned(history: History, broker_answers: bool | None) -> list[
     ]
 
 
+def check_clients_failed(history: History, broker_answers: bool | None) -> list[Violation]:
+    """LIVE-001: no consumer fails of an error of its own (librdkafka's fatal error, ``Failed``) while the broker still
+    answered: a client that must be made anew is the client's counterpart of a query that failed. The workload gives
+    a consumer nothing that may legitimately end it so (no static membership, whose fencing is fatal by design)."""
+    if broker_answers is False:
+        return []
+    first: dict[str, Failed] = {}
+    for event in of_kind(history, Failed):
+        if isinstance(event, Failed):
+            first.setdefault(event.client, event)
+    return [
+        Violation(
+            "LIVE-001",
+            "client-failed",
+            f"{e.client} failed with a fatal error ({e.error})"
+            + ("; the broker still answered" if broker_answers else ""),
+            data={"client": e.client, "error": e.error, "broker_answers": broker_answers},
+        )
+        for e in first.values()
+    ]
+
+
 SAFETY_CHECKERS: Final = (
     check_acknowledged_in_log,
     check_written_once,
@@ -758,4 +781,4 @@ def check_history(history: History, broker_answers: bool | None) -> list[Violati
     found: list[Violation] = []
     for checker in SAFETY_CHECKERS:
         found += checker(history)
-    return found + check_calls_returned(history, broker_answers)
+    return found + check_calls_returned(history, broker_answers) + check_clients_failed(history, broker_answers)

@@ -34,6 +34,7 @@ from .history import (
     Closed,
     Committed,
     Event,
+    Failed,
     History,
     Hung,
     Log,
@@ -74,7 +75,12 @@ AMBIGUOUS: Final = frozenset(
     {ck.KafkaError._TIMED_OUT, ck.KafkaError.REQUEST_TIMED_OUT, ck.KafkaError._TRANSPORT, ck.KafkaError._MSG_TIMED_OUT}
 )
 """Commit errors after which the coordinator may or may not have applied the commit."""
-NAMED_SETTING: Final = re.compile(r'"([a-z][a-z0-9._]+)"|`([a-z][a-z0-9._]+)`|\b([a-z]+(?:\.[a-z]+)+)\b')
+NAMED_SETTING: Final = re.compile(r'"([a-z][a-z0-9._]+)"|`([a-z][a-z0-9._]+)`|\b([a-z]+(?:\.[a-z]+)+)\b(?!=)')
+"""A setting a client's refusal names; not one it states with its value, which says why the named one is refused
+(``group.protocol`` in "`session.timeout.ms` is not supported for `group.protocol=consumer`")."""
+CLASSIC_GROUP_ONLY: Final = frozenset({"session.timeout.ms", "heartbeat.interval.ms"})
+"""Settings of the broker's fast-test defaults (``FAST_CLIENT_SETTINGS``) a member of ``group.protocol=consumer``
+does not take: the broker sets its session (librdkafka refuses them there, as kafka-clients does)."""
 
 
 class HungCall(Exception):
@@ -180,6 +186,12 @@ def error_text(error: BaseException | ck.KafkaError) -> str:
     return f"{type(error).__name__}: {error}"
 
 
+def fatal(error: ck.KafkaError) -> bool:
+    """Whether librdkafka says the client can no longer be used (its fatal error, or the ``_FATAL`` event that
+    announces one)."""
+    return bool(error.fatal()) or error.code() == ck.KafkaError._FATAL
+
+
 def error_code(error: BaseException) -> int | None:
     if isinstance(error, ck.KafkaException) and error.args and isinstance(error.args[0], ck.KafkaError):
         return int(error.args[0].code())
@@ -240,6 +252,12 @@ class ProducerSlot:
 def typed(settings: Mapping[str, str]) -> dict[str, Any]:
     """Drawn values as confluent-kafka takes them: a boolean property as a bool (it refuses "true")."""
     return {k: {"true": True, "false": False}.get(v, v) for k, v in settings.items()}
+
+
+def member_config(config: Mapping[str, Any], classic: bool) -> dict[str, Any]:
+    """The broker's settings for a consumer (``Broker.client_config``) as a group member of its protocol takes them:
+    a member of ``group.protocol=consumer`` without the classic session settings (``CLASSIC_GROUP_ONLY``)."""
+    return {k: v for k, v in config.items() if classic or k not in CLASSIC_GROUP_ONLY}
 
 
 def without_named(settings: Mapping[str, str], error: str) -> dict[str, str]:
@@ -309,14 +327,14 @@ class Run:
                 ambiguous=ambiguous,
             )
 
-        classic = slot.plan.settings.get("group.protocol", "classic") == "classic"
+        classic = str(slot.plan.settings.get("group.protocol", "classic")).lower() == "classic"
         base: dict[str, Any] = {
-            **self.broker.client_config("consumer"),
+            **member_config(self.broker.client_config("consumer"), classic),
             **(CONSUMER_DEFAULTS if classic else {}),
             "group.id": slot.group,
             "enable.partition.eof": True,  # the workload's default (positions are checked at these events); drawn too
             "on_commit": on_commit,
-            "error_cb": lambda error: recorder.note(f"error: {error_text(error)}", slot.name),
+            "error_cb": lambda error: self._client_error(slot, error),
         }
         if slot.incarnation == 0:
             client, slot.settings = self._configured(slot.name, base, slot.plan.settings, self.clients_port.consumer)
@@ -371,6 +389,12 @@ class Run:
             self.recorder.add(Subscribed, slot.name, pattern=slot.subscription[0])
         else:
             self.recorder.add(Subscribed, slot.name, topics=tuple(slot.subscription))
+
+    def _client_error(self, slot: ConsumerSlot, error: ck.KafkaError) -> None:
+        """A consumer's ``error_cb``: noted, and a fatal one recorded as ``Failed``."""
+        self.recorder.note(f"error: {error_text(error)}", slot.name)
+        if fatal(error):
+            self.recorder.add(Failed, slot.name, error=error_text(error))
 
     def _open_producer(self, index: int, transactional: bool, drawn: Mapping[str, str]) -> ProducerSlot:
         base: dict[str, Any] = {**self.broker.client_config("producer")}
@@ -626,6 +650,8 @@ class Run:
                 slot.ended[message_tp(m)] = message_offset(m)
             else:
                 errors.append(error_text(error))
+                if fatal(error):
+                    self.recorder.add(Failed, slot.name, error=error_text(error))
         self.recorder.add(
             Polled,
             slot.name,

@@ -142,6 +142,15 @@ class Hung(Event):
 
 
 @dataclass(frozen=True)
+class Failed(Event):
+    """A consumer's fatal error: librdkafka raised one (``KafkaError.fatal()``, delivered to its ``error_cb`` or as a
+    consumed error event), after which the client instance cannot go on and must be made anew (rdkafka.h,
+    ``rd_kafka_fatal_error``). kafka-clients' exceptions carry no such flag, so its consumers record none."""
+
+    error: str
+
+
+@dataclass(frozen=True)
 class Note(Event):
     """What the run did that is not a client's (a fault, a topic change) or what it could not do (a step skipped,
     settings the release refused), for the report's timeline."""

@@ -170,7 +170,13 @@ GROUP_SETTINGS: Final = frozenset({"group.protocol", "partition.assignment.strat
 """Drawn once per schedule for every consumer: the members of a group must agree on its protocol (Kafka refuses a
 member whose assignors share none with the group's, INCONSISTENT_GROUP_PROTOCOL). Each is drawn in every schedule
 (the release's default is one of the values), not in half of them as another setting is: they decide every
-assignment the group makes, so each assignor meets every shape of group the draw makes."""
+assignment the group makes, so each assignor meets every shape of group the draw makes (``group_settings``)."""
+CLASSIC_GROUP_SETTINGS: Final = frozenset({"partition.assignment.strategy"})
+"""Of ``GROUP_SETTINGS``, those of the classic protocol alone: its client-side assignors. A group of
+``group.protocol=consumer`` (KIP 848) is assigned by the broker, and both clients refuse the setting there
+(librdkafka: "`partition.assignment.strategy` is not supported for `group.protocol=consumer`"; kafka-clients 4.1:
+"partition.assignment.strategy cannot be set when group.protocol=CONSUMER"), so it is drawn for classic groups only.
+Drawn for every group, it had each release refuse the consumer protocol and the workload fall back to classic."""
 WEIGHTS: Final[dict[StepKind, int]] = {
     StepKind.POLL: 6,
     StepKind.PRODUCE: 4,
@@ -270,6 +276,27 @@ def step_strategy(producers: int, consumers: int, topics: int, faults: bool) -> 
     return st.sampled_from(weighted).flatmap(by_kind.__getitem__)
 
 
+def group_settings(catalogue: Sequence[Setting]) -> st.SearchStrategy[dict[str, str]]:
+    """The settings every member of a schedule's group shares (``GROUP_SETTINGS`` the release has): the protocol,
+    then, for a classic group, its assignors (``CLASSIC_GROUP_SETTINGS``); a release without ``group.protocol`` has
+    classic groups alone and draws its assignors in every schedule."""
+    chosen = {s.name: s for s in catalogue if s.name in GROUP_SETTINGS}
+    protocol = chosen.pop("group.protocol", None)
+    if protocol is None:
+        return st.fixed_dictionaries({name: values(s) for name, s in chosen.items()})
+
+    def rest(value: str) -> st.SearchStrategy[dict[str, str]]:
+        classic = value.strip().lower() == "classic"
+        return st.fixed_dictionaries(
+            {
+                protocol.name: st.just(value),
+                **{name: values(s) for name, s in chosen.items() if classic or name not in CLASSIC_GROUP_SETTINGS},
+            }
+        )
+
+    return values(protocol).flatmap(rest)
+
+
 @st.composite
 def schedules(
     draw: st.DrawFn, catalogue: Sequence[Setting], faults: bool = True, max_steps: int = MAX_STEPS
@@ -278,7 +305,7 @@ def schedules(
     ``faults`` (a broker the run may restart and pause)."""
     partitions = draw(st.lists(st.integers(1, MAX_PARTITIONS), min_size=1, max_size=MAX_TOPICS))
     producers = draw(st.lists(st.builds(ProducerPlan, drawn("P", catalogue), st.booleans()), min_size=1, max_size=2))
-    group = draw(st.fixed_dictionaries({s.name: values(s) for s in catalogue if s.name in GROUP_SETTINGS}))
+    group = draw(group_settings(catalogue))
     member = [s for s in catalogue if s.name not in GROUP_SETTINGS]
     own = drawn("C", member).map(lambda own: {**own, **group})
     topic = st.integers(0, len(partitions) - 1)
