@@ -138,3 +138,33 @@ def test_kconform_run_names_what_it_judged_as_the_page_does(monkeypatch: pytest.
     )
     assert f"\njudged: {judged}\n" in report.render_text(ran, judged=judged)
     assert "judged:" not in report.render_text(ran)
+
+
+def test_every_report_names_the_kafka_clients_release_it_judged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kafka-clients adapter names the release of the oracle build it loads (the pinned one, read off the jar,
+    when the run names none), and report.json, report.md, report.html and the console state it, at the protocol
+    level too, where no PySpark runs: a report says which release its verdict holds for (issue 44)."""
+    from kconform.conformance.adapters.kafka_clients import KafkaClientsAdapter
+    from kconform.conformance.gate.html_report import render_html
+    from kconform.conformance.jvm import JVM_DIR_ENV
+
+    monkeypatch.setenv(JVM_DIR_ENV, str(tmp_path))
+    (tmp_path / "kafka-oracle").mkdir()
+    (tmp_path / "kafka-oracle" / "kafka-clients-4.4.0.jar").write_bytes(b"")
+    pinned = KafkaClientsAdapter("kafka-oracle")
+    assert pinned.versions() == {"kafka-clients": "4.4.0"}
+    at_release = KafkaClientsAdapter("releases/kafka-clients-3.4.1/kafka-oracle", release="3.4.1")
+    assert at_release.versions() == {"kafka-clients": "3.4.1"}
+
+    plain = result(1.0)
+    ran = replace(plain, options=replace(plain.options, level="protocol"), broker_facts=None)
+    ran.judged = report.judged_components(ran, pinned.versions())
+    assert ran.judged == {"kafka-clients": "4.4.0"}
+    assert report.to_json(ran)["judged"] == {"kafka-clients": "4.4.0"}
+    assert "\n- judged: kafka-clients 4.4.0\n" in report.render_markdown(ran)
+    assert '<p class="meta">judged: kafka-clients 4.4.0</p>' in render_html(ran)
+    assert "\njudged: kafka-clients 4.4.0\n" in report.render_text(ran)
+    assert report.to_json(plain)["judged"] is None  # nothing named: null, and no line
+    assert "judged:" not in report.render_markdown(plain)
