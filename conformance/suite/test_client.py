@@ -34,7 +34,7 @@ from ..brokers import Broker
 from ..checks.checkers import fail_on
 from ..checks.client_checkers import check_position_at_end, check_stored_offset_committed
 from ..checks.pipeline_checkers import ReadRecord, check_read_once
-from ..gate.pytest_plugin import live_broker, requirement
+from ..gate.pytest_plugin import requirement, stated_broker
 
 pytestmark = pytest.mark.pipeline
 
@@ -55,11 +55,12 @@ def client_settings() -> settings:
 
 
 @pytest.fixture(scope="module")
-def client_broker(adapter_under_test: Any) -> Iterator[Broker]:
-    """The run's broker, started only for an adapter that reads with this interpreter's confluent-kafka."""
+def client_broker(adapter_under_test: Any, request: pytest.FixtureRequest) -> Iterator[Broker]:
+    """The run's broker, started only for an adapter that reads with this interpreter's confluent-kafka; its
+    release, transaction.version and group protocols go in the run's reports."""
     if CAPABILITY not in adapter_under_test.capabilities:
         pytest.skip(f"adapter {adapter_under_test.name!r} does not declare capability {CAPABILITY!r}")
-    yield from live_broker()
+    yield from stated_broker(request.config)
 
 
 @contextmanager
