@@ -168,3 +168,19 @@ def test_every_report_names_the_kafka_clients_release_it_judged(
     assert "\njudged: kafka-clients 4.4.0\n" in report.render_text(ran)
     assert report.to_json(plain)["judged"] is None  # nothing named: null, and no line
     assert "judged:" not in report.render_markdown(plain)
+
+
+def test_a_run_whose_adapter_reads_with_confluent_kafka_names_it_and_its_librdkafka(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The client tests judge this interpreter's confluent-kafka for an adapter of capability
+    ``confluent-kafka-consumer`` (the reference pipeline): the run names it and the librdkafka it wraps, at the
+    pipeline level; not at the protocol level, which starts no client."""
+    monkeypatch.setattr(report, "on_spark", lambda result: False)
+    monkeypatch.setattr(report, "confluent_versions", lambda: {"confluent-kafka": "2.16.1", "librdkafka": "2.16.0"})
+    plain = result(1.0)
+    reads = replace(plain, capabilities=["pipeline", "confluent-kafka-consumer"])
+    assert report.judged_components(reads, {}) == {"confluent-kafka": "2.16.1", "librdkafka": "2.16.0"}
+    assert report.judged_components(plain, {}) == {}
+    at_protocol = replace(reads, options=replace(reads.options, level="protocol"))
+    assert report.judged_components(at_protocol, {}) == {}

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from importlib.metadata import version
 from importlib.util import find_spec
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from _pytest.junitxml import mangle_test_address  # how pytest named the testcases it wrote
 
@@ -287,12 +287,28 @@ def on_spark(result: RunResult) -> bool:
     return find_spec("pyspark") is not None and not ENGINE_CAPABILITIES.keys() & set(result.capabilities)
 
 
+CONFLUENT_CLIENT: Final = "confluent-kafka-consumer"
+"""The capability of an adapter that reads with this interpreter's confluent-kafka (``adapter.interface``)."""
+
+
+def confluent_versions() -> dict[str, str]:
+    """This interpreter's confluent-kafka and the librdkafka it wraps (none on a core install without it)."""
+    if find_spec("confluent_kafka") is None:
+        return {}
+    import confluent_kafka
+
+    return {"confluent-kafka": version("confluent-kafka"), "librdkafka": confluent_kafka.libversion()[0]}
+
+
 def judged_components(result: RunResult, versions: dict[str, str]) -> dict[str, str]:
     """What a run judged, component -> release: the PySpark it ran on (not at the protocol level, which runs no
     Spark), then what the adapter names (``versions``: its ``versions()``, read from the folder its session loads
-    the jars from, e.g. ``spark-sql-kafka-0-10_2.13``, ``kafka-clients``, ``flink-connector-kafka``)."""
-    pyspark = {"PySpark": version("pyspark")} if result.options.level != "protocol" and on_spark(result) else {}
-    return {**pyspark, **versions}
+    the jars from, e.g. ``spark-sql-kafka-0-10_2.13``, ``kafka-clients``, ``flink-connector-kafka``), then the
+    confluent-kafka and librdkafka the client tests ran, for an adapter that reads with them."""
+    pipeline = result.options.level != "protocol"
+    pyspark = {"PySpark": version("pyspark")} if pipeline and on_spark(result) else {}
+    clients = confluent_versions() if pipeline and CONFLUENT_CLIENT in result.capabilities else {}
+    return {**pyspark, **versions, **clients}
 
 
 def judged_text(result: RunResult, versions: dict[str, str]) -> str:
