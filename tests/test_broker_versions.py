@@ -267,6 +267,30 @@ def test_every_report_states_the_broker_s_release_transactions_and_group_protoco
     assert to_json(result(1.0))["broker_release"] is None  # no broker started: no facts, as before
 
 
+def test_the_client_tests_state_their_broker_in_the_reports_as_the_pipeline_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A run of the client tests alone (``--only CLIENT``, the kafka-clients adapter) starts its broker through
+    ``stated_broker``, which records its release, transaction.version and group protocols for the reports; with
+    ``live_broker`` alone its report.json said ``broker_release: null`` on Apache Kafka 4.4.0 (2026-11-30)."""
+    from types import SimpleNamespace
+
+    from kconform.conformance.gate import pytest_plugin
+    from kconform.conformance.suite import test_client, test_client_workload
+
+    facts = BrokerFacts("Apache Kafka 4.4.0", "4.4.0", 2, ("classic", "consumer", "streams"), "broker")
+    running = SimpleNamespace(version="Apache Kafka 4.4.0")
+    monkeypatch.setattr(pytest_plugin, "live_broker", lambda kind=None: iter([running]))
+    monkeypatch.setattr(pytest_plugin, "read_facts", lambda broker: facts)
+    config = SimpleNamespace(stash=pytest.Stash())
+    assert list(pytest_plugin.stated_broker(config)) == [running]  # type: ignore[arg-type]
+    assert config.stash[pytest_plugin.BROKER_FACTS] == facts
+    assert config.stash[pytest_plugin.BROKER_VERSION] == "Apache Kafka 4.4.0"
+    for module in (test_client, test_client_workload):  # the fixtures that start the client tests' broker
+        source = Path(str(module.__file__)).read_text(encoding="utf-8")
+        assert "yield from stated_broker(request.config)" in source and "live_broker()" not in source
+
+
 def test_a_jars_folder_resolved_from_older_poms_is_not_taken_for_the_pinned_release(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -58,7 +58,7 @@ def test_the_catalogue_draws_neither_what_the_workload_sets_nor_transport_and_se
     assert found["partition.assignment.strategy"].choices == ASSIGNORS
 
 
-def test_kafka_clients_4_1_1_catalogue() -> None:
+def test_the_pinned_kafka_clients_catalogue() -> None:
     names = {s.name for s in catalogue()}
     assert {"isolation.level", "enable.auto.commit", "acks", "enable.idempotence", "max.poll.records"} <= names
     assert not names & {"bootstrap.servers", "group.id", "ssl.protocol", "security.protocol", "key.deserializer"}

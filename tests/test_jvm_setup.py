@@ -8,6 +8,7 @@ measured run show the real Maven.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -113,7 +114,10 @@ def test_a_folder_is_up_to_date_only_when_stamped_from_the_same_poms_with_every_
     assert plan_setup(project, tmp_path, Folder(frozenset(), stamp, frozenset(MODULES))).up_to_date
     assert not plan_setup(project, tmp_path, Folder(frozenset(), stamp, frozenset(MODULES[1:]))).up_to_date
     assert not plan_setup(project, tmp_path, Folder(frozenset(), "", frozenset(MODULES))).up_to_date
-    changed = {**project, "pom.xml": project["pom.xml"].replace(b"4.1.1", b"4.1.2")}
+    pinned = re.search(rb"<kafka.version>([^<]+)</kafka.version>", project["pom.xml"])
+    assert pinned is not None
+    changed = {**project, "pom.xml": project["pom.xml"].replace(pinned[0], b"<kafka.version>0.0.1</kafka.version>")}
+    assert changed != project  # a pin changed, whichever release jvm/pom.xml pins today
     assert not plan_setup(changed, tmp_path, Folder(frozenset(), stamp, frozenset(MODULES))).up_to_date
 
 

@@ -165,3 +165,49 @@ def test_a_run_loads_no_conftest_of_the_directory_it_is_started_in(tmp_path: Pat
     )
     run = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0 and "1 passed" in run.stdout, run.stdout + run.stderr
+
+
+def test_every_report_names_the_kafka_clients_release_it_judged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kafka-clients adapter names the release of the oracle build it loads (the pinned one, read off the jar,
+    when the run names none), and report.json, report.md, report.html and the console state it, at the protocol
+    level too, where no PySpark runs: a report says which release its verdict holds for (issue 44)."""
+    from kconform.conformance.adapters.kafka_clients import KafkaClientsAdapter
+    from kconform.conformance.gate.html_report import render_html
+    from kconform.conformance.jvm import JVM_DIR_ENV
+
+    monkeypatch.setenv(JVM_DIR_ENV, str(tmp_path))
+    (tmp_path / "kafka-oracle").mkdir()
+    (tmp_path / "kafka-oracle" / "kafka-clients-4.4.0.jar").write_bytes(b"")
+    pinned = KafkaClientsAdapter("kafka-oracle")
+    assert pinned.versions() == {"kafka-clients": "4.4.0"}
+    at_release = KafkaClientsAdapter("releases/kafka-clients-3.4.1/kafka-oracle", release="3.4.1")
+    assert at_release.versions() == {"kafka-clients": "3.4.1"}
+
+    plain = result(1.0)
+    ran = replace(plain, options=replace(plain.options, level="protocol"), broker_facts=None)
+    ran.judged = report.judged_components(ran, pinned.versions())
+    assert ran.judged == {"kafka-clients": "4.4.0"}
+    assert report.to_json(ran)["judged"] == {"kafka-clients": "4.4.0"}
+    assert "\n- judged: kafka-clients 4.4.0\n" in report.render_markdown(ran)
+    assert '<p class="meta">judged: kafka-clients 4.4.0</p>' in render_html(ran)
+    assert "\njudged: kafka-clients 4.4.0\n" in report.render_text(ran)
+    assert report.to_json(plain)["judged"] is None  # nothing named: null, and no line
+    assert "judged:" not in report.render_markdown(plain)
+
+
+def test_a_run_whose_adapter_reads_with_confluent_kafka_names_it_and_its_librdkafka(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The client tests judge this interpreter's confluent-kafka for an adapter of capability
+    ``confluent-kafka-consumer`` (the reference pipeline): the run names it and the librdkafka it wraps, at the
+    pipeline level; not at the protocol level, which starts no client."""
+    monkeypatch.setattr(report, "on_spark", lambda result: False)
+    monkeypatch.setattr(report, "confluent_versions", lambda: {"confluent-kafka": "2.16.1", "librdkafka": "2.16.0"})
+    plain = result(1.0)
+    reads = replace(plain, capabilities=["pipeline", "confluent-kafka-consumer"])
+    assert report.judged_components(reads, {}) == {"confluent-kafka": "2.16.1", "librdkafka": "2.16.0"}
+    assert report.judged_components(plain, {}) == {}
+    at_protocol = replace(reads, options=replace(reads.options, level="protocol"))
+    assert report.judged_components(at_protocol, {}) == {}

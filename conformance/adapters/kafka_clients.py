@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from ...reference_impl.kafka_strategies import ASSIGNORS, Assignment, Group
 from ..adapter import AdapterBase
 from ..errors import HarnessError
+from ..jvm import artifact_version
 from ..jvm.kafka_oracle import KafkaOracle, OracleError, OracleRefused, oracle_jar
 from ..jvm.oracle_at_release import KAFKA_CLIENTS_VERSION_ENV, oracle_module
 
@@ -37,6 +38,12 @@ class KafkaClientsAdapter(AdapterBase):
     """The kafka-clients release judged; ``None``: the one ``jvm/pom.xml`` pins (after the fields it had before, so
     a positional call made for them means what it meant)."""
     _oracle: KafkaOracle | None = field(default=None, repr=False)
+
+    def versions(self) -> dict[str, str]:
+        """What a run's reports name as judged: the kafka-clients release of its oracle build (the jar in the folder
+        it loads, so the pinned release when ``release`` is ``None``), whose assignors the protocol level asks
+        and whose KafkaProducer and KafkaConsumer the client workload runs."""
+        return {"kafka-clients": self.release or artifact_version(self.module, "kafka-clients")}
 
     def assign_group(self, strategy: str, group: Group) -> Assignment:
         """Kafka's answer; an assignor that throws fails the test, a helper JVM that dies or hangs is ERROR."""

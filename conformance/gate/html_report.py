@@ -26,6 +26,7 @@ from .report import (
     ClassVerdict,
     class_verdicts,
     evidence_text,
+    judged_line,
     row_note,
     shorten,
     tally,
@@ -401,6 +402,7 @@ def render_html(result: RunResult, bench: dict[str, Any] | None = None) -> str:
         f"<h1>kconform report: {_e(result.adapter_name)}</h1>",
         f'<p class="meta">adapter <code>{_e(o.adapter)}</code>, level {_e(o.level)}, {_e(broker_used(o))}, '
         f"profile {_e(o.profile)}, seed {result.seed}{', strict' if o.strict else ''}</p>",
+        *([f'<p class="meta">judged: {_e(judged_line(result))}</p>'] if result.judged else []),
         *([f'<p class="meta">broker: {_e(result.broker_facts.text())}</p>'] if result.broker_facts else []),
         f'<div class="verdicts">{"".join(_verdict_box(v) for v in verdicts)}</div>',
         _summary(result),

@@ -23,7 +23,7 @@ from ..adapter.interface import CAPABILITIES, DEFAULT_MASTER, Adapter
 from ..adapter.loader import default_adapter, load_adapter
 from ..brokers import Broker, BrokerStartError, BrokerUnavailable, broker_from_env
 from ..brokers.capability import Capability
-from ..brokers.facts import BrokerFacts
+from ..brokers.facts import BrokerFacts, read_facts
 from ..checks.checkers import Violation, ViolationError, deferring, tolerating
 from ..checks.liveness_checkers import check_query_ran, query_failure
 from ..spark.cluster import STANDALONE, SparkClusterError, StandaloneCluster
@@ -247,13 +247,24 @@ def live_broker(kind: str | None = None) -> Iterator[Broker]:
         running.stop()
 
 
+def stated_broker(config: pytest.Config, kind: str | None = None) -> Iterator[Broker]:
+    """``live_broker``, its release, transaction.version and group protocols recorded for the run's reports
+    (``BROKER_VERSION``, ``BROKER_FACTS``): every fixture that starts the run's broker states it this way, so a run
+    whose only broker is the client tests' names it as a pipeline run does."""
+    for running in live_broker(kind):
+        config.stash[BROKER_VERSION] = running.version
+        config.stash[BROKER_FACTS] = read_facts(running)
+        yield running
+
+
 @pytest.fixture(scope="session")
-def shared_broker() -> Iterator[Broker]:
-    """One broker (``live_broker``) for the suite modules that need none of their own, the client scenarios and the
-    pipeline scenarios (each isolated by its topics, groups and transactional ids): started when the first of them
-    asks, stopped at the run's end. A module whose scenarios restart or pause their broker (the drawn client
-    workload) or run it beside an engine of their own (Flink's) starts its own."""
-    yield from live_broker()
+def shared_broker(pytestconfig: pytest.Config) -> Iterator[Broker]:
+    """One broker (``stated_broker``: its release, transaction.version and group protocols go in the run's reports)
+    for the suite modules that need none of their own, the client scenarios and the pipeline scenarios (each
+    isolated by its topics, groups and transactional ids): started when the first of them asks, stopped at the run's
+    end. A module whose scenarios restart or pause their broker (the drawn client workload) or run it beside an engine
+    of their own (Flink's) starts its own."""
+    yield from stated_broker(pytestconfig)
 
 
 @pytest.fixture(scope="session")

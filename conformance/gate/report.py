@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from importlib.metadata import version
 from importlib.util import find_spec
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from _pytest.junitxml import mangle_test_address  # how pytest named the testcases it wrote
 
@@ -287,11 +287,40 @@ def on_spark(result: RunResult) -> bool:
     return find_spec("pyspark") is not None and not ENGINE_CAPABILITIES.keys() & set(result.capabilities)
 
 
+CONFLUENT_CLIENT: Final = "confluent-kafka-consumer"
+"""The capability of an adapter that reads with this interpreter's confluent-kafka (``adapter.interface``)."""
+
+
+def confluent_versions() -> dict[str, str]:
+    """This interpreter's confluent-kafka and the librdkafka it wraps (none on a core install without it)."""
+    if find_spec("confluent_kafka") is None:
+        return {}
+    import confluent_kafka
+
+    return {"confluent-kafka": version("confluent-kafka"), "librdkafka": confluent_kafka.libversion()[0]}
+
+
+def judged_components(result: RunResult, versions: dict[str, str]) -> dict[str, str]:
+    """What a run judged, component -> release: the PySpark it ran on (not at the protocol level, which runs no
+    Spark), then what the adapter names (``versions``: its ``versions()``, read from the folder its session loads
+    the jars from, e.g. ``spark-sql-kafka-0-10_2.13``, ``kafka-clients``, ``flink-connector-kafka``), then the
+    confluent-kafka and librdkafka the client tests ran, for an adapter that reads with them."""
+    pipeline = result.options.level != "protocol"
+    pyspark = {"PySpark": version("pyspark")} if pipeline and on_spark(result) else {}
+    clients = confluent_versions() if pipeline and CONFLUENT_CLIENT in result.capabilities else {}
+    return {**pyspark, **versions, **clients}
+
+
 def judged_text(result: RunResult, versions: dict[str, str]) -> str:
-    """What a run judged: the PySpark it ran on, then the connector's jars (``versions``: what the adapter names,
-    from the folder its session loads them from), e.g. ``PySpark 4.1.1; spark-sql-kafka-0-10_2.13 4.1.1``."""
-    pyspark = {"PySpark": version("pyspark")} if on_spark(result) else {}
-    return "; ".join(f"{name} {v}" for name, v in {**pyspark, **versions}.items()) or "the protocol level only"
+    """What a run judged, on one line (``judged_components``), e.g. ``PySpark 4.1.1; spark-sql-kafka-0-10_2.13
+    4.1.1`` or ``kafka-clients 4.4.0``."""
+    judged = judged_components(result, versions)
+    return "; ".join(f"{name} {v}" for name, v in judged.items()) or "the protocol level only"
+
+
+def judged_line(result: RunResult) -> str:
+    """``result.judged`` on one line: ``kafka-clients 4.4.0``, ``PySpark 4.2.0; spark-sql-kafka-0-10_2.13 4.2.0``."""
+    return "; ".join(f"{name} {v}" for name, v in result.judged.items())
 
 
 def render_text(result: RunResult, verbose: bool = False, judged: str | None = None) -> str:
@@ -320,6 +349,7 @@ def render_text(result: RunResult, verbose: bool = False, judged: str | None = N
     if result.unchecked:
         lines.append(f"{UNCHECKED_HEADING % result.options.level}:")
         lines += [f"  {req_id}: {why}" for req_id, why in result.unchecked.items()]
+    judged = judged or (judged_line(result) if result.judged else None)
     lines += [f"judged: {judged}"] if judged else []
     lines += [f"broker: {result.broker_facts.text()}"] if result.broker_facts else []
     report = result.options.report
@@ -348,6 +378,7 @@ def render_markdown(result: RunResult) -> str:
         f"- variants: {', '.join(f'{k}={v}' for k, v in result.variants.items())}",
         f"- level `{o.level}`, {broker_used(o)}, profile `{o.profile}`, seed `{result.seed}`"
         + (", strict" if o.strict else ""),
+        *([f"- judged: {judged_line(result)}"] if result.judged else []),
         *([f"- broker: {result.broker_facts.text()}"] if result.broker_facts else []),
         "",
         *(f"- **{v.text()}**" for v in class_verdicts(result)),
@@ -456,6 +487,7 @@ def to_json(result: RunResult) -> dict[str, Any]:
         "level": o.level,
         "broker": None if o.level == "protocol" else o.broker,
         "broker_release": result.broker_facts.to_json() if result.broker_facts else None,
+        "judged": result.judged or None,
         "timeout": o.timeout,
         "strict": o.strict,
         "suite": o.suite,

@@ -185,6 +185,9 @@ class RunResult:
     """The product and version of the broker the pipeline level ran on (``None``: no broker was started)."""
     broker_facts: BrokerFacts | None = None
     """Its release, transaction.version and group protocols, as every report states them (``None``: no broker)."""
+    judged: dict[str, str] = field(default_factory=dict)
+    """What the run judged, component -> release, as every report states it (``report.judged_components``: the
+    PySpark it ran on, then what the adapter names, e.g. ``kafka-clients 4.4.0``); empty when nothing is named."""
     selected: int = 0
     """How many tests the run selected: an interrupted one finished fewer."""
     unchecked: dict[str, str] = field(default_factory=dict)

@@ -27,7 +27,7 @@ from .html_report import write_html
 from .journal import Journal
 from .options import DEFAULT_LEVEL, DEFAULT_SUITE, DEFAULT_TIMEOUT, RunOptions
 from .profiles import PROFILES, WORKLOAD_DRAWS_ENV, profile_from_env
-from .report import annotate_junit, judged_text, render_markdown, render_text, to_json
+from .report import annotate_junit, judged_components, judged_text, render_markdown, render_text, to_json
 from .results import ERROR_EXIT, USAGE_EXIT, RunResult
 from .runner import BROKER_ENV, AdapterLoadError, load, run
 from .spark_release import at_spark_release
@@ -203,11 +203,15 @@ def main(argv: Sequence[str]) -> int:
     except (AdapterLoadError, CannotCheck) as exc:
         print(f"kconform run: could not check (ERROR): {exc}", file=sys.stderr)
         return ERROR_EXIT
+    # What it judged (the adapter's releases), in every report as the broker is; at the protocol level only what
+    # the adapter names (kafka-clients' assignors at a release, say): no PySpark runs there.
+    versions = adapter_versions(options.adapter)
+    result.judged = judged_components(result, versions)
     if options.report is not None:
         write_reports(result, options.report)
         if journal is not None and journal.resumed:
             shutil.copyfile(journal.crash_log, options.report / journal.crash_log.name)
-    judged = judged_text(result, adapter_versions(options.adapter)) if level != "protocol" else None
+    judged = judged_text(result, versions) if level != "protocol" or versions else None
     print(render_text(result, verbose=args.verbose, judged=judged))
     return result.exit_code
 

@@ -1,11 +1,11 @@
 """The Flink oracle: Flink's Kafka connector's own assigner and transaction naming, asked through a helper JVM.
 
 ``jvm/flink-oracle`` is a small Java program (built by ``kconform setup`` into ``flink-oracle/`` of the jars folder,
-next to the 4.x connector's classpath) that reads JSON requests, one a line, and answers each with
+next to the pinned connector's classpath, 5.x) that reads JSON requests, one a line, and answers each with
 what Flink's classes compute: the owner of a partition from FLIP-27's
 ``KafkaSourceEnumerator.getSplitOwner`` and from the legacy ``KafkaTopicPartitionAssigner.assign``
 (3.x connector, loaded from ``flink-legacy/`` beside it by a class loader of its own), and the sink's
-transactional ids from ``TransactionalIdFactory`` (both lines) and ``TransactionNamingStrategyImpl``
+transactional ids from ``TransactionalIdFactory`` (the pinned line and 3.x) and ``TransactionNamingStrategyImpl``
 (``INCREMENTING``, ``POOLING``), and what FLIP-27's ``KafkaSourceEnumerator`` assigns, keeps pending
 and checkpoints through a sequence of discoveries, driven in Flink's own test context
 (``MockSplitEnumeratorContext``, flink-core's test jar), its starting offsets initializer (LATEST
@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 import csv
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -31,7 +31,8 @@ from . import JvmArtifactsMissing, classpath, jvm_dir, setup_hint
 from .kafka_oracle import TIMEOUT_S, JvmHelper, OracleError
 
 FLINK_ORACLE: Final = "flink-oracle"
-"""The module whose jar and classpath (the 4.x connector's) run the helper (``jvm/flink-oracle/pom.xml``)."""
+"""The module whose jar and classpath (the connector ``jvm/pom.xml`` pins, 5.x) run the helper
+(``jvm/flink-oracle/pom.xml``)."""
 FLINK_LEGACY: Final = "flink-legacy"
 """The 3.x connector, whose legacy assigner the helper loads apart (``jvm/flink-legacy/pom.xml``)."""
 MAIN_CLASS: Final = "kconform.FlinkOracle"
@@ -70,12 +71,15 @@ class SplitAssignment:
 
 @dataclass(frozen=True, slots=True)
 class EnumeratorState:
-    """``KafkaSourceEnumState``: what ``KafkaSourceEnumerator.snapshotState`` checkpoints (connector 3.1 to 4.x)."""
+    """``KafkaSourceEnumState``: what ``KafkaSourceEnumerator.snapshotState`` checkpoints (connector 5.x: splits,
+    each with its starting offset, FLINK-38453; 3.1 to 4.x held bare partitions, the unassigned ones of the first
+    discovery only)."""
 
-    assigned: frozenset[TopicPartition]
-    """Partitions handed to a reader."""
-    unassigned_initial: frozenset[TopicPartition] = frozenset()
-    """Partitions of the first discovery not handed out yet (their reader was not registered)."""
+    assigned: Mapping[TopicPartition, int]
+    """Splits handed to a reader, each with the starting offset it was handed out at."""
+    unassigned: Mapping[TopicPartition, int] = field(default_factory=dict)
+    """Splits discovered and not handed out yet (their reader was not registered), of any discovery, each with its
+    starting offset (a LATEST already resolved)."""
     initial_discovery_finished: bool = False
 
 
@@ -98,6 +102,14 @@ class EnumeratorStep:
 
 def _pairs(pairs: Iterable[Sequence[Any]]) -> frozenset[TopicPartition]:
     return frozenset(TopicPartition(t, p) for t, p in pairs)
+
+
+def _starts(rows: Iterable[Sequence[Any]]) -> dict[TopicPartition, int]:
+    return {TopicPartition(t, p): o for t, p, o in rows}
+
+
+def _rows(starts: Mapping[TopicPartition, int]) -> list[list[Any]]:
+    return [[tp.topic, tp.partition, offset] for tp, offset in sorted(starts.items())]
 
 
 def _splits(rows: Iterable[Sequence[Any]]) -> tuple[SplitAssignment, ...]:
@@ -133,7 +145,7 @@ class FlinkOracle(JvmHelper):
         ]
 
     def transactional_ids(self, cases: Sequence[tuple[str, int, int]]) -> list[tuple[str, str]]:
-        """For each (prefix, subtask, offset): ``TransactionalIdFactory.buildTransactionalId`` of 4.x and of 3.x."""
+        """For each (prefix, subtask, offset): ``TransactionalIdFactory.buildTransactionalId``, pinned and 3.x."""
         answer = self.request(
             {
                 "op": "transactional_ids",
@@ -191,8 +203,8 @@ class FlinkOracle(JvmHelper):
             "restore": None
             if restore is None
             else {
-                "assigned": [[tp.topic, tp.partition] for tp in sorted(restore.assigned)],
-                "unassigned_initial": [[tp.topic, tp.partition] for tp in sorted(restore.unassigned_initial)],
+                "assigned": _rows(restore.assigned),
+                "unassigned": _rows(restore.unassigned),
                 "initial_discovery_finished": restore.initial_discovery_finished,
             },
             "steps": [
@@ -211,8 +223,8 @@ class FlinkOracle(JvmHelper):
                 _splits(step["assigned"]),
                 _splits(step["pending"]),
                 EnumeratorState(
-                    _pairs(step["state"]["assigned"]),
-                    _pairs(step["state"]["unassigned_initial"]),
+                    _starts(step["state"]["assigned"]),
+                    _starts(step["state"]["unassigned"]),
                     step["state"]["initial_discovery_finished"],
                 ),
                 _pairs(step["end_offsets_asked"]),

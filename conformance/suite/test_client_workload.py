@@ -35,7 +35,7 @@ from ..brokers.kafka import KafkaBroker
 from ..checks.checkers import fail_on
 from ..checks.client_workload_checkers import check_history, unjudged
 from ..gate.profiles import workload_draws
-from ..gate.pytest_plugin import CouldNotCheck, Partial, live_broker, requirement
+from ..gate.pytest_plugin import CouldNotCheck, Partial, requirement, stated_broker
 from ..jvm import JvmArtifactsMissing, artifact_version
 from ..jvm.client_workload_at_release import build_at_release
 from ..jvm.setup import SetupError
@@ -75,11 +75,12 @@ def workload_settings() -> settings:
 
 
 @pytest.fixture(scope="module")
-def workload_broker(adapter_under_test: Any) -> Iterator[Broker]:
-    """The run's broker, started only for an adapter whose clients the workload drives."""
+def workload_broker(adapter_under_test: Any, request: pytest.FixtureRequest) -> Iterator[Broker]:
+    """The run's broker, started only for an adapter whose clients the workload drives; its release,
+    transaction.version and group protocols go in the run's reports."""
     if not {CAPABILITY, JAVA_CAPABILITY} & set(adapter_under_test.capabilities):
         pytest.skip(f"adapter {adapter_under_test.name!r} declares neither {CAPABILITY!r} nor {JAVA_CAPABILITY!r}")
-    yield from live_broker()
+    yield from stated_broker(request.config)
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,7 @@
 asked through the Flink oracle.
 
 On drawn (topic, partition, parallelism) the reference's ``assign`` and ``java_string_hash`` must
-agree exactly with FLIP-27's ``KafkaSourceEnumerator.getSplitOwner`` (connector 4.x), the legacy
+agree exactly with FLIP-27's ``KafkaSourceEnumerator.getSplitOwner`` (the pinned connector, 5.x), the legacy
 ``KafkaTopicPartitionAssigner.assign`` (3.x) and the JVM's ``String.hashCode``. Topic names are
 drawn well beyond what Kafka accepts (any Unicode outside the surrogates, non-BMP characters,
 empty and very long names, names built to hit the hash codes where the sign mask and the 32-bit

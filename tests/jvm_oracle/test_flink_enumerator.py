@@ -1,5 +1,5 @@
-"""The reference's FLIP-27 enumerator against Flink's own ``KafkaSourceEnumerator`` (connector 4.0.1),
-driven in Flink's own test context (``MockSplitEnumeratorContext``) through the Flink oracle.
+"""The reference's FLIP-27 enumerator against Flink's own ``KafkaSourceEnumerator`` (the connector ``jvm/pom.xml``
+pins, 5.0.0), driven in Flink's own test context (``MockSplitEnumeratorContext``) through the Flink oracle.
 
 Hypothesis draws discovery sequences: topics that appear, partitions added (non-contiguous ids
 too, DISC-006), partial metadata views that miss known partitions (DISC-008), parallelism 1..8,
@@ -8,33 +8,38 @@ runs on Flink's enumerator and on the reference's ``SourceJob`` under ``split-re
 (whose ``Enumerator`` decides what is new and whose checkpoint's ``assigned`` is the enumerator
 state); then, from a checkpoint in the middle, both are restored at a drawn parallelism and run
 on. They must hand out the same partitions, each once, to the same reader, at the same starting
-offset, and checkpoint the same set.
+offset, and checkpoint the same splits at the same starts.
 
-Where they differ by design the tests below pin it. Flink hands a split only to a registered
-reader and keeps the others pending, outside ``assignedPartitions``; the reference has no readers
-to register and counts a split as assigned when it is discovered. So the reference's ``assigned``
-is Flink's ``assigned`` plus its pending splits, and a pending split is in Flink's checkpoint only
-if the first discovery found it (``unassignedInitialPartitions``): a later one is found again after
-a restore, at EARLIEST, where the reference restores it, at EARLIEST, from the checkpoint.
+Flink hands a split only to a registered reader and keeps the others pending; the reference has no
+readers to register and counts a split as assigned when it is discovered. So the reference's
+``assigned`` is Flink's assigned splits plus its unassigned ones, which connector 5.0 checkpoints, each
+with its start (``KafkaSourceEnumState``, FLINK-38453), as the reference checkpoints them; connector 3.1
+to 4.x checkpointed bare partitions, the unassigned ones of the first discovery only (spec/discovery.md,
+DISC-004).
+
+Where they differ by design the tests below pin it (DISC-005, kconform's choice): the reference's
+initial phase is its first discovery run, whether or not it finds a partition (connector 3.1 to 4.x);
+connector 5.0's is the first discovery that finds one (``handlePartitionSplitChanges`` sets
+``initialDiscoveryFinished``, and runs only for a non-empty change). After leading discoveries that find
+nothing, Flink starts the partitions of the first that finds some at the configured start, the
+reference at EARLIEST; the drawn tests compare Flink with the reference fed from that discovery on
+(``from_first_found``) and pin that this is the whole difference.
 
 At LATEST (DISC-005) the cluster's log offsets are drawn too: each partition's end offset and its
 earliest one (above 0 after retention), both moving from step to step as records are produced and
 deleted. Flink's own ``LatestOffsetsInitializer`` looks the end offsets up, through an offsets
 retriever the oracle answers from the step's offsets; the reference's ``SourceJob.discover`` reads
-them through a ``LogReader`` over the same offsets. Both must start each partition of the first
+them through a ``LogReader`` over the same offsets. Both must start each partition of the initial
 discovery at its end offset as of that discovery (no LATEST sentinel in any split or checkpoint),
-every later one at EARLIEST, left to the reader in both (Flink's ``earliest()`` is
-reader-handled: its enumerator never looks a beginning offset up). One difference is by design,
-pinned below: Flink 4.x checkpoints a first-discovery partition still pending for an unregistered
-reader as a bare partition (``unassignedInitialPartitions``), without the offset LATEST resolved
-to, and resolves LATEST again when a restore finds it, to the end offset then, so the records
-written in between are skipped (FLINK-38453, fixed in connector 5.0, which checkpoints the split);
-the reference checkpoints the end offset its first discovery resolved, and restores that.
+every later one at EARLIEST, left to the reader in both (Flink's ``earliest()`` is reader-handled: its
+enumerator never looks a beginning offset up), and a restore must keep the end offset the initial
+discovery resolved for a split still pending at the checkpoint (connector 4.x resolved it again, to
+the end offset at the restore, and skipped the records written in between: FLINK-38453, fixed in 5.0).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import pytest
@@ -213,16 +218,43 @@ def reference_offsets(job: SourceJob) -> dict[TopicPartition, tuple[SubtaskIndex
     return {tp: (SubtaskIndex(i), off) for i, offsets in enumerate(job.offsets) for tp, off in offsets.items()}
 
 
+def checkpointed(checkpoint: SourceCheckpoint) -> dict[TopicPartition, int]:
+    return {tp: off for entries in checkpoint.by_subtask for tp, off in entries}
+
+
+def lists_nothing(step: Step) -> bool:
+    return not any(step[1].values())
+
+
+def first_found_at(steps: Sequence[Step]) -> int:
+    """The first step whose discovery finds a partition: connector 5.0's initial discovery (``len(steps)`` if none)."""
+    return next((k for k, step in enumerate(steps) if not lists_nothing(step)), len(steps))
+
+
 def check_step(flink: Sequence[EnumeratorStep], k: int, job: SourceJob, checkpoint: SourceCheckpoint) -> None:
-    """Flink's step ``k`` against the reference job after the same discoveries."""
+    """Flink's step ``k`` against the reference job after the same discoveries: the same splits handed out (or
+    pending), at the same readers and starts, and Flink's checkpoint the reference's, split for split."""
     step = flink[k]
-    ours = reference_offsets(job)
     theirs = handed_out(flink, k)
-    assert {tp: (s.reader, s.starting_offset) for tp, s in theirs.items()} == ours
-    pending = {s.partition for s in step.pending}
-    assert step.state.assigned == frozenset(theirs) - pending
-    assert step.state.unassigned_initial <= pending
-    assert step.state.assigned | pending == checkpoint.assigned
+    assert {tp: (s.reader, s.starting_offset) for tp, s in theirs.items()} == reference_offsets(job)
+    pending = {s.partition: s.starting_offset for s in step.pending}
+    assert step.state.unassigned == pending
+    assert step.state.assigned == {tp: s.starting_offset for tp, s in theirs.items() if tp not in pending}
+    assert {**step.state.assigned, **step.state.unassigned} == checkpointed(checkpoint)
+    assert set(step.state.assigned) | set(step.state.unassigned) == checkpoint.assigned
+
+
+def differs_only_at_the_initial_discovery(
+    job: SourceJob, from_first_found: SourceJob, initial: Collection[TopicPartition], start: int
+) -> None:
+    """The difference by design (DISC-005): the reference fed every discovery starts the partitions of the first
+    one that finds some at EARLIEST when an earlier one found nothing; fed from that one on (connector 5.0's
+    initial discovery), at ``start``. Nothing else differs."""
+    ours, fives = reference_offsets(job), reference_offsets(from_first_found)
+    assert ours.keys() == fives.keys()
+    for tp, (subtask, offset) in fives.items():
+        expected = (subtask, EARLIEST) if tp in initial else (subtask, offset)
+        assert ours[tp] == expected
 
 
 @given(scenarios())
@@ -230,19 +262,30 @@ def test_required_DISC_003_and_004_and_005_flinks_enumerator_hands_out_what_the_
     flink_oracle: FlinkOracle, scenario: Scenario
 ) -> None:
     """Per step: every partition the reference discovers is assigned or pending in Flink, once in
-    the whole sequence, to the reader the formula names, at the first discovery's start or at
-    EARLIEST after it; Flink's checkpointed assigned set plus its pending splits is the reference's."""
+    the whole sequence, to the reader the formula names, at the initial discovery's start or at
+    EARLIEST after it; Flink's checkpoint (assigned and unassigned splits, each with its start) is the
+    reference's. The initial discovery is the first that finds a partition (connector 5.0); where that is
+    not the first one run, the reference differs by design at that discovery's partitions only."""
     n = scenario.parallelism
     flink = flink_oracle.enumerator(n, scenario.steps, scenario.start)
+    e = first_found_at(scenario.steps)
     job = SourceJob(EVERY_TOPIC, n, RestoreVariant.SPLIT_REDISTRIBUTION, initial_offset=scenario.start)
+    fives = SourceJob(EVERY_TOPIC, n, RestoreVariant.SPLIT_REDISTRIBUTION, initial_offset=scenario.start)
     log = KafkaModel()
     for k, (readers, metadata) in enumerate(scenario.steps):
         job.discover(metadata, log)
-        check_step(flink, k, job, job.snapshot(k + 1))
+        if k >= e:
+            fives.discover(metadata, log)
+        check_step(flink, k, fives, fives.snapshot(k + 1))
         assert all(split.reader not in readers for split in flink[k].pending)
         for tp, split in handed_out(flink, k).items():
             assert split.reader == owner(tp, n)
-        assert flink[k].state.initial_discovery_finished
+        assert flink[k].state.initial_discovery_finished == (k >= e)
+    # the partitions the reference, fed every discovery, starts at EARLIEST where Flink starts them at the start
+    moved = 0 < e < len(scenario.steps)
+    initial = {TopicPartition(t, p) for t, ids in scenario.steps[e][1].items() for p in ids} if moved else set()
+    differs_only_at_the_initial_discovery(job, fives, initial, scenario.start)
+    event("discoveries that find nothing before the first that finds some", str(min(e, 2)))
 
 
 @given(scenarios())
@@ -250,19 +293,25 @@ def test_required_RESTORE_004_and_006_flinks_restored_enumerator_hands_out_what_
     flink_oracle: FlinkOracle, scenario: Scenario
 ) -> None:
     """From a checkpoint taken after step ``c``, restored at parallelism ``m``: Flink never hands out
-    a partition of its restored ``assignedPartitions`` again, even one a partial view missed
-    (RESTORE-006); each partition new since the checkpoint goes to the formula's owner at ``m``,
-    at EARLIEST (RESTORE-004); and every partition's start is the reference's, whether it was
-    restored from the checkpoint or (pending at the checkpoint) found again by Flink."""
+    a split of its restored assigned ones again, even one a partial view missed (RESTORE-006); it hands
+    out its restored unassigned ones at their checkpointed starts, listed or not; each partition new
+    since the checkpoint goes to the formula's owner at ``m``, at EARLIEST (RESTORE-004); and every
+    start is the reference's. A checkpoint taken before any discovery found a partition holds an
+    unfinished initial phase (connector 5.0), so the restored Flink runs as a fresh job would: pinned,
+    the partitions of its first discovery that finds some start at the configured start, the reference's
+    at EARLIEST."""
     n, m, c = scenario.parallelism, scenario.restored_parallelism, scenario.checkpoint_after
     before = flink_oracle.enumerator(n, scenario.steps, scenario.start)
+    e = first_found_at(scenario.steps)
+    # fed from connector 5.0's initial discovery on: the difference at it is the test above's
     job = SourceJob(EVERY_TOPIC, n, RestoreVariant.SPLIT_REDISTRIBUTION, initial_offset=scenario.start)
     log = KafkaModel()
-    for _, metadata in scenario.steps[: c + 1]:
-        job.discover(metadata, log)
+    for k, (_, metadata) in enumerate(scenario.steps[: c + 1]):
+        if k >= e:
+            job.discover(metadata, log)
     checkpoint = job.snapshot(1)
     saved = before[c].state
-    started = {tp: s.starting_offset for tp, s in handed_out(before, c).items() if tp in saved.assigned}
+    assert saved.initial_discovery_finished == (e <= c)
 
     after = flink_oracle.enumerator(m, scenario.restored_steps, scenario.start, restore=saved)
     (_, first), *later = scenario.restored_steps
@@ -273,36 +322,42 @@ def test_required_RESTORE_004_and_006_flinks_restored_enumerator_hands_out_what_
         restored.discover(metadata, log)
 
     found = handed_out(after, len(after) - 1)
-    assert not saved.assigned & set(found)  # RESTORE-006: restored splits are never handed out again
-    final = after[-1].state
-    # initial partitions pending at the checkpoint that no view since has listed: Flink knows them,
-    # from its restored state, and will start them at the configured start when they are listed
-    unlisted = {tp: scenario.start for tp in final.unassigned_initial - set(found)}
-    # later partitions pending at the checkpoint, which Flink does not checkpoint, that no view since
-    # has listed: Flink has forgotten them and will find them, at EARLIEST, when they are listed; the
-    # reference restored them, at EARLIEST, from its checkpoint
-    forgotten = {s.partition: EARLIEST for s in before[c].pending if s.partition not in saved.unassigned_initial}
-    forgotten = {tp: off for tp, off in forgotten.items() if tp not in found}
+    assert not saved.assigned.keys() & found.keys()  # RESTORE-006: restored splits are never handed out again
+    assert saved.unassigned.keys() <= found.keys()  # handed out at the restore, listed or not
     ours = reference_offsets(restored)
-    assert {tp: s.starting_offset for tp, s in found.items()} | started | unlisted | forgotten == {
-        tp: off for tp, (_, off) in ours.items()
-    }
+    if saved.initial_discovery_finished:
+        theirs = {tp: s.starting_offset for tp, s in found.items()} | dict(saved.assigned)
+        assert theirs == {tp: off for tp, (_, off) in ours.items()}
+        final = after[-1].state
+        assert {**final.assigned, **final.unassigned} == checkpointed(restored.snapshot(2))
+    else:  # the difference by design: nothing was found before the checkpoint, so none was restored
+        assert not checkpoint.assigned and not saved.assigned and not saved.unassigned
+        r = first_found_at(scenario.restored_steps)
+        fresh = SourceJob(EVERY_TOPIC, m, RestoreVariant.SPLIT_REDISTRIBUTION, initial_offset=scenario.start)
+        for _, metadata in scenario.restored_steps[r:]:
+            fresh.discover(metadata, log)
+        assert {tp: (s.reader, s.starting_offset) for tp, s in found.items()} == reference_offsets(fresh)
+        initial = (
+            {TopicPartition(t, p) for t, ids in scenario.restored_steps[r][1].items() for p in ids}
+            if r < len(scenario.restored_steps)
+            else set()
+        )
+        differs_only_at_the_initial_discovery(restored, fresh, initial, scenario.start)
     for tp, split in found.items():
-        if tp not in checkpoint.assigned:  # new since the checkpoint: the formula's owner at m, from EARLIEST
+        if tp not in checkpoint.assigned and saved.initial_discovery_finished:
+            # new since the checkpoint: the formula's owner at m, from EARLIEST
             assert (split.reader, split.starting_offset) == (owner(tp, m), EARLIEST) == ours[tp]
-    assert final.assigned | final.unassigned_initial | {s.partition for s in after[-1].pending} | set(forgotten) == (
-        restored.snapshot(2).assigned
-    )
+    event("checkpoint before any partition was found", str(not saved.initial_discovery_finished))
 
 
-def test_flinks_checkpoint_leaves_out_a_split_pending_for_an_unregistered_reader_and_the_references_holds_it(
+def test_required_DISC_004_flink_5_checkpoints_a_split_pending_for_an_unregistered_reader_with_its_start(
     flink_oracle: FlinkOracle,
 ) -> None:
-    """Where the two differ by design (DISC-004). Reader 0 of 2 is not registered: Flink keeps its
-    splits pending and checkpoints those of the first discovery as unassigned initial partitions, a
-    later one not at all; the reference, which has no reader registration, counts every discovered
-    partition as assigned and checkpoints it with its start. Restored, Flink finds the pending ones
-    again and starts them where the reference restores them."""
+    """Reader 0 of 2 is not registered: Flink keeps its splits pending and checkpoints them as unassigned
+    splits with their starts, the first discovery's and a later one's (connector 5.0, FLINK-38453; 3.1 to
+    4.x kept the first discovery's as bare partitions and the later one not at all); the reference counts
+    every discovered partition as assigned and checkpoints it with its start. Restored, Flink hands the
+    pending ones out where the reference restores them."""
     topic = "test-topic"
     tp0, tp1, tp2 = (TopicPartition(topic, p) for p in range(3))
     assert [owner(tp, 2) for tp in (tp0, tp1, tp2)] == [0, 1, 0]
@@ -310,12 +365,12 @@ def test_flinks_checkpoint_leaves_out_a_split_pending_for_an_unregistered_reader
     first, second = flink_oracle.enumerator(2, steps, start=42)
     assert first.assigned == (SplitAssignment(SubtaskIndex(1), tp1, 42),)
     assert first.pending == (SplitAssignment(SubtaskIndex(0), tp0, 42),)
-    assert first.state == EnumeratorState(frozenset({tp1}), frozenset({tp0}), True)
+    assert first.state == EnumeratorState({tp1: 42}, {tp0: 42}, True)
     assert second.pending == (
         SplitAssignment(SubtaskIndex(0), tp0, 42),
         SplitAssignment(SubtaskIndex(0), tp2, EARLIEST),
     )
-    assert second.state == EnumeratorState(frozenset({tp1}), frozenset({tp0}), True)  # tp2 is in no checkpoint
+    assert second.state == EnumeratorState({tp1: 42}, {tp0: 42, tp2: EARLIEST}, True)
 
     job = SourceJob(EVERY_TOPIC, 2, RestoreVariant.SPLIT_REDISTRIBUTION, initial_offset=42)
     for _, metadata in steps:
@@ -329,7 +384,7 @@ def test_flinks_checkpoint_leaves_out_a_split_pending_for_an_unregistered_reader
         SplitAssignment(SubtaskIndex(0), tp0, 42),
         SplitAssignment(SubtaskIndex(0), tp2, EARLIEST),
     )
-    assert again.state == EnumeratorState(frozenset({tp0, tp1, tp2}), frozenset(), True)
+    assert again.state == EnumeratorState({tp0: 42, tp1: 42, tp2: EARLIEST}, {}, True)
 
 
 def test_flink_gives_a_split_pending_at_the_checkpoint_to_the_formulas_owner_after_a_rescale(
@@ -359,33 +414,27 @@ def test_flink_gives_a_split_pending_at_the_checkpoint_to_the_formulas_owner_aft
     assert reference_offsets(restored)[tp2] == (1, EARLIEST)
 
 
-def test_required_DISC_005_an_empty_first_discovery_ends_the_initial_phase_in_flink_4_as_in_the_reference(
+def test_flink_5_starts_the_first_discovery_that_finds_a_partition_at_the_configured_start_the_reference_at_earliest(
     flink_oracle: FlinkOracle,
 ) -> None:
-    """kconform's choice (spec/discovery.md, DISC-005) is connector 3.1 to 4.x's: the first discovery
-    run ends the initial phase even when it finds nothing, so a partition found later starts at
-    EARLIEST, not at the configured start (connector 5.0 would start it at the configured start)."""
+    """Where the two differ by design (DISC-005, kconform's choice is connector 3.1 to 4.x's): the first
+    discovery run ends the reference's initial phase even when it finds nothing, so a partition found
+    later starts at EARLIEST; connector 5.0's initial phase ends at the first discovery that finds a
+    partition (``handlePartitionSplitChanges``), which starts it at the configured start. At LATEST that
+    start skips what was written to the partition before the discovery found it: 5 records here."""
     steps: list[Step] = [(frozenset({0}), {}), (frozenset({0}), {"orders": frozenset({0})})]
+    orders = TopicPartition("orders", 0)
     empty, found = flink_oracle.enumerator(1, steps, start=42)
-    assert (empty.assigned, empty.state) == ((), EnumeratorState(frozenset(), frozenset(), True))
-    assert found.assigned == (SplitAssignment(SubtaskIndex(0), TopicPartition("orders", 0), EARLIEST),)
-    job = SourceJob(EVERY_TOPIC, 1, RestoreVariant.SPLIT_REDISTRIBUTION, initial_offset=42)
-    for _, metadata in steps:
-        job.discover(metadata, KafkaModel())
-    assert job.offsets == [{TopicPartition("orders", 0): EARLIEST}]
-
-
-def first_found(flink: Sequence[EnumeratorStep]) -> dict[TopicPartition, int]:
-    """The step at which Flink's enumerator made each split it assigned or kept pending."""
-    found: dict[TopicPartition, int] = {}
-    for k, step in enumerate(flink):
-        for split in (*step.assigned, *step.pending):
-            found.setdefault(split.partition, k)
-    return found
-
-
-def checkpointed(checkpoint: SourceCheckpoint) -> dict[TopicPartition, int]:
-    return {tp: off for entries in checkpoint.by_subtask for tp, off in entries}
+    assert (empty.assigned, empty.state) == ((), EnumeratorState({}, {}, False))
+    assert found.assigned == (SplitAssignment(SubtaskIndex(0), orders, 42),)
+    assert found.state == EnumeratorState({orders: 42}, {}, True)
+    _, at_latest = flink_oracle.enumerator(1, steps, LATEST, offsets=[{}, {orders: (0, 5)}])
+    assert at_latest.assigned == (SplitAssignment(SubtaskIndex(0), orders, 5),)
+    for start in (42, LATEST):
+        job = SourceJob(EVERY_TOPIC, 1, RestoreVariant.SPLIT_REDISTRIBUTION, initial_offset=start)
+        for _, metadata in steps:
+            job.discover(metadata, Log({orders: (0, 5)}))
+        assert job.offsets == [{orders: EARLIEST}]
 
 
 @given(latest_scenarios())
@@ -393,32 +442,35 @@ def test_required_DISC_005_flinks_enumerator_at_latest_starts_the_first_discover
     flink_oracle: FlinkOracle, drawn: LatestScenario
 ) -> None:
     """Started at LATEST: per step, Flink hands out the reference's partitions, to the same readers,
-    each partition of the first discovery at its end offset as of that discovery (resolved in the
+    each partition of the initial discovery at its end offset as of that discovery (resolved in the
     enumerator: no split holds LATEST), each later one at EARLIEST, which neither resolves before
-    the reader does (however far retention has moved the earliest offset); the reference
-    checkpoints exactly those starts, and Flink's checkpoint the same partitions."""
+    the reader does (however far retention has moved the earliest offset); Flink's checkpoint holds
+    exactly the reference's starts. The initial discovery is the first that finds a partition (connector
+    5.0; the reference fed from it on, as in the test above)."""
     scenario = drawn.scenario
     n = scenario.parallelism
     flink = flink_oracle.enumerator(n, scenario.steps, LATEST, offsets=drawn.offsets)
+    e = first_found_at(scenario.steps)
     job = SourceJob(EVERY_TOPIC, n, RestoreVariant.SPLIT_REDISTRIBUTION, initial_offset=LATEST)
-    initial = {TopicPartition(t, p) for t, ids in scenario.steps[0][1].items() for p in ids}
-    unassigned_initial: frozenset[TopicPartition] = frozenset(initial)
+    initial = (
+        {TopicPartition(t, p) for t, ids in scenario.steps[e][1].items() for p in ids}
+        if e < len(scenario.steps)
+        else set()
+    )
     for k, (_, metadata) in enumerate(scenario.steps):
-        job.discover(metadata, Log(drawn.offsets[k]))
+        if k >= e:
+            job.discover(metadata, Log(drawn.offsets[k]))
         checkpoint = job.snapshot(k + 1)
         check_step(flink, k, job, checkpoint)
-        starts = {tp: drawn.offsets[0][tp][1] if tp in initial else EARLIEST for tp in handed_out(flink, k)}
+        starts = {tp: drawn.offsets[e][tp][1] if tp in initial else EARLIEST for tp in handed_out(flink, k)}
         assert {tp: s.starting_offset for tp, s in handed_out(flink, k).items()} == starts == checkpointed(checkpoint)
-        # LATEST is looked up by Flink's starting offsets initializer only, for partitions of the
-        # first discovery it has not handed out (again at every later split initialisation); no
-        # beginning offset is ever looked up: EARLIEST is the reader's to resolve
-        assert flink[k].end_offsets_asked <= unassigned_initial
+        # LATEST is looked up by Flink's starting offsets initializer only, once, at the initial discovery, for
+        # its partitions; no beginning offset is ever looked up: EARLIEST is the reader's to resolve
+        assert flink[k].end_offsets_asked == (initial if k == e else frozenset())
         assert not flink[k].beginning_offsets_asked
-        unassigned_initial = flink[k].state.unassigned_initial
-    assert flink[0].end_offsets_asked == initial
-    event("first discovery finds partitions", str(bool(initial)))
-    event("an empty partition at the first discovery", str(any(drawn.offsets[0][tp][1] == 0 for tp in initial)))
-    event("an earliest offset above 0 at the first discovery", str(any(drawn.offsets[0][tp][0] for tp in initial)))
+    event("first discovery finds partitions", str(e == 0))
+    event("an empty partition at the initial discovery", str(any(drawn.offsets[e][tp][1] == 0 for tp in initial)))
+    event("an earliest offset above 0 at the initial discovery", str(any(drawn.offsets[e][tp][0] for tp in initial)))
     event("partitions found later", str(len(handed_out(flink, len(flink) - 1)) > len(initial)))
 
 
@@ -428,20 +480,26 @@ def test_required_RESTORE_004_and_DISC_005_flinks_restored_enumerator_at_latest_
 ) -> None:
     """Started at LATEST, checkpointed after step ``c``, restored at parallelism ``m``, with records
     produced and deleted all along: a partition new since the checkpoint starts at EARLIEST, not
-    LATEST, at the formula's owner at ``m`` (RESTORE-004); a partition handed out before the
-    checkpoint is not handed out again; every start is the reference's, but for the difference
-    by design: a first-discovery partition pending at the checkpoint, which Flink 4.x resolves
-    again when the restore finds it, to its end offset then, where the reference restores the end
-    offset its first discovery resolved."""
+    LATEST, at the formula's owner at ``m`` (RESTORE-004); a split handed out before the checkpoint is
+    not handed out again; a split of the initial discovery pending at the checkpoint keeps the end offset
+    that discovery resolved, however much was written since (connector 5.0 checkpoints it; 4.x resolved
+    LATEST again: FLINK-38453), and no end offset is looked up after the restore; every start is the
+    reference's. A checkpoint before any discovery found a partition is left to the drawn test above."""
     scenario = drawn.scenario
     n, m, c = scenario.parallelism, scenario.restored_parallelism, scenario.checkpoint_after
     before = flink_oracle.enumerator(n, scenario.steps, LATEST, offsets=drawn.offsets)
+    e = first_found_at(scenario.steps)
     job = SourceJob(EVERY_TOPIC, n, RestoreVariant.SPLIT_REDISTRIBUTION, initial_offset=LATEST)
     for k, (_, metadata) in enumerate(scenario.steps[: c + 1]):
-        job.discover(metadata, Log(drawn.offsets[k]))
+        if k >= e:
+            job.discover(metadata, Log(drawn.offsets[k]))
+    event("checkpoint before any partition was found", str(e > c))
+    if e > c:
+        return  # a restored fresh job, compared in test_required_RESTORE_004_and_006_*
     checkpoint = job.snapshot(1)
     saved = before[c].state
-    started = {tp: s.starting_offset for tp, s in handed_out(before, c).items() if tp in saved.assigned}
+    initial = {TopicPartition(t, p) for t, ids in scenario.steps[e][1].items() for p in ids}
+    assert {**saved.assigned, **saved.unassigned} == checkpointed(checkpoint)
 
     after = flink_oracle.enumerator(m, scenario.restored_steps, LATEST, restore=saved, offsets=drawn.restored_offsets)
     (_, first), *later = scenario.restored_steps
@@ -452,53 +510,34 @@ def test_required_RESTORE_004_and_DISC_005_flinks_restored_enumerator_at_latest_
         restored.discover(metadata, Log(drawn.restored_offsets[k]))
 
     found = handed_out(after, len(after) - 1)
-    assert not saved.assigned & set(found)  # restored splits are never handed out again (RESTORE-006)
+    assert not saved.assigned.keys() & found.keys()  # restored splits are never handed out again (RESTORE-006)
     ours = {tp: off for tp, (_, off) in reference_offsets(restored).items()}
-    first_end = {tp: drawn.offsets[0][tp][1] for tp in saved.unassigned_initial}
-    # the difference by design (FLINK-38453, connector < 5.0): Flink checkpointed these as bare
-    # partitions and resolves LATEST again when it finds them, to the end offset at that step; the
-    # reference checkpointed, and restores, the end offset of the first discovery
-    at_step = first_found(after)
-    again = {tp: at_step[tp] for tp in found if tp in saved.unassigned_initial}
-    for tp, k in again.items():
-        assert found[tp].starting_offset == drawn.restored_offsets[k][tp][1]
-        assert ours[tp] == first_end[tp]
-    skipped = any(found[tp].starting_offset != first_end[tp] for tp in again)
-    event(
-        "LATEST resolved again at the restore", "no" if not again else "past records" if skipped else "to the same end"
-    )
-    final = after[-1].state
-    # initial partitions pending at the checkpoint that no view since has listed: Flink has not
-    # resolved them yet; the reference holds their first discovery's end offset
-    unlisted = {tp: first_end[tp] for tp in final.unassigned_initial - set(found)}
-    # later partitions pending at the checkpoint, which Flink does not checkpoint and has not found
-    # again: EARLIEST in the reference's checkpoint, and when Flink finds them
-    forgotten = {s.partition: EARLIEST for s in before[c].pending if s.partition not in saved.unassigned_initial}
-    forgotten = {tp: off for tp, off in forgotten.items() if tp not in found}
-    theirs = {tp: s.starting_offset for tp, s in found.items() if tp not in again}
-    assert theirs | started | unlisted | forgotten == {tp: off for tp, off in ours.items() if tp not in again}
+    kept = {tp: drawn.offsets[e][tp][1] for tp in saved.unassigned.keys() & initial}
+    for tp, end in kept.items():
+        assert found[tp].starting_offset == end == ours[tp]
+    moved = any(end != drawn.restored_offsets[0][tp][1] for tp, end in kept.items())
+    event("an initial split pending at the checkpoint", "no" if not kept else "written to since" if moved else "yes")
+    assert {tp: s.starting_offset for tp, s in found.items()} | dict(saved.assigned) == ours
     for tp, split in found.items():
         if tp not in checkpoint.assigned:  # new since the checkpoint: the formula's owner at m, from EARLIEST
             assert (split.reader, split.starting_offset) == (owner(tp, m), EARLIEST)
             assert reference_offsets(restored)[tp] == (owner(tp, m), EARLIEST)
     assert LATEST not in {s.starting_offset for s in found.values()} | set(checkpointed(restored.snapshot(2)).values())
-    for step in after:  # only restored first-discovery partitions are looked up, and only their end
-        assert step.end_offsets_asked <= saved.unassigned_initial
+    for step in after:  # nothing is resolved again after the restore
+        assert not step.end_offsets_asked
         assert not step.beginning_offsets_asked
-    assert final.assigned | final.unassigned_initial | {s.partition for s in after[-1].pending} | set(forgotten) == (
-        restored.snapshot(2).assigned
-    )
+    final = after[-1].state
+    assert {**final.assigned, **final.unassigned} == checkpointed(restored.snapshot(2))
 
 
-def test_flink_4_resolves_latest_again_for_an_initial_split_pending_at_a_checkpoint_and_the_reference_keeps_its_end(
+def test_required_DISC_005_flink_5_restores_the_end_offset_its_first_discovery_resolved_as_the_reference_does(
     flink_oracle: FlinkOracle,
 ) -> None:
-    """Where the two differ by design (DISC-005). Started at LATEST with reader 0 of 2 not
-    registered: the first discovery resolves both partitions, ``tp0`` to 5 and ``tp1`` to 7, and
-    keeps ``tp0``'s split pending; run on, Flink hands it out at 5 when the reader registers. But
-    its checkpoint holds ``tp0`` as a bare unassigned initial partition: restored after 4 more
-    records were written to it, Flink resolves LATEST again, to 9, and skips them (FLINK-38453,
-    fixed in connector 5.0). The reference checkpoints 5, and restores 5."""
+    """Started at LATEST with reader 0 of 2 not registered: the first discovery resolves both partitions,
+    ``tp0`` to 5 and ``tp1`` to 7, and keeps ``tp0``'s split pending; its checkpoint holds that split at 5
+    (connector 5.0, FLINK-38453). Restored after 4 more records were written to ``tp0``, Flink hands it
+    out at 5 and looks no end offset up: nothing is skipped (connector 4.x checkpointed the bare partition,
+    resolved LATEST again, to 9, and skipped the 4). The reference checkpoints 5, and restores 5."""
     topic = "test-topic"
     tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
     assert [owner(tp, 2) for tp in (tp0, tp1)] == [0, 1]
@@ -511,14 +550,14 @@ def test_flink_4_resolves_latest_again_for_an_initial_split_pending_at_a_checkpo
     assert first.assigned == (SplitAssignment(SubtaskIndex(1), tp1, 7),)
     assert first.pending == (SplitAssignment(SubtaskIndex(0), tp0, 5),)
     assert (first.end_offsets_asked, first.beginning_offsets_asked) == (frozenset({tp0, tp1}), frozenset())
-    assert first.state == EnumeratorState(frozenset({tp1}), frozenset({tp0}), True)  # no offset for tp0
+    assert first.state == EnumeratorState({tp1: 7}, {tp0: 5}, True)
     assert second.assigned == (SplitAssignment(SubtaskIndex(0), tp0, 5),)
 
     (again,) = flink_oracle.enumerator(
         2, [(frozenset({0, 1}), metadata)], LATEST, restore=first.state, offsets=[written]
     )
-    assert again.assigned == (SplitAssignment(SubtaskIndex(0), tp0, 9),)
-    assert again.end_offsets_asked == frozenset({tp0})
+    assert again.assigned == (SplitAssignment(SubtaskIndex(0), tp0, 5),)
+    assert again.end_offsets_asked == frozenset()
 
     job = SourceJob(EVERY_TOPIC, 2, RestoreVariant.SPLIT_REDISTRIBUTION, initial_offset=LATEST)
     job.discover(metadata, Log(at_start))

@@ -57,8 +57,10 @@ than kafka-clients' own longest default wait (``max.block.ms``, ``default.api.ti
 START_BOUND_S: Final = 60.0
 CONSUMER_CLOSE_MS: Final = 20_000
 """How long a KafkaConsumer's close may wait for its last commit and leave-group (``driver.CLOSE_BOUND_S``: 30 s)."""
-CONFIGDEF: Final = PACKAGE_ROOT / "fixtures" / "kafka-clients" / "configdef-4.1.1.json"
-"""kafka-clients 4.1.1's ConsumerConfig.configDef() and ProducerConfig.configDef(), as the harness dumps them."""
+CONFIGDEF: Final = PACKAGE_ROOT / "fixtures" / "kafka-clients" / "configdef-4.4.0.json"
+"""kafka-clients 4.4.0's ConsumerConfig.configDef() and ProducerConfig.configDef() (the release ``jvm/pom.xml`` pins),
+as the harness dumps them; ``python -m kconform.conformance.workloads.clients.jvm_clients RELEASE OUT`` writes
+another release's (``write_configdef``)."""
 LIBRDKAFKA_NAMES: Final[Mapping[str, str]] = {
     "fetch.wait.max.ms": "fetch.max.wait.ms",
     "topic.metadata.refresh.interval.ms": "metadata.max.age.ms",
@@ -696,9 +698,36 @@ def parse_configdef(dump: Mapping[str, Sequence[Mapping[str, Any]]]) -> tuple[Se
 
 @cache
 def catalogue(path: Path = CONFIGDEF) -> tuple[Setting, ...]:
-    """The kafka-clients settings the workload draws, from a ConfigDef dump (4.1.1's by default; a harness at
-    another release dumps its own: ``parse_configdef(JvmClients(...).dump)``)."""
+    """The kafka-clients settings the workload draws, from a ConfigDef dump (the pinned release's by default; a
+    harness at another release dumps its own: ``parse_configdef(JvmClients(...).dump)``)."""
     return parse_configdef(json.loads(path.read_text(encoding="utf-8")))
+
+
+def configdef_text(dump: Mapping[str, Any]) -> str:
+    """A ConfigDef dump as the fixtures hold it (``CONFIGDEF``): keys sorted, one space of indent, the clients'
+    own order of settings."""
+    return json.dumps(dump, indent=1, sort_keys=True)
+
+
+def write_configdef(release: str, out: Path, say: Callable[[str], None] = print) -> int:
+    """Build the harness at kafka-clients ``release`` (Maven, unless built already), dump its clients' ConfigDef
+    to ``out`` as the fixtures hold it; the count of settings written. No broker is needed."""
+    from ...jvm.client_workload_at_release import build_at_release  # Maven's tooling: only when writing one
+
+    with Harness(build_at_release(release, say)) as harness:
+        dump = harness.configdef()
+    out.write_text(configdef_text(dump), encoding="utf-8")
+    return sum(len(rows) for rows in dump.values())
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Write a kafka-clients release's ConfigDef dump (the fixtures').")
+    parser.add_argument("release", help="the kafka-clients release, such as 4.4.0")
+    parser.add_argument("out", type=Path, help="the JSON to write, such as fixtures/kafka-clients/configdef-4.4.0.json")
+    args = parser.parse_args(argv)
+    print(f"wrote {write_configdef(args.release, args.out)} settings of kafka-clients {args.release} to {args.out}")
 
 
 __all__ = [
@@ -708,4 +737,9 @@ __all__ = [
     "catalogue",
     "harness_settings",
     "parse_configdef",
+    "write_configdef",
 ]
+
+
+if __name__ == "__main__":
+    main()

@@ -73,16 +73,21 @@ import org.apache.kafka.common.TopicPartition;
  * {"op": "pooling", "prefix": s, "subtask": i, "ongoing": [id, ...]}
  *   -> {"requested": [the ids TransactionNamingStrategyImpl.POOLING asks the pool for]}
  * {"op": "enumerator", "parallelism": n, "start": o,
- *  "restore": null | {"assigned": [[t, p], ...], "unassigned_initial": [[t, p], ...], "initial_discovery_finished": b},
+ *  "restore": null | {"assigned": [[t, p, starting offset], ...], "unassigned": [[t, p, starting offset], ...],
+ *                     "initial_discovery_finished": b},
  *  "steps": [{"readers": [i, ...], "metadata": {t: [p, ...], ...}, "offsets": [[t, p, earliest, end], ...]}, ...]}
  *   -> {"steps": [{"assigned": [[reader, t, p, starting offset], ...], "pending": [[reader, t, p, starting offset], ...],
- *                  "state": {"assigned": [[t, p], ...], "unassigned_initial": [[t, p], ...], "initial_discovery_finished": b},
+ *                  "state": {"assigned": [[t, p, starting offset], ...], "unassigned": [[t, p, starting offset], ...],
+ *                            "initial_discovery_finished": b},
  *                  "end_offsets_asked": [[t, p], ...], "beginning_offsets_asked": [[t, p], ...]}]}
  * </pre>
  *
  * The one argument is the folder of the 3.x connector's jars (.jvm/flink-legacy/): its legacy
  * classes are loaded by a class loader of their own, whose parent is the platform loader, so the
- * two connector lines never share a class. The naming strategies run through Flink's own
+ * two connector lines never share a class. The rest runs on the connector jvm/pom.xml pins (5.x):
+ * its {@code KafkaSourceEnumState} holds splits, each with its starting offset, assigned or not
+ * (FLINK-38453, connector 5.0), where 3.1 to 4.x held bare partitions, the unassigned ones of the
+ * first discovery only. The naming strategies run through Flink's own
  * {@code TransactionNamingStrategyContextImpl}, over a producer pool that records each id it is
  * asked for and hands out no producer. A request it cannot answer gets {"error": "..."}.
  *
@@ -94,8 +99,8 @@ import org.apache.kafka.common.TopicPartition;
  * periodic discovery, which lists the step's metadata, and the split initialisation it schedules.
  * It answers, per step, the splits the context was asked to assign during the step, the splits
  * pending for readers not registered, and {@code snapshotState}. The subscriber lists the
- * metadata itself (Flink's own ask an admin client); partitions found by the first discovery start
- * at {@code o} ({@code OffsetsInitializer.offsets}, or {@code earliest()} for -2, or {@code latest()}
+ * metadata itself (Flink's own ask an admin client); partitions found by the initial discovery (in
+ * 5.x the first that finds a partition, in 3.1 to 4.x the first run) start at {@code o} ({@code OffsetsInitializer.offsets}, or {@code earliest()} for -2, or {@code latest()}
  * for -1), later ones where Flink starts them ({@code OffsetsInitializer.earliest()}). The starting
  * offsets initializer is Flink's own, handed an offsets retriever that answers from the step's
  * {@code offsets} (each partition's earliest and end offset, as the admin client's ListOffsets
@@ -222,15 +227,15 @@ public final class FlinkOracle {
         Listed subscriber = new Listed();
         JsonNode restore = request.path("restore");
         KafkaSourceEnumState state = restore.isObject()
-                ? new KafkaSourceEnumState(pairs(restore.path("assigned")), pairs(restore.path("unassigned_initial")),
+                ? new KafkaSourceEnumState(splitsOf(restore.path("assigned")), splitsOf(restore.path("unassigned")),
                         restore.path("initial_discovery_finished").booleanValue())
-                : new KafkaSourceEnumState(Set.of(), Set.of(), false);
-        // Every split initialisation asks for the starting offsets of all unassigned initial
-        // partitions, listed or not: the restored ones have theirs too.
+                : new KafkaSourceEnumState(List.of(), List.of(), false);
+        // The starting offsets initializer may be asked for any partition a step lists or the
+        // restored state holds (a restored split is not initialised again unless it was migrated).
         Map<TopicPartition, Long> startingOffsets = new HashMap<>();
         for (JsonNode step : steps)
             partitions(step.path("metadata")).forEach(tp -> startingOffsets.put(tp, start));
-        state.unassignedInitialPartitions().forEach(tp -> startingOffsets.put(tp, start));
+        state.unassignedSplits().forEach(split -> startingOffsets.put(split.getTopicPartition(), start));
         Retriever retriever = new Retriever();
         OffsetsInitializer starting = new Fed(start == KafkaPartitionSplit.EARLIEST_OFFSET ? OffsetsInitializer.earliest()
                 : start == LATEST_OFFSET ? OffsetsInitializer.latest() : OffsetsInitializer.offsets(startingOffsets),
@@ -282,8 +287,8 @@ public final class FlinkOracle {
                 splits(result.putArray("pending"), pending);
                 KafkaSourceEnumState snapshot = enumerator.snapshotState(++checkpoint);
                 ObjectNode stateOut = result.putObject("state");
-                pairs(stateOut.putArray("assigned"), snapshot.assignedPartitions());
-                pairs(stateOut.putArray("unassigned_initial"), snapshot.unassignedInitialPartitions());
+                starts(stateOut.putArray("assigned"), snapshot.assignedSplits());
+                starts(stateOut.putArray("unassigned"), snapshot.unassignedSplits());
                 stateOut.put("initial_discovery_finished", snapshot.initialDiscoveryFinished());
                 pairs(result.putArray("end_offsets_asked"), retriever.endAsked);
                 pairs(result.putArray("beginning_offsets_asked"), retriever.beginningAsked);
@@ -306,11 +311,18 @@ public final class FlinkOracle {
         return found;
     }
 
-    /** [[t, p], ...] as partitions. */
-    private static Set<TopicPartition> pairs(JsonNode pairs) {
-        Set<TopicPartition> found = new HashSet<>();
-        pairs.forEach(tp -> found.add(new TopicPartition(tp.get(0).textValue(), tp.get(1).intValue())));
+    /** [[t, p, starting offset], ...] as splits (no stopping offset: the source is unbounded). */
+    private static List<KafkaPartitionSplit> splitsOf(JsonNode rows) {
+        List<KafkaPartitionSplit> found = new ArrayList<>();
+        rows.forEach(r -> found.add(new KafkaPartitionSplit(
+                new TopicPartition(r.get(0).textValue(), r.get(1).intValue()), r.get(2).longValue())));
         return found;
+    }
+
+    /** Splits as [t, p, starting offset], sorted. */
+    private static void starts(ArrayNode out, Collection<KafkaPartitionSplit> splits) {
+        splits.stream().sorted(Comparator.comparing(KafkaPartitionSplit::getTopicPartition, BY_TOPIC_PARTITION))
+                .forEach(s -> out.addArray().add(s.getTopic()).add(s.getPartition()).add(s.getStartingOffset()));
     }
 
     private static void pairs(ArrayNode out, Set<TopicPartition> partitions) {
