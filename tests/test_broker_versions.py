@@ -6,6 +6,7 @@ facts as reports state them. No broker, no Maven: a stand-in ``mvn`` plays the o
 from __future__ import annotations
 
 import html
+import inspect
 import json
 import os
 import stat
@@ -286,9 +287,16 @@ def test_the_client_tests_state_their_broker_in_the_reports_as_the_pipeline_does
     assert list(pytest_plugin.stated_broker(config)) == [running]  # type: ignore[arg-type]
     assert config.stash[pytest_plugin.BROKER_FACTS] == facts
     assert config.stash[pytest_plugin.BROKER_VERSION] == "Apache Kafka 4.4.0"
-    for module in (test_client, test_client_workload):  # the fixtures that start the client tests' broker
+    starts = {  # the fixtures that start the client tests' broker: the workload's own, the others' the shared one
+        test_client_workload: "yield from stated_broker(request.config)",
+        test_client: 'request.getfixturevalue("shared_broker")',
+        pytest_plugin: "def shared_broker(pytestconfig: pytest.Config) -> Iterator[Broker]:",
+    }
+    for module, start in starts.items():
         source = Path(str(module.__file__)).read_text(encoding="utf-8")
-        assert "yield from stated_broker(request.config)" in source and "live_broker()" not in source
+        assert start in source and "live_broker()" not in source.replace("def live_broker(", "")
+    shared = inspect.getsource(pytest_plugin.shared_broker)
+    assert "yield from stated_broker(pytestconfig)" in shared
 
 
 def test_a_jars_folder_resolved_from_older_poms_is_not_taken_for_the_pinned_release(
