@@ -614,10 +614,16 @@ def check_gone_position(
     return out
 
 
+def error_line(error: str, tp: TopicPartition) -> str:
+    """The line of a failure's text that names ``tp``'s topic (else its last line), cut to 300 characters: the evidence
+    a violation about how the failure names ``tp`` shows."""
+    return next((line.strip() for line in error.splitlines() if tp.topic in line), last_line_of(error))[:300]
+
+
 def _loss_unnamed(error: str, tp: TopicPartition, truncated: Truncated) -> list[Violation]:
     """A failure that does not say which partition lost records from where leaves the user to find them
     (RESTORE-015); one that does not name the log start leaves them to ask the broker how many (RESTORE-016)."""
-    line = next((line.strip() for line in error.splitlines() if tp.topic in line), last_line_of(error))[:300]
+    line = error_line(error, tp)
     facts = tp_fields(tp) | {"start": truncated.position, "log_start": truncated.log_start, "error": line}
     named = {"partition": names_partition(error, tp), "position": _names_number(error, truncated.position)}
     unnamed = [what for what, found in named.items() if not found]
@@ -701,7 +707,7 @@ def check_position_past_end(
 def _past_end_unnamed(error: str, tp: TopicPartition, past: Truncated) -> list[Violation]:
     """A failure that does not say which partition, from which position, and where its log ends now leaves the user
     to find out what happened to it (RESTORE-023)."""
-    line = next((line.strip() for line in error.splitlines() if tp.topic in line), last_line_of(error))[:300]
+    line = error_line(error, tp)
     named = {
         "partition": names_partition(error, tp),
         "position": _names_number(error, past.position),

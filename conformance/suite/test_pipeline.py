@@ -20,7 +20,7 @@ import re
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -844,16 +844,28 @@ def test_required_RESTORE_015_a_position_deleted_before_it_was_read_is_never_ski
     except UnsupportedFeatureError as refused:
         pytest.skip(f"RESTORE-015: this broker refuses DeleteRecords, so no position can fall out of range: {refused}")
     restarted = make_pipeline(1, checkpoint, subscribe=topic, accept_data_loss=loss_accepted)
-    error = None
-    try:
-        restarted.run_available_now()
-    except StreamingQueryException as failed:
-        error = str(failed)
-    truncated = {tp: Truncated(first_ends[tp], kafka.earliest_offset(tp), end) for tp, end in ends.items()}
-    verdict = check_gone_position(error, restarted.records(), truncated, loss_accepted)
+    error = failure_text(restarted)
+    verdict = check_gone_position(error, restarted.records(), truncated(kafka, first_ends, ends), loss_accepted)
     fail_on(
         verdict, verified=["RESTORE-003", "RESTORE-015", "RESTORE-016", "RESTORE-019"]
     )  # one call judged all in full
+
+
+def failure_text(pipeline: Pipeline) -> str | None:
+    """Run ``pipeline`` to what is there now: its query's failure as text, or ``None`` when it ran to its end."""
+    try:
+        pipeline.run_available_now()
+    except StreamingQueryException as failed:
+        return str(failed)
+    return None
+
+
+def truncated(
+    kafka: KafkaClient, positions: Mapping[TopicPartition, int], ends: Mapping[TopicPartition, int]
+) -> dict[TopicPartition, Truncated]:
+    """Each partition of ``ends`` as a restarted query finds it: the position it had reached, the log start now,
+    the end now."""
+    return {tp: Truncated(positions[tp], kafka.earliest_offset(tp), end) for tp, end in ends.items()}
 
 
 RECREATED_RECORDS: Final = 307
@@ -905,13 +917,8 @@ def test_required_RESTORE_022_a_position_past_the_end_of_a_topic_created_again_i
     recreate_topic(kafka, recreated, 1)
     ends = {**fill(kafka, recreated, 1, RECREATED_RECORDS, "recreated"), **fill(kafka, other, 1, 31, "after")}
     restarted = make_pipeline(1, checkpoint, subscribe=subscribe, accept_data_loss=loss_accepted)
-    error = None
-    try:
-        restarted.run_available_now()
-    except StreamingQueryException as failed:
-        error = str(failed)
-    found = {tp: Truncated(first_ends[tp], kafka.earliest_offset(tp), end) for tp, end in ends.items()}
-    fail_on(check_position_past_end(error, restarted.records(), found, loss_accepted))
+    error = failure_text(restarted)
+    fail_on(check_position_past_end(error, restarted.records(), truncated(kafka, first_ends, ends), loss_accepted))
 
 
 @requirement("RESTORE-017", "RESTORE-020", capability="pipeline")
@@ -926,11 +933,7 @@ def test_required_RESTORE_017_a_partition_left_out_of_specific_start_offsets_fai
     ends = fill(kafka, topic, 2, 9, "s")
     specified = {TopicPartition(topic, 0): 4}
     pipeline = make_pipeline(1, subscribe=topic, starting_offsets=json.dumps({topic: {"0": 4}}))
-    error = None
-    try:
-        pipeline.run_available_now()
-    except StreamingQueryException as failed:
-        error = str(failed)
+    error = failure_text(pipeline)
     fail_on(check_unmapped_start(error, pipeline.records(), specified, ends))
 
 
