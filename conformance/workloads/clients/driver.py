@@ -51,7 +51,7 @@ from .history import (
     rebalances_eagerly,
 )
 from .schedule import ConsumerPlan, Schedule, Step, StepKind
-from .settings import catalogue
+from .settings import CLASSIC_GROUP_ONLY, catalogue, classic_group
 
 T = TypeVar("T")
 CALL_SLACK_S: Final = 30.0
@@ -78,9 +78,6 @@ AMBIGUOUS: Final = frozenset(
 NAMED_SETTING: Final = re.compile(r'"([a-z][a-z0-9._]+)"|`([a-z][a-z0-9._]+)`|\b([a-z]+(?:\.[a-z]+)+)\b(?!=)')
 """A setting a client's refusal names; not one it states with its value, which says why the named one is refused
 (``group.protocol`` in "`session.timeout.ms` is not supported for `group.protocol=consumer`")."""
-CLASSIC_GROUP_ONLY: Final = frozenset({"session.timeout.ms", "heartbeat.interval.ms"})
-"""Settings of the broker's fast-test defaults (``FAST_CLIENT_SETTINGS``) a member of ``group.protocol=consumer``
-does not take: the broker sets its session (librdkafka refuses them there, as kafka-clients does)."""
 
 
 class HungCall(Exception):
@@ -327,7 +324,7 @@ class Run:
                 ambiguous=ambiguous,
             )
 
-        classic = str(slot.plan.settings.get("group.protocol", "classic")).lower() == "classic"
+        classic = classic_group(slot.plan.settings)
         base: dict[str, Any] = {
             **member_config(self.broker.client_config("consumer"), classic),
             **(CONSUMER_DEFAULTS if classic else {}),

@@ -46,7 +46,7 @@ import confluent_kafka as ck
 
 from ...jvm import java_binary
 from ...paths import PACKAGE_ROOT
-from .settings import CAPS, FLOORS, Setting
+from .settings import CAPS, CLASSIC_GROUP_ONLY, FLOORS, Setting, classic_group
 
 MAIN_CLASS: Final = "kconform.ClientWorkload"
 JVM_FLAGS: Final = ("-Xmx256m", "-XX:+UseSerialGC")
@@ -280,8 +280,8 @@ def translate(
     for name, value in JAVA_WORKLOAD_DEFAULTS.items():
         if name in known:
             settings.setdefault(name, value)
-    if settings.get("group.protocol", "classic").lower() == "consumer":
-        for name in ("session.timeout.ms", "heartbeat.interval.ms"):
+    if not classic_group(settings):
+        for name in CLASSIC_GROUP_ONLY:
             if name in settings:  # the broker sets them for a group.protocol=consumer member: kafka-clients refuses
                 del settings[name]
                 dropped.append(name)

@@ -22,7 +22,7 @@ from typing import Any, Final, Literal
 
 from hypothesis import strategies as st
 
-from .settings import Setting, drawn, values
+from .settings import Setting, classic_protocol, drawn, values
 
 
 class StepKind(StrEnum):
@@ -286,7 +286,7 @@ def group_settings(catalogue: Sequence[Setting]) -> st.SearchStrategy[dict[str, 
         return st.fixed_dictionaries({name: values(s) for name, s in chosen.items()})
 
     def rest(value: str) -> st.SearchStrategy[dict[str, str]]:
-        classic = value.strip().lower() == "classic"
+        classic = classic_protocol(value)
         return st.fixed_dictionaries(
             {
                 protocol.name: st.just(value),

@@ -140,6 +140,21 @@ ASSIGNORS: Final = ("range", "roundrobin", "cooperative-sticky", "range,roundrob
 """``partition.assignment.strategy``'s values (classic groups; ``group.protocol=consumer`` assigns on the broker)."""
 
 
+CLASSIC_GROUP_ONLY: Final = ("session.timeout.ms", "heartbeat.interval.ms")
+"""A consumer's session settings, which a member of ``group.protocol=consumer`` (KIP 848) does not take: the broker
+sets its session, and both clients refuse them there."""
+
+
+def classic_protocol(value: object) -> bool:
+    """Whether a ``group.protocol`` value is the classic protocol (either client reads it without regard to case)."""
+    return str(value).strip().lower() == "classic"
+
+
+def classic_group(settings: Mapping[str, object]) -> bool:
+    """Whether a consumer of ``settings`` joins its group by the classic protocol (the default of both clients)."""
+    return classic_protocol(settings.get("group.protocol", "classic"))
+
+
 def parse_configuration(text: str) -> list[Setting]:
     """Every property row of a CONFIGURATION.md, the topic table's marked ``topic_level``."""
     found: list[Setting] = []
