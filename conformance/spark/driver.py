@@ -22,6 +22,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -50,6 +51,9 @@ CANNOT_CHECK_EXIT: Final = 3
 CANNOT_CHECK_LINE: Final = "kconform driver: could not check: "
 QUERY_FAILED_EXIT: Final = 1
 """A driver's exit when its query failed (the code an uncaught error exits with, too)."""
+SESSION_UP_LINE: Final = "kconform driver: session up at "
+"""How a driver starts the line it prints once its session is up, before it reads its run: the wall clock then
+(``time.time``), so a scenario can tell how long it waited for a driver's session (``session_up_at``)."""
 
 
 @dataclass(frozen=True)
@@ -219,6 +223,15 @@ def output_since(log: Path, start: int) -> str:
         return out.read().decode("utf-8", "replace")
 
 
+def session_up_at(output: str) -> float | None:
+    """When the driver whose ``output`` this is had its session up (``SESSION_UP_LINE``), if it printed it."""
+    for line in output.splitlines():
+        if line.startswith(SESSION_UP_LINE):
+            with contextlib.suppress(ValueError):
+                return float(line.removeprefix(SESSION_UP_LINE))
+    return None
+
+
 def raise_if_cannot_check(driver: subprocess.Popen[bytes], log: Path) -> None:
     """Raise, in the scenario, the ``CannotCheck`` a driver exited with (the last reason in its log)."""
     if driver.poll() != CANNOT_CHECK_EXIT:
@@ -251,6 +264,7 @@ def serve(spark: SparkSession, run_query: Callable[[], object]) -> int:
 def main(argv: list[str]) -> int:
     (master,) = argv
     spark = local_session(master)
+    print(f"{SESSION_UP_LINE}{time.time():.3f}", flush=True)
 
     def run_query() -> None:
         line = sys.stdin.readline()
