@@ -172,6 +172,12 @@ class StandbyDrivers:
     def master(self) -> str:
         return self._master
 
+    def prime(self) -> None:
+        """Start the first driver's session now, ahead of the first ``take`` (idempotent): a run whose scenarios kill
+        drivers late starts the first while the scenarios before them run, instead of waiting for it then."""
+        if self._ready is None:
+            self._ready = self._spawn()
+
     def take(self) -> tuple[subprocess.Popen[bytes], Path]:
         """A driver whose session is up (or still starting), not yet given a run (``hand_over`` gives it one), and its
         log, which holds its own output alone; the next one starts its session meanwhile."""
