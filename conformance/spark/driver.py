@@ -52,8 +52,14 @@ CANNOT_CHECK_LINE: Final = "kconform driver: could not check: "
 QUERY_FAILED_EXIT: Final = 1
 """A driver's exit when its query failed (the code an uncaught error exits with, too)."""
 SESSION_UP_LINE: Final = "kconform driver: session up at "
-"""How a driver starts the line it prints once its session is up, before it reads its run: the wall clock then
-(``time.time``), so a scenario can tell how long it waited for a driver's session (``session_up_at``)."""
+"""How a driver starts the line it prints once its session is up (and, for a standby, warmed up), before it reads its
+run: the wall clock then (``time.time``), so a scenario can tell how long it waited for a driver (``session_up_at``)."""
+WARM_UP_FLAG: Final = "--warm-up"
+"""A driver started with it runs ``kconform.conformance.spark.warm_up``'s query before it reads its run (standbys)."""
+WARM_UP_QUERY: Final = "kconform-warm-up"
+"""The warm-up query's name, which ``ProgressLines`` leaves out."""
+WARM_UP_LINE: Final = "kconform driver: warm-up "
+"""How a driver starts the line saying what its warm-up took, or why it did not run to its end."""
 
 
 @dataclass(frozen=True)
@@ -119,19 +125,21 @@ class ProgressLines(StreamingQueryListener):
         pass
 
     def onQueryProgress(self, event: QueryProgressEvent) -> None:
-        print(f"{PROGRESS_LINE}{event.progress.batchId}", flush=True)
+        if event.progress.name != WARM_UP_QUERY:  # a standby's warm-up is no batch of the run
+            print(f"{PROGRESS_LINE}{event.progress.batchId}", flush=True)
 
     def onQueryTerminated(self, event: QueryTerminatedEvent) -> None:
         pass
 
 
-def spawn(master: str, log: Path) -> subprocess.Popen[bytes]:
-    """A driver process starting its session on ``master`` and then waiting for its run on standard
-    input; its output is appended to ``log``. It sees this process's ``sys.path``."""
+def spawn(master: str, log: Path, warm_up: bool = False) -> subprocess.Popen[bytes]:
+    """A driver process starting its session on ``master`` (and, with ``warm_up``, running the warm-up query) and
+    then waiting for its run on standard input; its output is appended to ``log``. It sees this process's
+    ``sys.path``."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
     with log.open("ab") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "kconform.conformance.spark.driver", master],
+            [sys.executable, "-m", "kconform.conformance.spark.driver", master, *([WARM_UP_FLAG] if warm_up else [])],
             stdin=subprocess.PIPE,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -166,7 +174,7 @@ class StandbyDrivers:
     def _spawn(self) -> tuple[subprocess.Popen[bytes], Path]:
         self._count += 1
         log = self._folder / f"driver-{self._count}.log"
-        return spawn(self._master, log), log
+        return spawn(self._master, log, warm_up=True), log
 
     @property
     def master(self) -> str:
@@ -267,9 +275,21 @@ def serve(spark: SparkSession, run_query: Callable[[], object]) -> int:
     return 0
 
 
+def run_warm_up(spark: SparkSession) -> str:
+    """The warm-up query's line for the log (``kconform.conformance.spark.warm_up``): what it took, or why it did not
+    run (a pyspark without the data source API it uses)."""
+    try:
+        from .warm_up import warm_up
+    except ImportError as missing:
+        return f"{WARM_UP_LINE}skipped: {missing}"
+    return WARM_UP_LINE + warm_up(spark, WARM_UP_QUERY)
+
+
 def main(argv: list[str]) -> int:
-    (master,) = argv
+    master, *flags = argv
     spark = local_session(master)
+    if WARM_UP_FLAG in flags:
+        print(run_warm_up(spark), flush=True)
     print(f"{SESSION_UP_LINE}{time.time():.3f}", flush=True)
 
     def run_query() -> None:
