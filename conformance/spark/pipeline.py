@@ -608,7 +608,11 @@ class Pipeline:
         log = driver_log(self.spark)
         start = log_size(log)
         query = self.start(available_now=True)
-        finished = query.awaitTermination(timeout_s)
+        try:
+            finished = query.awaitTermination(timeout_s)
+        except Exception:  # the query failed: its time counts too
+            self._ended()
+            raise
         last = None if finished else query.lastProgress
         if not finished:
             query.stop()
