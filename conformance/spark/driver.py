@@ -162,19 +162,22 @@ class StandbyDrivers:
     """Hands out drivers whose session is already up: one is always being started for the next run.
 
     Only on a local master: on a cluster each standby would register an application and hold
-    executors the running query needs (and ``executor-kill`` picks the newest application's).
+    executors the running query needs (and ``executor-kill`` picks the newest application's). With ``warm_up`` (the
+    suite's killed-driver scenarios) each also runs the warm-up query (``kconform.conformance.spark.warm_up``) before
+    it reads its run; ``kconform soak``'s do not.
     """
 
-    def __init__(self, master: str, folder: Path) -> None:
+    def __init__(self, master: str, folder: Path, warm_up: bool = False) -> None:
         self._master = master
         self._folder = folder
+        self._warm_up = warm_up
         self._count = 0
         self._ready: tuple[subprocess.Popen[bytes], Path] | None = None
 
     def _spawn(self) -> tuple[subprocess.Popen[bytes], Path]:
         self._count += 1
         log = self._folder / f"driver-{self._count}.log"
-        return spawn(self._master, log, warm_up=True), log
+        return spawn(self._master, log, warm_up=self._warm_up), log
 
     @property
     def master(self) -> str:

@@ -232,14 +232,16 @@ def spark(pipeline_adapter: PipelineAdapter, spark_master: str) -> Iterator[Spar
 @pytest.fixture(scope="module")
 def standby_drivers(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandbyDrivers | None]:
     """Driver processes for the scenarios that kill a driver, each started while the scenario before it runs: a
-    driver's interpreter, JVM and session take about 9 s here, so one waits, its session up, for the next run
-    (``StandbyDrivers``); the first is started when a scenario first asks. None on a cluster master, where a waiting
-    driver would hold executors: each driver is then started when it is needed, as ``driver_for`` does without one."""
+    driver's interpreter, JVM and session take about 9 s here, so one waits, its session up and warmed up by a query of
+    its own (``kconform.conformance.spark.warm_up``), for the next run (``StandbyDrivers``); the first is started with
+    the module's first Spark scenario (``first_driver_ahead``), or when a scenario first asks. None on a cluster
+    master, where a waiting driver would hold executors: each driver is then started when it is needed, as
+    ``driver_for`` does without one."""
     master = spark.sparkContext.master or DEFAULT_MASTER
     if not is_local(master):
         yield None
         return
-    drivers = StandbyDrivers(master, tmp_path_factory.mktemp("drivers"))
+    drivers = StandbyDrivers(master, tmp_path_factory.mktemp("drivers"), warm_up=True)
     try:
         yield drivers
     finally:
