@@ -22,6 +22,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -50,6 +51,15 @@ CANNOT_CHECK_EXIT: Final = 3
 CANNOT_CHECK_LINE: Final = "kconform driver: could not check: "
 QUERY_FAILED_EXIT: Final = 1
 """A driver's exit when its query failed (the code an uncaught error exits with, too)."""
+SESSION_UP_LINE: Final = "kconform driver: session up at "
+"""How a driver starts the line it prints once its session is up (and, for a standby, warmed up), before it reads its
+run: the wall clock then (``time.time``), so a scenario can tell how long it waited for a driver (``session_up_at``)."""
+WARM_UP_FLAG: Final = "--warm-up"
+"""A driver started with it runs ``kconform.conformance.spark.warm_up``'s query before it reads its run (standbys)."""
+WARM_UP_QUERY: Final = "kconform-warm-up"
+"""The warm-up query's name, which ``ProgressLines`` leaves out."""
+WARM_UP_LINE: Final = "kconform driver: warm-up "
+"""How a driver starts the line saying what its warm-up took, or why it did not run to its end."""
 
 
 @dataclass(frozen=True)
@@ -115,19 +125,21 @@ class ProgressLines(StreamingQueryListener):
         pass
 
     def onQueryProgress(self, event: QueryProgressEvent) -> None:
-        print(f"{PROGRESS_LINE}{event.progress.batchId}", flush=True)
+        if event.progress.name != WARM_UP_QUERY:  # a standby's warm-up is no batch of the run
+            print(f"{PROGRESS_LINE}{event.progress.batchId}", flush=True)
 
     def onQueryTerminated(self, event: QueryTerminatedEvent) -> None:
         pass
 
 
-def spawn(master: str, log: Path) -> subprocess.Popen[bytes]:
-    """A driver process starting its session on ``master`` and then waiting for its run on standard
-    input; its output is appended to ``log``. It sees this process's ``sys.path``."""
+def spawn(master: str, log: Path, warm_up: bool = False) -> subprocess.Popen[bytes]:
+    """A driver process starting its session on ``master`` (and, with ``warm_up``, running the warm-up query) and
+    then waiting for its run on standard input; its output is appended to ``log``. It sees this process's
+    ``sys.path``."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
     with log.open("ab") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "kconform.conformance.spark.driver", master],
+            [sys.executable, "-m", "kconform.conformance.spark.driver", master, *([WARM_UP_FLAG] if warm_up else [])],
             stdin=subprocess.PIPE,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -150,23 +162,32 @@ class StandbyDrivers:
     """Hands out drivers whose session is already up: one is always being started for the next run.
 
     Only on a local master: on a cluster each standby would register an application and hold
-    executors the running query needs (and ``executor-kill`` picks the newest application's).
+    executors the running query needs (and ``executor-kill`` picks the newest application's). With ``warm_up`` (the
+    suite's killed-driver scenarios) each also runs the warm-up query (``kconform.conformance.spark.warm_up``) before
+    it reads its run; ``kconform soak``'s do not.
     """
 
-    def __init__(self, master: str, folder: Path) -> None:
+    def __init__(self, master: str, folder: Path, warm_up: bool = False) -> None:
         self._master = master
         self._folder = folder
+        self._warm_up = warm_up
         self._count = 0
         self._ready: tuple[subprocess.Popen[bytes], Path] | None = None
 
     def _spawn(self) -> tuple[subprocess.Popen[bytes], Path]:
         self._count += 1
         log = self._folder / f"driver-{self._count}.log"
-        return spawn(self._master, log), log
+        return spawn(self._master, log, warm_up=self._warm_up), log
 
     @property
     def master(self) -> str:
         return self._master
+
+    def prime(self) -> None:
+        """Start the first driver's session now, ahead of the first ``take`` (idempotent): a run whose scenarios kill
+        drivers late starts the first while the scenarios before them run, instead of waiting for it then."""
+        if self._ready is None:
+            self._ready = self._spawn()
 
     def take(self) -> tuple[subprocess.Popen[bytes], Path]:
         """A driver whose session is up (or still starting), not yet given a run (``hand_over`` gives it one), and its
@@ -219,6 +240,15 @@ def output_since(log: Path, start: int) -> str:
         return out.read().decode("utf-8", "replace")
 
 
+def session_up_at(output: str) -> float | None:
+    """When the driver whose ``output`` this is had its session up (``SESSION_UP_LINE``), if it printed it."""
+    for line in output.splitlines():
+        if line.startswith(SESSION_UP_LINE):
+            with contextlib.suppress(ValueError):
+                return float(line.removeprefix(SESSION_UP_LINE))
+    return None
+
+
 def raise_if_cannot_check(driver: subprocess.Popen[bytes], log: Path) -> None:
     """Raise, in the scenario, the ``CannotCheck`` a driver exited with (the last reason in its log)."""
     if driver.poll() != CANNOT_CHECK_EXIT:
@@ -248,9 +278,22 @@ def serve(spark: SparkSession, run_query: Callable[[], object]) -> int:
     return 0
 
 
+def run_warm_up(spark: SparkSession) -> str:
+    """The warm-up query's line for the log (``kconform.conformance.spark.warm_up``): what it took, or why it did not
+    run (a pyspark without the data source API it uses)."""
+    try:
+        from .warm_up import warm_up
+    except ImportError as missing:
+        return f"{WARM_UP_LINE}skipped: {missing}"
+    return WARM_UP_LINE + warm_up(spark, WARM_UP_QUERY)
+
+
 def main(argv: list[str]) -> int:
-    (master,) = argv
+    master, *flags = argv
     spark = local_session(master)
+    if WARM_UP_FLAG in flags:
+        print(run_warm_up(spark), flush=True)
+    print(f"{SESSION_UP_LINE}{time.time():.3f}", flush=True)
 
     def run_query() -> None:
         line = sys.stdin.readline()

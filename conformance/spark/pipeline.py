@@ -22,6 +22,7 @@ import os
 import re
 import sys
 import tempfile
+import time
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
@@ -301,6 +302,12 @@ def data_source_found(adapter_name: str, member: str) -> Iterator[None]:
         raise data_source_error(adapter_name, member, name) from error
 
 
+DRIVER_JVM_FLAGS: Final = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+"""The session JVM's flags (in local mode its executors' too): the client compiler alone, which reaches speed sooner in
+a JVM that lives minutes, and the serial collector, as for a cluster's executors (``cluster.EXECUTOR_FLAGS``) and the
+suite's brokers: on 2 cores, a 1 GB heap collected by G1 pays for its concurrent threads beside the tasks."""
+
+
 def local_session(master: str = DEFAULT_MASTER, settings: Mapping[str, str] | None = None) -> SparkSession:
     """A small local session for the pipeline level, with ``kconform-kafka`` registered; ``settings`` over its own
     (Spark's speculation, for one).
@@ -338,7 +345,7 @@ def local_session(master: str = DEFAULT_MASTER, settings: Mapping[str, str] | No
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.driver.memory", "1g")
-        .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1")
+        .config("spark.driver.extraJavaOptions", DRIVER_JVM_FLAGS)
         .config(map=dict(settings or {}))
         .getOrCreate()
     )
@@ -422,6 +429,61 @@ def log_size(log: Path | None) -> int:
     return log.stat().st_size if log is not None and log.exists() else 0
 
 
+QUERY_PHASES: Final = ("latestOffset", "queryPlanning", "walCommit", "addBatch", "commitOffsets")
+"""The parts of a micro-batch Spark times in each progress report (``durationMs``) that ``QueryTimes`` lists, in the
+order a batch runs them; the rest of ``triggerExecution`` (``getBatch``, the progress report's own making) is summed
+as ``other``."""
+
+
+@dataclass
+class QueryTimes:
+    """Where the queries of one scenario spent their time, from Spark's own progress reports (data for the report's
+    metrics, never asserted): how many queries and batches, each query's wall time from ``Pipeline.start`` to its end
+    (its definition, the data source's lookup, its start, its batches and its stop), the sum of the batches'
+    ``triggerExecution`` and of its parts."""
+
+    queries: int = 0
+    batches: int = 0
+    wall_s: float = 0.0
+    phases_ms: Counter[str] = field(default_factory=Counter)
+
+    def add(self, progress: list[Any], wall_s: float) -> None:
+        """One query that ran ``wall_s`` and reported ``progress`` (``StreamingQuery.recentProgress``)."""
+        self.queries += 1
+        self.wall_s += wall_s
+        for report in progress:
+            durations = {k: int(v) for k, v in (report.durationMs or {}).items()}
+            if "triggerExecution" not in durations:
+                continue
+            self.batches += int("addBatch" in durations)
+            self.phases_ms["triggerExecution"] += durations["triggerExecution"]
+            for phase in QUERY_PHASES:
+                self.phases_ms[phase] += durations.get(phase, 0)
+            self.phases_ms["other"] += durations["triggerExecution"] - sum(durations.get(p, 0) for p in QUERY_PHASES)
+
+    def merged(self, other: QueryTimes) -> QueryTimes:
+        return QueryTimes(
+            self.queries + other.queries,
+            self.batches + other.batches,
+            self.wall_s + other.wall_s,
+            self.phases_ms + other.phases_ms,
+        )
+
+    def metrics(self) -> dict[str, Any]:
+        """The report's metrics: ``spark_queries``, ``spark_batches``, ``spark_query_s`` (the queries' wall time),
+        ``spark_trigger_s`` (their batches'), and ``spark_time``, the batches' parts and the rest of the queries' wall
+        time (``outside batches``: definition, start, the triggers that found nothing new, stop) in one line."""
+        trigger_s = self.phases_ms["triggerExecution"] / 1000
+        parts = ", ".join(f"{p} {self.phases_ms[p] / 1000:.1f}" for p in (*QUERY_PHASES, "other"))
+        return {
+            "spark_queries": self.queries,
+            "spark_batches": self.batches,
+            "spark_query_s": round(self.wall_s, 1),
+            "spark_trigger_s": round(trigger_s, 1),
+            "spark_time": f"batches {trigger_s:.1f} s ({parts}); outside batches {self.wall_s - trigger_s:.1f} s",
+        }
+
+
 STATED_SOURCE_SETTINGS: Final = {"isolation.level": Isolation.READ_UNCOMMITTED.value}
 """Settings every scenario states in its ``SourceSpec`` rather than leaving them to the connector's client: the
 scenarios expect read_uncommitted unless one asks for read_committed, and librdkafka's default is read_committed
@@ -459,6 +521,9 @@ class Pipeline:
     query: StreamingQuery | None = None
     capture: Path | None = None
     """Where a real-time query's ``RowCapture`` writes its rows (``batches`` is read from it on ``stop``)."""
+    times: QueryTimes = field(default_factory=QueryTimes)
+    """Where this pipeline's queries spent their time (data, never judged)."""
+    _started: float | None = field(default=None, init=False, repr=False)
 
     def source(self) -> DataFrame:
         spec = SourceSpec(
@@ -485,6 +550,7 @@ class Pipeline:
         """Start the query; ``available_now`` reads what exists now and then terminates (micro-batches only)."""
         real_time = batch_duration(self.adapter)
         assert real_time is None or not available_now, "real-time mode has no availableNow: run_available_now"
+        self._started = time.monotonic()
         frame = self.source()
         if self.sink_topic is None:
             rows = frame.withColumn("task", F.spark_partition_id()).writeStream
@@ -542,10 +608,15 @@ class Pipeline:
         log = driver_log(self.spark)
         start = log_size(log)
         query = self.start(available_now=True)
-        finished = query.awaitTermination(timeout_s)
+        try:
+            finished = query.awaitTermination(timeout_s)
+        except Exception:  # the query failed: its time counts too
+            self._ended()
+            raise
         last = None if finished else query.lastProgress
         if not finished:
             query.stop()
+        self._ended()
         where = f"adapter {self.adapter.name!r}'s availableNow query on {self.checkpoint}"
         require_available_now(log_lines_since(log, start), where)
         if not finished:
@@ -603,9 +674,16 @@ class Pipeline:
             "that retries tasks (--spark-master local[2,3]); if both hold, re-run it"
         )
 
+    def _ended(self) -> None:
+        """Count the query that just ended in ``times``."""
+        if self.query is not None and self._started is not None:
+            self.times.add(list(self.query.recentProgress), time.monotonic() - self._started)
+            self._started = None
+
     def stop(self) -> None:
         if self.query is not None:
             self.query.stop()
+            self._ended()
             if self.capture is not None:
                 self.batches.update(captured_batches(self.capture))
             self._raise_failure()
