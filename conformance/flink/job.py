@@ -29,6 +29,9 @@ class Stop:
     """Records read in this run (replays included)."""
     at_offsets: Mapping[TopicPartition, int] | None = None
     """Each partition read up to this end (exclusive) in this run."""
+    listed: bool = False
+    """The source's enumerator listed its subscription in this run (its discovery, even one that found nothing):
+    the run records each listing (``RunHistory.listings``)."""
     within_ms: int = 60_000
 
 
@@ -128,8 +131,10 @@ def description(run: JobRun, history: Path, savepoint_dir: Path) -> dict[str, An
             "at_offsets": None
             if stop.at_offsets is None
             else [[tp.topic, tp.partition, end] for tp, end in sorted(stop.at_offsets.items())],
+            "listed": stop.listed,
             "within_ms": stop.within_ms,
         },
+        "record_listings": stop is not None and stop.listed,
         "pace_ms": run.pace_ms,
         "timeout_ms": run.timeout_ms,
     }
