@@ -29,7 +29,8 @@ def test_an_unbounded_run_says_when_to_stop_and_where_to_save() -> None:
         "after_records": None, "at_offsets": [["in", 1, 7]], "listed": False, "within_ms": 60_000
     }  # fmt: skip
     assert described["record_listings"] is False
-    listed = description(JobRun("b:9092", (), SINK, 1, stop=Stop(listed=True), topic_pattern="in-.*"), Path("/h"), Path("/s"))
+    pattern = JobRun("b:9092", (), SINK, 1, stop=Stop(listed=True), topic_pattern="in-.*")
+    listed = description(pattern, Path("/h"), Path("/s"))
     assert listed["stop"]["listed"] is True and listed["record_listings"] is True  # the harness records each listing
     assert described["sink"]["properties"] == {"transaction.timeout.ms": "60000"}
     assert described["sink"]["naming"] is None  # the release's default naming strategy

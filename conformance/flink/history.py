@@ -4,7 +4,8 @@ The harness's map (``jvm/flink-harness``) appends one line per event to a run's 
 starting (``init``, with the checkpoint or savepoint it restored from), each record it read, each checkpoint its
 state entered (``snapshot``: the records read before it are in that checkpoint) and each checkpoint it heard
 completed; and, when the run asked for it, each listing of the subscription by the source's enumerator (``listed``,
-with the number of partitions it found: a discovery, ``parse_listings``). A failure rolls a subtask back to a checkpoint and its reads after that checkpoint are read again;
+with the number of partitions it found: a discovery, ``parse_listings``). A failure rolls a subtask back to a
+checkpoint and its reads after that checkpoint are read again;
 a restore at another parallelism starts from a savepoint. ``committed_reads`` follows these restores back from the
 end of the last run and keeps the reads the job's final state rests on: a connector that reads each record once
 end to end shows each offset once there (``check_read_once``), whatever was replayed on the way.
