@@ -2,7 +2,8 @@
 
 Capability ``flink-job``. Where ``test_flink_jobs`` runs one hand-written scenario per requirement, this draws a
 ``FlinkSchedule`` (``kconform.conformance.workloads.flink.schedule``): one to three topics subscribed by list or by
-pattern, a start at the earliest or latest offsets or from a consumer group's offsets with a fallback, one to three
+pattern (by pattern, possibly none at start: the first run then stops once its enumerator listed the subscription,
+and every topic created later is read from its first record), a start at the earliest or latest offsets or from a consumer group's offsets with a fallback, one to three
 sinks, each exactly-once (its own transactional-id prefix) or at-least-once (its own prefix or none set), and two
 to four runs, each restored from the savepoint of the one before at its own
 parallelism, with records written, partitions added and topics created between runs and subtask failures inside
