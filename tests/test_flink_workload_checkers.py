@@ -190,3 +190,15 @@ def test_required_DISC_005_twin_a_topic_found_after_an_empty_first_discovery_rea
 def test_an_empty_first_discovery_plans_every_run_from_the_first() -> None:
     assert [stop_first(EMPTY, k, [False] * k) for k in range(3)] == [0, 0, 0]
     assert EMPTY.starts() == {(0, 0): 0} and EMPTY.added() == {(0, 0): True}
+
+
+def test_required_DISC_005_a_partition_listed_by_a_discovery_and_never_read_is_a_late_start() -> None:
+    """The created topic of LATEST (found by the second run's discovery as the first run's restored state had it)
+    none of whose records was read: with the enumerator's listings known it was found, so started past its
+    records (DISC-005 ``never-read``); without them, as before, never discovered (DISC-002)."""
+    final = reads((0, 0), range(5, 12)) + reads((0, 1), range(5, 12))
+    listed = {tp((0, 0)), tp((0, 1)), tp((1, 0))}
+    judged = check_workload_life(LATEST, tp, ENDS, final, [False, True], no_sink_finding, listed)
+    assert [(v.requirement, v.kind) for v in judged.violations] == [("DISC-005", "never-read")]
+    unknown = check_workload_life(LATEST, tp, ENDS, final, [False, True], no_sink_finding)
+    assert [(v.requirement, v.kind) for v in unknown.violations] == [("DISC-002", "never-discovered")]

@@ -61,9 +61,9 @@ class RunHistory:
 
     segments: tuple[Segment, ...]
     ended: Ended
-    listings: tuple[int, ...] = ()
+    listings: tuple[frozenset[TopicPartition], ...] = ()
     """The partitions each listing of the subscription by the source's enumerator found, in order (recorded only
-    when the run asked: ``Stop.listed``)."""
+    when the run asked: ``JobRun.record_listings``, ``Stop.listed``)."""
 
     def savepoint(self) -> int:
         """The savepoint the run stopped with: the last checkpoint any subtask heard completed."""
@@ -93,12 +93,12 @@ def parse_run(lines: Iterable[str], ended: Ended) -> RunHistory:
     return RunHistory(parse_segments(lines), ended, parse_listings(lines))
 
 
-def parse_listings(lines: Iterable[str]) -> tuple[int, ...]:
+def parse_listings(lines: Iterable[str]) -> tuple[frozenset[TopicPartition], ...]:
     """The partitions each recorded listing of the subscription found (``listed`` lines), in order."""
     found = []
     for line in lines:
         if line.strip() and (event := json.loads(line))["e"] == "listed":
-            found.append(int(event["partitions"]))
+            found.append(frozenset(TopicPartition(t, int(p)) for t, p in event["partitions"]))
     return tuple(found)
 
 

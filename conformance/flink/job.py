@@ -94,6 +94,9 @@ class JobRun:
     again on each restart until the fault ends."""
     more_sinks: tuple[Sink, ...] = ()
     """Further ``KafkaSink``s of the same records, beside ``sink``."""
+    record_listings: bool = False
+    """Record each listing of the subscription by the source's enumerator (``RunHistory.listings``): what each
+    discovery found. A stop that waits for a listing (``Stop.listed``) records them whatever this says."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.parallelism <= MAX_PARALLELISM:
@@ -134,7 +137,7 @@ def description(run: JobRun, history: Path, savepoint_dir: Path) -> dict[str, An
             "listed": stop.listed,
             "within_ms": stop.within_ms,
         },
-        "record_listings": stop is not None and stop.listed,
+        "record_listings": run.record_listings or (stop is not None and stop.listed),
         "pace_ms": run.pace_ms,
         "timeout_ms": run.timeout_ms,
     }

@@ -81,8 +81,8 @@ import org.apache.kafka.common.TopicPartition;
  * enters a checkpoint (records read before it are in that checkpoint), {@code {"e": "complete", checkpoint}} when
  * told a checkpoint completed; every line carries {@code subtask} and {@code attempt}. With {@code record_listings},
  * the source's enumerator lists its subscription through {@link Listing}, which appends {@code {"e": "listed",
- * partitions}} (how many partitions it found; {@code subtask} -1) each time, and a stop with {@code listed} waits for
- * the first such listing. A bounded job runs to its
+ * "partitions": [[t, p], ...]}} (the partitions it found; {@code subtask} -1) each time; a stop with {@code listed}
+ * waits for the first such listing (and records them). A bounded job runs to its
  * end, or is cancelled once {@code timeout_ms} passed without it ("unfinished", with {@code idle_ms}: how long since
  * its last read, or since the job was built when it read nothing); an unbounded one is stopped with a savepoint
  * once {@code stop} holds (or once {@code within_ms} passed). The answer is one JSON line on stdout: {@code
@@ -313,7 +313,7 @@ public final class FlinkHarness {
         @Override
         public Set<TopicPartition> getSubscribedTopicPartitions(AdminClient adminClient) {
             Set<TopicPartition> found = inner.getSubscribedTopicPartitions(adminClient);
-            Recorder.listed(found.size());
+            Recorder.listed(found);
             return found;
         }
     }
@@ -445,13 +445,14 @@ public final class FlinkHarness {
             }
         }
 
-        /** The enumerator listed its subscription and found {@code partitions} partitions ({@link Listing}). */
-        static void listed(int partitions) {
+        /** The enumerator listed its subscription and found {@code partitions} ({@link Listing}). */
+        static void listed(Set<TopicPartition> partitions) {
             ObjectNode fields = JSON.createObjectNode();
             fields.put("e", "listed");
             fields.put("subtask", -1);
             fields.put("attempt", 0);
-            fields.put("partitions", partitions);
+            var found = fields.putArray("partitions");
+            partitions.forEach(tp -> found.addArray().add(tp.topic()).add(tp.partition()));
             synchronized (LOCK) {
                 try {
                     history.write(JSON.writeValueAsString(fields));
