@@ -246,3 +246,18 @@ def test_a_running_job_s_history_so_far_leaves_out_a_line_still_being_written(tm
     (tmp_path / "history.jsonl").write_text("\n".join(SWALLOWED[:7]) + "\n" + SWALLOWED[7][:10])
     [segment] = running.segments_so_far()
     assert [r.value for r in segment.reads()] == [b"v0", b"v1", b"v2", REFUSED] and segment.checkpoints() == [1]
+
+
+def test_the_enumerators_listings_are_kept_apart_from_the_subtasks_events() -> None:
+    """A run that asked for them records each listing of the subscription (``listed``, subtask -1): the
+    partitions each found, in order; the subtasks' segments are as without them."""
+    lines = [
+        line("listed", -1, 0, partitions=[]),
+        line("init", 0, 0, restored=None),
+        line("listed", -1, 0, partitions=[["in", 0], ["in", 1]]),
+        line("read", 0, 0, topic="in", partition=0, offset=0, value=None),
+    ]
+    run = parse_run(lines, "savepoint")
+    assert run.listings == (frozenset(), frozenset({TP0, TP1}))
+    assert run.segments == parse_run(lines[1:2] + lines[3:], "savepoint").segments
+    assert parse_run(lines[1:2], "savepoint").listings == ()

@@ -25,7 +25,13 @@ def test_an_unbounded_run_says_when_to_stop_and_where_to_save() -> None:
     run = JobRun("b:9092", ("in",), SINK, 3, stop=Stop(at_offsets={TopicPartition("in", 1): 7}), restore_from="/sp/1")
     described = description(run, Path("/h.jsonl"), Path("/sp"))
     assert described["bounded"] is False and described["restore_from"] == "/sp/1"
-    assert described["stop"] == {"after_records": None, "at_offsets": [["in", 1, 7]], "within_ms": 60_000}
+    assert described["stop"] == {
+        "after_records": None, "at_offsets": [["in", 1, 7]], "listed": False, "within_ms": 60_000
+    }  # fmt: skip
+    assert described["record_listings"] is False
+    pattern = JobRun("b:9092", (), SINK, 1, stop=Stop(listed=True), topic_pattern="in-.*")
+    listed = description(pattern, Path("/h"), Path("/s"))
+    assert listed["stop"]["listed"] is True and listed["record_listings"] is True  # the harness records each listing
     assert described["sink"]["properties"] == {"transaction.timeout.ms": "60000"}
     assert described["sink"]["naming"] is None  # the release's default naming strategy
     pooled = JobRun("b:9092", ("in",), Sink("out", True, "txn", naming="POOLING"), 1)

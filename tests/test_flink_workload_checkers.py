@@ -148,3 +148,57 @@ def test_every_sink_is_judged_on_its_own_and_names_itself() -> None:
         ("COMMIT-011", "duplicate", "sink out-3 (exactly-once)"),
         ("COMMIT-011", "lost-write", "sink out-2 (at-least-once)"),
     ]
+
+
+EMPTY = FlinkSchedule(
+    partitions=(),
+    pattern=True,
+    start="latest",
+    fallback=None,
+    held=(),
+    exactly_once=False,
+    naming="POOLING",
+    checkpoint_ms=100,
+    runs=(
+        RunPlan(1, stop_after=0),
+        RunPlan(1, (Step("create-topic", 0, count=1), Step("write", 0, 0, 6))),
+        RunPlan(1, (Step("write", 0, 0, 4),)),
+    ),
+)
+"""A pattern that matches nothing at start, at LATEST: the first run stops once its enumerator listed the (empty)
+subscription; a topic created and written to before the second run, written to again before the third."""
+
+
+def test_required_DISC_005_a_topic_found_after_an_empty_first_discovery_started_at_latest_is_a_gap() -> None:
+    """flink-connector-kafka 5.0.0's ``checkPartitionChanges`` returns before marking the first discovery done
+    when it found nothing, so the topic found later is started as an initial partition, at LATEST (its end when
+    the second run restored): its first six records never read, the four after read."""
+    ends = {tp((0, 0)): 10}
+    judged = check_workload_life(EMPTY, tp, ends, reads((0, 0), range(6, 10)), [False, False, True], no_sink_finding)
+    assert list(EMPTY.first_discoveries()) == [0] and judged.first == 0 and judged.others == {}
+    assert {(v.requirement, v.kind) for v in judged.violations} == {("DISC-005", "offset-gap")}
+    assert {v.data["offset"] for v in judged.violations} == set(range(6))
+
+
+def test_required_DISC_005_twin_a_topic_found_after_an_empty_first_discovery_read_from_its_first_record() -> None:
+    ends = {tp((0, 0)): 10}
+    judged = check_workload_life(EMPTY, tp, ends, reads((0, 0), range(10)), [False, True, False], no_sink_finding)
+    assert (judged.first, judged.violations) == (0, [])
+    assert {"DISC-005", "DISC-002"} <= judged.judged
+
+
+def test_an_empty_first_discovery_plans_every_run_from_the_first() -> None:
+    assert [stop_first(EMPTY, k, [False] * k) for k in range(3)] == [0, 0, 0]
+    assert EMPTY.starts() == {(0, 0): 0} and EMPTY.added() == {(0, 0): True}
+
+
+def test_required_DISC_005_a_partition_listed_by_a_discovery_and_never_read_is_a_late_start() -> None:
+    """The created topic of LATEST (found by the second run's discovery as the first run's restored state had it)
+    none of whose records was read: with the enumerator's listings known it was found, so started past its
+    records (DISC-005 ``never-read``); without them, as before, never discovered (DISC-002)."""
+    final = reads((0, 0), range(5, 12)) + reads((0, 1), range(5, 12))
+    listed = {tp((0, 0)), tp((0, 1)), tp((1, 0))}
+    judged = check_workload_life(LATEST, tp, ENDS, final, [False, True], no_sink_finding, listed)
+    assert [(v.requirement, v.kind) for v in judged.violations] == [("DISC-005", "never-read")]
+    unknown = check_workload_life(LATEST, tp, ENDS, final, [False, True], no_sink_finding)
+    assert [(v.requirement, v.kind) for v in unknown.violations] == [("DISC-002", "never-discovered")]

@@ -64,7 +64,15 @@ def test_every_start_and_stop_is_drawn_and_a_start_at_latest_draws_no_failure(sc
     if schedule.start == "latest":
         assert schedule.fallback is None and not schedule.held
         assert all(run.failure is None for run in schedule.runs)
-        assert list(schedule.first_discoveries()) == list(range(len(schedule.runs)))
+        open_runs = [0] if schedule.empty_at_start else list(range(len(schedule.runs)))
+        assert list(schedule.first_discoveries()) == open_runs
+    if schedule.empty_at_start:  # a pattern matching nothing at start: every partition is found later, at 0
+        assert schedule.pattern and schedule.start != "group" and len(schedule.runs) >= 3
+        assert not schedule.runs[0].steps and schedule.starting() == set()
+        assert set(schedule.starts().values()) == {0} and all(schedule.added().values())
+        created = {(t, p) for t, n in enumerate(schedule.layout(1)) for p in range(n)}
+        written_last = {(s.topic, s.partition) for s in schedule.runs[-1].steps if s.kind == "write"}
+        assert created and created <= written_last  # written to again: a late start shows as a gap
 
 
 DRAWN: Counter[str] = Counter()
@@ -78,6 +86,7 @@ def test_the_draws_cover_every_start_and_stop() -> None:
     assert {"stop:at once", "stop:after records", "stop:to the end"} <= set(DRAWN)
     assert {"sinks:1", "sinks:2", "sinks:3", "prefix:set", "prefix:unset", "guarantee:at-least-once"} <= set(DRAWN)
     assert DRAWN["sinks unprefixed at least once:2+"] > 0  # several sinks leaving the prefix to the release
+    assert DRAWN["subscription:pattern, empty at start"] > 0
 
 
 def test_the_explicit_example_draws_every_kind() -> None:

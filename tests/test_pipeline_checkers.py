@@ -194,6 +194,18 @@ def test_required_DISC_009_a_partition_added_while_running_and_never_read_was_ne
     assert [(v.requirement, v.kind) for v in unfound] == [("DISC-002", "never-discovered")]
 
 
+def test_required_DISC_005_a_partition_a_discovery_found_and_never_read_was_started_past_its_records() -> None:
+    """Where the job's discoveries are known (the Flink harness records what its enumerator listed), an added
+    partition none of whose records was read but which a discovery found is DISC-005 ``never-read`` (started at
+    its end, as flink-connector-kafka 3.0.x starts a partition found after start at LATEST), not DISC-009."""
+    added = {TopicPartition("in", 0): 3, TopicPartition("in", 1): 2}
+    found = check_discovered([read(0, o, 0) for o in range(3)], added, listed={TopicPartition("in", 1)})
+    assert [(v.requirement, v.kind) for v in found] == [("DISC-005", "never-read")]
+    assert "a discovery found it" in found[0].evidence
+    unlisted = check_discovered([read(0, o, 0) for o in range(3)], added, listed={TopicPartition("in", 0)})
+    assert [(v.requirement, v.kind) for v in unlisted] == [("DISC-009", "never-discovered")]
+
+
 def test_required_COMMIT_004_a_stable_offset_short_of_the_end_at_the_kill_is_lingering() -> None:
     """Only partitions whose last stable offset has not reached their end from the kill are named."""
     ends = {TopicPartition("out", 0): 5, TopicPartition("out", 1): 3}

@@ -16,7 +16,7 @@ since read from their first record, which no single first discovery explains.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from ...reference_impl.ports import Record
@@ -72,10 +72,12 @@ def open_first_discoveries(schedule: FlinkSchedule, read: Sequence[bool]) -> lis
 def judge_first_discovery(
     schedule: FlinkSchedule, first: int, tp: Callable[[Cell], TopicPartition],
     ends: Mapping[TopicPartition, int], final: Sequence[ReadRecord], sink: SinkCheck,
+    listed: Collection[TopicPartition] | None = None,
 ) -> tuple[list[Violation], set[str]]:  # fmt: skip
     """The life judged as if run ``first`` did the first discovery: every offset of a partition there was then once
     from its start (RESTORE-003), every partition added or topic created after it found and read from its first
-    record (DISC-009 or DISC-002, DISC-005), the sink's output (COMMIT-011, COMMIT-013); and the ids judged."""
+    record (DISC-009 or DISC-002, DISC-005: one a discovery found, by ``listed``, and none of whose records was
+    read, was started past them, DISC-005), the sink's output (COMMIT-011, COMMIT-013); and the ids judged."""
     starting = {tp(cell) for cell in schedule.starting(first)}
     starts = {tp(cell): offset for cell, offset in schedule.starts(first).items()}
     judged = {"RESTORE-003", "COMMIT-011", "COMMIT-013"}
@@ -89,7 +91,7 @@ def judge_first_discovery(
         added = {t: end for t, end in added.items() if end > 0}
         if added:
             judged |= {"DISC-005", unfound}
-            violations += check_discovered([r for r in final if r.tp in added], added, unfound=unfound)
+            violations += check_discovered([r for r in final if r.tp in added], added, unfound=unfound, listed=listed)
     violations += sink(starts)
     return violations, judged
 
@@ -97,12 +99,14 @@ def judge_first_discovery(
 def check_workload_life(
     schedule: FlinkSchedule, tp: Callable[[Cell], TopicPartition], ends: Mapping[TopicPartition, int],
     final: Sequence[ReadRecord], read: Sequence[bool], sink: SinkCheck,
+    listed: Collection[TopicPartition] | None = None,
 ) -> Judged:  # fmt: skip
     """The life judged against each run open for its first discovery (``open_first_discoveries``), earliest first:
-    the first that finds nothing explains it; when none does, the earliest's findings, the others' beside them."""
+    the first that finds nothing explains it; when none does, the earliest's findings, the others' beside them.
+    ``listed``: every partition the job's discoveries found (the harness's record), when known."""
     tried: dict[int, tuple[list[Violation], set[str]]] = {}
     for first in open_first_discoveries(schedule, read):
-        found, judged = judge_first_discovery(schedule, first, tp, ends, final, sink)
+        found, judged = judge_first_discovery(schedule, first, tp, ends, final, sink, listed)
         if not found:
             return Judged(first, [], judged)
         tried[first] = (found, judged)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -152,15 +152,25 @@ def check_discovered(
     added: Mapping[TopicPartition, int],
     requirement: str = "DISC-005",
     unfound: str = "DISC-009",
+    listed: Collection[TopicPartition] | None = None,
 ) -> list[Violation]:
     """``unfound`` then ``requirement``: each partition in ``added`` (found while the query ran, with
     records produced before and after the query had caught up) was read at all, and then read once
     from its first record. Nothing read of it at all is ``never-discovered`` (DISC-009 for a partition of a
-    subscribed topic, DISC-002 for one of a newly matching topic), not a gap."""
+    subscribed topic, DISC-002 for one of a newly matching topic), not a gap; unless the job's discoveries are
+    known (``listed``: every partition they found) and found it: then it was started past its records,
+    ``requirement``'s ``never-read``."""
     records = list(records)
     seen = {r.tp for r in records}
     out = [
         Violation(
+            requirement,
+            "never-read",
+            f"{tp}: none of its {end} records read, though a discovery found it: started past them",
+            data=tp_fields(tp) | {"end": end},
+        )
+        if listed is not None and tp in listed
+        else Violation(
             unfound,
             "never-discovered",
             f"{tp}: none of its {end} records read; discovery never found it",

@@ -3,7 +3,9 @@
 The harness's map (``jvm/flink-harness``) appends one line per event to a run's history: a subtask attempt
 starting (``init``, with the checkpoint or savepoint it restored from), each record it read, each checkpoint its
 state entered (``snapshot``: the records read before it are in that checkpoint) and each checkpoint it heard
-completed. A failure rolls a subtask back to a checkpoint and its reads after that checkpoint are read again;
+completed; and, when the run asked for it, each listing of the subscription by the source's enumerator (``listed``,
+with the number of partitions it found: a discovery, ``parse_listings``). A failure rolls a subtask back to a
+checkpoint and its reads after that checkpoint are read again;
 a restore at another parallelism starts from a savepoint. ``committed_reads`` follows these restores back from the
 end of the last run and keeps the reads the job's final state rests on: a connector that reads each record once
 end to end shows each offset once there (``check_read_once``), whatever was replayed on the way.
@@ -59,6 +61,9 @@ class RunHistory:
 
     segments: tuple[Segment, ...]
     ended: Ended
+    listings: tuple[frozenset[TopicPartition], ...] = ()
+    """The partitions each listing of the subscription by the source's enumerator found, in order (recorded only
+    when the run asked: ``JobRun.record_listings``, ``Stop.listed``)."""
 
     def savepoint(self) -> int:
         """The savepoint the run stopped with: the last checkpoint any subtask heard completed."""
@@ -84,7 +89,17 @@ class RunHistory:
 
 def parse_run(lines: Iterable[str], ended: Ended) -> RunHistory:
     """The run a history file's lines describe; ``HistoryError`` on a line no harness writes."""
-    return RunHistory(parse_segments(lines), ended)
+    lines = list(lines)
+    return RunHistory(parse_segments(lines), ended, parse_listings(lines))
+
+
+def parse_listings(lines: Iterable[str]) -> tuple[frozenset[TopicPartition], ...]:
+    """The partitions each recorded listing of the subscription found (``listed`` lines), in order."""
+    found = []
+    for line in lines:
+        if line.strip() and (event := json.loads(line))["e"] == "listed":
+            found.append(frozenset(TopicPartition(t, int(p)) for t, p in event["partitions"]))
+    return tuple(found)
 
 
 def parse_segments(lines: Iterable[str]) -> tuple[Segment, ...]:
@@ -98,6 +113,8 @@ def parse_segments(lines: Iterable[str]) -> tuple[Segment, ...]:
         event = json.loads(line)
         key = (int(event["subtask"]), int(event["attempt"]))
         kind = event["e"]
+        if kind == "listed":  # the enumerator's, no subtask's: parse_listings
+            continue
         if kind == "init":
             started[key] = event["restored"]
             events[key], completed[key] = [], set()

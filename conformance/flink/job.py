@@ -29,6 +29,9 @@ class Stop:
     """Records read in this run (replays included)."""
     at_offsets: Mapping[TopicPartition, int] | None = None
     """Each partition read up to this end (exclusive) in this run."""
+    listed: bool = False
+    """The source's enumerator listed its subscription in this run (its discovery, even one that found nothing):
+    the run records each listing (``RunHistory.listings``)."""
     within_ms: int = 60_000
 
 
@@ -91,6 +94,9 @@ class JobRun:
     again on each restart until the fault ends."""
     more_sinks: tuple[Sink, ...] = ()
     """Further ``KafkaSink``s of the same records, beside ``sink``."""
+    record_listings: bool = False
+    """Record each listing of the subscription by the source's enumerator (``RunHistory.listings``): what each
+    discovery found. A stop that waits for a listing (``Stop.listed``) records them whatever this says."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.parallelism <= MAX_PARALLELISM:
@@ -128,8 +134,10 @@ def description(run: JobRun, history: Path, savepoint_dir: Path) -> dict[str, An
             "at_offsets": None
             if stop.at_offsets is None
             else [[tp.topic, tp.partition, end] for tp, end in sorted(stop.at_offsets.items())],
+            "listed": stop.listed,
             "within_ms": stop.within_ms,
         },
+        "record_listings": run.record_listings or (stop is not None and stop.listed),
         "pace_ms": run.pace_ms,
         "timeout_ms": run.timeout_ms,
     }

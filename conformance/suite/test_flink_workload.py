@@ -2,18 +2,21 @@
 
 Capability ``flink-job``. Where ``test_flink_jobs`` runs one hand-written scenario per requirement, this draws a
 ``FlinkSchedule`` (``kconform.conformance.workloads.flink.schedule``): one to three topics subscribed by list or by
-pattern, a start at the earliest or latest offsets or from a consumer group's offsets with a fallback, one to three
-sinks, each exactly-once (its own transactional-id prefix) or at-least-once (its own prefix or none set), and two
-to four runs, each restored from the savepoint of the one before at its own
-parallelism, with records written, partitions added and topics created between runs and subtask failures inside
-them. It runs each run in the Flink harness and judges the whole life: every offset once in the final state
+pattern (by pattern, possibly none at start: the first run then stops once its enumerator listed the subscription,
+and every topic created later is read from its first record), a start at the earliest or latest offsets or from a
+consumer group's offsets with a fallback, one to three sinks, each exactly-once (its own transactional-id prefix) or
+at-least-once (its own prefix or none set), and two to four runs, each restored from the savepoint of the one before
+at its own parallelism, with records written, partitions added and topics created between runs and subtask failures
+inside them. It runs each run in the Flink harness and judges the whole life: every offset once in the final state
 (RESTORE-003), one reader per partition in each run (ASSIGN-007), the sink's read_committed output the input once
 and in order, or at least once (COMMIT-011, COMMIT-013), every partition added or topic created read from its first
-record (DISC-005, DISC-009, DISC-002), every sink's output judged on its own; and each run's job runs to its stop
-(LIVE-001: a job that failed of its own accord, its restarts used up, is ``query-failed`` with the connector's
-exception, and what it never read is not lost). Under a start at LATEST the starts depend on the run whose
-enumerator did the first discovery: the history passes when one run it leaves open explains it
-(``kconform.conformance.checks.flink_workload_checkers``). A drawn failure that did not happen is ERROR, never a pass.
+record (DISC-005, DISC-009, DISC-002; the harness records what each discovery of the enumerator found, so a
+partition found and never read is DISC-005, not DISC-009), every sink's output judged on its own; and each run's job
+runs to its stop (LIVE-001: a job that failed of its own accord, its restarts used up, is ``query-failed`` with the
+connector's exception, and what it never read is not lost). Under a start at LATEST the starts depend on the run
+whose enumerator did the first discovery: the history passes when one run it leaves open explains it
+(``kconform.conformance.checks.flink_workload_checkers``). A drawn failure that did not happen is ERROR, never a
+pass.
 
 Few drawn examples, not shrunk (``kconform run --workload-draws``, as the client workload); a failing one prints
 its schedule and its JSON, which ``FlinkSchedule.loads`` turns back into the schedule to replay.
@@ -225,17 +228,20 @@ class Workload:
             )
             for index, sink in enumerate(schedule.sinks)
         ]
+        stop = stop_of(
+            plan.stop_after,
+            self.ends,
+            self.starts(stop_first(schedule, run, [bool(r.reads()) for r in self.runs])),
+            committed_reads(self.runs) if self.runs else [],
+        )
+        if schedule.empty_at_start and run == 0:  # nothing to read: stop once the first discovery was done
+            stop = Stop(listed=True, within_ms=STOP_WITHIN_MS)
         return JobRun(
             self.broker.bootstrap_servers,
             () if schedule.pattern else tuple(self.topic(i) for i in range(len(schedule.partitions))),
             sinks[0],
             plan.parallelism,
-            stop=stop_of(
-                plan.stop_after,
-                self.ends,
-                self.starts(stop_first(schedule, run, [bool(r.reads()) for r in self.runs])),
-                committed_reads(self.runs) if self.runs else [],
-            ),
+            stop=stop,
             restore_from=savepoint,
             failure=plan.failure,
             checkpoint_interval_ms=schedule.checkpoint_ms,
@@ -247,6 +253,7 @@ class Workload:
             timeout_ms=JOB_TIMEOUT_MS,
             topic_pattern=pattern,
             more_sinks=tuple(sinks[1:]),
+            record_listings=True,
         )
 
     def source(self) -> dict[TopicPartition, list[Record]]:
@@ -304,7 +311,9 @@ def judge(workload: Workload) -> Judged:
         return check_sinks(produced(source, starts), outputs)
 
     read = [bool(run.reads()) for run in workload.runs]
-    return check_workload_life(schedule, workload.tp, workload.ends, committed_reads(workload.runs), read, sink)
+    listed = {tp for run in workload.runs for listing in run.listings for tp in listing}
+    final = committed_reads(workload.runs)
+    return check_workload_life(schedule, workload.tp, workload.ends, final, read, sink, listed)
 
 
 @requirement(*IDS, capability="flink-job")
@@ -350,6 +359,12 @@ def test_required_RESTORE_003_flink_jobs_keep_every_promise_of_a_drawn_workload(
                 break  # no savepoint to go on from; what the job never got to read is not lost (LIVE-001)
             workload.runs.append(result.history)
             savepoint = result.savepoint
+            if schedule.empty_at_start and run == 0 and not (result.stop_met and result.history.listings):
+                raise CouldNotCheck(
+                    f"run 1's enumerator did not list its subscription within {STOP_WITHIN_MS} ms (listings "
+                    f"{result.history.listings}): which run did the job's first discovery is unknown, so what it "
+                    f"must have read of the topics created later is not judged\n{detail}"
+                )
             missing = missed_failure(run, plan.failure, result, work / f"run-{run + 1}")
             injected += plan.failure is not None and missing is None
             missed += [missing] if missing else []

@@ -21,15 +21,22 @@ explains (``kconform.conformance.checks.flink_workload_checkers``). A first run 
 stops at once: its savepoint is taken right after the start, before, during or after its first discovery; so does
 every run before the first that read, but the last (``stop_first``).
 
+A pattern subscription may match nothing when the job starts (``empty_at_start``): its topics are created before
+the second run, and the first run stops once its enumerator listed the subscription (the harness records each
+listing), so the job's first discovery is known to have found nothing; every topic found later is then read from
+its first record (DISC-005, DISC-002), whatever the start. Each partition so created is written to again before the
+last run, so a partition started late (read with a gap) is told apart from one never found.
+
 Left out on purpose: a start from group offsets without a fallback on a group that holds none (a refusal,
-RESTORE-018's scenario). A failure under a start at LATEST, which cannot be sure to happen (``failure_sure``).
+RESTORE-018's scenario). A failure under a start at LATEST, which cannot be sure to happen (``failure_sure``). A
+group start or a failure in a schedule that starts with no topic (nothing to hold, nothing surely read).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Final, Literal
 
 from hypothesis import strategies as st
@@ -65,6 +72,8 @@ DISCOVERY_MS: Final = (None, 1000)
 schedule adds, it adds while no job runs, and a job finds it at its enumerator's first discovery, which it does
 at start whether periodic discovery is on or off."""
 """Checkpoint intervals drawn: a run of a few seconds spans several checkpoints at each."""
+EMPTY_ODDS: Final = 2
+"""One in this many schedules that may start with no topic (by pattern, not from a group, three runs or more) do."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,12 +179,23 @@ class FlinkSchedule:
         if problem:
             raise ValueError(f"not a Flink schedule: {problem}")
 
+    @property
+    def empty_at_start(self) -> bool:
+        """Whether the subscription (a pattern) matches no topic when the job starts: every topic is created later."""
+        return not self.partitions
+
     def problem(self) -> str | None:
         """What makes this no schedule the runner can carry out, or ``None``."""
-        if not 1 <= len(self.partitions) <= MAX_TOPICS or not all(1 <= n <= MAX_PARTITIONS for n in self.partitions):
-            return f"topics {self.partitions}: 1 to {MAX_TOPICS} topics of 1 to {MAX_PARTITIONS} partitions"
+        if len(self.partitions) > MAX_TOPICS or not all(1 <= n <= MAX_PARTITIONS for n in self.partitions):
+            return f"topics {self.partitions}: 0 to {MAX_TOPICS} topics of 1 to {MAX_PARTITIONS} partitions"
         if not 2 <= len(self.runs) <= MAX_RUNS:
             return f"{len(self.runs)} runs: 2 to {MAX_RUNS}"
+        if self.empty_at_start and not self.pattern:
+            return "no topic at start: only a pattern subscription finds the topics created later"
+        if self.empty_at_start and (self.start == "group" or len(self.runs) < 3):
+            return "no topic at start: no group start (nothing to hold), and three runs or more"
+        if self.empty_at_start and any(run.failure is not None for run in self.runs):
+            return "no topic at start: no failure (none is sure to happen)"
         if self.runs[-1].stop_after is not None:
             return "the last run reads to the end"
         if self.naming not in NAMING or self.checkpoint_ms <= 0:
@@ -219,8 +239,9 @@ class FlinkSchedule:
     def first_discoveries(self) -> range:
         """The runs (0-based) whose enumerator may have done the job's first discovery: any, under a LATEST (a run
         stopped before its discovery leaves it to the next), else the first alone (where it is done changes no
-        start)."""
-        return range(len(self.runs) if self.resolves_late else 1)
+        start). With no topic at start, the first: it stops once its enumerator listed the subscription (the runner
+        holds it to that, ``empty_at_start``), so the first discovery found nothing."""
+        return range(len(self.runs) if self.resolves_late and not self.empty_at_start else 1)
 
     def layout(self, run: int) -> list[int]:
         """Partitions of each topic when run ``run`` (0-based) starts: after its operator steps."""
@@ -327,7 +348,7 @@ class FlinkSchedule:
             add("guarantee:" + ("exactly-once" if sink.exactly_once else "at-least-once"))
             add("prefix:" + ("set" if sink.prefixed else "unset"))
         add(f"sinks:{len(self.sinks)}")
-        add("subscription:" + ("pattern" if self.pattern else "list"))
+        add("subscription:" + ("pattern" if self.pattern else "list") + (", empty at start" * self.empty_at_start))
         add("discovery:" + ("the release's" if self.discovery_ms is None else f"{self.discovery_ms} ms"))
         return found
 
@@ -367,6 +388,8 @@ def failure_sure(schedule: FlinkSchedule, run: int) -> bool:
     plan = schedule.runs[run]
     if plan.failure is None:
         return True
+    if schedule.empty_at_start:
+        return False
     widest = max(schedule.partitions)
     if any(r.parallelism > widest for r in schedule.runs[: run + 1]) or plan.stop_after is not None:
         return False
@@ -389,7 +412,7 @@ def stop_first(schedule: FlinkSchedule, run: int, read: Sequence[bool]) -> int:
     still open (the first run that read, else this one). Until a run read, nothing shows where LATEST was resolved,
     so such a run has nothing sure to read and stops at once: its savepoint right after its start, before, during
     or after its own first discovery. A run that reads less than its stop expects stops at its bound."""
-    if not schedule.resolves_late or run == len(schedule.runs) - 1:
+    if not schedule.resolves_late or schedule.empty_at_start or run == len(schedule.runs) - 1:
         return 0
     return next((k for k, did in enumerate(read[:run]) if did), run)
 
@@ -397,6 +420,7 @@ def stop_first(schedule: FlinkSchedule, run: int, read: Sequence[bool]) -> int:
 def describe(schedule: FlinkSchedule) -> str:
     """The schedule as a reader follows it: one line for the job, one per run."""
     topics = ", ".join(f"t{i} ({n} partition{'s' * (n > 1)})" for i, n in enumerate(schedule.partitions))
+    topics = topics or "none at start"
     how = "by pattern" if schedule.pattern else "by list"
     if schedule.start != "group":
         start = f"{schedule.start} offsets"
@@ -413,6 +437,8 @@ def describe(schedule: FlinkSchedule) -> str:
         + ("as the release sets it" if schedule.discovery_ms is None else f"every {schedule.discovery_ms} ms")
     ]
     lines += [f"run {k}: {run.text()}" for k, run in enumerate(schedule.runs, 1)]
+    if schedule.empty_at_start:
+        lines[1] = lines[1].replace("stop at once", "stop once the enumerator listed the subscription")
     return "\n".join(lines)
 
 
@@ -502,7 +528,7 @@ def flink_schedules(draw: st.DrawFn) -> FlinkSchedule:
         holdable = sorted(cell for cell, n in before.items() if n >= 2)
         cells = draw(st.lists(st.sampled_from(holdable), min_size=1, max_size=len(holdable), unique=True))
         held = [Held(t, p, draw(st.integers(1, before[(t, p)] - 1))) for t, p in sorted(cells)]
-    return FlinkSchedule(
+    schedule = FlinkSchedule(
         partitions,
         pattern,
         start,
@@ -516,6 +542,35 @@ def flink_schedules(draw: st.DrawFn) -> FlinkSchedule:
         prefixed,
         tuple(more_sinks),
     )
+    # Drawn last, so that what comes before draws as it did before this choice existed (a seed's other schedules
+    # stay what they were).
+    if pattern and start != "group" and len(runs) >= 3 and draw(st.integers(0, EMPTY_ODDS - 1)) == 0:
+        emptied = emptied_at_start(schedule)
+        cells = [(t, p) for t, n in enumerate(emptied.layout(1)) for p in range(n)]
+        return written_again(emptied, {cell: draw(st.integers(1, MAX_WRITE)) for cell in cells})
+    return schedule
+
+
+def emptied_at_start(schedule: FlinkSchedule) -> FlinkSchedule:
+    """``schedule`` with its subscription matching nothing at the start: the first run has no step and stops once
+    its enumerator listed the subscription; the topics it would have started with are created before the second
+    run, with the first run's writes after them; no failure."""
+    first, second, *rest = schedule.runs
+    created = [Step("create-topic", t, count=n) for t, n in enumerate(schedule.partitions)]
+    runs = (
+        replace(first, steps=(), failure=None, stop_after=0),
+        replace(second, steps=(*created, *first.steps, *second.steps), failure=None),
+        *(replace(run, failure=None) for run in rest),
+    )
+    return replace(schedule, partitions=(), runs=runs)
+
+
+def written_again(schedule: FlinkSchedule, counts: Mapping[Cell, int]) -> FlinkSchedule:
+    """``schedule`` with ``counts[cell]`` more records written to each ``cell`` before its last run: after a
+    partition's first discovery, so that one started late shows a gap, and one never found shows nothing read."""
+    writes = tuple(Step("write", t, p, count) for (t, p), count in sorted(counts.items()))
+    last = schedule.runs[-1]
+    return replace(schedule, runs=(*schedule.runs[:-1], replace(last, steps=(*last.steps, *writes))))
 
 
 EVERY_KIND: Final = FlinkSchedule(

@@ -14,6 +14,7 @@ import java.util.HexFormat;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -33,6 +34,7 @@ import org.apache.flink.connector.kafka.sink.KafkaSink;
 import org.apache.flink.connector.kafka.source.KafkaSource;
 import org.apache.flink.connector.kafka.source.KafkaSourceBuilder;
 import org.apache.flink.connector.kafka.source.enumerator.initializer.OffsetsInitializer;
+import org.apache.flink.connector.kafka.source.enumerator.subscriber.KafkaSubscriber;
 import org.apache.flink.connector.kafka.source.reader.deserializer.KafkaRecordDeserializationSchema;
 import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.core.execution.SavepointFormatType;
@@ -47,8 +49,10 @@ import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.util.Collector;
 import org.apache.flink.util.ExceptionUtils;
+import org.apache.kafka.clients.admin.AdminClient;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.OffsetResetStrategy;
+import org.apache.kafka.common.TopicPartition;
 
 /**
  * Runs one real Flink streaming job in the local MiniCluster, so that kconform's pipeline checkers judge Flink's own
@@ -67,15 +71,18 @@ import org.apache.kafka.clients.consumer.OffsetResetStrategy;
  *  "naming": "INCREMENTING" | "POOLING" | null}, "more_sinks": [sink, ...] | absent,
  *  "source_properties": {k: v}, "history": path, "savepoint_dir": path, "restore_from": path | null,
  *  "failure": {"subtask": i, "after_records": n, "at": "record" | "checkpoint"} | null,
- *  "stop": {"after_records": n | null, "at_offsets": [[t, p, end], ...] | null, "within_ms": ms} | null,
- *  "pace_ms": ms, "timeout_ms": ms}
+ *  "stop": {"after_records": n | null, "at_offsets": [[t, p, end], ...] | null, "listed": b | absent,
+ *  "within_ms": ms} | null, "record_listings": b | absent, "pace_ms": ms, "timeout_ms": ms}
  * </pre>
  *
  * <p>Each subtask appends to {@code history}, one JSON object a line: {@code {"e": "init", restored}} when it starts
  * (restored: the checkpoint or savepoint id it restored from, or null), {@code {"e": "read", topic, partition,
  * offset, value}} (value in hex) for each record it read, {@code {"e": "snapshot", checkpoint}} when its state
  * enters a checkpoint (records read before it are in that checkpoint), {@code {"e": "complete", checkpoint}} when
- * told a checkpoint completed; every line carries {@code subtask} and {@code attempt}. A bounded job runs to its
+ * told a checkpoint completed; every line carries {@code subtask} and {@code attempt}. With {@code record_listings},
+ * the source's enumerator lists its subscription through {@link Listing}, which appends {@code {"e": "listed",
+ * "partitions": [[t, p], ...]}} (the partitions it found; {@code subtask} -1) each time; a stop with {@code listed}
+ * waits for the first such listing (and records them). A bounded job runs to its
  * end, or is cancelled once {@code timeout_ms} passed without it ("unfinished", with {@code idle_ms}: how long since
  * its last read, or since the job was built when it read nothing); an unbounded one is stopped with a savepoint
  * once {@code stop} holds (or once {@code within_ms} passed). The answer is one JSON line on stdout: {@code
@@ -206,13 +213,18 @@ public final class FlinkHarness {
                 KafkaSource.<Read>builder()
                         .setBootstrapServers(run.get("bootstrap_servers").asText())
                         .setDeserializer(new ReadDeserializer());
+        KafkaSubscriber subscriber;
         if (!run.get("topic_pattern").isNull()) {
-            builder.setTopicPattern(Pattern.compile(run.get("topic_pattern").asText()));
+            subscriber = KafkaSubscriber.getTopicPatternSubscriber(Pattern.compile(run.get("topic_pattern").asText()));
         } else {
             List<String> topics = new ArrayList<>();
             run.get("topics").forEach(t -> topics.add(t.asText()));
-            builder.setTopics(topics);
+            subscriber = KafkaSubscriber.getTopicListSubscriber(topics);
         }
+        // the subscriber setTopicPattern / setTopics would set, recorded at each listing when asked
+        JsonNode listings = run.get("record_listings");
+        boolean record = listings != null && listings.asBoolean();
+        builder.setKafkaSubscriber(record ? new Listing(subscriber) : subscriber);
         JsonNode start = run.get("starting_offsets");
         if (start.isObject()) {
             builder.setGroupId(start.get("group").asText()); // committedOffsets requires one (sanityCheck)
@@ -282,6 +294,27 @@ public final class FlinkHarness {
             throw new IllegalArgumentException("this connector release has no TransactionNamingStrategy", missing);
         } catch (ReflectiveOperationException failed) {
             throw new IllegalStateException("setting TransactionNamingStrategy " + name, failed);
+        }
+    }
+
+    /**
+     * The source's own subscriber, unchanged, whose every listing (the enumerator's discovery of the subscribed
+     * partitions) the history records with the number of partitions found: so a run is known to have done its first
+     * discovery, even one that found nothing. The enumerator runs in this JVM (the MiniCluster's JobManager).
+     */
+    static final class Listing implements KafkaSubscriber {
+        private static final long serialVersionUID = 1L;
+        private final KafkaSubscriber inner;
+
+        Listing(KafkaSubscriber inner) {
+            this.inner = inner;
+        }
+
+        @Override
+        public Set<TopicPartition> getSubscribedTopicPartitions(AdminClient adminClient) {
+            Set<TopicPartition> found = inner.getSubscribedTopicPartitions(adminClient);
+            Recorder.listed(found);
+            return found;
         }
     }
 
@@ -355,6 +388,7 @@ public final class FlinkHarness {
         private static long readsThisRun;
         private static final Map<String, Long> nextOffsets = new HashMap<>();
         private static long lastReadNanos = System.nanoTime();
+        private static long listings;
 
         private final int failSubtask;
         private final long failAfter;
@@ -408,6 +442,27 @@ public final class FlinkHarness {
                 if (!event.equals("read")) {
                     history.flush();
                 }
+            }
+        }
+
+        /** The enumerator listed its subscription and found {@code partitions} ({@link Listing}). */
+        static void listed(Set<TopicPartition> partitions) {
+            ObjectNode fields = JSON.createObjectNode();
+            fields.put("e", "listed");
+            fields.put("subtask", -1);
+            fields.put("attempt", 0);
+            var found = fields.putArray("partitions");
+            partitions.forEach(tp -> found.addArray().add(tp.topic()).add(tp.partition()));
+            synchronized (LOCK) {
+                try {
+                    history.write(JSON.writeValueAsString(fields));
+                    history.newLine();
+                    history.flush();
+                } catch (IOException failed) {
+                    throw new IllegalStateException("kconform: the history could not be written", failed);
+                }
+                listings++;
+                LOCK.notifyAll();
             }
         }
 
@@ -520,6 +575,10 @@ public final class FlinkHarness {
         }
 
         private static boolean stopHolds(JsonNode stop) {
+            JsonNode listed = stop.get("listed");
+            if (listed != null && listed.asBoolean() && listings == 0) {
+                return false;
+            }
             JsonNode after = stop.get("after_records");
             if (after != null && !after.isNull() && readsThisRun < after.asLong()) {
                 return false;
