@@ -138,8 +138,15 @@ _UNSUPPORTED_CODES: Final = frozenset(
 def _offset_spec() -> Any:
     """confluent-kafka's ``OffsetSpec``, looked up only when offsets are listed: ListOffsets (with
     ``IsolationLevel``) came in 2.3.0, and the bug bank loads this client on older releases for
-    scenarios that never list offsets (RESTORE-011 on 2.0.2)."""
-    return ck_admin.OffsetSpec  # type: ignore[attr-defined]
+    scenarios that never list offsets (RESTORE-011 on 2.0.2). On an older release a listing is a feature the
+    client lacks (``UnsupportedFeatureError``), so what needed it is could-not-check, never a violation."""
+    spec = getattr(ck_admin, "OffsetSpec", None)
+    if spec is None:
+        raise UnsupportedFeatureError(
+            f"confluent-kafka {ck.version()[0]} has no Admin.list_offsets (ListOffsets came in 2.3.0): what lists a "
+            "partition's offsets cannot run on it; judge it with confluent-kafka 2.3.0 or later"
+        )
+    return spec
 
 
 T = TypeVar("T")

@@ -52,3 +52,23 @@ def test_a_transactional_call_within_its_bound_returns_or_raises_its_own_error()
 
     with pytest.raises(ProducerFencedError, match="_FENCED"):
         returned_within("commit_transaction (q-0)", fenced, 1.0, 1.0)
+
+
+def test_a_release_without_offset_listing_is_a_missing_feature_not_a_crash(monkeypatch: pytest.MonkeyPatch) -> None:
+    """confluent-kafka before 2.3.0 has no ``admin.OffsetSpec``: listing offsets there raises the ports'
+    ``UnsupportedFeatureError`` naming the release it needs (the workload reports could-not-check), never an
+    ``AttributeError`` a test would show as a violation."""
+    from kconform.reference_impl import kafka_client
+    from kconform.reference_impl.ports import UnsupportedFeatureError
+
+    monkeypatch.delattr(kafka_client.ck_admin, "OffsetSpec")
+    with pytest.raises(UnsupportedFeatureError, match=r"2\.3\.0") as raised:
+        kafka_client._offset_spec()
+    assert isinstance(raised.value, KafkaError)
+
+
+def test_offset_listing_uses_the_release_s_offset_spec() -> None:
+    """Where the release has it, the listing's spec is confluent-kafka's own."""
+    from kconform.reference_impl import kafka_client
+
+    assert kafka_client._offset_spec() is kafka_client.ck_admin.OffsetSpec
