@@ -291,8 +291,9 @@ def test_an_eager_members_new_assignment_replaces_its_last_one_and_a_cooperative
 def test_an_overlap_is_the_unrevoked_kind_only_when_the_eager_owner_was_next_handed_a_new_assignment(
     strategy: str, then: str, want: tuple[str, str]
 ) -> None:
-    """The shape the reference run met at seeds 1 and 2026 (librdkafka 2.16.0): eager c0 is handed a generation's assignment after
-    it had already rejoined without revoking, c1 is handed TP by the next generation, then c0 its new assignment.
+    """The shape the reference run met at seeds 1 and 2026 (librdkafka 2.16.0): eager c0 is handed a generation's
+    assignment after it had already rejoined without revoking, c1 is handed TP by the next generation, then c0 its
+    new assignment.
     Only that sequence is ``owned-twice-unrevoked``; an owner that revoked or lost TP late, or said nothing more,
     owned it at once with c1 and stays ``owned-twice``."""
     info = {

@@ -598,10 +598,9 @@ def check_single_owner(history: History) -> list[Violation]:
                                 f"assignment ({', '.join(map(str, replaced.tps)) or 'none'}) with no revoke between, "
                                 "an eager member that rejoined without revoking"
                             )
-                            data |= {"replaced_at": round(replaced.at, 3), "replaced_by": [str(t) for t in replaced.tps]}
-                        violations.append(
-                            Violation("CLIENT-008", "owned-twice" if replaced is None else UNREVOKED, evidence, data=data)
-                        )
+                            data |= {"replaced_at": round(replaced.at, 3), "replaced_by": list(map(str, replaced.tps))}
+                        kind = "owned-twice" if replaced is None else UNREVOKED
+                        violations.append(Violation("CLIENT-008", kind, evidence, data=data))
                 owners[(info.group, tp)] = event.client
                 since[(info.group, tp)] = event.at
     return violations
