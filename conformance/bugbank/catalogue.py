@@ -14,8 +14,6 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
-from ..gate.expectations import Deviation
-
 LEVELS: Final = ("protocol", "pipeline", "all")
 """``kconform run --level``'s choices."""
 FIX_COMMIT: Final = re.compile(r"[0-9a-f]{40}")
@@ -147,24 +145,19 @@ class Known:
     tolerated_in: tuple[str, ...] = ()
     """``SUITE_TOLERATED``."""
 
-    def deviations(self) -> list[Deviation]:
-        """A deviation per signature kind and suite test it is tolerated in (``SUITE_TOLERATED``)."""
+    def deviations(self) -> list[tuple[str, str, str, str, str]]:
+        """``(requirement, kind, suite test, reason, link)`` per signature kind and suite test it is tolerated in
+        (``SUITE_TOLERATED``): what ``kconform run`` makes a deviation of."""
+        reason = f"{self.id}, catalogued in the bank as a known {self.component} behaviour with no released fix: "
         return [
-            Deviation(
-                requirement,
-                f"{self.id}, catalogued in the bank as a known {self.component} behaviour with no released fix: "
-                + self.reason,
-                self.link,
-                test=test,
-                kind=kind,
-            )
+            (requirement, kind, test, reason + self.reason, self.link)
             for test in self.tolerated_in
             for requirement, kind in (item.split(" ", 1) for item in self.signature)
         ]
 
 
-def suite_deviations(text: str) -> list[Deviation]:
-    """The deviations every ``kconform run`` tolerates (``SUITE_TOLERATED``), from the catalogue's TOML ``text``; the
+def suite_deviations(text: str) -> list[tuple[str, str, str, str, str]]:
+    """``Known.deviations`` of every ``[[known]]`` table of the catalogue's TOML ``text`` (``SUITE_TOLERATED``); the
     bank's own load (``parse_catalogue``) checks each entry in full, and its tests load the shipped catalogue."""
     return [
         d
