@@ -528,12 +528,13 @@ UNREVOKED: Final = "owned-twice-unrevoked"
 """CLIENT-008's ``owned-twice`` whose earlier owner is an eager member that never gave the partition up: its next
 callback after the overlap handed it a new assignment, with no revoke between. A correct eager member revokes its
 whole assignment before it rejoins (rdkafka.h: "exactly one corresponding call to rebalance_cb to revoke these
-partitions"; kafka-clients' ``onJoinPrepare``), so the overlap can only come from a member that rejoined without
-revoking: librdkafka's ``rd_kafka_cgrp_revoke_all_rejoin`` does that while the application's assign call is pending
-(a metadata change makes an eager member rejoin in join-state ``wait-assign-call``), then hands the application the
-old generation's assignment, which ``rd_kafka_cgrp_assign`` applies although the member is already in the next
-rebalance (fixtures/bugbank.toml, ``[[known]] librdkafka-eager-rejoin-without-revoke``). Its own kind, so that only
-this shape of the overlap is known and any other stays ``owned-twice``."""
+partitions"; kafka-clients' ``onJoinPrepare``), and one its coordinator dropped is told so (a lost callback), so
+the overlap can only come from a member that left its generation with neither: librdkafka does that while the
+application's assign call is pending (join-state ``wait-assign-call``), rejoining at once on a metadata change
+(``rd_kafka_cgrp_revoke_all_rejoin``) or skipping the heartbeat's UNKNOWN_MEMBER_ID after its session expired, then
+hands the application the old generation's assignment, which ``rd_kafka_cgrp_assign`` applies
+(fixtures/bugbank.toml, ``[[known]] librdkafka-eager-rejoin-without-revoke``). Its own kind, so that only this shape
+of the overlap is known and any other stays ``owned-twice``."""
 
 
 def _replaced_unrevoked(history: History, owner: str, after: int) -> Assigned | None:
