@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kconform.conformance.bugbank import command
-from kconform.conformance.bugbank.catalogue import Bug, CatalogueError, parse_catalogue
+from kconform.conformance.bugbank.catalogue import Bug, CatalogueError, parse_catalogue, suite_deviations
 from kconform.conformance.bugbank.command import bank, exit_code, load, run_command
 from kconform.conformance.bugbank.components import COMPONENTS
 from kconform.conformance.bugbank.page import fix, render_page
@@ -23,12 +23,15 @@ from kconform.conformance.bugbank.pyreleases import (
     release_folder,
 )
 from kconform.conformance.bugbank.verdict import Judgement, Outcome, Verdict, judge, outcome_of_report
+from kconform.conformance.checks.client_workload_checkers import UNREVOKED
 from kconform.conformance.gate.expectations import load_expectations
+from kconform.conformance.gate.runner import known_upstream
 from kconform.conformance.jvm import oracle_at_release
 from kconform.conformance.jvm.oracle_at_release import KAFKA_CLIENTS_VERSION_ENV, build_at_release, oracle_module
 from kconform.conformance.jvm.setup import Folder, foreign_entries
 from kconform.conformance.paths import releases_dir
 
+ROOT = Path(__file__).resolve().parents[1]
 ENTRY = """
 [[bug]]
 id = "KAFKA-14639"
@@ -212,6 +215,40 @@ def test_an_entry_tolerates_a_known_upstream_behaviour_that_has_no_fix(tmp_path:
     ):
         with pytest.raises(CatalogueError, match=problem):
             parse(wrong)
+
+
+def test_a_known_behaviour_tolerated_in_suite_tests_gives_a_deviation_per_kind_and_test() -> None:
+    """``tolerated_in``: the suite tests that drive the component itself, where every run tolerates the signature."""
+    text = KNOWN + 'tolerated_in = ["drawn_workload", "other_test"]\n'
+    parse(text)
+    deviations = suite_deviations(text)
+    assert [(requirement, kind, test) for requirement, kind, test, _, _ in deviations] == [
+        ("STRAT-010", "lost-claim", "drawn_workload"),
+        ("STRAT-010", "lost-claim", "other_test"),
+    ]
+    (_, _, _, reason, link), _ = deviations
+    assert reason.startswith("marker-restored") and link.endswith("KafkaPartitionSplitState.java")
+    assert suite_deviations(KNOWN) == []  # without tolerated_in only the bank's entries tolerate it
+    for wrong in ('tolerated_in = "drawn_workload"', 'tolerated_in = [""]', "tolerated_in = [3]"):
+        with pytest.raises(CatalogueError, match="tolerated_in must be a list of suite test names"):
+            parse(KNOWN + wrong + "\n")
+
+
+def test_every_run_tolerates_librdkafkas_unrevoked_overlap_in_the_confluent_kafka_workload_only() -> None:
+    """The shipped catalogue's known upstream behaviours a run tolerates (``runner.known_upstream``): librdkafka's
+    eager rejoin without revoke, as CLIENT-008 ``owned-twice-unrevoked`` in the confluent-kafka client workload,
+    never a plain ``owned-twice`` and never in kafka-clients' workload; each test it names exists in the suite."""
+    load(None)  # the shipped catalogue checks in full
+    known = known_upstream()
+    assert {(d.requirement, d.kind) for d in known} == {("CLIENT-008", UNREVOKED)}
+    suite = "\n".join(p.read_text() for p in (ROOT / "conformance" / "suite").glob("test_*.py"))
+    for deviation in known:
+        assert f"def test_{deviation.test}(" in suite, deviation.test
+    ours = "required_CLIENT_001_to_008_a_drawn_client_workload_keeps_every_promise"
+    java = "required_CLIENT_001_to_008_kafka_clients_keep_every_promise_of_a_drawn_workload"
+    assert any(d.tolerates(ours, "CLIENT-008", UNREVOKED) for d in known)
+    assert not any(d.tolerates(ours, "CLIENT-008", "owned-twice") for d in known)
+    assert not any(d.tolerates(java, "CLIENT-008", UNREVOKED) for d in known)
 
 
 def test_a_run_that_could_not_check_names_why() -> None:

@@ -275,6 +275,48 @@ def test_an_eager_members_new_assignment_replaces_its_last_one_and_a_cooperative
     assert kinds(cw.check_single_owner(history(events, {TP: [0], TP1: [0]}, clients=info))) == want
 
 
+@pytest.mark.parametrize(
+    ("strategy", "then", "want"),
+    [
+        # c0 rejoined without revoking: its stale assignment of TP was replaced by the next one, no revoke between
+        ("range,roundrobin", "assigned", ("CLIENT-008", cw.UNREVOKED)),
+        # c0 revoked TP, but only after c1 had it: a real overlap of two members, whatever came after
+        ("range,roundrobin", "revoked", ("CLIENT-008", "owned-twice")),
+        ("range,roundrobin", "lost", ("CLIENT-008", "owned-twice")),
+        ("range,roundrobin", "nothing", ("CLIENT-008", "owned-twice")),
+        # a cooperative member's later assignment adds to what it owns: it never gave TP up either way
+        ("cooperative-sticky", "assigned", ("CLIENT-008", "owned-twice")),
+    ],
+)
+def test_an_overlap_is_the_unrevoked_kind_only_when_the_eager_owner_was_next_handed_a_new_assignment(
+    strategy: str, then: str, want: tuple[str, str]
+) -> None:
+    """The shape the reference run met at seeds 1 and 2026 (librdkafka 2.16.0): eager c0 is handed a generation's
+    assignment after it had already rejoined without revoking, c1 is handed TP by the next generation, then c0 its
+    new assignment.
+    Only that sequence is ``owned-twice-unrevoked``; an owner that revoked or lost TP late, or said nothing more,
+    owned it at once with c1 and stays ``owned-twice``."""
+    info = {
+        name: ClientInfo({"partition.assignment.strategy": strategy, "max.poll.interval.ms": "300000"}, "g", "topics")
+        for name in ("c0", "c1")
+    }
+    events = (
+        Events()
+        .add(Assigned, "c0#0", tps=(TP, TP1), how="rebalance")
+        .add(Polled, "c0#0", after_s=0.1, **polled(0))
+        .add(Assigned, "c1#0", after_s=0.2, tps=(TP,), how="rebalance")
+    )
+    if then == "assigned":
+        events.add(Assigned, "c0#0", after_s=0.4, tps=(TP1,), how="rebalance")
+    elif then in ("revoked", "lost"):
+        events.add(Revoked, "c0#0", after_s=0.4, tps=(TP, TP1), lost=then == "lost")
+        events.add(Assigned, "c0#0", after_s=0.1, tps=(TP1,), how="rebalance")
+    found = cw.check_single_owner(history(events, {TP: [0], TP1: [0]}, clients=info))
+    assert kinds(found) == [want]
+    if want[1] == cw.UNREVOKED:
+        assert found[0].data["replaced_by"] == [str(TP1)] and "no revoke between" in found[0].evidence
+
+
 def test_a_group_that_read_to_the_end_from_the_earliest_offset_delivered_everything() -> None:
     events = Events().add(Assigned, "c0#0", tps=(TP,), how="rebalance").add(Polled, "c0#0", **polled(0, 2))
     assert kinds(cw.check_group_read_everything(history(events, {TP: [0, 1, 2]}))) == [("CLIENT-004", "unread")]

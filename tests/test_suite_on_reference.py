@@ -7,13 +7,14 @@ runs it and the other variant through the same CLI a user runs, and checks the r
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from kconform.conformance.checks.client_workload_checkers import BROKER_HELD_BACK
+from kconform.conformance.checks.client_workload_checkers import BROKER_HELD_BACK, UNREVOKED
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN_BOUND_S = 1500
@@ -67,6 +68,14 @@ def test_required_reference_adapter_conforms(adapter: str, level: str, tmp_path:
     for req_id, why in held.items():
         assert req_id == "CLIENT-001" and BROKER_HELD_BACK in why, held
         statuses.pop(req_id)
+    # a drawn client schedule may meet librdkafka's eager rejoin without revoke (the bank's [[known]] entry): the run
+    # tolerates that one kind of CLIENT-008 in the confluent-kafka workload, XFAIL naming the entry, never another
+    if statuses.get("CLIENT-008") == "XFAIL":
+        (known,) = [t for t in report["tests"] if "CLIENT-008" in t["requirements"] and t["status"] == "XFAIL"]
+        assert known["deviation"]["reason"].startswith("librdkafka-eager-rejoin-without-revoke"), known
+        tolerated = known["message"].removeprefix("only known deviations, tolerated: ")
+        assert re.fullmatch(rf"CLIENT-008 {UNREVOKED} x\d+", tolerated), known["message"]
+        statuses.pop("CLIENT-008")
     assert set(statuses.values()) == {"PASS"}, statuses
     if level == "all":
         probed = {c["name"]: c["supported"] for c in report["broker_capabilities"]}

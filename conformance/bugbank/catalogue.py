@@ -38,7 +38,14 @@ SIGNATURE: Final = re.compile(r"[A-Z]+-\d{3} [a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 KNOWN_FIELDS: Final = ("id", "link", "component", "reason")
 """A ``[[known]]`` table: an upstream behaviour that breaks a requirement and that no released fix exists for (so it
 cannot be a ``[[bug]]``), with the ``signature`` by which runs show it, for entries whose releases both carry it to
-``tolerate``."""
+``tolerate``; optionally ``tolerated_in`` (``SUITE_TOLERATED``)."""
+SHIPPED: Final = "bugbank.toml"
+"""The catalogue in ``kconform.fixtures``."""
+SUITE_TOLERATED: Final = "tolerated_in"
+"""A ``[[known]]`` table's suite tests (substrings of their report names) that drive its component itself, whatever the
+adapter (the drawn client workload runs the confluent-kafka this interpreter imports): every ``kconform run``
+tolerates the entry's signature there, as ``--expectations`` would (XFAIL naming the entry, the violation shown and
+still counted in the verdicts), and nowhere else (``suite_deviations``)."""
 
 
 class CatalogueError(ValueError):
@@ -135,6 +142,32 @@ class Known:
     component: str
     reason: str
     signature: tuple[str, ...]
+    tolerated_in: tuple[str, ...] = ()
+    """``SUITE_TOLERATED``."""
+
+    def deviations(self) -> list[tuple[str, str, str, str, str]]:
+        """``(requirement, kind, suite test, reason, link)`` per signature kind and suite test it is tolerated in
+        (``SUITE_TOLERATED``): what ``kconform run`` makes a deviation of."""
+        reason = f"{self.id}, catalogued in the bank as a known {self.component} behaviour with no released fix: "
+        return [
+            (requirement, kind, test, reason + self.reason, self.link)
+            for test in self.tolerated_in
+            for requirement, kind in (item.split(" ", 1) for item in self.signature)
+        ]
+
+
+def suite_deviations(text: str) -> list[tuple[str, str, str, str, str]]:
+    """``Known.deviations`` of every ``[[known]]`` table of the catalogue's TOML ``text`` (``SUITE_TOLERATED``); the
+    bank's own load (``parse_catalogue``) checks each entry in full, and its tests load the shipped catalogue."""
+    return [
+        d
+        for entry in tomllib.loads(text).get("known", [])
+        for d in Known(
+            **{name: entry[name] for name in KNOWN_FIELDS},
+            signature=tuple(entry["signature"]),
+            tolerated_in=tuple(entry.get(SUITE_TOLERATED, ())),
+        ).deviations()
+    ]
 
 
 def _checked_fields(
@@ -165,7 +198,12 @@ def _checked_fields(
 def _known(
     entry: Mapping[str, Any], where: str, components: Collection[str], requirement_classes: Mapping[str, str]
 ) -> Known:
-    where = _checked_fields(entry, where, "known", KNOWN_FIELDS, {*KNOWN_FIELDS, "signature"}, (), components)
+    where = _checked_fields(
+        entry, where, "known", KNOWN_FIELDS, {*KNOWN_FIELDS, "signature"}, (SUITE_TOLERATED,), components
+    )
+    tolerated_in = entry.get(SUITE_TOLERATED, [])
+    if not isinstance(tolerated_in, list) or not all(isinstance(t, str) and t.strip() for t in tolerated_in):
+        raise CatalogueError(f"{where}: {SUITE_TOLERATED} must be a list of suite test names, got {tolerated_in!r}")
     signature = entry["signature"]
     if (
         not isinstance(signature, list)
@@ -179,7 +217,9 @@ def _known(
     unknown_ids = sorted({s.split(" ", 1)[0] for s in signature} - set(requirement_classes))
     if unknown_ids:
         raise CatalogueError(f"{where}: signature ids {unknown_ids} are not in the spec's requirement registry")
-    return Known(**{name: entry[name] for name in KNOWN_FIELDS}, signature=tuple(signature))
+    return Known(
+        **{name: entry[name] for name in KNOWN_FIELDS}, signature=tuple(signature), tolerated_in=tuple(tolerated_in)
+    )
 
 
 def _bug(

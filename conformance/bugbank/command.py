@@ -23,15 +23,13 @@ from typing import Any, Final
 from ..jvm import JvmArtifactsMissing
 from ..jvm.setup import SetupError
 from ..spec_tools.requirements import SpecNotFoundError, load_requirements
-from .catalogue import Bug, CatalogueError, parse_catalogue
+from .catalogue import SHIPPED, Bug, CatalogueError, parse_catalogue
 from .components import COMPONENTS
 from .page import render_page, replay_command
 from .verdict import Judgement, Outcome, Verdict, judge, outcome_of_report
 
 RUN_TIMEOUT_S: Final = 1800
 """Longest one release's run may take (the pipeline level on a slow machine included)."""
-SHIPPED: Final = "bugbank.toml"
-"""The catalogue in ``kconform.fixtures``."""
 EXAMPLES: Final = "examples"
 """The folder beside a run's report that holds its own Hypothesis example database."""
 

@@ -524,9 +524,34 @@ def _stored_not_committed(history: History) -> list[Violation]:
     return violations
 
 
+UNREVOKED: Final = "owned-twice-unrevoked"
+"""CLIENT-008's ``owned-twice`` whose earlier owner is an eager member that never gave the partition up: its next
+callback after the overlap handed it a new assignment, with no revoke between. A correct eager member revokes its
+whole assignment before it rejoins (rdkafka.h: "exactly one corresponding call to rebalance_cb to revoke these
+partitions"; kafka-clients' ``onJoinPrepare``), and one its coordinator dropped is told so (a lost callback), so
+the overlap can only come from a member that left its generation with neither: librdkafka does that while the
+application's assign call is pending (join-state ``wait-assign-call``), rejoining at once on a metadata change
+(``rd_kafka_cgrp_revoke_all_rejoin``) or skipping the heartbeat's UNKNOWN_MEMBER_ID after its session expired, then
+hands the application the old generation's assignment, which ``rd_kafka_cgrp_assign`` applies
+(fixtures/bugbank.toml, ``[[known]] librdkafka-eager-rejoin-without-revoke``). Its own kind, so that only this shape
+of the overlap is known and any other stays ``owned-twice``."""
+
+
+def _replaced_unrevoked(history: History, owner: str, after: int) -> Assigned | None:
+    """The assignment that next replaced eager ``owner``'s one after event ``after``, if its next ownership event
+    (a revocation, an assignment, a close, a hang) is an assignment: no revoke came between."""
+    if not eager(history, owner):
+        return None
+    for event in history.events:
+        if event.seq > after and event.client == owner and isinstance(event, (Revoked, Assigned, Closed, Hung)):
+            return event if isinstance(event, Assigned) else None
+    return None
+
+
 def check_single_owner(history: History) -> list[Violation]:
     """CLIENT-008: no partition is assigned to a member of a group while another member that is still in the group
-    (it polled within its ``max.poll.interval.ms``, and no broker fault came since it got the partition) owns it."""
+    (it polled within its ``max.poll.interval.ms``, and no broker fault came since it got the partition) owns it.
+    An overlap whose earlier owner was an eager member that rejoined without revoking is ``UNREVOKED``'s kind."""
     violations: list[Violation] = []
     owners: dict[tuple[str, TopicPartition], str] = {}
     last_poll: dict[str, float] = {}
@@ -562,15 +587,21 @@ def check_single_owner(history: History) -> list[Violation]:
                     interval = int(setting(history, other, "max.poll.interval.ms")) / 1000
                     polled = last_poll.get(other, float("-inf"))
                     if event.at - polled < interval - TIMING_MARGIN_S and last_fault < since.get((info.group, tp), 0.0):
-                        violations.append(
-                            Violation(
-                                "CLIENT-008",
-                                "owned-twice",
-                                f"{event.client} was assigned {tp} while {other} still owned it ({other} had polled "
-                                f"{event.at - polled:.1f} s before, within its max.poll.interval.ms of {interval:g} s)",
-                                data=tp_fields(tp) | {"clients": [other, event.client], "group": info.group},
-                            )
+                        evidence = (
+                            f"{event.client} was assigned {tp} while {other} still owned it ({other} had polled "
+                            f"{event.at - polled:.1f} s before, within its max.poll.interval.ms of {interval:g} s)"
                         )
+                        data = tp_fields(tp) | {"clients": [other, event.client], "group": info.group}
+                        replaced = _replaced_unrevoked(history, other, event.seq)
+                        if replaced is not None:
+                            evidence += (
+                                f"; {other} never revoked it: {replaced.at - event.at:.1f} s later it was handed a new "
+                                f"assignment ({', '.join(map(str, replaced.tps)) or 'none'}) with no revoke between, "
+                                "an eager member that rejoined without revoking"
+                            )
+                            data |= {"replaced_at": round(replaced.at, 3), "replaced_by": list(map(str, replaced.tps))}
+                        kind = "owned-twice" if replaced is None else UNREVOKED
+                        violations.append(Violation("CLIENT-008", kind, evidence, data=data))
                 owners[(info.group, tp)] = event.client
                 since[(info.group, tp)] = event.at
     return violations

@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import replace
+from importlib.resources import files
 from importlib.util import find_spec
 from pathlib import Path
 from typing import IO
@@ -23,12 +24,14 @@ import pytest
 from ..adapter.interface import CAPABILITIES, ENGINE_CAPABILITIES, PIPELINE_CAPABILITIES, Adapter
 from ..adapter.loader import contract_note, default_adapter, load_adapter
 from ..brokers import fallback_warning, kafka_unavailable
+from ..bugbank.catalogue import SHIPPED as SHIPPED_CATALOGUE
+from ..bugbank.catalogue import suite_deviations
 from ..errors import CannotCheck
 from ..extras import PIPELINE_FIX, needs_pipeline_extra, pipeline_missing
 from ..redaction import redacting
 from ..spec_tools.requirements import SpecNotFoundError, judged_at, load_requirements, tests_by_id
 from .collector import PIPELINE_MARK, SUITE_LEVELS, TOLERATED, Collector
-from .expectations import load_expectations
+from .expectations import Deviation, load_expectations
 from .journal import Journal
 from .options import RunOptions, broker_used
 from .profiles import hypothesis_profile
@@ -157,6 +160,16 @@ def pytest_args(options: RunOptions, seed: int, journal: Journal | None = None) 
     return args
 
 
+def known_upstream() -> list[Deviation]:
+    """The bank's known upstream behaviours that every run tolerates in the suite tests that drive their component
+    itself (``catalogue.SUITE_TOLERATED``), from the shipped catalogue."""
+    text = files("kconform.fixtures").joinpath(SHIPPED_CATALOGUE).read_text()
+    return [
+        Deviation(requirement, reason, link, test=test, kind=kind)
+        for requirement, kind, test, reason, link in suite_deviations(text)
+    ]
+
+
 def run(options: RunOptions, out: IO[str] = sys.stdout, journal: Journal | None = None) -> RunResult:
     """Run the suite; ``ValueError`` for anything that makes the run meaningless (a usage error),
     ``AdapterLoadError`` for an adapter that fails to load, ``CannotCheck`` for a level not installed.
@@ -182,7 +195,8 @@ def run(options: RunOptions, out: IO[str] = sys.stdout, journal: Journal | None 
     except SpecNotFoundError as exc:
         requirements = {}
         notes.append(f"{exc}; levels are taken from test names")
-    deviations = load_expectations(options.expectations, set(requirements) or None) if options.expectations else []
+    expected = load_expectations(options.expectations, set(requirements) or None) if options.expectations else []
+    deviations = expected + known_upstream()
     if journal is not None and journal.resumed:
         crash = journal.crashes[-1]
         notes.append(
@@ -248,13 +262,13 @@ def run(options: RunOptions, out: IO[str] = sys.stdout, journal: Journal | None 
         met = {k.removeprefix(TOLERATED) for t in collector.results for k in t.metrics if k.startswith(TOLERATED)}
         notes += [
             f"expectation {d.requirement} ({d.link}) matched no result"
-            for d in deviations
+            for d in expected
             if d.kind is None and id(d) not in used
         ]
         notes += [
             f"expectation {d.requirement} {d.kind} ({d.link}) met no such violation (a drawn workload may not have "
             "reached it)"
-            for d in deviations
+            for d in expected
             if d.kind is not None and f"{d.requirement} {d.kind}" not in met
         ]
     declared = {key: getattr(adapter, key, "-") for key in ("restore_variant", "naming", "discovery_of_zero")}
