@@ -7,8 +7,12 @@ import re
 import confluent_kafka as ck
 import pytest
 
+from kconform.conformance.workloads.clients.driver import CALL_SLACK_S
 from kconform.conformance.workloads.clients.jvm_clients import (
     ASSIGNORS,
+    JAVA_BOUNDED,
+    JAVA_CAPS,
+    JAVA_WORKLOAD_DEFAULTS,
     catalogue,
     parse_configdef,
     parse_setting,
@@ -78,3 +82,20 @@ def test_a_setting_kafka_clients_lacks_is_refused_by_name_unless_the_harness_set
         ck.KafkaException, match=re.escape('No such configuration property: "enable.auto.offset.store"')
     ):
         translate({"enable.auto.offset.store": False}, known, frozenset(), "4.1.1")
+
+
+def test_a_producer_that_draws_no_delivery_timeout_flushes_within_the_driver_s_bound() -> None:
+    """KafkaProducer.flush() takes no timeout: it returns once every record sent before it is acknowledged or failed,
+    each within the producer's delivery.timeout.ms. kafka-clients' default (120 s) let a flush that waited out a
+    record's delivery look hung at the driver's flush bound (30 s + CALL_SLACK_S); the workload's own default is
+    the lowest value the draw takes, which kafka-clients accepts with every capped linger.ms and request.timeout.ms."""
+    delivery = int(JAVA_WORKLOAD_DEFAULTS["delivery.timeout.ms"])
+    assert delivery / 1000 < 30.0 + CALL_SLACK_S
+    assert delivery == JAVA_BOUNDED["delivery.timeout.ms"][0]
+    assert delivery >= JAVA_CAPS["linger.ms"] + JAVA_CAPS["request.timeout.ms"]
+    settings, _, _ = translate({}, frozenset({"delivery.timeout.ms", "linger.ms"}), frozenset(), "4.4.0")
+    assert settings["delivery.timeout.ms"] == "30500"
+    drawn, _, _ = translate({"delivery.timeout.ms": 45000}, frozenset({"delivery.timeout.ms"}), frozenset(), "4.4.0")
+    assert drawn["delivery.timeout.ms"] == "45000"  # a drawn value stays
+    consumer, _, _ = translate({}, frozenset({"fetch.min.bytes"}), frozenset(), "4.4.0")
+    assert "delivery.timeout.ms" not in consumer  # a producer's setting: a consumer that lacks it is not given it

@@ -595,13 +595,19 @@ JAVA_WORKLOAD_DEFAULTS: Final[Mapping[str, str]] = {
     "max.block.ms": str(JAVA_CAPS["max.block.ms"]),
     "default.api.timeout.ms": str(JAVA_CAPS["default.api.timeout.ms"]),
     "max.poll.interval.ms": str(JAVA_CAPS["max.poll.interval.ms"]),
+    "delivery.timeout.ms": "30500",
 }
 """The workload's own values where none is drawn, as ``driver.CONSUMER_DEFAULTS`` for librdkafka: kafka-clients'
 defaults (60 s each) would make a send, ``initTransactions`` or ``commitSync`` that waits them out look hung at
 the driver's bound. ``max.poll.interval.ms`` at its cap (15 s, not 300 s) puts every member's group time-outs
 (its poll interval, and the rebalance timeout a classic member joins with) inside a schedule's span, so a stall,
 a slow rebalance callback or a rebalance that does not finish is met by an eviction in every draw, not only in
-those that draw the setting."""
+those that draw the setting. ``delivery.timeout.ms`` (kafka-clients' default 120 s, the longest a record may take
+to be acknowledged or failed after ``send`` returns) bounds ``KafkaProducer.flush()``, which takes no timeout and
+waits for every record sent before it: at 120 s, a flush that waited out a record's delivery time looked hung at
+the driver's 60 s bound (``driver.flush``: 30 s + ``CALL_SLACK_S``). 30.5 s is the lowest value the draw takes
+(``JAVA_BOUNDED``: kafka-clients refuses less than ``linger.ms`` + ``request.timeout.ms`` as capped), so a flush
+over the driver's bound is past kafka-clients' own."""
 JAVA_FLOORS: Final[Mapping[str, int]] = {
     **FLOORS,
     "heartbeat.interval.ms": 100,
