@@ -35,6 +35,7 @@ from .history import (
     Committed,
     Event,
     Failed,
+    FetchedCommitted,
     History,
     Hung,
     Log,
@@ -102,9 +103,14 @@ class Worker:
             except BaseException as error:
                 answer.put((False, error))
 
-    def call(self, call: Callable[[], T], bound_s: float) -> T:
+    def submit(self, call: Callable[[], Any]) -> queue.SimpleQueue[tuple[bool, Any]]:
+        """Queue ``call`` on the thread and return where its answer will be, without waiting for it."""
         answer: queue.SimpleQueue[tuple[bool, Any]] = queue.SimpleQueue()
         self._calls.put((call, answer))
+        return answer
+
+    def call(self, call: Callable[[], T], bound_s: float) -> T:
+        answer = self.submit(call)
         try:
             ok, result = answer.get(timeout=bound_s)
         except queue.Empty:
@@ -284,6 +290,9 @@ class Run:
         self.drain_ends: dict[str, dict[TopicPartition, int]] = {}
         """By group: where each partition's reader found its end (at its isolation level) in the drain."""
         self.kafka = KafkaClient(broker)
+        self.beside: list[tuple[ConsumerSlot, str, queue.SimpleQueue[tuple[bool, Any]], float, float]] = []
+        """Calls under way on a consumer's thread while the run carries out the next step (a ``committed`` step's
+        ``beside``): the slot, the call, its answer, when it started and its bound."""
 
     # -- clients ---------------------------------------------------------------------------------
 
@@ -433,6 +442,7 @@ class Run:
                 self.info[f"c{i}"] = ClientInfo(slot.settings, group, cplan.subscribe, defaults=self._defaults("C"))
             for step in self.schedule.steps:
                 self.step(step)
+                self._settle()
             self.drain()
             log = self.read_log()
         finally:
@@ -471,6 +481,7 @@ class Run:
             }[kind](step)
             return
         slot = self.consumers[step.client % len(self.consumers)]
+        self._settle(slot)  # a call still under way beside the last step goes first: one call at a time per client
         if slot.hung:
             return
         if kind is StepKind.REOPEN:
@@ -491,6 +502,7 @@ class Run:
             StepKind.CLOSE: self.close,
             StepKind.STALL: self.stall,
             StepKind.SUBSCRIBE: self.subscribe,
+            StepKind.COMMITTED: self.committed,
         }
         handlers[kind](slot, step)
 
@@ -857,6 +869,68 @@ class Run:
         slot.subscription = topics
         self._subscribed(slot)
 
+    def committed(self, slot: ConsumerSlot, step: Step) -> None:
+        """``step.count`` asks for the group's committed offsets of the partitions the consumer owns, each bounded by
+        ``step.wait_ms`` and recorded as it returns (``FetchedCommitted``), on the consumer's thread; the whole is
+        bounded by their bounds and ``CALL_SLACK_S``. With ``beside``, the run goes on to the next step meanwhile and
+        awaits the asks after it (``_settle``)."""
+        client = slot.client
+        assert client is not None and slot.worker is not None
+        tps = tuple(sorted(slot.assigned))
+        if not tps:
+            return
+        parts = [ck.TopicPartition(tp.topic, tp.partition) for tp in tps]
+        bound_s = step.wait_ms / 1000
+        recorder, group, name = self.recorder, slot.group, slot.name
+
+        def ask() -> None:
+            since, started = len(recorder.events), time.monotonic()
+            fields: dict[str, Any] = {"group": group, "tps": tps, "since": since, "bound_s": bound_s}
+            try:
+                answer = client.committed(parts, timeout=bound_s)
+            except ck.KafkaException as failed:
+                error = failed.args[0] if failed.args and isinstance(failed.args[0], ck.KafkaError) else None
+                recorder.add(
+                    FetchedCommitted,
+                    name,
+                    **fields,
+                    error=error_text(failed),
+                    retriable=bool(error is not None and error.retriable()),
+                    took_s=time.monotonic() - started,
+                )
+                return
+            offsets = tuple((tp_of(p), p.offset if p.offset >= 0 else None) for p in answer if p.error is None)
+            failed_tps = tuple((tp_of(p), error_text(p.error)) for p in answer if p.error is not None)
+            recorder.add(
+                FetchedCommitted, name, **fields, offsets=offsets, failed=failed_tps, took_s=time.monotonic() - started
+            )
+
+        def asks() -> None:
+            for _ in range(max(1, step.count)):
+                ask()
+
+        what = f"committed({len(tps)} partitions, {bound_s:g}) x{max(1, step.count)}"
+        whole_s = max(1, step.count) * bound_s + CALL_SLACK_S
+        if step.mode == "beside":
+            self.beside.append((slot, what, slot.worker.submit(asks), time.monotonic(), whole_s))
+            return
+        self._call(slot, what, asks, whole_s)
+
+    def _settle(self, slot: ConsumerSlot | None = None) -> None:
+        """Await the calls still under way beside the last step (those of ``slot`` alone when given), each within
+        what is left of its bound: one that outlives it is ``Hung``, as a call awaited at once would be."""
+        for pending in [p for p in self.beside if slot is None or p[0] is slot]:
+            self.beside.remove(pending)
+            owner, what, answer, started, bound_s = pending
+            try:
+                ok, result = answer.get(timeout=max(0.0, started + bound_s - time.monotonic()))
+            except queue.Empty:
+                owner.hung = True
+                self.recorder.add(Hung, owner.name, call=what, bound_s=bound_s)
+                continue
+            if not ok:
+                raise result
+
     def stall(self, slot: ConsumerSlot, _step: Step) -> None:
         slot.stalled = True
         self.recorder.note("stalls (polls no more until its next poll step)", slot.name)
@@ -864,8 +938,9 @@ class Run:
     # the run's own steps
 
     def _poll_round(self, wait_s: float) -> None:
+        busy = {id(p[0]) for p in self.beside}  # its thread still runs a call beside this step: not queued behind it
         for slot in self.consumers:
-            if slot.live and not slot.stalled:
+            if slot.live and not slot.stalled and id(slot) not in busy:
                 self._consume(slot, 100, wait_s)
 
     def wait(self, step: Step) -> None:
