@@ -313,13 +313,27 @@ def test_a_committed_step_asks_for_what_the_consumer_owns_and_records_each_answe
 
 
 def test_a_committed_step_beside_the_next_runs_while_it_does_and_is_awaited_after_it(run: driver.Run) -> None:
+    """Beside the next step, the asks go on until that step is done (at least ``count``), then are awaited."""
     consumer = asking(run, Asked({0: 1, 1: 1}))
     consumer.hangs = True
     run.step(Step(StepKind.COMMITTED, count=1, wait_ms=100, mode="beside"))
     assert run.beside and not fetched(run)  # the run went on: the ask still waits
+    run._settle(among=[])  # a step that began after it leaves it running
+    assert run.beside
+    run.beside[0][3].set()  # the next step is done: no ask after the one under way
     consumer.release.set()
     run._settle()
     assert not run.beside and [e.offsets[0][1] for e in fetched(run)] == [1]
+
+
+def test_asks_beside_a_step_go_on_until_it_is_done(run: driver.Run) -> None:
+    consumer = asking(run, Asked({0: 1, 1: 1}))
+    run.step(Step(StepKind.COMMITTED, count=3, wait_ms=0, mode="beside"))
+    threading.Event().wait(0.2)  # the next step's duration, as a wait step takes it; the asks are not awaited on it
+    run._settle()
+    assert 3 <= len(consumer.asked) <= driver.BESIDE_ASKS and len(fetched(run)) == len(consumer.asked)
+    since = [e.since for e in fetched(run)]
+    assert since == sorted(since) and len(set(since)) == len(since)
 
 
 def test_a_committed_step_that_outlives_its_bound_is_a_hang(run: driver.Run, monkeypatch: pytest.MonkeyPatch) -> None:

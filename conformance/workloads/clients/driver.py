@@ -66,6 +66,8 @@ transaction left open (its producer hung or killed) is aborted by the coordinato
 DRAIN_SLACK_S: Final = 25.0
 """The drain may take the longest drawn poll interval or session timeout (a stalled member waited out) and this."""
 FETCHED_WAIT_S: Final = 3.0
+BESIDE_ASKS: Final = 2_000
+"""Most asks a ``committed`` step makes beside the next step (each one an event of the history)."""
 PARTITION_EOF: Final = ck.KafkaError._PARTITION_EOF
 SESSION_MS: Final = 6_000
 CONSUMER_DEFAULTS: Final[Mapping[str, str]] = {"session.timeout.ms": str(SESSION_MS), "heartbeat.interval.ms": "1000"}
@@ -290,9 +292,9 @@ class Run:
         self.drain_ends: dict[str, dict[TopicPartition, int]] = {}
         """By group: where each partition's reader found its end (at its isolation level) in the drain."""
         self.kafka = KafkaClient(broker)
-        self.beside: list[tuple[ConsumerSlot, str, queue.SimpleQueue[tuple[bool, Any]], float, float]] = []
+        self.beside: list[tuple[ConsumerSlot, str, queue.SimpleQueue[tuple[bool, Any]], threading.Event, float]] = []
         """Calls under way on a consumer's thread while the run carries out the next step (a ``committed`` step's
-        ``beside``): the slot, the call, its answer, when it started and its bound."""
+        ``beside``): the slot, the call, its answer, what tells it the step is done, and its bound from then on."""
 
     # -- clients ---------------------------------------------------------------------------------
 
@@ -441,8 +443,10 @@ class Run:
                 self._open_consumer(slot)
                 self.info[f"c{i}"] = ClientInfo(slot.settings, group, cplan.subscribe, defaults=self._defaults("C"))
             for step in self.schedule.steps:
+                earlier = list(self.beside)
                 self.step(step)
-                self._settle()
+                self._settle(among=earlier)  # what ran beside this step; a committed step's own asks go on
+            self._settle()
             self.drain()
             log = self.read_log()
         finally:
@@ -872,8 +876,9 @@ class Run:
     def committed(self, slot: ConsumerSlot, step: Step) -> None:
         """``step.count`` asks for the group's committed offsets of the partitions the consumer owns, each bounded by
         ``step.wait_ms`` and recorded as it returns (``FetchedCommitted``), on the consumer's thread; the whole is
-        bounded by their bounds and ``CALL_SLACK_S``. With ``beside``, the run goes on to the next step meanwhile and
-        awaits the asks after it (``_settle``)."""
+        bounded by their bounds and ``CALL_SLACK_S``. With ``beside``, the asks go on, one after another, while the
+        run carries out the next step (at least ``step.count``, at most ``BESIDE_ASKS``), and are awaited after it
+        (``_settle``): an application that keeps asking while its group changes."""
         client = slot.client
         assert client is not None and slot.worker is not None
         tps = tuple(sorted(slot.assigned))
@@ -905,25 +910,40 @@ class Run:
                 FetchedCommitted, name, **fields, offsets=offsets, failed=failed_tps, took_s=time.monotonic() - started
             )
 
+        least = max(1, step.count)
+        if step.mode == "beside":
+            done = threading.Event()
+
+            def beside() -> None:
+                for n in range(BESIDE_ASKS):
+                    if n >= least and done.is_set():
+                        return
+                    ask()
+
+            what = f"committed({len(tps)} partitions, {bound_s:g}) repeated beside the next step"
+            self.beside.append((slot, what, slot.worker.submit(beside), done, least * bound_s + CALL_SLACK_S))
+            return
+
         def asks() -> None:
-            for _ in range(max(1, step.count)):
+            for _ in range(least):
                 ask()
 
-        what = f"committed({len(tps)} partitions, {bound_s:g}) x{max(1, step.count)}"
-        whole_s = max(1, step.count) * bound_s + CALL_SLACK_S
-        if step.mode == "beside":
-            self.beside.append((slot, what, slot.worker.submit(asks), time.monotonic(), whole_s))
-            return
-        self._call(slot, what, asks, whole_s)
+        self._call(
+            slot, f"committed({len(tps)} partitions, {bound_s:g}) x{least}", asks, least * bound_s + CALL_SLACK_S
+        )
 
-    def _settle(self, slot: ConsumerSlot | None = None) -> None:
-        """Await the calls still under way beside the last step (those of ``slot`` alone when given), each within
-        what is left of its bound: one that outlives it is ``Hung``, as a call awaited at once would be."""
-        for pending in [p for p in self.beside if slot is None or p[0] is slot]:
+    def _settle(self, slot: ConsumerSlot | None = None, among: Sequence[Any] | None = None) -> None:
+        """Tell the calls under way beside a step that it is done and await them (those of ``slot``, or ``among``
+        these, alone when given), each within its bound: one that outlives it is ``Hung``, as a call awaited at once
+        would be."""
+        for pending in [
+            p for p in self.beside if (slot is None or p[0] is slot) and (among is None or any(p is q for q in among))
+        ]:
             self.beside.remove(pending)
-            owner, what, answer, started, bound_s = pending
+            owner, what, answer, done, bound_s = pending
+            done.set()
             try:
-                ok, result = answer.get(timeout=max(0.0, started + bound_s - time.monotonic()))
+                ok, result = answer.get(timeout=bound_s)
             except queue.Empty:
                 owner.hung = True
                 self.recorder.add(Hung, owner.name, call=what, bound_s=bound_s)

@@ -56,7 +56,8 @@ class StepKind(StrEnum):
     """``count`` successive asks for the group's committed offsets of the partitions the consumer owns
     (``Consumer.committed``, ``KafkaConsumer.committed(Set, Duration)``), each bounded by ``wait_ms``, as a lag
     monitor or a source that restores its positions asks; with ``mode`` ``beside``, the asks run on the consumer's
-    own thread while the run carries out the next step (another member joining or leaving meanwhile)."""
+    own thread, one after another, for as long as the run takes to carry out the next step (another member joining
+    or leaving, a wait while the group settles), at least ``count`` of them."""
     SUBSCRIBE = "subscribe"
     """A group member subscribes again, with the same callbacks, to ``mode``: ``topics`` (every topic of the run
     that exists now, as a list), ``pattern`` (the run's regex) or ``one`` (topic ``topic`` alone). An ``assign``
