@@ -18,7 +18,9 @@ from kconform.conformance.workloads.clients.history import (
     Committed,
     Event,
     Failed,
+    FetchedCommitted,
     History,
+    Hung,
     Log,
     Paused,
     Polled,
@@ -572,3 +574,63 @@ def test_a_consumer_that_fails_of_a_fatal_error_of_its_own_breaks_liveness(
     assert len(violations) == len(want)  # one per consumer, not one per report of it
     if want:
         assert violations[0].data["client"] == "c0" and "Invalid request" in violations[0].evidence
+
+
+def fetch_after_commit(got: int | None, **fetched: Any) -> Events:
+    """c0 commits offset 2 of TP; then c1's ask for the group's committed offsets answers ``got``."""
+    events = Events().add(Committed, "c0#0", group="g", offsets=((TP, 2),))
+    since = len(events.events)
+    asked = {"group": "g", "tps": (TP,), "since": since, "offsets": ((TP, got),), **fetched}
+    return events.add(FetchedCommitted, "c1#0", **asked)
+
+
+@pytest.mark.parametrize(
+    ("got", "fetched", "want"),
+    [
+        (2, {}, []),
+        (None, {}, [("CLIENT-005", "fetched-no-offset")]),
+        # a failed ask says nothing of the offset: a retriable error (the coordinator's STALE_MEMBER_EPOCH, a
+        # timeout) within its bound is what the client may answer
+        (None, {"error": "_TIMED_OUT: Failed to get offsets by times in 100ms", "retriable": True}, []),
+        (None, {"group": "g2"}, []),  # another group's offsets
+        (7, {}, []),  # another value is not judged: a commit recorded late may have moved it
+    ],
+)
+def test_an_ask_for_committed_offsets_never_reads_a_committed_partition_as_having_none(
+    got: int | None, fetched: dict[str, Any], want: list
+) -> None:
+    violations = cw.check_committed_fetches(history(fetch_after_commit(got, **fetched), {TP: [0, 1, 2]}))
+    assert kinds(violations) == want
+    if want:
+        wanted = {"client": "c1#0", "want": 2, "got": None, "committed_by": "c0#0", "topic": "t", "partition": 0}
+        assert {k: violations[0].data[k] for k in wanted} == wanted
+
+
+def test_a_commit_that_had_not_returned_before_the_ask_or_was_ambiguous_does_not_count() -> None:
+    """Only a commit that returned without error before the ask began makes "none" wrong: one whose answer came
+    during the ask, or that timed out (the coordinator may not have applied it), leaves the ask free to say none."""
+    during = (
+        Events()
+        .add(Committed, "c0#0", group="g", offsets=((TP, 2),))
+        .add(FetchedCommitted, "c1#0", group="g", tps=(TP,), since=0, offsets=((TP, None),))
+    )
+    assert cw.check_committed_fetches(history(during, {TP: [0, 1, 2]})) == []
+    timed_out = (
+        Events()
+        .add(Committed, "c0#0", group="g", offsets=((TP, 2),), error="_TIMED_OUT", ambiguous=True)
+        .add(FetchedCommitted, "c1#0", group="g", tps=(TP,), since=1, offsets=((TP, None),))
+    )
+    assert cw.check_committed_fetches(history(timed_out, {TP: [0, 1, 2]})) == []
+
+
+@pytest.mark.parametrize(("broker_answers", "want"), [(True, [("LIVE-001", "hang")]), (False, [])])
+def test_an_ask_for_committed_offsets_that_never_returns_is_a_hang_not_a_safety_violation(
+    broker_answers: bool, want: list
+) -> None:
+    """An ask that outlived its bound (the loop of KAFKA-20765 keeps kafka-clients' future from ever completing)
+    is LIVE-001's ``hang`` while the broker answered; CLIENT-005 says nothing of an answer that never came."""
+    events = Events().add(Committed, "c0#0", group="g", offsets=((TP, 2),))
+    events.add(Hung, "c1#0", call="committed(1 partitions, 0.5) x1", bound_s=30.5)
+    found = cw.check_history(history(events, {TP: [0, 1, 2]}), broker_answers)
+    assert kinds(found) == want
+    assert all(v.data["method"].startswith("committed(") for v in found)

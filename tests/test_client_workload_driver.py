@@ -3,14 +3,17 @@ which callbacks, and what the history records."""
 
 from __future__ import annotations
 
+import threading
+from dataclasses import dataclass
 from typing import Any
 
 import confluent_kafka as ck
 import pytest
 
 from kconform.conformance.workloads.clients import driver
-from kconform.conformance.workloads.clients.history import Failed, Note, Subscribed
+from kconform.conformance.workloads.clients.history import Failed, FetchedCommitted, Hung, Note, Subscribed
 from kconform.conformance.workloads.clients.schedule import ConsumerPlan, ProducerPlan, Schedule, Step, StepKind
+from kconform.reference_impl.types import TopicPartition
 
 
 class StandIn:
@@ -245,3 +248,100 @@ def test_a_consumer_s_fatal_error_is_recorded_as_its_failure(
     found = [e for e in run.recorder.events if isinstance(e, Failed)]
     assert len(found) == (2 if failed else 0)
     assert all(e.client == slot.name and "Invalid request" in e.error for e in found)
+
+
+@dataclass(frozen=True)
+class Answered:
+    """A partition of ``committed``'s answer as confluent-kafka gives it (whose ``error`` cannot be set by hand)."""
+
+    topic: str
+    partition: int
+    offset: int
+    error: ck.KafkaError | None = None
+
+
+class Asked:
+    """A consumer whose ``committed`` answers from a table (an offset, ``OFFSET_INVALID``, or a partition's error),
+    raises, or waits for ``release``."""
+
+    def __init__(self, answers: dict[int, Any] | None = None, raises: ck.KafkaError | None = None) -> None:
+        self.answers, self.raises, self.asked = answers or {}, raises, []
+        self.release = threading.Event()
+        self.hangs = False
+
+    def committed(self, partitions: list[ck.TopicPartition], timeout: float) -> list[ck.TopicPartition]:
+        self.asked.append(([p.partition for p in partitions], timeout))
+        if self.hangs:
+            self.release.wait(30)
+        if self.raises is not None:
+            raise ck.KafkaException(self.raises)
+        found = []
+        for p in partitions:
+            answer = self.answers.get(p.partition, ck.OFFSET_INVALID)
+            failed = isinstance(answer, ck.KafkaError)
+            found.append(
+                Answered(p.topic, p.partition, ck.OFFSET_INVALID if failed else answer, answer if failed else None)
+            )
+        return found  # type: ignore[return-value]
+
+
+def asking(run: driver.Run, consumer: Asked) -> Asked:
+    slot = run.consumers[0]
+    slot.client = consumer  # type: ignore[assignment]
+    slot.assigned = {TopicPartition("kcw-x-t0", 0), TopicPartition("kcw-x-t0", 1)}
+    return consumer
+
+
+def fetched(run: driver.Run) -> list[FetchedCommitted]:
+    return [e for e in run.recorder.events if isinstance(e, FetchedCommitted)]
+
+
+def test_a_committed_step_asks_for_what_the_consumer_owns_and_records_each_answer(run: driver.Run) -> None:
+    """Each of ``count`` asks, with the step's bound, for the partitions the consumer owns: an offset as given, "none"
+    (``OFFSET_INVALID``) as ``None``, a partition's error as failed; an ask that raises as its error."""
+    busy = ck.KafkaError(ck.KafkaError.COORDINATOR_LOAD_IN_PROGRESS, "loading", retriable=True)
+    consumer = asking(run, Asked({0: 4, 1: busy}))
+    run.step(Step(StepKind.COMMITTED, count=2, wait_ms=250))
+    assert consumer.asked == [([0, 1], 0.25), ([0, 1], 0.25)]
+    first, second = fetched(run)
+    assert first.offsets == ((TopicPartition("kcw-x-t0", 0), 4),) and first.failed[0][0].partition == 1
+    assert first.group == "kcw-x-g0" and first.bound_s == 0.25 and second.since > first.seq
+    consumer.answers = {}
+    consumer.raises = ck.KafkaError(ck.KafkaError._TIMED_OUT, "timed out", retriable=True)
+    run.step(Step(StepKind.COMMITTED, count=1, wait_ms=0))
+    assert fetched(run)[-1].error is not None and fetched(run)[-1].retriable and not fetched(run)[-1].offsets
+
+
+def test_a_committed_step_beside_the_next_runs_while_it_does_and_is_awaited_after_it(run: driver.Run) -> None:
+    """Beside the next step, the asks go on until that step is done (at least ``count``), then are awaited."""
+    consumer = asking(run, Asked({0: 1, 1: 1}))
+    consumer.hangs = True
+    run.step(Step(StepKind.COMMITTED, count=1, wait_ms=100, mode="beside"))
+    assert run.beside and not fetched(run)  # the run went on: the ask still waits
+    run._settle(among=[])  # a step that began after it leaves it running
+    assert run.beside
+    run.beside[0][3].set()  # the next step is done: no ask after the one under way
+    consumer.release.set()
+    run._settle()
+    assert not run.beside and [e.offsets[0][1] for e in fetched(run)] == [1]
+
+
+def test_asks_beside_a_step_go_on_until_it_is_done(run: driver.Run) -> None:
+    consumer = asking(run, Asked({0: 1, 1: 1}))
+    run.step(Step(StepKind.COMMITTED, count=3, wait_ms=0, mode="beside"))
+    threading.Event().wait(0.2)  # the next step's duration, as a wait step takes it; the asks are not awaited on it
+    run._settle()
+    assert 3 <= len(consumer.asked) <= driver.BESIDE_ASKS and len(fetched(run)) == len(consumer.asked)
+    since = [e.since for e in fetched(run)]
+    assert since == sorted(since) and len(set(since)) == len(since)
+
+
+def test_a_committed_step_that_outlives_its_bound_is_a_hang(run: driver.Run, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(driver, "CALL_SLACK_S", 0.2)
+    consumer = asking(run, Asked({0: 1}))
+    consumer.hangs = True
+    run.step(Step(StepKind.COMMITTED, count=1, wait_ms=0, mode="beside"))
+    run._settle()
+    consumer.release.set()
+    (hung,) = [e for e in run.recorder.events if isinstance(e, Hung)]
+    assert hung.call.startswith("committed(2 partitions") and run.consumers[0].hung

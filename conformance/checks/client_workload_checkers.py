@@ -25,6 +25,7 @@ from ..workloads.clients.history import (
     Committed,
     Event,
     Failed,
+    FetchedCommitted,
     History,
     Hung,
     Note,
@@ -419,6 +420,52 @@ def _start_violation(
     )
 
 
+def check_committed_fetches(history: History) -> list[Violation]:
+    """CLIENT-005: a consumer's ask for its group's committed offsets (``FetchedCommitted``) never answers "no
+    committed offset" for a partition the group had committed before the ask began: a commit the history shows
+    returned without error, and not ambiguous, earlier than the ask. An ask that fails (a timeout, a retriable error
+    of the coordinator) says nothing about the offset and is not judged here; one that never returns is LIVE-001's
+    ``hang``. What offset the answer gives is not judged: another member's commit, or an auto-commit the history
+    records only when its callback is served, may have moved it while the ask ran (kconform's choice: only what is
+    certain)."""
+    violations: list[Violation] = []
+    commits = group_commits(history)
+    for event in of_kind(history, FetchedCommitted):
+        assert isinstance(event, FetchedCommitted)
+        if event.error is not None:
+            continue
+        for tp, offset in event.offsets:
+            if offset is not None:
+                continue
+            before = [
+                c
+                for c in commits.get((event.group, tp), [])
+                if c.seq < event.since and c.error is None and not c.ambiguous and committed_offset(c, tp) >= 0
+            ]
+            if not before:
+                continue
+            last = before[-1]
+            violations.append(
+                Violation(
+                    "CLIENT-005",
+                    "fetched-no-offset",
+                    f"{event.client} asked group {event.group}'s committed offset of {tp} and was told it has none; "
+                    f"{last.client}'s commit of offset {committed_offset(last, tp)} had returned before the ask began "
+                    f"(event {last.seq}, ask from event {event.since}, answered in {event.took_s:.3f} s)",
+                    data=tp_fields(tp)
+                    | {
+                        "client": event.client,
+                        "group": event.group,
+                        "want": committed_offset(last, tp),
+                        "got": None,
+                        "committed_by": last.client,
+                        "took_s": round(event.took_s, 3),
+                    },
+                )
+            )
+    return violations
+
+
 def check_read_committed(history: History) -> list[Violation]:
     """CLIENT-006: a ``read_committed`` consumer delivers no record of an aborted transaction and none of a
     transaction before its commit returned."""
@@ -799,6 +846,7 @@ SAFETY_CHECKERS: Final = (
     check_send_order,
     check_consumer_continuity,
     check_start_positions,
+    check_committed_fetches,
     check_read_committed,
     check_commits,
     check_single_owner,

@@ -41,6 +41,7 @@ from ..jvm.client_workload_at_release import build_at_release
 from ..jvm.setup import SetupError
 from ..workloads.clients import settings as client_settings
 from ..workloads.clients.driver import STABLE_WITHIN_S, Clients, Run, accepts
+from ..workloads.clients.history import FetchedCommitted, History
 from ..workloads.clients.jvm_clients import HarnessError, JvmClients, harness_settings, parse_configdef
 from ..workloads.clients.schedule import Schedule, describe, schedules
 
@@ -130,6 +131,22 @@ def drew(key: object, schedule: Schedule) -> dict[str, str]:
     }
 
 
+def asked(key: object, history: History) -> str:
+    """The report's line on the ``committed`` steps' asks so far: how many, how many answered, how many answered
+    "none" for some partition, and the failed ones by their error's first words (a timeout, STALE_MEMBER_EPOCH)."""
+    seen = DREW.setdefault(id(key), Counter())
+    for event in history.events:
+        if isinstance(event, FetchedCommitted):
+            seen["asked"] += 1
+            if event.error is None:
+                seen["asked: answered"] += 1
+                seen["asked: none for some partition"] += any(o is None for _, o in event.offsets)
+            else:
+                seen[f"asked: failed {event.error.split(':', 1)[0]}"] += 1
+    parts = [f"{k.removeprefix('asked: ')} {n}" for k, n in sorted(seen.items()) if k.startswith("asked: ")]
+    return f"{seen['asked']} asks" + (f" ({', '.join(parts)})" if parts else "")
+
+
 @st.composite
 def drawn_schedules(draw: st.DrawFn, catalogue: tuple[client_settings.Setting, ...], faults: bool) -> Schedule:
     return draw(schedules(catalogue, faults=faults))
@@ -199,6 +216,7 @@ def judge_drawn(
     except (KafkaError, ck.KafkaException, BrokerStartError, OSError, HarnessError) as failed:
         # The run's own admin calls, topic changes or a restart of the broker failed: nothing was judged.
         raise CouldNotCheck(f"the workload's harness failed, so this schedule judged nothing: {failed}") from failed
+    record_property("asked: committed", asked(record_property, history))
     violations = check_history(history, broker.answers())
     violated = {v.requirement for v in violations}
     detail = f"schedule:\n{describe(schedule)}\nas JSON: {schedule.dumps()}"

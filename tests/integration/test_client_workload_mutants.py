@@ -52,6 +52,15 @@ class ForgetfulStore(Delegating):
         return None
 
 
+class NoOffsetCommitted(Delegating):
+    """A consumer whose ``committed`` answers "no committed offset" for every partition (a client that reads a failed
+    offset fetch, such as one refused STALE_MEMBER_EPOCH, as the group having none)."""
+
+    def committed(self, partitions: list[ck.TopicPartition], timeout: float = -1) -> list[ck.TopicPartition]:
+        answer = self._inner.committed(partitions, timeout=timeout)
+        return [ck.TopicPartition(p.topic, p.partition, ck.OFFSET_INVALID) for p in answer]
+
+
 class UncommittedReader(Delegating):
     """A consumer built read_uncommitted whatever it was asked (a client that drops its isolation level)."""
 
@@ -159,6 +168,20 @@ CASES = {
         ),
         Broken(consumer=UncommittedReader),
         ("CLIENT-006", "read-aborted"),
+    ),
+    "committed-read-as-none": (
+        schedule(
+            {"enable.auto.commit": "false"},
+            {},
+            PRODUCE,
+            FLUSH,
+            POLL,
+            POLL,
+            Step(StepKind.COMMIT, mode="sync"),
+            Step(StepKind.COMMITTED, count=2, wait_ms=5_000),
+        ),
+        Broken(consumer=NoOffsetCommitted),
+        ("CLIENT-005", "fetched-no-offset"),
     ),
     "sends-twice": (
         schedule({}, {"enable.idempotence": "true"}, PRODUCE, FLUSH, POLL),

@@ -35,6 +35,7 @@ from .history import (
     Committed,
     Event,
     Failed,
+    FetchedCommitted,
     History,
     Hung,
     Log,
@@ -65,6 +66,8 @@ transaction left open (its producer hung or killed) is aborted by the coordinato
 DRAIN_SLACK_S: Final = 25.0
 """The drain may take the longest drawn poll interval or session timeout (a stalled member waited out) and this."""
 FETCHED_WAIT_S: Final = 3.0
+BESIDE_ASKS: Final = 2_000
+"""Most asks a ``committed`` step makes beside the next step (each one an event of the history)."""
 PARTITION_EOF: Final = ck.KafkaError._PARTITION_EOF
 SESSION_MS: Final = 6_000
 CONSUMER_DEFAULTS: Final[Mapping[str, str]] = {"session.timeout.ms": str(SESSION_MS), "heartbeat.interval.ms": "1000"}
@@ -102,9 +105,14 @@ class Worker:
             except BaseException as error:
                 answer.put((False, error))
 
-    def call(self, call: Callable[[], T], bound_s: float) -> T:
+    def submit(self, call: Callable[[], Any]) -> queue.SimpleQueue[tuple[bool, Any]]:
+        """Queue ``call`` on the thread and return where its answer will be, without waiting for it."""
         answer: queue.SimpleQueue[tuple[bool, Any]] = queue.SimpleQueue()
         self._calls.put((call, answer))
+        return answer
+
+    def call(self, call: Callable[[], T], bound_s: float) -> T:
+        answer = self.submit(call)
         try:
             ok, result = answer.get(timeout=bound_s)
         except queue.Empty:
@@ -284,6 +292,9 @@ class Run:
         self.drain_ends: dict[str, dict[TopicPartition, int]] = {}
         """By group: where each partition's reader found its end (at its isolation level) in the drain."""
         self.kafka = KafkaClient(broker)
+        self.beside: list[tuple[ConsumerSlot, str, queue.SimpleQueue[tuple[bool, Any]], threading.Event, float]] = []
+        """Calls under way on a consumer's thread while the run carries out the next step (a ``committed`` step's
+        ``beside``): the slot, the call, its answer, what tells it the step is done, and its bound from then on."""
 
     # -- clients ---------------------------------------------------------------------------------
 
@@ -432,7 +443,10 @@ class Run:
                 self._open_consumer(slot)
                 self.info[f"c{i}"] = ClientInfo(slot.settings, group, cplan.subscribe, defaults=self._defaults("C"))
             for step in self.schedule.steps:
+                earlier = list(self.beside)
                 self.step(step)
+                self._settle(among=earlier)  # what ran beside this step; a committed step's own asks go on
+            self._settle()
             self.drain()
             log = self.read_log()
         finally:
@@ -471,6 +485,7 @@ class Run:
             }[kind](step)
             return
         slot = self.consumers[step.client % len(self.consumers)]
+        self._settle(slot)  # a call still under way beside the last step goes first: one call at a time per client
         if slot.hung:
             return
         if kind is StepKind.REOPEN:
@@ -491,6 +506,7 @@ class Run:
             StepKind.CLOSE: self.close,
             StepKind.STALL: self.stall,
             StepKind.SUBSCRIBE: self.subscribe,
+            StepKind.COMMITTED: self.committed,
         }
         handlers[kind](slot, step)
 
@@ -857,6 +873,84 @@ class Run:
         slot.subscription = topics
         self._subscribed(slot)
 
+    def committed(self, slot: ConsumerSlot, step: Step) -> None:
+        """``step.count`` asks for the group's committed offsets of the partitions the consumer owns, each bounded by
+        ``step.wait_ms`` and recorded as it returns (``FetchedCommitted``), on the consumer's thread; the whole is
+        bounded by their bounds and ``CALL_SLACK_S``. With ``beside``, the asks go on, one after another, while the
+        run carries out the next step (at least ``step.count``, at most ``BESIDE_ASKS``), and are awaited after it
+        (``_settle``): an application that keeps asking while its group changes."""
+        client = slot.client
+        assert client is not None and slot.worker is not None
+        tps = tuple(sorted(slot.assigned))
+        if not tps:
+            return
+        parts = [ck.TopicPartition(tp.topic, tp.partition) for tp in tps]
+        bound_s = step.wait_ms / 1000
+        recorder, group, name = self.recorder, slot.group, slot.name
+
+        def ask() -> None:
+            since, started = len(recorder.events), time.monotonic()
+            fields: dict[str, Any] = {"group": group, "tps": tps, "since": since, "bound_s": bound_s}
+            try:
+                answer = client.committed(parts, timeout=bound_s)
+            except ck.KafkaException as failed:
+                error = failed.args[0] if failed.args and isinstance(failed.args[0], ck.KafkaError) else None
+                recorder.add(
+                    FetchedCommitted,
+                    name,
+                    **fields,
+                    error=error_text(failed),
+                    retriable=bool(error is not None and error.retriable()),
+                    took_s=time.monotonic() - started,
+                )
+                return
+            offsets = tuple((tp_of(p), p.offset if p.offset >= 0 else None) for p in answer if p.error is None)
+            failed_tps = tuple((tp_of(p), error_text(p.error)) for p in answer if p.error is not None)
+            recorder.add(
+                FetchedCommitted, name, **fields, offsets=offsets, failed=failed_tps, took_s=time.monotonic() - started
+            )
+
+        least = max(1, step.count)
+        if step.mode == "beside":
+            done = threading.Event()
+
+            def beside() -> None:
+                for n in range(BESIDE_ASKS):
+                    if n >= least and done.is_set():
+                        return
+                    ask()
+
+            what = f"committed({len(tps)} partitions, {bound_s:g}) repeated beside the next step"
+            self.beside.append((slot, what, slot.worker.submit(beside), done, least * bound_s + CALL_SLACK_S))
+            return
+
+        def asks() -> None:
+            for _ in range(least):
+                ask()
+
+        self._call(
+            slot, f"committed({len(tps)} partitions, {bound_s:g}) x{least}", asks, least * bound_s + CALL_SLACK_S
+        )
+
+    def _settle(self, slot: ConsumerSlot | None = None, among: Sequence[Any] | None = None) -> None:
+        """Tell the calls under way beside a step that it is done and await them (those of ``slot``, or ``among``
+        these, alone when given), each within its bound: one that outlives it is ``Hung``, as a call awaited at once
+        would be."""
+        for pending in [
+            p for p in self.beside if (slot is None or p[0] is slot) and (among is None or any(p is q for q in among))
+        ]:
+            self.beside.remove(pending)
+            owner, what, answer, done, bound_s = pending
+            done.set()
+            try:
+                ok, result = answer.get(timeout=bound_s)
+            except queue.Empty:
+                owner.hung = True
+                self.recorder.add(Hung, owner.name, call=what, bound_s=bound_s)
+                continue
+            if not ok:
+                raise result
+
     def stall(self, slot: ConsumerSlot, _step: Step) -> None:
         slot.stalled = True
         self.recorder.note("stalls (polls no more until its next poll step)", slot.name)
@@ -864,8 +958,9 @@ class Run:
     # the run's own steps
 
     def _poll_round(self, wait_s: float) -> None:
+        busy = {id(p[0]) for p in self.beside}  # its thread still runs a call beside this step: not queued behind it
         for slot in self.consumers:
-            if slot.live and not slot.stalled:
+            if slot.live and not slot.stalled and id(slot) not in busy:
                 self._consume(slot, 100, wait_s)
 
     def wait(self, step: Step) -> None:

@@ -119,6 +119,30 @@ class Committed(Event):
 
 
 @dataclass(frozen=True)
+class FetchedCommitted(Event):
+    """A consumer's ask for its group's committed offsets of the partitions it owned (a ``committed`` step), recorded
+    when the ask returned: what it said of each partition, or the error the whole ask failed with."""
+
+    group: str
+    tps: tuple[TopicPartition, ...]
+    """The partitions asked for."""
+    offsets: tuple[tuple[TopicPartition, int | None], ...] = ()
+    """Each partition's committed offset as the answer gave it; ``None`` where it said the group has none
+    (confluent-kafka's ``OFFSET_INVALID``, kafka-clients' ``null``). A partition the answer failed is in ``failed``."""
+    failed: tuple[tuple[TopicPartition, str], ...] = ()
+    """Partitions the answer gave an error for instead of an offset."""
+    error: str | None = None
+    """The ask failed as a whole (a timeout, the coordinator's error)."""
+    retriable: bool = False
+    """The whole ask's error says the ask may be retried (``KafkaError.retriable()``, ``RetriableException``)."""
+    since: int = 0
+    """The ``seq`` the next event had when the ask began: events with a lower one happened before it."""
+    bound_s: float = 0.0
+    """The ask's own bound (its ``timeout``)."""
+    took_s: float = 0.0
+
+
+@dataclass(frozen=True)
 class Stored(Event):
     offsets: Offsets
     error: str | None = None

@@ -475,6 +475,16 @@ class JvmConsumer(_Proxy):
         rows = self._call("position", partitions=tp_rows(partitions))
         return [ck.TopicPartition(t, p, o) for t, p, o in rows]
 
+    def committed(self, partitions: Sequence[ck.TopicPartition], timeout: float = -1) -> list[ck.TopicPartition]:
+        """``KafkaConsumer.committed(Set, Duration)`` with ``timeout`` (seconds; none given: the release's
+        ``default.api.timeout.ms``, as confluent-kafka's waits for good): each partition's committed offset, -1001
+        (``OFFSET_INVALID``) where the group has none, as confluent-kafka's ``committed`` answers."""
+        fields: dict[str, Any] = {"partitions": tp_rows(partitions)}
+        if timeout >= 0:
+            fields["timeout_ms"] = int(timeout * 1000)
+        rows = self._call("committed", **fields)
+        return [ck.TopicPartition(t, p, o) for t, p, o in rows]
+
     def get_watermark_offsets(
         self, partition: ck.TopicPartition, timeout: float | None = None, cached: bool = False
     ) -> tuple[int, int]:

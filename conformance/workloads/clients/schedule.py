@@ -52,6 +52,12 @@ class StepKind(StrEnum):
     """A closed consumer comes back as a new incarnation with its settings, group and subscription."""
     STALL = "stall"
     """The consumer stops polling until the next poll step for it (a stalled or dead application)."""
+    COMMITTED = "committed"
+    """``count`` successive asks for the group's committed offsets of the partitions the consumer owns
+    (``Consumer.committed``, ``KafkaConsumer.committed(Set, Duration)``), each bounded by ``wait_ms``, as a lag
+    monitor or a source that restores its positions asks; with ``mode`` ``beside``, the asks run on the consumer's
+    own thread, one after another, for as long as the run takes to carry out the next step (another member joining
+    or leaving, a wait while the group settles), at least ``count`` of them."""
     SUBSCRIBE = "subscribe"
     """A group member subscribes again, with the same callbacks, to ``mode``: ``topics`` (every topic of the run
     that exists now, as a list), ``pattern`` (the run's regex) or ``one`` (topic ``topic`` alone). An ``assign``
@@ -79,6 +85,7 @@ CONSUMER_STEPS: Final = frozenset(
         StepKind.REOPEN,
         StepKind.STALL,
         StepKind.SUBSCRIBE,
+        StepKind.COMMITTED,
     }
 )
 PRODUCER_STEPS: Final = frozenset({StepKind.PRODUCE, StepKind.TRANSACTION, StepKind.FLUSH})
@@ -200,6 +207,9 @@ MAX_ASSIGNED: Final = 1
 MAX_STEPS: Final = 24
 MAX_RECORDS: Final = 20
 WAIT_MS: Final = (0, 3_000)
+COMMITTED_BOUND_MS: Final = (0, 5_000)
+"""A ``committed`` step's bound for each ask: none (0, an answer only if the client has one at once) to seconds."""
+MAX_COMMITTED_ASKS: Final = 3
 PAUSE_NODE_MS: Final = (500, 4_000)
 """Shorter than every drawn request timeout's floor, so a paused node delays clients and fails none of them."""
 
@@ -254,6 +264,14 @@ def step_strategy(producers: int, consumers: int, topics: int, faults: bool) -> 
         st.builds(Step, st.just(StepKind.REOPEN), consumer),
         st.builds(Step, st.just(StepKind.STALL), consumer),
         st.builds(Step, st.just(StepKind.SUBSCRIBE), consumer, topic, mode=st.sampled_from(SUBSCRIPTIONS)),
+        st.builds(
+            Step,
+            st.just(StepKind.COMMITTED),
+            consumer,
+            count=st.integers(1, MAX_COMMITTED_ASKS),
+            mode=st.sampled_from(["", "beside"]),
+            wait_ms=st.integers(*COMMITTED_BOUND_MS),
+        ),
         st.builds(Step, st.just(StepKind.WAIT), wait_ms=st.integers(*WAIT_MS)),
         st.builds(Step, st.just(StepKind.ADD_PARTITIONS), topic=topic, count=st.integers(1, 2)),
         st.builds(Step, st.just(StepKind.CREATE_TOPIC), count=st.integers(1, MAX_PARTITIONS)),
@@ -265,8 +283,8 @@ def step_strategy(producers: int, consumers: int, topics: int, faults: bool) -> 
         ]
     kinds = [StepKind.PRODUCE, StepKind.TRANSACTION, StepKind.FLUSH, StepKind.POLL, StepKind.POLL_WHILE_PAUSED,
              StepKind.COMMIT, StepKind.STORE, StepKind.PAUSE, StepKind.RESUME, StepKind.SEEK, StepKind.CLOSE,
-             StepKind.REOPEN, StepKind.STALL, StepKind.SUBSCRIBE, StepKind.WAIT, StepKind.ADD_PARTITIONS,
-             StepKind.CREATE_TOPIC, StepKind.BROKER_RESTART, StepKind.NODE_PAUSE]  # fmt: skip
+             StepKind.REOPEN, StepKind.STALL, StepKind.SUBSCRIBE, StepKind.COMMITTED, StepKind.WAIT,
+             StepKind.ADD_PARTITIONS, StepKind.CREATE_TOPIC, StepKind.BROKER_RESTART, StepKind.NODE_PAUSE]  # fmt: skip
     by_kind = dict(zip(kinds, choices, strict=False))  # without faults, the last kinds have no strategy
     # A kind is drawn first, from a list that holds it WEIGHTS times, then its step: st.one_of over repeats of one
     # strategy would not weigh it (Hypothesis drops a branch it already has, by identity). Hypothesis leans to a

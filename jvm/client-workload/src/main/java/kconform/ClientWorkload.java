@@ -12,6 +12,7 @@ import java.util.Collection;
 import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.OptionalLong;
@@ -270,6 +271,20 @@ public final class ClientWorkload {
                 else
                     c.consumer.seek(tp, (Long) r.get("offset"));
                 return null;
+            }
+            case "committed": {
+                // KafkaConsumer.committed(Set, Duration): null for a partition the group has no offset of, given as
+                // -1001 (confluent-kafka's OFFSET_INVALID); a failure (TimeoutException at the bound) is the answer's
+                Set<TopicPartition> asked = new LinkedHashSet<>(partitions(r));
+                Map<TopicPartition, OffsetAndMetadata> got = r.get("timeout_ms") == null
+                    ? c.consumer.committed(asked)
+                    : c.consumer.committed(asked, Duration.ofMillis((Long) r.get("timeout_ms")));
+                List<Object> rows = new ArrayList<>();
+                for (TopicPartition tp : asked) {
+                    OffsetAndMetadata offset = got == null ? null : got.get(tp);
+                    rows.add(List.of(tp.topic(), (long) tp.partition(), offset == null ? -1001L : offset.offset()));
+                }
+                return rows;
             }
             case "position":
                 return positions(c, partitions(r));
