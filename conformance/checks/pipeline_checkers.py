@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -607,21 +607,32 @@ def check_gone_position(
         for tp, t in gone.items()
         if not loss_accepted
     ]
-    read = {(r.tp, r.offset) for r in reads}
-    for tp, t in sorted(partitions.items()):
-        skipped = [o for o in range(max(t.position, t.log_start), t.end) if (tp, o) not in read]
-        if skipped:
-            out.append(
-                Violation(
-                    "RESTORE-015",
-                    "existing-record-skipped",
-                    f"{tp}: {len(skipped)} records that still exist (from offset {skipped[0]}, log start "
-                    f"{t.log_start}, end {t.end}) were never read: the position was reset past them",
-                    data=tp_fields(tp)
-                    | {"offsets": skipped[:20], "record_count": len(skipped), "log_start": t.log_start, "end": t.end},
-                )
+    for tp, t, skipped in _unread(reads, partitions, lambda tp, t: max(t.position, t.log_start)):
+        out.append(
+            Violation(
+                "RESTORE-015",
+                "existing-record-skipped",
+                f"{tp}: {len(skipped)} records that still exist (from offset {skipped[0]}, log start "
+                f"{t.log_start}, end {t.end}) were never read: the position was reset past them",
+                data=tp_fields(tp)
+                | {"offsets": skipped[:20], "record_count": len(skipped), "log_start": t.log_start, "end": t.end},
             )
+        )
     return out
+
+
+def _unread(
+    reads: Iterable[ReadRecord],
+    partitions: Mapping[TopicPartition, Truncated],
+    first: Callable[[TopicPartition, Truncated], int],
+) -> list[tuple[TopicPartition, Truncated, list[int]]]:
+    """Per partition (in order) the offsets in ``[first(tp, t), t.end)`` that ``reads`` never read, where any: what a
+    restarted query skipped of the records the log holds (RESTORE-015's and RESTORE-022's skip kinds)."""
+    read = {(r.tp, r.offset) for r in reads}
+    unread = [
+        (tp, t, [o for o in range(first(tp, t), t.end) if (tp, o) not in read]) for tp, t in sorted(partitions.items())
+    ]
+    return [(tp, t, skipped) for tp, t, skipped in unread if skipped]
 
 
 def error_line(error: str, tp: TopicPartition) -> str:
@@ -689,28 +700,26 @@ def check_position_past_end(
         for tp, t in past.items()
         if not loss_accepted
     ]
-    read = {(r.tp, r.offset) for r in reads}
-    for tp, t in sorted(partitions.items()):
-        first = t.log_start if tp in past else max(t.position, t.log_start)
-        skipped = [o for o in range(first, t.end) if (tp, o) not in read]
-        if skipped:
-            out.append(
-                Violation(
-                    "RESTORE-022",
-                    "unread-record-skipped",
-                    f"{tp}: {len(skipped)} records the log holds (from offset {skipped[0]}, log start {t.log_start}, "
-                    f"end {t.end}, resumed at {t.position}) were never read"
-                    + (": the position past the end was reset past them" if tp in past else ""),
-                    data=tp_fields(tp)
-                    | {
-                        "offsets": skipped[:20],
-                        "record_count": len(skipped),
-                        "start": t.position,
-                        "log_start": t.log_start,
-                        "end": t.end,
-                    },
-                )
+    for tp, t, skipped in _unread(
+        reads, partitions, lambda tp, t: t.log_start if tp in past else max(t.position, t.log_start)
+    ):
+        out.append(
+            Violation(
+                "RESTORE-022",
+                "unread-record-skipped",
+                f"{tp}: {len(skipped)} records the log holds (from offset {skipped[0]}, log start {t.log_start}, "
+                f"end {t.end}, resumed at {t.position}) were never read"
+                + (": the position past the end was reset past them" if tp in past else ""),
+                data=tp_fields(tp)
+                | {
+                    "offsets": skipped[:20],
+                    "record_count": len(skipped),
+                    "start": t.position,
+                    "log_start": t.log_start,
+                    "end": t.end,
+                },
             )
+        )
     return out
 
 
