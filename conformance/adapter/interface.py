@@ -145,6 +145,9 @@ class ProtocolAdapter(Protocol):
     # where a fresh source told to start from its group's committed offsets starts each partition (an offset, or
     # the EARLIEST/LATEST sentinel of a configured fallback); a ``ValueError`` naming the partitions when it fails.
 
+    # Optional, for any adapter: ``versions() -> {component: release}``, the releases it judges (its connector's
+    # jars), which every report's ``judged`` names (``kconform.conformance.gate.report.judged_components``).
+
     def discoverer(self, config: DiscovererConfig) -> Discoverer: ...
 
     def source(self, config: SourceConfig) -> Source: ...
