@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Final, Literal
 from uuid import uuid4
@@ -262,6 +262,10 @@ class Workload:
             self.starts(stop_first(schedule, run, [bool(r.reads()) for r in self.runs])),
             committed_reads(self.runs) if self.runs else [],
         )
+        if plan.refusal is not None:  # its stop waits for the writes after the refusal: the refusal's own waits too
+            stop = replace(
+                stop, within_ms=STOP_WITHIN_MS + int((IDLE_WITHIN_S + MAX_REFUSED * SETTLED_WITHIN_S) * 1000)
+            )
         if schedule.empty_at_start and run == 0:  # nothing to read: stop once the first discovery was done
             stop = Stop(listed=True, within_ms=STOP_WITHIN_MS)
         return JobRun(
