@@ -97,6 +97,18 @@ def test_the_draws_cover_every_start_and_stop() -> None:
     assert DRAWN["fault:writes refused"] > 0 and DRAWN["fault:records refused"] > DRAWN["fault:writes refused"]
 
 
+def test_a_refusal_replays_from_its_json_and_is_described_and_counted() -> None:
+    plain = replace(EVERY_KIND, runs=tuple(replace(run, refusal=None) for run in EVERY_KIND.runs))
+    refused = replace(plain, runs=(*plain.runs[:-1], replace(plain.runs[-1], refusal=Refusal(1, ((0, 0), (1, 0)), 4))))
+    assert FlinkSchedule.loads(refused.dumps()) == refused
+    assert describe(refused).splitlines()[-1] == (
+        "run 4: write 9 to t1[0]; parallelism 1, no failure; the broker refuses sink 1's writes while 2 records are "
+        "written (t0[0], t1[0]), then 4 more to each; read to the end"
+    )
+    assert refused.runs[-1].refusal is not None and refused.runs[-1].refusal.written() == {(0, 0): 5, (1, 0): 5}
+    assert refused.counts()["fault:writes refused"] == 1 and refused.counts()["fault:records refused"] == 2
+
+
 def test_a_refusal_is_drawn_from_the_schedule_itself_in_each_that_may_have_one() -> None:
     """``with_refusal`` leaves every other choice as it was (a seed's schedules stay what they were) and gives the
     same schedule the same refusal; a schedule under a start at LATEST, or with no at-least-once sink, has none."""
