@@ -633,7 +633,9 @@ def with_refusal(schedule: FlinkSchedule) -> FlinkSchedule:
     Drawn from the schedule itself (a generator seeded with its JSON), not from Hypothesis's choices: a choice more
     at the end of a schedule moves every later schedule of a seed (one more ``draw`` there changes seed 1's fourth
     schedule on, 2026-11-30), and the bank's entries and ``make test`` rest on a seed's early schedules. So a seed
-    draws the schedules it drew before, some now with a refusal; a schedule's JSON replays it with its refusal."""
+    draws the schedules it drew before, some now with a refusal; a schedule's JSON replays it with its refusal.
+    The seed is the JSON: a field added to ``FlinkSchedule`` or ``RunPlan`` changes it and so moves every refusal,
+    unless a schedule without the new choice keeps its JSON (leave the field out of ``to_json`` at its default)."""
     sinks = [k for k, sink in enumerate(schedule.sinks) if not sink.exactly_once]
     runs = [k for k, run in enumerate(schedule.runs) if run.stop_after is None and run.failure is None]
     if schedule.resolves_late or schedule.empty_at_start or not sinks or not runs:
