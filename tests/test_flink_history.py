@@ -21,6 +21,7 @@ from kconform.conformance.checks.pipeline_checkers import (
 from kconform.conformance.flink.harness import RunningJob
 from kconform.conformance.flink.history import (
     HistoryError,
+    checkpointed_to,
     committed_reads,
     left_to_read,
     parse_run,
@@ -223,6 +224,16 @@ def test_a_refused_write_settles_once_a_checkpoint_holding_its_read_completes_or
     assert not restarted_or_checkpointed(parse_segments(SURFACED[:-1]), {REFUSED})  # read, not yet checkpointed
     assert not restarted_or_checkpointed(parse_segments(SWALLOWED[:-1]), {REFUSED})  # snapshot, not completed
     assert not restarted_or_checkpointed(parse_segments(SWALLOWED), {b"v9"})
+
+
+def test_a_refusal_begins_once_what_the_run_had_to_read_is_in_a_completed_checkpoint() -> None:
+    """The workload's refusal waits for the job to be idle: every partition read to its end and a checkpoint holding
+    that last read completed (a snapshot alone is not that); with nothing to read, one completed checkpoint."""
+    segments = parse_segments(SWALLOWED)
+    assert checkpointed_to(segments, {TP0: 3}) and checkpointed_to(segments, {TP0: 4})
+    assert not checkpointed_to(segments, {TP0: 5})  # offset 4 never read
+    assert not checkpointed_to(parse_segments(SWALLOWED[:-1]), {TP0: 4})  # checkpoint 2 not completed
+    assert checkpointed_to(segments, {}) and not checkpointed_to(parse_segments(SWALLOWED[:4]), {})
 
 
 def test_required_COMMIT_007_a_checkpoint_completed_over_a_refused_write_that_never_came_out_is_caught() -> None:

@@ -150,6 +150,27 @@ def test_every_sink_is_judged_on_its_own_and_names_itself() -> None:
     ]
 
 
+def test_required_COMMIT_007_a_refused_record_missing_from_its_sink_is_told_from_a_record_lost_otherwise() -> None:
+    """A refusal of sink out-1's writes while ``c`` was written: ``c`` missing from out-1 is COMMIT-007 (the sink
+    took the refused write for a done one), ``a`` missing there COMMIT-011 (lost otherwise); ``c`` missing from
+    out-2, whose writes were not refused, is COMMIT-011. The twin: the refused record written again (a sink that
+    failed and replayed it, a repeat included) is no finding."""
+    refused = {"out-1": [b"c"]}
+    lost = {0: records("out-1", 0, [b"b", b"d"])}
+    other = {0: records("out-2", 0, [b"a", b"b", b"d"])}
+    found = check_sinks(SOURCE, [("out-1", False, lost), ("out-2", False, other)], refused)
+    assert sorted((v.requirement, v.kind, v.data["value"], v.evidence.split(":")[0]) for v in found) == [
+        ("COMMIT-007", "lost-write", "c", "sink out-1 (at-least-once)"),
+        ("COMMIT-011", "lost-write", "a", "sink out-1 (at-least-once)"),
+        ("COMMIT-011", "lost-write", "c", "sink out-2 (at-least-once)"),
+    ]
+    assert "refused the sink's writes" in next(v for v in found if v.requirement == "COMMIT-007").evidence
+    replayed = {0: records("out-1", 0, [b"a", b"b", b"c", b"c", b"d"])}
+    assert check_sinks(SOURCE, [("out-1", False, replayed)], refused) == []
+    # a refused record the job need not read (before its start) is judged by nothing
+    assert check_sinks(SOURCE, [("out-1", False, replayed)], {"out-1": [b"z"]}) == []
+
+
 EMPTY = FlinkSchedule(
     partitions=(),
     pattern=True,

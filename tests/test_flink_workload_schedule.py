@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -14,12 +15,14 @@ from kconform.conformance.workloads.flink.schedule import (
     MAX_SINKS,
     FlinkSchedule,
     Held,
+    Refusal,
     RunPlan,
     SinkPlan,
     Step,
     describe,
     failure_sure,
     flink_schedules,
+    with_refusal,
 )
 
 
@@ -73,6 +76,10 @@ def test_every_start_and_stop_is_drawn_and_a_start_at_latest_draws_no_failure(sc
         created = {(t, p) for t, n in enumerate(schedule.layout(1)) for p in range(n)}
         written_last = {(s.topic, s.partition) for s in schedule.runs[-1].steps if s.kind == "write"}
         assert created and created <= written_last  # written to again: a late start shows as a gap
+    for k, refusal in schedule.refusals():  # a fault inside a run whose records written meanwhile surely are read
+        assert not schedule.resolves_late and not schedule.empty_at_start
+        assert schedule.runs[k].stop_after is None and schedule.runs[k].failure is None
+        assert not schedule.sinks[refusal.sink].exactly_once
 
 
 DRAWN: Counter[str] = Counter()
@@ -87,6 +94,39 @@ def test_the_draws_cover_every_start_and_stop() -> None:
     assert {"sinks:1", "sinks:2", "sinks:3", "prefix:set", "prefix:unset", "guarantee:at-least-once"} <= set(DRAWN)
     assert DRAWN["sinks unprefixed at least once:2+"] > 0  # several sinks leaving the prefix to the release
     assert DRAWN["subscription:pattern, empty at start"] > 0
+    assert DRAWN["fault:writes refused"] > 0 and DRAWN["fault:records refused"] > DRAWN["fault:writes refused"]
+
+
+def test_a_refusal_replays_from_its_json_and_is_described_and_counted() -> None:
+    plain = replace(EVERY_KIND, runs=tuple(replace(run, refusal=None) for run in EVERY_KIND.runs))
+    refused = replace(plain, runs=(*plain.runs[:-1], replace(plain.runs[-1], refusal=Refusal(1, ((0, 0), (1, 0)), 4))))
+    assert FlinkSchedule.loads(refused.dumps()) == refused
+    assert describe(refused).splitlines()[-1] == (
+        "run 4: write 9 to t1[0]; parallelism 1, no failure; the broker refuses sink 1's writes while 2 records are "
+        "written (t0[0], t1[0]), then 4 more to each; read to the end"
+    )
+    assert refused.runs[-1].refusal is not None and refused.runs[-1].refusal.written() == {(0, 0): 5, (1, 0): 5}
+    assert refused.counts()["fault:writes refused"] == 1 and refused.counts()["fault:records refused"] == 2
+
+
+def test_a_refusal_is_drawn_from_the_schedule_itself_in_each_that_may_have_one() -> None:
+    """``with_refusal`` leaves every other choice as it was (a seed's schedules stay what they were) and gives the
+    same schedule the same refusal; a schedule under a start at LATEST, or with no at-least-once sink, has none."""
+    plain = replace(EVERY_KIND, runs=tuple(replace(run, refusal=None) for run in EVERY_KIND.runs))
+    faulted = with_refusal(plain)
+    assert with_refusal(plain) == faulted and faulted.problem() is None
+    ((k, refusal),) = faulted.refusals()
+    assert replace(faulted, runs=tuple(replace(run, refusal=None) for run in faulted.runs)) == plain
+    assert faulted.sinks[refusal.sink] == SinkPlan(False, prefixed=False) and k in (1, 3)
+    assert with_refusal(replace(plain, more_sinks=())).refusals() == []  # exactly-once alone
+    latest = replace(
+        plain,
+        start="latest",
+        fallback=None,
+        held=(),
+        runs=(replace(plain.runs[0], failure=None), *(replace(r, failure=None) for r in plain.runs[1:])),
+    )
+    assert with_refusal(latest).refusals() == []
 
 
 def test_the_explicit_example_draws_every_kind() -> None:
@@ -137,6 +177,22 @@ BASE = EVERY_KIND
         ({"prefixed": False}, "every exactly-once one prefixed"),
         ({"more_sinks": (SinkPlan(True, prefixed=False),)}, "every exactly-once one prefixed"),
         ({"more_sinks": (SinkPlan(False),) * MAX_SINKS}, f"1 to {MAX_SINKS}"),
+        ({"runs": (*BASE.runs[:-1], replace(BASE.runs[-1], refusal=Refusal(0, ((0, 0),), 3)))}, "not at-least-once"),
+        ({"runs": (*BASE.runs[:-1], replace(BASE.runs[-1], refusal=Refusal(1, ((2, 0),), 3)))}, "partition the job"),
+        ({"runs": (*BASE.runs[:-1], replace(BASE.runs[-1], refusal=Refusal(1, (), 3)))}, "partition the job"),
+        ({"runs": (*BASE.runs[:-1], replace(BASE.runs[-1], refusal=Refusal(1, ((0, 0),), 0)))}, "records after"),
+        (
+            {"runs": (*BASE.runs[:2], replace(BASE.runs[2], refusal=Refusal(1, ((0, 0),), 3)), BASE.runs[3])},
+            "reads to the end",
+        ),
+        (
+            {"runs": (BASE.runs[0], replace(BASE.runs[1], refusal=Refusal(1, ((0, 0),), 3)), *BASE.runs[2:])},
+            "no failure",
+        ),
+        (
+            {"fallback": "latest", "runs": (*BASE.runs[:-1], replace(BASE.runs[-1], refusal=Refusal(1, ((0, 0),), 3)))},
+            "not under a start at LATEST",
+        ),
     ],
 )
 def test_a_schedule_the_runner_cannot_carry_out_is_refused_naming_why(changed: dict[str, object], named: str) -> None:

@@ -16,14 +16,16 @@ since read from their first record, which no single first discovery explains.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Final
 
 from ...reference_impl.ports import Record
 from ...reference_impl.types import TopicPartition
 from ..workloads.flink.schedule import Cell, FlinkSchedule
-from .checkers import Violation
-from .pipeline_checkers import ReadRecord, check_discovered, check_read_once, check_sink_output
+from .checkers import Violation, value_field
+from .pipeline_checkers import ReadRecord, check_discovered, check_read_once, check_rewritten, check_sink_output
 
 SinkOutput = tuple[str, bool, Mapping[int, Sequence[Record]]]
 """One sink of the job: its name, whether it is exactly-once, and its topic as a read_committed reader sees it
@@ -51,15 +53,35 @@ class Judged:
         )
 
 
-def check_sinks(produced: Mapping[int, Sequence[Record]], outputs: Sequence[SinkOutput]) -> list[Violation]:
+REFUSED: Final = "was written while the broker refused the sink's writes"
+"""What a ``COMMIT-007`` finding of a refused record says of it (``check_rewritten``'s cause)."""
+
+
+def check_sinks(
+    produced: Mapping[int, Sequence[Record]], outputs: Sequence[SinkOutput],
+    refused: Mapping[str, Collection[bytes]] | None = None,
+) -> list[Violation]:  # fmt: skip
     """COMMIT-011 and COMMIT-013 for each sink of a job on its own (every sink writes every record the job reads):
     its read_committed output against ``produced`` (the source records from the starts, keyed apart), exactly once
-    or at least once as the sink's guarantee says; each finding names its sink."""
-    return [
-        replace(v, evidence=f"sink {name} ({'exactly-once' if exactly_once else 'at-least-once'}): {v.evidence}")
-        for name, exactly_once, output in outputs
-        for v in check_sink_output(produced, output, exactly_once=exactly_once)
-    ]
+    or at least once as the sink's guarantee says; each finding names its sink. ``refused``: sink name -> the
+    records the job read while the broker refused that sink's writes; one of them missing from its output is
+    COMMIT-007 (the sink took the refused write for a done one, instead of failing and writing it again), not
+    COMMIT-011."""
+    found = []
+    expected = {r.value for records in produced.values() for r in records}
+    for name, exactly_once, output in outputs:
+        violations = check_sink_output(produced, output, exactly_once=exactly_once)
+        failed: Counter[bytes | None] = Counter(v for v in (refused or {}).get(name, ()) if v in expected)
+        if failed:
+            seen = Counter(r.value for records in output.values() for r in records)
+            named = {value_field(v) for v in failed}
+            violations = check_rewritten(failed, seen, REFUSED) + [
+                v for v in violations
+                if not (v.requirement == "COMMIT-011" and v.kind == "lost-write" and v.data.get("value") in named)
+            ]  # fmt: skip
+        guarantee = "exactly-once" if exactly_once else "at-least-once"
+        found += [replace(v, evidence=f"sink {name} ({guarantee}): {v.evidence}") for v in violations]
+    return found
 
 
 def open_first_discoveries(schedule: FlinkSchedule, read: Sequence[bool]) -> list[int]:

@@ -222,3 +222,17 @@ def restarted_or_checkpointed(segments: Iterable[Segment], values: Collection[by
             if any(r.value in values for r in segment.reads_before(checkpoint)):
                 return True
     return False
+
+
+def checkpointed_to(segments: Iterable[Segment], ends: Mapping[TopicPartition, int]) -> bool:
+    """Whether the job read each partition of ``ends`` up to its end and a checkpoint holding that last read
+    completed (its sinks flushed what came before it: no write of the job in flight); with no partition to read,
+    whether any checkpoint completed (the job runs, its sinks started)."""
+    segments = list(segments)
+    held: set[TopicPartition] = set()
+    done = False
+    for segment in segments:
+        for checkpoint in segment.completed & set(segment.checkpoints()):
+            done = True
+            held |= {r.tp for r in segment.reads_before(checkpoint) if r.tp in ends and r.offset >= ends[r.tp] - 1}
+    return done and held >= set(ends)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 from ..adapters.flink_kafka import FlinkKafkaAdapter
 from ..flink.harness import JobEdit
-from ..flink.job import GroupOffsets, JobRun
+from ..flink.job import GroupOffsets, JobRun, Sink
 from ..flink.versions import NEWEST, release
 from . import registry
 
@@ -108,3 +108,22 @@ def _group_start_latest_without_offset(job: JobRun) -> JobRun:
     if not isinstance(start, GroupOffsets) or start.fallback is not None:
         return job
     return replace(job, starting_offsets=replace(start, fallback="latest"))
+
+
+@flink_mutant(
+    "flink_sink_acks_zero",
+    {"COMMIT-007"},
+    "the job's at-least-once KafkaSinks send with acks=0, so a write the broker refused is taken for a done one",
+    scenario="flink_jobs_keep_every_promise",
+)
+def _acks_zero(job: JobRun) -> JobRun:
+    """Producer ``acks=0`` (idempotence off, which needs ``all``) on every at-least-once sink: the producer counts a
+    record sent once it is on the wire and never hears the broker's refusal, so the sink's flush at a checkpoint
+    succeeds over it. The Flink workload's refusal (``Refusal``) meets it in seed 1's first drawn schedule."""
+
+    def unacked(sink: Sink) -> Sink:
+        if sink.exactly_once:
+            return sink
+        return replace(sink, properties={**sink.properties, "acks": "0", "enable.idempotence": "false"})
+
+    return replace(job, sink=unacked(job.sink), more_sinks=tuple(unacked(s) for s in job.more_sinks))

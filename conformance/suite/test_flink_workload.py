@@ -16,7 +16,10 @@ runs to its stop (LIVE-001: a job that failed of its own accord, its restarts us
 connector's exception, and what it never read is not lost). Under a start at LATEST the starts depend on the run
 whose enumerator did the first discovery: the history passes when one run it leaves open explains it
 (``kconform.conformance.checks.flink_workload_checkers``). A drawn failure that did not happen is ERROR, never a
-pass.
+pass. A run may meet a fault inside it (``Refusal``): once its job read and checkpointed what it had to read, the
+broker refuses an at-least-once sink's writes while records are written one at a time, each until a checkpoint
+holding it completed or the job restarted; a refused record missing from that sink's output in the end is COMMIT-007
+(the sink took a failed write for a done one), any other missing record COMMIT-011.
 
 Few drawn examples, not shrunk (``kconform run --workload-draws``, as the client workload); a failing one prints
 its schedule and its JSON, which ``FlinkSchedule.loads`` turns back into the schedule to replay.
@@ -26,7 +29,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Final, Literal
 from uuid import uuid4
@@ -39,26 +42,29 @@ from ..extras import pipeline_missing
 if (missing := pipeline_missing()) is not None:  # a core install: every test here is skipped, naming the fix
     pytest.skip(missing, allow_module_level=True)
 
-from ...reference_impl.kafka_client import KafkaClient, topic_records
+from ...reference_impl.kafka_client import KafkaClient, topic_records, wait_until
 from ...reference_impl.ports import Isolation, KafkaError, Record
 from ...reference_impl.types import TopicPartition
 from .. import progress
 from ..brokers import Broker
+from ..brokers.refusal import refused_writes
 from ..checks.checkers import Violation, fail_on
 from ..checks.flink_workload_checkers import Judged, check_sinks, check_workload_life
 from ..checks.liveness_checkers import Failure as JobFailure
 from ..checks.liveness_checkers import check_query_ran, flink_job_failure
 from ..checks.pipeline_checkers import ReadRecord, check_single_reader
 from ..errors import HarnessError
-from ..flink.harness import FlinkHarness, RunResult, visible_output
-from ..flink.history import RunHistory, committed_reads, next_offsets
+from ..flink.harness import FlinkHarness, RunningJob, RunResult, visible_output
+from ..flink.history import RunHistory, checkpointed_to, committed_reads, next_offsets, restarted_or_checkpointed
 from ..flink.job import GroupOffsets, JobRun, Sink, Stop
 from ..gate.profiles import workload_draws
 from ..gate.pytest_plugin import CouldNotCheck, requirement
 from ..workloads.flink.job_options import Failure
 from ..workloads.flink.schedule import (
     EVERY_KIND,
+    MAX_REFUSED,
     MAX_RUNS,
+    Cell,
     FlinkSchedule,
     Step,
     describe,
@@ -73,7 +79,8 @@ harness, flink_broker, kafka = flink_fixtures.harness, flink_fixtures.flink_brok
 """The shared fixtures (``flink_fixtures``), found by pytest by these names."""
 
 IDS: Final = (
-    "RESTORE-003", "ASSIGN-007", "COMMIT-011", "COMMIT-013", "DISC-005", "DISC-009", "DISC-002", "LIVE-001"
+    "RESTORE-003", "ASSIGN-007", "COMMIT-011", "COMMIT-013", "DISC-005", "DISC-009", "DISC-002", "LIVE-001",
+    "COMMIT-007",
 )  # fmt: skip
 PACE_MS: Final = 2
 """Spreads a run's reads over several checkpoints, so that failures and savepoints fall between them."""
@@ -83,8 +90,17 @@ STOP_WITHIN_MS: Final = 30_000
 stops there with its savepoint, and the checkers name what it did not read."""
 JOB_TIMEOUT_MS: Final = 60_000
 """The harness's bound on each wait for a job (its savepoint, its end)."""
-RUN_BOUND_S: Final = 60 + (STOP_WITHIN_MS + 2 * JOB_TIMEOUT_MS) / 1000
-"""The most one run takes (``flink.harness.run_limit_s``): the JVM's start, the stop's wait, savepoint and end."""
+REFUSAL_RESTARTS: Final = 20
+"""Restarts a run with a refusal may take: a sink that surfaces the refused writes fails on each restart while the
+broker refuses them (the harness restarts after 100 ms)."""
+IDLE_WITHIN_S: Final = 90.0
+"""The JVM's and the MiniCluster's start, the reads of what was written before the run and a checkpoint after them,
+on two shared cores: the moment a refusal begins."""
+SETTLED_WITHIN_S: Final = 30.0
+"""A refused record's read in a completed checkpoint (100 to 500 ms apart), or the job's restart after its failure."""
+RUN_BOUND_S: Final = 60 + (STOP_WITHIN_MS + 2 * JOB_TIMEOUT_MS) / 1000 + IDLE_WITHIN_S + MAX_REFUSED * SETTLED_WITHIN_S
+"""The most one run takes (``flink.harness.run_limit_s``): the JVM's start, the stop's wait, savepoint and end, and
+a refusal's waits."""
 
 
 def examples() -> int:
@@ -135,6 +151,7 @@ def drew(key: object, schedule: FlinkSchedule, failed: int, first: int | None) -
         "drew: sink prefixes": line("prefix:"),
         "drew: subscriptions": line("subscription:"),
         "drew: discovery intervals": line("discovery:"),
+        "drew: faults": line("fault:"),
         "drew: first discovery at LATEST": line("first discovery:"),
     }
 
@@ -172,6 +189,8 @@ class Workload:
     tag: str
     ends: dict[TopicPartition, int]
     runs: list[RunHistory]
+    refused: dict[int, list[bytes]] = field(default_factory=dict)
+    """Sink index -> the records written while the broker refused that sink's writes (``Refusal``)."""
 
     def topic(self, index: int) -> str:
         return f"{self.tag}-in-{index}"
@@ -213,6 +232,11 @@ class Workload:
             self.kafka.create_topic(self.topic(step.topic), step.count)
             self.ends |= {TopicPartition(self.topic(step.topic), p): 0 for p in range(step.count)}
 
+    def put(self, cell: Cell, value: bytes) -> None:
+        """One record written to ``cell`` while the job runs (a refusal's)."""
+        tp = self.tp(cell)
+        self.ends[tp] = self.kafka.produce(tp, None, value) + 1
+
     def job(self, run: int, savepoint: str | None, naming: str | None) -> JobRun:
         schedule, plan = self.schedule, self.schedule.runs[run]
         start: Literal["earliest", "latest"] | GroupOffsets = (
@@ -228,12 +252,20 @@ class Workload:
             )
             for index, sink in enumerate(schedule.sinks)
         ]
+        ends = dict(self.ends)
+        if plan.refusal is not None:  # what it writes while the job runs: the stop waits for it
+            for cell, count in plan.refusal.written().items():
+                ends[self.tp(cell)] += count
         stop = stop_of(
             plan.stop_after,
-            self.ends,
+            ends,
             self.starts(stop_first(schedule, run, [bool(r.reads()) for r in self.runs])),
             committed_reads(self.runs) if self.runs else [],
         )
+        if plan.refusal is not None:  # its stop waits for the writes after the refusal: the refusal's own waits too
+            stop = replace(
+                stop, within_ms=STOP_WITHIN_MS + int((IDLE_WITHIN_S + MAX_REFUSED * SETTLED_WITHIN_S) * 1000)
+            )
         if schedule.empty_at_start and run == 0:  # nothing to read: stop once the first discovery was done
             stop = Stop(listed=True, within_ms=STOP_WITHIN_MS)
         return JobRun(
@@ -254,6 +286,7 @@ class Workload:
             topic_pattern=pattern,
             more_sinks=tuple(sinks[1:]),
             record_listings=True,
+            **({} if plan.refusal is None else {"restart_attempts": REFUSAL_RESTARTS}),
         )
 
     def source(self) -> dict[TopicPartition, list[Record]]:
@@ -263,6 +296,76 @@ class Workload:
             for partition, records in topic_records(self.kafka, topic, Isolation.READ_UNCOMMITTED).items():
                 out[TopicPartition(topic, partition)] = records
         return out
+
+
+def run_refused(
+    harness: FlinkHarness, workload: Workload, run: int, job: JobRun, work: Path
+) -> tuple[RunResult, str | None]:
+    """Run ``run``, whose plan has a ``Refusal``, in the harness: once its job read what it had to read and a
+    checkpoint holding that completed, the broker refuses every write to the refusal's sink topic while one record
+    is written to each of its partitions in turn, each until a checkpoint holding its read completed or the job
+    restarted (a restart: the sink surfaced the refusal, which has done its part; the rest are written after it);
+    then ``after`` more records to each. Returns the run's result, and what says the refusal was not carried out
+    (the job did not get idle in time: judged without it) or ``None``. ``HarnessError`` when the job ended before
+    its stop (its failure, for LIVE-001) or a refused record never settled."""
+    refusal = workload.schedule.runs[run].refusal
+    assert refusal is not None
+    before = left(workload.ends, workload.starts(), committed_reads(workload.runs) if workload.runs else [])
+    running = harness.start(job, work)
+    try:
+        missing = None
+        try:
+            wait_until(
+                lambda: checkpointed_to(going(running, "before the refusal").segments_so_far(), before) or None,
+                IDLE_WITHIN_S, "the job's reads of what was written before it, checkpointed", step_s=0.1,
+            )  # fmt: skip
+        except KafkaError as late:
+            missing = f"the refusal of run {run + 1} was not carried out: {late} ({work})"
+        refused: list[bytes] = []
+        rest = list(refusal.cells)
+        if missing is None:
+            with refused_writes(workload.broker, workload.sink_topic(refusal.sink)):
+                while rest:
+                    value = f"{workload.tag}-r{run}-refused-{len(refused)}-t{rest[0][0]}".encode()
+                    workload.put(rest.pop(0), value)
+                    refused.append(value)
+                    if settled(running, value):
+                        break
+        workload.refused.setdefault(refusal.sink, []).extend(refused)
+        for number, cell in enumerate(rest):
+            workload.put(cell, f"{workload.tag}-r{run}-unrefused-{number}-t{cell[0]}".encode())
+        for t, p in sorted(set(refusal.cells)):
+            workload.ends |= write(
+                workload.kafka, workload.topic(t), (p,), refusal.after, f"{workload.tag}-r{run}-after-t{t}"
+            )
+    except BaseException:
+        if not running.ended(within_s=0.0):
+            running.kill()
+        raise
+    return running.finish(), missing
+
+
+def going(running: RunningJob, when: str) -> RunningJob:
+    """``running``, still running; ``HarnessError`` (its failure, read from its stderr) when it ended ``when``."""
+    if running.ended(within_s=0.0):
+        raise HarnessError(f"the job ended {when}")
+    return running
+
+
+def settled(running: RunningJob, value: bytes) -> bool:
+    """Wait until the job went on after reading ``value``, written while its sink's writes are refused: a
+    checkpoint holding its read completed, or the job restarted (``True``: the sink surfaced the refusal).
+    ``HarnessError`` when neither came in time."""
+
+    def went_on() -> bool | None:
+        segments = going(running, "while its sink's writes were refused").segments_so_far()
+        return restarted_or_checkpointed(segments, {value}) or None
+
+    try:
+        wait_until(went_on, SETTLED_WITHIN_S, f"the job's checkpoint or restart after {value!r}", step_s=0.1)
+    except KafkaError as error:
+        raise HarnessError(str(error)) from None
+    return any(s.attempt > 0 for s in running.segments_so_far())
 
 
 def produced(
@@ -307,8 +410,10 @@ def judge(workload: Workload) -> Judged:
         for index, plan in enumerate(schedule.sinks)
     ]
 
+    refused = {workload.sink_topic(index): values for index, values in workload.refused.items()}
+
     def sink(starts: Mapping[TopicPartition, int]) -> list[Violation]:
-        return check_sinks(produced(source, starts), outputs)
+        return check_sinks(produced(source, starts), outputs, refused)
 
     read = [bool(run.reads()) for run in workload.runs]
     listed = {tp for run in workload.runs for listing in run.listings for tp in listing}
@@ -352,7 +457,12 @@ def test_required_RESTORE_003_flink_jobs_keep_every_promise_of_a_drawn_workload(
                 held = {workload.tp((h.topic, h.partition)): h.offset for h in schedule.held}
                 kafka.commit_offsets(f"{tag}-group", held)
             try:
-                result = harness.run(workload.job(run, savepoint, naming), work / f"run-{run + 1}")
+                job = workload.job(run, savepoint, naming)
+                if plan.refusal is None:
+                    result = harness.run(job, work / f"run-{run + 1}")
+                else:
+                    result, unrefused = run_refused(harness, workload, run, job, work / f"run-{run + 1}")
+                    missed += [unrefused] if unrefused else []
             except HarnessError as error:
                 stopped = job_failure(work / f"run-{run + 1}", error)
                 violations += check_query_ran(stopped, f"that run {run + 1} of the drawn schedule")
@@ -387,7 +497,7 @@ def test_required_RESTORE_003_flink_jobs_keep_every_promise_of_a_drawn_workload(
         fail_on(violations, detail=f"\na job of the schedule failed; later runs not carried out\n{detail}")
         return
     violations += life.violations
-    ids = life.judged | {"ASSIGN-007", "LIVE-001"}
+    ids = life.judged | {"ASSIGN-007", "LIVE-001"} | ({"COMMIT-007"} if any(workload.refused.values()) else set())
     violated = {v.requirement for v in violations}
     explained = (
         f"judged as if run {life.first + 1} had done the first discovery (a start at LATEST)"

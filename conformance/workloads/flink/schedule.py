@@ -27,6 +27,12 @@ listing), so the job's first discovery is known to have found nothing; every top
 its first record (DISC-005, DISC-002), whatever the start. Each partition so created is written to again before the
 last run, so a partition started late (read with a gap) is told apart from one never found.
 
+A run that reads to the end may meet a fault inside it (``Refusal``, drawn last: see ``with_refusal``): once it read
+and checkpointed what was written before it, the broker refuses every write to an at-least-once sink's topic while a
+few records are written to the job's input one at a time, each until a checkpoint holding its read completed or the
+job restarted; then it takes writes again and more records are written after them. A sink that surfaced the
+refusal fails and writes the records again; one that swallowed it completes its checkpoint without them (COMMIT-007).
+
 Left out on purpose: a start from group offsets without a fallback on a group that holds none (a refusal,
 RESTORE-018's scenario). A failure under a start at LATEST, which cannot be sure to happen (``failure_sure``). A
 group start or a failure in a schedule that starts with no topic (nothing to hold, nothing surely read).
@@ -34,7 +40,9 @@ group start or a failure in a schedule that starts with no topic (nothing to hol
 
 from __future__ import annotations
 
+import hashlib
 import json
+import random
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Final, Literal
@@ -72,6 +80,10 @@ DISCOVERY_MS: Final = (None, 1000)
 schedule adds, it adds while no job runs, and a job finds it at its enumerator's first discovery, which it does
 at start whether periodic discovery is on or off."""
 """Checkpoint intervals drawn: a run of a few seconds spans several checkpoints at each."""
+MAX_REFUSED: Final = 3
+"""Records written one at a time while the broker refuses a sink's writes."""
+REFUSAL_ODDS: Final = 1
+"""One in this many schedules that may meet a refusal (``with_refusal``) do."""
 EMPTY_ODDS: Final = 2
 """One in this many schedules that may start with no topic (by pattern, not from a group, three runs or more) do."""
 
@@ -96,6 +108,34 @@ class Step:
 
 
 @dataclass(frozen=True, slots=True)
+class Refusal:
+    """A fault inside a run: once the run's job read what was written before it and a checkpoint holding that
+    completed (the job idle, no write of its sinks in flight), the broker refuses every write to sink ``sink``'s
+    topic while one record is written to each of ``cells`` in turn (a starting partition), each until a checkpoint
+    holding its read completed or the job restarted; then the broker takes writes again and ``after`` more
+    records are written to each partition of ``cells``. The run's stop waits for those: it cannot come while the
+    broker refuses."""
+
+    sink: int
+    cells: tuple[Cell, ...]
+    after: int
+
+    def text(self) -> str:
+        where = ", ".join(f"t{t}[{p}]" for t, p in self.cells)
+        return (
+            f"the broker refuses sink {self.sink}'s writes while {len(self.cells)} record"
+            f"{'s are' if len(self.cells) > 1 else ' is'} written ({where}), then {self.after} more to each"
+        )
+
+    def written(self) -> dict[Cell, int]:
+        """Records the fault writes to each partition while the run's job runs (refused ones and those after)."""
+        found: dict[Cell, int] = {}
+        for cell in self.cells:
+            found[cell] = found.get(cell, 0) + 1
+        return {cell: n + self.after for cell, n in found.items()}
+
+
+@dataclass(frozen=True, slots=True)
 class RunPlan:
     """One run: the operator's steps before it, its parallelism, its failure and its stop."""
 
@@ -106,6 +146,8 @@ class RunPlan:
     """Stop with a savepoint after this many reads of the run (replays counted; at most what is left to read, the
     runner's clamp); ``0``: at once, as soon as Flink takes a savepoint after the job's start; ``None``: once it
     read to the end of what was written."""
+    refusal: Refusal | None = None
+    """A fault while the job runs (a run that reads to the end, with no failure of its own)."""
 
     def text(self) -> str:
         steps = ", ".join(s.text() for s in self.steps) or "no operator step"
@@ -122,7 +164,8 @@ class RunPlan:
             if self.stop_after == 0
             else f"stop after {self.stop_after} records"
         )
-        return f"{steps}; parallelism {self.parallelism}, {failure}; {stop}"
+        fault = "" if self.refusal is None else f"; {self.refusal.text()}"
+        return f"{steps}; parallelism {self.parallelism}, {failure}{fault}; {stop}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +262,8 @@ class FlinkSchedule:
                 if wrong:
                     return f"run {k + 1}: {step.text()}: {wrong}"
                 _apply(step, layout)
+            if run.refusal is not None and (wrong := self._refusal_problem(run)):
+                return f"run {k + 1}: {run.refusal.text()}: {wrong}"
         if self.start != "group" and self.held:
             return f"offsets held for a start at the {self.start} offsets"
         before = self.written(0)
@@ -230,6 +275,26 @@ class FlinkSchedule:
         if len({(h.topic, h.partition) for h in self.held}) != len(self.held):
             return "an offset held twice"
         return None
+
+    def _refusal_problem(self, run: RunPlan) -> str | None:
+        refusal = run.refusal
+        assert refusal is not None
+        if self.resolves_late or self.empty_at_start:
+            return "not under a start at LATEST nor with no topic at start (what is written meanwhile must be read)"
+        if run.stop_after is not None or run.failure is not None:
+            return "only in a run that reads to the end and has no failure of its own"
+        if not 0 <= refusal.sink < len(self.sinks) or self.sinks[refusal.sink].exactly_once:
+            return "no such sink, or not at-least-once"
+        initial = {(t, p) for t, n in enumerate(self.partitions) for p in range(n)}
+        if not 1 <= len(refusal.cells) <= MAX_REFUSED or not set(refusal.cells) <= initial:
+            return f"1 to {MAX_REFUSED} records, each to a partition the job started with"
+        if not 1 <= refusal.after <= MAX_WRITE:
+            return f"1 to {MAX_WRITE} records after"
+        return None
+
+    def refusals(self) -> list[tuple[int, Refusal]]:
+        """The runs (0-based) with a refusal, and theirs."""
+        return [(k, run.refusal) for k, run in enumerate(self.runs) if run.refusal is not None]
 
     @property
     def resolves_late(self) -> bool:
@@ -311,6 +376,11 @@ class FlinkSchedule:
                     tuple(Step(**s) for s in r["steps"]),
                     None if r["failure"] is None else Failure(**r["failure"]),
                     r["stop_after"],
+                    None
+                    if r.get("refusal") is None
+                    else Refusal(
+                        r["refusal"]["sink"], tuple((t, p) for t, p in r["refusal"]["cells"]), r["refusal"]["after"]
+                    ),
                 )
                 for r in data["runs"]
             ),
@@ -343,6 +413,9 @@ class FlinkSchedule:
                 add(f"operator:{step.kind}")
             stop = "to the end" if run.stop_after is None else "at once" if run.stop_after == 0 else "after records"
             add(f"stop:{stop}")
+            if run.refusal is not None:
+                add("fault:writes refused")
+                found["fault:records refused"] = found.get("fault:records refused", 0) + len(run.refusal.cells)
         add("start:" + (self.start if self.start != "group" else f"group, fallback {self.fallback}"))
         for sink in self.sinks:
             add("guarantee:" + ("exactly-once" if sink.exactly_once else "at-least-once"))
@@ -548,7 +621,38 @@ def flink_schedules(draw: st.DrawFn) -> FlinkSchedule:
         emptied = emptied_at_start(schedule)
         cells = [(t, p) for t, n in enumerate(emptied.layout(1)) for p in range(n)]
         return written_again(emptied, {cell: draw(st.integers(1, MAX_WRITE)) for cell in cells})
-    return schedule
+    return with_refusal(schedule)
+
+
+def with_refusal(schedule: FlinkSchedule) -> FlinkSchedule:
+    """``schedule``, in one of ``REFUSAL_ODDS`` of those that may have one, with a ``Refusal`` in one of its runs
+    that read to the end with no failure: of one of its at-least-once sinks, while one to ``MAX_REFUSED`` records
+    are written to partitions it started with. Not under a start at LATEST (plain or a fallback) nor with no topic
+    at start: a record written while the job runs must surely be read, whenever its first discovery was.
+
+    Drawn from the schedule itself (a generator seeded with its JSON), not from Hypothesis's choices: a choice more
+    at the end of a schedule moves every later schedule of a seed (one more ``draw`` there changes seed 1's fourth
+    schedule on, 2026-11-30), and the bank's entries and ``make test`` rest on a seed's early schedules. So a seed
+    draws the schedules it drew before, some now with a refusal; a schedule's JSON replays it with its refusal.
+    The seed is the JSON: a field added to ``FlinkSchedule`` or ``RunPlan`` changes it and so moves every refusal,
+    unless a schedule without the new choice keeps its JSON (leave the field out of ``to_json`` at its default)."""
+    sinks = [k for k, sink in enumerate(schedule.sinks) if not sink.exactly_once]
+    runs = [k for k, run in enumerate(schedule.runs) if run.stop_after is None and run.failure is None]
+    if schedule.resolves_late or schedule.empty_at_start or not sinks or not runs:
+        return schedule
+    rng = random.Random(hashlib.sha256(schedule.dumps().encode()).digest())
+    if rng.randrange(REFUSAL_ODDS) != 0:
+        return schedule
+    initial = [(t, p) for t, n in enumerate(schedule.partitions) for p in range(n)]
+    refusal = Refusal(
+        rng.choice(sinks),
+        tuple(rng.choice(initial) for _ in range(rng.randint(1, MAX_REFUSED))),
+        rng.randint(1, MAX_WRITE),
+    )
+    run = rng.choice(runs)
+    plans = list(schedule.runs)
+    plans[run] = replace(plans[run], refusal=refusal)
+    return replace(schedule, runs=tuple(plans))
 
 
 def emptied_at_start(schedule: FlinkSchedule) -> FlinkSchedule:
