@@ -299,6 +299,24 @@ class KafkaClient:
         )
         return [g.group_id for g in listed.valid]
 
+    def describe_group(self, group: str) -> tuple[str, list[tuple[str, tuple[TopicPartition, ...]]]]:
+        """A consumer group as the broker describes it (DescribeGroups, or ConsumerGroupDescribe for a group of
+        the consumer protocol where the client has it): its state's name (``STABLE``, ``PREPARING_REBALANCING``,
+        ...) and each member as ``client id/member id`` with its assignment. An ``AttributeError`` from a release
+        without ``describe_consumer_groups``; a ``KafkaError`` when the broker did not answer or refused."""
+        future = self._admin.describe_consumer_groups([group], request_timeout=self.timeout_s)[group]
+        described = admin_result(future, f"describe consumer group {group}", self.timeout_s)
+        state = described.state
+        name = state.name if hasattr(state, "name") else str(state).upper()
+        members = [
+            (
+                f"{m.client_id}/{m.member_id}",
+                tuple(sorted(TopicPartition(p.topic, p.partition) for p in (m.assignment.topic_partitions or ()))),
+            )
+            for m in described.members
+        ]
+        return name, members
+
     def delete_consumer_groups(self, groups: Collection[str]) -> None:
         """Delete ``groups`` (none may have members), with their committed offsets."""
         for group, future in self._admin.delete_consumer_groups(list(groups), request_timeout=self.timeout_s).items():

@@ -16,9 +16,11 @@ from kconform.conformance.workloads.clients.history import (
     Assigned,
     ClientInfo,
     Committed,
+    Convergence,
     Event,
     Failed,
     FetchedCommitted,
+    GroupView,
     History,
     Hung,
     Log,
@@ -30,6 +32,7 @@ from kconform.conformance.workloads.clients.history import (
     Stored,
     Subscribed,
     TxnEnded,
+    Unstarted,
 )
 from kconform.conformance.workloads.clients.schedule import (
     MAX_ASSIGNED,
@@ -634,3 +637,97 @@ def test_an_ask_for_committed_offsets_that_never_returns_is_a_hang_not_a_safety_
     found = cw.check_history(history(events, {TP: [0, 1, 2]}), broker_answers)
     assert kinds(found) == want
     assert all(v.data["method"].startswith("committed(") for v in found)
+
+
+def converging(*groups: GroupView, unstarted: tuple[Unstarted, ...] = (), **fields: Any) -> Convergence:
+    return Convergence(51.0, "c0's poll interval 15 s and session 6 s, plus 30 s", 51.2, groups, unstarted, **fields)
+
+
+STABLE_PAIR = GroupView(
+    "g", "classic", "STABLE", (("a/m1", (TP,)), ("b/m2", (TP1,))), (("c0#0", (TP,)), ("c1#0", (TP1,)))
+)
+"""The broker's description of a group beside its live members' own views, agreeing."""
+LEFT_BEHIND = GroupView(
+    "g",
+    "classic",
+    "STABLE",
+    (("b/m2", (TP, TP1)),),
+    (("c0#0", (TP,)), ("c1#0", (TP, TP1))),
+    ((40.0, "PREPARING_REBALANCING", 2), (55.0, "STABLE", 1)),
+    12.0,
+)
+"""KAFKA-14024's end: the rebalance timeout removed c0, which never rejoined and still owns what it had."""
+STUCK = GroupView("g", "consumer", "RECONCILING", (("a/m1", (TP,)), ("b/m2", ())), (("c0#0", (TP,)), ("c1#0", ())))
+
+
+@pytest.mark.parametrize(
+    ("convergence", "broker_answers", "want"),
+    [
+        (converging(STABLE_PAIR), True, []),
+        (converging(LEFT_BEHIND), True, [("LIVE-001", "never-converged")]),
+        (converging(STUCK), None, [("LIVE-001", "never-converged")]),
+        (converging(LEFT_BEHIND), False, []),  # the broker did not answer: no liveness finding
+        (converging(LEFT_BEHIND, unjudged="the admin lacks it"), True, []),  # could not describe: unjudged
+        (converging(LEFT_BEHIND, unjudged="the driver polled only every 20 s", suite_fault=True), True, []),
+        (
+            converging(STABLE_PAIR, unstarted=(Unstarted("c1#0", TP1, 3, 9, 20.0),)),
+            True,
+            [("LIVE-001", "owned-never-started")],
+        ),
+        # a partition not started is judged without the groups' description, not when the suite was at fault
+        (
+            converging(unstarted=(Unstarted("c1#0", TP1, 3, 9, 20.0),), unjudged="no describe"),
+            True,
+            [("LIVE-001", "owned-never-started")],
+        ),
+        (converging(unstarted=(Unstarted("c1#0", TP1, 3, 9, 20.0),), unjudged="slow", suite_fault=True), True, []),
+        (None, True, []),  # a history from before the drain recorded it
+    ],
+)
+def test_a_group_that_never_converges_or_a_partition_never_started_is_a_liveness_finding(
+    convergence: Convergence | None, broker_answers: bool | None, want: list[tuple[str, str]]
+) -> None:
+    """LIVE-001 ``never-converged``: the broker describes the group not stable, or stable without one of the run's
+    live members (or with other assignments than its members own); ``owned-never-started``: a partition owned with
+    records to read of which nothing was delivered and no position taken. Neither while the broker does not answer,
+    nor when the drain's wait could not be judged; the groups' part alone when only the admin could not describe."""
+    events = (
+        Events()
+        .add(Assigned, "c0#0", tps=(TP,), how="rebalance")
+        .add(Assigned, "c1#0", tps=(TP1,), how="rebalance")
+        .add(Polled, "c0#0", **polled(0, 1, 2))
+    )
+    judged = replace(history(events, {TP: [0, 1, 2]}), convergence=convergence)
+    found = cw.check_history(judged, broker_answers)
+    assert kinds(found) == want, [str(v) for v in found]
+    for violation in found:
+        assert violation.data["bound_s"] == 51.0 and violation.data["waited_s"] == 51.2
+    if want == [("LIVE-001", "never-converged")] and convergence is not None and convergence.groups[0] is LEFT_BEHIND:
+        (violation,) = found
+        assert violation.data["described"] == {"b/m2": [str(TP), str(TP1)]}
+        assert violation.data["owners"]["c0#0"] == [str(TP)]
+        assert violation.data["state_changes"][-1] == [55.0, "STABLE", 1]
+
+
+def test_a_group_converged_only_stable_with_every_live_member_owning_what_the_broker_assigned_it() -> None:
+    """The convergence a drain waits for: stable, and the broker's assignments and the members' own the same
+    multiset (a member left out, one more member, another assignment, or a state short of stable all differ)."""
+    assert STABLE_PAIR.converged
+    assert not LEFT_BEHIND.converged
+    assert not STUCK.converged
+    assert not replace(STABLE_PAIR, state="COMPLETING_REBALANCING").converged
+    assert not replace(STABLE_PAIR, described=(*STABLE_PAIR.described, ("c/m3", ()))).converged
+    assert not replace(STABLE_PAIR, members=(("c0#0", (TP, TP1)), ("c1#0", ()))).converged
+    assert replace(STABLE_PAIR, members=(("c1#0", (TP1,)), ("c0#0", (TP,)))).converged  # order does not matter
+
+
+def test_a_convergence_the_admin_could_not_judge_is_partial_not_pass() -> None:
+    """The run's admin client without the call (or describing the group UNKNOWN): LIVE-001 is reported PARTIAL
+    with why; a fault of the suite's own is could-not-check (``test_client_workload.judge_drawn``), not PARTIAL."""
+    events = Events().add(Assigned, "c0#0", tps=(TP,), how="rebalance")
+    base = history(events, {TP: [0]})
+    lacking = replace(base, convergence=converging(STABLE_PAIR, unjudged="the admin client cannot describe"))
+    assert "LIVE-001" in cw.unjudged(lacking) and "cannot describe" in cw.unjudged(lacking)["LIVE-001"]
+    faulted = replace(base, convergence=converging(STABLE_PAIR, unjudged="slow", suite_fault=True))
+    assert "LIVE-001" not in cw.unjudged(faulted)
+    assert cw.unjudged(replace(base, convergence=converging(STABLE_PAIR))) == {}

@@ -788,12 +788,17 @@ def unjudged(history: History) -> dict[str, str]:
     PASS): CLIENT-001 for the committed transactions' records at or past a partition's last stable offset, which
     an open transaction still held back when the log was read, after the coordinator had had its time to end it
     (``read_log``'s bound). A transaction whose commit returned and which a restarted coordinator does not finish
-    is the broker's; the records' fate is unknown, so it is neither a loss nor a pass."""
+    is the broker's; the records' fate is unknown, so it is neither a loss nor a pass. LIVE-001 when the run's admin
+    client could not describe a group, so whether the groups converged was not judged (``check_converged``)."""
+    left: dict[str, str] = {}
+    converging = history.convergence
+    if converging is not None and converging.unjudged and not converging.suite_fault:
+        left["LIVE-001"] = f"whether the groups converged in the drain was not judged: {converging.unjudged}"
     held = history.log.held_back()
     if not held:
-        return {}
+        return left
     where = ", ".join(f"{tp} (stable to {stable}, written to {end})" for tp, (stable, end) in held.items())
-    return {
+    return left | {
         "CLIENT-001": "an open transaction still held back "
         + where
         + " when the log was read, so whether the records of committed transactions there are visible to "
@@ -840,6 +845,75 @@ def check_clients_failed(history: History, broker_answers: bool | None) -> list[
     ]
 
 
+def check_converged(history: History, broker_answers: bool | None) -> list[Violation]:
+    """LIVE-001: once the schedule's faults are healed and every live consumer polls, each group converges and each
+    owner starts its partitions, within the group's own time-outs and the suite's slack (``Convergence``), while
+    the broker still answers: ``never-converged`` for a group the broker does not describe as stable with exactly
+    the run's live members, each owning what the broker assigned it (a member that never rejoins, a rebalance that
+    never completes); ``owned-never-started`` for a partition a live consumer owns, with records past where it
+    would start, of which it delivered nothing and has no position (a position fetch that never completes).
+    Nothing when the history could not tell: the drain's wait judged nothing (``Convergence.unjudged``) or the broker
+    did not answer."""
+    converging = history.convergence
+    if converging is None or broker_answers is False or converging.suite_fault:
+        return []
+    answered = "; the broker still answered" if broker_answers else ""
+    found: list[Violation] = []
+    for view in converging.groups if not converging.unjudged else ():
+        if view.converged:
+            continue
+        described = {member: [str(tp) for tp in tps] for member, tps in view.described}
+        owners = {member: [str(tp) for tp in tps] for member, tps in view.members}
+        found.append(
+            Violation(
+                "LIVE-001",
+                "never-converged",
+                f"group {view.group} ({view.protocol} protocol) was {view.state or 'not described'} with "
+                f"{len(view.described)} member(s) {described} after {converging.waited_s:g} s of the drain "
+                f"(bound {converging.bound_s:g} s: {converging.why}), while its live members owned {owners}"
+                + (
+                    f"; their callbacks last moved a partition at {view.last_callback_at:g} s"
+                    if view.last_callback_at is not None
+                    else ""
+                )
+                + answered,
+                data={
+                    "group": view.group,
+                    "protocol": view.protocol,
+                    "state": view.state,
+                    "described": described,
+                    "owners": owners,
+                    "state_changes": [list(c) for c in view.changes],
+                    "last_callback_at": view.last_callback_at,
+                    "waited_s": converging.waited_s,
+                    "bound_s": converging.bound_s,
+                    "broker_answers": broker_answers,
+                },
+            )
+        )
+    for unstarted in converging.unstarted:
+        found.append(
+            Violation(
+                "LIVE-001",
+                "owned-never-started",
+                f"{unstarted.client} owned {unstarted.tp} from {unstarted.owned_since:g} s with records "
+                f"{unstarted.start} to {unstarted.end} to read, but delivered none of them and had no position after "
+                f"{converging.waited_s:g} s of the drain (bound {converging.bound_s:g} s: {converging.why})" + answered,
+                data=tp_fields(unstarted.tp)
+                | {
+                    "client": unstarted.client,
+                    "start": unstarted.start,
+                    "end": unstarted.end,
+                    "owned_since": unstarted.owned_since,
+                    "waited_s": converging.waited_s,
+                    "bound_s": converging.bound_s,
+                    "broker_answers": broker_answers,
+                },
+            )
+        )
+    return found
+
+
 SAFETY_CHECKERS: Final = (
     check_acknowledged_in_log,
     check_written_once,
@@ -860,4 +934,9 @@ def check_history(history: History, broker_answers: bool | None) -> list[Violati
     found: list[Violation] = []
     for checker in SAFETY_CHECKERS:
         found += checker(history)
-    return found + check_calls_returned(history, broker_answers) + check_clients_failed(history, broker_answers)
+    return (
+        found
+        + check_calls_returned(history, broker_answers)
+        + check_clients_failed(history, broker_answers)
+        + check_converged(history, broker_answers)
+    )

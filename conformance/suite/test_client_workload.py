@@ -40,7 +40,15 @@ from ..jvm import JvmArtifactsMissing, artifact_version
 from ..jvm.client_workload_at_release import build_at_release
 from ..jvm.setup import SetupError
 from ..workloads.clients import settings as client_settings
-from ..workloads.clients.driver import STABLE_WITHIN_S, Clients, Run, accepts
+from ..workloads.clients.driver import (
+    CONSUMER_SESSION_MS,
+    CONVERGE_SLACK_S,
+    POLL_INTERVAL_MS,
+    STABLE_WITHIN_S,
+    Clients,
+    Run,
+    accepts,
+)
 from ..workloads.clients.history import FetchedCommitted, History
 from ..workloads.clients.jvm_clients import HarnessError, JvmClients, harness_settings, parse_configdef
 from ..workloads.clients.schedule import Schedule, describe, schedules
@@ -54,7 +62,11 @@ IDS: Final = tuple(f"CLIENT-{n:03}" for n in range(1, 9))
 
 EXAMPLE_BOUND_S: Final = 90.0 + STABLE_WITHIN_S
 """The longest one schedule takes here: its steps (a wait, a node pause, a restart), the drain's bound, the log read
-(90 s), and the log read's wait for a transaction left open to be timed out (``driver.STABLE_WITHIN_S``)."""
+(90 s), and the log read's wait for a transaction left open to be timed out (``driver.STABLE_WITHIN_S``). A drain
+whose groups do not converge waits longer (``driver.Run.convergence_bound``: a librdkafka member's default poll
+interval alone is 300 s), so the test's bound gives that to two schedules (a failing one and Hypothesis's replay
+of it: ``CONVERGE_BOUND_S``)."""
+CONVERGE_BOUND_S: Final = (POLL_INTERVAL_MS + CONSUMER_SESSION_MS) / 1000 + CONVERGE_SLACK_S
 HARNESS_BOUND_S: Final = 240.0
 """A kafka-clients harness built with Maven (on a release's first use) and started, within the test's bound."""
 
@@ -153,7 +165,7 @@ def drawn_schedules(draw: st.DrawFn, catalogue: tuple[client_settings.Setting, .
 
 
 @requirement(*IDS, "LIVE-001", capability=CAPABILITY)
-@pytest.mark.timeout((examples() + 1) * EXAMPLE_BOUND_S)
+@pytest.mark.timeout((examples() + 1) * EXAMPLE_BOUND_S + 2 * CONVERGE_BOUND_S)
 @workload_settings()
 @given(data=st.data())
 def test_required_CLIENT_001_to_008_a_drawn_client_workload_keeps_every_promise(
@@ -170,7 +182,7 @@ def test_required_CLIENT_001_to_008_a_drawn_client_workload_keeps_every_promise(
 
 
 @requirement(*IDS, "LIVE-001", capability=JAVA_CAPABILITY)
-@pytest.mark.timeout((examples() + 1) * EXAMPLE_BOUND_S + HARNESS_BOUND_S)
+@pytest.mark.timeout((examples() + 1) * EXAMPLE_BOUND_S + 2 * CONVERGE_BOUND_S + HARNESS_BOUND_S)
 @workload_settings()
 @given(data=st.data())
 def test_required_CLIENT_001_to_008_kafka_clients_keep_every_promise_of_a_drawn_workload(
@@ -223,6 +235,13 @@ def judge_drawn(
     left = unjudged(history)
     for requirement_id, why in left.items():
         partial([requirement_id], f"{why}; {detail}")  # PARTIAL, never PASS, whatever the other examples show
+    converging = history.convergence
+    if converging is not None and converging.suite_fault:
+        # the drain could not give the groups their bound (the broker did not describe them, the driver polled too
+        # seldom): LIVE-001 is unjudged on this schedule, could-not-check unless something else failed
+        left = {**left, "LIVE-001": converging.unjudged}
+        if not violations:
+            raise CouldNotCheck(f"LIVE-001 not judged: {converging.unjudged}; {detail}")
     fail_on(
         sorted(set(violations), key=lambda v: (v.requirement, v.kind, v.evidence)),
         detail=detail,

@@ -101,11 +101,42 @@ class HangingProduce(Delegating):
         self._inner.produce(*args, **kwargs)
 
 
+class StopsServing(Delegating):
+    """A consumer whose polls, from its third on, return at once without polling its client (a member whose poll
+    never again serves its group, so it never rejoins after its poll interval put it out: KAFKA-14024's kind)."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__(inner)
+        self.calls = 0
+
+    def consume(self, *args: Any, **kwargs: Any) -> Any:
+        self.calls += 1
+        return [] if self.calls > 2 else self._inner.consume(*args, **kwargs)
+
+    def poll(self, *args: Any, **kwargs: Any) -> Any:
+        self.calls += 1
+        return None if self.calls > 2 else self._inner.poll(*args, **kwargs)
+
+
+class NeverStarts(Delegating):
+    """A consumer that never fetches what it owns: each poll first pauses every assigned partition, and resume does
+    nothing (a client whose position fetch never completes: KAFKA-20765's kind)."""
+
+    def consume(self, *args: Any, **kwargs: Any) -> Any:
+        self._inner.pause(self._inner.assignment())
+        return self._inner.consume(*args, **kwargs)
+
+    def resume(self, partitions: list[ck.TopicPartition]) -> None:
+        return None
+
+
 class Broken(RealClients):
     def __init__(self, consumer: type[Delegating] | None = None, producer: type[Delegating] | None = None) -> None:
         self._consumer, self._producer = consumer, producer
 
     def consumer(self, config: dict[str, Any]) -> Any:
+        if self._consumer is StopsServing and config.get("client.id") != "first":
+            return super().consumer(config)  # one member of the group is broken, the other keeps serving it
         if self._consumer is UncommittedReader:
             config = {**config, "isolation.level": "read_uncommitted"}
         built = super().consumer(config)
@@ -220,3 +251,53 @@ def test_a_broken_client_is_caught_and_the_real_one_passes_the_same_schedule(bro
     assert real == [], [str(v) for v in real]
     found = {(v.requirement, v.kind) for v in check_history(Run(drawn, broker, broken).run(), broker.answers())}
     assert want in found, found
+
+
+GROUP_OF_TWO = Schedule(
+    (2,),
+    (ProducerPlan({}, False),),
+    tuple(
+        ConsumerPlan({"auto.offset.reset": "earliest", "max.poll.interval.ms": "7000", "client.id": name}, "topics")
+        for name in ("first", "second")
+    ),
+    (
+        Step(StepKind.PRODUCE, count=6, partition=0),
+        Step(StepKind.PRODUCE, count=6, partition=1),
+        FLUSH,
+        Step(StepKind.WAIT, wait_ms=4_000),
+        Step(StepKind.PRODUCE, count=6, partition=0),
+        Step(StepKind.PRODUCE, count=6, partition=1),
+        FLUSH,
+    ),
+    faults=False,
+)
+"""Two members of one classic group, each owning a partition with records to read."""
+LIVENESS = {
+    "never-rejoins": (GROUP_OF_TWO, Broken(consumer=StopsServing), ("LIVE-001", "never-converged")),
+    "never-starts": (
+        schedule({}, {}, PRODUCE, FLUSH, POLL, POLL),
+        Broken(consumer=NeverStarts),
+        ("LIVE-001", "owned-never-started"),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LIVENESS))
+def test_a_group_that_never_converges_or_a_partition_never_started_is_caught_and_the_real_client_passes(
+    broker: Broker, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    """LIVE-001 of the drain's end: a member that stops serving its group (put out at its 7 s poll interval, it
+    never rejoins while it still owns its partition) leaves the group never converged; a consumer that never
+    fetches what it owns leaves its partition never started. The real clients converge and start everything on
+    the same schedule. The slacks are cut so that each broken run waits out its bound within a minute."""
+    monkeypatch.setattr(driver, "DRAIN_SLACK_S", 0.0)
+    monkeypatch.setattr(driver, "CONVERGE_SLACK_S", 10.0)
+    drawn, broken, want = LIVENESS[case]
+    real = Run(drawn, broker).run()
+    assert check_history(real, broker.answers()) == []
+    assert real.convergence is not None and real.convergence.converged and not real.convergence.unjudged
+    history = Run(drawn, broker, broken).run()
+    found = check_history(history, broker.answers())
+    assert want in {(v.requirement, v.kind) for v in found}, [str(v) for v in found]
+    (finding,) = [v for v in found if (v.requirement, v.kind) == want]
+    assert finding.data["broker_answers"] is True and finding.data["waited_s"] >= 45.0, finding

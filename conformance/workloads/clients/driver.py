@@ -16,6 +16,7 @@ import queue
 import re
 import threading
 import time
+from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -25,7 +26,7 @@ from uuid import uuid4
 import confluent_kafka as ck
 
 from ....reference_impl.kafka_client import KafkaClient, wait_until
-from ....reference_impl.ports import Isolation, Record
+from ....reference_impl.ports import Isolation, KafkaError, Record
 from ....reference_impl.types import TopicPartition
 from .history import (
     Acked,
@@ -33,9 +34,11 @@ from .history import (
     ClientInfo,
     Closed,
     Committed,
+    Convergence,
     Event,
     Failed,
     FetchedCommitted,
+    GroupView,
     History,
     Hung,
     Log,
@@ -48,6 +51,7 @@ from .history import (
     Stored,
     Subscribed,
     TxnEnded,
+    Unstarted,
     covers,
     rebalances_eagerly,
 )
@@ -65,6 +69,21 @@ transaction left open (its producer hung or killed) is aborted by the coordinato
 (drawn up to 60 s) on its next scan for expired ones (every 10 s by default)."""
 DRAIN_SLACK_S: Final = 25.0
 """The drain may take the longest drawn poll interval or session timeout (a stalled member waited out) and this."""
+CONVERGE_SLACK_S: Final = 30.0
+"""Past the group's own time-outs (``Run.convergence_bound``), how long the drain still waits for its groups to
+converge: a coordinator loading after a restart, a join and a sync round trip or two, a slow machine."""
+POLL_INTERVAL_MS: Final = 300_000
+"""``max.poll.interval.ms`` where neither the draw nor the client release's stated defaults give one (librdkafka's
+and kafka-clients' default: CONFIGURATION.md, ``ConsumerConfig``)."""
+CONSUMER_SESSION_MS: Final = 45_000
+"""A ``group.protocol=consumer`` member's session, which the broker sets (``group.consumer.session.timeout.ms``,
+45 s by default: Kafka's ``GroupCoordinatorConfig``; the suite's brokers leave it)."""
+DESCRIBE_EVERY_S: Final = 1.0
+"""How often the drain asks the broker how its groups stand."""
+NO_START: Final = frozenset({"error", "none"})
+"""``auto.offset.reset`` values (librdkafka's, kafka-clients') under which a consumer starts nothing the group has
+no offset for."""
+EARLIEST_RESET: Final = frozenset({"smallest", "earliest", "beginning"})
 FETCHED_WAIT_S: Final = 3.0
 BESIDE_ASKS: Final = 2_000
 """Most asks a ``committed`` step makes beside the next step (each one an event of the history)."""
@@ -168,6 +187,10 @@ class Recorder:
 
     def note(self, text: str, client: str = "run") -> None:
         self.add(Note, client, text=text)
+
+    def now(self) -> float:
+        """The run's clock, as events' ``at`` reads it."""
+        return time.monotonic() - self._start
 
 
 def tp_of(p: ck.TopicPartition) -> TopicPartition:
@@ -292,6 +315,8 @@ class Run:
         self.drain_ends: dict[str, dict[TopicPartition, int]] = {}
         """By group: where each partition's reader found its end (at its isolation level) in the drain."""
         self.kafka = KafkaClient(broker)
+        self.convergence: Convergence | None = None
+        """How the groups stood when the drain ended (``drain``)."""
         self.beside: list[tuple[ConsumerSlot, str, queue.SimpleQueue[tuple[bool, Any]], threading.Event, float]] = []
         """Calls under way on a consumer's thread while the run carries out the next step (a ``committed`` step's
         ``beside``): the slot, the call, its answer, what tells it the step is done, and its bound from then on."""
@@ -453,7 +478,13 @@ class Run:
             self.close_all()
             self.kafka.close()
         return History(
-            tuple(self.recorder.events), dict(self.info), log, self.drained, self.read_to_end, dict(self.drain_ends)
+            tuple(self.recorder.events),
+            dict(self.info),
+            log,
+            self.drained,
+            self.read_to_end,
+            dict(self.drain_ends),
+            self.convergence,
         )
 
     def step(self, step: Step) -> None:
@@ -1034,7 +1065,10 @@ class Run:
 
     def drain(self) -> None:
         """Every producer flushed; every consumer resumed, unstalled, and polled until the groups own every
-        partition and every live consumer reached the end of what it owns, within a bound."""
+        partition and every live consumer reached the end of what it owns, and every live group converged
+        (``Convergence``), within bounds: the end of what it owns within the longest drawn poll interval or session
+        timeout and ``DRAIN_SLACK_S``; while a group has not converged or a partition is not started, the drain waits
+        on to ``convergence_bound``."""
         for producer in self.producers:
             if not producer.hung and producer.client is not None:
                 self.flush(producer)
@@ -1052,17 +1086,198 @@ class Run:
             ]
             + [45_000]
         )
-        deadline = time.monotonic() + longest / 1000 + DRAIN_SLACK_S
-        while time.monotonic() < deadline:
+        began = time.monotonic()
+        deadline = began + longest / 1000 + DRAIN_SLACK_S
+        bound_s, why = self.convergence_bound()
+        converge_by = began + bound_s
+        changes: dict[str, list[tuple[float, str, int]]] = defaultdict(list)
+        views: list[GroupView] = []
+        problem: tuple[str, bool] | None = None
+        described_at = 0.0
+        gap, last = 0.0, began
+        owned = False
+        unstarted: list[Unstarted] = []
+        while True:
+            now = time.monotonic()
+            gap, last = max(gap, now - last), now
             self._poll_round(0.2)
-            if self._owned_everywhere():
-                self._poll_round(0.2)  # the end-of-partition events at the end, for the positions they carry
-                for slot in self.consumers:
-                    if slot.live and slot.settings.get("auto.offset.reset") != "error":
-                        self.read_to_end[slot.group] = self.read_to_end.get(slot.group, frozenset()) | slot.assigned
-                return
-        self.drained = False
-        self.recorder.note(f"the drain did not reach the end within {longest / 1000 + DRAIN_SLACK_S:g} s")
+            owned = self._owned_everywhere()
+            if time.monotonic() - described_at >= DESCRIBE_EVERY_S or owned:
+                views, problem = self._describe_groups(changes)
+                described_at = time.monotonic()
+            # a group no admin call can judge (the admin client lacks the call) is not waited for
+            settled = all(v.converged for v in views) if problem is None else not problem[1]
+            if owned and settled:
+                unstarted = []
+                break
+            now = time.monotonic()
+            if now >= deadline and not owned:
+                unstarted = self._unstarted()
+                if settled and not unstarted:
+                    break  # nothing left but reading to the end: the drain's own bound, as before
+            if now >= max(deadline, converge_by):
+                if owned:
+                    unstarted = []
+                break
+        if owned:
+            self._poll_round(0.2)  # the end-of-partition events at the end, for the positions they carry
+            for slot in self.consumers:
+                if slot.live and slot.settings.get("auto.offset.reset") != "error":
+                    self.read_to_end[slot.group] = self.read_to_end.get(slot.group, frozenset()) | slot.assigned
+        else:
+            self.drained = False
+            self.recorder.note(f"the drain did not reach the end within {longest / 1000 + DRAIN_SLACK_S:g} s")
+        self.convergence = self._judged_convergence(views, problem, unstarted, bound_s, why, began, gap)
+
+    def convergence_bound(self) -> tuple[float, str]:
+        """How long the drain waits for its groups to converge, and why: the longest, over every group member of
+        the run, of its rebalance timeout (the ``max.poll.interval.ms`` a classic member joins with, and the time
+        a consumer-protocol member has to revoke) and its session timeout, both of which the broker may wait out
+        for a member that does not rejoin before the group is stable again, plus ``CONVERGE_SLACK_S``. Never
+        shorter than the drain's own bound. Each setting as drawn, else as the workload or the release sets it."""
+        longest, which = 0, ""
+        defaults = self._defaults("C")
+        for slot in self.consumers:
+            if slot.plan.subscribe == "assign":
+                continue
+            poll = int(
+                slot.settings.get("max.poll.interval.ms") or defaults.get("max.poll.interval.ms") or POLL_INTERVAL_MS
+            )
+            if classic_group(slot.settings):
+                session = int(slot.settings.get("session.timeout.ms") or CONSUMER_DEFAULTS["session.timeout.ms"])
+            else:
+                session = CONSUMER_SESSION_MS
+            if poll + session > longest:
+                longest, which = (
+                    poll + session,
+                    f"c{slot.index}'s poll interval {poll / 1000:g} s and session {session / 1000:g} s",
+                )
+        if not longest:
+            return 0.0, "no group member"
+        return longest / 1000 + CONVERGE_SLACK_S, f"{which}, plus {CONVERGE_SLACK_S:g} s"
+
+    def _describe_groups(
+        self, changes: dict[str, list[tuple[float, str, int]]]
+    ) -> tuple[list[GroupView], tuple[str, bool] | None]:
+        """Each group with a live member as the broker describes it, beside what its live members own; and why the
+        groups could not be described (with whether that is the broker's or the suite's doing), if so."""
+        views: list[GroupView] = []
+        problem: tuple[str, bool] | None = None
+        groups = sorted({s.group for s in self.consumers if s.live and s.plan.subscribe != "assign"})
+        for group in groups:
+            live = [s for s in self.consumers if s.live and s.group == group and s.plan.subscribe != "assign"]
+            members = tuple((s.name, tuple(sorted(s.assigned))) for s in live)
+            protocol = "classic" if classic_group(live[0].settings) else "consumer"
+            names = {s.name for s in live}
+            moved = [
+                e.at for e in list(self.recorder.events) if e.client in names and isinstance(e, (Assigned, Revoked))
+            ]
+            state = ""
+            described: tuple[tuple[str, tuple[TopicPartition, ...]], ...] = ()
+            try:
+                state, found = self.kafka.describe_group(group)
+                described = tuple(found)
+            except AttributeError as missing:
+                problem = (f"the run's admin client cannot describe consumer groups ({missing})", False)
+            except (KafkaError, ck.KafkaException) as failed:
+                problem = (f"the broker did not describe group {group}: {error_text(failed)}", True)
+            at = self.recorder.now()
+            seen = changes[group]
+            if state and (not seen or seen[-1][1:] != (state, len(described))):
+                seen.append((round(at, 1), state, len(described)))
+            views.append(GroupView(group, protocol, state, described, members, tuple(seen), max(moved, default=None)))
+        return views, problem
+
+    def _unstarted(self) -> list[Unstarted]:
+        """The partitions live consumers own with records past where each would start, of which each delivered
+        nothing, got no end-of-partition event and has no position since it was handed it, and which it has not
+        sought (``Unstarted``)."""
+        events = list(self.recorder.events)
+        found: list[Unstarted] = []
+        defaults = self._defaults("C")
+        for slot in self.consumers:
+            reset = str(slot.settings.get("auto.offset.reset") or defaults.get("auto.offset.reset") or "largest")
+            if not slot.live or not slot.assigned or reset in NO_START:
+                continue
+            client = slot.client
+            assert client is not None
+            parts = [ck.TopicPartition(tp.topic, tp.partition) for tp in sorted(slot.assigned)]
+            positions = self._call(slot, "position", lambda c=client, o=parts: c.position(o), CALL_SLACK_S)  # type: ignore[misc]
+            if positions is None:
+                continue
+            isolation = Isolation(
+                slot.settings.get("isolation.level") or defaults.get("isolation.level") or "read_committed"
+            )
+            for position in positions:
+                tp = tp_of(position)
+                if position.offset >= 0 or tp in slot.ended:
+                    continue
+                since = max(
+                    (e.at for e in events if e.client == slot.name and isinstance(e, Assigned) and tp in e.tps),
+                    default=0.0,
+                )
+                touched = any(
+                    e.client == slot.name
+                    and e.at >= since
+                    and (
+                        (isinstance(e, Polled) and any(t == tp for t, _, _ in e.records))
+                        or (isinstance(e, Seeked) and e.tp == tp)
+                    )
+                    for e in events
+                )
+                if touched:
+                    continue
+                committed = self.kafka.committed(slot.group, [tp]).get(tp, -1)
+                if committed >= 0:
+                    start = committed
+                elif reset in EARLIEST_RESET:
+                    start = self.kafka.earliest_offset(tp)
+                else:
+                    continue  # at the latest offset: nothing known to be past where it starts
+                end = self.kafka.latest_offset(tp, isolation)
+                if end > start:
+                    found.append(Unstarted(slot.name, tp, start, end, round(since, 1)))
+        return found
+
+    def _judged_convergence(
+        self,
+        views: list[GroupView],
+        problem: tuple[str, bool] | None,
+        unstarted: list[Unstarted],
+        bound_s: float,
+        why: str,
+        began: float,
+        gap: float,
+    ) -> Convergence:
+        """The drain's ``Convergence``: what it found, or why it judged nothing (the admin could not describe a
+        group; the driver polled a member more seldom than its poll interval lets a member stay in its group)."""
+        waited = round(time.monotonic() - began, 1)
+        unjudged, suite_fault = "", False
+        if problem is not None or not all(v.converged for v in views) or unstarted:
+            defaults = self._defaults("C")
+            intervals = [
+                int(s.settings.get("max.poll.interval.ms") or defaults.get("max.poll.interval.ms") or POLL_INTERVAL_MS)
+                for s in self.consumers
+                if s.live and s.plan.subscribe != "assign"
+            ]
+            unknown = [v.group for v in views if not v.converged and v.state == "UNKNOWN"]
+            if problem is not None:
+                unjudged, suite_fault = problem
+            elif unknown:
+                # librdkafka's admin API names no state of a consumer-protocol group but its own six: RECONCILING
+                # and ASSIGNING read UNKNOWN, which tells a group still settling from one that never will nothing
+                unjudged = f"the run's admin client described group(s) {unknown} in a state it names UNKNOWN"
+            elif intervals and gap >= min(intervals) / 1000 - 2.0:
+                unjudged, suite_fault = (
+                    f"the driver polled its members only every {gap:.1f} s at worst in the drain, which a poll "
+                    f"interval of {min(intervals) / 1000:g} s does not allow",
+                    True,
+                )
+            if unjudged:
+                self.recorder.note(f"whether the groups converged was not judged: {unjudged}")
+            else:
+                self.recorder.note(f"the groups had not converged after {waited:g} s (bound {bound_s:g} s: {why})")
+        return Convergence(round(bound_s, 1), why, waited, tuple(views), tuple(unstarted), unjudged, suite_fault)
 
     def read_log(self) -> Log:
         """Every record of the run's partitions, and those ``read_committed`` returns, once no transaction holds

@@ -234,6 +234,74 @@ class Log:
 
 
 @dataclass(frozen=True)
+class GroupView:
+    """A consumer group at the end of the drain: what the broker said of it (an admin's describe) beside what its
+    live members' own callbacks gave each of them."""
+
+    group: str
+    protocol: str
+    """``classic`` or ``consumer`` (its members' ``group.protocol``)."""
+    state: str
+    """The state the broker described (``STABLE``, ``PREPARING_REBALANCE``, ...; ``RECONCILING`` and
+    ``ASSIGNING`` of a consumer-protocol group as the admin names them), or empty when it could not describe it."""
+    described: tuple[tuple[str, tuple[TopicPartition, ...]], ...] = ()
+    """Each member the broker described: its client and member id, and its assignment."""
+    members: tuple[tuple[str, tuple[TopicPartition, ...]], ...] = ()
+    """Each live member of the run: its name and the partitions its callbacks left it owning."""
+    changes: tuple[tuple[float, str, int], ...] = ()
+    """Each change of the described state over the drain: when (the run's clock), the state, how many members."""
+    last_callback_at: float | None = None
+    """When a live member's callback last changed what it owns (the group's last progress its members saw)."""
+
+    @property
+    def converged(self) -> bool:
+        """The broker says the group is stable, with exactly the run's live members, each with what it owns."""
+        return self.state == "STABLE" and sorted(sorted(a) for _, a in self.described) == sorted(
+            sorted(a) for _, a in self.members
+        )
+
+
+@dataclass(frozen=True)
+class Unstarted:
+    """A partition a live consumer owned at the end of the drain, with records past where it would start (the
+    group's committed offset, else the log start at an earliest reset), of which it had delivered nothing, had no
+    position and no end-of-partition event since it was handed it, and which it had not sought."""
+
+    client: str
+    tp: TopicPartition
+    start: int
+    """Where the consumer would start: the group's committed offset, else the partition's log start."""
+    end: int
+    """The partition's end at the consumer's isolation level."""
+    owned_since: float
+    """When the consumer was handed the partition (the run's clock)."""
+
+
+@dataclass(frozen=True)
+class Convergence:
+    """How the drain ended for the groups (LIVE-001 ``never-converged``, ``owned-never-started``): within
+    ``bound_s``, the group's own time-outs and the suite's slack, every live group stable with its live members
+    (``GroupView.converged``) and every owned partition with records to read started by its owner."""
+
+    bound_s: float
+    why: str
+    """How ``bound_s`` follows from the members' settings."""
+    waited_s: float
+    groups: tuple[GroupView, ...] = ()
+    unstarted: tuple[Unstarted, ...] = ()
+    unjudged: str = ""
+    """Why the wait judged nothing (the admin could not describe a group, the broker did not answer, the driver
+    polled a member more seldom than its poll interval allows); empty when it judged."""
+    suite_fault: bool = False
+    """``unjudged`` is the suite's or the broker's doing for this schedule (could-not-check: ERROR), not a lack of
+    the run's admin client (PARTIAL)."""
+
+    @property
+    def converged(self) -> bool:
+        return all(g.converged for g in self.groups) and not self.unstarted
+
+
+@dataclass(frozen=True)
 class History:
     events: Sequence[Event]
     clients: Mapping[str, ClientInfo]
@@ -247,6 +315,8 @@ class History:
     drain_ends: Mapping[str, Mapping[TopicPartition, int]] = field(default_factory=dict)
     """By group: where each partition's reader found its end (at its isolation level) when the drain finished; a
     transaction that ended after that (its markers written late, after a broker restart) is not what it read to."""
+    convergence: Convergence | None = None
+    """How the groups stood when the drain ended (``None``: a history from before it was recorded)."""
 
     def consumer(self, client: str) -> ClientInfo:
         return self.clients[client.split("#", 1)[0]]
