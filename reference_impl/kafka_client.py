@@ -135,18 +135,40 @@ _UNSUPPORTED_CODES: Final = frozenset(
 )
 
 
-def _offset_spec() -> Any:
-    """confluent-kafka's ``OffsetSpec``, looked up only when offsets are listed: ListOffsets (with
-    ``IsolationLevel``) came in 2.3.0, and the bug bank loads this client on older releases for
-    scenarios that never list offsets (RESTORE-011 on 2.0.2). On an older release a listing is a feature the
-    client lacks (``UnsupportedFeatureError``), so what needed it is could-not-check, never a violation."""
-    spec = getattr(ck_admin, "OffsetSpec", None)
-    if spec is None:
+OffsetWay = Literal["admin", "consumer"]
+"""How a release lists a partition's offsets (``offset_listing``)."""
+OffsetQuery = Literal["earliest", "latest"] | int
+"""What ``KafkaClient._list_offset`` asks for: a partition's earliest or latest offset, or a timestamp's (ms)."""
+
+
+def offset_listing(kafka_module: object, admin_module: object) -> OffsetWay | None:
+    """How the confluent-kafka of ``kafka_module`` (``confluent_kafka``) and ``admin_module``
+    (``confluent_kafka.admin``) lists a partition's offsets: ``admin``, the AdminClient's ListOffsets
+    (``admin.OffsetSpec`` and ``IsolationLevel``, in 2.3.0 and later); else ``consumer``, a consumer's
+    ``get_watermark_offsets(cached=False)`` and ``offsets_for_times``, which every release the bank loads has
+    (2.0.2 and 2.2.0, whose client workload lists the log's ends so, included). Both send ListOffsets at the
+    asking client's isolation level (librdkafka's ``rd_kafka_make_ListOffsetsRequest`` writes
+    ``rk_conf.isolation_level``, v2.0.2), so a ``read_committed`` consumer's high watermark is the last stable
+    offset, as ``OffsetSpec.latest()`` at ``IsolationLevel.READ_COMMITTED`` is. ``None`` when the release has
+    neither: what lists offsets is then a feature it lacks (``UnsupportedFeatureError``)."""
+    if hasattr(admin_module, "OffsetSpec") and hasattr(kafka_module, "IsolationLevel"):
+        return "admin"
+    consumer = getattr(kafka_module, "Consumer", None)
+    if all(hasattr(consumer, name) for name in ("get_watermark_offsets", "offsets_for_times")):
+        return "consumer"
+    return None
+
+
+def _offset_way() -> OffsetWay:
+    """``offset_listing`` of the confluent-kafka this process imported, or ``UnsupportedFeatureError`` (so what
+    needed it is could-not-check, never a violation)."""
+    way = offset_listing(ck, ck_admin)
+    if way is None:
         raise UnsupportedFeatureError(
-            f"confluent-kafka {ck.version()[0]} has no Admin.list_offsets (ListOffsets came in 2.3.0): what lists a "
-            "partition's offsets cannot run on it; judge it with confluent-kafka 2.3.0 or later"
+            f"confluent-kafka {ck.version()[0]} can list no partition's offsets (neither Admin.list_offsets nor "
+            "Consumer.get_watermark_offsets and offsets_for_times): what lists them cannot run on it"
         )
-    return spec
+    return way
 
 
 T = TypeVar("T")
@@ -411,18 +433,17 @@ class KafkaClient:
 
     # -- LogReader ---------------------------------------------------------------------------
 
-    def _list_offset(self, tp: TopicPartition, spec: Any, isolation: Isolation) -> int:
-        """ListOffsets, asked again on a retriable error (a leader moving or not yet known) until ``timeout_s``."""
+    def _list_offset(self, tp: TopicPartition, which: OffsetQuery, isolation: Isolation) -> int:
+        """ListOffsets (``which``: the earliest or latest offset, or the first at or after a timestamp), by the way
+        the release offers (``offset_listing``), asked again on a retriable error (a leader moving or not yet
+        known) until ``timeout_s``; -1 for a timestamp no record is that recent."""
+        way = _offset_way()
         deadline = time.monotonic() + self.timeout_s
         while True:
-            futures = self._admin.list_offsets(
-                {ck.TopicPartition(tp.topic, tp.partition): spec},
-                isolation_level=ck.IsolationLevel[isolation.name],
-                request_timeout=self.timeout_s,
-            )
-            (future,) = futures.values()
             try:
-                info = future.result(timeout=max(0.1, deadline - time.monotonic()))
+                if way == "admin":
+                    return self._admin_offset(tp, which, isolation, deadline)
+                return self._consumer_offset(tp, which, isolation, deadline)
             except ck.KafkaException as exc:
                 error: ck.KafkaError = exc.args[0]
                 if error.code() == ck.KafkaError.UNKNOWN_TOPIC_OR_PART and tp.topic not in self.list_topics():
@@ -433,14 +454,45 @@ class KafkaClient:
                 raise translate(error, f"ListOffsets {tp}") from exc
             except TimeoutError as exc:
                 raise KafkaError(f"ListOffsets {tp}: no answer within {self.timeout_s} s") from exc
-            return int(info.offset)
+
+    def _admin_offset(self, tp: TopicPartition, which: OffsetQuery, isolation: Isolation, deadline: float) -> int:
+        spec: Any = ck_admin.OffsetSpec  # type: ignore[attr-defined]
+        if which == "earliest":
+            chosen = spec.earliest()
+        elif which == "latest":
+            chosen = spec.latest()
+        else:
+            chosen = spec.for_timestamp(which)
+        futures = self._admin.list_offsets(
+            {ck.TopicPartition(tp.topic, tp.partition): chosen},
+            isolation_level=ck.IsolationLevel[isolation.name],
+            request_timeout=self.timeout_s,
+        )
+        (future,) = futures.values()
+        return int(future.result(timeout=max(0.1, deadline - time.monotonic())).offset)
+
+    def _consumer_offset(self, tp: TopicPartition, which: OffsetQuery, isolation: Isolation, deadline: float) -> int:
+        """A release before ``Admin.list_offsets``: the consumer at ``isolation`` (never subscribed, so this asks
+        the partition's leader without touching its assignment) asks for the watermarks or a timestamp's offset.
+        An error comes back as ``KafkaException`` (the whole query) or on the partition (a timestamp's)."""
+        consumer = self._consumer(isolation)
+        part = ck.TopicPartition(tp.topic, tp.partition)
+        timeout = max(0.1, deadline - time.monotonic())
+        if which in ("earliest", "latest"):
+            low, high = consumer.get_watermark_offsets(part, timeout=timeout, cached=False)
+            return int(low if which == "earliest" else high)
+        part.offset = int(which)
+        (found,) = consumer.offsets_for_times([part], timeout=timeout)
+        if found.error is not None:
+            raise ck.KafkaException(found.error)
+        return int(found.offset)
 
     def earliest_offset(self, tp: TopicPartition) -> int:
-        return self._list_offset(tp, _offset_spec().earliest(), Isolation.READ_UNCOMMITTED)
+        return self._list_offset(tp, "earliest", Isolation.READ_UNCOMMITTED)
 
     def latest_offset(self, tp: TopicPartition, isolation: Isolation) -> int:
         """ListOffsets latest: the high watermark, or the LSO for read_committed (KAFKA-008)."""
-        return self._list_offset(tp, _offset_spec().latest(), isolation)
+        return self._list_offset(tp, "latest", isolation)
 
     def high_watermark(self, tp: TopicPartition) -> int:
         """The HW a fetch response reports: right where ListOffsets latest is not (Tansu, KAFKA-008)."""
@@ -460,7 +512,7 @@ class KafkaClient:
 
     def offset_for_time(self, tp: TopicPartition, timestamp_ms: int) -> int | None:
         """ListOffsets by timestamp (KAFKA-011); ``None`` when no record is that recent."""
-        offset = self._list_offset(tp, _offset_spec().for_timestamp(timestamp_ms), Isolation.READ_UNCOMMITTED)
+        offset = self._list_offset(tp, timestamp_ms, Isolation.READ_UNCOMMITTED)
         return None if offset < 0 else offset
 
     def _consumer(self, isolation: Isolation) -> ck.Consumer:

@@ -402,7 +402,7 @@ def test_a_bug_added_to_a_catalogue_of_ones_own_runs_with_no_code_change(
     "bug",
     [
         pytest.param("KAFKA-15106", marks=pytest.mark.jvm),
-        pytest.param("librdkafka-4636", marks=pytest.mark.integration),
+        pytest.param("librdkafka-5213", marks=pytest.mark.integration),
         pytest.param("FLINK-32019", marks=pytest.mark.flink),
     ],
 )

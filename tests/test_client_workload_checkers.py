@@ -33,6 +33,7 @@ from kconform.conformance.workloads.clients.history import (
     Subscribed,
     TxnEnded,
     Unstarted,
+    rebalances_eagerly,
 )
 from kconform.conformance.workloads.clients.schedule import (
     MAX_ASSIGNED,
@@ -278,6 +279,49 @@ def test_an_eager_members_new_assignment_replaces_its_last_one_and_a_cooperative
         .add(Assigned, "c1#0", after_s=0.2, tps=(TP,), how="rebalance")
     )
     assert kinds(cw.check_single_owner(history(events, {TP: [0], TP1: [0]}, clients=info))) == want
+
+
+@pytest.mark.parametrize(
+    ("eager", "want"),
+    [(True, []), (None, [("CLIENT-008", "owned-twice")]), (False, [("CLIENT-008", "owned-twice")])],
+)
+def test_a_consumer_protocol_member_is_read_as_its_driver_recorded_its_release_rebalancing(
+    eager: bool | None, want: list
+) -> None:
+    """librdkafka 2.4.0 (KIP 848's early access), seed 1 of librdkafka-4636's trial: c0, of group.protocol=consumer
+    at the default assignors, was handed t0-0..2, then t0-0 and t0-1 with no revoke (its release rebalances such a
+    member eagerly: ``LIBRDKAFKA_CONSUMER_PROTOCOL_COOPERATIVE``), and c1 then t0-2. Read as the driver recorded
+    it (eager), c0 no longer owns t0-2; read as cooperative (from the settings alone, as before), it is owned twice."""
+    info = {
+        name: ClientInfo({"group.protocol": "consumer", "max.poll.interval.ms": "300000"}, "g", "topics", eager=eager)
+        for name in ("c0", "c1")
+    }
+    events = (
+        Events()
+        .add(Assigned, "c0#0", tps=(TP, TP1), how="rebalance")
+        .add(Assigned, "c0#0", after_s=5.0, tps=(TP1,), how="rebalance")
+        .add(Polled, "c0#0", **polled(0, tp=TP1))
+        .add(Assigned, "c1#0", after_s=4.0, tps=(TP,), how="rebalance")
+    )
+    assert kinds(cw.check_single_owner(history(events, {TP: [0], TP1: [0]}, clients=info))) == want
+
+
+@pytest.mark.parametrize(
+    ("protocol", "strategy", "librdkafka", "want"),
+    [
+        ("consumer", "range,roundrobin", None, False),  # kafka-clients, or a release not stated
+        ("consumer", "range,roundrobin", (2, 16, 0), False),
+        ("consumer", "range,roundrobin", (2, 10, 0), False),
+        ("consumer", "range,roundrobin", (2, 8, 0), True),  # by its own assignors, as a classic member
+        ("consumer", "cooperative-sticky", (2, 4, 0), False),
+        ("classic", "range,roundrobin", (2, 16, 0), True),
+        ("classic", "cooperative-sticky", (2, 4, 0), False),
+    ],
+)
+def test_a_consumer_protocol_member_rebalances_by_its_assignors_before_librdkafka_2_10(
+    protocol: str, strategy: str, librdkafka: tuple[int, ...] | None, want: bool
+) -> None:
+    assert rebalances_eagerly(protocol, strategy, librdkafka) is want
 
 
 @pytest.mark.parametrize(

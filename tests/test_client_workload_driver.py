@@ -345,3 +345,15 @@ def test_a_committed_step_that_outlives_its_bound_is_a_hang(run: driver.Run, mon
     consumer.release.set()
     (hung,) = [e for e in run.recorder.events if isinstance(e, Hung)]
     assert hung.call.startswith("committed(2 partitions") and run.consumers[0].hung
+
+
+@pytest.mark.parametrize(
+    ("hexversion", "want"), [(0x020400FF, (2, 4, 0)), (0x020A0100, (2, 10, 1)), (0x021000FF, (2, 16, 0))]
+)
+def test_the_librdkafka_version_is_read_from_its_hex_number(
+    monkeypatch: pytest.MonkeyPatch, hexversion: int, want: tuple[int, ...]
+) -> None:
+    """``librdkafka_version`` decides how a ``group.protocol=consumer`` member's callbacks are read
+    (``rebalances_eagerly``): 2.4.0's number is 0x020400ff, as ``confluent_kafka.libversion()`` gives it."""
+    monkeypatch.setattr(driver.ck, "libversion", lambda: (".".join(map(str, want)), hexversion))
+    assert driver.librdkafka_version() == want

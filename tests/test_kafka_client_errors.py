@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import given
@@ -54,21 +55,46 @@ def test_a_transactional_call_within_its_bound_returns_or_raises_its_own_error()
         returned_within("commit_transaction (q-0)", fenced, 1.0, 1.0)
 
 
-def test_a_release_without_offset_listing_is_a_missing_feature_not_a_crash(monkeypatch: pytest.MonkeyPatch) -> None:
-    """confluent-kafka before 2.3.0 has no ``admin.OffsetSpec``: listing offsets there raises the ports'
-    ``UnsupportedFeatureError`` naming the release it needs (the workload reports could-not-check), never an
+def consumer_class(*methods: str) -> type:
+    """A stand-in for a release's ``confluent_kafka.Consumer`` that has just ``methods``."""
+    return type("Consumer", (), dict.fromkeys(methods, lambda *_args, **_kwargs: None))
+
+
+def test_a_release_without_admin_list_offsets_lists_them_through_a_consumer() -> None:
+    """confluent-kafka before 2.3.0 has no ``admin.OffsetSpec`` nor ``IsolationLevel`` (2.0.2, 2.2.0): offsets are
+    listed through a consumer's watermark and timestamp queries, which those releases have; 2.3.0 on, through the
+    AdminClient's ListOffsets."""
+    from kconform.reference_impl.kafka_client import offset_listing
+
+    old = SimpleNamespace(Consumer=consumer_class("get_watermark_offsets", "offsets_for_times"))
+    new = SimpleNamespace(Consumer=old.Consumer, IsolationLevel=object())
+    assert offset_listing(old, SimpleNamespace()) == "consumer"
+    assert offset_listing(new, SimpleNamespace(OffsetSpec=object())) == "admin"
+    assert offset_listing(old, SimpleNamespace(OffsetSpec=object())) == "consumer"  # 2.3.0's spec needs its levels
+    assert offset_listing(new, SimpleNamespace()) == "consumer"
+
+
+def test_a_release_that_can_list_no_offsets_is_a_missing_feature_not_a_crash(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only a release with neither way (no ``admin.OffsetSpec``, no consumer ``offsets_for_times``) cannot list
+    offsets: that raises the ports' ``UnsupportedFeatureError`` (the workload reports could-not-check), never an
     ``AttributeError`` a test would show as a violation."""
     from kconform.reference_impl import kafka_client
     from kconform.reference_impl.ports import UnsupportedFeatureError
 
-    monkeypatch.delattr(kafka_client.ck_admin, "OffsetSpec")
-    with pytest.raises(UnsupportedFeatureError, match=r"2\.3\.0") as raised:
-        kafka_client._offset_spec()
+    watermarks_only = SimpleNamespace(Consumer=consumer_class("get_watermark_offsets"))
+    assert kafka_client.offset_listing(watermarks_only, SimpleNamespace()) is None
+    monkeypatch.setattr(kafka_client, "offset_listing", lambda *_modules: None)
+    with pytest.raises(UnsupportedFeatureError, match="can list no partition's offsets") as raised:
+        kafka_client._offset_way()
     assert isinstance(raised.value, KafkaError)
 
 
-def test_offset_listing_uses_the_release_s_offset_spec() -> None:
-    """Where the release has it, the listing's spec is confluent-kafka's own."""
+def test_offset_listing_of_the_imported_release_follows_its_own_api() -> None:
+    """The imported release's way is the one its own modules offer: the admin's where it has ``OffsetSpec``."""
+    import confluent_kafka as ck
+    from confluent_kafka import admin
+
     from kconform.reference_impl import kafka_client
 
-    assert kafka_client._offset_spec() is kafka_client.ck_admin.OffsetSpec
+    assert kafka_client._offset_way() == ("admin" if hasattr(admin, "OffsetSpec") else "consumer")
+    assert kafka_client._offset_way() == kafka_client.offset_listing(ck, admin)

@@ -64,7 +64,11 @@ def setting(history: History, client: str, name: str) -> str:
 
 
 def eager(history: History, client: str) -> bool:
-    """Whether ``client`` rebalances eagerly (``rebalances_eagerly``), at its settings or its release's defaults."""
+    """Whether ``client`` rebalances eagerly: as its driver recorded it at its release (``ClientInfo.eager``), else
+    ``rebalances_eagerly`` at its settings or its release's defaults."""
+    recorded = history.consumer(client).eager
+    if recorded is not None:
+        return recorded
     return rebalances_eagerly(
         setting(history, client, "group.protocol"), setting(history, client, "partition.assignment.strategy")
     )

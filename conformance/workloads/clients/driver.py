@@ -193,6 +193,13 @@ class Recorder:
         return time.monotonic() - self._start
 
 
+def librdkafka_version() -> tuple[int, ...]:
+    """The librdkafka this confluent-kafka runs (``confluent_kafka.libversion()``: its hex version's major, minor
+    and revision bytes)."""
+    number = int(ck.libversion()[1])
+    return (number >> 24 & 0xFF, number >> 16 & 0xFF, number >> 8 & 0xFF)
+
+
 def tp_of(p: ck.TopicPartition) -> TopicPartition:
     return TopicPartition(p.topic, p.partition)
 
@@ -382,10 +389,7 @@ class Run:
             recorder.add(Assigned, slot.name, tps=tuple(tps), how="manual")
             return
 
-        eager = rebalances_eagerly(
-            str(slot.settings.get("group.protocol", "classic")),
-            str(slot.settings.get("partition.assignment.strategy", "range,roundrobin")),
-        )
+        eager = self._eager(slot)
 
         def on_assign(_c: ck.Consumer, partitions: list[ck.TopicPartition]) -> None:
             tps = tuple(tp_of(p) for p in partitions)
@@ -411,6 +415,15 @@ class Run:
         slot.callbacks = {"on_assign": on_assign, "on_revoke": on_revoke, "on_lost": on_lost}
         client.subscribe(slot.subscription, **slot.callbacks)
         self._subscribed(slot)
+
+    @staticmethod
+    def _eager(slot: ConsumerSlot) -> bool:
+        """Whether the member's callbacks hand it whole assignments, at this librdkafka (``rebalances_eagerly``)."""
+        return rebalances_eagerly(
+            str(slot.settings.get("group.protocol", "classic")),
+            str(slot.settings.get("partition.assignment.strategy", "range,roundrobin")),
+            librdkafka_version(),
+        )
 
     @property
     def pattern(self) -> str:
@@ -466,7 +479,13 @@ class Run:
                 slot = ConsumerSlot(i, cplan, group)
                 self.consumers.append(slot)
                 self._open_consumer(slot)
-                self.info[f"c{i}"] = ClientInfo(slot.settings, group, cplan.subscribe, defaults=self._defaults("C"))
+                self.info[f"c{i}"] = ClientInfo(
+                    slot.settings,
+                    group,
+                    cplan.subscribe,
+                    defaults=self._defaults("C"),
+                    eager=None if cplan.subscribe == "assign" else self._eager(slot),
+                )
             for step in self.schedule.steps:
                 earlier = list(self.beside)
                 self.step(step)

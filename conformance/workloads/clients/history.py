@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Final
 
 from ....reference_impl.types import TopicPartition
 
@@ -194,16 +195,31 @@ class ClientInfo:
     defaults: Mapping[str, str] = field(default_factory=dict)
     """The client release's own defaults, for the settings not drawn (librdkafka's and kafka-clients' differ:
     ``isolation.level`` is read_committed in one, read_uncommitted in the other)."""
+    eager: bool | None = None
+    """Of a group member: whether its release's rebalance callbacks hand it whole assignments (``rebalances_eagerly``
+    at its release), as the driver that ran it knew; ``None``: read from its settings alone."""
 
 
-def rebalances_eagerly(group_protocol: str, strategies: str) -> bool:
+LIBRDKAFKA_CONSUMER_PROTOCOL_COOPERATIVE: Final = (2, 10, 0)
+"""The first librdkafka whose ``group.protocol=consumer`` members always rebalance cooperatively. Before it
+(2.4.0, KIP 848's early access, to 2.8.0), ``rd_kafka_cgrp_rebalance_protocol`` answered such a member by its own
+``partition.assignment.strategy`` (``rk_conf.partition_assignors_cooperative``): EAGER at the default
+``range,roundrobin``, so confluent-kafka handed it whole assignments (``assign``, clearing the one before) with no
+revoke. cb9fb3672 (#4993, first in v2.10.0) dropped the setting for that protocol and answers COOPERATIVE."""
+
+
+def rebalances_eagerly(group_protocol: str, strategies: str, librdkafka: tuple[int, ...] | None = None) -> bool:
     """Whether a group member rebalances eagerly: a classic group (``group.protocol``) whose assignors
     (``partition.assignment.strategy``, librdkafka's names or kafka-clients' classes) are not all cooperative. Its
     assignment callback hands it its whole new assignment, which replaces the one before (librdkafka's
     ``rd_kafka_cgrp_assign`` clears the old one; rdkafka.h: an eager assignor's application "must use
     rd_kafka_assign() to set or clear the entire assignment"; kafka-clients' ``onPartitionsAssigned`` gets "the full
-    assignment" under the classic protocol). A cooperative member's callbacks add and remove partitions."""
-    if group_protocol.strip().lower() == "consumer":
+    assignment" under the classic protocol). A cooperative member's callbacks add and remove partitions. A member of
+    ``group.protocol=consumer`` is cooperative, except on a ``librdkafka`` (version) before
+    ``LIBRDKAFKA_CONSUMER_PROTOCOL_COOPERATIVE``, where its assignors decide as in a classic group."""
+    if group_protocol.strip().lower() == "consumer" and (
+        librdkafka is None or librdkafka >= LIBRDKAFKA_CONSUMER_PROTOCOL_COOPERATIVE
+    ):
         return False
     names = [s.strip().lower() for s in strategies.split(",") if s.strip()]
     return not names or not all("cooperative" in s for s in names)
