@@ -357,3 +357,22 @@ def test_the_librdkafka_version_is_read_from_its_hex_number(
     (``rebalances_eagerly``): 2.4.0's number is 0x020400ff, as ``confluent_kafka.libversion()`` gives it."""
     monkeypatch.setattr(driver.ck, "libversion", lambda: (".".join(map(str, want)), hexversion))
     assert driver.librdkafka_version() == want
+
+
+@pytest.mark.parametrize(
+    ("protocol", "version", "want"),
+    [
+        ("consumer", (2, 4, 0), False),  # DescribeGroups only: the broker answers DEAD with no members
+        ("consumer", (2, 8, 0), False),
+        ("consumer", (2, 10, 0), True),  # ConsumerGroupDescribe
+        ("consumer", (2, 16, 1), True),
+        ("classic", (2, 0, 2), True),
+    ],
+)
+def test_a_consumer_protocol_group_is_judged_for_convergence_only_where_the_admin_can_describe_it(
+    protocol: str, version: tuple[int, ...], want: bool
+) -> None:
+    """librdkafka 2.4.0's admin described a converged consumer-protocol group as DEAD with no members, which the
+    drain read as LIVE-001 never-converged on librdkafka-4636's fixed release (a false alarm, 2026-11-30): before
+    2.10.0 such a group is not judged (``Convergence.unjudged``: PARTIAL), and the drain does not wait for it."""
+    assert driver.describes_consumer_groups(protocol, version) is want

@@ -200,6 +200,18 @@ def librdkafka_version() -> tuple[int, ...]:
     return (number >> 24 & 0xFF, number >> 16 & 0xFF, number >> 8 & 0xFF)
 
 
+LIBRDKAFKA_DESCRIBES_CONSUMER_GROUPS: Final = (2, 10, 0)
+"""The first librdkafka whose ``rd_kafka_DescribeConsumerGroups`` describes a ``group.protocol=consumer`` group
+(ConsumerGroupDescribe; CHANGELOG v2.10.0: "now supports KIP-848-style consumer groups"). Before it the admin sends
+the classic DescribeGroups, which the broker answers for such a group as DEAD with no members."""
+
+
+def describes_consumer_groups(protocol: str, librdkafka: tuple[int, ...]) -> bool:
+    """Whether an admin client on ``librdkafka`` can tell how a group of ``protocol`` (``classic``, ``consumer``)
+    stands (``LIBRDKAFKA_DESCRIBES_CONSUMER_GROUPS``)."""
+    return protocol != "consumer" or librdkafka >= LIBRDKAFKA_DESCRIBES_CONSUMER_GROUPS
+
+
 def tp_of(p: ck.TopicPartition) -> TopicPartition:
     return TopicPartition(p.topic, p.partition)
 
@@ -1193,6 +1205,15 @@ class Run:
             ]
             state = ""
             described: tuple[tuple[str, tuple[TopicPartition, ...]], ...] = ()
+            version = librdkafka_version()
+            if not describes_consumer_groups(protocol, version):
+                problem = (
+                    f"the run's admin client (librdkafka {'.'.join(map(str, version))}) cannot describe group "
+                    f"{group} of the consumer protocol: librdkafka describes such groups from "
+                    f"{'.'.join(map(str, LIBRDKAFKA_DESCRIBES_CONSUMER_GROUPS))}",
+                    False,
+                )
+                continue
             try:
                 state, found = self.kafka.describe_group(group)
                 described = tuple(found)
