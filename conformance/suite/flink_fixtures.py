@@ -6,16 +6,19 @@ its jobs run on, a client of it, and records written to a topic. Imported by the
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, Final
 
 import pytest
 
-from ...reference_impl.kafka_client import KafkaClient
+from ...reference_impl.kafka_client import KafkaClient, wait_until
+from ...reference_impl.ports import KafkaError
 from ...reference_impl.types import TopicPartition
 from ..adapters.flink_kafka import job_edit_of
 from ..brokers import Broker
 from ..brokers.facts import read_facts
-from ..flink.harness import FlinkHarness
+from ..errors import HarnessError
+from ..flink.harness import FlinkHarness, RunningJob
+from ..flink.history import restarted_or_checkpointed
 from ..gate.pytest_plugin import BROKER_FACTS, BROKER_VERSION, CouldNotCheck, live_broker
 from ..jvm import JvmArtifactsMissing
 from ..jvm.setup import SetupError
@@ -54,3 +57,25 @@ def write(kafka: KafkaClient, topic: str, partitions: Sequence[int], count: int,
         ends[tp] = kafka.produce_batch(tp, [(None, f"{tag}-{p}-{i}".encode()) for i in range(count)], linger_ms=5)[-1]
         ends[tp] += 1
     return ends
+
+
+SETTLED_WITHIN_S: Final = 30.0
+"""A refused record's read in a completed checkpoint (at the job's interval: 100 to 500 ms), or the job's restart
+after its failure."""
+
+
+def settled(running: RunningJob, value: bytes) -> bool:
+    """Wait until the job went on after reading ``value``, written while its sink's writes are refused: a
+    checkpoint holding its read completed, or the job restarted (``True``: the sink surfaced the refusal, and the
+    refusal has done its part). ``HarnessError`` when the job ended first or neither came in time."""
+
+    def went_on() -> bool | None:
+        if running.ended(within_s=0.0):
+            raise HarnessError(f"the job ended ({running.finish().ended}) while the broker refused its writes")
+        return restarted_or_checkpointed(running.segments_so_far(), {value}) or None
+
+    try:
+        wait_until(went_on, SETTLED_WITHIN_S, f"the job's checkpoint or restart after {value!r}", step_s=0.1)
+    except KafkaError as error:
+        raise HarnessError(str(error)) from None
+    return any(s.attempt > 0 for s in running.segments_so_far())

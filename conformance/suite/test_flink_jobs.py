@@ -54,12 +54,12 @@ from ..checks.pipeline_checkers import (
 from ..checks.sink_checkers import check_naming_switched, check_prefixes_refused
 from ..errors import HarnessError
 from ..flink.harness import FlinkHarness, RunningJob, visible_output
-from ..flink.history import RunHistory, committed_reads, left_to_read, restarted_or_checkpointed, starts_read
+from ..flink.history import RunHistory, committed_reads, left_to_read, starts_read
 from ..flink.job import SINK_DEFAULTS, GroupOffsets, JobRun, Sink, Stop
 from ..gate.pytest_plugin import requirement
 from ..workloads.flink.job_options import NAMING, Failure
 from . import flink_fixtures
-from .flink_fixtures import write
+from .flink_fixtures import SETTLED_WITHIN_S, settled, write
 
 pytestmark = pytest.mark.pipeline
 harness, flink_broker, kafka = flink_fixtures.harness, flink_fixtures.flink_broker, flink_fixtures.kafka
@@ -416,8 +416,6 @@ REFUSED_WRITES: Final = 3
 """Records written one at a time while the broker refuses the sink's writes."""
 REFUSAL_RESTARTS: Final = 20
 """A job that surfaces the refusal fails again on each restart while the refusal lasts (a poll's time)."""
-SETTLED_WITHIN_S: Final = 30.0
-"""A refused record's read in a completed checkpoint (200 ms apart), or the job's restart after its failure."""
 
 
 def await_visible(kafka: KafkaClient, running: RunningJob, sink: str, values: Sequence[bytes]) -> None:
@@ -440,18 +438,7 @@ def write_refused(kafka: KafkaClient, running: RunningJob, tp: TopicPartition, v
     until the job went on: a checkpoint holding its read completed, or the job restarted (``True``: it surfaced
     an error, and the refusal has done its part). ``HarnessError`` when neither came in time."""
     kafka.produce(tp, None, value)
-
-    def went_on() -> bool | None:
-        if running.ended(within_s=0.0):
-            raise HarnessError(f"the job ended ({running.finish().ended}) while the broker refused its writes")
-        segments = running.segments_so_far()
-        return restarted_or_checkpointed(segments, {value}) or None
-
-    try:
-        wait_until(went_on, SETTLED_WITHIN_S, f"the job's checkpoint or restart after {value!r}", step_s=0.1)
-    except KafkaError as error:
-        raise HarnessError(str(error)) from None
-    return any(s.attempt > 0 for s in running.segments_so_far())
+    return settled(running, value)
 
 
 @requirement("COMMIT-007", "COMMIT-011", capability="flink-job")

@@ -55,7 +55,7 @@ from ..checks.liveness_checkers import check_query_ran, flink_job_failure
 from ..checks.pipeline_checkers import ReadRecord, check_single_reader
 from ..errors import HarnessError
 from ..flink.harness import FlinkHarness, RunningJob, RunResult, visible_output
-from ..flink.history import RunHistory, checkpointed_to, committed_reads, next_offsets, restarted_or_checkpointed
+from ..flink.history import RunHistory, checkpointed_to, committed_reads, next_offsets
 from ..flink.job import GroupOffsets, JobRun, Sink, Stop
 from ..gate.profiles import workload_draws
 from ..gate.pytest_plugin import CouldNotCheck, requirement
@@ -72,7 +72,7 @@ from ..workloads.flink.schedule import (
     stop_first,
 )
 from . import flink_fixtures
-from .flink_fixtures import write
+from .flink_fixtures import SETTLED_WITHIN_S, settled, write
 
 pytestmark = pytest.mark.pipeline
 harness, flink_broker, kafka = flink_fixtures.harness, flink_fixtures.flink_broker, flink_fixtures.kafka
@@ -96,8 +96,6 @@ broker refuses them (the harness restarts after 100 ms)."""
 IDLE_WITHIN_S: Final = 90.0
 """The JVM's and the MiniCluster's start, the reads of what was written before the run and a checkpoint after them,
 on two shared cores: the moment a refusal begins."""
-SETTLED_WITHIN_S: Final = 30.0
-"""A refused record's read in a completed checkpoint (100 to 500 ms apart), or the job's restart after its failure."""
 RUN_BOUND_S: Final = 60 + (STOP_WITHIN_MS + 2 * JOB_TIMEOUT_MS) / 1000 + IDLE_WITHIN_S + MAX_REFUSED * SETTLED_WITHIN_S
 """The most one run takes (``flink.harness.run_limit_s``): the JVM's start, the stop's wait, savepoint and end, and
 a refusal's waits."""
@@ -350,22 +348,6 @@ def going(running: RunningJob, when: str) -> RunningJob:
     if running.ended(within_s=0.0):
         raise HarnessError(f"the job ended {when}")
     return running
-
-
-def settled(running: RunningJob, value: bytes) -> bool:
-    """Wait until the job went on after reading ``value``, written while its sink's writes are refused: a
-    checkpoint holding its read completed, or the job restarted (``True``: the sink surfaced the refusal).
-    ``HarnessError`` when neither came in time."""
-
-    def went_on() -> bool | None:
-        segments = going(running, "while its sink's writes were refused").segments_so_far()
-        return restarted_or_checkpointed(segments, {value}) or None
-
-    try:
-        wait_until(went_on, SETTLED_WITHIN_S, f"the job's checkpoint or restart after {value!r}", step_s=0.1)
-    except KafkaError as error:
-        raise HarnessError(str(error)) from None
-    return any(s.attempt > 0 for s in running.segments_so_far())
 
 
 def produced(
