@@ -213,6 +213,79 @@ def test_a_partition_handed_over_starts_at_the_groups_committed_offset(first: in
     assert kinds(cw.check_start_positions(history(events, {TP: [0, 1, 2, 3]}))) == want
 
 
+STALE = "STALE_MEMBER_EPOCH: Broker: The member epoch is stale"
+
+
+@pytest.mark.parametrize(
+    ("answer", "want"),
+    [
+        # librdkafka #5199's shape: c0's commit of offset 3 was answered STALE_MEMBER_EPOCH, yet c1 starts at 3
+        ("definite", [("CLIENT-009", "commit-misreported")]),
+        # the same error on a commit of another partition explains nothing: a start at 3 is a skip
+        ("other-partition", [("CLIENT-005", "started-after-committed")]),
+        # a history from before failures were kept (the partition dropped from the answer): read as a skip
+        ("dropped", [("CLIENT-005", "started-after-committed")]),
+        # a timeout leaves it open whether the commit applied: a start there is allowed, and no misreport
+        ("ambiguous", []),
+        # the group then held what was committed before (2): the failure was true, nothing to say
+        ("held-before", []),
+    ],
+)
+def test_a_start_at_a_commit_the_client_said_failed_is_a_misreported_commit_not_a_skip(answer: str, want: list) -> None:
+    """CLIENT-009 apart from CLIENT-005: the client answered a commit's partition with an error, but the group held
+    its offset, as the next owner's start there shows. Without the failure kept in the history, the same start reads
+    as a skip (started-after-committed), redder than the evidence; with it, the skip is gone and the answer is
+    judged."""
+    failed = {
+        "definite": ((TP, 3, STALE, False),),
+        "other-partition": ((TP1, 3, STALE, False),),
+        "dropped": (),
+        "ambiguous": ((TP, 3, "_TIMED_OUT: Local: Timed out", True),),
+        "held-before": ((TP, 3, STALE, False),),
+    }[answer]
+    first = 2 if answer == "held-before" else 3
+    events = (
+        Events()
+        .add(Assigned, "c0#0", tps=(TP,), how="rebalance")
+        .add(Polled, "c0#0", **polled(0, 1))
+        .add(Committed, "c0#0", group="g", offsets=((TP, 2),))
+        .add(Polled, "c0#0", **polled(2))
+        .add(Committed, "c0#0", group="g", offsets=(), error=None if answer == "dropped" else STALE, failed=failed)
+        .add(Revoked, "c0#0", tps=(TP,))
+        .add(Assigned, "c1#0", tps=(TP,), how="rebalance")
+        .add(Polled, "c1#0", **polled(first))
+    )
+    judged = history(events, {TP: [0, 1, 2, 3], TP1: [0, 1, 2, 3]})
+    found = cw.check_start_positions(judged) + cw.check_commit_answers(judged)
+    assert kinds(found) == want
+    if answer == "definite":
+        (misreported,) = found
+        assert misreported.data["offset"] == 3 and misreported.data["error"] == STALE
+        assert misreported.data["committed_before"] == 2 and misreported.data["held_by"] == "c1#0"
+
+
+def test_a_commit_answer_keeps_each_failed_partition_with_its_offset_and_error() -> None:
+    """The driver's reading of a commit's answer (``on_commit``, a sync commit's result): a partition with an error is
+    kept apart, with the offset asked and whether the error leaves the outcome open, not dropped; a call that failed as
+    a whole with no per-partition error (kafka-clients' ``commitAsync``, as the harness hands it over) fails each."""
+    from types import SimpleNamespace
+
+    import confluent_kafka as ck
+
+    from kconform.conformance.workloads.clients.driver import commit_answer
+
+    def part(partition: int, offset: int, error: ck.KafkaError | None = None) -> Any:
+        return SimpleNamespace(topic="t", partition=partition, offset=offset, error=error)
+
+    stale, timeout = ck.KafkaError(ck.KafkaError.STALE_MEMBER_EPOCH), ck.KafkaError(ck.KafkaError._TIMED_OUT)
+    offsets, failed = commit_answer(None, [part(0, 2), part(1, 3, stale), part(2, -1001, stale)])
+    assert offsets == ((TP, 2),)
+    assert [(tp, o, ambiguous) for tp, o, _, ambiguous in failed] == [(TP1, 3, False)]
+    assert failed[0][2].startswith("STALE_MEMBER_EPOCH")
+    offsets, failed = commit_answer(timeout, [part(0, 2), part(1, 3)])
+    assert offsets == () and [(tp, o, ambiguous) for tp, o, _, ambiguous in failed] == [(TP, 2, True), (TP1, 3, True)]
+
+
 def test_a_read_committed_consumer_that_delivers_an_aborted_record_is_caught() -> None:
     events = (
         Events()

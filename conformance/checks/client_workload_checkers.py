@@ -1,4 +1,4 @@
-"""CLIENT-001 to CLIENT-008 (spec/clients.md) and LIVE-001: pure checkers of a client workload's history.
+"""CLIENT-001 to CLIENT-009 (spec/clients.md) and LIVE-001: pure checkers of a client workload's history.
 
 Each takes the ``History`` a drawn schedule left (``kconform.conformance.workloads.clients``): events in the
 order they happened and, read after the drain, what the log holds. None calls a client; each returns the
@@ -349,15 +349,47 @@ def committed_offset(event: Committed, tp: TopicPartition) -> int:
     return dict(event.offsets)[tp]
 
 
-def check_start_positions(history: History) -> list[Violation]:
-    """CLIENT-005: a partition assigned to a consumer of a group starts at the group's committed offset (the first
-    record its isolation gives at or after it), or where ``auto.offset.reset`` says when the group has none."""
-    violations: list[Violation] = []
-    commits = group_commits(history)
+@dataclass(frozen=True)
+class FailedCommit:
+    """One partition a commit's answer gave an error for (``Committed.failed``)."""
+
+    commit: Committed
+    offset: int
+    error: str
+    ambiguous: bool
+
+
+def group_failures(history: History) -> dict[tuple[str, TopicPartition], list[FailedCommit]]:
+    found: dict[tuple[str, TopicPartition], list[FailedCommit]] = defaultdict(list)
+    for event in of_kind(history, Committed):
+        assert isinstance(event, Committed)
+        for tp, offset, error, ambiguous in event.failed:
+            found[(event.group, tp)].append(FailedCommit(event, offset, error, ambiguous))
+    return found
+
+
+@dataclass(frozen=True)
+class Start:
+    """The first record a consumer delivered of a partition newly assigned to it (CLIENT-005's subject)."""
+
+    client: str
+    group: str
+    tp: TopicPartition
+    offset: int
+    assigned: int
+    """The ``seq`` of the assignment."""
+    polled: int
+    """The ``seq`` of the poll that delivered it."""
+    isolation: str
+    reset: str
+
+
+def starts(history: History) -> Iterator[Start]:
+    """Every start of a partition newly assigned to a consumer (by its group or by hand) and not sought since, in a
+    group whose commits are all certain (none ambiguous)."""
     ambiguous_groups = {e.group for e in of_kind(history, Committed) if isinstance(e, Committed) and e.ambiguous}
     for client, events in consumer_events(history).items():
-        info = history.consumer(client)
-        group = info.group or ""
+        group = history.consumer(client).group or ""
         isolation = setting(history, client, "isolation.level")
         reset = setting(history, client, "auto.offset.reset")
         pending: dict[TopicPartition, int] = {}
@@ -373,13 +405,98 @@ def check_start_positions(history: History) -> list[Violation]:
                     if tp not in pending:
                         continue
                     since = pending.pop(tp)
-                    if group in ambiguous_groups:
-                        continue
-                    found = _start_violation(
-                        history, commits.get((group, tp), []), tp, offset, since, event.seq, isolation, reset, client
-                    )
-                    if found is not None:
-                        violations.append(found)
+                    if group not in ambiguous_groups:
+                        yield Start(client, group, tp, offset, since, event.seq, isolation, reset)
+
+
+def _held_by_failed(
+    history: History, start: Start, commits: Sequence[Committed], failures: Sequence[FailedCommit]
+) -> FailedCommit | None:
+    """The commit the client reported failed for ``start.tp`` that explains where the consumer started: one recorded
+    before the poll, later than the last commit confirmed before the assignment, at whose offset (the first record
+    the consumer's isolation gives at or after it) the consumer started. The group held that offset, so the commit
+    took effect whatever its answer said (or, were its error one that leaves the outcome open, may have)."""
+    offsets = visible(history, start.tp, start.isolation)
+    confirmed = [c.seq for c in commits if c.error is None and c.seq < start.assigned]
+    after = confirmed[-1] if confirmed else -1
+    for failure in reversed(failures):
+        if after < failure.commit.seq < start.polled and first_at_or_after(offsets, failure.offset) == start.offset:
+            return failure
+    return None
+
+
+def check_start_positions(history: History) -> list[Violation]:
+    """CLIENT-005: a partition assigned to a consumer of a group starts at the group's committed offset (the first
+    record its isolation gives at or after it), or where ``auto.offset.reset`` says when the group has none. A start
+    at the offset of a commit the client reported failed (``Committed.failed``), later than the last one confirmed,
+    is no skip: the group held it (CLIENT-009 judges the answer, ``check_commit_answers``)."""
+    violations: list[Violation] = []
+    commits = group_commits(history)
+    failures = group_failures(history)
+    for start in starts(history):
+        found = _start_violation(
+            history,
+            commits.get((start.group, start.tp), []),
+            start.tp,
+            start.offset,
+            start.assigned,
+            start.polled,
+            start.isolation,
+            start.reset,
+            start.client,
+        )
+        if found is not None and not _held_by_failed(
+            history, start, commits.get((start.group, start.tp), []), failures.get((start.group, start.tp), [])
+        ):
+            violations.append(found)
+    return violations
+
+
+def check_commit_answers(history: History) -> list[Violation]:
+    """CLIENT-009: a commit's answer says what the commit did. A partition the answer gave a definite error for
+    (not one that leaves the outcome open: a timeout, a lost connection) was not committed by it; when the group then
+    held that offset, as the next consumer assigned the partition shows by starting there where no commit the history
+    shows as successful put the group, the answer misreported it (``commit-misreported``): the application was told
+    to redo what had been done. Where the group's recorded commits explain the start, nothing is said."""
+    violations: list[Violation] = []
+    commits = group_commits(history)
+    failures = group_failures(history)
+    for start in starts(history):
+        own = commits.get((start.group, start.tp), [])
+        if (
+            _start_violation(
+                history, own, start.tp, start.offset, start.assigned, start.polled, start.isolation, start.reset, ""
+            )
+            is None
+        ):
+            continue
+        failure = _held_by_failed(history, start, own, failures.get((start.group, start.tp), []))
+        if failure is None or failure.ambiguous:
+            continue
+        confirmed = [c for c in own if c.error is None and c.seq < start.assigned]
+        before = committed_offset(confirmed[-1], start.tp) if confirmed else None
+        commit = failure.commit
+        violations.append(
+            Violation(
+                "CLIENT-009",
+                "commit-misreported",
+                f"{commit.client}'s commit of {start.tp} at offset {failure.offset} was answered with an error "
+                f"({failure.error}; event {commit.seq}), but group {start.group} then held that offset: "
+                f"{start.client}, assigned {start.tp} (event {start.assigned}), started at offset {start.offset}, "
+                f"the first record at or after it; the last commit the history shows succeeding before the "
+                f"assignment was " + ("none" if before is None else f"at {before}"),
+                data=tp_fields(start.tp)
+                | {
+                    "client": commit.client,
+                    "group": start.group,
+                    "offset": failure.offset,
+                    "error": failure.error,
+                    "held_by": start.client,
+                    "started_at": start.offset,
+                    "committed_before": before,
+                },
+            )
+        )
     return violations
 
 
@@ -927,6 +1044,7 @@ SAFETY_CHECKERS: Final = (
     check_committed_fetches,
     check_read_committed,
     check_commits,
+    check_commit_answers,
     check_single_owner,
     check_delivered_owned,
     check_group_read_everything,

@@ -1,4 +1,4 @@
-"""CLIENT-001 to CLIENT-008 and LIVE-001: a drawn workload of real producers and consumers (spec/clients.md).
+"""CLIENT-001 to CLIENT-009 and LIVE-001: a drawn workload of real producers and consumers (spec/clients.md).
 
 An adapter that declares ``confluent-kafka-consumer`` reads Kafka with the confluent-kafka this interpreter
 imports; one that declares ``kafka-clients-workload`` is kafka-clients at a release (its ``release``), whose
@@ -57,7 +57,7 @@ pytestmark = pytest.mark.pipeline
 
 CAPABILITY: Final = "confluent-kafka-consumer"
 JAVA_CAPABILITY: Final = "kafka-clients-workload"
-IDS: Final = tuple(f"CLIENT-{n:03}" for n in range(1, 9))
+IDS: Final = tuple(f"CLIENT-{n:03}" for n in range(1, 10))
 
 
 EXAMPLE_BOUND_S: Final = 90.0 + STABLE_WITHIN_S
@@ -168,7 +168,7 @@ def drawn_schedules(draw: st.DrawFn, catalogue: tuple[client_settings.Setting, .
 @pytest.mark.timeout((examples() + 1) * EXAMPLE_BOUND_S + 2 * CONVERGE_BOUND_S)
 @workload_settings()
 @given(data=st.data())
-def test_required_CLIENT_001_to_008_a_drawn_client_workload_keeps_every_promise(
+def test_required_CLIENT_001_to_009_a_drawn_client_workload_keeps_every_promise(
     workload_broker: Broker,
     record_property: Callable[[str, object], None],
     partial: Partial,
@@ -185,7 +185,7 @@ def test_required_CLIENT_001_to_008_a_drawn_client_workload_keeps_every_promise(
 @pytest.mark.timeout((examples() + 1) * EXAMPLE_BOUND_S + 2 * CONVERGE_BOUND_S + HARNESS_BOUND_S)
 @workload_settings()
 @given(data=st.data())
-def test_required_CLIENT_001_to_008_kafka_clients_keep_every_promise_of_a_drawn_workload(
+def test_required_CLIENT_001_to_009_kafka_clients_keep_every_promise_of_a_drawn_workload(
     workload_broker: Broker,
     java_clients: JvmClients,
     java_catalogue: tuple[client_settings.Setting, ...],

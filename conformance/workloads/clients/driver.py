@@ -233,6 +233,26 @@ def error_text(error: BaseException | ck.KafkaError) -> str:
     return f"{type(error).__name__}: {error}"
 
 
+def commit_answer(
+    err: ck.KafkaError | None, partitions: Sequence[ck.TopicPartition]
+) -> tuple[tuple[tuple[TopicPartition, int], ...], tuple[tuple[TopicPartition, int, str, bool], ...]]:
+    """A commit's answer as the history keeps it (``Committed.offsets`` and ``Committed.failed``): the partitions it
+    gave no error for, and those it gave one for, each with the offset asked, the error and whether that error leaves
+    the commit's fate open (``AMBIGUOUS``). A call that failed as a whole (``err``) with no error on its partitions
+    (kafka-clients' failed ``commitAsync``, as the harness hands it over) failed each of them with that error."""
+    offsets: list[tuple[TopicPartition, int]] = []
+    failed: list[tuple[TopicPartition, int, str, bool]] = []
+    for p in partitions:
+        error = p.error if p.error is not None else err
+        if p.offset < 0:
+            continue
+        if error is None:
+            offsets.append((tp_of(p), p.offset))
+        else:
+            failed.append((tp_of(p), p.offset, error_text(error), error.code() in AMBIGUOUS))
+    return tuple(offsets), tuple(failed)
+
+
 def fatal(error: ck.KafkaError) -> bool:
     """Whether librdkafka says the client can no longer be used (its fatal error, or the ``_FATAL`` event that
     announces one)."""
@@ -368,7 +388,7 @@ class Run:
         recorder = self.recorder
 
         def on_commit(err: ck.KafkaError | None, partitions: Sequence[ck.TopicPartition]) -> None:
-            offsets = tuple((tp_of(p), p.offset) for p in partitions if p.error is None and p.offset >= 0)
+            offsets, failed = commit_answer(err, partitions)
             ambiguous = err is not None and err.code() in AMBIGUOUS
             recorder.add(
                 Committed,
@@ -377,6 +397,7 @@ class Run:
                 offsets=offsets,
                 error=None if err is None else error_text(err),
                 ambiguous=ambiguous,
+                failed=failed,
             )
 
         classic = classic_group(slot.plan.settings)
@@ -799,6 +820,7 @@ class Run:
         client = slot.client
         assert client is not None
         stored = tuple(sorted(slot.stored.items()))
+        message = None
         if step.mode == "message":
             message = slot.last
             if message is None:
@@ -812,6 +834,12 @@ class Run:
             result = self._call(slot, f"commit({step.mode})", call, CALL_SLACK_S)
         except ck.KafkaException as failed:
             code = error_code(failed)
+            asked = (
+                # the one offset a commit from a record asks for; a commit of the positions names none before it runs
+                ((message_tp(message), message_offset(message) + 1, error_text(failed), code in AMBIGUOUS),)
+                if step.mode == "message" and message is not None
+                else ()
+            )
             self.recorder.add(
                 Committed,
                 slot.name,
@@ -820,12 +848,13 @@ class Run:
                 error=error_text(failed),
                 ambiguous=code in AMBIGUOUS,
                 stored=stored if step.mode == "sync" else (),
+                failed=asked,
             )
             return
         if step.mode == "async" or slot.hung or result is None:
             return
-        committed = tuple((tp_of(p), p.offset) for p in result if p.error is None and p.offset >= 0)
-        errors = [f"{tp_of(p)}: {error_text(p.error)}" for p in result if p.error is not None]
+        committed, failed_parts = commit_answer(None, result)
+        errors = [f"{tp}: {error}" for tp, _, error, _ in failed_parts]
         self.recorder.add(
             Committed,
             slot.name,
@@ -833,6 +862,7 @@ class Run:
             offsets=committed,
             error="; ".join(errors) or None,
             stored=stored if step.mode == "sync" else (),
+            failed=failed_parts,
         )
         if step.mode == "sync":
             slot.stored = {}

@@ -117,6 +117,12 @@ class Committed(Event):
     """The commit failed in a way that does not say whether the coordinator applied it (a timeout)."""
     stored: Offsets = ()
     """For a commit of stored offsets: the offsets stored since the group's last commit, which it must commit."""
+    failed: tuple[tuple[TopicPartition, int, str, bool], ...] = ()
+    """The partitions the commit's answer gave an error for, kept as data (not in ``offsets``): each with the offset
+    the commit asked for, the error, and whether that error leaves it open whether the coordinator applied the commit
+    (a timeout, a lost connection). A commit that failed as a whole with no per-partition answer (kafka-clients'
+    exception, confluent-kafka's error for the call) lists each partition it asked for with that error where the
+    offsets asked are known."""
 
 
 @dataclass(frozen=True)
