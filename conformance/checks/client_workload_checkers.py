@@ -25,16 +25,17 @@ from ..workloads.clients.history import (
     Committed,
     Event,
     Failed,
+    Fault,
     FetchedCommitted,
     History,
     Hung,
-    Note,
     Polled,
     Revoked,
     Seeked,
     Sent,
     Subscribed,
     TxnEnded,
+    faults,
     rebalances_eagerly,
 )
 from .checkers import Violation, tp_fields, value_field
@@ -51,6 +52,9 @@ LIBRDKAFKA_DEFAULTS: Final = {
     "enable.idempotence": "false",
     "group.protocol": "classic",
     "partition.assignment.strategy": "range,roundrobin",
+    "session.timeout.ms": "45000",
+    "heartbeat.interval.ms": "3000",
+    "socket.timeout.ms": "60000",
 }
 """librdkafka's defaults for the settings the checkers read (CONFIGURATION.md), where a history states none of its
 client release's own (``ClientInfo.defaults``)."""
@@ -716,19 +720,146 @@ def _replaced_unrevoked(history: History, owner: str, after: int) -> Assigned | 
     return None
 
 
-def check_single_owner(history: History) -> list[Violation]:
-    """CLIENT-008: no partition is assigned to a member of a group while another member that is still in the group
-    (it polled within its ``max.poll.interval.ms``, and no broker fault came since it got the partition) owns it.
-    An overlap whose earlier owner was an eager member that rejoined without revoking is ``UNREVOKED``'s kind."""
-    violations: list[Violation] = []
+CONSUMER_PROTOCOL_SESSION_MS: Final = 45_000
+"""A ``group.protocol=consumer`` member's session and heartbeat interval, which the broker sets
+(``group.consumer.session.timeout.ms`` and ``group.consumer.heartbeat.interval.ms``, 45 s and 5 s by default: Kafka's
+``GroupCoordinatorConfig``; the suite's brokers leave them)."""
+CONSUMER_PROTOCOL_HEARTBEAT_MS: Final = 5_000
+
+
+def setting_ms(history: History, client: str, *names: str) -> float:
+    """The first of ``names`` the client has a value for (drawn, or its release's or the workload's default), in
+    seconds; 0 when it has none."""
+    info = history.consumer(client)
+    for name in names:
+        value = info.settings.get(name) or info.defaults.get(name) or LIBRDKAFKA_DEFAULTS.get(name)
+        if value:
+            return int(value) / 1000
+    return 0.0
+
+
+def zombie_bound_s(history: History, client: str) -> tuple[float, str]:
+    """How long after a fault is healed a member the coordinator removed for it may still think it owns its
+    partitions, from its own settings: its session timeout (librdkafka declares its own session lost once no
+    heartbeat succeeded for that long, ``rd_kafka_cgrp_session_timeout_check``), a heartbeat interval (its next
+    heartbeat, answered UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION, makes it drop its assignment as lost,
+    ``rd_kafka_cgrp_handle_Heartbeat``; kafka-clients' ``AbstractCoordinator`` and ``ConsumerCoordinator``
+    ``onPartitionsLost``), and one request's timeout (librdkafka's ``socket.timeout.ms``, kafka-clients'
+    ``request.timeout.ms``), and ``TIMING_MARGIN_S``; with why."""
+    if setting(history, client, "group.protocol").strip().lower() == "consumer":
+        session, heartbeat = CONSUMER_PROTOCOL_SESSION_MS / 1000, CONSUMER_PROTOCOL_HEARTBEAT_MS / 1000
+    else:
+        session = setting_ms(history, client, "session.timeout.ms")
+        heartbeat = setting_ms(history, client, "heartbeat.interval.ms")
+    request = setting_ms(history, client, "request.timeout.ms", "socket.timeout.ms")
+    bound = session + heartbeat + request + TIMING_MARGIN_S
+    return bound, (
+        f"session {session:g} s + heartbeat interval {heartbeat:g} s + request timeout {request:g} s "
+        f"+ {TIMING_MARGIN_S:g} s"
+    )
+
+
+@dataclass(frozen=True)
+class Overlap:
+    """A partition assigned to a member (``to``, at ``at``) while another member (``owner``), which had polled within
+    its poll interval, still owned it: CLIENT-008's subject."""
+
+    tp: TopicPartition
+    group: str
+    owner: str
+    to: str
+    assigned: Assigned
+    polled_before_s: float
+    interval_s: float
+
+
+@dataclass(frozen=True)
+class Excused:
+    """An overlap whose earlier owner was a zombie of a suite fault (``zombie_excuse``): counted as data, not a
+    violation."""
+
+    overlap: Overlap
+    fault: Fault
+    gave_up: Event
+    bound_s: float
+    why: str
+
+    def describe(self) -> str:
+        o = self.overlap
+        return (
+            f"{o.to} was assigned {o.tp} at {o.assigned.at:.1f} s while {o.owner} still owned it; {o.owner} gave it up "
+            f"at {self.gave_up.at:.1f} s, after the broker was {self.fault.what} ({self.fault.began:.1f} s to "
+            f"{self.fault.healed:.1f} s), within {self.bound_s:g} s of the heal ({self.why}), committing none of it"
+        )
+
+
+def zombie_excuse(history: History, overlap: Overlap) -> Excused | str:
+    """Whether ``overlap`` is the classic protocol's window of a member its coordinator removed for a suite fault,
+    which Kafka fences rather than forbids (kconform's choice, spec/clients.md CLIENT-008): the excuse, or why not.
+
+    A coordinator removes a member whose heartbeats stop reaching it for its session timeout
+    (``GroupMetadataManager``'s "has failed, removing it from the group", Kafka 4.x;
+    ``GroupCoordinator.onExpireHeartbeat`` before), and a restarted coordinator starts every loaded member's session
+    anew (``onLoaded``); the member learns it at its next heartbeat or from its own session timer, and until then its
+    client still owns what it had. Kafka does not promise that member exclusivity: it fences its commits by
+    generation (``ClassicGroup.validateOffsetCommit``: UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION). So the overlap is
+    excused only when all hold:
+
+    - a suite fault (a broker restart or a node pause, ``history.faults``) had begun before the partition was
+      assigned again: the owner's heartbeats could not reach the coordinator while it was in force;
+    - the owner then gave the partition up (a revocation, lost or not, or its close), not a new assignment with no
+      revoke between (``UNREVOKED``) nor nothing;
+    - the overlap is bounded: the owner made no poll later than the fault's heal plus ``zombie_bound_s`` (its own
+      session timeout, heartbeat interval and request timeout) before it gave the partition up, so it learned of its
+      removal when a correct client must;
+    - fencing held: none of the owner's commits of the partition from the overlap's start on (until it was handed
+      the partition again) succeeded. A zombie commit that succeeded stays a violation.
+
+    No fault, no excuse: a member removed while every heartbeat could reach its coordinator is another finding."""
+    o = overlap
+    began = [f for f in faults(history.events) if f.began <= o.assigned.at]
+    if not began:
+        return "no suite fault had begun before the partition was assigned again"
+    fault = began[-1]
+    gave_up: Event | None = None
+    later_polls: list[Polled] = []
+    commits: list[Committed] = []
+    bound_s, why = zombie_bound_s(history, o.owner)
+    for event in history.events:
+        if event.seq <= o.assigned.seq or event.client != o.owner:
+            continue
+        if gave_up is None:
+            if (isinstance(event, Revoked) and o.tp in event.tps) or isinstance(event, Closed):
+                gave_up = event
+            elif isinstance(event, (Assigned, Hung)):
+                return f"{o.owner}'s next ownership event was {type(event).__name__.lower()}, not a revocation"
+            elif isinstance(event, Polled) and event.at > fault.healed + bound_s:
+                later_polls.append(event)
+        if isinstance(event, Assigned) and o.tp in event.tps:
+            break
+        if isinstance(event, Committed) and event.error is None and o.tp in dict(event.offsets):
+            commits.append(event)
+    if gave_up is None:
+        return f"{o.owner} never gave {o.tp} up"
+    if later_polls:
+        return (
+            f"{o.owner} polled at {later_polls[0].at:.1f} s and still owned {o.tp}, past the fault's heal at "
+            f"{fault.healed:.1f} s plus {bound_s:g} s ({why})"
+        )
+    if commits:
+        return (
+            f"{o.owner}'s commit of {o.tp} at {committed_offset(commits[0], o.tp)} succeeded at {commits[0].at:.1f} s "
+            "while another member owned it: the zombie was not fenced"
+        )
+    return Excused(o, fault, gave_up, bound_s, why)
+
+
+def _overlaps(history: History) -> Iterator[Overlap]:
+    """Every partition assigned to a member of a group while another member that had polled within its
+    ``max.poll.interval.ms`` (less ``TIMING_MARGIN_S``) still owned it, by its callbacks."""
     owners: dict[tuple[str, TopicPartition], str] = {}
     last_poll: dict[str, float] = {}
-    since: dict[tuple[str, TopicPartition], float] = {}
-    """When the owner got each partition: a broker fault since may have ended its session unseen."""
-    last_fault = float("-inf")
     for event in history.events:
-        if isinstance(event, Note) and event.client == "run" and "broker" in event.text:
-            last_fault = event.at
         if not event.client.startswith("c"):
             continue
         info = history.consumer(event.client)
@@ -754,24 +885,43 @@ def check_single_owner(history: History) -> list[Violation]:
                 if other is not None and other != event.client:
                     interval = int(setting(history, other, "max.poll.interval.ms")) / 1000
                     polled = last_poll.get(other, float("-inf"))
-                    if event.at - polled < interval - TIMING_MARGIN_S and last_fault < since.get((info.group, tp), 0.0):
-                        evidence = (
-                            f"{event.client} was assigned {tp} while {other} still owned it ({other} had polled "
-                            f"{event.at - polled:.1f} s before, within its max.poll.interval.ms of {interval:g} s)"
-                        )
-                        data = tp_fields(tp) | {"clients": [other, event.client], "group": info.group}
-                        replaced = _replaced_unrevoked(history, other, event.seq)
-                        if replaced is not None:
-                            evidence += (
-                                f"; {other} never revoked it: {replaced.at - event.at:.1f} s later it was handed a new "
-                                f"assignment ({', '.join(map(str, replaced.tps)) or 'none'}) with no revoke between, "
-                                "an eager member that rejoined without revoking"
-                            )
-                            data |= {"replaced_at": round(replaced.at, 3), "replaced_by": list(map(str, replaced.tps))}
-                        kind = "owned-twice" if replaced is None else UNREVOKED
-                        violations.append(Violation("CLIENT-008", kind, evidence, data=data))
+                    if event.at - polled < interval - TIMING_MARGIN_S:
+                        yield Overlap(tp, info.group, other, event.client, event, event.at - polled, interval)
                 owners[(info.group, tp)] = event.client
-                since[(info.group, tp)] = event.at
+
+
+def zombie_overlaps(history: History) -> list[Excused]:
+    """The overlaps ``check_single_owner`` excused (``zombie_excuse``), for the report to count."""
+    return [e for o in _overlaps(history) if isinstance(e := zombie_excuse(history, o), Excused)]
+
+
+def check_single_owner(history: History) -> list[Violation]:
+    """CLIENT-008: no partition is assigned to a member of a group while another member that is still in the group
+    (it polled within its ``max.poll.interval.ms``) owns it, except a zombie of a suite fault that was fenced and
+    gave the partition up in time (``zombie_excuse``; counted by ``zombie_overlaps``). An overlap whose earlier owner
+    was an eager member that rejoined without revoking is ``UNREVOKED``'s kind."""
+    violations: list[Violation] = []
+    for o in _overlaps(history):
+        excuse = zombie_excuse(history, o)
+        if isinstance(excuse, Excused):
+            continue
+        evidence = (
+            f"{o.to} was assigned {o.tp} while {o.owner} still owned it ({o.owner} had polled "
+            f"{o.polled_before_s:.1f} s before, within its max.poll.interval.ms of {o.interval_s:g} s)"
+        )
+        data = tp_fields(o.tp) | {"clients": [o.owner, o.to], "group": o.group, "not_excused": excuse}
+        replaced = _replaced_unrevoked(history, o.owner, o.assigned.seq)
+        if replaced is not None:
+            evidence += (
+                f"; {o.owner} never revoked it: {replaced.at - o.assigned.at:.1f} s later it was handed a new "
+                f"assignment ({', '.join(map(str, replaced.tps)) or 'none'}) with no revoke between, "
+                "an eager member that rejoined without revoking"
+            )
+            data |= {"replaced_at": round(replaced.at, 3), "replaced_by": list(map(str, replaced.tps))}
+        elif faults(history.events):
+            evidence += f"; not a fenced zombie of a fault: {excuse}"
+        kind = "owned-twice" if replaced is None else UNREVOKED
+        violations.append(Violation("CLIENT-008", kind, evidence, data=data))
     return violations
 
 

@@ -33,7 +33,7 @@ from ..brokers import Broker
 from ..brokers.base import BrokerStartError
 from ..brokers.kafka import KafkaBroker
 from ..checks.checkers import fail_on
-from ..checks.client_workload_checkers import check_history, unjudged
+from ..checks.client_workload_checkers import check_history, unjudged, zombie_overlaps
 from ..gate.profiles import workload_draws
 from ..gate.pytest_plugin import CouldNotCheck, Partial, requirement, stated_broker
 from ..jvm import JvmArtifactsMissing, artifact_version
@@ -159,6 +159,22 @@ def asked(key: object, history: History) -> str:
     return f"{seen['asked']} asks" + (f" ({', '.join(parts)})" if parts else "")
 
 
+def excused(key: object, history: History) -> str:
+    """The report's line on CLIENT-008 overlaps excused as fenced zombies of a fault (``zombie_overlaps``) so far:
+    how many, in how many schedules, and the last one's account, so a reader sees what was not counted a violation."""
+    seen = DREW.setdefault(id(key), Counter())
+    found = zombie_overlaps(history)
+    seen["excused"] += len(found)
+    seen["excused: schedules"] += bool(found)
+    if found:
+        LAST_EXCUSED[id(key)] = found[-1].describe()
+    last = LAST_EXCUSED.get(id(key))
+    return f"{seen['excused']} in {seen['excused: schedules']} schedule(s)" + (f"; the last: {last}" if last else "")
+
+
+LAST_EXCUSED: Final[dict[int, str]] = {}
+
+
 @st.composite
 def drawn_schedules(draw: st.DrawFn, catalogue: tuple[client_settings.Setting, ...], faults: bool) -> Schedule:
     return draw(schedules(catalogue, faults=faults))
@@ -229,6 +245,7 @@ def judge_drawn(
         # The run's own admin calls, topic changes or a restart of the broker failed: nothing was judged.
         raise CouldNotCheck(f"the workload's harness failed, so this schedule judged nothing: {failed}") from failed
     record_property("asked: committed", asked(record_property, history))
+    record_property("excused: CLIENT-008 fenced zombies of a fault", excused(record_property, history))
     violations = check_history(history, broker.answers())
     violated = {v.requirement for v in violations}
     detail = f"schedule:\n{describe(schedule)}\nas JSON: {schedule.dumps()}"

@@ -29,6 +29,7 @@ from ....reference_impl.kafka_client import KafkaClient, wait_until
 from ....reference_impl.ports import Isolation, KafkaError, Record
 from ....reference_impl.types import TopicPartition
 from .history import (
+    FAULT_NOTE,
     Acked,
     Assigned,
     ClientInfo,
@@ -516,7 +517,9 @@ class Run:
                     slot.settings,
                     group,
                     cplan.subscribe,
-                    defaults=self._defaults("C"),
+                    # what a classic member runs with where nothing is drawn: the workload's own session settings
+                    # over the release's (``CONSUMER_DEFAULTS``, given in ``_open_consumer``)
+                    defaults=self._defaults("C") | (dict(CONSUMER_DEFAULTS) if classic_group(slot.settings) else {}),
                     eager=None if cplan.subscribe == "assign" else self._eager(slot),
                 )
             for step in self.schedule.steps:
@@ -1081,16 +1084,17 @@ class Run:
     def broker_restart(self, step: Step) -> None:
         if not self.schedule.faults:
             return
+        self.recorder.note(f"{FAULT_NOTE}restarting ({step.mode})")
         self.broker.restart(self._node(), clean=step.mode == "clean")
-        self.recorder.note(f"broker restarted ({step.mode})")
+        self.recorder.note(f"{FAULT_NOTE}restarted ({step.mode})")
 
     def node_pause(self, step: Step) -> None:
         if not self.schedule.faults:
             return
         with self.broker.paused(self._node()):
-            self.recorder.note(f"broker paused for {step.wait_ms} ms")
+            self.recorder.note(f"{FAULT_NOTE}paused for {step.wait_ms} ms")
             threading.Event().wait(step.wait_ms / 1000)  # the fault's drawn duration, not a synchronisation
-        self.recorder.note("broker resumed")
+        self.recorder.note(f"{FAULT_NOTE}resumed")
 
     # the end
 
