@@ -517,6 +517,27 @@ def test_an_overlap_is_excused_only_for_a_fenced_zombie_of_a_fault_that_gave_the
         assert "gave it up" in excused[0].describe()
 
 
+@pytest.mark.parametrize(("handed_after_s", "want"), [(1.0, []), (30.0, [("CLIENT-008", "owned-twice")])])
+def test_an_owner_that_polled_past_the_faults_bound_was_in_the_group_after_it_and_is_no_zombie(
+    handed_after_s: float, want: list
+) -> None:
+    """c0 was handed TP after a restart healed at 11 s: 1 s later it may still be the fault's zombie (its bound is
+    6 + 1 + 10 + 2 s); 30 s later, polling all along, it was a member after the fault, and c1 being handed TP while it
+    owned it is an overlap no fault excuses, whatever c0 did next."""
+    settings = {"max.poll.interval.ms": "300000", "session.timeout.ms": "6000", "heartbeat.interval.ms": "1000"}
+    info = {name: ClientInfo(settings | {"socket.timeout.ms": "10000"}, "g", "topics") for name in ("c0", "c1")}
+    events = (
+        Events()
+        .add(Note, "run", text="broker restarting (kill)")
+        .add(Note, "run", after_s=10.0, text="broker restarted (kill)")
+        .add(Assigned, "c0#0", after_s=handed_after_s, tps=(TP,), how="rebalance")
+        .add(Polled, "c0#0", after_s=0.1, **polled(0))
+        .add(Assigned, "c1#0", after_s=0.2, tps=(TP,), how="rebalance")
+        .add(Revoked, "c0#0", after_s=0.3, tps=(TP,), lost=True)
+    )
+    assert kinds(cw.check_single_owner(history(events, {TP: [0]}, clients=info))) == want
+
+
 def test_the_runs_faults_are_read_from_its_notes() -> None:
     events = (
         Events()

@@ -771,6 +771,8 @@ class Overlap:
     assigned: Assigned
     polled_before_s: float
     interval_s: float
+    owned_from: int
+    """The ``seq`` of the owner's assignment its ownership began with."""
 
 
 @dataclass(frozen=True)
@@ -809,9 +811,10 @@ def zombie_excuse(history: History, overlap: Overlap) -> Excused | str:
       assigned again: the owner's heartbeats could not reach the coordinator while it was in force;
     - the owner then gave the partition up (a revocation, lost or not, or its close), not a new assignment with no
       revoke between (``UNREVOKED``) nor nothing;
-    - the overlap is bounded: the owner made no poll later than the fault's heal plus ``zombie_bound_s`` (its own
-      session timeout, heartbeat interval and request timeout) before it gave the partition up, so it learned of its
-      removal when a correct client must;
+    - the overlap is bounded: from its ownership's start to its give-up, the owner made no poll later than the
+      fault's heal plus ``zombie_bound_s`` (its own session timeout, heartbeat interval and request timeout), so it
+      learned of its removal when a correct client must (and an owner handed the partition after that was in the
+      group after the fault: not its zombie);
     - fencing held: none of the owner's commits of the partition from the overlap's start on (until it was handed
       the partition again) succeeded. A zombie commit that succeeded stays a violation.
 
@@ -826,15 +829,17 @@ def zombie_excuse(history: History, overlap: Overlap) -> Excused | str:
     commits: list[Committed] = []
     bound_s, why = zombie_bound_s(history, o.owner)
     for event in history.events:
-        if event.seq <= o.assigned.seq or event.client != o.owner:
+        if event.seq <= o.owned_from or event.client != o.owner:
+            continue
+        if isinstance(event, Polled) and event.at > fault.healed + bound_s and gave_up is None:
+            later_polls.append(event)  # it still owned the partition, past when a correct client knows
+        if event.seq <= o.assigned.seq:
             continue
         if gave_up is None:
             if (isinstance(event, Revoked) and o.tp in event.tps) or isinstance(event, Closed):
                 gave_up = event
             elif isinstance(event, (Assigned, Hung)):
                 return f"{o.owner}'s next ownership event was {type(event).__name__.lower()}, not a revocation"
-            elif isinstance(event, Polled) and event.at > fault.healed + bound_s:
-                later_polls.append(event)
         if isinstance(event, Assigned) and o.tp in event.tps:
             break
         if isinstance(event, Committed) and event.error is None and o.tp in dict(event.offsets):
@@ -858,6 +863,7 @@ def _overlaps(history: History) -> Iterator[Overlap]:
     """Every partition assigned to a member of a group while another member that had polled within its
     ``max.poll.interval.ms`` (less ``TIMING_MARGIN_S``) still owned it, by its callbacks."""
     owners: dict[tuple[str, TopicPartition], str] = {}
+    since: dict[tuple[str, TopicPartition], int] = {}
     last_poll: dict[str, float] = {}
     for event in history.events:
         if not event.client.startswith("c"):
@@ -886,8 +892,18 @@ def _overlaps(history: History) -> Iterator[Overlap]:
                     interval = int(setting(history, other, "max.poll.interval.ms")) / 1000
                     polled = last_poll.get(other, float("-inf"))
                     if event.at - polled < interval - TIMING_MARGIN_S:
-                        yield Overlap(tp, info.group, other, event.client, event, event.at - polled, interval)
+                        yield Overlap(
+                            tp,
+                            info.group,
+                            other,
+                            event.client,
+                            event,
+                            event.at - polled,
+                            interval,
+                            since.get((info.group, tp), -1),
+                        )
                 owners[(info.group, tp)] = event.client
+                since[(info.group, tp)] = event.seq
 
 
 def zombie_overlaps(history: History) -> list[Excused]:
