@@ -286,6 +286,12 @@ def test_a_commit_answer_keeps_each_failed_partition_with_its_offset_and_error()
     assert failed[0][2].startswith("STALE_MEMBER_EPOCH")
     offsets, failed = commit_answer(timeout, [part(0, 2), part(1, 3)])
     assert offsets == () and [(tp, o, ambiguous) for tp, o, _, ambiguous in failed] == [(TP, 2, True), (TP1, 3, True)]
+    retriable = ck.KafkaError(ck.KafkaError._FAIL, "RetriableCommitFailedException: retry", retriable=True)
+    refused = ck.KafkaError(ck.KafkaError._FAIL, "CommitFailedException: not a member")
+    assert [f[3] for f in commit_answer(retriable, [part(0, 2)])[1] + commit_answer(refused, [part(0, 2)])[1]] == [
+        True,
+        False,
+    ]
 
 
 def test_a_read_committed_consumer_that_delivers_an_aborted_record_is_caught() -> None:
