@@ -461,7 +461,7 @@ def test_an_overlap_is_the_unrevoked_kind_only_when_the_eager_owner_was_next_han
         ("no-fault", [("CLIENT-008", "owned-twice")]),
         # c0's commit of TP succeeded while c1 owned it: the zombie was not fenced
         ("zombie-commit-succeeded", [("CLIENT-008", "owned-twice")]),
-        # c0 polled past the heal plus its bound (session 6 s + heartbeat 1 s + request 10 s + 2 s) still owning TP
+        # c0 polled past the heal plus its bound (session 6 + heartbeat 1 + request 10 + reconnect 1 + 2 s), owning TP
         ("beyond-bound", [("CLIENT-008", "owned-twice")]),
         # c0 never gave TP up
         ("never-gave-up", [("CLIENT-008", "owned-twice")]),
@@ -485,6 +485,7 @@ def test_an_overlap_is_excused_only_for_a_fenced_zombie_of_a_fault_that_gave_the
         "session.timeout.ms": "6000",
         "heartbeat.interval.ms": "1000",
         "socket.timeout.ms": "10000",
+        "reconnect.backoff.max.ms": "1000",
     }
     info = {name: ClientInfo(settings, "g", "topics") for name in ("c0", "c1")}
     events = Events().add(Assigned, "c0#0", tps=(TP, TP1), how="rebalance").add(Polled, "c0#0", **polled(0))
@@ -519,7 +520,7 @@ def test_an_overlap_is_excused_only_for_a_fenced_zombie_of_a_fault_that_gave_the
     excused = cw.zombie_overlaps(judged)
     assert len(excused) == (0 if want else 1)
     if not want:
-        assert excused[0].overlap.owner == "c0#0" and excused[0].bound_s == 6 + 1 + 10 + cw.TIMING_MARGIN_S
+        assert excused[0].overlap.owner == "c0#0" and excused[0].bound_s == 6 + 1 + 10 + 1 + cw.TIMING_MARGIN_S
         assert "gave it up" in excused[0].describe()
 
 
@@ -527,11 +528,14 @@ def test_an_overlap_is_excused_only_for_a_fenced_zombie_of_a_fault_that_gave_the
 def test_an_owner_that_polled_past_the_faults_bound_was_in_the_group_after_it_and_is_no_zombie(
     handed_after_s: float, want: list
 ) -> None:
-    """c0 was handed TP after a restart healed at 11 s: 1 s later it may still be the fault's zombie (its bound is
-    6 + 1 + 10 + 2 s); 30 s later, polling all along, it was a member after the fault, and c1 being handed TP while it
-    owned it is an overlap no fault excuses, whatever c0 did next."""
+    """c0 was handed TP after a restart healed at 11 s: 1 s later it may still be the fault's zombie; 30 s later,
+    polling all along, it was a member after the fault, and c1 being handed TP while it owned it is an overlap no
+    fault excuses, whatever c0 did next (its bound is 6 + 1 + 10 + 1 + 2 s)."""
     settings = {"max.poll.interval.ms": "300000", "session.timeout.ms": "6000", "heartbeat.interval.ms": "1000"}
-    info = {name: ClientInfo(settings | {"socket.timeout.ms": "10000"}, "g", "topics") for name in ("c0", "c1")}
+    info = {
+        name: ClientInfo(settings | {"socket.timeout.ms": "10000", "reconnect.backoff.max.ms": "1000"}, "g", "topics")
+        for name in ("c0", "c1")
+    }
     events = (
         Events()
         .add(Note, "run", text="broker restarting (kill)")

@@ -55,6 +55,7 @@ LIBRDKAFKA_DEFAULTS: Final = {
     "session.timeout.ms": "45000",
     "heartbeat.interval.ms": "3000",
     "socket.timeout.ms": "60000",
+    "reconnect.backoff.max.ms": "10000",
 }
 """librdkafka's defaults for the settings the checkers read (CONFIGURATION.md), where a history states none of its
 client release's own (``ClientInfo.defaults``)."""
@@ -744,18 +745,20 @@ def zombie_bound_s(history: History, client: str) -> tuple[float, str]:
     heartbeat succeeded for that long, ``rd_kafka_cgrp_session_timeout_check``), a heartbeat interval (its next
     heartbeat, answered UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION, makes it drop its assignment as lost,
     ``rd_kafka_cgrp_handle_Heartbeat``; kafka-clients' ``AbstractCoordinator`` and ``ConsumerCoordinator``
-    ``onPartitionsLost``), and one request's timeout (librdkafka's ``socket.timeout.ms``, kafka-clients'
-    ``request.timeout.ms``), and ``TIMING_MARGIN_S``; with why."""
+    ``onPartitionsLost``), one request's timeout (librdkafka's ``socket.timeout.ms``, kafka-clients'
+    ``request.timeout.ms``), the longest wait before it connects again to the healed broker
+    (``reconnect.backoff.max.ms``), and ``TIMING_MARGIN_S``; with why."""
     if setting(history, client, "group.protocol").strip().lower() == "consumer":
         session, heartbeat = CONSUMER_PROTOCOL_SESSION_MS / 1000, CONSUMER_PROTOCOL_HEARTBEAT_MS / 1000
     else:
         session = setting_ms(history, client, "session.timeout.ms")
         heartbeat = setting_ms(history, client, "heartbeat.interval.ms")
     request = setting_ms(history, client, "request.timeout.ms", "socket.timeout.ms")
-    bound = session + heartbeat + request + TIMING_MARGIN_S
+    reconnect = setting_ms(history, client, "reconnect.backoff.max.ms")
+    bound = session + heartbeat + request + reconnect + TIMING_MARGIN_S
     return bound, (
         f"session {session:g} s + heartbeat interval {heartbeat:g} s + request timeout {request:g} s "
-        f"+ {TIMING_MARGIN_S:g} s"
+        f"+ reconnect backoff {reconnect:g} s + {TIMING_MARGIN_S:g} s"
     )
 
 
@@ -809,8 +812,8 @@ def zombie_excuse(history: History, overlap: Overlap) -> Excused | str:
 
     - a suite fault (a broker restart or a node pause, ``history.faults``) had begun before the partition was
       assigned again: the owner's heartbeats could not reach the coordinator while it was in force;
-    - the owner then gave the partition up (a revocation, lost or not, or its close), not a new assignment with no
-      revoke between (``UNREVOKED``) nor nothing;
+    - the owner then gave the partition up (a revocation, lost or not, its close, or a call of it that hung, which
+      LIVE-001 reports), not a new assignment with no revoke between (``UNREVOKED``) nor nothing;
     - the overlap is bounded: from its ownership's start to its give-up, the owner made no poll later than the
       fault's heal plus ``zombie_bound_s`` (its own session timeout, heartbeat interval and request timeout), so it
       learned of its removal when a correct client must (and an owner handed the partition after that was in the
@@ -836,9 +839,9 @@ def zombie_excuse(history: History, overlap: Overlap) -> Excused | str:
         if event.seq <= o.assigned.seq:
             continue
         if gave_up is None:
-            if (isinstance(event, Revoked) and o.tp in event.tps) or isinstance(event, Closed):
-                gave_up = event
-            elif isinstance(event, (Assigned, Hung)):
+            if (isinstance(event, Revoked) and o.tp in event.tps) or isinstance(event, (Closed, Hung)):
+                gave_up = event  # a hung client acts no more (its hang is LIVE-001's)
+            elif isinstance(event, Assigned):
                 return f"{o.owner}'s next ownership event was {type(event).__name__.lower()}, not a revocation"
         if isinstance(event, Assigned) and o.tp in event.tps:
             break
