@@ -462,7 +462,8 @@ def check_commit_answers(history: History) -> list[Violation]:
     (not one that leaves the outcome open: a timeout, a lost connection) was not committed by it; when the group then
     held that offset, as the next consumer assigned the partition shows by starting there where no commit the history
     shows as successful put the group, the answer misreported it (``commit-misreported``): the application was told
-    to redo what had been done. Where the group's recorded commits explain the start, nothing is said."""
+    to redo what had been done. Where the group's recorded commits explain the start, nothing is said, nor where any
+    commit of the same offset, at any time of the history, was answered success."""
     violations: list[Violation] = []
     commits = group_commits(history)
     failures = group_failures(history)
@@ -478,6 +479,8 @@ def check_commit_answers(history: History) -> list[Violation]:
         failure = _held_by_failed(history, start, own, failures.get((start.group, start.tp), []))
         if failure is None or failure.ambiguous:
             continue
+        if any(c.error is None and committed_offset(c, start.tp) == failure.offset for c in own):
+            continue  # a commit of the same offset answered success (its callback served later, perhaps): no misreport
         confirmed = [c for c in own if c.error is None and c.seq < start.assigned]
         before = committed_offset(confirmed[-1], start.tp) if confirmed else None
         commit = failure.commit
