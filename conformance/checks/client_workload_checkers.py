@@ -742,6 +742,14 @@ def setting_ms(history: History, client: str, *names: str) -> float:
     return 0.0
 
 
+def session_and_heartbeat_s(history: History, client: str) -> tuple[float, float]:
+    """A group member's session timeout and heartbeat interval, in seconds: its own (drawn, else the workload's or
+    its release's default) in a classic group, the broker's in a consumer-protocol one."""
+    if setting(history, client, "group.protocol").strip().lower() == "consumer":
+        return CONSUMER_PROTOCOL_SESSION_MS / 1000, CONSUMER_PROTOCOL_HEARTBEAT_MS / 1000
+    return setting_ms(history, client, "session.timeout.ms"), setting_ms(history, client, "heartbeat.interval.ms")
+
+
 def zombie_bound_s(history: History, client: str) -> tuple[float, str]:
     """How long after a fault is healed a member the coordinator removed for it may still think it owns its
     partitions, from its own settings: its session timeout (librdkafka declares its own session lost once no
@@ -751,11 +759,7 @@ def zombie_bound_s(history: History, client: str) -> tuple[float, str]:
     ``onPartitionsLost``), one request's timeout (librdkafka's ``socket.timeout.ms``, kafka-clients'
     ``request.timeout.ms``), the longest wait before it connects again to the healed broker
     (``reconnect.backoff.max.ms``), and ``TIMING_MARGIN_S``; with why."""
-    if setting(history, client, "group.protocol").strip().lower() == "consumer":
-        session, heartbeat = CONSUMER_PROTOCOL_SESSION_MS / 1000, CONSUMER_PROTOCOL_HEARTBEAT_MS / 1000
-    else:
-        session = setting_ms(history, client, "session.timeout.ms")
-        heartbeat = setting_ms(history, client, "heartbeat.interval.ms")
+    session, heartbeat = session_and_heartbeat_s(history, client)
     request = setting_ms(history, client, "request.timeout.ms", "socket.timeout.ms")
     reconnect = setting_ms(history, client, "reconnect.backoff.max.ms")
     bound = session + heartbeat + request + reconnect + TIMING_MARGIN_S
@@ -814,7 +818,8 @@ def zombie_excuse(history: History, overlap: Overlap) -> Excused | str:
     excused only when all hold:
 
     - a suite fault (a broker restart or a node pause, ``history.faults``) had begun before the partition was
-      assigned again: the owner's heartbeats could not reach the coordinator while it was in force;
+      assigned again and lasted long enough to end the owner's session (its session timeout less a heartbeat
+      interval and ``TIMING_MARGIN_S``): the owner's heartbeats could not reach the coordinator for that long;
     - the owner then gave the partition up (a revocation, lost or not, its close, or a call of it that hung, which
       LIVE-001 reports), not a new assignment with no revoke between (``UNREVOKED``) nor nothing;
     - the overlap is bounded: from its ownership's start to its give-up, the owner made no poll later than the
@@ -829,7 +834,17 @@ def zombie_excuse(history: History, overlap: Overlap) -> Excused | str:
     began = [f for f in faults(history.events) if f.began <= o.assigned.at]
     if not began:
         return "no suite fault had begun before the partition was assigned again"
-    fault = began[-1]
+    session, heartbeat = session_and_heartbeat_s(history, o.owner)
+    silent_s = session - heartbeat - TIMING_MARGIN_S
+    long_enough = [f for f in began if f.healed - f.began >= silent_s]
+    if not long_enough:
+        longest = max(f.healed - f.began for f in began)
+        return (
+            f"no suite fault before the partition was assigned again kept {o.owner}'s heartbeats from its coordinator "
+            f"long enough to end its session (the longest lasted {longest:.1f} s; its session is {session:g} s and "
+            f"its heartbeat interval {heartbeat:g} s)"
+        )
+    fault = long_enough[-1]
     gave_up: Event | None = None
     later_polls: list[Polled] = []
     commits: list[Committed] = []
