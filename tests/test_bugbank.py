@@ -244,8 +244,8 @@ def test_every_run_tolerates_librdkafkas_unrevoked_overlap_in_the_confluent_kafk
     suite = "\n".join(p.read_text() for p in (ROOT / "conformance" / "suite").glob("test_*.py"))
     for deviation in known:
         assert f"def test_{deviation.test}(" in suite, deviation.test
-    ours = "required_CLIENT_001_to_008_a_drawn_client_workload_keeps_every_promise"
-    java = "required_CLIENT_001_to_008_kafka_clients_keep_every_promise_of_a_drawn_workload"
+    ours = "required_CLIENT_001_to_009_a_drawn_client_workload_keeps_every_promise"
+    java = "required_CLIENT_001_to_009_kafka_clients_keep_every_promise_of_a_drawn_workload"
     assert any(d.tolerates(ours, "CLIENT-008", UNREVOKED) for d in known)
     assert not any(d.tolerates(ours, "CLIENT-008", "owned-twice") for d in known)
     assert not any(d.tolerates(java, "CLIENT-008", UNREVOKED) for d in known)

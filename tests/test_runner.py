@@ -311,6 +311,24 @@ def test_requirement_verdict_failure_beats_skip_beats_partial_per_id() -> None:
     )
 
 
+def test_an_id_a_test_could_not_check_is_error_alone_and_its_other_ids_keep_their_verdict() -> None:
+    """The client workload judged CLIENT-001..009 in full but could not judge LIVE-001 (its drain polled a member
+    more seldom than its poll interval allows): LIVE-001 alone is ERROR, with the reason, and the run exits 3; the
+    others pass. Before, the whole test was could-not-check, so every CLIENT id read ERROR too."""
+    ids = ["CLIENT-004", "LIVE-001"]
+    test = results.TestResult("n", "n", ids, "MUST", True, Status.PASS, 0.0)
+    test.not_checked = {"LIVE-001": "the drain polled c1 every 40 s"}
+    rows = {r.id: (r.status, r.reason) for r in aggregate([test], {})[0]}
+    assert rows == {"CLIENT-004": (Status.PASS, ""), "LIVE-001": (Status.ERROR, "the drain polled c1 every 40 s")}
+    assert [test.status_for(i) for i in ids] == [Status.PASS, Status.ERROR]
+    failed = results.TestResult("n", "n", ids, "MUST", True, Status.FAIL, 0.0)
+    failed.not_checked, failed.violated = {"LIVE-001": "x"}, ["CLIENT-004"]
+    assert [failed.status_for(i) for i in ids] == [Status.FAIL, Status.ERROR]
+    run = results.RunResult.__new__(results.RunResult)
+    run.tests, run.errors = [test], []
+    assert run.could_not_check == ["LIVE-001: the drain polled c1 every 40 s"]
+
+
 def test_an_xfail_row_gives_the_reason_of_the_deviation_that_excused_that_id() -> None:
     """A test excused on another id (RESTORE-002) that verified this one (LIVE-001) lends it no reason: the row's
     reason is the deviation of the test that is XFAIL on LIVE-001 itself."""

@@ -44,6 +44,7 @@ from .options import RunOptions
 from .pytest_plugin import (
     BROKER_ANSWERS,
     KIND_DEVIATIONS,
+    NOT_CHECKED_PROPERTY,
     REQUIREMENT_MARK,
     TOLERATED_PROPERTY,
     UNVERIFIED_PROPERTY,
@@ -521,7 +522,7 @@ class Collector:
         result.metrics = {
             k: v
             for k, v in properties
-            if not k.startswith(UNVERIFIED_PROPERTY) and not k.startswith(TOLERATED_PROPERTY)
+            if not k.startswith((UNVERIFIED_PROPERTY, TOLERATED_PROPERTY, NOT_CHECKED_PROPERTY))
         }
         tolerated = {
             k.removeprefix(TOLERATED_PROPERTY): int(str(v)) for k, v in properties if k.startswith(TOLERATED_PROPERTY)
@@ -531,6 +532,9 @@ class Collector:
             if k.startswith(UNVERIFIED_PROPERTY):
                 req_id = k.removeprefix(UNVERIFIED_PROPERTY)
                 result.unverified[req_id] = "; ".join(filter(None, [result.unverified.get(req_id), str(v)]))
+            elif k.startswith(NOT_CHECKED_PROPERTY):
+                req_id = k.removeprefix(NOT_CHECKED_PROPERTY)
+                result.not_checked[req_id] = "; ".join(filter(None, [result.not_checked.get(req_id), str(v)]))
         if failed and not_checked is not None:
             result.status = Status.ERROR
             first, _, rest = not_checked.partition("\n")  # e.g. a Kafka node's log tail: not for a summary line
@@ -564,6 +568,11 @@ class Collector:
         elif result.unverified:
             result.status = Status.PARTIAL
             result.message = "; ".join(f"{i} not verified: {why}" for i, why in result.unverified.items())
+        if result.not_checked and result.status in (Status.PASS, Status.PARTIAL):
+            result.message = "; ".join(
+                [f"{i} could not be checked: {why}" for i, why in result.not_checked.items()]
+                + ([result.message] if result.message else [])
+            )
         if tolerated and result.status in (Status.PASS, Status.PARTIAL):
             # every violation it met was one the expectations list by kind: XFAIL on those ids, the rest judged
             seen = sorted({what.split(" ", 1)[0] for what in tolerated})
@@ -577,7 +586,7 @@ class Collector:
             )
             return result
         # Only what the test verified can show that a listed deviation is gone (XPASS).
-        verified = [i for i in ids if i not in result.unverified]
+        verified = [i for i in ids if i not in result.unverified and i not in result.not_checked]
         if result.status is Status.FAIL:
             deviation = excusing_deviation(self.deviations, name, result.violated)
         else:

@@ -69,6 +69,8 @@ TOLERATED_PROPERTY = "kconform.tolerated."
 """User-property prefix of the violations a test tolerated: ``kconform.tolerated.CLIENT-004 position-past-end = 12``."""
 UNVERIFIED_PROPERTY = "kconform.unverified."
 """User-property prefix of ``partial``'s declarations: ``kconform.unverified.COMMIT-011 = reason``."""
+NOT_CHECKED_PROPERTY = "kconform.not-checked."
+"""User-property prefix of ``not_checked``'s declarations: ``kconform.not-checked.LIVE-001 = reason``."""
 Partial = Callable[[Sequence[str] | None, str], None]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -329,6 +331,32 @@ def partial(request: pytest.FixtureRequest) -> Partial:
             )
         for entry in ((UNVERIFIED_PROPERTY + i, reason) for i in named):
             if entry not in request.node.user_properties:  # once, though each Hypothesis example declares it
+                request.node.user_properties.append(entry)
+
+    return declare
+
+
+@pytest.fixture
+def not_checked(request: pytest.FixtureRequest) -> Partial:
+    """``not_checked(ids, reason)``: this test could not check ``ids`` at all (the suite's or the broker's doing, as
+    ``CouldNotCheck`` says for a whole test), while it judged its other ids in full.
+
+    ``kconform run`` reports those ids ERROR with ``reason`` (and exits 3 unless something failed), and the test's
+    other ids by what it found: could-not-check stays ERROR for the id that could not be checked, and only for it.
+    The declaration travels as user properties, as ``partial``'s does."""
+    mark = request.node.get_closest_marker(REQUIREMENT_MARK)
+    checked: tuple[str, ...] = mark.args if mark else ()
+
+    def declare(ids: Sequence[str] | None, reason: str) -> None:
+        named = list(checked if ids is None else ids)
+        unknown = [i for i in named if i not in checked]
+        if not named or unknown or not reason.strip():
+            raise ValueError(
+                f"not_checked({ids!r}, {reason!r}): name some of the test's requirement ids {list(checked)} "
+                f"(unknown: {unknown}) and a non-empty reason"
+            )
+        for entry in ((NOT_CHECKED_PROPERTY + i, reason) for i in named):
+            if entry not in request.node.user_properties:
                 request.node.user_properties.append(entry)
 
     return declare

@@ -438,6 +438,7 @@ def _test_json(t: TestResult) -> dict[str, Any]:
         "evidence": t.longrepr,
         "metrics": t.metrics,
         "unverified": t.unverified,
+        "not_checked": t.not_checked,
         "violations": [v.to_json() for v in t.violations],
         "pictures": t.pictures,
         "phases": {when: round(seconds, 3) for when, seconds in t.phases.items()},

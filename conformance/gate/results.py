@@ -73,6 +73,9 @@ class TestResult:
     """What the test recorded with ``record_property`` (e.g. ASSIGN-005's global spread)."""
     unverified: dict[str, str] = field(default_factory=dict)
     """Requirement id -> why the test could not verify it in full (declared with the ``partial`` fixture)."""
+    not_checked: dict[str, str] = field(default_factory=dict)
+    """Requirement id -> why the test could not check it at all, while it judged its other ids (declared with the
+    ``not_checked`` fixture): ERROR for that id alone."""
     violations: list[Violation] = field(default_factory=list)
     """A failure's violations: those its ``ViolationError`` carried, else read from its message."""
     pictures: list[Picture] = field(default_factory=list)
@@ -104,8 +107,11 @@ class TestResult:
         A failed test fails only the ids its violation names (``violated``). Its other ids are PARTIAL,
         not verified: the test stopped at the first violation, so it never showed that they hold (no
         PASS), nor that they are broken (no FAIL); the id's other tests decide the rest of its verdict.
-        An id the test says it checked in full before failing passes.
+        An id the test says it checked in full before failing passes. An id it could not check at all
+        (``not_checked``) is ERROR, whatever the others' outcome, unless a violation names it.
         """
+        if req_id in self.not_checked and req_id not in (self.violated if self.status is Status.FAIL else ()):
+            return Status.ERROR
         if self.status is Status.PARTIAL and req_id not in self.unverified:
             return Status.PASS
         if self.status in (Status.FAIL, Status.XFAIL) and req_id not in self.violated:
@@ -212,7 +218,13 @@ class RunResult:
     @property
     def could_not_check(self) -> list[str]:
         """Every cause of an ERROR, once: those of the tests (e.g. the broker), then the run's own."""
-        return list(dict.fromkeys([t.message for t in self.tests if t.status is Status.ERROR] + self.errors))
+        return list(
+            dict.fromkeys(
+                [t.message for t in self.tests if t.status is Status.ERROR]
+                + [f"{i}: {why}" for t in self.tests for i, why in t.not_checked.items()]
+                + self.errors
+            )
+        )
 
     @property
     def exit_code(self) -> int:
@@ -293,7 +305,12 @@ def _verdict(req_id: str, tests: Sequence[TestResult]) -> tuple[Status, str]:
             return status, f"{deviation.reason} ({deviation.link})" if deviation else ""
     passed = statuses.count(Status.PASS)
     if Status.ERROR in statuses:
-        causes = "; ".join(sorted({t.message for t in tests if t.status is Status.ERROR}))
+        causes = "; ".join(
+            sorted(
+                {t.message for t in tests if t.status is Status.ERROR}
+                | {t.not_checked[req_id] for t in tests if req_id in t.not_checked}
+            )
+        )
         return Status.ERROR, causes + (f" ({passed} of {len(tests)} tests passed)" if passed else "")
     partial = sorted({t.unverified_reason(req_id) for t in tests if t.status_for(req_id) is Status.PARTIAL})
     if Status.SKIP in statuses:

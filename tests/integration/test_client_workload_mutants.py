@@ -5,6 +5,7 @@ pass the same schedule."""
 from __future__ import annotations
 
 import threading
+from types import SimpleNamespace
 from typing import Any
 
 import confluent_kafka as ck
@@ -59,6 +60,22 @@ class NoOffsetCommitted(Delegating):
     def committed(self, partitions: list[ck.TopicPartition], timeout: float = -1) -> list[ck.TopicPartition]:
         answer = self._inner.committed(partitions, timeout=timeout)
         return [ck.TopicPartition(p.topic, p.partition, ck.OFFSET_INVALID) for p in answer]
+
+
+def misreported(p: Any) -> Any:
+    """``p`` as an answer that says its commit failed (``ILLEGAL_GENERATION``) although the commit applied."""
+    return SimpleNamespace(
+        topic=p.topic, partition=p.partition, offset=p.offset, error=ck.KafkaError(ck.KafkaError.ILLEGAL_GENERATION)
+    )
+
+
+class MisreportedCommit(Delegating):
+    """A consumer whose commits apply but are answered failed, partition by partition (its ``commit``'s result and its
+    ``on_commit`` callback): librdkafka #5199's kind, an answer keeping an earlier attempt's error."""
+
+    def commit(self, *args: Any, **kwargs: Any) -> Any:
+        answer = self._inner.commit(*args, **kwargs)
+        return None if answer is None else [misreported(p) for p in answer]
 
 
 class UncommittedReader(Delegating):
@@ -139,6 +156,9 @@ class Broken(RealClients):
             return super().consumer(config)  # one member of the group is broken, the other keeps serving it
         if self._consumer is UncommittedReader:
             config = {**config, "isolation.level": "read_uncommitted"}
+        if self._consumer is MisreportedCommit and config.get("on_commit") is not None:
+            told = config["on_commit"]
+            config = {**config, "on_commit": lambda err, parts: told(err, [misreported(p) for p in parts])}
         built = super().consumer(config)
         return built if self._consumer is None else self._consumer(built)
 
@@ -213,6 +233,26 @@ CASES = {
         ),
         Broken(consumer=NoOffsetCommitted),
         ("CLIENT-005", "fetched-no-offset"),
+    ),
+    "commit-misreported": (
+        # the reopened consumer starts from the group's committed offset, 6, which the answer said was not committed
+        schedule(
+            {"enable.auto.commit": "false"},
+            {},
+            PRODUCE,
+            FLUSH,
+            POLL,
+            POLL,
+            Step(StepKind.COMMIT, mode="sync"),
+            Step(StepKind.CLOSE),
+            PRODUCE,
+            FLUSH,
+            Step(StepKind.REOPEN),
+            POLL,
+            POLL,
+        ),
+        Broken(consumer=MisreportedCommit),
+        ("CLIENT-009", "commit-misreported"),
     ),
     "sends-twice": (
         schedule({}, {"enable.idempotence": "true"}, PRODUCE, FLUSH, POLL),

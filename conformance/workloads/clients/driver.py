@@ -29,6 +29,7 @@ from ....reference_impl.kafka_client import KafkaClient, wait_until
 from ....reference_impl.ports import Isolation, KafkaError, Record
 from ....reference_impl.types import TopicPartition
 from .history import (
+    FAULT_NOTE,
     Acked,
     Assigned,
     ClientInfo,
@@ -233,6 +234,29 @@ def error_text(error: BaseException | ck.KafkaError) -> str:
     return f"{type(error).__name__}: {error}"
 
 
+def commit_answer(
+    err: ck.KafkaError | None, partitions: Sequence[ck.TopicPartition]
+) -> tuple[tuple[tuple[TopicPartition, int], ...], tuple[tuple[TopicPartition, int, str, bool], ...]]:
+    """A commit's answer as the history keeps it (``Committed.offsets`` and ``Committed.failed``): the partitions it
+    gave no error for, and those it gave one for, each with the offset asked, the error and whether that error leaves
+    the commit's fate open (``AMBIGUOUS``). A call that failed as a whole (``err``) with no error on its partitions
+    (kafka-clients' failed ``commitAsync``, as the harness hands it over) failed each of them with that error."""
+    offsets: list[tuple[TopicPartition, int]] = []
+    failed: list[tuple[TopicPartition, int, str, bool]] = []
+    for p in partitions:
+        error = p.error if p.error is not None else err
+        if p.offset < 0:
+            continue
+        if error is None:
+            offsets.append((tp_of(p), p.offset))
+        else:
+            # kafka-clients' retriable commit failure (a lost coordinator, a request timed out) comes through the
+            # harness as a generic _FAIL: whether the coordinator applied it is open, as for AMBIGUOUS's
+            open_ended = error.code() in AMBIGUOUS or (error.code() == ck.KafkaError._FAIL and error.retriable())
+            failed.append((tp_of(p), p.offset, error_text(error), open_ended))
+    return tuple(offsets), tuple(failed)
+
+
 def fatal(error: ck.KafkaError) -> bool:
     """Whether librdkafka says the client can no longer be used (its fatal error, or the ``_FATAL`` event that
     announces one)."""
@@ -368,7 +392,7 @@ class Run:
         recorder = self.recorder
 
         def on_commit(err: ck.KafkaError | None, partitions: Sequence[ck.TopicPartition]) -> None:
-            offsets = tuple((tp_of(p), p.offset) for p in partitions if p.error is None and p.offset >= 0)
+            offsets, failed = commit_answer(err, partitions)
             ambiguous = err is not None and err.code() in AMBIGUOUS
             recorder.add(
                 Committed,
@@ -377,6 +401,7 @@ class Run:
                 offsets=offsets,
                 error=None if err is None else error_text(err),
                 ambiguous=ambiguous,
+                failed=failed,
             )
 
         classic = classic_group(slot.plan.settings)
@@ -495,7 +520,9 @@ class Run:
                     slot.settings,
                     group,
                     cplan.subscribe,
-                    defaults=self._defaults("C"),
+                    # what a classic member runs with where nothing is drawn: the workload's own session settings
+                    # over the release's (``CONSUMER_DEFAULTS``, given in ``_open_consumer``)
+                    defaults=self._defaults("C") | (dict(CONSUMER_DEFAULTS) if classic_group(slot.settings) else {}),
                     eager=None if cplan.subscribe == "assign" else self._eager(slot),
                 )
             for step in self.schedule.steps:
@@ -799,6 +826,7 @@ class Run:
         client = slot.client
         assert client is not None
         stored = tuple(sorted(slot.stored.items()))
+        message = None
         if step.mode == "message":
             message = slot.last
             if message is None:
@@ -812,6 +840,12 @@ class Run:
             result = self._call(slot, f"commit({step.mode})", call, CALL_SLACK_S)
         except ck.KafkaException as failed:
             code = error_code(failed)
+            asked = (
+                # the one offset a commit from a record asks for; a commit of the positions names none before it runs
+                ((message_tp(message), message_offset(message) + 1, error_text(failed), code in AMBIGUOUS),)
+                if step.mode == "message" and message is not None
+                else ()
+            )
             self.recorder.add(
                 Committed,
                 slot.name,
@@ -820,12 +854,13 @@ class Run:
                 error=error_text(failed),
                 ambiguous=code in AMBIGUOUS,
                 stored=stored if step.mode == "sync" else (),
+                failed=asked,
             )
             return
         if step.mode == "async" or slot.hung or result is None:
             return
-        committed = tuple((tp_of(p), p.offset) for p in result if p.error is None and p.offset >= 0)
-        errors = [f"{tp_of(p)}: {error_text(p.error)}" for p in result if p.error is not None]
+        committed, failed_parts = commit_answer(None, result)
+        errors = [f"{tp}: {error}" for tp, _, error, _ in failed_parts]
         self.recorder.add(
             Committed,
             slot.name,
@@ -833,6 +868,7 @@ class Run:
             offsets=committed,
             error="; ".join(errors) or None,
             stored=stored if step.mode == "sync" else (),
+            failed=failed_parts,
         )
         if step.mode == "sync":
             slot.stored = {}
@@ -1051,16 +1087,17 @@ class Run:
     def broker_restart(self, step: Step) -> None:
         if not self.schedule.faults:
             return
+        self.recorder.note(f"{FAULT_NOTE}restarting ({step.mode})")
         self.broker.restart(self._node(), clean=step.mode == "clean")
-        self.recorder.note(f"broker restarted ({step.mode})")
+        self.recorder.note(f"{FAULT_NOTE}restarted ({step.mode})")
 
     def node_pause(self, step: Step) -> None:
         if not self.schedule.faults:
             return
         with self.broker.paused(self._node()):
-            self.recorder.note(f"broker paused for {step.wait_ms} ms")
+            self.recorder.note(f"{FAULT_NOTE}paused for {step.wait_ms} ms")
             threading.Event().wait(step.wait_ms / 1000)  # the fault's drawn duration, not a synchronisation
-        self.recorder.note("broker resumed")
+        self.recorder.note(f"{FAULT_NOTE}resumed")
 
     # the end
 

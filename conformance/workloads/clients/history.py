@@ -117,6 +117,12 @@ class Committed(Event):
     """The commit failed in a way that does not say whether the coordinator applied it (a timeout)."""
     stored: Offsets = ()
     """For a commit of stored offsets: the offsets stored since the group's last commit, which it must commit."""
+    failed: tuple[tuple[TopicPartition, int, str, bool], ...] = ()
+    """The partitions the commit's answer gave an error for, kept as data (not in ``offsets``): each with the offset
+    the commit asked for, the error, and whether that error leaves it open whether the coordinator applied the commit
+    (a timeout, a lost connection). A commit that failed as a whole with no per-partition answer (kafka-clients'
+    exception, confluent-kafka's error for the call) lists each partition it asked for with that error where the
+    offsets asked are known."""
 
 
 @dataclass(frozen=True)
@@ -181,6 +187,41 @@ class Note(Event):
     settings the release refused), for the report's timeline."""
 
     text: str
+
+
+FAULT_NOTE: Final = "broker "
+"""How a ``Note`` of the run begins that says a fault began ("broker restarting (kill)", "broker paused for 2000 ms")
+or was healed ("broker restarted (kill)", "broker resumed"): the checkers read the faults' times from these."""
+HEALED_WORDS: Final = ("restarted", "resumed")
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A suite fault of the run, from its notes: when it began and when it was healed (the broker answered again)."""
+
+    began: float
+    healed: float
+    what: str
+
+
+def faults(events: Sequence[Event]) -> list[Fault]:
+    """The run's faults in order. A restart noted only when it was done (a history from before its start was noted)
+    began, as far as the history shows, when it was healed."""
+    found: list[Fault] = []
+    began: tuple[float, str] | None = None
+    for event in events:
+        if not isinstance(event, Note) or event.client != "run" or not event.text.startswith(FAULT_NOTE):
+            continue
+        words = event.text.removeprefix(FAULT_NOTE)
+        if words.startswith(HEALED_WORDS):
+            start, what = began if began is not None else (event.at, words)
+            found.append(Fault(start, event.at, what))
+            began = None
+        elif words.startswith(("restarting", "paused")):
+            began = (event.at, words)
+    if began is not None:  # never healed as far as the history shows: in force to its end
+        found.append(Fault(began[0], float("inf"), began[1]))
+    return found
 
 
 @dataclass(frozen=True)
