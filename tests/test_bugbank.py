@@ -12,7 +12,13 @@ from pathlib import Path
 import pytest
 
 from kconform.conformance.bugbank import command
-from kconform.conformance.bugbank.catalogue import Bug, CatalogueError, parse_catalogue, suite_deviations
+from kconform.conformance.bugbank.catalogue import (
+    Bug,
+    CatalogueError,
+    parse_catalogue,
+    release_order,
+    suite_deviations,
+)
 from kconform.conformance.bugbank.command import bank, exit_code, load, run_command
 from kconform.conformance.bugbank.components import COMPONENTS
 from kconform.conformance.bugbank.page import fix, render_page
@@ -180,6 +186,71 @@ def test_an_entry_tolerates_the_signature_of_another_bug_its_releases_still_carr
             parse(ENTRY + wrong + "\n")
     with pytest.raises(CatalogueError, match="signature must be a list"):
         parse(ENTRY + 'signature = ["lost-claim"]\n')
+
+
+def test_an_entry_whose_buggy_release_alone_carries_another_bug_tolerates_it_in_that_run_only(tmp_path: Path) -> None:
+    """``carries``: the first bug, fixed in 3.4.1, is in the second's buggy 3.4.0 and not in its fixed 3.5.0. The
+    buggy release's run tolerates the first bug's kinds (so the second must show by a kind of its own); the fixed
+    release's run tolerates nothing, so the first bug showing there is a false alarm."""
+    first = ENTRY + 'signature = ["STRAT-010 lost-claim"]\n'
+    second = ENTRY.replace("KAFKA-14639", "KAFKA-1").replace('fixed = "3.4.1"', 'fixed = "3.5.0"')
+    _, bug = parse(first + second + 'carries = ["KAFKA-14639"]\n')
+    assert [(r, k, o) for r, k, o, _ in bug.carried] == [("STRAT-010", "lost-claim", "KAFKA-14639")]
+    assert bug.tolerated_in("3.4.0") == bug.carried and bug.tolerated_in("3.5.0") == ()
+    assert run_command(bug, "m:a", "quick", 7, Path("r"), "3.4.0")[-2:] == ["--expectations", "r/tolerated.toml"]
+    assert "--expectations" not in run_command(bug, "m:a", "quick", 7, Path("r"), "3.5.0")
+    assert "--expectations" not in run_command(bug, "m:a", "quick", 7, Path("r"))
+    path = tmp_path / "tolerated.toml"
+    path.write_text(bug.expectations("3.4.0"))
+    (loaded,) = load_expectations(path, set(IDS))
+    assert (loaded.requirement, loaded.kind) == ("STRAT-010", "lost-claim")
+    assert "KAFKA-14639" in loaded.reason and "buggy release 3.4.0" in loaded.reason
+    assert bug.expectations("3.5.0") == ""
+    # the bug carried shows on the fixed release: that run tolerates nothing, so the verdict is a false alarm
+    shown = Outcome(frozenset({"STRAT-010"}), violated={"fidelity": frozenset({"STRAT-010"})})
+    assert judge("fidelity", {"STRAT-010"}, PASSES, shown).verdict is Verdict.FALSE_ALARM
+
+
+SIGNED = 'signature = ["STRAT-010 lost-claim"]'
+
+
+@pytest.mark.parametrize(
+    ("other", "releases", "carries", "match"),
+    [
+        (SIGNED, ("3.4.0", "3.5.0"), "NOT-AN-ENTRY", r"not another \[\[bug\]\] entry with a signature"),
+        ("", ("3.4.0", "3.5.0"), "KAFKA-14639", r"not another \[\[bug\]\] entry with a signature"),
+        (SIGNED, ("3.4.1", "3.5.0"), "KAFKA-14639", "came after 3.4.1 .* a bug both releases carry"),
+        (SIGNED, ("3.3.0", "3.4.0"), "KAFKA-14639", "at or before 3.4.0"),
+    ],
+)
+def test_carries_names_a_bug_fixed_between_the_entrys_two_releases(
+    other: str, releases: tuple[str, str], carries: str, match: str
+) -> None:
+    """The carried bug's fix must come after this entry's buggy release and at or before its fixed one."""
+    first = ENTRY + other + "\n"
+    second = ENTRY.replace("KAFKA-14639", "KAFKA-1").replace('buggy = "3.4.0"', f'buggy = "{releases[0]}"')
+    second = second.replace('fixed = "3.4.1"', f'fixed = "{releases[1]}"')
+    with pytest.raises(CatalogueError, match=match):
+        parse(first + second + f'carries = ["{carries}"]\n')
+
+
+def test_carries_names_a_bug_of_the_same_component() -> None:
+    first = ENTRY.replace('"kafka-clients"', '"flink-connector-kafka"') + SIGNED + "\n"
+    second = ENTRY.replace("KAFKA-14639", "KAFKA-1").replace('fixed = "3.4.1"', 'fixed = "3.5.0"')
+    with pytest.raises(CatalogueError, match="a bug of flink-connector-kafka, not of kafka-clients"):
+        parse(first + second + 'carries = ["KAFKA-14639"]\n')
+
+
+def test_a_bug_both_releases_carry_is_not_also_carried_by_the_buggy_one_alone() -> None:
+    first = ENTRY + 'signature = ["STRAT-010 lost-claim"]\n'
+    second = ENTRY.replace("KAFKA-14639", "KAFKA-1").replace('fixed = "3.4.1"', 'fixed = "3.5.0"')
+    with pytest.raises(CatalogueError, match=r"in tolerate .* and in carries"):
+        parse(first + second + 'tolerate = ["KAFKA-14639"]\ncarries = ["KAFKA-14639"]\n')
+
+
+def test_release_order_reads_the_connectors_own_part_of_a_flink_release() -> None:
+    assert release_order("3.2.0-1.19") < release_order("3.3.0-1.20") < release_order("4.0.1-2.0")
+    assert release_order("2.10.1") > release_order("2.9.0") and release_order("x") == ()
 
 
 KNOWN = """
