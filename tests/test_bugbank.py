@@ -166,7 +166,8 @@ def test_a_buggy_release_that_read_no_only_on_a_tolerated_kind_is_not_caught() -
 def test_an_entry_tolerates_the_signature_of_another_bug_its_releases_still_carry(tmp_path: Path) -> None:
     """Both releases of the second entry carry the first bug: its runs tolerate exactly that bug's kinds, through
     an expectations file beside the report, each deviation naming and linking the bug it belongs to."""
-    first = ENTRY + 'signature = ["STRAT-010 lost-claim", "ASSIGN-007 owned-twice"]\n'
+    first = ENTRY.replace('fixed = "3.4.1"', 'fixed = "3.5.0"')
+    first += 'signature = ["STRAT-010 lost-claim", "ASSIGN-007 owned-twice"]\n'
     second = ENTRY.replace("KAFKA-14639", "KAFKA-1") + 'tolerate = ["KAFKA-14639"]\n'
     _, bug = parse(first + second)
     assert [(r, k, o) for r, k, o, _ in bug.tolerated] == [
@@ -188,15 +189,15 @@ def test_an_entry_tolerates_the_signature_of_another_bug_its_releases_still_carr
         parse(ENTRY + 'signature = ["lost-claim"]\n')
 
 
-def test_an_entry_whose_buggy_release_alone_carries_another_bug_tolerates_it_in_that_run_only(tmp_path: Path) -> None:
-    """``carries``: the first bug, fixed in 3.4.1, is in the second's buggy 3.4.0 and not in its fixed 3.5.0. The
-    buggy release's run tolerates the first bug's kinds (so the second must show by a kind of its own); the fixed
-    release's run tolerates nothing, so the first bug showing there is a false alarm."""
+def test_a_bug_fixed_between_an_entrys_releases_is_tolerated_in_the_buggy_run_alone(tmp_path: Path) -> None:
+    """The first bug, fixed in 3.4.1, is in the second's buggy 3.4.0 and not in its fixed 3.5.0: the buggy release's
+    run tolerates the first bug's kinds (so the second must show by a kind of its own); the fixed release's run
+    tolerates nothing of it, so the first bug showing there is a false alarm."""
     first = ENTRY + 'signature = ["STRAT-010 lost-claim"]\n'
     second = ENTRY.replace("KAFKA-14639", "KAFKA-1").replace('fixed = "3.4.1"', 'fixed = "3.5.0"')
-    _, bug = parse(first + second + 'carries = ["KAFKA-14639"]\n')
-    assert [(r, k, o) for r, k, o, _ in bug.carried] == [("STRAT-010", "lost-claim", "KAFKA-14639")]
-    assert bug.tolerated_in("3.4.0") == bug.carried and bug.tolerated_in("3.5.0") == ()
+    _, bug = parse(first + second + 'tolerate = ["KAFKA-14639"]\n')
+    assert bug.fixed_in == (("KAFKA-14639", "3.4.1"),)
+    assert bug.tolerated_in("3.4.0") == bug.tolerated and bug.tolerated_in("3.5.0") == ()
     assert run_command(bug, "m:a", "quick", 7, Path("r"), "3.4.0")[-2:] == ["--expectations", "r/tolerated.toml"]
     assert "--expectations" not in run_command(bug, "m:a", "quick", 7, Path("r"), "3.5.0")
     assert "--expectations" not in run_command(bug, "m:a", "quick", 7, Path("r"))
@@ -204,48 +205,23 @@ def test_an_entry_whose_buggy_release_alone_carries_another_bug_tolerates_it_in_
     path.write_text(bug.expectations("3.4.0"))
     (loaded,) = load_expectations(path, set(IDS))
     assert (loaded.requirement, loaded.kind) == ("STRAT-010", "lost-claim")
-    assert "KAFKA-14639" in loaded.reason and "buggy release 3.4.0" in loaded.reason
+    assert "fixed in 3.4.1" in loaded.reason and "3.5.0 does not" in loaded.reason
     assert bug.expectations("3.5.0") == ""
-    # the bug carried shows on the fixed release: that run tolerates nothing, so the verdict is a false alarm
+    # the bug tolerated shows on the fixed release: that run tolerates nothing, so the verdict is a false alarm
     shown = Outcome(frozenset({"STRAT-010"}), violated={"fidelity": frozenset({"STRAT-010"})})
     assert judge("fidelity", {"STRAT-010"}, PASSES, shown).verdict is Verdict.FALSE_ALARM
+    # fixed after both releases: tolerated in both runs, as both carry it
+    later = parse(first.replace('fixed = "3.4.1"', 'fixed = "3.6.0"') + second + 'tolerate = ["KAFKA-14639"]\n')[1]
+    assert later.tolerated_in("3.4.0") == later.tolerated_in("3.5.0") == later.tolerated
+    assert "both releases of KAFKA-1" in later.expectations("3.5.0")
 
 
-SIGNED = 'signature = ["STRAT-010 lost-claim"]'
-
-
-@pytest.mark.parametrize(
-    ("other", "releases", "carries", "match"),
-    [
-        (SIGNED, ("3.4.0", "3.5.0"), "NOT-AN-ENTRY", r"not another \[\[bug\]\] entry with a signature"),
-        ("", ("3.4.0", "3.5.0"), "KAFKA-14639", r"not another \[\[bug\]\] entry with a signature"),
-        (SIGNED, ("3.4.1", "3.5.0"), "KAFKA-14639", "came after 3.4.1 .* a bug both releases carry"),
-        (SIGNED, ("3.3.0", "3.4.0"), "KAFKA-14639", "at or before 3.4.0"),
-    ],
-)
-def test_carries_names_a_bug_fixed_between_the_entrys_two_releases(
-    other: str, releases: tuple[str, str], carries: str, match: str
-) -> None:
-    """The carried bug's fix must come after this entry's buggy release and at or before its fixed one."""
-    first = ENTRY + other + "\n"
-    second = ENTRY.replace("KAFKA-14639", "KAFKA-1").replace('buggy = "3.4.0"', f'buggy = "{releases[0]}"')
-    second = second.replace('fixed = "3.4.1"', f'fixed = "{releases[1]}"')
-    with pytest.raises(CatalogueError, match=match):
-        parse(first + second + f'carries = ["{carries}"]\n')
-
-
-def test_carries_names_a_bug_of_the_same_component() -> None:
-    first = ENTRY.replace('"kafka-clients"', '"flink-connector-kafka"') + SIGNED + "\n"
-    second = ENTRY.replace("KAFKA-14639", "KAFKA-1").replace('fixed = "3.4.1"', 'fixed = "3.5.0"')
-    with pytest.raises(CatalogueError, match="a bug of flink-connector-kafka, not of kafka-clients"):
-        parse(first + second + 'carries = ["KAFKA-14639"]\n')
-
-
-def test_a_bug_both_releases_carry_is_not_also_carried_by_the_buggy_one_alone() -> None:
+def test_a_bug_fixed_before_both_releases_of_an_entry_cannot_be_tolerated_by_it() -> None:
     first = ENTRY + 'signature = ["STRAT-010 lost-claim"]\n'
-    second = ENTRY.replace("KAFKA-14639", "KAFKA-1").replace('fixed = "3.4.1"', 'fixed = "3.5.0"')
-    with pytest.raises(CatalogueError, match=r"in tolerate .* and in carries"):
-        parse(first + second + 'tolerate = ["KAFKA-14639"]\ncarries = ["KAFKA-14639"]\n')
+    second = ENTRY.replace("KAFKA-14639", "KAFKA-1").replace('buggy = "3.4.0"', 'buggy = "3.4.1"')
+    second = second.replace('fixed = "3.4.1"', 'fixed = "3.5.0"')
+    with pytest.raises(CatalogueError, match=r"fixed in 3\.4\.1, which neither of its releases"):
+        parse(first + second + 'tolerate = ["KAFKA-14639"]\n')
 
 
 def test_release_order_reads_the_connectors_own_part_of_a_flink_release() -> None:

@@ -25,19 +25,18 @@ FIX_FIELDS: Final = ("fix_commit", "fix_change")
 repository; or ``fix_change``, the pull request of the fix, only where its repository cannot be fetched here (too
 large) so its commit cannot be named: the entry's ``mechanism`` then says how the fix was found in the released
 artifacts (the same change between the buggy and the fixed release's classes)."""
-OPTIONAL: Final = ("could_not_run", "draws", "signature", "tolerate", "carries", *FIX_FIELDS)
+OPTIONAL: Final = ("could_not_run", "draws", "signature", "tolerate", *FIX_FIELDS)
 """``could_not_run``: a reason the bug cannot be run here (no release runnable on this platform, no scenario of its
 component reaches it yet): recorded in the bank rather than dropped, and judged *could not run* without a run.
 ``draws``: how many schedules a drawn workload draws in each of its runs (``kconform run --workload-draws``), for a
 bug the workload reaches in a fraction of its draws; the figure is the evidence of how rare that is.
 ``signature``: the violations (``"CLIENT-004 position-past-end"``) by which a run shows this bug, for other entries
 to tolerate. ``tolerate``: ids of entries whose signatures this entry's runs tolerate (``kconform run
---expectations`` with a deviation per kind): both of its releases still carry that other bug, which shows on almost
-every draw and would hide this one on the buggy release and fail the fixed one (``Bug.tolerated``). ``carries``:
-ids of other ``[[bug]]`` entries of the same component, each with a signature, that this entry's buggy release still
-carries and its fixed release does not (the other bug's fix came after this buggy release, at or before this fixed
-release): the buggy release's run tolerates their kinds, so this bug must show by a kind of its own, and the fixed
-release's run tolerates nothing of them (``Bug.carried``). The other bug is judged by its own entry."""
+--expectations`` with a deviation per kind): a release of this entry still carries that other bug, which would hide
+this one on the buggy release or fail the fixed one (``Bug.tolerated``). A ``[[known]]`` behaviour (no fix) and a
+bug of another component are tolerated in both runs; a ``[[bug]]`` of the same component only in the run of a
+release older than its fix (``Bug.tolerated_in``), so a bug fixed between this entry's two releases is tolerated on
+the buggy one alone and showing on the fixed one is a false alarm. The other bug is judged by its own entry."""
 SIGNATURE: Final = re.compile(r"[A-Z]+-\d{3} [a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 KNOWN_FIELDS: Final = ("id", "link", "component", "reason")
 """A ``[[known]]`` table: an upstream behaviour that breaks a requirement and that no released fix exists for (so it
@@ -95,26 +94,38 @@ class Bug:
     tolerate: tuple[str, ...] = ()
     tolerated: tuple[tuple[str, str, str, str], ...] = ()
     """``(requirement, kind, bug id, link)`` of each violation kind its runs tolerate, from ``tolerate``."""
-    carries: tuple[str, ...] = ()
-    carried: tuple[tuple[str, str, str, str], ...] = ()
-    """``(requirement, kind, bug id, link)`` of each violation kind its buggy release's run alone tolerates, from
-    ``carries``."""
+    fixed_in: tuple[tuple[str, str], ...] = ()
+    """``(bug id, its fixed release)`` of each tolerated ``[[bug]]`` of the same component: tolerated only in the run
+    of a release older than that (``tolerated_in``)."""
+
+    def carries(self, other: str, release: str) -> bool:
+        """Whether ``release`` of this bug's component may carry the tolerated entry ``other``: always for a
+        ``[[known]]`` behaviour or another component's bug, else while ``release`` is older than its fix."""
+        fix = dict(self.fixed_in).get(other)
+        return fix is None or release_order(release) < release_order(fix)
 
     def tolerated_in(self, release: str) -> tuple[tuple[str, str, str, str], ...]:
-        """The kinds the run of ``release`` tolerates: ``tolerated``, and on the buggy release ``carried`` too."""
-        return self.tolerated + (self.carried if release == self.buggy else ())
+        """The kinds the run of ``release`` tolerates (``tolerate``)."""
+        return tuple(t for t in self.tolerated if self.carries(t[2], release))
 
     def expectations(self, release: str | None = None) -> str:
         """The ``--expectations`` file of the run of ``release`` (default: the fixed one): a deviation per tolerated
         kind, naming the bug it belongs to and why this run tolerates it."""
-        carried = {(owner, kind) for _, kind, owner, _ in self.carried}
-        both = f"which both releases of {self.id} still carry"
-        buggy_only = f"which {self.id}'s buggy release {self.buggy} still carries and its fixed {self.fixed} does not"
+        release = release or self.fixed
+        other = self.buggy if release == self.fixed else self.fixed
+
+        def why(owner: str) -> str:
+            if self.carries(owner, other):
+                return f"which both releases of {self.id} still carry"
+            return (
+                f"fixed in {dict(self.fixed_in)[owner]}: {self.id}'s {release} still carries it, its {other} does not"
+            )
+
         return "".join(
             f'[[deviation]]\nrequirement = "{requirement}"\nkind = "{kind}"\n'
-            f'reason = "{owner}, catalogued in the bank, {buggy_only if (owner, kind) in carried else both}"\n'
+            f'reason = "{owner}, catalogued in the bank, {why(owner)}"\n'
             f'link = "{link}"\n'
-            for requirement, kind, owner, link in self.tolerated_in(release or self.fixed)
+            for requirement, kind, owner, link in self.tolerated_in(release)
         )
 
 
@@ -158,29 +169,15 @@ def parse_catalogue(
         bugs[n] = replace(bug, tolerated=tuple((i, kind, other, signatures[other][1]) for other, i, kind in kinds))
     by_id = {b.id: b for b in bugs}
     for n, bug in enumerate(bugs):
-        for other in bug.carries:
-            _check_carried(bug, by_id.get(other), other, f"{source}: bug {bug.id}")
-        kinds = [(other, *item.split(" ", 1)) for other in bug.carries for item in by_id[other].signature]
-        bugs[n] = replace(bug, carried=tuple((i, kind, other, by_id[other].link) for other, i, kind in kinds))
+        same = [by_id[o] for o in bug.tolerate if o in by_id and by_id[o].component == bug.component]
+        for other in same:
+            if not release_order(bug.buggy) < release_order(other.fixed):
+                raise CatalogueError(
+                    f"{source}: bug {bug.id}: tolerates {other.id}, fixed in {other.fixed}, which neither of its "
+                    f"releases ({bug.buggy}, {bug.fixed}) carries"
+                )
+        bugs[n] = replace(bug, fixed_in=tuple((o.id, o.fixed) for o in same))
     return bugs
-
-
-def _check_carried(bug: Bug, other: Bug | None, name: str, where: str) -> None:
-    """Raises unless ``other`` is another ``[[bug]]`` with a signature, of the same component, fixed after
-    ``bug``'s buggy release and at or before its fixed one (``carries``)."""
-    if other is None or other.id == bug.id or not other.signature:
-        raise CatalogueError(f"{where}: carries names {name!r}, which is not another [[bug]] entry with a signature")
-    if name in bug.tolerate:
-        raise CatalogueError(f"{where}: {name} is in tolerate (both releases carry it) and in carries (the buggy one)")
-    if other.component != bug.component:
-        raise CatalogueError(f"{where}: carries {name}, a bug of {other.component}, not of {bug.component}")
-    buggy, fixed, its_fix = (release_order(r) for r in (bug.buggy, bug.fixed, other.fixed))
-    if not buggy < its_fix <= fixed:
-        raise CatalogueError(
-            f"{where}: carries {name}, fixed in {other.fixed}: the buggy release {bug.buggy} carries it and the fixed "
-            f"release {bug.fixed} does not only if that fix came after {bug.buggy} and at or before {bug.fixed}; "
-            f"a bug both releases carry goes in tolerate"
-        )
 
 
 @dataclass(frozen=True)
@@ -313,7 +310,7 @@ def _bug(
     if draws is not None and (not isinstance(draws, int) or isinstance(draws, bool) or draws < 1):
         raise CatalogueError(f"{where}: draws must be a positive whole number of schedules, got {draws!r}")
     lists: dict[str, tuple[str, ...]] = {}
-    for name, pattern in (("signature", SIGNATURE), ("tolerate", None), ("carries", None)):
+    for name, pattern in (("signature", SIGNATURE), ("tolerate", None)):
         value = entry.get(name, [])
         if not isinstance(value, list) or not all(
             isinstance(v, str) and (pattern.fullmatch(v) if pattern else v.strip()) for v in value
@@ -331,5 +328,4 @@ def _bug(
         draws=draws,
         signature=lists["signature"],
         tolerate=lists["tolerate"],
-        carries=lists["carries"],
     )
