@@ -170,10 +170,10 @@ def parse_catalogue(
     by_id = {b.id: b for b in bugs}
     for n, bug in enumerate(bugs):
         same = [by_id[o] for o in bug.tolerate if o in by_id and by_id[o].component == bug.component]
-        for other in same:
-            if not release_order(bug.buggy) < release_order(other.fixed):
+        for carried in same:
+            if not release_order(bug.buggy) < release_order(carried.fixed):
                 raise CatalogueError(
-                    f"{source}: bug {bug.id}: tolerates {other.id}, fixed in {other.fixed}, which neither of its "
+                    f"{source}: bug {bug.id}: tolerates {carried.id}, fixed in {carried.fixed}, which neither of its "
                     f"releases ({bug.buggy}, {bug.fixed}) carries"
                 )
         bugs[n] = replace(bug, fixed_in=tuple((o.id, o.fixed) for o in same))
