@@ -12,7 +12,13 @@ from pathlib import Path
 import pytest
 
 from kconform.conformance.bugbank import command
-from kconform.conformance.bugbank.catalogue import Bug, CatalogueError, parse_catalogue, suite_deviations
+from kconform.conformance.bugbank.catalogue import (
+    Bug,
+    CatalogueError,
+    parse_catalogue,
+    release_order,
+    suite_deviations,
+)
 from kconform.conformance.bugbank.command import bank, exit_code, load, run_command
 from kconform.conformance.bugbank.components import COMPONENTS
 from kconform.conformance.bugbank.page import fix, render_page
@@ -160,7 +166,8 @@ def test_a_buggy_release_that_read_no_only_on_a_tolerated_kind_is_not_caught() -
 def test_an_entry_tolerates_the_signature_of_another_bug_its_releases_still_carry(tmp_path: Path) -> None:
     """Both releases of the second entry carry the first bug: its runs tolerate exactly that bug's kinds, through
     an expectations file beside the report, each deviation naming and linking the bug it belongs to."""
-    first = ENTRY + 'signature = ["STRAT-010 lost-claim", "ASSIGN-007 owned-twice"]\n'
+    first = ENTRY.replace('fixed = "3.4.1"', 'fixed = "3.5.0"')
+    first += 'signature = ["STRAT-010 lost-claim", "ASSIGN-007 owned-twice"]\n'
     second = ENTRY.replace("KAFKA-14639", "KAFKA-1") + 'tolerate = ["KAFKA-14639"]\n'
     _, bug = parse(first + second)
     assert [(r, k, o) for r, k, o, _ in bug.tolerated] == [
@@ -180,6 +187,46 @@ def test_an_entry_tolerates_the_signature_of_another_bug_its_releases_still_carr
             parse(ENTRY + wrong + "\n")
     with pytest.raises(CatalogueError, match="signature must be a list"):
         parse(ENTRY + 'signature = ["lost-claim"]\n')
+
+
+def test_a_bug_fixed_between_an_entrys_releases_is_tolerated_in_the_buggy_run_alone(tmp_path: Path) -> None:
+    """The first bug, fixed in 3.4.1, is in the second's buggy 3.4.0 and not in its fixed 3.5.0: the buggy release's
+    run tolerates the first bug's kinds (so the second must show by a kind of its own); the fixed release's run
+    tolerates nothing of it, so the first bug showing there is a false alarm."""
+    first = ENTRY + 'signature = ["STRAT-010 lost-claim"]\n'
+    second = ENTRY.replace("KAFKA-14639", "KAFKA-1").replace('fixed = "3.4.1"', 'fixed = "3.5.0"')
+    _, bug = parse(first + second + 'tolerate = ["KAFKA-14639"]\n')
+    assert bug.fixed_in == (("KAFKA-14639", "3.4.1"),)
+    assert bug.tolerated_in("3.4.0") == bug.tolerated and bug.tolerated_in("3.5.0") == ()
+    assert run_command(bug, "m:a", "quick", 7, Path("r"), "3.4.0")[-2:] == ["--expectations", "r/tolerated.toml"]
+    assert "--expectations" not in run_command(bug, "m:a", "quick", 7, Path("r"), "3.5.0")
+    assert "--expectations" not in run_command(bug, "m:a", "quick", 7, Path("r"))
+    path = tmp_path / "tolerated.toml"
+    path.write_text(bug.expectations("3.4.0"))
+    (loaded,) = load_expectations(path, set(IDS))
+    assert (loaded.requirement, loaded.kind) == ("STRAT-010", "lost-claim")
+    assert "fixed in 3.4.1" in loaded.reason and "3.5.0 does not" in loaded.reason
+    assert bug.expectations("3.5.0") == ""
+    # the bug tolerated shows on the fixed release: that run tolerates nothing, so the verdict is a false alarm
+    shown = Outcome(frozenset({"STRAT-010"}), violated={"fidelity": frozenset({"STRAT-010"})})
+    assert judge("fidelity", {"STRAT-010"}, PASSES, shown).verdict is Verdict.FALSE_ALARM
+    # fixed after both releases: tolerated in both runs, as both carry it
+    later = parse(first.replace('fixed = "3.4.1"', 'fixed = "3.6.0"') + second + 'tolerate = ["KAFKA-14639"]\n')[1]
+    assert later.tolerated_in("3.4.0") == later.tolerated_in("3.5.0") == later.tolerated
+    assert "both releases of KAFKA-1" in later.expectations("3.5.0")
+
+
+def test_a_bug_fixed_before_both_releases_of_an_entry_cannot_be_tolerated_by_it() -> None:
+    first = ENTRY + 'signature = ["STRAT-010 lost-claim"]\n'
+    second = ENTRY.replace("KAFKA-14639", "KAFKA-1").replace('buggy = "3.4.0"', 'buggy = "3.4.1"')
+    second = second.replace('fixed = "3.4.1"', 'fixed = "3.5.0"')
+    with pytest.raises(CatalogueError, match=r"fixed in 3\.4\.1, which neither of its releases"):
+        parse(first + second + 'tolerate = ["KAFKA-14639"]\n')
+
+
+def test_release_order_reads_the_connectors_own_part_of_a_flink_release() -> None:
+    assert release_order("3.2.0-1.19") < release_order("3.3.0-1.20") < release_order("4.0.1-2.0")
+    assert release_order("2.10.1") > release_order("2.9.0") and release_order("x") == ()
 
 
 KNOWN = """

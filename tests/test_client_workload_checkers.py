@@ -188,6 +188,41 @@ def test_a_seek_moves_where_the_consumer_reads_on_and_a_gap_of_aborted_records_i
     assert cw.check_consumer_continuity(history(events, {TP: [0, 1, 2, 3, 4]}, {TP: {0, 1, 4}})) == []
 
 
+@pytest.mark.parametrize(
+    ("end", "records", "want"),
+    [
+        (3, (), []),  # everything below the end was delivered
+        (5, (), [("CLIENT-004", "skipped")]),  # the end reported past records never delivered
+        (5, (3, 4), []),  # the same batch delivered them
+        (5, (4,), [("CLIENT-004", "skipped")]),  # 3 skipped in the batch itself
+    ],
+)
+def test_an_end_of_partition_event_past_records_never_delivered_is_a_skip(
+    end: int, records: tuple[int, ...], want: list
+) -> None:
+    """A consumer that delivered 0-2, was paused and resumed, then reports the end at ``end``: the records between
+    (a batch a pause dropped, its position saved past them) were skipped. Aborted records are no skip."""
+    events = (
+        Events()
+        .add(Assigned, "c0#0", tps=(TP,), how="manual")
+        .add(Polled, "c0#0", **polled(0, 1, 2))
+        .add(Paused, "c0#0", tps=(TP,))
+        .add(Paused, "c0#0", tps=(TP,), resumed=True)
+        .add(Polled, "c0#0", **polled(*records), eofs=((TP, end),))
+    )
+    got = cw.check_consumer_continuity(history(events, {TP: [0, 1, 2, 3, 4]}))
+    assert kinds(got) == want
+    assert all(v.data["offsets"] == [3] or v.data["offsets"] == [3, 4] for v in got)
+    aborted = cw.check_consumer_continuity(history(events, {TP: [0, 1, 2, 3, 4]}, {TP: {0, 1, 2}}))
+    assert aborted == []
+
+
+def test_an_end_reported_by_a_consumer_that_has_not_started_reading_is_no_skip() -> None:
+    """An assignment at the end (LATEST) reports the end before any record: where it started is not known."""
+    events = Events().add(Assigned, "c0#0", tps=(TP,), how="manual").add(Polled, "c0#0", **polled(), eofs=((TP, 5),))
+    assert cw.check_consumer_continuity(history(events, {TP: [0, 1, 2, 3, 4]})) == []
+
+
 @pytest.mark.parametrize(("position", "want"), [(3, []), (4, [("CLIENT-004", "position-past-end")])])
 def test_a_position_after_the_end_of_partition_event_is_the_end(position: int, want: list) -> None:
     events = (

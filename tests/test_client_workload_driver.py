@@ -376,3 +376,73 @@ def test_a_consumer_protocol_group_is_judged_for_convergence_only_where_the_admi
     drain read as LIVE-001 never-converged on librdkafka-4636's fixed release (a false alarm, 2026-11-30): before
     2.10.0 such a group is not judged (``Convergence.unjudged``: PARTIAL), and the drain does not wait for it."""
     assert driver.describes_consumer_groups(protocol, version) is want
+
+
+class Fetching:
+    """A consumer whose batch poll waits until released, and whose fetches reach a high watermark the test moves
+    (``high``); it records what it was asked, and the watermark each pause saw."""
+
+    def __init__(self) -> None:
+        self.high = 5
+        self.polling = threading.Event()
+        self.release = threading.Event()
+        self.paused_at: list[tuple[str, int, list[int]]] = []
+
+    def get_watermark_offsets(self, _tp: ck.TopicPartition, cached: bool = False) -> tuple[int, int]:
+        assert cached
+        return 0, self.high
+
+    def consume(self, count: int, timeout: float) -> list[Any]:
+        self.polling.set()
+        self.release.wait(10)
+        return []
+
+    def pause(self, partitions: list[ck.TopicPartition]) -> None:
+        self.paused_at.append(("pause", self.high, [p.partition for p in partitions]))
+
+    def resume(self, partitions: list[ck.TopicPartition]) -> None:
+        self.paused_at.append(("resume", self.high, [p.partition for p in partitions]))
+        self.release.set()
+
+
+class Writing:
+    """A producer each of whose sends is, once flushed, fetched by the consumer (``Fetching.high`` moves)."""
+
+    def __init__(self, fetching: Fetching) -> None:
+        self.fetching, self.sent, self.pending = fetching, [], 0
+
+    def produce(self, topic: str, value: bytes, on_delivery: Any, partition: int | None = None) -> None:
+        assert self.fetching.polling.is_set(), "written before the batch poll began"
+        self.sent.append((topic, partition, value))
+        self.pending += 1
+
+    def poll(self, _timeout: float) -> int:
+        return 0
+
+    def flush(self, _timeout: float) -> int:
+        self.fetching.high += self.pending
+        self.pending = 0
+        return 0
+
+
+@pytest.mark.parametrize(("count", "written"), [(50, 10), (4, 3), (1, 0)])
+def test_a_poll_while_paused_step_writes_fewer_records_than_its_batch_while_it_waits_and_pauses_once_fetched(
+    run: driver.Run, count: int, written: int
+) -> None:
+    """The batch poll waits; the run writes ``min(count - 1, HELD_MAX)`` records to the first chosen partition, and
+    pauses and resumes the chosen partitions once a fetch brought them in (the watermark reached them), while the
+    poll still waits: the moment a pause may drop records a batch already took. With nothing to write (a batch of
+    one), it pauses once the consumer fetched what it had not delivered, as before."""
+    consumer = Fetching()
+    slot = run.consumers[0]
+    slot.client = consumer  # type: ignore[assignment]
+    slot.assigned = {TopicPartition("kcw-x-t0", 1)}
+    slot.position = lambda _parts: [ck.TopicPartition("kcw-x-t0", 1, 5)]  # type: ignore[attr-defined]
+    consumer.position = lambda _parts: [ck.TopicPartition("kcw-x-t0", 1, 5)]  # type: ignore[attr-defined]
+    producer = Writing(consumer)
+    run.producers.append(driver.ProducerSlot(0, producer, driver.Worker("p0"), False, {}))  # type: ignore[arg-type]
+    run.step(Step(StepKind.POLL_WHILE_PAUSED, 0, partition=None, count=count))
+    assert [(t, p) for t, p, _ in producer.sent] == [("kcw-x-t0", 1)] * written
+    pause, resume = consumer.paused_at
+    assert pause == ("pause", 5 + written, [1]) and resume[0] == "resume"
+    assert driver.HELD_MAX == 10

@@ -11,16 +11,19 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
+import confluent_kafka
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AdminClient,
-    AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
     ConfigSource,
     ResourceType,
 )
+
+if TYPE_CHECKING:
+    from confluent_kafka.admin import AlterConfigOpType  # type: ignore[attr-defined]
 
 from ...reference_impl.kafka_client import DEFAULT_TIMEOUT_S, Endpoint, admin_result, wait_until
 
@@ -34,17 +37,33 @@ def refused_writes(endpoint: Endpoint, topic: str, timeout_s: float = DEFAULT_TI
     """The ``with`` block runs while the broker at ``endpoint`` refuses every write to ``topic``; on its exit (a
     raise included) the topic's limit is what it was before, and the broker answers with it again. Each admin
     call and each wait for the broker to describe the change is bounded by ``timeout_s``."""
+    operation = _operations()
     admin = AdminClient(endpoint.client_config("admin"))
     resource = ConfigResource(ResourceType.TOPIC, topic)
     own = _own_limit(admin, resource, timeout_s)
-    _alter(admin, topic, AlterConfigOpType.SET, REFUSING, timeout_s)
+    _alter(admin, topic, operation.SET, REFUSING, timeout_s)
     try:
         yield
     finally:
         if own is None:
-            _alter(admin, topic, AlterConfigOpType.DELETE, "", timeout_s)
+            _alter(admin, topic, operation.DELETE, "", timeout_s)
         else:
-            _alter(admin, topic, AlterConfigOpType.SET, own, timeout_s)
+            _alter(admin, topic, operation.SET, own, timeout_s)
+
+
+def _operations() -> type[AlterConfigOpType]:
+    """confluent-kafka's ``AlterConfigOpType``, imported where the nemesis runs, not where this module is imported:
+    the suite's modules are all imported by every run, and the client workload runs confluent-kafka releases older
+    than 2.2.0, which have no incremental config changes (the nemesis itself then cannot run)."""
+    try:
+        from confluent_kafka.admin import AlterConfigOpType  # type: ignore[attr-defined]
+    except ImportError as error:
+        raise RuntimeError(
+            f"the write-refusal nemesis needs confluent-kafka 2.2.0 or later (incremental_alter_configs); this "
+            f"interpreter imports {confluent_kafka.version()[0]}: run it with the confluent-kafka kconform installs"
+        ) from error
+    found: type[AlterConfigOpType] = AlterConfigOpType
+    return found
 
 
 def _own_limit(admin: AdminClient, resource: ConfigResource, timeout_s: float) -> str | None:

@@ -32,8 +32,11 @@ component reaches it yet): recorded in the bank rather than dropped, and judged 
 bug the workload reaches in a fraction of its draws; the figure is the evidence of how rare that is.
 ``signature``: the violations (``"CLIENT-004 position-past-end"``) by which a run shows this bug, for other entries
 to tolerate. ``tolerate``: ids of entries whose signatures this entry's runs tolerate (``kconform run
---expectations`` with a deviation per kind): both of its releases still carry that other bug, which shows on almost
-every draw and would hide this one on the buggy release and fail the fixed one (``Bug.tolerated``)."""
+--expectations`` with a deviation per kind): a release of this entry still carries that other bug, which would hide
+this one on the buggy release or fail the fixed one (``Bug.tolerated``). A ``[[known]]`` behaviour (no fix) and a
+bug of another component are tolerated in both runs; a ``[[bug]]`` of the same component only in the run of a
+release older than its fix (``Bug.tolerated_in``), so a bug fixed between this entry's two releases is tolerated on
+the buggy one alone and showing on the fixed one is a false alarm. The other bug is judged by its own entry."""
 SIGNATURE: Final = re.compile(r"[A-Z]+-\d{3} [a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 KNOWN_FIELDS: Final = ("id", "link", "component", "reason")
 """A ``[[known]]`` table: an upstream behaviour that breaks a requirement and that no released fix exists for (so it
@@ -41,6 +44,16 @@ cannot be a ``[[bug]]``), with the ``signature`` by which runs show it, for entr
 ``tolerate``; optionally ``tolerated_in`` (``SUITE_TOLERATED``)."""
 SHIPPED: Final = "bugbank.toml"
 """The catalogue in ``kconform.fixtures``."""
+RELEASE: Final = re.compile(r"\d+(?:\.\d+)*")
+
+
+def release_order(release: str) -> tuple[int, ...]:
+    """The numbers a release's version starts with (``3.2.0-1.19`` -> ``(3, 2, 0)``, the connector's own part), so
+    releases of one component compare as Maven and PyPI order them; ``()`` for a version that starts otherwise."""
+    found = RELEASE.match(release)
+    return tuple(int(p) for p in found.group(0).split(".")) if found else ()
+
+
 SUITE_TOLERATED: Final = "tolerated_in"
 """A ``[[known]]`` table's suite tests (substrings of their report names) that drive its component itself, whatever the
 adapter (the drawn client workload runs the confluent-kafka this interpreter imports): every ``kconform run``
@@ -81,14 +94,38 @@ class Bug:
     tolerate: tuple[str, ...] = ()
     tolerated: tuple[tuple[str, str, str, str], ...] = ()
     """``(requirement, kind, bug id, link)`` of each violation kind its runs tolerate, from ``tolerate``."""
+    fixed_in: tuple[tuple[str, str], ...] = ()
+    """``(bug id, its fixed release)`` of each tolerated ``[[bug]]`` of the same component: tolerated only in the run
+    of a release older than that (``tolerated_in``)."""
 
-    def expectations(self) -> str:
-        """The ``--expectations`` file of its runs: a deviation per tolerated kind, naming the bug it belongs to."""
+    def carries(self, other: str, release: str) -> bool:
+        """Whether ``release`` of this bug's component may carry the tolerated entry ``other``: always for a
+        ``[[known]]`` behaviour or another component's bug, else while ``release`` is older than its fix."""
+        fix = dict(self.fixed_in).get(other)
+        return fix is None or release_order(release) < release_order(fix)
+
+    def tolerated_in(self, release: str) -> tuple[tuple[str, str, str, str], ...]:
+        """The kinds the run of ``release`` tolerates (``tolerate``)."""
+        return tuple(t for t in self.tolerated if self.carries(t[2], release))
+
+    def expectations(self, release: str | None = None) -> str:
+        """The ``--expectations`` file of the run of ``release`` (default: the fixed one): a deviation per tolerated
+        kind, naming the bug it belongs to and why this run tolerates it."""
+        release = release or self.fixed
+        other = self.buggy if release == self.fixed else self.fixed
+
+        def why(owner: str) -> str:
+            if self.carries(owner, other):
+                return f"which both releases of {self.id} still carry"
+            return (
+                f"fixed in {dict(self.fixed_in)[owner]}: {self.id}'s {release} still carries it, its {other} does not"
+            )
+
         return "".join(
             f'[[deviation]]\nrequirement = "{requirement}"\nkind = "{kind}"\n'
-            f'reason = "{owner}, catalogued in the bank, which both releases of {self.id} still carry"\n'
+            f'reason = "{owner}, catalogued in the bank, {why(owner)}"\n'
             f'link = "{link}"\n'
-            for requirement, kind, owner, link in self.tolerated
+            for requirement, kind, owner, link in self.tolerated_in(release)
         )
 
 
@@ -130,6 +167,16 @@ def parse_catalogue(
                 )
         kinds = [(other, *item.split(" ", 1)) for other in bug.tolerate for item in signatures[other][0]]
         bugs[n] = replace(bug, tolerated=tuple((i, kind, other, signatures[other][1]) for other, i, kind in kinds))
+    by_id = {b.id: b for b in bugs}
+    for n, bug in enumerate(bugs):
+        same = [by_id[o] for o in bug.tolerate if o in by_id and by_id[o].component == bug.component]
+        for carried in same:
+            if not release_order(bug.buggy) < release_order(carried.fixed):
+                raise CatalogueError(
+                    f"{source}: bug {bug.id}: tolerates {carried.id}, fixed in {carried.fixed}, which neither of its "
+                    f"releases ({bug.buggy}, {bug.fixed}) carries"
+                )
+        bugs[n] = replace(bug, fixed_in=tuple((o.id, o.fixed) for o in same))
     return bugs
 
 

@@ -59,22 +59,24 @@ def exit_code(results: Sequence[tuple[Bug, Judgement]]) -> int:
     return 3 if Verdict.COULD_NOT_RUN in verdicts else 0
 
 
-def run_command(bug: Bug, adapter: str, profile: str, seed: int, report: Path) -> list[str]:
+def run_command(bug: Bug, adapter: str, profile: str, seed: int, report: Path, release: str | None = None) -> list[str]:
     """``kconform run`` on the bug's selection of the suite, with an example database of its own (``examples``
     beside its report, emptied before each run): the adapter's shared one replays examples earlier runs saved
     first, the buggy release's failing one on the fixed release included, so a verdict would depend on what ran
-    before it and not on the seed alone."""
+    before it and not on the seed alone. ``release`` (default: the fixed one) decides which kinds it tolerates
+    (``Bug.tolerated_in``)."""
     return [
         *("kconform", "run", "--adapter", adapter, "--level", bug.level, "--only", bug.only),
         *("--profile", profile, "--seed", str(seed), "--report", str(report)),
         *("--examples", str(report / EXAMPLES)),
         *(("--workload-draws", str(bug.draws)) if bug.draws is not None else ()),
-        *(("--expectations", str(report / TOLERATED)) if bug.tolerated else ()),
+        *(("--expectations", str(report / TOLERATED)) if bug.tolerated_in(release or bug.fixed) else ()),
     ]
 
 
 TOLERATED: Final = "tolerated.toml"
-"""Beside a run's report: the expectations file of the kinds of violation its entry tolerates (``Bug.tolerate``)."""
+"""Beside a run's report: the expectations file of the kinds of violation its entry tolerates in the run of that
+release (``Bug.tolerated_in``)."""
 CRASH_RETRIES: Final = 1
 """How often a run that died of a signal without a report is run again: a crash leaves no evidence either way."""
 
@@ -111,13 +113,13 @@ def release_runner(profile: str, seed: int, reports: Path, say: Say) -> RunRelea
         except (SetupError, JvmArtifactsMissing, ValueError) as error:
             return Outcome(problem=f"{component.name} {release} could not be made ready: {error}")
         report = reports / bug.id / release
-        command = run_command(bug, component.adapter, profile, seed, report)
+        command = run_command(bug, component.adapter, profile, seed, report, release)
         shown = " ".join(f"{k}={v}" for k, v in env.items())
         say(f"  {release}: {shown} {' '.join(command)}")
         child = [sys.executable, "-m", "kconform.conformance.cli", *command[1:]]
-        if bug.tolerated:
+        if bug.tolerated_in(release):
             report.mkdir(parents=True, exist_ok=True)
-            (report / TOLERATED).write_text(bug.expectations())
+            (report / TOLERATED).write_text(bug.expectations(release))
         for attempt in range(CRASH_RETRIES + 1):
             (report / "report.json").unlink(missing_ok=True)
             shutil.rmtree(report / EXAMPLES, ignore_errors=True)

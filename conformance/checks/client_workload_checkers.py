@@ -258,8 +258,9 @@ def consumer_events(history: History) -> dict[str, list[Event]]:
 
 def check_consumer_continuity(history: History) -> list[Violation]:
     """CLIENT-004: while a consumer owns a partition, it delivers the records its isolation gives from where it
-    started, each once and in order (a pause and resume change nothing; a seek moves the start), and after an
-    end-of-partition event it reports the end as its position."""
+    started, each once and in order (a pause and resume change nothing; a seek moves the start), before it reports
+    the partition's end (an end-of-partition event at E after the records up to X leaves none of X+1..E-1 that its
+    isolation gives undelivered), and after an end-of-partition event it reports the end as its position."""
     violations: list[Violation] = []
     for client, events in consumer_events(history).items():
         isolation = setting(history, client, "isolation.level")
@@ -326,6 +327,23 @@ def _continuity(
         reading.expected = first_at_or_after(offsets, offset + 1)
     positions = dict(polled.positions)
     for tp, end in polled.eofs:
+        reading = readings.get(tp)
+        if reading is not None and reading.started and reading.expected is not None and reading.expected < end:
+            # the end reported is a delivery too: everything its isolation gives below it came first
+            offsets = visible(history, tp, isolation)
+            skipped = [o for o in offsets if reading.expected <= o < end]
+            if skipped:
+                violations.append(
+                    Violation(
+                        "CLIENT-004",
+                        "skipped",
+                        f"{client} reported the end of {tp} at {end} when {reading.expected} was next, skipping "
+                        f"offsets {shown(skipped)} ({isolation} gives them)",
+                        data=tp_fields(tp)
+                        | {"client": client, "offset": end, "want": reading.expected, "offsets": skipped, "eof": True},
+                    )
+                )
+            reading.expected = first_at_or_after(offsets, end)
         position = positions.get(tp)
         if position is None or position < 0 or any(t == tp and o >= end for t, o, _ in polled.records):
             continue  # no position asked, or records after the end came in the same batch

@@ -86,6 +86,8 @@ NO_START: Final = frozenset({"error", "none"})
 no offset for."""
 EARLIEST_RESET: Final = frozenset({"smallest", "earliest", "beginning"})
 FETCHED_WAIT_S: Final = 3.0
+HELD_MAX: Final = 10
+"""At most this many records are written while a ``poll-while-paused`` step's poll waits (fewer than its batch)."""
 BESIDE_ASKS: Final = 2_000
 """Most asks a ``committed`` step makes beside the next step (each one an event of the history)."""
 PARTITION_EOF: Final = ck.KafkaError._PARTITION_EOF
@@ -777,14 +779,40 @@ class Run:
                 return True
         return None
 
+    def _fetched_to(self, slot: ConsumerSlot, tp: TopicPartition, end: int) -> bool | None:
+        """Whether the consumer's last fetch of ``tp`` reported a high watermark of ``end`` or more: records up to
+        there reached it, whatever its position says (a batch poll may move the position as it takes them)."""
+        client = slot.client
+        assert client is not None
+        high = client.get_watermark_offsets(ck.TopicPartition(tp.topic, tp.partition), cached=True)[1]
+        return True if high >= end else None
+
+    def _write_during(self, tp: TopicPartition, count: int) -> int:
+        """``count`` records to ``tp`` from the schedule's first producer that can send (a transactional one commits
+        them), as data arriving while a consumer waits; how many it sent."""
+        producer = next((p for p in self.producers if p.client is not None and not p.hung), None)
+        if producer is None or count < 1 or tp.topic not in self.topics:
+            return 0
+        sent = producer.sent
+        self.produce(producer, Step(StepKind.PRODUCE, producer.index, self.topics.index(tp.topic), tp.partition, count))
+        if not producer.transactional and producer.client is not None and not producer.hung:
+            self.flush(producer)
+        return producer.sent - sent
+
     def poll_while_paused(self, slot: ConsumerSlot, step: Step) -> None:
-        """A batch poll on the client's thread; from this one, once the consumer fetched records it has not
-        delivered (or ``FETCHED_WAIT_S`` passed), a pause and resume of the chosen partitions."""
+        """A batch poll of ``count`` records on the client's thread; from this one, fewer records than that written
+        to the first chosen partition while the poll waits (so the poll's fetch brings them in and it waits on), and
+        once the consumer fetched them (or ``FETCHED_WAIT_S`` passed) a pause and resume of the chosen partitions."""
         slot.stalled = False
         client, worker = slot.client, slot.worker
         assert client is not None and worker is not None
         wait_s = 1.0
         answer: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        tps = self._chosen(slot, step.partition)
+        start: int | None = None
+        if tps:
+            low_high = client.get_watermark_offsets(ck.TopicPartition(tps[0].topic, tps[0].partition), cached=True)
+            start = low_high[1] if low_high[1] >= 0 else None
 
         def poll() -> None:
             try:
@@ -793,8 +821,11 @@ class Run:
                 answer.put(error)
 
         threading.Thread(target=poll, name=f"kconform-workload-{slot.name}-poll", daemon=True).start()
+        written = self._write_during(tps[0], min(step.count - 1, HELD_MAX)) if tps and start is not None else 0
         deadline = time.monotonic() + FETCHED_WAIT_S
-        while time.monotonic() < deadline and not self._fetched(slot):
+        while time.monotonic() < deadline and not (
+            self._fetched_to(slot, tps[0], start + written) if written and start is not None else self._fetched(slot)
+        ):
             threading.Event().wait(0.002)
         tps = self._chosen(slot, step.partition)
         if tps:
