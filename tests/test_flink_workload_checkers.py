@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from kconform.conformance.checks.checkers import Violation
 from kconform.conformance.checks.flink_workload_checkers import (
+    check_discovery_interval,
     check_sinks,
     check_workload_life,
     open_first_discoveries,
@@ -223,3 +224,18 @@ def test_required_DISC_005_a_partition_listed_by_a_discovery_and_never_read_is_a
     assert [(v.requirement, v.kind) for v in judged.violations] == [("DISC-005", "never-read")]
     unknown = check_workload_life(LATEST, tp, ENDS, final, [False, True], no_sink_finding)
     assert [(v.requirement, v.kind) for v in unknown.violations] == [("DISC-002", "never-discovered")]
+
+
+def test_required_DISC_009_discovery_off_where_the_job_asked_for_it_or_left_it_to_a_default_that_is_on() -> None:
+    """FLINK-36780's history: an unbounded source that set no interval, on a release whose default is five minutes
+    (3.1.0 on), reads -1 (the builder set it): discovery off, DISC-009. Its twins pass: the default honoured, an
+    interval set and honoured, and a release with no default (3.0.x: off unless set) is not judged at all."""
+    (off,), judged = check_discovery_interval(2, None, -1, 300_000)
+    assert judged and (off.requirement, off.kind) == ("DISC-009", "discovery-off")
+    assert off.data["got"] == -1 and off.data["want"] == 300_000 and "run 2" in off.evidence
+    (unset,), _ = check_discovery_interval(1, 1000, None, 300_000)  # asked for 1 s, none read
+    assert unset.kind == "discovery-off" and unset.data["want"] == 1000
+    assert check_discovery_interval(1, None, 300_000, 300_000) == ([], True)
+    assert check_discovery_interval(1, 1000, 1000, None) == ([], True)
+    assert check_discovery_interval(1, None, -1, None) == ([], False)  # 3.0.x: no default, off as documented
+    assert check_discovery_interval(1, None, None, None) == ([], False)
