@@ -15,6 +15,7 @@ from kconform.conformance.workloads.flink.schedule import (
     MAX_SINKS,
     MAX_TRANSACTIONS,
     FlinkSchedule,
+    Growth,
     Held,
     Reader,
     Refusal,
@@ -25,6 +26,7 @@ from kconform.conformance.workloads.flink.schedule import (
     describe,
     failure_sure,
     flink_schedules,
+    with_growth,
     with_reader,
     with_refusal,
 )
@@ -84,6 +86,11 @@ def test_every_start_and_stop_is_drawn_and_a_start_at_latest_draws_no_failure(sc
         assert not schedule.resolves_late and not schedule.empty_at_start
         assert schedule.runs[k].stop_after is None and schedule.runs[k].failure is None
         assert not schedule.sinks[refusal.sink].exactly_once
+    grown = [k for k, run in enumerate(schedule.runs) if run.growth is not None]
+    if grown:  # only found in time by a short interval, after the first discovery
+        assert grown == [len(schedule.runs) - 1] and schedule.discovery_ms is not None
+        assert not schedule.resolves_late and not schedule.empty_at_start
+    assert schedule.reader is not None  # every life ends with a bounded read (READER_ODDS 1)
 
 
 DRAWN: Counter[str] = Counter()
@@ -99,6 +106,8 @@ def test_the_draws_cover_every_start_and_stop() -> None:
     assert DRAWN["sinks unprefixed at least once:2+"] > 0  # several sinks leaving the prefix to the release
     assert DRAWN["subscription:pattern, empty at start"] > 0
     assert DRAWN["fault:writes refused"] > 0 and DRAWN["fault:records refused"] > DRAWN["fault:writes refused"]
+    assert DRAWN["operator:add-partitions while running"] > 0
+    assert DRAWN["reader:transaction committed"] > 0 and DRAWN["reader:transaction aborted"] > 0
 
 
 def test_a_refusal_replays_from_its_json_and_is_described_and_counted() -> None:
@@ -180,6 +189,26 @@ def test_a_bounded_reader_is_drawn_from_the_schedule_itself_and_left_out_of_the_
     assert counts["reader:transaction aborted"] == 2 and counts["reader:transaction committed"] == 1
 
 
+def test_partitions_added_while_running_are_drawn_from_the_schedule_only_at_a_short_interval() -> None:
+    """``with_growth`` puts a ``Growth`` in the last run of a schedule whose source sets a short discovery interval
+    (never one left to the release's five minutes), changes nothing else, and a run without one keeps its JSON."""
+    plain = replace(EVERY_KIND, reader=None)
+    assert with_growth(plain) == plain  # discovery left to the release
+    assert all("growth" not in run for run in plain.to_json()["runs"])
+    short = replace(plain, discovery_ms=1000)
+    grown = with_growth(short)
+    growth = grown.runs[-1].growth
+    assert growth is not None and grown.problem() is None and with_growth(short) == grown
+    assert replace(grown, runs=(*grown.runs[:-1], replace(grown.runs[-1], growth=None))) == short
+    assert FlinkSchedule.loads(grown.dumps()) == grown
+    t = growth.topic
+    before = [3, 1, 2]  # t0 grew by one partition between runs, t2 was created
+    assert grown.layout(3) == before and grown.layout(len(grown.runs))[t] == before[t] + growth.count
+    assert set(grown.added()) >= {(t, p) for p in range(before[t], before[t] + growth.count)}
+    assert grown.counts()["operator:add-partitions while running"] == 1
+    assert f"added to t{t} while the job runs" in describe(grown).splitlines()[-1]
+
+
 def test_drawn_readers_cover_both_stops_isolations_and_outcomes() -> None:
     seen: Counter[str] = Counter()
     for n in range(200):
@@ -230,6 +259,15 @@ BASE = EVERY_KIND
             "not under a start at LATEST",
         ),
         ({"reader": Reader((), 1, None, "latest")}, "0 transactions: 1 to 3"),
+        ({"runs": (*BASE.runs[:-1], replace(BASE.runs[-1], growth=Growth(0, 1, 3)))}, "short discovery interval"),
+        (
+            {"discovery_ms": 1000, "runs": (replace(BASE.runs[0], growth=Growth(0, 1, 3)), *BASE.runs[1:])},
+            "in the last run alone",
+        ),
+        (
+            {"discovery_ms": 1000, "runs": (*BASE.runs[:-1], replace(BASE.runs[-1], growth=Growth(0, 4, 3)))},
+            "past 6 partitions",
+        ),
         ({"reader": Reader((Transaction(((3, 0),), 2, True),), 1, None, "latest")}, "distinct partitions"),
         ({"reader": Reader((Transaction(((0, 0), (0, 0)), 2, True),), 1, None, "latest")}, "distinct partitions"),
         ({"reader": Reader((Transaction(((0, 0),), 0, True),), 1, None, "latest")}, "records each"),

@@ -71,6 +71,7 @@ from ..workloads.flink.schedule import (
     MAX_RUNS,
     Cell,
     FlinkSchedule,
+    Growth,
     Step,
     describe,
     flink_schedules,
@@ -240,6 +241,11 @@ class Workload:
             self.kafka.create_topic(self.topic(step.topic), step.count)
             self.ends |= {TopicPartition(self.topic(step.topic), p): 0 for p in range(step.count)}
 
+    def grown(self, growth: Growth) -> list[Cell]:
+        """The partitions ``growth`` adds to its topic, given what exists now."""
+        there = sum(1 for tp in self.ends if tp.topic == self.topic(growth.topic))
+        return [(growth.topic, p) for p in range(there, there + growth.count)]
+
     def put(self, cell: Cell, value: bytes) -> None:
         """One record written to ``cell`` while the job runs (a refusal's)."""
         tp = self.tp(cell)
@@ -264,6 +270,8 @@ class Workload:
         if plan.refusal is not None:  # what it writes while the job runs: the stop waits for it
             for cell, count in plan.refusal.written().items():
                 ends[self.tp(cell)] += count
+        if plan.growth is not None:  # the partitions added while it runs, and their records: the stop waits for them
+            ends |= {self.tp(cell): plan.growth.records for cell in self.grown(plan.growth)}
         stop = stop_of(
             plan.stop_after,
             ends,
@@ -274,6 +282,8 @@ class Workload:
             stop = replace(
                 stop, within_ms=STOP_WITHIN_MS + int((IDLE_WITHIN_S + MAX_REFUSED * SETTLED_WITHIN_S) * 1000)
             )
+        if plan.growth is not None:  # and for the partitions added once it is idle
+            stop = replace(stop, within_ms=STOP_WITHIN_MS + int(IDLE_WITHIN_S * 1000))
         if schedule.empty_at_start and run == 0:  # nothing to read: stop once the first discovery was done
             stop = Stop(listed=True, within_ms=STOP_WITHIN_MS)
         return JobRun(
@@ -431,6 +441,41 @@ def run_refused(
     return running.finish(), missing
 
 
+def run_grown(
+    harness: FlinkHarness, workload: Workload, run: int, job: JobRun, work: Path
+) -> tuple[RunResult, str | None]:
+    """Run ``run``, whose plan has a ``Growth``, in the harness: once its job read what it had to read and a
+    checkpoint holding that completed (its first discovery long done), the partitions are added and written to;
+    its periodic discovery must find them before its stop, which waits for them. Returns the run's result, and what
+    says they were added before the job was known to be idle (it did not get idle in time: the run is ERROR, as a
+    refusal not carried out) or ``None``."""
+    growth = workload.schedule.runs[run].growth
+    assert growth is not None
+    before = left(workload.ends, workload.starts(), committed_reads(workload.runs) if workload.runs else [])
+    running = harness.start(job, work)
+    missing = None
+    try:
+        try:
+            wait_until(
+                lambda: checkpointed_to(going(running, "before its partitions were added").segments_so_far(), before)
+                or None,
+                IDLE_WITHIN_S, "the job's reads of what was written before it, checkpointed", step_s=0.1,
+            )  # fmt: skip
+        except KafkaError as late:
+            missing = f"the partitions of run {run + 1} were added before the job was idle: {late} ({work})"
+        cells = workload.grown(growth)
+        topic = workload.topic(growth.topic)
+        workload.kafka.create_partitions(topic, cells[-1][1] + 1)
+        workload.ends |= {workload.tp(cell): 0 for cell in cells}
+        for t, p in cells:
+            workload.ends |= write(workload.kafka, topic, (p,), growth.records, f"{workload.tag}-r{run}-grown-t{t}")
+    except BaseException:
+        if not running.ended(within_s=0.0):
+            running.kill()
+        raise
+    return running.finish(), missing
+
+
 def going(running: RunningJob, when: str) -> RunningJob:
     """``running``, still running; ``HarnessError`` (its failure, read from its stderr) when it ended ``when``."""
     if running.ended(within_s=0.0):
@@ -530,7 +575,10 @@ def test_required_RESTORE_003_flink_jobs_keep_every_promise_of_a_drawn_workload(
                 kafka.commit_offsets(f"{tag}-group", held)
             try:
                 job = workload.job(run, savepoint, naming)
-                if plan.refusal is None:
+                if plan.growth is not None:
+                    result, ungrown = run_grown(harness, workload, run, job, work / f"run-{run + 1}")
+                    missed += [ungrown] if ungrown else []
+                elif plan.refusal is None:
                     result = harness.run(job, work / f"run-{run + 1}")
                 else:
                     result, unrefused = run_refused(harness, workload, run, job, work / f"run-{run + 1}")

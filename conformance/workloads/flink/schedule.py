@@ -33,6 +33,11 @@ few records are written to the job's input one at a time, each until a checkpoin
 job restarted; then it takes writes again and more records are written after them. A sink that surfaced the
 refusal fails and writes the records again; one that swallowed it completes its checkpoint without them (COMMIT-007).
 
+Partitions may also be added while a job runs (``Growth``, drawn after the refusal: see ``with_growth``): in a
+schedule whose source sets a short discovery interval, its last run, once it read and checkpointed what was written
+before it, has partitions added to a topic and written to; its enumerator's periodic discovery must find them and
+the job read them from their first record (DISC-009, DISC-005) before its stop, which waits for them.
+
 After the life, a fresh bounded job reads the input again (``Reader``, drawn after the refusal: see
 ``with_reader``): first one to three transactions, each committed or aborted, write to partitions of the input (every
 partition one touches then ends in a control marker, KAFKA-003); then a new job on the same subscription starts at
@@ -97,6 +102,8 @@ MAX_TRANSACTIONS: Final = 3
 """Transactions written before the bounded reader."""
 MAX_TRANSACTION_WRITE: Final = 10
 """Records of one transaction to each partition it writes."""
+GROWTH_ODDS: Final = 1
+"""One in this many schedules that may have partitions added while their last run runs (``with_growth``) do."""
 READER_ODDS: Final = 1
 """One in this many schedules has a bounded reader after its life (``with_reader``)."""
 EMPTY_ODDS: Final = 2
@@ -151,6 +158,23 @@ class Refusal:
 
 
 @dataclass(frozen=True, slots=True)
+class Growth:
+    """Partitions added while a run's job runs: once it read what was written before it and a checkpoint holding
+    that completed, ``count`` partitions are added to topic ``topic`` and ``records`` records written to each; the
+    job's periodic discovery must find them. The run's stop waits for them."""
+
+    topic: int
+    count: int
+    records: int
+
+    def text(self) -> str:
+        return (
+            f"{self.count} partition{'s' * (self.count > 1)} added to t{self.topic} while the job runs, "
+            f"{self.records} records written to each"
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class Transaction:
     """``count`` records written to each of ``cells`` in one transaction, then committed or aborted."""
 
@@ -199,6 +223,8 @@ class RunPlan:
     read to the end of what was written."""
     refusal: Refusal | None = None
     """A fault while the job runs (a run that reads to the end, with no failure of its own)."""
+    growth: Growth | None = None
+    """Partitions added while the job runs (the last run, with no failure and no refusal)."""
 
     def text(self) -> str:
         steps = ", ".join(s.text() for s in self.steps) or "no operator step"
@@ -216,6 +242,7 @@ class RunPlan:
             else f"stop after {self.stop_after} records"
         )
         fault = "" if self.refusal is None else f"; {self.refusal.text()}"
+        fault += "" if self.growth is None else f"; {self.growth.text()}"
         return f"{steps}; parallelism {self.parallelism}, {failure}{fault}; {stop}"
 
 
@@ -327,12 +354,35 @@ class FlinkSchedule:
             return "a group start holds an offset the first run reads from"
         if len({(h.topic, h.partition) for h in self.held}) != len(self.held):
             return "an offset held twice"
+        if (wrong := self._growth_problem()) is not None:
+            return wrong
         if self.reader is not None and (wrong := self._reader_problem(self.reader)):
             return f"the bounded reader: {wrong}"
         return None
 
+    def _growth_problem(self) -> str | None:
+        grown = [k for k, run in enumerate(self.runs) if run.growth is not None]
+        if not grown:
+            return None
+        last = self.runs[-1]
+        if grown != [len(self.runs) - 1] or last.failure is not None or last.refusal is not None:
+            return "partitions added while a job runs: in the last run alone, with no failure and no refusal"
+        if self.discovery_ms is None or self.resolves_late or self.empty_at_start:
+            return (
+                "partitions added while a job runs: only with a short discovery interval set, not under a start at "
+                "LATEST, and with a topic at start"
+            )
+        growth = last.growth
+        assert growth is not None
+        before = self.layout(len(self.runs) - 1)
+        if not 0 <= growth.topic < len(before) or growth.count < 1 or before[growth.topic] + growth.count > MAX_GROWN:
+            return f"{growth.text()}: no such topic, or past {MAX_GROWN} partitions"
+        if not 1 <= growth.records <= MAX_WRITE:
+            return f"{growth.text()}: 1 to {MAX_WRITE} records each"
+        return None
+
     def _reader_problem(self, reader: Reader) -> str | None:
-        cells = {(t, p) for t, n in enumerate(self.layout(len(self.runs) - 1)) for p in range(n)}
+        cells = {(t, p) for t, n in enumerate(self.layout(len(self.runs))) for p in range(n)}
         if not 1 <= len(reader.transactions) <= MAX_TRANSACTIONS:
             return f"{len(reader.transactions)} transactions: 1 to {MAX_TRANSACTIONS}"
         for txn in reader.transactions:
@@ -379,11 +429,14 @@ class FlinkSchedule:
         return range(len(self.runs) if self.resolves_late and not self.empty_at_start else 1)
 
     def layout(self, run: int) -> list[int]:
-        """Partitions of each topic when run ``run`` (0-based) starts: after its operator steps."""
+        """Partitions of each topic when run ``run`` (0-based) starts: after its operator steps (and the partitions
+        added while the runs before it ran); ``len(runs)``: at the end of the life."""
         layout = list(self.partitions)
-        for plan in self.runs[: run + 1]:
+        for k, plan in enumerate(self.runs[: run + 1]):
             for step in plan.steps:
                 _apply(step, layout)
+            if k < run and plan.growth is not None:
+                layout[plan.growth.topic] += plan.growth.count
         return layout
 
     def written(self, run: int) -> dict[Cell, int]:
@@ -405,7 +458,7 @@ class FlinkSchedule:
         topic created then (found by the pattern, DISC-002) rather than added to a topic the job already knew
         (DISC-009)."""
         known = self.layout(first)
-        last = self.layout(len(self.runs) - 1)
+        last = self.layout(len(self.runs))
         return {
             (t, p): t >= len(known) for t, n in enumerate(last) for p in range(known[t] if t < len(known) else 0, n)
         }
@@ -432,6 +485,9 @@ class FlinkSchedule:
         found = asdict(self)
         if self.reader is None:
             del found["reader"]
+        for run in found["runs"]:  # likewise a run without partitions added while it runs
+            if run["growth"] is None:
+                del run["growth"]
         return found
 
     @classmethod
@@ -456,6 +512,7 @@ class FlinkSchedule:
                     else Refusal(
                         r["refusal"]["sink"], tuple((t, p) for t, p in r["refusal"]["cells"]), r["refusal"]["after"]
                     ),
+                    None if r.get("growth") is None else Growth(**r["growth"]),
                 )
                 for r in data["runs"]
             ),
@@ -499,6 +556,8 @@ class FlinkSchedule:
                 add(f"operator:{step.kind}")
             stop = "to the end" if run.stop_after is None else "at once" if run.stop_after == 0 else "after records"
             add(f"stop:{stop}")
+            if run.growth is not None:
+                add("operator:add-partitions while running")
             if run.refusal is not None:
                 add("fault:writes refused")
                 found["fault:records refused"] = found.get("fault:records refused", 0) + len(run.refusal.cells)
@@ -714,7 +773,7 @@ def flink_schedules(draw: st.DrawFn) -> FlinkSchedule:
         emptied = emptied_at_start(schedule)
         cells = [(t, p) for t, n in enumerate(emptied.layout(1)) for p in range(n)]
         return with_reader(written_again(emptied, {cell: draw(st.integers(1, MAX_WRITE)) for cell in cells}))
-    return with_reader(with_refusal(schedule))
+    return with_reader(with_growth(with_refusal(schedule)))
 
 
 def with_refusal(schedule: FlinkSchedule) -> FlinkSchedule:
@@ -748,6 +807,37 @@ def with_refusal(schedule: FlinkSchedule) -> FlinkSchedule:
     return replace(schedule, runs=tuple(plans))
 
 
+GROWTH_SALT: Final = b"partitions added while running\n"
+"""Prefixed to the schedule's JSON to seed ``with_growth``."""
+
+
+def with_growth(schedule: FlinkSchedule) -> FlinkSchedule:
+    """``schedule``, in one of ``GROWTH_ODDS`` of those that may have it, with a ``Growth`` in its last run: one or
+    two partitions added to a topic (never past ``MAX_GROWN``) while the job runs, 1 to ``MAX_WRITE`` records written
+    to each. Only where the source sets a short discovery interval (waiting out the release's default, five
+    minutes, is a long target's: the harness reports the interval instead, ``check_discovery_interval``), not under
+    a start at LATEST nor with no topic at start (the added partitions then surely come after the first discovery),
+    and in a last run with no failure and no refusal. Drawn from the schedule itself, as ``with_refusal``, so a
+    seed's schedules stay what they were; a run without one keeps its JSON."""
+    last = schedule.runs[-1]
+    if (
+        schedule.discovery_ms is None
+        or schedule.resolves_late
+        or schedule.empty_at_start
+        or last.failure is not None
+        or last.refusal is not None
+    ):
+        return schedule
+    before = schedule.layout(len(schedule.runs) - 1)
+    growable = [t for t, n in enumerate(before) if n < MAX_GROWN]
+    rng = random.Random(hashlib.sha256(GROWTH_SALT + schedule.dumps().encode()).digest())
+    if not growable or rng.randrange(GROWTH_ODDS) != 0:
+        return schedule
+    topic = rng.choice(growable)
+    growth = Growth(topic, rng.randint(1, min(2, MAX_GROWN - before[topic])), rng.randint(1, MAX_WRITE))
+    return replace(schedule, runs=(*schedule.runs[:-1], replace(last, growth=growth)))
+
+
 READER_SALT: Final = b"bounded reader\n"
 """Prefixed to the schedule's JSON to seed ``with_reader``: its draws are its own, not the refusal's."""
 
@@ -763,7 +853,7 @@ def with_reader(schedule: FlinkSchedule) -> FlinkSchedule:
     rng = random.Random(hashlib.sha256(READER_SALT + schedule.dumps().encode()).digest())
     if rng.randrange(READER_ODDS) != 0:
         return schedule
-    cells = [(t, p) for t, n in enumerate(schedule.layout(len(schedule.runs) - 1)) for p in range(n)]
+    cells = [(t, p) for t, n in enumerate(schedule.layout(len(schedule.runs))) for p in range(n)]
     transactions = tuple(
         Transaction(
             tuple(rng.sample(cells, rng.randint(1, min(3, len(cells))))),
