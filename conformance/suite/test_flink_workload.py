@@ -162,6 +162,7 @@ def drew(key: object, schedule: FlinkSchedule, failed: int, first: int | None) -
         "drew: discovery intervals": line("discovery:"),
         "drew: faults": line("fault:"),
         "drew: first discovery at LATEST": line("first discovery:"),
+        "drew: bounded readers": line("reader:"),
     }
 
 

@@ -542,7 +542,8 @@ class FlinkSchedule:
     def counts(self) -> dict[str, int]:
         """What the schedule draws, for the report's coverage: ``runs``, ``failure:<at>``, ``operator:<kind>``,
         ``parallelism:<n>``, ``start:<start>``, ``guarantee:<guarantee>`` and ``prefix:<set or not>`` (each sink),
-        ``sinks:<n>``, ``subscription:<how>``, ``discovery:<how>``."""
+        ``sinks:<n>``, ``subscription:<how>``, ``discovery:<how>``, and the bounded reader's ``reader:<stop, isolation,
+        each transaction's outcome>``."""
         found: dict[str, int] = {"runs": len(self.runs)}
 
         def add(key: str) -> None:
