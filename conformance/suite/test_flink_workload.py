@@ -380,7 +380,8 @@ def read_bounded(harness: FlinkHarness, workload: Workload, work: Path) -> tuple
             f"{READER_IDLE_MS} ms it is given to end: its start took too long to judge its end ({work})"
         )
     reads = committed_reads([result.history])
-    violations = check_bounded_read(reads, shown, stopping, result.idle_ms)
+    what = "committed" if reader.isolation == "read_committed" else "data"
+    violations = check_bounded_read(reads, shown, stopping, result.idle_ms, shown=what)
     violations += check_single_reader(reads, reader.parallelism, requirement="ASSIGN-007")
     judged = {"RESTORE-010", "ASSIGN-007", "LIVE-001"}
     if result.idle_ms is None:  # a job given up on: its sink's output is not its final one
