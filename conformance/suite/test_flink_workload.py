@@ -35,6 +35,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Final, Literal
 from uuid import uuid4
@@ -107,6 +108,8 @@ READER_TIMEOUT_MS: Final = 60_000
 READER_IDLE_MS: Final = 30_000
 """How long the bounded reader may run after its last read before it counts as never ending: its end is its final
 checkpoint and the MiniCluster's shutdown, a few seconds on two shared cores."""
+MARKERS_WITHIN_S: Final = 30.0
+"""How long a transaction's control markers may take to reach its partitions after its commit or abort returned."""
 RUN_BOUND_S: Final = 60 + (STOP_WITHIN_MS + 2 * JOB_TIMEOUT_MS) / 1000 + IDLE_WITHIN_S + MAX_REFUSED * SETTLED_WITHIN_S
 """The most one run takes (``flink.harness.run_limit_s``): the JVM's start, the stop's wait, savepoint and end, and
 a refusal's waits."""
@@ -323,6 +326,11 @@ class Workload:
         return out
 
 
+def written_to(kafka: KafkaClient, ends: Mapping[TopicPartition, int]) -> bool | None:
+    """Whether each partition's log reached its end in ``ends`` (``None``: not yet, for ``wait_until``)."""
+    return all(kafka.latest_offset(tp, Isolation.READ_UNCOMMITTED) >= end for tp, end in ends.items()) or None
+
+
 def read_bounded(harness: FlinkHarness, workload: Workload, work: Path) -> tuple[list[Violation], set[str]]:
     """The schedule's ``Reader`` after its life: its transactions written (each committed or aborted: every
     partition one touches then ends in a control marker), then a fresh bounded job on the same subscription from
@@ -336,6 +344,8 @@ def read_bounded(harness: FlinkHarness, workload: Workload, work: Path) -> tuple
     producer = kafka.init_producer(f"{tag}-reader-writer")
     after_first: dict[TopicPartition, int] = {}
     for number, txn in enumerate(reader.transactions):
+        marked = {workload.tp(cell): kafka.latest_offset(workload.tp(cell), Isolation.READ_UNCOMMITTED) + txn.count + 1
+                  for cell in txn.cells}  # fmt: skip
         producer.begin_transaction()
         cells = [(cell, i) for cell in txn.cells for i in range(txn.count)]
         values = [f"{tag}-txn{number}-t{t}p{p}-{i}".encode() for (t, p), i in cells]
@@ -347,6 +357,11 @@ def read_bounded(harness: FlinkHarness, workload: Workload, work: Path) -> tuple
             producer.commit_transaction()
         else:
             producer.abort_transaction()
+        # the coordinator answers EndTxn before its markers reach the partitions: wait for each (one offset each)
+        wait_until(
+            partial(written_to, kafka, marked), MARKERS_WITHIN_S, f"transaction {number + 1}'s control markers written",
+            step_s=0.1,
+        )  # fmt: skip
         if number == 0:
             after_first = {tp: kafka.latest_offset(tp, Isolation.READ_UNCOMMITTED) for tp in workload.ends}
     ends = {tp: kafka.latest_offset(tp, Isolation.READ_UNCOMMITTED) for tp in workload.ends}
