@@ -87,3 +87,16 @@ def test_parallelism_is_bounded(parallelism: int) -> None:
 def test_a_job_reads_something() -> None:
     with pytest.raises(ValueError, match="topics or a topic pattern"):
         JobRun("b:9092", (), SINK, 1)
+
+
+def test_a_bounded_run_stops_at_the_latest_offsets_or_at_given_ones() -> None:
+    """``setBounded(OffsetsInitializer.latest())`` unless stopping offsets are given (``OffsetsInitializer.offsets``),
+    which only a bounded job takes."""
+    latest = description(JobRun("b:9092", ("in",), SINK, 1), Path("/h.jsonl"), Path("/sp"))
+    assert latest["bounded"] is True and latest["stopping_offsets"] is None
+    given = JobRun(
+        "b:9092", ("in",), SINK, 1, stopping_offsets={TopicPartition("in", 1): 9, TopicPartition("in", 0): 4}
+    )
+    assert description(given, Path("/h.jsonl"), Path("/sp"))["stopping_offsets"] == [["in", 0, 4], ["in", 1, 9]]
+    with pytest.raises(ValueError, match="bounded"):
+        JobRun("b:9092", ("in",), SINK, 1, stop=Stop(after_records=1), stopping_offsets={TopicPartition("in", 0): 4})

@@ -8,12 +8,13 @@ from dataclasses import replace
 
 from kconform.conformance.checks.checkers import Violation
 from kconform.conformance.checks.flink_workload_checkers import (
+    check_discovery_interval,
     check_sinks,
     check_workload_life,
     open_first_discoveries,
 )
 from kconform.conformance.checks.pipeline_checkers import ReadRecord
-from kconform.conformance.workloads.flink.schedule import EVERY_KIND, FlinkSchedule, RunPlan, Step, stop_first
+from kconform.conformance.workloads.flink.schedule import EVERY_KIND, FlinkSchedule, Growth, RunPlan, Step, stop_first
 from kconform.reference_impl.ports import Record
 from kconform.reference_impl.types import TopicPartition
 
@@ -223,3 +224,50 @@ def test_required_DISC_005_a_partition_listed_by_a_discovery_and_never_read_is_a
     assert [(v.requirement, v.kind) for v in judged.violations] == [("DISC-005", "never-read")]
     unknown = check_workload_life(LATEST, tp, ENDS, final, [False, True], no_sink_finding)
     assert [(v.requirement, v.kind) for v in unknown.violations] == [("DISC-002", "never-discovered")]
+
+
+def test_required_DISC_009_discovery_off_where_the_job_asked_for_it_or_left_it_to_a_default_that_is_on() -> None:
+    """FLINK-36780's history: an unbounded source that set no interval, on a release whose default is five minutes
+    (3.1.0 on), reads -1 (the builder set it): discovery off, DISC-009. Its twins pass: the default honoured, an
+    interval set and honoured, and a release with no default (3.0.x: off unless set) is not judged at all."""
+    (off,), judged = check_discovery_interval(2, None, -1, 300_000)
+    assert judged and (off.requirement, off.kind) == ("DISC-009", "discovery-off")
+    assert off.data["got"] == -1 and off.data["want"] == 300_000 and "run 2" in off.evidence
+    (unset,), _ = check_discovery_interval(1, 1000, None, 300_000)  # asked for 1 s, none read
+    assert unset.kind == "discovery-off" and unset.data["want"] == 1000
+    assert check_discovery_interval(1, None, 300_000, 300_000) == ([], True)
+    assert check_discovery_interval(1, 1000, 1000, None) == ([], True)
+    assert check_discovery_interval(1, None, -1, None) == ([], False)  # 3.0.x: no default, off as documented
+    assert check_discovery_interval(1, None, None, None) == ([], False)
+
+
+GROWN = FlinkSchedule(
+    partitions=(1,),
+    pattern=False,
+    start="earliest",
+    fallback=None,
+    held=(),
+    exactly_once=False,
+    naming="POOLING",
+    checkpoint_ms=100,
+    runs=(RunPlan(1, (Step("write", 0, 0, 3),)), RunPlan(1, growth=Growth(0, 1, 4))),
+    discovery_ms=1000,
+)
+"""Two runs from the earliest offsets, discovery every second; a partition added while the second run runs."""
+GROWN_ENDS = {tp((0, 0)): 3, tp((0, 1)): 4}
+
+
+def test_required_DISC_009_a_partition_added_while_the_job_ran_and_never_found_is_never_discovered() -> None:
+    """The broken history: the partition added to the topic while the last run ran, with four records, none read
+    and no discovery listing it (periodic discovery off: FLINK-36780's class). Its twins: found and started past its
+    records (DISC-005 never-read), and found and read from its first record (passes)."""
+    assert GROWN.added() == {(0, 1): False} and GROWN.starts() == {(0, 0): 0, (0, 1): 0}
+    final = reads((0, 0), range(3))
+    unfound = check_workload_life(GROWN, tp, GROWN_ENDS, final, [True, True], no_sink_finding, {tp((0, 0))})
+    assert [(v.requirement, v.kind) for v in unfound.violations] == [("DISC-009", "never-discovered")]
+    assert {"DISC-009", "DISC-005"} <= unfound.judged
+    listed = {tp((0, 0)), tp((0, 1))}
+    late = check_workload_life(GROWN, tp, GROWN_ENDS, final, [True, True], no_sink_finding, listed)
+    assert [(v.requirement, v.kind) for v in late.violations] == [("DISC-005", "never-read")]
+    read = check_workload_life(GROWN, tp, GROWN_ENDS, final + reads((0, 1), range(4)), [True, True], no_sink_finding)
+    assert read.violations == []

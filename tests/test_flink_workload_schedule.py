@@ -13,15 +13,21 @@ from kconform.conformance.workloads.flink.schedule import (
     EVERY_KIND,
     MAX_PARALLELISM,
     MAX_SINKS,
+    MAX_TRANSACTIONS,
     FlinkSchedule,
+    Growth,
     Held,
+    Reader,
     Refusal,
     RunPlan,
     SinkPlan,
     Step,
+    Transaction,
     describe,
     failure_sure,
     flink_schedules,
+    with_growth,
+    with_reader,
     with_refusal,
 )
 
@@ -37,7 +43,7 @@ def test_drawn_schedules_are_valid_and_replay_from_their_json(schedule: FlinkSch
         assert failure_sure(schedule, k), f"run {k + 1}'s failure may never happen:\n{describe(schedule)}"
     assert FlinkSchedule.loads(schedule.dumps()) == schedule
     assert describe(FlinkSchedule.loads(schedule.dumps())) == describe(schedule)
-    assert len(describe(schedule).splitlines()) == len(schedule.runs) + 1
+    assert len(describe(schedule).splitlines()) == len(schedule.runs) + 1 + (schedule.reader is not None)
 
 
 @settings(max_examples=200)
@@ -80,6 +86,11 @@ def test_every_start_and_stop_is_drawn_and_a_start_at_latest_draws_no_failure(sc
         assert not schedule.resolves_late and not schedule.empty_at_start
         assert schedule.runs[k].stop_after is None and schedule.runs[k].failure is None
         assert not schedule.sinks[refusal.sink].exactly_once
+    grown = [k for k, run in enumerate(schedule.runs) if run.growth is not None]
+    if grown:  # only found in time by a short interval, after the first discovery
+        assert grown == [len(schedule.runs) - 1] and schedule.discovery_ms is not None
+        assert not schedule.resolves_late and not schedule.empty_at_start
+    assert schedule.reader is not None  # every life ends with a bounded read (READER_ODDS 1)
 
 
 DRAWN: Counter[str] = Counter()
@@ -95,10 +106,12 @@ def test_the_draws_cover_every_start_and_stop() -> None:
     assert DRAWN["sinks unprefixed at least once:2+"] > 0  # several sinks leaving the prefix to the release
     assert DRAWN["subscription:pattern, empty at start"] > 0
     assert DRAWN["fault:writes refused"] > 0 and DRAWN["fault:records refused"] > DRAWN["fault:writes refused"]
+    assert DRAWN["operator:add-partitions while running"] > 0
+    assert DRAWN["reader:transaction committed"] > 0 and DRAWN["reader:transaction aborted"] > 0
 
 
 def test_a_refusal_replays_from_its_json_and_is_described_and_counted() -> None:
-    plain = replace(EVERY_KIND, runs=tuple(replace(run, refusal=None) for run in EVERY_KIND.runs))
+    plain = replace(EVERY_KIND, reader=None, runs=tuple(replace(run, refusal=None) for run in EVERY_KIND.runs))
     refused = replace(plain, runs=(*plain.runs[:-1], replace(plain.runs[-1], refusal=Refusal(1, ((0, 0), (1, 0)), 4))))
     assert FlinkSchedule.loads(refused.dumps()) == refused
     assert describe(refused).splitlines()[-1] == (
@@ -152,8 +165,60 @@ def test_describe_is_stable() -> None:
             "subtask 1 fails after 6 records (at record); read to the end",
             "run 3: write 10 to t0[1], write 3 to t2[1]; parallelism 3, no failure; stop after 8 records",
             "run 4: write 9 to t1[0]; parallelism 1, no failure; read to the end",
+            "then transactions (5 to each of t1[0], t0[1], aborted; 3 to each of t0[1], aborted; 5 to each of t2[1], "
+            "t0[0], committed); a fresh bounded job from the earliest offsets to the ends after the first "
+            "transaction, parallelism 1, isolation.level not set",
         ]
     )
+
+
+def test_a_bounded_reader_is_drawn_from_the_schedule_itself_and_left_out_of_the_json_when_absent() -> None:
+    """``with_reader`` changes nothing else (a seed's schedules and their refusals stay what they were), gives the
+    same schedule the same reader, and a schedule without one has the JSON it had before readers existed (no
+    ``reader`` key), which seeds ``with_refusal`` and ``with_reader``."""
+    plain = replace(EVERY_KIND, reader=None)
+    assert "reader" not in plain.to_json() and "reader" in EVERY_KIND.to_json()
+    assert with_reader(plain) == EVERY_KIND and replace(with_reader(plain), reader=None) == plain
+    assert FlinkSchedule.loads(EVERY_KIND.dumps()) == EVERY_KIND
+    reader = EVERY_KIND.reader
+    assert reader is not None and 1 <= len(reader.transactions) <= MAX_TRANSACTIONS
+    faulted = with_refusal(plain)
+    assert with_reader(faulted).runs == faulted.runs  # the refusal is drawn before, from the JSON without a reader
+    counts = EVERY_KIND.counts()
+    assert counts["reader:stop at offsets"] == 1 and counts["reader:isolation unset"] == 1
+    assert counts["reader:transaction aborted"] == 2 and counts["reader:transaction committed"] == 1
+
+
+def test_partitions_added_while_running_are_drawn_from_the_schedule_only_at_a_short_interval() -> None:
+    """``with_growth`` puts a ``Growth`` in the last run of a schedule whose source sets a short discovery interval
+    (never one left to the release's five minutes), changes nothing else, and a run without one keeps its JSON."""
+    plain = replace(EVERY_KIND, reader=None)
+    assert with_growth(plain) == plain  # discovery left to the release
+    assert all("growth" not in run for run in plain.to_json()["runs"])
+    short = replace(plain, discovery_ms=1000)
+    grown = with_growth(short)
+    growth = grown.runs[-1].growth
+    assert growth is not None and grown.problem() is None and with_growth(short) == grown
+    assert replace(grown, runs=(*grown.runs[:-1], replace(grown.runs[-1], growth=None))) == short
+    assert FlinkSchedule.loads(grown.dumps()) == grown
+    t = growth.topic
+    before = [3, 1, 2]  # t0 grew by one partition between runs, t2 was created
+    assert grown.layout(3) == before and grown.layout(len(grown.runs))[t] == before[t] + growth.count
+    assert set(grown.added()) >= {(t, p) for p in range(before[t], before[t] + growth.count)}
+    assert grown.counts()["operator:add-partitions while running"] == 1
+    assert f"added to t{t} while the job runs" in describe(grown).splitlines()[-1]
+
+
+def test_drawn_readers_cover_both_stops_isolations_and_outcomes() -> None:
+    seen: Counter[str] = Counter()
+    for n in range(200):
+        schedule = with_reader(replace(EVERY_KIND, reader=None, checkpoint_ms=100 + n))
+        assert schedule.reader is not None and schedule.problem() is None
+        seen.update(k for k in schedule.counts() if k.startswith("reader:"))
+    assert set(seen) == {
+        "reader:stop at latest", "reader:stop at offsets", "reader:read_committed", "reader:isolation unset",
+        "reader:transaction committed", "reader:transaction aborted",
+    }  # fmt: skip
 
 
 BASE = EVERY_KIND
@@ -193,6 +258,20 @@ BASE = EVERY_KIND
             {"fallback": "latest", "runs": (*BASE.runs[:-1], replace(BASE.runs[-1], refusal=Refusal(1, ((0, 0),), 3)))},
             "not under a start at LATEST",
         ),
+        ({"reader": Reader((), 1, None, "latest")}, "0 transactions: 1 to 3"),
+        ({"runs": (*BASE.runs[:-1], replace(BASE.runs[-1], growth=Growth(0, 1, 3)))}, "short discovery interval"),
+        (
+            {"discovery_ms": 1000, "runs": (replace(BASE.runs[0], growth=Growth(0, 1, 3)), *BASE.runs[1:])},
+            "in the last run alone",
+        ),
+        (
+            {"discovery_ms": 1000, "runs": (*BASE.runs[:-1], replace(BASE.runs[-1], growth=Growth(0, 4, 3)))},
+            "past 6 partitions",
+        ),
+        ({"reader": Reader((Transaction(((3, 0),), 2, True),), 1, None, "latest")}, "distinct partitions"),
+        ({"reader": Reader((Transaction(((0, 0), (0, 0)), 2, True),), 1, None, "latest")}, "distinct partitions"),
+        ({"reader": Reader((Transaction(((0, 0),), 0, True),), 1, None, "latest")}, "records each"),
+        ({"reader": Reader((Transaction(((0, 0),), 2, True),), 5, None, "latest")}, "parallelism 5"),
     ],
 )
 def test_a_schedule_the_runner_cannot_carry_out_is_refused_naming_why(changed: dict[str, object], named: str) -> None:

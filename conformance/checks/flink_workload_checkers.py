@@ -1,4 +1,5 @@
-"""RESTORE-003, DISC-005, DISC-009, DISC-002, COMMIT-011 and COMMIT-013 over a drawn Flink workload's whole life.
+"""RESTORE-003, DISC-005, DISC-009, DISC-002, COMMIT-011 and COMMIT-013 over a drawn Flink workload's whole life,
+and DISC-009 from each run's discovery interval as its enumerator reads it (``check_discovery_interval``).
 
 Pure: the schedule (``kconform.conformance.workloads.flink.schedule``), what the final state's reads were, which
 runs read anything, the partitions' ends, and a function that judges the sink's output from given starts. Where a
@@ -136,3 +137,32 @@ def check_workload_life(
     return Judged(
         earliest, tried[earliest][0], tried[earliest][1], {k: v for k, (v, _) in tried.items() if k != earliest}
     )
+
+
+def check_discovery_interval(
+    run: int, asked_ms: int | None, interval_ms: int | None, default_ms: int | None
+) -> tuple[list[Violation], bool]:
+    """DISC-009 for run ``run`` (1-based)'s unbounded source, from its ``partition.discovery.interval.ms`` as the
+    release's enumerator reads it (``interval_ms``, the harness's report) against what the job asked: the interval
+    it set (``asked_ms``), else the release's own documented default (``default_ms``: five minutes from
+    flink-connector-kafka 3.1.0, FLIP-288; none before). Discovery off (an interval of 0 or less, or none) where the
+    job asked for it, or left it to a release whose default is on, is ``discovery-off``: partitions added while the
+    job runs are never found (FLINK-36780: 3.1.0 to 3.4.0's ``KafkaSourceBuilder`` set -1 when the interval was not
+    set, bounded or not). Also whether DISC-009 was judged: not when the job asked for no discovery and the release
+    has no default on (connector 3.0.x)."""
+    expected = asked_ms if asked_ms is not None else default_ms
+    if expected is None or expected <= 0:
+        return [], False
+    if interval_ms is not None and interval_ms > 0:
+        return [], True
+    asked = f"set to {asked_ms} ms" if asked_ms is not None else f"not set (the release's default: {default_ms} ms)"
+    return [
+        Violation(
+            "DISC-009",
+            "discovery-off",
+            f"run {run}'s unbounded source has partition discovery off (partition.discovery.interval.ms "
+            f"{interval_ms} as its enumerator reads it) though the job's interval was {asked}: partitions added "
+            "while it runs are never found",
+            data={"run": run, "got": interval_ms, "want": expected, "asked_ms": asked_ms, "default_ms": default_ms},
+        )
+    ], True

@@ -90,12 +90,14 @@ def check_bounded_read(
     committed: Mapping[TopicPartition, Sequence[int]],
     stopping: Mapping[TopicPartition, int],
     idle_ms: int | None,
+    shown: str = "committed",
 ) -> list[Violation]:
     """RESTORE-010: a bounded read up to ``stopping`` (each partition's end when it started) reads each record of
     ``committed`` (partition -> the offsets a read_committed consumer sees there) below it once, nothing else,
     and ends, also where the last offset below it is a control marker that no read returns. ``idle_ms`` is
     ``None`` for a read that ended; for one given up on, how long it had run since its last read (its caller
-    gives it at least its bound to end)."""
+    gives it at least its bound to end). ``shown``: what the evidence calls those records (a read_uncommitted
+    read's are every data record, ``"data"``)."""
     reads = list(reads)
     want = {tp: [o for o in offsets if o < stopping[tp]] for tp, offsets in committed.items() if tp in stopping}
     expected = {(tp, o) for tp, offsets in want.items() for o in offsets}
@@ -104,7 +106,7 @@ def check_bounded_read(
         Violation(
             "RESTORE-010",
             "record-missed",
-            f"{tp} committed offset {o}, below the stopping offset {stopping[tp]}, never read",
+            f"{tp} {shown} offset {o}, below the stopping offset {stopping[tp]}, never read",
             data=tp_fields(tp) | {"offset": o, "times": 0, "end": stopping[tp]},
         )
         for tp, o in sorted(expected - set(seen))
@@ -114,7 +116,7 @@ def check_bounded_read(
             "RESTORE-010",
             "record-duplicate" if key in expected else "unexpected-read",
             f"{key[0]} offset {key[1]} read {times} times"
-            + ("" if key in expected else " (not a committed record below the stopping offset)"),
+            + ("" if key in expected else f" (not a {shown} record below the stopping offset)"),
             data=tp_fields(key[0]) | {"offset": key[1], "times": times} | _end_field(stopping, key[0]),
         )
         for key, times in sorted(seen.items())
@@ -129,7 +131,7 @@ def check_bounded_read(
                 "RESTORE-010",
                 "unfinished",
                 f"the bounded read was still running {idle_ms} ms after its last read, having read "
-                f"{'every' if complete else 'not every'} committed record below its stopping offsets "
+                f"{'every' if complete else 'not every'} {shown} record below its stopping offsets "
                 f"({len(reads)} reads; {ends})",
                 data={
                     "idle_ms": idle_ms,

@@ -59,6 +59,19 @@ class RunResult:
     since its last read, or since its start when it read nothing; ``None`` for a run that ended."""
     wall_ms: int
     history: RunHistory
+    discovery: Discovery | None = None
+    """The source's partition discovery as its enumerator reads it; ``None`` when the harness did not say."""
+
+
+@dataclass(frozen=True, slots=True)
+class Discovery:
+    """A source's ``partition.discovery.interval.ms`` as the release's enumerator reads it (``interval_ms``: the
+    built ``KafkaSource``'s properties, else the option's default; ``KafkaSourceOptions.getOption``) and the
+    release's own default for it (``default_ms``: ``KafkaSourceOptions.PARTITION_DISCOVERY_INTERVAL_MS``'s, five
+    minutes from connector 3.1.0, FLIP-288; none before). ``None``: not set and no default."""
+
+    interval_ms: int | None
+    default_ms: int | None
 
 
 class FlinkHarness:
@@ -142,6 +155,9 @@ class RunningJob:
             answer.get("idle_ms"),
             answer["wall_ms"],
             recorded,
+            Discovery(answer.get("discovery_interval_ms"), answer.get("discovery_default_ms"))
+            if "discovery_interval_ms" in answer
+            else None,
         )
 
     def segments_so_far(self) -> tuple[Segment, ...]:

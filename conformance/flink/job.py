@@ -94,6 +94,9 @@ class JobRun:
     again on each restart until the fault ends."""
     more_sinks: tuple[Sink, ...] = ()
     """Further ``KafkaSink``s of the same records, beside ``sink``."""
+    stopping_offsets: Mapping[TopicPartition, int] | None = None
+    """A bounded job's stopping offsets (``OffsetsInitializer.offsets``); ``None``: the latest at its start
+    (``OffsetsInitializer.latest()``). Only for a bounded job (``stop`` is ``None``)."""
     record_listings: bool = False
     """Record each listing of the subscription by the source's enumerator (``RunHistory.listings``): what each
     discovery found. A stop that waits for a listing (``Stop.listed``) records them whatever this says."""
@@ -103,6 +106,8 @@ class JobRun:
             raise ValueError(f"parallelism {self.parallelism} is outside 1..{MAX_PARALLELISM}")
         if not self.topics and self.topic_pattern is None:
             raise ValueError("a job reads topics or a topic pattern: give one")
+        if self.stopping_offsets is not None and self.stop is not None:
+            raise ValueError("stopping offsets are a bounded job's (stop None)")
 
 
 def description(run: JobRun, history: Path, savepoint_dir: Path) -> dict[str, Any]:
@@ -115,6 +120,9 @@ def description(run: JobRun, history: Path, savepoint_dir: Path) -> dict[str, An
         "topic_pattern": run.topic_pattern,
         "starting_offsets": start_description(run.starting_offsets),
         "bounded": stop is None,
+        "stopping_offsets": None
+        if run.stopping_offsets is None
+        else [[tp.topic, tp.partition, end] for tp, end in sorted(run.stopping_offsets.items())],
         "parallelism": run.parallelism,
         "checkpoint_interval_ms": run.checkpoint_interval_ms,
         "restart_attempts": run.restart_attempts,

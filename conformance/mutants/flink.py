@@ -127,3 +127,36 @@ def _acks_zero(job: JobRun) -> JobRun:
         return replace(sink, properties={**sink.properties, "acks": "0", "enable.idempotence": "false"})
 
     return replace(job, sink=unacked(job.sink), more_sinks=tuple(unacked(s) for s in job.more_sinks))
+
+
+@flink_mutant(
+    "flink_discovery_off",
+    {"DISC-009"},
+    "the job's unbounded KafkaSource gets partition.discovery.interval.ms -1 where the job set no interval",
+    scenario="flink_jobs_keep_every_promise",
+)
+def _discovery_off(job: JobRun) -> JobRun:
+    """Periodic partition discovery off for an unbounded source that left the interval to the release, as
+    flink-connector-kafka 3.1.0 to 3.4.0's ``KafkaSourceBuilder`` did (FLINK-36780): the harness reports the
+    interval its enumerator reads, -1, where the release's default is five minutes. The Flink workload's explicit
+    schedule leaves the interval unset."""
+    key = "partition.discovery.interval.ms"
+    if job.stop is None or key in job.source_properties:
+        return job
+    return replace(job, source_properties={**job.source_properties, key: "-1"})
+
+
+@flink_mutant(
+    "flink_bounded_read_committed_forced",
+    {"RESTORE-010", "COMMIT-011"},
+    "the job's bounded KafkaSource reads at read_committed where the job left isolation.level unset",
+    scenario="flink_jobs_keep_every_promise",
+)
+def _bounded_read_committed_forced(job: JobRun) -> JobRun:
+    """A bounded source that reads only committed records where the job asked the consumer's default
+    (read_uncommitted): the records of aborted transactions below its stopping offsets are never read, and its sink
+    never holds them. The Flink workload's explicit schedule has a bounded reader with isolation unset over two
+    aborted transactions."""
+    if job.stop is not None or "isolation.level" in job.source_properties:
+        return job
+    return replace(job, source_properties={**job.source_properties, "isolation.level": "read_committed"})

@@ -19,7 +19,12 @@ whose enumerator did the first discovery: the history passes when one run it lea
 pass. A run may meet a fault inside it (``Refusal``): once its job read and checkpointed what it had to read, the
 broker refuses an at-least-once sink's writes while records are written one at a time, each until a checkpoint
 holding it completed or the job restarted; a refused record missing from that sink's output in the end is COMMIT-007
-(the sink took a failed write for a done one), any other missing record COMMIT-011.
+(the sink took a failed write for a done one), any other missing record COMMIT-011. After the life, a fresh bounded
+job reads the input again once transactions (committed, aborted) were written to it (``Reader``): it must read what
+its isolation shows below its stopping offsets once and end, also where a partition's log ends in a control marker
+(RESTORE-010), its sink holding what it read (COMMIT-011). Each run reports its source's discovery interval as the
+release's enumerator reads it: discovery off where the job set an interval or left it to a release whose default is
+on is DISC-009 (``check_discovery_interval``).
 
 Few drawn examples, not shrunk (``kconform run --workload-draws``, as the client workload); a failing one prints
 its schedule and its JSON, which ``FlinkSchedule.loads`` turns back into the schedule to replay.
@@ -30,6 +35,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Final, Literal
 from uuid import uuid4
@@ -49,14 +55,14 @@ from .. import progress
 from ..brokers import Broker
 from ..brokers.refusal import refused_writes
 from ..checks.checkers import Violation, fail_on
-from ..checks.flink_workload_checkers import Judged, check_sinks, check_workload_life
+from ..checks.flink_workload_checkers import Judged, check_discovery_interval, check_sinks, check_workload_life
 from ..checks.liveness_checkers import Failure as JobFailure
 from ..checks.liveness_checkers import check_query_ran, flink_job_failure
-from ..checks.pipeline_checkers import ReadRecord, check_single_reader
+from ..checks.pipeline_checkers import ReadRecord, check_bounded_read, check_single_reader, check_sink_output
 from ..errors import HarnessError
 from ..flink.harness import FlinkHarness, RunningJob, RunResult, visible_output
 from ..flink.history import RunHistory, checkpointed_to, committed_reads, next_offsets
-from ..flink.job import GroupOffsets, JobRun, Sink, Stop
+from ..flink.job import HARNESS_RESTARTS, GroupOffsets, JobRun, Sink, Stop
 from ..gate.profiles import workload_draws
 from ..gate.pytest_plugin import CouldNotCheck, requirement
 from ..workloads.flink.job_options import Failure
@@ -66,6 +72,7 @@ from ..workloads.flink.schedule import (
     MAX_RUNS,
     Cell,
     FlinkSchedule,
+    Growth,
     Step,
     describe,
     flink_schedules,
@@ -80,7 +87,7 @@ harness, flink_broker, kafka = flink_fixtures.harness, flink_fixtures.flink_brok
 
 IDS: Final = (
     "RESTORE-003", "ASSIGN-007", "COMMIT-011", "COMMIT-013", "DISC-005", "DISC-009", "DISC-002", "LIVE-001",
-    "COMMIT-007",
+    "COMMIT-007", "RESTORE-010",
 )  # fmt: skip
 PACE_MS: Final = 2
 """Spreads a run's reads over several checkpoints, so that failures and savepoints fall between them."""
@@ -96,6 +103,13 @@ broker refuses them (the harness restarts after 100 ms)."""
 IDLE_WITHIN_S: Final = 90.0
 """The JVM's and the MiniCluster's start, the reads of what was written before the run and a checkpoint after them,
 on two shared cores: the moment a refusal begins."""
+READER_TIMEOUT_MS: Final = 60_000
+"""The harness's bound on the bounded reader (``JobRun.timeout_ms``): its start and reads fit in the first half."""
+READER_IDLE_MS: Final = 30_000
+"""How long the bounded reader may run after its last read before it counts as never ending: its end is its final
+checkpoint and the MiniCluster's shutdown, a few seconds on two shared cores."""
+MARKERS_WITHIN_S: Final = 30.0
+"""How long a transaction's control markers may take to reach its partitions after its commit or abort returned."""
 RUN_BOUND_S: Final = 60 + (STOP_WITHIN_MS + 2 * JOB_TIMEOUT_MS) / 1000 + IDLE_WITHIN_S + MAX_REFUSED * SETTLED_WITHIN_S
 """The most one run takes (``flink.harness.run_limit_s``): the JVM's start, the stop's wait, savepoint and end, and
 a refusal's waits."""
@@ -151,6 +165,7 @@ def drew(key: object, schedule: FlinkSchedule, failed: int, first: int | None) -
         "drew: discovery intervals": line("discovery:"),
         "drew: faults": line("fault:"),
         "drew: first discovery at LATEST": line("first discovery:"),
+        "drew: bounded readers": line("reader:"),
     }
 
 
@@ -230,6 +245,11 @@ class Workload:
             self.kafka.create_topic(self.topic(step.topic), step.count)
             self.ends |= {TopicPartition(self.topic(step.topic), p): 0 for p in range(step.count)}
 
+    def grown(self, growth: Growth) -> list[Cell]:
+        """The partitions ``growth`` adds to its topic, given what exists now."""
+        there = sum(1 for tp in self.ends if tp.topic == self.topic(growth.topic))
+        return [(growth.topic, p) for p in range(there, there + growth.count)]
+
     def put(self, cell: Cell, value: bytes) -> None:
         """One record written to ``cell`` while the job runs (a refusal's)."""
         tp = self.tp(cell)
@@ -240,7 +260,7 @@ class Workload:
         start: Literal["earliest", "latest"] | GroupOffsets = (
             GroupOffsets(f"{self.tag}-group", schedule.fallback) if schedule.start == "group" else schedule.start
         )
-        pattern = f"{self.tag}-in-.*" if schedule.pattern else None
+        topics, pattern = self.subscription()
         sinks = [
             Sink(
                 self.sink_topic(index),
@@ -254,6 +274,8 @@ class Workload:
         if plan.refusal is not None:  # what it writes while the job runs: the stop waits for it
             for cell, count in plan.refusal.written().items():
                 ends[self.tp(cell)] += count
+        if plan.growth is not None:  # the partitions added while it runs, and their records: the stop waits for them
+            ends |= {self.tp(cell): plan.growth.records for cell in self.grown(plan.growth)}
         stop = stop_of(
             plan.stop_after,
             ends,
@@ -264,11 +286,13 @@ class Workload:
             stop = replace(
                 stop, within_ms=STOP_WITHIN_MS + int((IDLE_WITHIN_S + MAX_REFUSED * SETTLED_WITHIN_S) * 1000)
             )
+        if plan.growth is not None:  # and for the partitions added once it is idle
+            stop = replace(stop, within_ms=STOP_WITHIN_MS + int(IDLE_WITHIN_S * 1000))
         if schedule.empty_at_start and run == 0:  # nothing to read: stop once the first discovery was done
             stop = Stop(listed=True, within_ms=STOP_WITHIN_MS)
         return JobRun(
             self.broker.bootstrap_servers,
-            () if schedule.pattern else tuple(self.topic(i) for i in range(len(schedule.partitions))),
+            topics,
             sinks[0],
             plan.parallelism,
             stop=stop,
@@ -284,8 +308,14 @@ class Workload:
             topic_pattern=pattern,
             more_sinks=tuple(sinks[1:]),
             record_listings=True,
-            **({} if plan.refusal is None else {"restart_attempts": REFUSAL_RESTARTS}),
+            restart_attempts=HARNESS_RESTARTS if plan.refusal is None else REFUSAL_RESTARTS,
         )
+
+    def subscription(self) -> tuple[tuple[str, ...], str | None]:
+        """The source's topics (by list) and pattern (by pattern): one of them."""
+        if self.schedule.pattern:
+            return (), f"{self.tag}-in-.*"
+        return tuple(self.topic(i) for i in range(len(self.schedule.partitions))), None
 
     def source(self) -> dict[TopicPartition, list[Record]]:
         """Every source record (read_uncommitted)."""
@@ -294,6 +324,91 @@ class Workload:
             for partition, records in topic_records(self.kafka, topic, Isolation.READ_UNCOMMITTED).items():
                 out[TopicPartition(topic, partition)] = records
         return out
+
+
+def written_to(kafka: KafkaClient, ends: Mapping[TopicPartition, int]) -> bool | None:
+    """Whether each partition's log reached its end in ``ends`` (``None``: not yet, for ``wait_until``)."""
+    return all(kafka.latest_offset(tp, Isolation.READ_UNCOMMITTED) >= end for tp, end in ends.items()) or None
+
+
+def read_bounded(harness: FlinkHarness, workload: Workload, work: Path) -> tuple[list[Violation], set[str]]:
+    """The schedule's ``Reader`` after its life: its transactions written (each committed or aborted: every
+    partition one touches then ends in a control marker), then a fresh bounded job on the same subscription from
+    the earliest offsets to its stopping offsets, into an at-least-once sink of its own. Judged: every record its
+    isolation shows below the stopping offsets read once, nothing else, and the job ended (RESTORE-010); a job that
+    ended holds what it read in its sink (COMMIT-011); one that failed of its own accord is LIVE-001. Returns the
+    violations and the ids judged."""
+    reader = workload.schedule.reader
+    assert reader is not None
+    kafka, tag = workload.kafka, workload.tag
+    producer = kafka.init_producer(f"{tag}-reader-writer")
+    after_first: dict[TopicPartition, int] = {}
+    for number, txn in enumerate(reader.transactions):
+        marked = {workload.tp(cell): kafka.latest_offset(workload.tp(cell), Isolation.READ_UNCOMMITTED) + txn.count + 1
+                  for cell in txn.cells}  # fmt: skip
+        producer.begin_transaction()
+        cells = [(cell, i) for cell in txn.cells for i in range(txn.count)]
+        values = [f"{tag}-txn{number}-t{t}p{p}-{i}".encode() for (t, p), i in cells]
+        for topic in sorted({workload.topic(t) for (t, _), _ in cells}):
+            mine = [(p, v) for ((t, p), _), v in zip(cells, values, strict=True) if workload.topic(t) == topic]
+            producer.produce_all(topic, [p for p, _ in mine], [None] * len(mine), [v for _, v in mine])
+        producer.flush()  # librdkafka's abort drops what it has not sent: these reach the log, then abort
+        if txn.commit:
+            producer.commit_transaction()
+        else:
+            producer.abort_transaction()
+        # the coordinator answers EndTxn before its markers reach the partitions: wait for each (one offset each)
+        wait_until(
+            partial(written_to, kafka, marked), MARKERS_WITHIN_S, f"transaction {number + 1}'s control markers written",
+            step_s=0.1,
+        )  # fmt: skip
+        if number == 0:
+            after_first = {tp: kafka.latest_offset(tp, Isolation.READ_UNCOMMITTED) for tp in workload.ends}
+    ends = {tp: kafka.latest_offset(tp, Isolation.READ_UNCOMMITTED) for tp in workload.ends}
+    workload.ends |= ends
+    stopping = ends if reader.stop == "latest" else after_first
+    isolation = Isolation.READ_COMMITTED if reader.isolation == "read_committed" else Isolation.READ_UNCOMMITTED
+    visible = {tp: [r for r in topic_records(kafka, tp.topic, isolation).get(tp.partition, [])] for tp in stopping}
+    shown = {tp: [r.offset for r in records] for tp, records in visible.items()}
+    sink = f"{workload.sink}-reader"
+    kafka.create_topic(sink, SINK_PARTITIONS)
+    topics, pattern = workload.subscription()
+    job = JobRun(
+        workload.broker.bootstrap_servers,
+        topics,
+        Sink(sink, False, f"{sink}-txn"),
+        reader.parallelism,
+        checkpoint_interval_ms=workload.schedule.checkpoint_ms,
+        source_properties={} if reader.isolation is None else {"isolation.level": reader.isolation},
+        pace_ms=PACE_MS,
+        timeout_ms=READER_TIMEOUT_MS,
+        topic_pattern=pattern,
+        stopping_offsets=None if reader.stop == "latest" else stopping,
+    )
+    try:
+        result = harness.run(job, work)
+    except HarnessError as error:
+        return check_query_ran(job_failure(work, error), "the schedule's bounded reader"), {"LIVE-001"}
+    if result.idle_ms is not None and result.idle_ms < READER_IDLE_MS:
+        raise HarnessError(
+            f"the harness gave up on the bounded reader {result.idle_ms} ms after its last read, before the "
+            f"{READER_IDLE_MS} ms it is given to end: its start took too long to judge its end ({work})"
+        )
+    reads = committed_reads([result.history])
+    what = "committed" if reader.isolation == "read_committed" else "data"
+    violations = check_bounded_read(reads, shown, stopping, result.idle_ms, shown=what)
+    violations += check_single_reader(reads, reader.parallelism, requirement="ASSIGN-007")
+    judged = {"RESTORE-010", "ASSIGN-007", "LIVE-001"}
+    if result.idle_ms is None:  # a job given up on: its sink's output is not its final one
+        topic_index = {topic: index for index, topic in enumerate(sorted({tp.topic for tp in visible}))}
+        must = {
+            topic_index[tp.topic] * 100 + tp.partition: [r for r in records if r.offset < stopping[tp]]
+            for tp, records in visible.items()
+        }
+        found = check_sink_output(must, visible_output(kafka, sink), exactly_once=False)
+        violations += [replace(v, evidence=f"the bounded reader's sink {sink}: {v.evidence}") for v in found]
+        judged |= {"COMMIT-011", "COMMIT-013"}
+    return violations, judged
 
 
 def run_refused(
@@ -336,6 +451,41 @@ def run_refused(
             workload.ends |= write(
                 workload.kafka, workload.topic(t), (p,), refusal.after, f"{workload.tag}-r{run}-after-t{t}"
             )
+    except BaseException:
+        if not running.ended(within_s=0.0):
+            running.kill()
+        raise
+    return running.finish(), missing
+
+
+def run_grown(
+    harness: FlinkHarness, workload: Workload, run: int, job: JobRun, work: Path
+) -> tuple[RunResult, str | None]:
+    """Run ``run``, whose plan has a ``Growth``, in the harness: once its job read what it had to read and a
+    checkpoint holding that completed (its first discovery long done), the partitions are added and written to;
+    its periodic discovery must find them before its stop, which waits for them. Returns the run's result, and what
+    says they were added before the job was known to be idle (it did not get idle in time: the run is ERROR, as a
+    refusal not carried out) or ``None``."""
+    growth = workload.schedule.runs[run].growth
+    assert growth is not None
+    before = left(workload.ends, workload.starts(), committed_reads(workload.runs) if workload.runs else [])
+    running = harness.start(job, work)
+    missing = None
+    try:
+        try:
+            wait_until(
+                lambda: checkpointed_to(going(running, "before its partitions were added").segments_so_far(), before)
+                or None,
+                IDLE_WITHIN_S, "the job's reads of what was written before it, checkpointed", step_s=0.1,
+            )  # fmt: skip
+        except KafkaError as late:
+            missing = f"the partitions of run {run + 1} were added before the job was idle: {late} ({work})"
+        cells = workload.grown(growth)
+        topic = workload.topic(growth.topic)
+        workload.kafka.create_partitions(topic, cells[-1][1] + 1)
+        workload.ends |= {workload.tp(cell): 0 for cell in cells}
+        for t, p in cells:
+            workload.ends |= write(workload.kafka, topic, (p,), growth.records, f"{workload.tag}-r{run}-grown-t{t}")
     except BaseException:
         if not running.ended(within_s=0.0):
             running.kill()
@@ -404,7 +554,7 @@ def judge(workload: Workload) -> Judged:
 
 
 @requirement(*IDS, capability="flink-job")
-@pytest.mark.timeout((examples() + 1) * MAX_RUNS * RUN_BOUND_S)
+@pytest.mark.timeout((examples() + 1) * (MAX_RUNS + 1) * RUN_BOUND_S)
 @workload_settings()
 @given(schedule=flink_schedules())
 @example(schedule=EVERY_KIND)
@@ -427,6 +577,8 @@ def test_required_RESTORE_003_flink_jobs_keep_every_promise_of_a_drawn_workload(
     violations: list[Violation] = []
     first: int | None = None
     life: Judged | None = None
+    discovery_judged = False
+    reader_ids: set[str] = set()
     detail = f"schedule:\n{describe(schedule)}\nas JSON: {schedule.dumps()}\nruns in {work}"
     progress.say(f"drawn Flink schedule {DREW.get(id(record_property), Counter())['schedules'] + 1} of {examples()}")
     try:
@@ -440,7 +592,10 @@ def test_required_RESTORE_003_flink_jobs_keep_every_promise_of_a_drawn_workload(
                 kafka.commit_offsets(f"{tag}-group", held)
             try:
                 job = workload.job(run, savepoint, naming)
-                if plan.refusal is None:
+                if plan.growth is not None:
+                    result, ungrown = run_grown(harness, workload, run, job, work / f"run-{run + 1}")
+                    missed += [ungrown] if ungrown else []
+                elif plan.refusal is None:
                     result = harness.run(job, work / f"run-{run + 1}")
                 else:
                     result, unrefused = run_refused(harness, workload, run, job, work / f"run-{run + 1}")
@@ -463,9 +618,18 @@ def test_required_RESTORE_003_flink_jobs_keep_every_promise_of_a_drawn_workload(
             if not result.stop_met:
                 unmet.append(f"run {run + 1} did not reach its stop in {STOP_WITHIN_MS} ms ({result.history.ended})")
             violations += check_single_reader(result.history.reads(), plan.parallelism, requirement="ASSIGN-007")
+            if result.discovery is not None:
+                off, judged = check_discovery_interval(
+                    run + 1, schedule.discovery_ms, result.discovery.interval_ms, result.discovery.default_ms
+                )
+                violations += off
+                discovery_judged |= judged
         else:
             life = judge(workload)
             first = life.first
+        if schedule.reader is not None:  # after the life, judged whatever the life showed: a job of its own
+            found, reader_ids = read_bounded(harness, workload, work / "reader")
+            violations += found
     except KafkaError as failed:
         raise CouldNotCheck(
             f"the workload's topics or records could not be set up, so nothing was judged: {failed}\n{detail}"
@@ -480,6 +644,7 @@ def test_required_RESTORE_003_flink_jobs_keep_every_promise_of_a_drawn_workload(
         return
     violations += life.violations
     ids = life.judged | {"ASSIGN-007", "LIVE-001"} | ({"COMMIT-007"} if any(workload.refused.values()) else set())
+    ids |= reader_ids | ({"DISC-009"} if discovery_judged else set())
     violated = {v.requirement for v in violations}
     explained = (
         f"judged as if run {life.first + 1} had done the first discovery (a start at LATEST)"

@@ -33,6 +33,20 @@ few records are written to the job's input one at a time, each until a checkpoin
 job restarted; then it takes writes again and more records are written after them. A sink that surfaced the
 refusal fails and writes the records again; one that swallowed it completes its checkpoint without them (COMMIT-007).
 
+Partitions may also be added while a job runs (``Growth``, drawn after the refusal: see ``with_growth``): in a
+schedule whose source sets a short discovery interval, its last run, once it read and checkpointed what was written
+before it, has partitions added to a topic and written to; its enumerator's periodic discovery must find them and
+the job read them from their first record (DISC-009, DISC-005) before its stop, which waits for them.
+
+After the life, a fresh bounded job reads the input again (``Reader``, drawn after the refusal: see
+``with_reader``): first one to three transactions, each committed or aborted, write to partitions of the input (every
+partition one touches then ends in a control marker, KAFKA-003); then a new job on the same subscription starts at
+the earliest offsets and stops at the latest ones (``setBounded(latest)``) or at given ones (the ends after the
+first transaction, ``OffsetsInitializer.offsets``), its ``isolation.level`` read_committed or left unset
+(read_uncommitted). It must read every record its isolation shows below the stopping offsets once, nothing else, and
+end (RESTORE-010), and its at-least-once sink must hold what it read (COMMIT-011). A fresh job, not a restored run:
+a restored split keeps the stopping offset it was checkpointed with (none, for the life's unbounded splits).
+
 Left out on purpose: a start from group offsets without a fallback on a group that holds none (a refusal,
 RESTORE-018's scenario). A failure under a start at LATEST, which cannot be sure to happen (``failure_sure``). A
 group start or a failure in a schedule that starts with no topic (nothing to hold, nothing surely read).
@@ -84,6 +98,14 @@ MAX_REFUSED: Final = 3
 """Records written one at a time while the broker refuses a sink's writes."""
 REFUSAL_ODDS: Final = 1
 """One in this many schedules that may meet a refusal (``with_refusal``) do."""
+MAX_TRANSACTIONS: Final = 3
+"""Transactions written before the bounded reader."""
+MAX_TRANSACTION_WRITE: Final = 10
+"""Records of one transaction to each partition it writes."""
+GROWTH_ODDS: Final = 1
+"""One in this many schedules that may have partitions added while their last run runs (``with_growth``) do."""
+READER_ODDS: Final = 1
+"""One in this many schedules has a bounded reader after its life (``with_reader``)."""
 EMPTY_ODDS: Final = 2
 """One in this many schedules that may start with no topic (by pattern, not from a group, three runs or more) do."""
 
@@ -136,6 +158,59 @@ class Refusal:
 
 
 @dataclass(frozen=True, slots=True)
+class Growth:
+    """Partitions added while a run's job runs: once it read what was written before it and a checkpoint holding
+    that completed, ``count`` partitions are added to topic ``topic`` and ``records`` records written to each; the
+    job's periodic discovery must find them. The run's stop waits for them."""
+
+    topic: int
+    count: int
+    records: int
+
+    def text(self) -> str:
+        return (
+            f"{self.count} partition{'s' * (self.count > 1)} added to t{self.topic} while the job runs, "
+            f"{self.records} records written to each"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Transaction:
+    """``count`` records written to each of ``cells`` in one transaction, then committed or aborted."""
+
+    cells: tuple[Cell, ...]
+    count: int
+    commit: bool
+
+    def text(self) -> str:
+        where = ", ".join(f"t{t}[{p}]" for t, p in self.cells)
+        return f"{self.count} to each of {where}, {'committed' if self.commit else 'aborted'}"
+
+
+@dataclass(frozen=True, slots=True)
+class Reader:
+    """A fresh bounded job after the life: once ``transactions`` are written (in order, each committed or aborted),
+    a new job on the schedule's subscription reads from the earliest offsets to its stopping offsets (``latest``:
+    ``setBounded(OffsetsInitializer.latest())``, each partition's end at its start; ``offsets``: each partition's
+    end after the first transaction, ``OffsetsInitializer.offsets``) at ``parallelism``, with ``isolation.level``
+    read_committed or not set (``None``: the consumer's read_uncommitted), into an at-least-once sink of its own."""
+
+    transactions: tuple[Transaction, ...]
+    parallelism: int
+    isolation: Literal["read_committed"] | None
+    stop: Literal["latest", "offsets"]
+
+    def text(self) -> str:
+        isolation = self.isolation or "isolation.level not set"
+        stop = "the latest offsets" if self.stop == "latest" else "the ends after the first transaction"
+        txns = "; ".join(t.text() for t in self.transactions)
+        return (
+            f"then transactions ({txns}); a fresh bounded job from the earliest offsets to {stop}, "
+            f"parallelism {self.parallelism}, {isolation}"
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class RunPlan:
     """One run: the operator's steps before it, its parallelism, its failure and its stop."""
 
@@ -148,6 +223,8 @@ class RunPlan:
     read to the end of what was written."""
     refusal: Refusal | None = None
     """A fault while the job runs (a run that reads to the end, with no failure of its own)."""
+    growth: Growth | None = None
+    """Partitions added while the job runs (the last run, with no failure and no refusal)."""
 
     def text(self) -> str:
         steps = ", ".join(s.text() for s in self.steps) or "no operator step"
@@ -165,6 +242,7 @@ class RunPlan:
             else f"stop after {self.stop_after} records"
         )
         fault = "" if self.refusal is None else f"; {self.refusal.text()}"
+        fault += "" if self.growth is None else f"; {self.growth.text()}"
         return f"{steps}; parallelism {self.parallelism}, {failure}{fault}; {stop}"
 
 
@@ -211,6 +289,8 @@ class FlinkSchedule:
     """Whether the job sets the first sink's transactional-id prefix (always, for an exactly-once sink)."""
     more_sinks: tuple[SinkPlan, ...] = ()
     """Further sinks of the job, each writing every record it reads into a topic of its own."""
+    reader: Reader | None = None
+    """A fresh bounded job after the life, on transactions written after it (``with_reader``)."""
 
     @property
     def sinks(self) -> tuple[SinkPlan, ...]:
@@ -274,6 +354,46 @@ class FlinkSchedule:
             return "a group start holds an offset the first run reads from"
         if len({(h.topic, h.partition) for h in self.held}) != len(self.held):
             return "an offset held twice"
+        if (wrong := self._growth_problem()) is not None:
+            return wrong
+        if self.reader is not None and (wrong := self._reader_problem(self.reader)):
+            return f"the bounded reader: {wrong}"
+        return None
+
+    def _growth_problem(self) -> str | None:
+        grown = [k for k, run in enumerate(self.runs) if run.growth is not None]
+        if not grown:
+            return None
+        last = self.runs[-1]
+        if grown != [len(self.runs) - 1] or last.failure is not None or last.refusal is not None:
+            return "partitions added while a job runs: in the last run alone, with no failure and no refusal"
+        if self.discovery_ms is None or self.resolves_late or self.empty_at_start:
+            return (
+                "partitions added while a job runs: only with a short discovery interval set, not under a start at "
+                "LATEST, and with a topic at start"
+            )
+        growth = last.growth
+        assert growth is not None
+        before = self.layout(len(self.runs) - 1)
+        if not 0 <= growth.topic < len(before) or growth.count < 1 or before[growth.topic] + growth.count > MAX_GROWN:
+            return f"{growth.text()}: no such topic, or past {MAX_GROWN} partitions"
+        if not 1 <= growth.records <= MAX_WRITE:
+            return f"{growth.text()}: 1 to {MAX_WRITE} records each"
+        return None
+
+    def _reader_problem(self, reader: Reader) -> str | None:
+        cells = {(t, p) for t, n in enumerate(self.layout(len(self.runs))) for p in range(n)}
+        if not 1 <= len(reader.transactions) <= MAX_TRANSACTIONS:
+            return f"{len(reader.transactions)} transactions: 1 to {MAX_TRANSACTIONS}"
+        for txn in reader.transactions:
+            if not txn.cells or not set(txn.cells) <= cells or len(set(txn.cells)) != len(txn.cells):
+                return f"transaction {txn.text()}: distinct partitions of the input"
+            if not 1 <= txn.count <= MAX_TRANSACTION_WRITE:
+                return f"transaction {txn.text()}: 1 to {MAX_TRANSACTION_WRITE} records each"
+        if not 1 <= reader.parallelism <= MAX_PARALLELISM:
+            return f"parallelism {reader.parallelism}"
+        if reader.isolation not in (None, "read_committed") or reader.stop not in ("latest", "offsets"):
+            return f"isolation {reader.isolation!r}, stop {reader.stop!r}"
         return None
 
     def _refusal_problem(self, run: RunPlan) -> str | None:
@@ -309,11 +429,14 @@ class FlinkSchedule:
         return range(len(self.runs) if self.resolves_late and not self.empty_at_start else 1)
 
     def layout(self, run: int) -> list[int]:
-        """Partitions of each topic when run ``run`` (0-based) starts: after its operator steps."""
+        """Partitions of each topic when run ``run`` (0-based) starts: after its operator steps (and the partitions
+        added while the runs before it ran); ``len(runs)``: at the end of the life."""
         layout = list(self.partitions)
-        for plan in self.runs[: run + 1]:
+        for k, plan in enumerate(self.runs[: run + 1]):
             for step in plan.steps:
                 _apply(step, layout)
+            if k < run and plan.growth is not None:
+                layout[plan.growth.topic] += plan.growth.count
         return layout
 
     def written(self, run: int) -> dict[Cell, int]:
@@ -335,7 +458,7 @@ class FlinkSchedule:
         topic created then (found by the pattern, DISC-002) rather than added to a topic the job already knew
         (DISC-009)."""
         known = self.layout(first)
-        last = self.layout(len(self.runs) - 1)
+        last = self.layout(len(self.runs))
         return {
             (t, p): t >= len(known) for t, n in enumerate(last) for p in range(known[t] if t < len(known) else 0, n)
         }
@@ -357,7 +480,15 @@ class FlinkSchedule:
         return found | dict.fromkeys(self.added(first), 0)
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """Its fields; ``reader`` only when there is one, so a schedule without one keeps the JSON it had before the
+        reader existed (``with_refusal`` and ``with_reader`` are seeded with it)."""
+        found = asdict(self)
+        if self.reader is None:
+            del found["reader"]
+        for run in found["runs"]:  # likewise a run without partitions added while it runs
+            if run["growth"] is None:
+                del run["growth"]
+        return found
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> FlinkSchedule:
@@ -381,12 +512,24 @@ class FlinkSchedule:
                     else Refusal(
                         r["refusal"]["sink"], tuple((t, p) for t, p in r["refusal"]["cells"]), r["refusal"]["after"]
                     ),
+                    None if r.get("growth") is None else Growth(**r["growth"]),
                 )
                 for r in data["runs"]
             ),
             data.get("discovery_ms"),
             data.get("prefixed", True),
             tuple(SinkPlan(**sink) for sink in data.get("more_sinks", ())),
+            None
+            if data.get("reader") is None
+            else Reader(
+                tuple(
+                    Transaction(tuple((t, p) for t, p in txn["cells"]), txn["count"], txn["commit"])
+                    for txn in data["reader"]["transactions"]
+                ),
+                data["reader"]["parallelism"],
+                data["reader"]["isolation"],
+                data["reader"]["stop"],
+            ),
         )
 
     def dumps(self) -> str:
@@ -399,7 +542,8 @@ class FlinkSchedule:
     def counts(self) -> dict[str, int]:
         """What the schedule draws, for the report's coverage: ``runs``, ``failure:<at>``, ``operator:<kind>``,
         ``parallelism:<n>``, ``start:<start>``, ``guarantee:<guarantee>`` and ``prefix:<set or not>`` (each sink),
-        ``sinks:<n>``, ``subscription:<how>``, ``discovery:<how>``."""
+        ``sinks:<n>``, ``subscription:<how>``, ``discovery:<how>``, and the bounded reader's ``reader:<stop, isolation,
+        each transaction's outcome>``."""
         found: dict[str, int] = {"runs": len(self.runs)}
 
         def add(key: str) -> None:
@@ -413,6 +557,8 @@ class FlinkSchedule:
                 add(f"operator:{step.kind}")
             stop = "to the end" if run.stop_after is None else "at once" if run.stop_after == 0 else "after records"
             add(f"stop:{stop}")
+            if run.growth is not None:
+                add("operator:add-partitions while running")
             if run.refusal is not None:
                 add("fault:writes refused")
                 found["fault:records refused"] = found.get("fault:records refused", 0) + len(run.refusal.cells)
@@ -423,6 +569,11 @@ class FlinkSchedule:
         add(f"sinks:{len(self.sinks)}")
         add("subscription:" + ("pattern" if self.pattern else "list") + (", empty at start" * self.empty_at_start))
         add("discovery:" + ("the release's" if self.discovery_ms is None else f"{self.discovery_ms} ms"))
+        if self.reader is not None:
+            add(f"reader:stop at {self.reader.stop}")
+            add(f"reader:{self.reader.isolation or 'isolation unset'}")
+            for txn in self.reader.transactions:
+                add("reader:transaction " + ("committed" if txn.commit else "aborted"))
         return found
 
 
@@ -510,6 +661,8 @@ def describe(schedule: FlinkSchedule) -> str:
         + ("as the release sets it" if schedule.discovery_ms is None else f"every {schedule.discovery_ms} ms")
     ]
     lines += [f"run {k}: {run.text()}" for k, run in enumerate(schedule.runs, 1)]
+    if schedule.reader is not None:
+        lines.append(schedule.reader.text())
     if schedule.empty_at_start:
         lines[1] = lines[1].replace("stop at once", "stop once the enumerator listed the subscription")
     return "\n".join(lines)
@@ -620,8 +773,8 @@ def flink_schedules(draw: st.DrawFn) -> FlinkSchedule:
     if pattern and start != "group" and len(runs) >= 3 and draw(st.integers(0, EMPTY_ODDS - 1)) == 0:
         emptied = emptied_at_start(schedule)
         cells = [(t, p) for t, n in enumerate(emptied.layout(1)) for p in range(n)]
-        return written_again(emptied, {cell: draw(st.integers(1, MAX_WRITE)) for cell in cells})
-    return with_refusal(schedule)
+        return with_reader(written_again(emptied, {cell: draw(st.integers(1, MAX_WRITE)) for cell in cells}))
+    return with_reader(with_growth(with_refusal(schedule)))
 
 
 def with_refusal(schedule: FlinkSchedule) -> FlinkSchedule:
@@ -655,6 +808,66 @@ def with_refusal(schedule: FlinkSchedule) -> FlinkSchedule:
     return replace(schedule, runs=tuple(plans))
 
 
+GROWTH_SALT: Final = b"partitions added while running\n"
+"""Prefixed to the schedule's JSON to seed ``with_growth``."""
+
+
+def with_growth(schedule: FlinkSchedule) -> FlinkSchedule:
+    """``schedule``, in one of ``GROWTH_ODDS`` of those that may have it, with a ``Growth`` in its last run: one or
+    two partitions added to a topic (never past ``MAX_GROWN``) while the job runs, 1 to ``MAX_WRITE`` records written
+    to each. Only where the source sets a short discovery interval (waiting out the release's default, five
+    minutes, is a long target's: the harness reports the interval instead, ``check_discovery_interval``), not under
+    a start at LATEST nor with no topic at start (the added partitions then surely come after the first discovery),
+    and in a last run with no failure and no refusal. Drawn from the schedule itself, as ``with_refusal``, so a
+    seed's schedules stay what they were; a run without one keeps its JSON."""
+    last = schedule.runs[-1]
+    if (
+        schedule.discovery_ms is None
+        or schedule.resolves_late
+        or schedule.empty_at_start
+        or last.failure is not None
+        or last.refusal is not None
+    ):
+        return schedule
+    before = schedule.layout(len(schedule.runs) - 1)
+    growable = [t for t, n in enumerate(before) if n < MAX_GROWN]
+    rng = random.Random(hashlib.sha256(GROWTH_SALT + schedule.dumps().encode()).digest())
+    if not growable or rng.randrange(GROWTH_ODDS) != 0:
+        return schedule
+    topic = rng.choice(growable)
+    growth = Growth(topic, rng.randint(1, min(2, MAX_GROWN - before[topic])), rng.randint(1, MAX_WRITE))
+    return replace(schedule, runs=(*schedule.runs[:-1], replace(last, growth=growth)))
+
+
+READER_SALT: Final = b"bounded reader\n"
+"""Prefixed to the schedule's JSON to seed ``with_reader``: its draws are its own, not the refusal's."""
+
+
+def with_reader(schedule: FlinkSchedule) -> FlinkSchedule:
+    """``schedule``, in one of ``READER_ODDS``, with a ``Reader`` after its life: one to ``MAX_TRANSACTIONS``
+    transactions, each of one to ``MAX_TRANSACTION_WRITE`` records to each of one to three partitions of the input
+    as the life left it, committed or aborted; then a fresh bounded job at a parallelism of 1 to
+    ``MAX_PARALLELISM``, stopping at the latest offsets or at the ends after the first transaction, its
+    ``isolation.level`` read_committed or not set. Drawn from the schedule itself, as ``with_refusal`` is (a
+    generator seeded with ``READER_SALT`` and its JSON, the refusal included), so a seed's schedules stay what they
+    were and a schedule without a reader keeps its JSON (``to_json`` leaves the field out)."""
+    rng = random.Random(hashlib.sha256(READER_SALT + schedule.dumps().encode()).digest())
+    if rng.randrange(READER_ODDS) != 0:
+        return schedule
+    cells = [(t, p) for t, n in enumerate(schedule.layout(len(schedule.runs))) for p in range(n)]
+    transactions = tuple(
+        Transaction(
+            tuple(rng.sample(cells, rng.randint(1, min(3, len(cells))))),
+            rng.randint(1, MAX_TRANSACTION_WRITE),
+            rng.random() < 0.5,
+        )
+        for _ in range(rng.randint(1, MAX_TRANSACTIONS))
+    )
+    isolation: Literal["read_committed"] | None = rng.choice(("read_committed", None))
+    stop: Literal["latest", "offsets"] = rng.choice(("latest", "offsets"))
+    return replace(schedule, reader=Reader(transactions, rng.randint(1, MAX_PARALLELISM), isolation, stop))
+
+
 def emptied_at_start(schedule: FlinkSchedule) -> FlinkSchedule:
     """``schedule`` with its subscription matching nothing at the start: the first run has no step and stops once
     its enumerator listed the subscription; the topics it would have started with are created before the second
@@ -677,38 +890,41 @@ def written_again(schedule: FlinkSchedule, counts: Mapping[Cell, int]) -> FlinkS
     return replace(schedule, runs=(*schedule.runs[:-1], replace(last, steps=(*last.steps, *writes))))
 
 
-EVERY_KIND: Final = FlinkSchedule(
-    partitions=(2, 1),
-    pattern=True,
-    start="group",
-    fallback="earliest",
-    held=(Held(0, 0, 4),),
-    exactly_once=True,
-    naming="POOLING",
-    checkpoint_ms=200,
-    runs=(
-        RunPlan(2, (Step("write", 0, 0, 12), Step("write", 0, 1, 6), Step("write", 1, 0, 5)), stop_after=4),
-        RunPlan(
-            2,
-            (
-                Step("add-partitions", 0, count=1),
-                Step("create-topic", 2, count=2),
-                Step("write", 0, 2, 7),
-                Step("write", 2, 0, 5),
-                Step("write", 2, 1, 4),
-                Step("write", 0, 0, 15),
-                Step("write", 0, 1, 15),
-                Step("write", 1, 0, 15),
+EVERY_KIND: Final = with_reader(
+    FlinkSchedule(
+        partitions=(2, 1),
+        pattern=True,
+        start="group",
+        fallback="earliest",
+        held=(Held(0, 0, 4),),
+        exactly_once=True,
+        naming="POOLING",
+        checkpoint_ms=200,
+        runs=(
+            RunPlan(2, (Step("write", 0, 0, 12), Step("write", 0, 1, 6), Step("write", 1, 0, 5)), stop_after=4),
+            RunPlan(
+                2,
+                (
+                    Step("add-partitions", 0, count=1),
+                    Step("create-topic", 2, count=2),
+                    Step("write", 0, 2, 7),
+                    Step("write", 2, 0, 5),
+                    Step("write", 2, 1, 4),
+                    Step("write", 0, 0, 15),
+                    Step("write", 0, 1, 15),
+                    Step("write", 1, 0, 15),
+                ),
+                failure=Failure(1, 6, "record"),
             ),
-            failure=Failure(1, 6, "record"),
+            RunPlan(3, (Step("write", 0, 1, 10), Step("write", 2, 1, 3)), stop_after=8),
+            RunPlan(1, (Step("write", 1, 0, 9),)),
         ),
-        RunPlan(3, (Step("write", 0, 1, 10), Step("write", 2, 1, 3)), stop_after=8),
-        RunPlan(1, (Step("write", 1, 0, 9),)),
-    ),
-    more_sinks=(SinkPlan(False, prefixed=False),),
+        more_sinks=(SinkPlan(False, prefixed=False),),
+    )
 )
 """The explicit example: every step kind, a group start, a failure that surely happens, a rescale up and down, both
-stops, and a second sink (at-least-once, no prefix set) beside the exactly-once one. Its fallback is EARLIEST: with
+stops, a second sink (at-least-once, no prefix set) beside the exactly-once one, and the bounded reader
+its JSON draws. Its fallback is EARLIEST: with
 LATEST, flink-connector-kafka 5.0.0 loses what is written while the job is stopped to a partition its first run read
 nothing of (the restored split starts at the end again, as FLINK-28303's LATEST marker did), which the draws still
 reach; the explicit example checks the rest on every run."""

@@ -2,6 +2,7 @@ package kconform;
 
 import java.io.BufferedWriter;
 import java.io.IOException;
+import java.lang.reflect.Field;
 import java.lang.reflect.Method;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -14,6 +15,7 @@ import java.util.HexFormat;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Properties;
 import java.util.Set;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -33,6 +35,7 @@ import org.apache.flink.connector.kafka.sink.KafkaRecordSerializationSchema;
 import org.apache.flink.connector.kafka.sink.KafkaSink;
 import org.apache.flink.connector.kafka.source.KafkaSource;
 import org.apache.flink.connector.kafka.source.KafkaSourceBuilder;
+import org.apache.flink.connector.kafka.source.KafkaSourceOptions;
 import org.apache.flink.connector.kafka.source.enumerator.initializer.OffsetsInitializer;
 import org.apache.flink.connector.kafka.source.enumerator.subscriber.KafkaSubscriber;
 import org.apache.flink.connector.kafka.source.reader.deserializer.KafkaRecordDeserializationSchema;
@@ -66,7 +69,7 @@ import org.apache.kafka.common.TopicPartition;
  * <pre>
  * {"bootstrap_servers": s, "topics": [t, ...] | null, "topic_pattern": regex | null,
  *  "starting_offsets": "earliest" | "latest" | {"group": g, "fallback": "earliest" | "latest" | null},
- *  "bounded": b, "parallelism": n, "checkpoint_interval_ms": ms, "restart_attempts": k,
+ *  "bounded": b, "stopping_offsets": [[t, p, offset], ...] | absent, "parallelism": n, "checkpoint_interval_ms": ms, "restart_attempts": k,
  *  "sink": {"topic": t, "exactly_once": b, "transactional_id_prefix": s | null, "properties": {k: v},
  *  "naming": "INCREMENTING" | "POOLING" | null}, "more_sinks": [sink, ...] | absent,
  *  "source_properties": {k: v}, "history": path, "savepoint_dir": path, "restore_from": path | null,
@@ -86,8 +89,13 @@ import org.apache.kafka.common.TopicPartition;
  * end, or is cancelled once {@code timeout_ms} passed without it ("unfinished", with {@code idle_ms}: how long since
  * its last read, or since the job was built when it read nothing); an unbounded one is stopped with a savepoint
  * once {@code stop} holds (or once {@code within_ms} passed). The answer is one JSON line on stdout: {@code
- * {"job_id", "ended": "finished" | "unfinished" | "savepoint", "savepoint", "stop_met", "idle_ms"?, "wall_ms"}}; a
- * failed job is exit 1 with its stack trace on stderr.
+ * {"job_id", "ended": "finished" | "unfinished" | "savepoint", "savepoint", "stop_met", "idle_ms"?, "wall_ms",
+ * "discovery_interval_ms", "discovery_default_ms"}}: the source's partition.discovery.interval.ms as its enumerator
+ * reads it (the built source's properties, else the option's default: KafkaSourceOptions.getOption) and the release's
+ * own default for it (null where the release has none, or where the harness could not read them); a failed job is
+ * exit 1 with its stack trace on stderr. A bounded job stops at the latest offsets at its start
+ * ({@code setBounded(OffsetsInitializer.latest())}), or at {@code stopping_offsets} when given
+ * ({@code OffsetsInitializer.offsets}).
  */
 public final class FlinkHarness {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -131,8 +139,9 @@ public final class FlinkHarness {
         StreamExecutionEnvironment env =
                 StreamExecutionEnvironment.getExecutionEnvironment(Configuration.fromMap(settings));
 
+        KafkaSource<Read> source = source(run);
         DataStream<Read> reads =
-                env.fromSource(source(run), WatermarkStrategy.noWatermarks(), "kafka-source")
+                env.fromSource(source, WatermarkStrategy.noWatermarks(), "kafka-source")
                         .uid("kafka-source")
                         .map(new Recorder(run.get("failure"), run.get("pace_ms").asLong()))
                         .uid("recorder");
@@ -149,6 +158,7 @@ public final class FlinkHarness {
         JobClient job = env.executeAsync("kconform-flink-harness");
         ObjectNode answer = JSON.createObjectNode();
         answer.put("job_id", job.getJobID().toString());
+        discoveryInterval(source, answer);
         long timeoutMs = run.get("timeout_ms").asLong();
         if (run.get("bounded").asBoolean()) {
             answer.putNull("savepoint");
@@ -238,10 +248,50 @@ public final class FlinkHarness {
                     });
         }
         if (run.get("bounded").asBoolean()) {
-            builder.setBounded(OffsetsInitializer.latest());
+            JsonNode stopping = run.get("stopping_offsets");
+            if (stopping != null && !stopping.isNull()) {
+                Map<TopicPartition, Long> offsets = new HashMap<>();
+                stopping.forEach(o -> offsets.put(new TopicPartition(o.get(0).asText(), o.get(1).asInt()), o.get(2).asLong()));
+                builder.setBounded(OffsetsInitializer.offsets(offsets));
+            } else {
+                builder.setBounded(OffsetsInitializer.latest());
+            }
         }
         run.get("source_properties").fields().forEachRemaining(e -> builder.setProperty(e.getKey(), e.getValue().asText()));
         return builder.build();
+    }
+
+    /**
+     * The source's effective {@code partition.discovery.interval.ms} into {@code answer}, as its enumerator reads it
+     * (KafkaSourceEnumerator's constructor: {@code KafkaSourceOptions.getOption(properties,
+     * PARTITION_DISCOVERY_INTERVAL_MS, Long::parseLong)}, the properties the builder left in KafkaSource's
+     * {@code props}), and the release's own default for it (the option's {@code defaultValue()}: none up to 3.0.x,
+     * five minutes from 3.1.0, FLIP-288). Both null when the field cannot be read (a release that renamed it).
+     */
+    static void discoveryInterval(KafkaSource<Read> source, ObjectNode answer) {
+        Object fallback = KafkaSourceOptions.PARTITION_DISCOVERY_INTERVAL_MS.defaultValue();
+        Long effective;
+        try {
+            Field field = KafkaSource.class.getDeclaredField("props");
+            field.setAccessible(true);
+            Properties props = (Properties) field.get(source);
+            effective = KafkaSourceOptions.getOption(
+                    props, KafkaSourceOptions.PARTITION_DISCOVERY_INTERVAL_MS, Long::parseLong);
+        } catch (ReflectiveOperationException | RuntimeException unread) {
+            answer.putNull("discovery_interval_ms");
+            answer.putNull("discovery_default_ms");
+            return;
+        }
+        if (effective == null) {
+            answer.putNull("discovery_interval_ms");
+        } else {
+            answer.put("discovery_interval_ms", effective.longValue());
+        }
+        if (fallback == null) {
+            answer.putNull("discovery_default_ms");
+        } else {
+            answer.put("discovery_default_ms", ((Number) fallback).longValue());
+        }
     }
 
     /**
