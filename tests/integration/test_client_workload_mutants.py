@@ -5,7 +5,6 @@ pass the same schedule."""
 from __future__ import annotations
 
 import threading
-import time
 from typing import Any
 
 import confluent_kafka as ck
@@ -131,36 +130,12 @@ class NeverStarts(Delegating):
         return None
 
 
-class PollsWithoutServing(Delegating):
-    """A consumer whose polls, from its third on and for ``MUTE_S``, return at once without polling its client: the
-    application polls on, but its client serves nothing of its group, so the group puts it out and its next real
-    poll gives its partitions up as lost (KAFKA-14024's kind: a member that polls and never rejoins)."""
-
-    MUTE_S = 22.0
-
-    def __init__(self, inner: Any) -> None:
-        super().__init__(inner)
-        self.calls, self.muted_at = 0, 0.0
-
-    def _muted(self) -> bool:
-        self.calls += 1
-        if self.calls == 3:
-            self.muted_at = time.monotonic()
-        return self.calls >= 3 and time.monotonic() - self.muted_at < self.MUTE_S
-
-    def consume(self, *args: Any, **kwargs: Any) -> Any:
-        return [] if self._muted() else self._inner.consume(*args, **kwargs)
-
-    def poll(self, *args: Any, **kwargs: Any) -> Any:
-        return None if self._muted() else self._inner.poll(*args, **kwargs)
-
-
 class Broken(RealClients):
     def __init__(self, consumer: type[Delegating] | None = None, producer: type[Delegating] | None = None) -> None:
         self._consumer, self._producer = consumer, producer
 
     def consumer(self, config: dict[str, Any]) -> Any:
-        if self._consumer in (StopsServing, PollsWithoutServing) and config.get("client.id") != "first":
+        if self._consumer is StopsServing and config.get("client.id") != "first":
             return super().consumer(config)  # one member of the group is broken, the other keeps serving it
         if self._consumer is UncommittedReader:
             config = {**config, "isolation.level": "read_uncommitted"}
@@ -326,34 +301,3 @@ def test_a_group_that_never_converges_or_a_partition_never_started_is_caught_and
     assert want in {(v.requirement, v.kind) for v in found}, [str(v) for v in found]
     (finding,) = [v for v in found if (v.requirement, v.kind) == want]
     assert finding.data["broker_answers"] is True and finding.data["waited_s"] >= 45.0, finding
-
-
-EXPELLED_GROUP = Schedule(
-    (2,),
-    (ProducerPlan({}, False),),
-    tuple(
-        ConsumerPlan({"auto.offset.reset": "earliest", "max.poll.interval.ms": "15000", "client.id": name}, "topics")
-        for name in ("first", "second")
-    ),
-    (
-        Step(StepKind.PRODUCE, count=6, partition=0),
-        Step(StepKind.PRODUCE, count=6, partition=1),
-        FLUSH,
-        Step(StepKind.WAIT, wait_ms=30_000),
-    ),
-    faults=False,
-)
-"""Two members of one classic group of a 15 s poll interval, polled every 0.1 s for 30 s."""
-
-
-def test_a_member_put_out_of_its_group_while_it_polls_is_caught_and_the_real_client_passes(broker: Broker) -> None:
-    """LIVE-001 ``expelled-while-polling``: the application polls every 0.1 s, but the broken member's client serves
-    nothing for 22 s, so librdkafka puts it out at its 15 s poll interval and its next real poll gives its partition
-    up as lost; the history shows polls every 0.1 s throughout, with no fault. The real clients keep both members
-    on the same schedule."""
-    real = check_history(Run(EXPELLED_GROUP, broker).run(), broker.answers())
-    assert real == [], [str(v) for v in real]
-    found = check_history(Run(EXPELLED_GROUP, broker, Broken(consumer=PollsWithoutServing)).run(), broker.answers())
-    expelled = [v for v in found if (v.requirement, v.kind) == ("LIVE-001", "expelled-while-polling")]
-    assert expelled, [str(v) for v in found]
-    assert expelled[0].data["widest_gap_s"] < 1.0 and expelled[0].data["broker_answers"] is True, expelled[0]
