@@ -421,29 +421,9 @@ def test_a_schedule_printed_as_json_is_read_back_as_the_same_schedule() -> None:
             Step(StepKind.SUBSCRIBE, 1, 1, mode="one"),
         ),
         faults=False,
-        late=ConsumerPlan({"enable.auto.commit": "false"}, "topics", (1,)),
     )
     assert Schedule.from_json(json.loads(drawn.dumps())) == drawn
     assert describe(drawn).endswith("subscribe(client=1, topic=1, count=1, mode=one)")
-    assert "c2: topics t1 {'enable.auto.commit': 'false'} (joins once the others caught up" in describe(drawn)
-    assert drawn.counts()["step:late-join"] == 1 and drawn.counts()["setting:enable.auto.commit"] == 1
-    assert Schedule.from_json({k: v for k, v in drawn.to_json().items() if k != "late"}).late is None  # older JSON
-
-
-def test_a_schedule_with_a_group_has_one_more_member_join_it_late_as_its_first_member_and_draws_nothing_for_it() -> (
-    None
-):
-    """``Schedule.late`` (a scale-out once the group caught up: the drain opens it) is the first group member's plan
-    again, derived rather than drawn, so each seed draws the schedules it drew before the late member came."""
-    quick = hypothesis.settings(max_examples=300, database=None, phases=[hypothesis.Phase.generate])
-    grouped = find(
-        schedules([], faults=False), lambda s: any(c.subscribe != "assign" for c in s.consumers), settings=quick
-    )
-    assert grouped.late == next(c for c in grouped.consumers if c.subscribe != "assign")
-    alone = find(
-        schedules([], faults=False), lambda s: all(c.subscribe == "assign" for c in s.consumers), settings=quick
-    )
-    assert alone.late is None
 
 
 def test_a_drawn_schedule_may_change_a_members_subscription() -> None:

@@ -1109,12 +1109,18 @@ class Run:
                 client = slot.client
                 assert client is not None
                 client.resume([ck.TopicPartition(tp.topic, tp.partition) for tp in slot.assigned])
-        longest = self._longest_wait_ms()
+        longest = max(
+            [
+                int(s.settings.get(k, "0"))
+                for s in self.consumers
+                for k in ("max.poll.interval.ms", "session.timeout.ms")
+            ]
+            + [45_000]
+        )
         began = time.monotonic()
         deadline = began + longest / 1000 + DRAIN_SLACK_S
         bound_s, why = self.convergence_bound()
         converge_by = began + bound_s
-        late = self.schedule.late if any(s.plan.subscribe != "assign" for s in self.consumers) else None
         changes: dict[str, list[tuple[float, str, int]]] = defaultdict(list)
         views: list[GroupView] = []
         problem: tuple[str, bool] | None = None
@@ -1132,16 +1138,6 @@ class Run:
                 described_at = time.monotonic()
             # a group no admin call can judge (the admin client lacks the call) is not waited for
             settled = all(v.converged for v in views) if problem is None else not problem[1]
-            if owned and settled and late is not None:
-                # the group caught up: one more member joins it, and the drain starts over for the group it makes
-                self._join_late(late)
-                late, owned, described_at = None, False, 0.0
-                longest = self._longest_wait_ms()
-                joined = time.monotonic()
-                deadline = joined + longest / 1000 + DRAIN_SLACK_S
-                bound_s, why = self.convergence_bound()
-                converge_by = joined + bound_s
-                continue
             if owned and settled:
                 unstarted = []
                 break
@@ -1163,27 +1159,6 @@ class Run:
             self.drained = False
             self.recorder.note(f"the drain did not reach the end within {longest / 1000 + DRAIN_SLACK_S:g} s")
         self.convergence = self._judged_convergence(views, problem, unstarted, bound_s, why, began, gap)
-
-    def _longest_wait_ms(self) -> int:
-        """The longest drawn poll interval or session timeout of the run's consumers (45 s at least)."""
-        return max(
-            [
-                int(s.settings.get(k, "0"))
-                for s in self.consumers
-                for k in ("max.poll.interval.ms", "session.timeout.ms")
-            ]
-            + [45_000]
-        )
-
-    def _join_late(self, plan: ConsumerPlan) -> None:
-        """The schedule's late member (``Schedule.late``) opens and subscribes, as one more member of the group."""
-        slot = ConsumerSlot(len(self.consumers), plan, self.group)
-        self.consumers.append(slot)
-        self.recorder.note(f"c{slot.index} joins group {self.group} late: the others have caught up")
-        self._open_consumer(slot)
-        self.info[f"c{slot.index}"] = ClientInfo(
-            slot.settings, self.group, plan.subscribe, defaults=self._defaults("C"), eager=self._eager(slot)
-        )
 
     def convergence_bound(self) -> tuple[float, str]:
         """How long the drain waits for its groups to converge, and why: the longest, over every group member of

@@ -131,10 +131,6 @@ class ProducerPlan:
     transactional: bool = False
 
 
-def consumer_plan(data: Mapping[str, Any]) -> ConsumerPlan:
-    return ConsumerPlan(dict(data["settings"]), data["subscribe"], tuple(data.get("topics", ())))
-
-
 @dataclass(frozen=True)
 class Schedule:
     partitions: Sequence[int]
@@ -144,12 +140,6 @@ class Schedule:
     steps: Sequence[Step]
     faults: bool = True
     """Whether fault steps act (a broker the run may restart); recorded so a replay does the same."""
-    late: ConsumerPlan | None = None
-    """A member of the group that starts only once the others have caught up: when the drain first finds every
-    partition owned and read to its end and the groups converged, it opens and joins, and the drain goes on until
-    the group has converged again (an application scaled out once the group caught up: one more instance of the
-    group's first member, with its plan). No step addresses it. Derived from the drawn members, not drawn itself,
-    so that a seed's schedules stay what they were (a draw would move every later schedule of the seed)."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -159,10 +149,11 @@ class Schedule:
         return cls(
             tuple(data["partitions"]),
             tuple(ProducerPlan(dict(p["settings"]), p["transactional"]) for p in data["producers"]),
-            tuple(consumer_plan(c) for c in data["consumers"]),
+            tuple(
+                ConsumerPlan(dict(c["settings"]), c["subscribe"], tuple(c.get("topics", ()))) for c in data["consumers"]
+            ),
             tuple(Step(**{**s, "kind": StepKind(s["kind"])}) for s in data["steps"]),
             data.get("faults", True),
-            None if (late := data.get("late")) is None else consumer_plan(late),
         )
 
     def dumps(self) -> str:
@@ -175,9 +166,7 @@ class Schedule:
         for step in self.steps:
             group = "fault" if step.kind in FAULTS else "operator" if step.kind in OPERATOR_STEPS else "step"
             found[f"{group}:{step.kind.value}"] = found.get(f"{group}:{step.kind.value}", 0) + 1
-        if self.late is not None:
-            found["step:late-join"] = 1
-        plans: list[ProducerPlan | ConsumerPlan] = [*self.producers, *self.consumers, *filter(None, [self.late])]
+        plans: list[ProducerPlan | ConsumerPlan] = [*self.producers, *self.consumers]
         for plan in plans:
             for name in plan.settings:
                 found[f"setting:{name}"] = found.get(f"setting:{name}", 0) + 1
@@ -356,9 +345,7 @@ def schedules(
             max_size=max_steps,
         )
     )
-    # derived, not drawn: a draw here would move every later schedule of the seed
-    late = next((c for c in consumers if c.subscribe != "assign"), None)
-    return Schedule(tuple(partitions), tuple(producers), tuple(consumers), tuple(steps), faults, late)
+    return Schedule(tuple(partitions), tuple(producers), tuple(consumers), tuple(steps), faults)
 
 
 def describe(schedule: Schedule) -> str:
@@ -370,10 +357,5 @@ def describe(schedule: Schedule) -> str:
     for i, c in enumerate(schedule.consumers):
         start = f" t{', t'.join(map(str, c.topics))}" if c.topics else ""
         lines.append(f"c{i}: {c.subscribe}{start} {dict(c.settings)}")
-    if schedule.late is not None:
-        c = schedule.late
-        start = f" t{', t'.join(map(str, c.topics))}" if c.topics else ""
-        n = len(schedule.consumers)
-        lines.append(f"c{n}: {c.subscribe}{start} {dict(c.settings)} (joins once the others caught up, in the drain)")
     lines += [f"{n:3}. {s.text()}" for n, s in enumerate(schedule.steps, 1)]
     return "\n".join(lines)
