@@ -1013,3 +1013,75 @@ def test_a_convergence_the_admin_could_not_judge_is_partial_not_pass() -> None:
     faulted = replace(base, convergence=converging(STABLE_PAIR, unjudged="slow", suite_fault=True))
     assert "LIVE-001" not in cw.unjudged(faulted)
     assert cw.unjudged(replace(base, convergence=converging(STABLE_PAIR))) == {}
+
+
+MEMBER = {"max.poll.interval.ms": "15000", "partition.assignment.strategy": "cooperative-sticky"}
+
+
+def expelled(gaps_s: list[float], fault_at: int | None = None, lost: bool = True, hung: bool = False) -> Events:
+    """c0 assigned, then polling at ``gaps_s`` apart (a broker fault note after the ``fault_at``-th poll), then given
+    up its partition: as lost (its group expelled it) or revoked."""
+    events = Events().add(Assigned, "c0#0", tps=(TP,), how="rebalance").add(Polled, "c0#0", **polled(0))
+    for n, gap in enumerate(gaps_s):
+        events.add(Polled, "c0#0", after_s=gap, records=())
+        if n == fault_at:
+            events.add(Note, "run", after_s=0.1, text="broker paused for 2000 ms")
+    if hung:
+        events.add(Hung, "c0#0", after_s=0.1, call="commit(sync)", bound_s=30.0)
+    return events.add(Revoked, "c0#0", after_s=0.5, tps=(TP,), lost=lost)
+
+
+@pytest.mark.parametrize(
+    ("events", "broker_answers", "want"),
+    [
+        (expelled([1.0] * 40), True, [("LIVE-001", cw.EXPELLED)]),
+        (expelled([1.0] * 40), None, [("LIVE-001", cw.EXPELLED)]),
+        (expelled([1.0] * 40), False, []),  # the broker did not answer at the end: not judged
+        (expelled([1.0] * 40, lost=False), True, []),  # a revocation is how a rebalance takes a partition back
+        (expelled([1.0] * 28 + [9.0] + [1.0] * 12), True, []),  # a gap a correct member may be removed across
+        (expelled([1.0] * 40 + [9.0]), True, []),  # even the gap before the poll that served the loss
+        (expelled([1.0] * 10 + [9.0] + [1.0] * 30), True, [("LIVE-001", cw.EXPELLED)]),  # long before: not judged
+        (expelled([1.0] * 40, fault_at=30), True, []),  # a broker fault near: its doing, not judged
+        (expelled([1.0] * 40, fault_at=0), True, [("LIVE-001", cw.EXPELLED)]),  # over a window and session before
+        (expelled([1.0] * 40, hung=True), True, [("LIVE-001", "hang")]),  # the hang is the finding
+    ],
+)
+def test_a_member_that_kept_polling_with_no_fault_near_is_never_expelled_from_its_group(
+    events: Events, broker_answers: bool | None, want: list
+) -> None:
+    """LIVE-001 ``expelled-while-polling`` (KAFKA-14024's class: a member that never rejoins though it polls): c0 of a
+    15 s poll interval, 3 s heartbeat and 6 s session may go 4 s between polls (``expel_bounds``); over the 17 s
+    before its last poll before the loss (its rebalance timeout and a margin) it polled every second, and no fault
+    came within that and a session more. A gap wider than 4 s in the window, a fault in it, a hang, a revocation
+    that is not a loss, or a broker that did not answer leave it unjudged."""
+    clients = {"c0": ClientInfo(dict(MEMBER), "g", "topics")}
+    violations = cw.check_history(history(events, {TP: [0]}, clients=clients), broker_answers)
+    assert kinds(violations) == want
+    if want == [("LIVE-001", cw.EXPELLED)]:
+        (found,) = violations
+        assert found.data["client"] == "c0#0" and found.data["allowed_gap_s"] == 4.0
+        assert found.data["widest_gap_s"] <= 1.0 and "lost t-0" in found.evidence
+
+
+@pytest.mark.parametrize(
+    ("settings", "want"),
+    [
+        ({"max.poll.interval.ms": "15000"}, (15.0, 3.0, 6.0, 4.0)),  # the workload's session, the clients' heartbeat
+        ({"max.poll.interval.ms": "15000", "heartbeat.interval.ms": "1000", "session.timeout.ms": "30000"},
+         (15.0, 1.0, 30.0, 5.0)),
+        ({"max.poll.interval.ms": "6000", "session.timeout.ms": "6000"}, (6.0, 3.0, 6.0, -0.5)),  # too tight to judge
+        ({"max.poll.interval.ms": "20000", "group.protocol": "consumer"}, (20.0, 5.0, 45.0, 5.5)),  # the broker's
+    ],
+)  # fmt: skip
+def test_how_often_a_member_must_poll_to_keep_its_membership_follows_its_own_settings(
+    settings: dict[str, str], want: tuple[float, ...]
+) -> None:
+    events = Events().add(Polled, "c0#0", records=())
+    clients = {"c0": ClientInfo(settings, "g", "topics")}
+    assert cw.expel_bounds(history(events, {TP: [0]}, clients=clients), "c0#0") == want
+
+
+def test_the_checkers_classic_session_is_the_workloads_own() -> None:
+    from kconform.conformance.workloads.clients.driver import SESSION_MS
+
+    assert cw.WORKLOAD_SESSION_S * 1000 == SESSION_MS

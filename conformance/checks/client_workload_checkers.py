@@ -1240,6 +1240,127 @@ def check_converged(history: History, broker_answers: bool | None) -> list[Viola
     return found
 
 
+EXPELLED: Final = "expelled-while-polling"
+"""LIVE-001's kind for a group member that lost its partitions (its lost callback: kafka-clients'
+``onPartitionsLost``, librdkafka's ``REVOKE_PARTITIONS`` with the assignment lost) while it kept polling and no
+fault was near (``check_not_expelled``)."""
+WORKLOAD_SESSION_S: Final = 6.0
+"""A classic member's session timeout where none is drawn: the workload's own (``driver.SESSION_MS``), the least any
+member has (the broker's ``group.min.session.timeout.ms``)."""
+CLASSIC_HEARTBEAT_S: Final = 3.0
+"""A classic member's heartbeat interval where none is drawn: the clients' default (librdkafka's CONFIGURATION.md,
+kafka-clients' ``ConsumerConfig``), above the workload's own 1 s, so a judged member's polls must be the denser."""
+CONSUMER_HEARTBEAT_S: Final = 5.0
+"""A ``group.protocol=consumer`` member's heartbeat interval, which the broker sets
+(``group.consumer.heartbeat.interval.ms``, 5 s by default: ``GroupCoordinatorConfig``; the suite's brokers leave it)."""
+CONSUMER_SESSION_S: Final = 45.0
+"""A ``group.protocol=consumer`` member's session (``group.consumer.session.timeout.ms``, 45 s by default)."""
+MIN_JUDGED_GAP_S: Final = 1.0
+"""Below this many seconds between polls allowed, a member's settings leave no room to judge an expulsion."""
+
+
+def expel_bounds(history: History, client: str) -> tuple[float, float, float, float]:
+    """A member's rebalance timeout ``R`` (its ``max.poll.interval.ms``), heartbeat interval ``H`` and session
+    ``S`` (drawn, else the least the workload or the broker gives it, else the clients' default), and the longest gap
+    ``G`` between two of its polls under which a correct member keeps its membership: ``min((R - H) / 2, S) -
+    TIMING_MARGIN_S`` (``check_not_expelled``)."""
+    info = history.consumer(client)
+    poll = int(setting(history, client, "max.poll.interval.ms")) / 1000
+    if setting(history, client, "group.protocol").strip().lower() == "consumer":
+        heartbeat, session = CONSUMER_HEARTBEAT_S, CONSUMER_SESSION_S
+    else:
+        heartbeat = int(info.settings.get("heartbeat.interval.ms") or CLASSIC_HEARTBEAT_S * 1000) / 1000
+        session = int(info.settings.get("session.timeout.ms") or WORKLOAD_SESSION_S * 1000) / 1000
+    gap = min((poll - heartbeat) / 2, session) - TIMING_MARGIN_S
+    return poll, heartbeat, session, gap
+
+
+def check_not_expelled(history: History, broker_answers: bool | None) -> list[Violation]:
+    """LIVE-001: a group member that keeps polling, with no fault near, is never expelled from its group: it loses
+    no partition as lost (kafka-clients' ``onPartitionsLost``: "the consumer is being kicked out of the group";
+    librdkafka's assignment lost), which only its group's coordinator removing it causes.
+
+    A classic group's coordinator removes a member whose session expired or that did not rejoin within its rebalance
+    timeout (its ``max.poll.interval.ms``) of a rebalance's start (``GroupMetadataManager.prepareRebalance``,
+    ``maybeCompleteJoinElseSchedule``); a consumer-protocol group's fences one that did not revoke within it. A
+    correct member learns of a rebalance by its next heartbeat (``H``) and rejoins, or revokes, on its next poll, and
+    its heartbeats run beside its polls; one that polls at least every ``G = min((R - H) / 2, S) - 2 s``
+    (``expel_bounds``) therefore rejoins every rebalance in time, at least twice over (a first poll may only send
+    the commit a rejoin waits for). The loss is served by a poll after the member learnt of its removal, which its
+    heartbeat tells it within ``H`` of the removal, and the removal ends a rebalance that started ``R`` before. So a
+    rebalance that removed it started no earlier than ``R + H`` before the call before the one that served the loss
+    began, and the member had to rejoin from ``H`` after that: its last poll before the loss less ``R`` and 2 s.
+    Judged for a lost callback at ``T`` when, from then to ``T``, the incarnation polled with no gap longer than
+    ``G`` (poll returns, so a poll that took long counts as a gap: a driver or machine stalling its polls is no
+    expulsion), no broker fault came (the run's ``broker ...`` notes, within that window and a session more), the
+    incarnation did not hang, and the broker still answered. Nothing when ``G`` is under ``MIN_JUDGED_GAP_S``."""
+    if broker_answers is False:
+        return []
+    faults = [
+        e.at for e in history.events if isinstance(e, Note) and e.client == "run" and e.text.startswith("broker ")
+    ]
+    polls: dict[str, list[float]] = defaultdict(list)
+    found: list[Violation] = []
+    for event in history.events:
+        if not event.client.startswith("c"):
+            continue
+        info = history.consumer(event.client)
+        if info.subscribe == "assign" or info.group is None:
+            continue
+        if isinstance(event, Polled):
+            polls[event.client].append(event.at)
+            continue
+        if not (isinstance(event, Revoked) and event.lost and event.tps):
+            continue
+        if any(isinstance(e, Hung) and e.client == event.client and e.seq < event.seq for e in history.events):
+            continue
+        poll, heartbeat, session, gap = expel_bounds(history, event.client)
+        if gap < MIN_JUDGED_GAP_S:
+            continue
+        at, times = event.at, polls[event.client]
+        if not times:
+            continue
+        since = times[-1] - poll - TIMING_MARGIN_S
+        if any(since - session <= f <= at for f in faults):
+            continue
+        before = [t for t in times if t <= since]
+        points = [before[-1] if before else times[0], *[t for t in times if t > since], at]
+        if not before and any(
+            isinstance(e, Revoked | Assigned) and e.client == event.client and e.at < times[0] for e in history.events
+        ):
+            continue  # it owned partitions before its first poll: its gaps from then are unknown
+        widest = max(b - a for a, b in pairwise(points))
+        if widest > gap:
+            continue
+        found.append(
+            Violation(
+                "LIVE-001",
+                EXPELLED,
+                f"{event.client} lost {', '.join(map(str, event.tps))} at {at:.1f} s (its group expelled it) though it "
+                f"had polled at least every {widest:.1f} s since {max(since, points[0]):.1f} s, which with its "
+                f"rebalance timeout (max.poll.interval.ms) of {poll:g} s, heartbeat interval of {heartbeat:g} s and "
+                f"session of {session:g} s a member that rejoins when told keeps its membership by (polls every "
+                f"{gap:.1f} s at most), and no broker fault came since {since - session:.1f} s"
+                + ("; the broker still answered" if broker_answers else ""),
+                data={
+                    "client": event.client,
+                    "group": info.group,
+                    "lost": [str(tp) for tp in event.tps],
+                    "at": round(at, 3),
+                    "widest_gap_s": round(widest, 3),
+                    "allowed_gap_s": round(gap, 3),
+                    "polls_judged": len(points) - 1,
+                    "since": round(since, 3),
+                    "max_poll_interval_s": poll,
+                    "heartbeat_s": heartbeat,
+                    "session_s": session,
+                    "broker_answers": broker_answers,
+                },
+            )
+        )
+    return found
+
+
 SAFETY_CHECKERS: Final = (
     check_acknowledged_in_log,
     check_written_once,
@@ -1266,4 +1387,5 @@ def check_history(history: History, broker_answers: bool | None) -> list[Violati
         + check_calls_returned(history, broker_answers)
         + check_clients_failed(history, broker_answers)
         + check_converged(history, broker_answers)
+        + check_not_expelled(history, broker_answers)
     )
