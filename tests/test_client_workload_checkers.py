@@ -1019,13 +1019,14 @@ MEMBER = {"max.poll.interval.ms": "15000", "partition.assignment.strategy": "coo
 
 
 def expelled(gaps_s: list[float], fault_at: int | None = None, lost: bool = True, hung: bool = False) -> Events:
-    """c0 assigned, then polling at ``gaps_s`` apart (a broker fault note after the ``fault_at``-th poll), then given
+    """c0 assigned, then polling at ``gaps_s`` apart (a broker pause of 2 s after the ``fault_at``-th poll), then given
     up its partition: as lost (its group expelled it) or revoked."""
     events = Events().add(Assigned, "c0#0", tps=(TP,), how="rebalance").add(Polled, "c0#0", **polled(0))
     for n, gap in enumerate(gaps_s):
         events.add(Polled, "c0#0", after_s=gap, records=())
         if n == fault_at:
             events.add(Note, "run", after_s=0.1, text="broker paused for 2000 ms")
+            events.add(Note, "run", after_s=2.0, text="broker resumed")
     if hung:
         events.add(Hung, "c0#0", after_s=0.1, call="commit(sync)", bound_s=30.0)
     return events.add(Revoked, "c0#0", after_s=0.5, tps=(TP,), lost=lost)

@@ -327,23 +327,23 @@ def _continuity(
         reading.expected = first_at_or_after(offsets, offset + 1)
     positions = dict(polled.positions)
     for tp, end in polled.eofs:
-        reading = readings.get(tp)
-        if reading is not None and reading.started and reading.expected is not None and reading.expected < end:
+        ended = readings.get(tp)
+        if ended is not None and ended.started and ended.expected is not None and ended.expected < end:
             # the end reported is a delivery too: everything its isolation gives below it came first
             offsets = visible(history, tp, isolation)
-            skipped = [o for o in offsets if reading.expected <= o < end]
+            skipped = [o for o in offsets if ended.expected <= o < end]
             if skipped:
                 violations.append(
                     Violation(
                         "CLIENT-004",
                         "skipped",
-                        f"{client} reported the end of {tp} at {end} when {reading.expected} was next, skipping "
+                        f"{client} reported the end of {tp} at {end} when {ended.expected} was next, skipping "
                         f"offsets {shown(skipped)} ({isolation} gives them)",
                         data=tp_fields(tp)
-                        | {"client": client, "offset": end, "want": reading.expected, "offsets": skipped, "eof": True},
+                        | {"client": client, "offset": end, "want": ended.expected, "offsets": skipped, "eof": True},
                     )
                 )
-            reading.expected = first_at_or_after(offsets, end)
+            ended.expected = first_at_or_after(offsets, end)
         position = positions.get(tp)
         if position is None or position < 0 or any(t == tp and o >= end for t, o, _ in polled.records):
             continue  # no position asked, or records after the end came in the same batch
@@ -1292,13 +1292,12 @@ def check_not_expelled(history: History, broker_answers: bool | None) -> list[Vi
     began, and the member had to rejoin from ``H`` after that: its last poll before the loss less ``R`` and 2 s.
     Judged for a lost callback at ``T`` when, from then to ``T``, the incarnation polled with no gap longer than
     ``G`` (poll returns, so a poll that took long counts as a gap: a driver or machine stalling its polls is no
-    expulsion), no broker fault came (the run's ``broker ...`` notes, within that window and a session more), the
+    expulsion), no broker fault was in force (``history.faults``: from its start to its heal) within that window and a
+    session more, the
     incarnation did not hang, and the broker still answered. Nothing when ``G`` is under ``MIN_JUDGED_GAP_S``."""
     if broker_answers is False:
         return []
-    faults = [
-        e.at for e in history.events if isinstance(e, Note) and e.client == "run" and e.text.startswith("broker ")
-    ]
+    run_faults = faults(history.events)
     polls: dict[str, list[float]] = defaultdict(list)
     found: list[Violation] = []
     for event in history.events:
@@ -1321,7 +1320,7 @@ def check_not_expelled(history: History, broker_answers: bool | None) -> list[Vi
         if not times:
             continue
         since = times[-1] - poll - TIMING_MARGIN_S
-        if any(since - session <= f <= at for f in faults):
+        if any(f.began <= at and f.healed >= since - session for f in run_faults):
             continue
         before = [t for t in times if t <= since]
         points = [before[-1] if before else times[0], *[t for t in times if t > since], at]
