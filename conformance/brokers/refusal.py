@@ -91,7 +91,7 @@ def _alter(admin: AdminClient, topic: str, operation: AlterConfigOpType, value: 
     def applied() -> bool | None:
         entry = _described(admin, plain, timeout_s)
         overridden = entry.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
-        removed = operation == AlterConfigOpType.DELETE and not overridden
+        removed = operation.name == "DELETE" and not overridden
         return True if removed or (overridden and str(entry.value) == value) else None
 
     wait_until(applied, timeout_s, f"{what} described by the broker", step_s=0.1)
