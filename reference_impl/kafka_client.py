@@ -117,6 +117,9 @@ _LEADER_MOVING: Final = frozenset(
     {ck.KafkaError.NOT_LEADER_FOR_PARTITION, ck.KafkaError.LEADER_NOT_AVAILABLE, ck.KafkaError.UNKNOWN_TOPIC_OR_PART}
 )
 """Answers librdkafka does not flag retriable, which Kafka gives while a new partition's leader is elected."""
+_LEADER_UNKNOWN: Final = ck.KafkaError._NOENT
+"""librdkafka's admin ListOffsets for a partition its metadata does not lead yet ("Failed to query partition
+leaders: No leaders found"): a partition added moments ago, asked again within the bound."""
 _FENCED_CODES: Final = frozenset(
     {ck.KafkaError._FENCED, ck.KafkaError.PRODUCER_FENCED, ck.KafkaError.INVALID_PRODUCER_EPOCH}
 )
@@ -448,7 +451,8 @@ class KafkaClient:
                 error: ck.KafkaError = exc.args[0]
                 if error.code() == ck.KafkaError.UNKNOWN_TOPIC_OR_PART and tp.topic not in self.list_topics():
                     raise TopicGoneError(f"ListOffsets {tp}: topic {tp.topic} is gone from the metadata") from exc
-                if (error.retriable() or error.code() in _LEADER_MOVING) and time.monotonic() < deadline:
+                moving = error.code() in _LEADER_MOVING or error.code() == _LEADER_UNKNOWN
+                if (error.retriable() or moving) and time.monotonic() < deadline:
                     time.sleep(0.05)  # polling interval of a bounded wait
                     continue
                 raise translate(error, f"ListOffsets {tp}") from exc

@@ -98,3 +98,32 @@ def test_offset_listing_of_the_imported_release_follows_its_own_api() -> None:
 
     assert kafka_client._offset_way() == ("admin" if hasattr(admin, "OffsetSpec") else "consumer")
     assert kafka_client._offset_way() == kafka_client.offset_listing(ck, admin)
+
+
+def test_listing_the_offsets_of_a_partition_no_leader_is_known_for_yet_asks_again_within_its_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """librdkafka's admin answers ListOffsets of a partition added moments ago with _NOENT "No leaders found" until
+    its metadata has the leader: asked again until the client's bound, then the error."""
+    import confluent_kafka as ck
+
+    from kconform.reference_impl import kafka_client
+    from kconform.reference_impl.ports import Isolation
+    from kconform.reference_impl.types import TopicPartition
+
+    monkeypatch.setattr(kafka_client, "_offset_way", lambda: "admin")
+    answers: list[object] = [ck.KafkaError(ck.KafkaError._NOENT, "No leaders found")] * 2 + [7]
+
+    def admin_offset(*_args: object) -> int:
+        answer = answers.pop(0)
+        if isinstance(answer, ck.KafkaError):
+            raise ck.KafkaException(answer)
+        return int(str(answer))
+
+    client = SimpleNamespace(timeout_s=5.0, _admin_offset=admin_offset, list_topics=lambda: ["t"])
+    tp = TopicPartition("t", 4)
+    assert kafka_client.KafkaClient._list_offset(client, tp, "latest", Isolation.READ_UNCOMMITTED) == 7  # type: ignore[arg-type]
+    answers[:] = [ck.KafkaError(ck.KafkaError._NOENT, "No leaders found")] * 1000
+    client.timeout_s = 0.2
+    with pytest.raises(KafkaError, match="No leaders found"):
+        kafka_client.KafkaClient._list_offset(client, tp, "latest", Isolation.READ_UNCOMMITTED)  # type: ignore[arg-type]
