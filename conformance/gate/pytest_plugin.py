@@ -318,22 +318,7 @@ def partial(request: pytest.FixtureRequest) -> Partial:
     properties (the channel ``record_property`` uses, builtins only), so a plain pytest run's
     junit.xml shows it too.
     """
-    mark = request.node.get_closest_marker(REQUIREMENT_MARK)
-    checked: tuple[str, ...] = mark.args if mark else ()
-
-    def declare(ids: Sequence[str] | None, reason: str) -> None:
-        named = list(checked if ids is None else ids)
-        unknown = [i for i in named if i not in checked]
-        if not named or unknown or not reason.strip():
-            raise ValueError(
-                f"partial({ids!r}, {reason!r}): name some of the test's requirement ids {list(checked)} "
-                f"(unknown: {unknown}) and a non-empty reason"
-            )
-        for entry in ((UNVERIFIED_PROPERTY + i, reason) for i in named):
-            if entry not in request.node.user_properties:  # once, though each Hypothesis example declares it
-                request.node.user_properties.append(entry)
-
-    return declare
+    return _declarer(request, "partial", UNVERIFIED_PROPERTY)
 
 
 @pytest.fixture
@@ -344,6 +329,12 @@ def not_checked(request: pytest.FixtureRequest) -> Partial:
     ``kconform run`` reports those ids ERROR with ``reason`` (and exits 3 unless something failed), and the test's
     other ids by what it found: could-not-check stays ERROR for the id that could not be checked, and only for it.
     The declaration travels as user properties, as ``partial``'s does."""
+    return _declarer(request, "not_checked", NOT_CHECKED_PROPERTY)
+
+
+def _declarer(request: pytest.FixtureRequest, name: str, prefix: str) -> Partial:
+    """``name(ids, reason)`` for the test of ``request``: each of ``ids`` (default: every id the test checks) as a
+    user property ``prefix + id`` = ``reason``, once, though each Hypothesis example declares it."""
     mark = request.node.get_closest_marker(REQUIREMENT_MARK)
     checked: tuple[str, ...] = mark.args if mark else ()
 
@@ -352,10 +343,10 @@ def not_checked(request: pytest.FixtureRequest) -> Partial:
         unknown = [i for i in named if i not in checked]
         if not named or unknown or not reason.strip():
             raise ValueError(
-                f"not_checked({ids!r}, {reason!r}): name some of the test's requirement ids {list(checked)} "
+                f"{name}({ids!r}, {reason!r}): name some of the test's requirement ids {list(checked)} "
                 f"(unknown: {unknown}) and a non-empty reason"
             )
-        for entry in ((NOT_CHECKED_PROPERTY + i, reason) for i in named):
+        for entry in ((prefix + i, reason) for i in named):
             if entry not in request.node.user_properties:
                 request.node.user_properties.append(entry)
 
