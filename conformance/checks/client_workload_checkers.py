@@ -898,18 +898,23 @@ def zombie_excuse(history: History, overlap: Overlap) -> Excused | str:
     return Excused(o, fault, gave_up, bound_s, why)
 
 
+def group_member_events(history: History) -> Iterator[tuple[Event, str]]:
+    """The events of consumers that are members of a group (subscribed, not assigned by hand), in order, each with
+    its member's group."""
+    for event in history.events:
+        if event.client.startswith("c"):
+            info = history.consumer(event.client)
+            if info.subscribe != "assign" and info.group is not None:
+                yield event, info.group
+
+
 def _overlaps(history: History) -> Iterator[Overlap]:
     """Every partition assigned to a member of a group while another member that had polled within its
     ``max.poll.interval.ms`` (less ``TIMING_MARGIN_S``) still owned it, by its callbacks."""
     owners: dict[tuple[str, TopicPartition], str] = {}
     since: dict[tuple[str, TopicPartition], int] = {}
     last_poll: dict[str, float] = {}
-    for event in history.events:
-        if not event.client.startswith("c"):
-            continue
-        info = history.consumer(event.client)
-        if info.subscribe == "assign" or info.group is None:
-            continue
+    for event, group in group_member_events(history):
         if isinstance(event, Polled):
             last_poll[event.client] = event.at
         elif isinstance(event, (Revoked, Closed, Hung)):
@@ -917,8 +922,8 @@ def _overlaps(history: History) -> Iterator[Overlap]:
                 event.tps if isinstance(event, Revoked) else [tp for (g, tp), c in owners.items() if c == event.client]
             )
             for tp in tps:
-                if owners.get((info.group, tp)) == event.client:
-                    del owners[(info.group, tp)]
+                if owners.get((group, tp)) == event.client:
+                    del owners[(group, tp)]
         elif isinstance(event, Assigned):
             if eager(history, event.client):
                 # librdkafka may hand an eager member a new assignment with no revoke of the one before (a rejoin
@@ -926,23 +931,23 @@ def _overlaps(history: History) -> Iterator[Overlap]:
                 for key in [k for k, c in owners.items() if c == event.client and k[1] not in event.tps]:
                     del owners[key]
             for tp in event.tps:
-                other = owners.get((info.group, tp))
+                other = owners.get((group, tp))
                 if other is not None and other != event.client:
                     interval = int(setting(history, other, "max.poll.interval.ms")) / 1000
                     polled = last_poll.get(other, float("-inf"))
                     if event.at - polled < interval - TIMING_MARGIN_S:
                         yield Overlap(
                             tp,
-                            info.group,
+                            group,
                             other,
                             event.client,
                             event,
                             event.at - polled,
                             interval,
-                            since.get((info.group, tp), -1),
+                            since.get((group, tp), -1),
                         )
-                owners[(info.group, tp)] = event.client
-                since[(info.group, tp)] = event.seq
+                owners[(group, tp)] = event.client
+                since[(group, tp)] = event.seq
 
 
 def zombie_overlaps(history: History) -> list[Excused]:
@@ -1292,20 +1297,15 @@ def check_not_expelled(history: History, broker_answers: bool | None) -> list[Vi
     began, and the member had to rejoin from ``H`` after that: its last poll before the loss less ``R`` and 2 s.
     Judged for a lost callback at ``T`` when, from then to ``T``, the incarnation polled with no gap longer than
     ``G`` (poll returns, so a poll that took long counts as a gap: a driver or machine stalling its polls is no
-    expulsion), no broker fault was in force (``history.faults``: from its start to its heal) within that window and a
-    session more, the
-    incarnation did not hang, and the broker still answered. Nothing when ``G`` is under ``MIN_JUDGED_GAP_S``."""
+    expulsion), no broker fault was in force (``history.faults``: from its start to its heal) within that window and
+    a session more, the incarnation did not hang, and the broker still answered. Nothing when ``G`` is under
+    ``MIN_JUDGED_GAP_S``."""
     if broker_answers is False:
         return []
     run_faults = faults(history.events)
     polls: dict[str, list[float]] = defaultdict(list)
     found: list[Violation] = []
-    for event in history.events:
-        if not event.client.startswith("c"):
-            continue
-        info = history.consumer(event.client)
-        if info.subscribe == "assign" or info.group is None:
-            continue
+    for event, group in group_member_events(history):
         if isinstance(event, Polled):
             polls[event.client].append(event.at)
             continue
@@ -1343,7 +1343,7 @@ def check_not_expelled(history: History, broker_answers: bool | None) -> list[Vi
                 + ("; the broker still answered" if broker_answers else ""),
                 data={
                     "client": event.client,
-                    "group": info.group,
+                    "group": group,
                     "lost": [str(tp) for tp in event.tps],
                     "at": round(at, 3),
                     "widest_gap_s": round(widest, 3),
