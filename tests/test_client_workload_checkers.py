@@ -161,19 +161,23 @@ def test_an_idempotent_producers_records_out_of_send_order_are_reordered() -> No
     assert cw.check_send_order(kept) == []
 
 
-@pytest.mark.parametrize(
-    ("second", "want"),
-    [((3, 4), []), ((1, 2), [("CLIENT-004", "redelivered")]), ((4,), [("CLIENT-004", "skipped")])],
-)
-def test_a_consumer_reads_on_after_a_pause_and_resume_from_the_next_record(second: tuple[int, ...], want: list) -> None:
-    events = (
+def paused_after_three() -> Events:
+    """An assigned consumer that delivered offsets 0-2, then was paused and resumed."""
+    return (
         Events()
         .add(Assigned, "c0#0", tps=(TP,), how="manual")
         .add(Polled, "c0#0", **polled(0, 1, 2))
         .add(Paused, "c0#0", tps=(TP,))
         .add(Paused, "c0#0", tps=(TP,), resumed=True)
-        .add(Polled, "c0#0", **polled(*second))
     )
+
+
+@pytest.mark.parametrize(
+    ("second", "want"),
+    [((3, 4), []), ((1, 2), [("CLIENT-004", "redelivered")]), ((4,), [("CLIENT-004", "skipped")])],
+)
+def test_a_consumer_reads_on_after_a_pause_and_resume_from_the_next_record(second: tuple[int, ...], want: list) -> None:
+    events = paused_after_three().add(Polled, "c0#0", **polled(*second))
     assert kinds(cw.check_consumer_continuity(history(events, {TP: [0, 1, 2, 3, 4]}))) == want
 
 
@@ -202,14 +206,7 @@ def test_an_end_of_partition_event_past_records_never_delivered_is_a_skip(
 ) -> None:
     """A consumer that delivered 0-2, was paused and resumed, then reports the end at ``end``: the records between
     (a batch a pause dropped, its position saved past them) were skipped. Aborted records are no skip."""
-    events = (
-        Events()
-        .add(Assigned, "c0#0", tps=(TP,), how="manual")
-        .add(Polled, "c0#0", **polled(0, 1, 2))
-        .add(Paused, "c0#0", tps=(TP,))
-        .add(Paused, "c0#0", tps=(TP,), resumed=True)
-        .add(Polled, "c0#0", **polled(*records), eofs=((TP, end),))
-    )
+    events = paused_after_three().add(Polled, "c0#0", **polled(*records), eofs=((TP, end),))
     got = cw.check_consumer_continuity(history(events, {TP: [0, 1, 2, 3, 4]}))
     assert kinds(got) == want
     assert all(v.data["offsets"] == [3] or v.data["offsets"] == [3, 4] for v in got)
