@@ -427,17 +427,17 @@ class Writing:
 
 @pytest.mark.parametrize(("count", "written"), [(50, 10), (4, 3), (1, 0)])
 def test_a_poll_while_paused_step_writes_fewer_records_than_its_batch_while_it_waits_and_pauses_once_fetched(
-    run: driver.Run, count: int, written: int
+    run: driver.Run, count: int, written: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The batch poll waits; the run writes ``min(count - 1, HELD_MAX)`` records to the first chosen partition, and
     pauses and resumes the chosen partitions once a fetch brought them in (the watermark reached them), while the
     poll still waits: the moment a pause may drop records a batch already took. With nothing to write (a batch of
     one), it pauses once the consumer fetched what it had not delivered, as before."""
+    monkeypatch.setattr(driver, "FETCHED_WAIT_S", 0.3)  # nothing to write: it waits this long, then pauses
     consumer = Fetching()
     slot = run.consumers[0]
     slot.client = consumer  # type: ignore[assignment]
     slot.assigned = {TopicPartition("kcw-x-t0", 1)}
-    slot.position = lambda _parts: [ck.TopicPartition("kcw-x-t0", 1, 5)]  # type: ignore[attr-defined]
     consumer.position = lambda _parts: [ck.TopicPartition("kcw-x-t0", 1, 5)]  # type: ignore[attr-defined]
     producer = Writing(consumer)
     run.producers.append(driver.ProducerSlot(0, producer, driver.Worker("p0"), False, {}))  # type: ignore[arg-type]
