@@ -33,7 +33,7 @@ its schedule and its JSON, which ``FlinkSchedule.loads`` turns back into the sch
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -48,7 +48,7 @@ from ..extras import pipeline_missing
 if (missing := pipeline_missing()) is not None:  # a core install: every test here is skipped, naming the fix
     pytest.skip(missing, allow_module_level=True)
 
-from ...reference_impl.kafka_client import KafkaClient, topic_records, wait_until
+from ...reference_impl.kafka_client import KafkaClient, KafkaTransactionalProducer, topic_records, wait_until
 from ...reference_impl.ports import Isolation, KafkaError, Record
 from ...reference_impl.types import TopicPartition
 from .. import progress
@@ -74,6 +74,7 @@ from ..workloads.flink.schedule import (
     FlinkSchedule,
     Growth,
     Step,
+    Transaction,
     describe,
     flink_schedules,
     stop_first,
@@ -331,6 +332,24 @@ def written_to(kafka: KafkaClient, ends: Mapping[TopicPartition, int]) -> bool |
     return all(kafka.latest_offset(tp, Isolation.READ_UNCOMMITTED) >= end for tp, end in ends.items()) or None
 
 
+def write_transaction(
+    producer: KafkaTransactionalProducer, workload: Workload, number: int, txn: Transaction, cells: Sequence[Cell]
+) -> None:
+    """Transaction ``number`` of the reader: ``txn.count`` records to each of ``cells``, committed or aborted."""
+    tag = workload.tag
+    producer.begin_transaction()
+    pairs = [(cell, i) for cell in cells for i in range(txn.count)]
+    values = [f"{tag}-txn{number}-t{t}p{p}-{i}".encode() for (t, p), i in pairs]
+    for topic in sorted({workload.topic(t) for (t, _), _ in pairs}):
+        mine = [(p, v) for ((t, p), _), v in zip(pairs, values, strict=True) if workload.topic(t) == topic]
+        producer.produce_all(topic, [p for p, _ in mine], [None] * len(mine), [v for _, v in mine])
+    producer.flush()  # librdkafka's abort drops what it has not sent: these reach the log, then abort
+    if txn.commit:
+        producer.commit_transaction()
+    else:
+        producer.abort_transaction()
+
+
 def read_bounded(harness: FlinkHarness, workload: Workload, work: Path) -> tuple[list[Violation], set[str]]:
     """The schedule's ``Reader`` after its life: its transactions written (each committed or aborted: every
     partition one touches then ends in a control marker), then a fresh bounded job on the same subscription from
@@ -340,23 +359,18 @@ def read_bounded(harness: FlinkHarness, workload: Workload, work: Path) -> tuple
     violations and the ids judged."""
     reader = workload.schedule.reader
     assert reader is not None
+    if not workload.ends:  # the life ended before any input partition existed: nothing to write to or read
+        return [], set()
     kafka, tag = workload.kafka, workload.tag
     producer = kafka.init_producer(f"{tag}-reader-writer")
     after_first: dict[TopicPartition, int] = {}
     for number, txn in enumerate(reader.transactions):
+        # A life that failed before a later run's steps never made their partitions: only those that exist.
+        there = tuple(cell for cell in txn.cells if workload.tp(cell) in workload.ends)
         marked = {workload.tp(cell): kafka.latest_offset(workload.tp(cell), Isolation.READ_UNCOMMITTED) + txn.count + 1
-                  for cell in txn.cells}  # fmt: skip
-        producer.begin_transaction()
-        cells = [(cell, i) for cell in txn.cells for i in range(txn.count)]
-        values = [f"{tag}-txn{number}-t{t}p{p}-{i}".encode() for (t, p), i in cells]
-        for topic in sorted({workload.topic(t) for (t, _), _ in cells}):
-            mine = [(p, v) for ((t, p), _), v in zip(cells, values, strict=True) if workload.topic(t) == topic]
-            producer.produce_all(topic, [p for p, _ in mine], [None] * len(mine), [v for _, v in mine])
-        producer.flush()  # librdkafka's abort drops what it has not sent: these reach the log, then abort
-        if txn.commit:
-            producer.commit_transaction()
-        else:
-            producer.abort_transaction()
+                  for cell in there}  # fmt: skip
+        if there:
+            write_transaction(producer, workload, number, txn, there)
         # the coordinator answers EndTxn before its markers reach the partitions: wait for each (one offset each)
         wait_until(
             partial(written_to, kafka, marked), MARKERS_WITHIN_S, f"transaction {number + 1}'s control markers written",
