@@ -27,7 +27,13 @@ from kconform.conformance.adapters.flink_kafka import ADAPTER_SPEC, FLINK_CONNEC
 from kconform.conformance.checks.checkers import Violation, ViolationError
 from kconform.conformance.gate import collector, results, run_command
 from kconform.conformance.gate.collector import counterexamples
-from kconform.conformance.gate.expectations import Deviation, excusing_deviation, find_deviation, load_expectations
+from kconform.conformance.gate.expectations import (
+    Deviation,
+    excusing_deviation,
+    find_deviation,
+    load_expectations,
+    unmatched_tests,
+)
 from kconform.conformance.gate.options import RunOptions
 from kconform.conformance.gate.report import violates
 from kconform.conformance.gate.results import Status, aggregate
@@ -437,6 +443,32 @@ def test_bad_expectations_file_is_a_usage_error(tmp_path: Path) -> None:
 def test_expectations_are_validated(tmp_path: Path, text: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         load_expectations(Path(expectations(tmp_path, text)), {"ASSIGN-004"})
+
+
+def test_a_deviation_naming_no_test_of_the_suite_is_named_with_the_closest_test() -> None:
+    """A test renamed (``..._008_...`` to ``..._009_...``) leaves a deviation naming its old name tolerating nothing:
+    each such deviation is a line naming the closest tests; one naming part of a test's name, or none, is not."""
+    names = {"required_CLIENT_001_to_009_a_drawn_client_workload", "required_ASSIGN_004_golden"}
+    old = Deviation("CLIENT-008", "r", BUG, test="required_CLIENT_001_to_008_a_drawn_client_workload")
+    assert (
+        unmatched_tests([Deviation("ASSIGN-004", "r", BUG, test="golden"), Deviation("ASSIGN-004", "r", BUG)], names)
+        == []
+    )
+    (line,) = unmatched_tests([Deviation("ASSIGN-004", "r", BUG), old], names)
+    assert line.startswith("deviation #2 (CLIENT-008): test 'required_CLIENT_001_to_008_")
+    assert "did you mean 'required_CLIENT_001_to_009_a_drawn_client_workload'?" in line
+    (far,) = unmatched_tests([Deviation("ASSIGN-004", "r", BUG, test="zzz")], names)
+    assert "did you mean" not in far
+
+
+def test_an_expectations_file_naming_no_test_stops_the_run_before_any_test_as_a_usage_error(tmp_path: Path) -> None:
+    text = '[[deviation]]\nrequirement = "ASSIGN-004"\ntest = "required_ASSIGN_004_matches_referenc_"\nreason = "r"\n'
+    file = expectations(tmp_path, text + 'link = "https://x"\n')
+    proc = run_sample(tmp_path, "GOOD", "--expectations", file)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "is part of no test's name in this suite" in proc.stderr
+    assert "did you mean 'required_ASSIGN_004_matches_reference'" in proc.stderr
+    assert "Traceback" not in proc.stderr and "[1/" not in proc.stdout
 
 
 def test_deviation_matches_requirement_and_optional_test_substring() -> None:

@@ -38,7 +38,7 @@ from ..errors import CannotCheck
 from ..jvm import SPARK_KAFKA, JvmArtifactsMissing
 from ..jvm.spark_at_release import SPARK_VERSION_ENV, connector_module
 from ..spec_tools.requirements import ID_IN_CODE, Requirement, ids_in_test_name, level_of_test_name
-from .expectations import Deviation, excusing_deviation, find_deviation
+from .expectations import Deviation, excusing_deviation, find_deviation, unmatched_tests
 from .journal import Journal
 from .options import RunOptions
 from .pytest_plugin import (
@@ -292,8 +292,13 @@ class Collector:
         out: IO[str],
         capabilities: Collection[str] = (),
         journal: Journal | None = None,
+        expected: Sequence[Deviation] = (),
     ) -> None:
         self.options = options
+        self.expected = expected
+        """The user's own deviations (``--expectations``), whose test names must name a test of the suite."""
+        self.usage_error: str | None = None
+        """Why the run stopped before any test ran (``unmatched_tests``)."""
         self.journal = journal
         """A supervised run's record (``journal``): what earlier processes of the run did, and where to add to it."""
         self.capabilities = frozenset(capabilities)
@@ -331,6 +336,10 @@ class Collector:
         config.addinivalue_line("markers", f"{PIPELINE_MARK}: a pipeline-level test (a real streaming query)")
 
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        wrong = unmatched_tests(self.expected, {display_name(item.name) for item in items})
+        if wrong:
+            self.usage_error = f"--expectations {self.options.expectations}: " + "; ".join(wrong)
+            pytest.exit(self.usage_error, returncode=pytest.ExitCode.USAGE_ERROR)
         keep, drop = [], []
         for item in items:
             level = PIPELINE_MARK if item.get_closest_marker(PIPELINE_MARK) else "protocol"

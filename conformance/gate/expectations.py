@@ -21,6 +21,7 @@ have reached it (the run's notes say it matched nothing).
 
 from __future__ import annotations
 
+import difflib
 import re
 import tomllib
 from collections.abc import Collection, Sequence
@@ -97,6 +98,23 @@ def _deviation(entry: object, where: str, known_ids: Collection[str] | None) -> 
             f"'lost-write'), got {kind!r}"
         )
     return Deviation(entry["requirement"], entry["reason"], entry["link"], test, kind)
+
+
+def unmatched_tests(deviations: Sequence[Deviation], names: Collection[str]) -> list[str]:
+    """A line per deviation whose ``test`` is part of no test's display name among ``names`` (every test the suite
+    collected, selected or not), with the closest names: after a test is renamed, a deviation naming its old name
+    would tolerate nothing, and the failure it was written for would read as new."""
+    wrong = []
+    for n, d in enumerate(deviations, 1):
+        if d.test is None or any(d.test in name for name in names):
+            continue
+        close = difflib.get_close_matches(d.test, sorted(names), n=3, cutoff=0.6)
+        hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        wrong.append(
+            f"deviation #{n} ({d.requirement}): test {d.test!r} is part of no test's name in this suite, so it would "
+            f"tolerate nothing; name the test as the report shows it{hint}"
+        )
+    return wrong
 
 
 def find_deviation(deviations: Sequence[Deviation], display_name: str, ids: Collection[str]) -> Deviation | None:

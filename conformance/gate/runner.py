@@ -212,10 +212,12 @@ def run(options: RunOptions, out: IO[str] = sys.stdout, journal: Journal | None 
             file=out,
             flush=True,
         )
-    collector = Collector(options, seed, requirements, deviations, out, adapter.capabilities, journal)
+    collector = Collector(options, seed, requirements, deviations, out, adapter.capabilities, journal, expected)
     log = io.StringIO()
     with _environment(BROKER_ENV, options.broker), contextlib.redirect_stdout(log):
         code = pytest.main(args, plugins=[collector])
+    if collector.usage_error is not None:
+        raise ValueError(collector.usage_error)
     if code in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
         raise ValueError(f"pytest could not run the suite (exit {int(code)}):\n{log.getvalue()}")
     empty = [
