@@ -1000,6 +1000,83 @@ def test_a_group_converged_only_stable_with_every_live_member_owning_what_the_br
     assert replace(STABLE_PAIR, members=(("c1#0", (TP1,)), ("c0#0", (TP,)))).converged  # order does not matter
 
 
+U0 = TopicPartition("u", 0)
+"""A partition of a second topic the group subscribes to."""
+
+
+def rebalancing(rounds: int, handed: tuple[TopicPartition, ...] = (TP,), before: int = 0) -> Events:
+    """c0 and c1 of an eager group handed assignments in ``rounds`` rebalances after the drain began (at 10 s),
+    c0 ``handed`` each time and c1 nothing, and ``before`` such rebalances before it, handing every partition."""
+    events = Events()
+    for _ in range(before):
+        events.add(Assigned, "c0#0", after_s=0.5, tps=(TP, TP1), how="assign")
+        events.add(Assigned, "c1#0", after_s=0.1, tps=(U0,), how="assign")
+    events.at = 10.0
+    events.add(Note, "run", after_s=0.0, text="the drain begins")
+    for _ in range(rounds):
+        events.add(Revoked, "c0#0", after_s=2.0, tps=handed)
+        events.add(Assigned, "c0#0", after_s=0.3, tps=handed, how="assign")
+        events.add(Assigned, "c1#0", after_s=0.1, tps=(), how="assign")
+    return events
+
+
+LOOPING = GroupView(
+    "g",
+    "classic",
+    "COMPLETING_REBALANCING",
+    (("a/m1", (TP,)), ("b/m2", ())),
+    (("c0#0", ()), ("c1#0", ())),
+    ((12.0, "PREPARING_REBALANCING", 2), (13.6, "COMPLETING_REBALANCING", 2)),
+    70.0,
+    (TP, TP1, U0),
+)
+"""A group of two whose live members subscribe to t and u (three partitions), not converged at the drain's end."""
+
+
+@pytest.mark.parametrize(
+    ("events", "view", "want"),
+    [
+        # every rebalance in the drain handed t's partitions and never u's: the loop's own kind
+        (rebalancing(25), LOOPING, cw.REBALANCED_WITHOUT),
+        (rebalancing(cw.REBALANCES_SEEN), LOOPING, cw.REBALANCED_WITHOUT),
+        # fewer rebalances than that: a group converging late, or stuck, is never-converged
+        (rebalancing(cw.REBALANCES_SEEN - 1), LOOPING, "never-converged"),
+        # no rebalance in the drain at all (a member that never rejoins, a leader that never syncs): never-converged
+        (rebalancing(0, before=20), LOOPING, "never-converged"),
+        # rebalancing without end but handing every subscribed topic: not this shape, never-converged
+        (rebalancing(25, handed=(TP, U0)), LOOPING, "never-converged"),
+        # a topic handed before the drain only does not count; one a member still owns at the end does
+        (rebalancing(25, before=3), LOOPING, cw.REBALANCED_WITHOUT),
+        (rebalancing(25), replace(LOOPING, members=(("c0#0", ()), ("c1#0", (U0,)))), "never-converged"),
+        # no listing of the subscribed partitions (an older history, a listing that failed): never-converged
+        (rebalancing(25), replace(LOOPING, subscribed=()), "never-converged"),
+    ],
+)
+def test_a_group_that_kept_rebalancing_without_a_subscribed_topic_is_told_apart_from_one_stuck(
+    events: Events, view: GroupView, want: str
+) -> None:
+    """LIVE-001 either way: a group that kept completing rebalances in the drain (a member handed
+    ``REBALANCES_SEEN`` assignments or more) with a topic its live members subscribe to handed to nobody is
+    ``REBALANCED_WITHOUT`` (kafka-clients' leader assigning from metadata without that topic, then rejoining because
+    its metadata changed); a group stuck (no rebalance completing), converging late, or churning with every topic
+    handed stays ``never-converged``. The kind never makes a group that did not converge pass."""
+    judged = replace(history(events, {TP: [0]}), convergence=converging(view, began_at=10.0))
+    found = cw.check_converged(judged, True)
+    assert kinds(found) == [("LIVE-001", want)], [str(v) for v in found]
+    (violation,) = found
+    assert violation.data["state_changes"][-1] == [13.6, "COMPLETING_REBALANCING", 2]
+    if want == cw.REBALANCED_WITHOUT:
+        assert violation.data["unassigned_topics"] == ["u"] and violation.data["rebalances"] >= cw.REBALANCES_SEEN
+        assert "kept rebalancing" in violation.evidence and "['u']" in violation.evidence
+
+
+def test_a_loop_read_without_the_drain_start_is_never_converged() -> None:
+    """A history without the drain's start (recorded before it was) cannot tell the drain's rebalances apart from
+    the run's: the group is ``never-converged``, as it was."""
+    judged = replace(history(rebalancing(25), {TP: [0]}), convergence=converging(LOOPING))
+    assert kinds(cw.check_converged(judged, True)) == [("LIVE-001", "never-converged")]
+
+
 def test_a_convergence_the_admin_could_not_judge_is_partial_not_pass() -> None:
     """The run's admin client without the call (or describing the group UNKNOWN): LIVE-001 is reported PARTIAL
     with why; a fault of the suite's own is could-not-check (``test_client_workload.judge_drawn``), not PARTIAL."""

@@ -27,6 +27,7 @@ from ..workloads.clients.history import (
     Failed,
     Fault,
     FetchedCommitted,
+    GroupView,
     History,
     Hung,
     Polled,
@@ -1176,6 +1177,32 @@ def check_clients_failed(history: History, broker_answers: bool | None) -> list[
     ]
 
 
+REBALANCED_WITHOUT: Final = "rebalanced-leaving-topics-unassigned"
+"""LIVE-001's kind for a group that did not converge because it kept rebalancing, each rebalance completing with
+whole topics its live members subscribe to handed to no member (``rebalanced_without``): a leader that assigns
+from metadata lacking those topics and then rejoins because its metadata changed. Any other group that did not
+converge is ``never-converged``."""
+REBALANCES_SEEN: Final = 3
+"""How many assignments one live member must have been handed in the drain for ``rebalanced_without`` to call the
+group one that kept rebalancing: a group converging late completes a rebalance or two in the drain, not three."""
+
+
+def rebalanced_without(history: History, view: GroupView, since: float | None) -> tuple[int, list[str]]:
+    """A group that did not converge, as the drain saw it from ``since``: how many assignments (rebalances
+    completed) its most often handed live member received, and the topics its live members subscribe to, which the
+    broker listed, of which no assignment in that time handed any partition and no live member owns one at the end.
+    ``(n, [])`` when any of that is unknown (no drain start, no listing)."""
+    if since is None or not view.subscribed:
+        return 0, []
+    names = {member for member, _ in view.members}
+    handed = [e for e in history.events if isinstance(e, Assigned) and e.client in names and e.at >= since]
+    counts: dict[str, int] = defaultdict(int)
+    for event in handed:
+        counts[event.client] += 1
+    reached = {tp.topic for e in handed for tp in e.tps} | {tp.topic for _, tps in view.members for tp in tps}
+    return max(counts.values(), default=0), sorted({tp.topic for tp in view.subscribed} - reached)
+
+
 def check_converged(history: History, broker_answers: bool | None) -> list[Violation]:
     """LIVE-001: once the schedule's faults are healed and every live consumer polls, each group converges and each
     owner starts its partitions, within the group's own time-outs and the suite's slack (``Convergence``), while
@@ -1183,6 +1210,9 @@ def check_converged(history: History, broker_answers: bool | None) -> list[Viola
     the run's live members, each owning what the broker assigned it (a member that never rejoins, a rebalance that
     never completes); ``owned-never-started`` for a partition a live consumer owns, with records past where it
     would start, of which it delivered nothing and has no position (a position fetch that never completes).
+    A group that kept rebalancing in the drain (a live member handed ``REBALANCES_SEEN`` assignments or more) while
+    no assignment handed a partition of a topic its live members subscribe to is ``REBALANCED_WITHOUT`` instead of
+    ``never-converged``: the same failure, told by what the history shows of its cause.
     Nothing when the history could not tell: the drain's wait judged nothing (``Convergence.unjudged``) or the broker
     did not answer."""
     converging = history.convergence
@@ -1195,11 +1225,20 @@ def check_converged(history: History, broker_answers: bool | None) -> list[Viola
             continue
         described = {member: [str(tp) for tp in tps] for member, tps in view.described}
         owners = {member: [str(tp) for tp in tps] for member, tps in view.members}
+        rebalances, unassigned = rebalanced_without(history, view, converging.began_at)
+        looped = rebalances >= REBALANCES_SEEN and bool(unassigned)
         found.append(
             Violation(
                 "LIVE-001",
-                "never-converged",
-                f"group {view.group} ({view.protocol} protocol) was {view.state or 'not described'} with "
+                REBALANCED_WITHOUT if looped else "never-converged",
+                (
+                    f"group {view.group} kept rebalancing (a member handed {rebalances} assignments in the drain) "
+                    f"and no assignment handed any partition of {unassigned}, which its live members subscribe to "
+                    "and the broker lists; "
+                    if looped
+                    else ""
+                )
+                + f"group {view.group} ({view.protocol} protocol) was {view.state or 'not described'} with "
                 f"{len(view.described)} member(s) {described} after {converging.waited_s:g} s of the drain "
                 f"(bound {converging.bound_s:g} s: {converging.why}), while its live members owned {owners}"
                 + (
@@ -1216,6 +1255,8 @@ def check_converged(history: History, broker_answers: bool | None) -> list[Viola
                     "owners": owners,
                     "state_changes": [list(c) for c in view.changes],
                     "last_callback_at": view.last_callback_at,
+                    "rebalances": rebalances,
+                    "unassigned_topics": unassigned,
                     "waited_s": converging.waited_s,
                     "bound_s": converging.bound_s,
                     "broker_answers": broker_answers,

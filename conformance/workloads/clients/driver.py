@@ -12,13 +12,14 @@ clients (``kconform.conformance.mutants.clients``) wrap them to show each checke
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import re
 import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Final, Protocol, TypeVar
 from uuid import uuid4
@@ -1185,7 +1186,7 @@ class Run:
             ]
             + [45_000]
         )
-        began = time.monotonic()
+        began, began_at = time.monotonic(), self.recorder.now()
         deadline = began + longest / 1000 + DRAIN_SLACK_S
         bound_s, why = self.convergence_bound()
         converge_by = began + bound_s
@@ -1226,7 +1227,9 @@ class Run:
         else:
             self.drained = False
             self.recorder.note(f"the drain did not reach the end within {longest / 1000 + DRAIN_SLACK_S:g} s")
-        self.convergence = self._judged_convergence(views, problem, unstarted, bound_s, why, began, gap)
+        self.convergence = replace(
+            self._judged_convergence(views, problem, unstarted, bound_s, why, began, gap), began_at=began_at
+        )
 
     def convergence_bound(self) -> tuple[float, str]:
         """How long the drain waits for its groups to converge, and why: the longest, over every group member of
@@ -1263,9 +1266,19 @@ class Run:
         views: list[GroupView] = []
         problem: tuple[str, bool] | None = None
         groups = sorted({s.group for s in self.consumers if s.live and s.plan.subscribe != "assign"})
+        topics: Mapping[str, frozenset[int]] = {}
+        if groups:  # unlisted, the judge reads the group's shape without them (never-converged)
+            with contextlib.suppress(KafkaError, ck.KafkaException):
+                topics = self.kafka.list_topics()
         for group in groups:
             live = [s for s in self.consumers if s.live and s.group == group and s.plan.subscribe != "assign"]
             members = tuple((s.name, tuple(sorted(s.assigned))) for s in live)
+            subscribed = tuple(
+                TopicPartition(t, p)
+                for t in sorted(topics)
+                if any(covers(s.subscription, t) for s in live)
+                for p in sorted(topics[t])
+            )
             protocol = "classic" if classic_group(live[0].settings) else "consumer"
             names = {s.name for s in live}
             moved = [
@@ -1293,7 +1306,9 @@ class Run:
             seen = changes[group]
             if state and (not seen or seen[-1][1:] != (state, len(described))):
                 seen.append((round(at, 1), state, len(described)))
-            views.append(GroupView(group, protocol, state, described, members, tuple(seen), max(moved, default=None)))
+            views.append(
+                GroupView(group, protocol, state, described, members, tuple(seen), max(moved, default=None), subscribed)
+            )
         return views, problem
 
     def _unstarted(self) -> list[Unstarted]:

@@ -309,6 +309,9 @@ class GroupView:
     """Each change of the described state over the drain: when (the run's clock), the state, how many members."""
     last_callback_at: float | None = None
     """When a live member's callback last changed what it owns (the group's last progress its members saw)."""
+    subscribed: tuple[TopicPartition, ...] = ()
+    """Every partition of the topics its live members subscribe to (names, or the pattern's matches), as the broker
+    listed them when the drain last described the group."""
 
     @property
     def converged(self) -> bool:
@@ -352,6 +355,8 @@ class Convergence:
     suite_fault: bool = False
     """``unjudged`` is the suite's or the broker's doing for this schedule (could-not-check: ERROR), not a lack of
     the run's admin client (PARTIAL)."""
+    began_at: float | None = None
+    """When the drain began (the run's clock): the callbacks from then on are the rebalances the drain saw."""
 
     @property
     def converged(self) -> bool:
