@@ -564,7 +564,8 @@ def judge(workload: Workload) -> Judged:
     read = [bool(run.reads()) for run in workload.runs]
     listed = {tp for run in workload.runs for listing in run.listings for tp in listing}
     final = committed_reads(workload.runs)
-    return check_workload_life(schedule, workload.tp, workload.ends, final, read, sink, listed)
+    handed = [run.handed for run in workload.runs]
+    return check_workload_life(schedule, workload.tp, workload.ends, final, read, sink, listed, handed)
 
 
 @requirement(*IDS, capability="flink-job")
