@@ -96,32 +96,19 @@ the reader resolved the marker, skipped. Its own kind, so that only this shape i
 other gap stays ``offset-gap``."""
 
 
-def open_first_discoveries(
-    schedule: FlinkSchedule, read: Sequence[bool], tp: Callable[[Cell], TopicPartition] | None = None,
-    handed: Sequence[Mapping[TopicPartition, int]] = (),
-) -> list[int]:  # fmt: skip
+def open_first_discoveries(schedule: FlinkSchedule, read: Sequence[bool], started: Sequence[bool] = ()) -> list[int]:
     """The runs (0-based) whose enumerator may have done the first discovery, given which runs read anything
     (``read``, one per run carried out): no run before it read (a run has no split before its job's first
     discovery), and the schedule's start depends on it (``FlinkSchedule.first_discoveries``).
 
-    ``handed``, when the harness recorded it (one per run carried out): what each run's starting offsets
-    initializer handed out. A first discovery starts every partition of the subscription there is then, so a run
-    whose initializer did not hand a start to each of them did not do it: it only started partitions added since,
-    or none (a restored split keeps its start, whatever it holds: a LATEST marker its reader resolves again is the
-    connector's doing, not a later first discovery). Should the record leave no run open, the history is judged
-    as without it."""
+    ``started``, when the harness recorded it (one per run carried out): whether the run's starting offsets
+    initializer handed a start to every partition its enumerator's first listing found
+    (``RunHistory.started_all``). A first discovery starts every partition it finds, so a run that did not do that
+    did not do it: it only started partitions added since, or none (a restored split keeps its start, whatever it
+    holds: a LATEST marker its reader resolves again is the connector's doing, not a later first discovery).
+    Should the record leave no run open, the history is judged as without it."""
     found = [k for k in schedule.first_discoveries() if k < max(len(read), 1) and not any(read[:k])]
-    if tp is None or not any(handed):
-        return found
-    full = [k for k in found if k < len(handed) and all(tp(cell) in handed[k] for cell in subscribed(schedule, k))]
-    return full or found
-
-
-def subscribed(schedule: FlinkSchedule, run: int) -> set[Cell]:
-    """The partitions of the source's subscription there are when run ``run`` starts: every one under a pattern,
-    those of the listed topics (the schedule's first ones) otherwise."""
-    there = schedule.starting(run)
-    return there if schedule.pattern else {cell for cell in there if cell[0] < len(schedule.partitions)}
+    return [k for k in found if k < len(started) and started[k]] or found
 
 
 def committed_start_gaps(
@@ -178,13 +165,15 @@ def check_workload_life(
     schedule: FlinkSchedule, tp: Callable[[Cell], TopicPartition], ends: Mapping[TopicPartition, int],
     final: Sequence[ReadRecord], read: Sequence[bool], sink: SinkCheck,
     listed: Collection[TopicPartition] | None = None, handed: Sequence[Mapping[TopicPartition, int]] = (),
+    started: Sequence[bool] = (),
 ) -> Judged:  # fmt: skip
     """The life judged against each run open for its first discovery (``open_first_discoveries``), earliest first:
     the first that finds nothing explains it; when none does, the earliest's findings, the others' beside them.
     ``listed``: every partition the job's discoveries found (the harness's record), when known; ``handed``: what
-    each run's starting offsets initializer handed out (the harness's record), when known."""
+    each run's starting offsets initializer handed out, and ``started``: whether it started every partition its
+    first listing found (the harness's record), when known."""
     tried: dict[int, tuple[list[Violation], set[str]]] = {}
-    for first in open_first_discoveries(schedule, read, tp, handed):
+    for first in open_first_discoveries(schedule, read, started):
         given = handed[first] if first < len(handed) else None
         found, judged = judge_first_discovery(schedule, first, tp, ends, final, sink, listed, given)
         if not found:

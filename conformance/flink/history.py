@@ -70,6 +70,11 @@ class RunHistory:
     run (a concrete offset, or a marker its reader resolves: ``LATEST`` -1, ``EARLIEST`` -2, ``COMMITTED`` -3; the
     last answer for a partition asked twice), recorded with the listings (``parse_handed``)."""
 
+    def started_all(self) -> bool:
+        """Whether the source's starting offsets initializer handed a start to every partition its enumerator's
+        first listing found, and found one: what a job's first discovery does (``handed``, ``listings``)."""
+        return bool(self.listings) and bool(self.listings[0]) and self.listings[0] <= self.handed.keys()
+
     def savepoint(self) -> int:
         """The savepoint the run stopped with: the last checkpoint any subtask heard completed."""
         completed = [c for s in self.segments for c in s.completed]

@@ -565,7 +565,8 @@ def judge(workload: Workload) -> Judged:
     listed = {tp for run in workload.runs for listing in run.listings for tp in listing}
     final = committed_reads(workload.runs)
     handed = [run.handed for run in workload.runs]
-    return check_workload_life(schedule, workload.tp, workload.ends, final, read, sink, listed, handed)
+    started = [run.started_all() for run in workload.runs]
+    return check_workload_life(schedule, workload.tp, workload.ends, final, read, sink, listed, handed, started)
 
 
 @requirement(*IDS, capability="flink-job")
