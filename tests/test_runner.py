@@ -831,7 +831,7 @@ def test_a_harness_failure_hypothesis_calls_flaky_is_could_not_check_not_a_failu
     assert collector.not_checking(harness) is harness
     flaky = getattr(hypothesis.errors, "FlakyFailure", ExceptionGroup)
     assert collector.not_checking(flaky("unreliable", [harness])) is harness
-    violation = ViolationError([Violation("RESTORE-003", "offset-gap", "x", data={})])
+    violation = ViolationError([Violation("RESTORE-003", "offset-gap", "x", data={"offset": 1})])
     assert collector.not_checking(ExceptionGroup("two", [harness, violation])) is None
     assert collector.not_checking(ValueError("adapter")) is None
 
