@@ -327,32 +327,6 @@ def test_required_DISC_002_flink_topic_matching_the_pattern_created_while_stoppe
     fail_on(added_while_stopped(harness, flink_broker, kafka, tmp_path, new_topic=True), detail=f"runs in {tmp_path}")
 
 
-@requirement("RESTORE-003", "DISC-005", capability="flink-job")
-@pytest.mark.timeout(JOB_TIMEOUT_S * 2)
-def test_required_RESTORE_003_flink_job_at_latest_stopped_before_its_first_record_restores_without_loss(
-    harness: FlinkHarness, flink_broker: Broker, kafka: KafkaClient, tmp_path: Path
-) -> None:
-    """A job at LATEST reads a probe topic until one probe comes through, then stops with a savepoint; its data
-    topic has had no record yet. Records written to it after, read by the job restored from that savepoint,
-    are read from offset 0: the split's start was resolved at discovery, not kept as LATEST (FLINK-28303:
-    flink-connector-kafka 3.0.0 checkpointed the LATEST marker, and a restore skipped what came after)."""
-    tag = f"flink-{uuid4().hex[:8]}"
-    probes, data, sink = f"{tag}-probe", f"{tag}-in", f"{tag}-out"
-    kafka.create_topic(probes, 1)
-    kafka.create_topic(data, 2)
-    kafka.create_topic(sink, 1)
-    job = replace(job_of(flink_broker, (probes, data), sink, False, 2), starting_offsets="latest")
-    running = harness.start(replace(job, stop=Stop(after_records=1)), tmp_path / "run-1")
-    await_first_read(kafka, running, TopicPartition(probes, 0), sink)
-    first = running.finish()
-    ends = write(kafka, data, (0, 1), 30, tag)
-    second = harness.run(
-        replace(job, restore_from=first.savepoint, stop=Stop(at_offsets=ends, within_ms=SLACK_MS)), tmp_path / "run-2"
-    )
-    reads = [r for r in committed_reads([first.history, second.history]) if r.tp in ends]
-    fail_on(check_read_once(reads, ends), detail=f"savepoint {first.savepoint}; runs in {tmp_path}")
-
-
 REFUSED_WRITES: Final = 3
 """Records written one at a time while the broker refuses the sink's writes."""
 REFUSAL_RESTARTS: Final = 20
