@@ -14,7 +14,16 @@ from kconform.conformance.checks.flink_workload_checkers import (
     open_first_discoveries,
 )
 from kconform.conformance.checks.pipeline_checkers import ReadRecord
-from kconform.conformance.workloads.flink.schedule import EVERY_KIND, FlinkSchedule, Growth, RunPlan, Step, stop_first
+from kconform.conformance.flink.history import RunHistory
+from kconform.conformance.workloads.flink.schedule import (
+    EVERY_KIND,
+    FlinkSchedule,
+    Growth,
+    Held,
+    RunPlan,
+    Step,
+    stop_first,
+)
 from kconform.reference_impl.ports import Record
 from kconform.reference_impl.types import TopicPartition
 
@@ -271,3 +280,78 @@ def test_required_DISC_009_a_partition_added_while_the_job_ran_and_never_found_i
     assert [(v.requirement, v.kind) for v in late.violations] == [("DISC-005", "never-read")]
     read = check_workload_life(GROWN, tp, GROWN_ENDS, final + reads((0, 1), range(4)), [True, True], no_sink_finding)
     assert read.violations == []
+
+
+LATEST_MARKER, COMMITTED = -1, -3
+"""What the starting offsets initializer hands the enumerator for a start its reader resolves (the harness's
+``resolved`` record): ``KafkaPartitionSplit.LATEST_OFFSET`` and ``COMMITTED_OFFSET``."""
+STARTED = {tp((0, 0)): LATEST_MARKER, tp((0, 1)): LATEST_MARKER}
+"""The first run's initializer starting both partitions of the subscription there was then."""
+
+
+def test_required_RESTORE_003_a_restored_split_resolving_its_latest_again_is_a_gap_once_the_first_run_started_it() -> (
+    None
+):
+    """The second run restored splits the first run's initializer had started (at the LATEST marker) and resolved
+    LATEST again: what was written between the runs never read. Without the record the second run's discovery
+    would explain it; with it, the second run's initializer started only the topic created since, so the first
+    discovery was the first run's, and the records its LATEST stood before are lost."""
+    unrecorded = check_workload_life(LATEST, tp, ENDS, [], [False, False], no_sink_finding)
+    assert (unrecorded.first, unrecorded.violations) == (1, [])
+    handed, started = [STARTED, {tp((1, 0)): LATEST_MARKER}], [True, False]
+    assert open_first_discoveries(LATEST, [False, False], started) == [0]
+    judged = check_workload_life(LATEST, tp, ENDS, [], [False, False], no_sink_finding, handed=handed, started=started)
+    assert judged.first == 0 and judged.others == {}
+    gaps = {(v.data["partition"], v.data["offset"]) for v in judged.violations if v.kind == "offset-gap"}
+    assert gaps >= {(p, o) for p in (0, 1) for o in range(5, 12)}
+
+
+def test_required_RESTORE_003_twin_a_second_run_that_started_every_partition_again_did_a_first_discovery() -> None:
+    """The second run's initializer started every partition of the subscription again (its enumerator's state did
+    not hold the first run's splits): its discovery may be the first, and explains the history as before."""
+    handed, started = [STARTED, {tp((0, 0)): 12, tp((0, 1)): 12, tp((1, 0)): 4}], [True, True]
+    assert open_first_discoveries(LATEST, [False, False], started) == [0, 1]
+    judged = check_workload_life(LATEST, tp, ENDS, [], [False, False], no_sink_finding, handed=handed, started=started)
+    assert (judged.first, judged.violations) == (1, [])
+
+
+def test_a_record_that_leaves_no_run_open_is_judged_as_without_it() -> None:
+    assert open_first_discoveries(LATEST, [False, False], [False, False]) == [0, 1]
+    assert open_first_discoveries(LATEST, [True, False], [False, True]) == [0]
+
+
+def test_a_run_started_every_partition_only_when_its_initializer_answered_for_each_its_first_listing_found() -> None:
+    """A restored run lists every partition and starts only those added since: not a first discovery. One that
+    started every partition its first listing found is, even when a later listing found more."""
+    old, new = frozenset({tp((0, 0)), tp((0, 1))}), frozenset({tp((0, 0)), tp((0, 1)), tp((1, 0))})
+    run = RunHistory((), "savepoint", (new,), {tp((1, 0)): LATEST_MARKER})
+    assert not run.started_all()
+    assert replace(run, listings=(old, new), handed=STARTED).started_all()
+    assert not replace(run, listings=(), handed=STARTED).started_all()
+    assert not replace(run, listings=(frozenset(),), handed={}).started_all()
+
+
+GROUP = replace(LATEST, start="group", fallback="latest", held=(Held(0, 1, 2),))
+"""``LATEST`` started from the group's committed offsets (one held, at 2 of t0[1]) with LATEST as their fallback."""
+
+
+def test_required_RESTORE_003_a_gap_from_its_start_at_a_partition_started_at_the_committed_marker_is_its_own_kind() -> (
+    None
+):
+    """The committed-offset marker handed out, and nothing of the partition read from its start on: the known
+    shape (``committed-start-gap``). The same gap behind a LATEST marker, or after records read from the start,
+    stays ``offset-gap``."""
+    assert GROUP.resolves_late
+    final = reads((1, 0), range(4)) + reads((0, 1), range(2, 7))
+    handed = [{tp((0, 0)): COMMITTED, tp((0, 1)): COMMITTED}, {}]
+    judged = check_workload_life(GROUP, tp, ENDS, final, [False, True], no_sink_finding, handed=handed, started=[True])
+    kinds = {(v.data["partition"], v.data["offset"]): v.kind for v in judged.violations}
+    assert kinds == {
+        **{(0, o): "committed-start-gap" for o in range(5, 12)},
+        **{(1, o): "offset-gap" for o in range(7, 12)},
+    }
+    behind_latest = [{tp((0, 0)): LATEST_MARKER, tp((0, 1)): COMMITTED}, {}]
+    judged = check_workload_life(
+        GROUP, tp, ENDS, final, [False, True], no_sink_finding, handed=behind_latest, started=[True]
+    )
+    assert {v.kind for v in judged.violations if v.data["partition"] == 0} == {"offset-gap"}

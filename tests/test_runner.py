@@ -25,6 +25,7 @@ from kconform.conformance import progress
 from kconform.conformance.adapter.loader import default_adapter
 from kconform.conformance.adapters.flink_kafka import ADAPTER_SPEC, FLINK_CONNECTOR_ENV
 from kconform.conformance.checks.checkers import Violation, ViolationError
+from kconform.conformance.errors import HarnessError
 from kconform.conformance.gate import collector, results, run_command
 from kconform.conformance.gate.collector import counterexamples
 from kconform.conformance.gate.expectations import (
@@ -820,6 +821,19 @@ def test_inconsistent_data_generation_is_no_verdict_but_a_flaky_failure_is_one()
     assert not collector.inconsistent_generation(ValueError("Inconsistent data generation"))
     if hasattr(hypothesis.errors, "FlakyStrategyDefinition"):
         assert collector.inconsistent_generation(hypothesis.errors.FlakyStrategyDefinition("drew differently"))
+
+
+def test_a_harness_failure_hypothesis_calls_flaky_is_could_not_check_not_a_failure_of_every_id() -> None:
+    """A harness that failed once, whose replay passed, reached the collector wrapped in ``FlakyFailure`` and was
+    read as an unstructured failure of every id of the test: it is could-not-check, as the bare error is. A group
+    with a violation in it is judged on that violation."""
+    harness = HarnessError("the failure injection did not happen")
+    assert collector.not_checking(harness) is harness
+    flaky = getattr(hypothesis.errors, "FlakyFailure", ExceptionGroup)
+    assert collector.not_checking(flaky("unreliable", [harness])) is harness
+    violation = ViolationError([Violation("RESTORE-003", "offset-gap", "x", data={"offset": 1})])
+    assert collector.not_checking(ExceptionGroup("two", [harness, violation])) is None
+    assert collector.not_checking(ValueError("adapter")) is None
 
 
 def test_a_kind_of_violation_listed_is_tolerated_inside_the_test_and_any_other_still_fails(tmp_path: Path) -> None:

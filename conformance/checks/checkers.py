@@ -171,6 +171,12 @@ class Tolerance:
 _TOLERANCE: ContextVar[Tolerance | None] = ContextVar("kconform_tolerance", default=None)
 
 
+def tolerated(violations: Sequence[Violation]) -> list[Violation]:
+    """Those of ``violations`` the running test's expectations tolerate by kind (``tolerating``), uncounted."""
+    tolerance = _TOLERANCE.get()
+    return [] if tolerance is None else [v for v in violations if tolerance.covers(v)]
+
+
 @contextmanager
 def tolerating(covers: Callable[[Violation], bool]) -> Iterator[Tolerance]:
     """While inside, ``fail_on`` counts the violations ``covers`` instead of raising them (see ``Tolerance``)."""

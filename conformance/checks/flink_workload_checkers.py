@@ -85,17 +85,58 @@ def check_sinks(
     return found
 
 
-def open_first_discoveries(schedule: FlinkSchedule, read: Sequence[bool]) -> list[int]:
+COMMITTED_MARKER: Final = -3
+"""``KafkaPartitionSplit.COMMITTED_OFFSET``: the start the enumerator hands a partition started from the group's
+committed offsets, which the split's reader resolves (every release line's ``ReaderHandledOffsetsInitializer``)."""
+COMMITTED_START_GAP: Final = "committed-start-gap"
+"""RESTORE-003's ``offset-gap`` at a partition whose start the enumerator handed out as the committed-offset marker
+(``COMMITTED_MARKER``), with every offset from the partition's start up to it missed too: records written before
+the reader resolved the marker, skipped. Its own kind, so that only this shape is known (fixtures/bugbank.toml,
+``[[known]] flink-committed-offsets-restore``: a restore resolves the marker again, at its fallback LATEST) and any
+other gap stays ``offset-gap``."""
+
+
+def open_first_discoveries(schedule: FlinkSchedule, read: Sequence[bool], started: Sequence[bool] = ()) -> list[int]:
     """The runs (0-based) whose enumerator may have done the first discovery, given which runs read anything
     (``read``, one per run carried out): no run before it read (a run has no split before its job's first
-    discovery), and the schedule's start depends on it (``FlinkSchedule.first_discoveries``)."""
-    return [k for k in schedule.first_discoveries() if k < max(len(read), 1) and not any(read[:k])]
+    discovery), and the schedule's start depends on it (``FlinkSchedule.first_discoveries``).
+
+    ``started``, when the harness recorded it (one per run carried out): whether the run's starting offsets
+    initializer handed a start to every partition its enumerator's first listing found
+    (``RunHistory.started_all``). A first discovery starts every partition it finds, so a run that did not do that
+    did not do it: it only started partitions added since, or none (a restored split keeps its start, whatever it
+    holds: a LATEST marker its reader resolves again is the connector's doing, not a later first discovery).
+    Should the record leave no run open, the history is judged as without it."""
+    found = [k for k in schedule.first_discoveries() if k < max(len(read), 1) and not any(read[:k])]
+    return [k for k in found if k < len(started) and started[k]] or found
+
+
+def committed_start_gaps(
+    violations: Sequence[Violation], handed: Mapping[TopicPartition, int], starts: Mapping[TopicPartition, int],
+    final: Sequence[ReadRecord],
+) -> list[Violation]:  # fmt: skip
+    """``violations`` with each RESTORE-003 ``offset-gap`` of ``COMMITTED_START_GAP``'s shape renamed to it: at a
+    partition handed ``COMMITTED_MARKER``, with no offset from its start (``starts``) up to the gap read."""
+    read: dict[TopicPartition, set[int]] = {}
+    for r in final:
+        read.setdefault(r.tp, set()).add(r.offset)
+    out = []
+    for v in violations:
+        tp = TopicPartition(str(v.data.get("topic")), int(v.data.get("partition", -1)))
+        offset = int(v.data.get("offset", -1))
+        if (
+            v.requirement == "RESTORE-003" and v.kind == "offset-gap" and handed.get(tp) == COMMITTED_MARKER
+            and not any(starts.get(tp, 0) <= o < offset for o in read.get(tp, ()))
+        ):  # fmt: skip
+            v = replace(v, kind=COMMITTED_START_GAP)
+        out.append(v)
+    return out
 
 
 def judge_first_discovery(
     schedule: FlinkSchedule, first: int, tp: Callable[[Cell], TopicPartition],
     ends: Mapping[TopicPartition, int], final: Sequence[ReadRecord], sink: SinkCheck,
-    listed: Collection[TopicPartition] | None = None,
+    listed: Collection[TopicPartition] | None = None, handed: Mapping[TopicPartition, int] | None = None,
 ) -> tuple[list[Violation], set[str]]:  # fmt: skip
     """The life judged as if run ``first`` did the first discovery: every offset of a partition there was then once
     from its start (RESTORE-003), every partition added or topic created after it found and read from its first
@@ -109,6 +150,7 @@ def judge_first_discovery(
         {t: end for t, end in ends.items() if t in starting},
         starts={t: s for t, s in starts.items() if t in starting},
     )
+    violations = committed_start_gaps(violations, handed or {}, starts, final)
     for created, unfound in ((False, "DISC-009"), (True, "DISC-002")):
         added = {tp(cell): ends.get(tp(cell), 0) for cell, new in schedule.added(first).items() if new == created}
         added = {t: end for t, end in added.items() if end > 0}
@@ -122,14 +164,18 @@ def judge_first_discovery(
 def check_workload_life(
     schedule: FlinkSchedule, tp: Callable[[Cell], TopicPartition], ends: Mapping[TopicPartition, int],
     final: Sequence[ReadRecord], read: Sequence[bool], sink: SinkCheck,
-    listed: Collection[TopicPartition] | None = None,
+    listed: Collection[TopicPartition] | None = None, handed: Sequence[Mapping[TopicPartition, int]] = (),
+    started: Sequence[bool] = (),
 ) -> Judged:  # fmt: skip
     """The life judged against each run open for its first discovery (``open_first_discoveries``), earliest first:
     the first that finds nothing explains it; when none does, the earliest's findings, the others' beside them.
-    ``listed``: every partition the job's discoveries found (the harness's record), when known."""
+    ``listed``: every partition the job's discoveries found (the harness's record), when known; ``handed``: what
+    each run's starting offsets initializer handed out, and ``started``: whether it started every partition its
+    first listing found (the harness's record), when known."""
     tried: dict[int, tuple[list[Violation], set[str]]] = {}
-    for first in open_first_discoveries(schedule, read):
-        found, judged = judge_first_discovery(schedule, first, tp, ends, final, sink, listed)
+    for first in open_first_discoveries(schedule, read, started):
+        given = handed[first] if first < len(handed) else None
+        found, judged = judge_first_discovery(schedule, first, tp, ends, final, sink, listed, given)
         if not found:
             return Judged(first, [], judged)
         tried[first] = (found, judged)

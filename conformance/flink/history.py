@@ -4,7 +4,8 @@ The harness's map (``jvm/flink-harness``) appends one line per event to a run's 
 starting (``init``, with the checkpoint or savepoint it restored from), each record it read, each checkpoint its
 state entered (``snapshot``: the records read before it are in that checkpoint) and each checkpoint it heard
 completed; and, when the run asked for it, each listing of the subscription by the source's enumerator (``listed``,
-with the number of partitions it found: a discovery, ``parse_listings``). A failure rolls a subtask back to a
+with the number of partitions it found: a discovery, ``parse_listings``) and each answer of its starting offsets
+initializer (``resolved``: the start it handed each partition, ``parse_handed``). A failure rolls a subtask back to a
 checkpoint and its reads after that checkpoint are read again;
 a restore at another parallelism starts from a savepoint. ``committed_reads`` follows these restores back from the
 end of the last run and keeps the reads the job's final state rests on: a connector that reads each record once
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from ...reference_impl.types import EARLIEST, LATEST, TopicPartition
@@ -64,6 +65,15 @@ class RunHistory:
     listings: tuple[frozenset[TopicPartition], ...] = ()
     """The partitions each listing of the subscription by the source's enumerator found, in order (recorded only
     when the run asked: ``JobRun.record_listings``, ``Stop.listed``)."""
+    handed: Mapping[TopicPartition, int] = field(default_factory=dict)
+    """What the source's starting offsets initializer handed the enumerator for each partition it started in this
+    run (a concrete offset, or a marker its reader resolves: ``LATEST`` -1, ``EARLIEST`` -2, ``COMMITTED`` -3; the
+    last answer for a partition asked twice), recorded with the listings (``parse_handed``)."""
+
+    def started_all(self) -> bool:
+        """Whether the source's starting offsets initializer handed a start to every partition its enumerator's
+        first listing found, and found one: what a job's first discovery does (``handed``, ``listings``)."""
+        return bool(self.listings) and bool(self.listings[0]) and self.listings[0] <= self.handed.keys()
 
     def savepoint(self) -> int:
         """The savepoint the run stopped with: the last checkpoint any subtask heard completed."""
@@ -90,7 +100,17 @@ class RunHistory:
 def parse_run(lines: Iterable[str], ended: Ended) -> RunHistory:
     """The run a history file's lines describe; ``HistoryError`` on a line no harness writes."""
     lines = list(lines)
-    return RunHistory(parse_segments(lines), ended, parse_listings(lines))
+    return RunHistory(parse_segments(lines), ended, parse_listings(lines), parse_handed(lines))
+
+
+def parse_handed(lines: Iterable[str]) -> dict[TopicPartition, int]:
+    """The starts the source's starting offsets initializer handed out (``resolved`` lines), the last one per
+    partition."""
+    handed: dict[TopicPartition, int] = {}
+    for line in lines:
+        if line.strip() and (event := json.loads(line))["e"] == "resolved":
+            handed |= {TopicPartition(t, int(p)): int(offset) for t, p, offset in event["offsets"]}
+    return handed
 
 
 def parse_listings(lines: Iterable[str]) -> tuple[frozenset[TopicPartition], ...]:
@@ -113,7 +133,7 @@ def parse_segments(lines: Iterable[str]) -> tuple[Segment, ...]:
         event = json.loads(line)
         key = (int(event["subtask"]), int(event["attempt"]))
         kind = event["e"]
-        if kind == "listed":  # the enumerator's, no subtask's: parse_listings
+        if kind in ("listed", "resolved"):  # the enumerator's, no subtask's: parse_listings, parse_handed
             continue
         if kind == "init":
             started[key] = event["restored"]

@@ -177,6 +177,18 @@ def last_line(text: str) -> str:
     return lines[-1].removeprefix("E").strip() if lines else ""
 
 
+def not_checking(exc: BaseException) -> BaseException | None:
+    """The could-not-check error a failure is (``CouldNotCheck``, ``CannotCheck``, missing JVM artifacts), also
+    inside an exception group whose every failure is one: Hypothesis wraps a failure its replay did not repeat in
+    ``FlakyFailure``, and a harness that failed once is still no evidence against the judged code."""
+    if isinstance(exc, (CouldNotCheck, CannotCheck, JvmArtifactsMissing)):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        found = [not_checking(sub) for sub in exc.exceptions]
+        return found[0] if found and all(found) else None
+    return None
+
+
 def violation_errors(exc: BaseException) -> list[ViolationError]:
     """The ``ViolationError``s of a failure, one per distinct failure of a group."""
     if isinstance(exc, BaseExceptionGroup):
@@ -439,8 +451,8 @@ class Collector:
         return True
 
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> None:
-        if call.excinfo is not None and call.excinfo.errisinstance((CouldNotCheck, CannotCheck, JvmArtifactsMissing)):
-            self._not_checked[item.nodeid] = str(call.excinfo.value)
+        if call.excinfo is not None and (cause := not_checking(call.excinfo.value)) is not None:
+            self._not_checked[item.nodeid] = str(cause)
         elif call.excinfo is not None and (alarm := interrupting_alarm(call.excinfo.value)) is not None:
             hung = self._hang_violations(item, alarm)
             if hung:

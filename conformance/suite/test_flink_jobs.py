@@ -42,7 +42,6 @@ from ..brokers.probe import TXN_TIMEOUT_WAIT_S
 from ..brokers.refusal import refused_writes
 from ..checks.checkers import Violation, check_group_start, fail_on
 from ..checks.pipeline_checkers import (
-    check_bounded_read,
     check_discovered,
     check_output,
     check_read_once,
@@ -326,90 +325,6 @@ def test_required_DISC_002_flink_topic_matching_the_pattern_created_while_stoppe
     """A job subscribed by pattern; a topic matching it is created and written to while the job is stopped: the
     restored job finds it (DISC-002) and reads it from its first record (DISC-005), as for partitions added."""
     fail_on(added_while_stopped(harness, flink_broker, kafka, tmp_path, new_topic=True), detail=f"runs in {tmp_path}")
-
-
-@requirement("RESTORE-003", "DISC-005", capability="flink-job")
-@pytest.mark.timeout(JOB_TIMEOUT_S * 2)
-def test_required_RESTORE_003_flink_job_at_latest_stopped_before_its_first_record_restores_without_loss(
-    harness: FlinkHarness, flink_broker: Broker, kafka: KafkaClient, tmp_path: Path
-) -> None:
-    """A job at LATEST reads a probe topic until one probe comes through, then stops with a savepoint; its data
-    topic has had no record yet. Records written to it after, read by the job restored from that savepoint,
-    are read from offset 0: the split's start was resolved at discovery, not kept as LATEST (FLINK-28303:
-    flink-connector-kafka 3.0.0 checkpointed the LATEST marker, and a restore skipped what came after)."""
-    tag = f"flink-{uuid4().hex[:8]}"
-    probes, data, sink = f"{tag}-probe", f"{tag}-in", f"{tag}-out"
-    kafka.create_topic(probes, 1)
-    kafka.create_topic(data, 2)
-    kafka.create_topic(sink, 1)
-    job = replace(job_of(flink_broker, (probes, data), sink, False, 2), starting_offsets="latest")
-    running = harness.start(replace(job, stop=Stop(after_records=1)), tmp_path / "run-1")
-    await_first_read(kafka, running, TopicPartition(probes, 0), sink)
-    first = running.finish()
-    ends = write(kafka, data, (0, 1), 30, tag)
-    second = harness.run(
-        replace(job, restore_from=first.savepoint, stop=Stop(at_offsets=ends, within_ms=SLACK_MS)), tmp_path / "run-2"
-    )
-    reads = [r for r in committed_reads([first.history, second.history]) if r.tp in ends]
-    fail_on(check_read_once(reads, ends), detail=f"savepoint {first.savepoint}; runs in {tmp_path}")
-
-
-def write_ending_in_markers(kafka: KafkaClient, topic: str, partitions: int, count: int, tag: str) -> None:
-    """Three transactions of ``count`` records on each partition of ``topic``, committed, aborted, committed:
-    each partition's log ends in a commit marker, and has aborted records below it."""
-    producer = kafka.init_producer(f"{tag}-writer")
-    for step, commit in enumerate((True, False, True)):
-        producer.begin_transaction()
-        cells = [(p, i) for p in range(partitions) for i in range(count)]
-        values = [f"{tag}-txn{step}-{p}-{i}".encode() for p, i in cells]
-        producer.produce_all(topic, [p for p, _ in cells], [None] * len(cells), values)
-        producer.flush()  # librdkafka's abort drops what it has not sent: these reach the log, then abort
-        if commit:
-            producer.commit_transaction()
-        else:
-            producer.abort_transaction()
-
-
-@requirement("RESTORE-010", capability="flink-job")
-@pytest.mark.timeout(JOB_TIMEOUT_S)
-def test_required_RESTORE_010_flink_bounded_job_ends_when_its_input_ends_in_a_commit_marker(
-    harness: FlinkHarness, flink_broker: Broker, kafka: KafkaClient, tmp_path: Path
-) -> None:
-    """A bounded job (stopping offsets: the latest at its start; read_committed) on input a transactional writer
-    committed, aborted and committed on every partition: each partition's last offset is a commit marker, which
-    no read returns. The job reads each committed record once and ends (FLINK-34470: up to connector 3.2.0 a
-    split finished only on a record at its stopping offset - 1, and such a job never ended)."""
-    tag = f"flink-{uuid4().hex[:8]}"
-    source, sink = f"{tag}-in", f"{tag}-out"
-    kafka.create_topic(source, PARTITIONS)
-    kafka.create_topic(sink, 1)
-    write_ending_in_markers(kafka, source, PARTITIONS, 20, tag)
-    committed = {
-        TopicPartition(source, p): [r.offset for r in records]
-        for p, records in topic_records(kafka, source, Isolation.READ_COMMITTED).items()
-    }
-    written = topic_records(kafka, source, Isolation.READ_UNCOMMITTED)
-    stopping = {tp: kafka.latest_offset(tp, Isolation.READ_COMMITTED) for tp in committed}
-    aborted = {tp: len(written[tp.partition]) - len(offsets) for tp, offsets in committed.items()}
-    if not all(offsets and offsets[-1] + 1 < stopping[tp] and aborted[tp] for tp, offsets in committed.items()):
-        raise HarnessError(
-            f"the input is not committed, aborted, committed records ending in a marker on every partition: "
-            f"committed {committed}, aborted counts {aborted}, ends {stopping}"
-        )
-    job = replace(
-        job_of(flink_broker, (source,), sink, False, 2),
-        source_properties={"isolation.level": "read_committed"},
-        timeout_ms=BOUNDED_TIMEOUT_MS,
-    )
-    work = tmp_path / "job"
-    result = harness.run(job, work)
-    if result.idle_ms is not None and result.idle_ms < FINISHED_WITHIN_MS:
-        raise HarnessError(
-            f"the harness gave up on the bounded job {result.idle_ms} ms after its last read, before the "
-            f"{FINISHED_WITHIN_MS} ms it is given to end: its start took too long to judge its end ({work})"
-        )
-    reads = committed_reads([result.history])
-    fail_on(check_bounded_read(reads, committed, stopping, result.idle_ms), detail=f"job in {work}")
 
 
 REFUSED_WRITES: Final = 3

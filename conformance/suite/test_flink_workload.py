@@ -54,7 +54,7 @@ from ...reference_impl.types import TopicPartition
 from .. import progress
 from ..brokers import Broker
 from ..brokers.refusal import refused_writes
-from ..checks.checkers import Violation, fail_on
+from ..checks.checkers import Violation, fail_on, tolerated
 from ..checks.flink_workload_checkers import Judged, check_discovery_interval, check_sinks, check_workload_life
 from ..checks.liveness_checkers import Failure as JobFailure
 from ..checks.liveness_checkers import check_query_ran, flink_job_failure
@@ -64,7 +64,7 @@ from ..flink.harness import FlinkHarness, RunningJob, RunResult, visible_output
 from ..flink.history import RunHistory, checkpointed_to, committed_reads, next_offsets
 from ..flink.job import HARNESS_RESTARTS, GroupOffsets, JobRun, Sink, Stop
 from ..gate.profiles import workload_draws
-from ..gate.pytest_plugin import CouldNotCheck, requirement
+from ..gate.pytest_plugin import CouldNotCheck, Partial, requirement
 from ..workloads.flink.job_options import Failure
 from ..workloads.flink.schedule import (
     EVERY_KIND,
@@ -86,10 +86,9 @@ pytestmark = pytest.mark.pipeline
 harness, flink_broker, kafka = flink_fixtures.harness, flink_fixtures.flink_broker, flink_fixtures.kafka
 """The shared fixtures (``flink_fixtures``), found by pytest by these names."""
 
-IDS: Final = (
-    "RESTORE-003", "ASSIGN-007", "COMMIT-011", "COMMIT-013", "DISC-005", "DISC-009", "DISC-002", "LIVE-001",
-    "COMMIT-007", "RESTORE-010",
-)  # fmt: skip
+UNREAD: Final = frozenset({"RESTORE-003", "DISC-005", "DISC-009", "DISC-002"})
+"""Requirements whose violations say a record the job had to read was not read: one tolerated explains a drawn
+failure that never happened (its subtask did not read the records it was to fail after)."""
 PACE_MS: Final = 2
 """Spreads a run's reads over several checkpoints, so that failures and savepoints fall between them."""
 SINK_PARTITIONS: Final = 2
@@ -564,17 +563,22 @@ def judge(workload: Workload) -> Judged:
     read = [bool(run.reads()) for run in workload.runs]
     listed = {tp for run in workload.runs for listing in run.listings for tp in listing}
     final = committed_reads(workload.runs)
-    return check_workload_life(schedule, workload.tp, workload.ends, final, read, sink, listed)
+    handed = [run.handed for run in workload.runs]
+    started = [run.started_all() for run in workload.runs]
+    return check_workload_life(schedule, workload.tp, workload.ends, final, read, sink, listed, handed, started)
 
 
-@requirement(*IDS, capability="flink-job")
+@requirement(  # IDS: spelled out, since the requirements page credits a test with the ids its mark quotes
+    "RESTORE-003", "ASSIGN-007", "COMMIT-011", "COMMIT-013", "DISC-005", "DISC-009", "DISC-002", "LIVE-001",
+    "COMMIT-007", "RESTORE-010", capability="flink-job",
+)  # fmt: skip
 @pytest.mark.timeout((examples() + 1) * (MAX_RUNS + 1) * RUN_BOUND_S)
 @workload_settings()
 @given(schedule=flink_schedules())
 @example(schedule=EVERY_KIND)
 def test_required_RESTORE_003_flink_jobs_keep_every_promise_of_a_drawn_workload(
     harness: FlinkHarness, flink_broker: Broker, kafka: KafkaClient, tmp_path: Path,
-    record_property: Callable[[str, object], None], schedule: FlinkSchedule,
+    record_property: Callable[[str, object], None], partial: Partial, schedule: FlinkSchedule,
 ) -> None:  # fmt: skip
     """A drawn schedule of runs, operator steps and failures carried out on the release's Flink jobs, each run
     restored from the savepoint of the one before, and judged by every Flink checker it gives something to judge:
@@ -669,5 +673,20 @@ def test_required_RESTORE_003_flink_jobs_keep_every_promise_of_a_drawn_workload(
     # What the checkers found stands; without it, a failure drawn and not injected judged nothing in full.
     verified = [] if missed else [i for i in IDS if i in ids and i not in violated]
     fail_on(violations, detail=detail, verified=verified)
-    if missed:
+    unread = [v for v in tolerated(violations) if v.requirement in UNREAD]
+    if missed and unread:  # the checkers found why: a known bug kept the subtask from what it had to read
+        why = unread[0]
+        partial(
+            None,
+            f"{missed[0]}: explained by a tolerated violation ({why.requirement} {why.kind}: a record the "
+            "job had to read was not read), so the run was judged without its failure",
+        )
+    elif missed:
         raise HarnessError("\n".join(missed) + f"\n{detail}")
+
+
+IDS: Final[tuple[str, ...]] = next(
+    mark.args for mark in test_required_RESTORE_003_flink_jobs_keep_every_promise_of_a_drawn_workload.pytestmark
+    if mark.name == "requirement"
+)  # fmt: skip
+"""The ids the workload judges: its test's ``requirement`` mark."""

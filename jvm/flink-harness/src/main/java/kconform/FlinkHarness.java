@@ -10,6 +10,7 @@ import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.List;
@@ -37,6 +38,7 @@ import org.apache.flink.connector.kafka.source.KafkaSource;
 import org.apache.flink.connector.kafka.source.KafkaSourceBuilder;
 import org.apache.flink.connector.kafka.source.KafkaSourceOptions;
 import org.apache.flink.connector.kafka.source.enumerator.initializer.OffsetsInitializer;
+import org.apache.flink.connector.kafka.source.enumerator.initializer.OffsetsInitializerValidator;
 import org.apache.flink.connector.kafka.source.enumerator.subscriber.KafkaSubscriber;
 import org.apache.flink.connector.kafka.source.reader.deserializer.KafkaRecordDeserializationSchema;
 import org.apache.flink.core.execution.JobClient;
@@ -85,7 +87,9 @@ import org.apache.kafka.common.TopicPartition;
  * told a checkpoint completed; every line carries {@code subtask} and {@code attempt}. With {@code record_listings},
  * the source's enumerator lists its subscription through {@link Listing}, which appends {@code {"e": "listed",
  * "partitions": [[t, p], ...]}} (the partitions it found; {@code subtask} -1) each time; a stop with {@code listed}
- * waits for the first such listing (and records them). A bounded job runs to its
+ * waits for the first such listing (and records them); and the source's starting offsets initializer answers the
+ * enumerator through {@link Resolving}, which appends {@code {"e": "resolved", "offsets": [[t, p, offset], ...]}}
+ * (what it handed each partition it started, markers included) each time. A bounded job runs to its
  * end, or is cancelled once {@code timeout_ms} passed without it ("unfinished", with {@code idle_ms}: how long since
  * its last read, or since the job was built when it read nothing); an unbounded one is stopped with a savepoint
  * once {@code stop} holds (or once {@code within_ms} passed). The answer is one JSON line on stdout: {@code
@@ -236,17 +240,19 @@ public final class FlinkHarness {
         boolean record = listings != null && listings.asBoolean();
         builder.setKafkaSubscriber(record ? new Listing(subscriber) : subscriber);
         JsonNode start = run.get("starting_offsets");
+        OffsetsInitializer starting;
         if (start.isObject()) {
             builder.setGroupId(start.get("group").asText()); // committedOffsets requires one (sanityCheck)
-            builder.setStartingOffsets(committedOffsets(start.get("fallback")));
+            starting = committedOffsets(start.get("fallback"));
         } else {
-            builder.setStartingOffsets(
-                    switch (start.asText()) {
-                        case "earliest" -> OffsetsInitializer.earliest();
-                        case "latest" -> OffsetsInitializer.latest();
-                        default -> throw new IllegalArgumentException("unknown starting_offsets " + start);
-                    });
+            starting = switch (start.asText()) {
+                case "earliest" -> OffsetsInitializer.earliest();
+                case "latest" -> OffsetsInitializer.latest();
+                default -> throw new IllegalArgumentException("unknown starting_offsets " + start);
+            };
         }
+        // the same initializer, its every answer to the enumerator recorded when asked (Resolving)
+        builder.setStartingOffsets(record ? new Resolving(starting) : starting);
         if (run.get("bounded").asBoolean()) {
             JsonNode stopping = run.get("stopping_offsets");
             if (stopping != null && !stopping.isNull()) {
@@ -365,6 +371,45 @@ public final class FlinkHarness {
             Set<TopicPartition> found = inner.getSubscribedTopicPartitions(adminClient);
             Recorder.listed(found);
             return found;
+        }
+    }
+
+    /**
+     * The source's own starting offsets initializer, unchanged, whose every answer to the enumerator (the offset it
+     * hands each partition it starts: a concrete offset, or a marker the reader resolves: {@code -1} latest, {@code
+     * -2} earliest, {@code -3} the group's committed offset) the history records: so the run that started a
+     * partition, and what it started it at, are known. The enumerator runs in this JVM (the MiniCluster's
+     * JobManager). Every release line's {@code OffsetsInitializer} has these two methods; its builder validates a
+     * starting initializer only through {@code OffsetsInitializerValidator}, passed on.
+     */
+    static final class Resolving implements OffsetsInitializer, OffsetsInitializerValidator {
+        private static final long serialVersionUID = 1L;
+        private final OffsetsInitializer inner;
+
+        Resolving(OffsetsInitializer inner) {
+            this.inner = inner;
+        }
+
+        @Override
+        public Map<TopicPartition, Long> getPartitionOffsets(
+                Collection<TopicPartition> partitions, PartitionOffsetsRetriever retriever) {
+            Map<TopicPartition, Long> offsets = inner.getPartitionOffsets(partitions, retriever);
+            if (!offsets.isEmpty()) {
+                Recorder.resolved(offsets);
+            }
+            return offsets;
+        }
+
+        @Override
+        public OffsetResetStrategy getAutoOffsetResetStrategy() {
+            return inner.getAutoOffsetResetStrategy();
+        }
+
+        @Override
+        public void validate(Properties kafkaSourceProperties) {
+            if (inner instanceof OffsetsInitializerValidator validator) {
+                validator.validate(kafkaSourceProperties);
+            }
         }
     }
 
@@ -491,6 +536,25 @@ public final class FlinkHarness {
                 history.newLine();
                 if (!event.equals("read")) {
                     history.flush();
+                }
+            }
+        }
+
+        /** The enumerator's starting offsets initializer handed out {@code offsets} ({@link Resolving}). */
+        static void resolved(Map<TopicPartition, Long> offsets) {
+            ObjectNode fields = JSON.createObjectNode();
+            fields.put("e", "resolved");
+            fields.put("subtask", -1);
+            fields.put("attempt", 0);
+            var found = fields.putArray("offsets");
+            offsets.forEach((tp, offset) -> found.addArray().add(tp.topic()).add(tp.partition()).add(offset));
+            synchronized (LOCK) {
+                try {
+                    history.write(JSON.writeValueAsString(fields));
+                    history.newLine();
+                    history.flush();
+                } catch (IOException failed) {
+                    throw new IllegalStateException("kconform: the history could not be written", failed);
                 }
             }
         }
