@@ -11,6 +11,7 @@ evidence.
 from __future__ import annotations
 
 import bisect
+import re
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -1158,6 +1159,11 @@ def check_calls_returned(history: History, broker_answers: bool | None) -> list[
 CRASHED: Final = "client-crashed"
 STDERR_SHOWN: Final = 3
 """Lines of the dead process's standard error an evidence line quotes (its data keeps the whole tail)."""
+STACK_LINE: Final = re.compile(
+    r"\s+File \"|Stack \(most recent call first\)|Thread 0x|Current thread 0x|Extension modules:"
+)
+"""Python's fault-handler stack lines, which an evidence line leaves out for the lines that say why (librdkafka's
+failed assertion, ``Fatal Python error: Aborted``)."""
 
 
 def check_not_crashed(history: History, broker_answers: bool | None) -> list[Violation]:
@@ -1171,7 +1177,8 @@ def check_not_crashed(history: History, broker_answers: bool | None) -> list[Vio
             continue
         under_way = [f"{client} in {call} (since {at:.1f} s)" for client, call, busy, at in event.last if busy]
         done = [f"{client} last {call} (returned)" for client, call, busy, _ in event.last if not busy]
-        tail = [line for line in event.stderr.strip().splitlines() if line.strip()][-STDERR_SHOWN:]
+        tail = [line.strip() for line in event.stderr.splitlines() if line.strip() and not STACK_LINE.match(line)]
+        tail = tail[-STDERR_SHOWN:]
         found.append(
             Violation(
                 "LIVE-001",
