@@ -17,6 +17,7 @@ from kconform.conformance.workloads.clients.history import (
     ClientInfo,
     Committed,
     Convergence,
+    Crashed,
     Event,
     Failed,
     FetchedCommitted,
@@ -1160,3 +1161,38 @@ def test_the_checkers_classic_session_is_the_workloads_own() -> None:
     from kconform.conformance.workloads.clients.driver import SESSION_MS
 
     assert cw.WORKLOAD_SESSION_S * 1000 == SESSION_MS
+
+
+def crashed_after_reading_part(crash: bool) -> History:
+    """A member that read 0..2 of a partition holding 0..5, then (``crash``) its process died of SIGABRT in a poll;
+    the drain never ran."""
+    events = (
+        Events()
+        .add(Assigned, "c0#0", tps=(TP,), how="rebalance")
+        .add(Polled, "c0#0", records=tuple((TP, o, f"v{o}".encode()) for o in range(3)))
+    )
+    if crash:
+        events.add(
+            Crashed,
+            "run",
+            how="SIGABRT (signal 6)",
+            signal=6,
+            exit_code=None,
+            last=(("c0#0", "consume(100, 1)", True, 3.5), ("p0", "poll(0)", False, 1.0)),
+            stderr="python: rdkafka_queue.c:42: rd_kafka_q_x: Assertion `x' failed.\nFatal Python error: Aborted\n\n"
+            'Stack (most recent call first):\n  File "driver.py", line 126 in _serve\n',
+        )
+    return history(events, {TP: list(range(6))}, drained=False)
+
+
+def test_a_process_that_died_under_its_clients_is_a_liveness_finding_and_what_it_had_not_read_is_not_lost() -> None:
+    """LIVE-001 ``client-crashed`` names the signal, the call each client was in and the assertion line; the records
+    the consumer had not read when its process died (3..5) are no CLIENT finding, the drain never having run."""
+    found = cw.check_history(crashed_after_reading_part(True), True)
+    assert kinds(found) == [("LIVE-001", "client-crashed")], [str(v) for v in found]
+    (crash,) = found
+    assert "died of SIGABRT (signal 6)" in crash.evidence and "c0#0 in consume(100, 1) (since 3.5 s)" in crash.evidence
+    assert "p0 last poll(0) (returned)" in crash.evidence
+    assert crash.evidence.endswith("Assertion `x' failed. | Fatal Python error: Aborted; the broker still answered")
+    assert crash.data["signal"] == 6 and crash.data["last_calls"][0]["under_way"] is True
+    assert cw.check_history(crashed_after_reading_part(False), True) == []

@@ -11,6 +11,7 @@ evidence.
 from __future__ import annotations
 
 import bisect
+import re
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from ..workloads.clients.history import (
     Assigned,
     Closed,
     Committed,
+    Crashed,
     Event,
     Failed,
     Fault,
@@ -1155,6 +1157,54 @@ def check_calls_returned(history: History, broker_answers: bool | None) -> list[
     ]
 
 
+CRASHED: Final = "client-crashed"
+STDERR_SHOWN: Final = 3
+"""Lines of the dead process's standard error an evidence line quotes (its data keeps the whole tail)."""
+STACK_LINE: Final = re.compile(
+    r"\s+File \"|Stack \(most recent call first\)|Thread 0x|Current thread 0x|Extension modules:"
+)
+"""Python's fault-handler stack lines, which an evidence line leaves out for the lines that say why (librdkafka's
+failed assertion, ``Fatal Python error: Aborted``)."""
+
+
+def check_not_crashed(history: History, broker_answers: bool | None) -> list[Violation]:
+    """LIVE-001: the process running the schedule's clients does not die under them (``Crashed``: a signal, such as
+    librdkafka's failed assertion aborting, or an exit the run did not make). Whether the broker answered does not
+    excuse it: no broker's answer, or silence, is a client's reason to end its application's process. The evidence
+    names how it died, the call each client was in (or last began) and the end of its standard error."""
+    found: list[Violation] = []
+    for event in of_kind(history, Crashed):
+        if not isinstance(event, Crashed):
+            continue
+        under_way = [f"{client} in {call} (since {at:.1f} s)" for client, call, busy, at in event.last if busy]
+        done = [f"{client} last {call} (returned)" for client, call, busy, _ in event.last if not busy]
+        tail = [line.strip() for line in event.stderr.splitlines() if line.strip() and not STACK_LINE.match(line)]
+        tail = tail[-STDERR_SHOWN:]
+        found.append(
+            Violation(
+                "LIVE-001",
+                CRASHED,
+                f"the process running the schedule's clients died of {event.how} after {event.at:.1f} s: "
+                + "; ".join(under_way + done or ["no client call had begun"])
+                + (f"; its stderr ended: {' | '.join(tail)}" if tail else "")
+                + ("; the broker still answered" if broker_answers else ""),
+                data={
+                    "how": event.how,
+                    "signal": event.signal,
+                    "exit_code": event.exit_code,
+                    "at": round(event.at, 3),
+                    "last_calls": [
+                        {"client": client, "call": call, "under_way": busy, "began_at": round(at, 3)}
+                        for client, call, busy, at in event.last
+                    ],
+                    "stderr_tail": event.stderr,
+                    "broker_answers": broker_answers,
+                },
+            )
+        )
+    return found
+
+
 def check_clients_failed(history: History, broker_answers: bool | None) -> list[Violation]:
     """LIVE-001: no consumer fails of an error of its own (librdkafka's fatal error, ``Failed``) while the broker still
     answered: a client that must be made anew is the client's counterpart of a query that failed. The workload gives
@@ -1425,6 +1475,7 @@ def check_history(history: History, broker_answers: bool | None) -> list[Violati
     return (
         found
         + check_calls_returned(history, broker_answers)
+        + check_not_crashed(history, broker_answers)
         + check_clients_failed(history, broker_answers)
         + check_converged(history, broker_answers)
         + check_not_expelled(history, broker_answers)

@@ -50,6 +50,7 @@ from ..workloads.clients.driver import (
     accepts,
 )
 from ..workloads.clients.history import FetchedCommitted, History
+from ..workloads.clients.isolated import IsolatedCouldNotCheck, run_isolated
 from ..workloads.clients.jvm_clients import HarnessError, JvmClients, harness_settings, parse_configdef
 from ..workloads.clients.schedule import Schedule, describe, schedules
 
@@ -67,6 +68,9 @@ whose groups do not converge waits longer (``driver.Run.convergence_bound``: a l
 interval alone is 300 s), so the test's bound gives that to two schedules (a failing one and Hypothesis's replay
 of it: ``CONVERGE_BOUND_S``)."""
 CONVERGE_BOUND_S: Final = (POLL_INTERVAL_MS + CONSUMER_SESSION_MS) / 1000 + CONVERGE_SLACK_S
+SCHEDULE_BOUND_S: Final = EXAMPLE_BOUND_S + CONVERGE_BOUND_S
+"""The longest one schedule's child process may run (``isolated.run_isolated``): one schedule and a drain that
+waits its groups out. A child still running then is killed, LIVE-001 ``hang``."""
 HARNESS_BOUND_S: Final = 240.0
 """A kafka-clients harness built with Maven (on a release's first use) and started, within the test's bound."""
 
@@ -235,16 +239,20 @@ def judge_drawn(
     data: st.DataObject,
 ) -> None:
     """Draw a schedule from ``catalogue``, run it on ``clients`` (this interpreter's confluent-kafka when
-    ``None``) and fail on what the checkers find; a harness failure is could-not-check."""
+    ``None``, in a child process of its own: ``isolated``, so that a crash of librdkafka is LIVE-001
+    ``client-crashed`` with its schedule, not a dead suite) and fail on what the checkers find; a harness failure is
+    could-not-check."""
     schedule = data.draw(drawn_schedules(catalogue, isinstance(broker, KafkaBroker)), label="schedule")
     counts = drew(record_property, schedule)
     progress.say(f"drawn schedule {counts['drew: schedules']} of {examples()}")
     for name, value in counts.items():
         record_property(name, value)  # the report's metrics: what the workload drew so far, the last example's count
     try:
-        # restart/paused: KafkaBroker's
-        history = Run(schedule, broker, clients=clients).run()  # type: ignore[arg-type]
-    except (KafkaError, ck.KafkaException, BrokerStartError, OSError, HarnessError) as failed:
+        if clients is None:
+            history = run_isolated(schedule, broker, SCHEDULE_BOUND_S)
+        else:  # kafka-clients runs in its harness JVM already; restart/paused: KafkaBroker's
+            history = Run(schedule, broker, clients=clients).run()  # type: ignore[arg-type]
+    except (KafkaError, ck.KafkaException, BrokerStartError, OSError, HarnessError, IsolatedCouldNotCheck) as failed:
         # The run's own admin calls, topic changes or a restart of the broker failed: nothing was judged.
         raise CouldNotCheck(f"the workload's harness failed, so this schedule judged nothing: {failed}") from failed
     record_property("asked: committed", asked(record_property, history))

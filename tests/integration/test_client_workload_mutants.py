@@ -4,6 +4,8 @@ pass the same schedule."""
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 from types import SimpleNamespace
 from typing import Any
@@ -15,6 +17,8 @@ from kconform.conformance.brokers import Broker
 from kconform.conformance.checks.client_workload_checkers import check_history
 from kconform.conformance.workloads.clients import driver
 from kconform.conformance.workloads.clients.driver import RealClients, Run
+from kconform.conformance.workloads.clients.history import Crashed, Hung
+from kconform.conformance.workloads.clients.isolated import run_isolated
 from kconform.conformance.workloads.clients.schedule import ConsumerPlan, ProducerPlan, Schedule, Step, StepKind
 
 
@@ -145,6 +149,25 @@ class NeverStarts(Delegating):
 
     def resume(self, partitions: list[ck.TopicPartition]) -> None:
         return None
+
+
+class AbortsOnAssign(Delegating):
+    """A consumer whose process aborts in its first assignment callback (a native crash of the client: a failed
+    librdkafka assertion aborts the process that runs it)."""
+
+    def subscribe(self, topics: list[str], on_assign: Any = None, **callbacks: Any) -> None:
+        def crash(_consumer: Any, _partitions: Any) -> None:
+            os.abort()
+
+        self._inner.subscribe(topics, on_assign=crash, **callbacks)
+
+
+class HangingPause(Delegating):
+    """A consumer whose pause never returns, called where the driver awaits no bound of its own (the run's thread
+    itself stuck: before the run's process was the suite's child, the suite hung with it)."""
+
+    def pause(self, partitions: list[ck.TopicPartition]) -> None:
+        RELEASE.wait(600)
 
 
 class Broken(RealClients):
@@ -341,3 +364,52 @@ def test_a_group_that_never_converges_or_a_partition_never_started_is_caught_and
     assert want in {(v.requirement, v.kind) for v in found}, [str(v) for v in found]
     (finding,) = [v for v in found if (v.requirement, v.kind) == want]
     assert finding.data["broker_answers"] is True and finding.data["waited_s"] >= 45.0, finding
+
+
+ONE_MEMBER = Schedule(
+    (1,),
+    (ProducerPlan({}, False),),
+    (ConsumerPlan({"auto.offset.reset": "earliest"}, "topics"),),
+    (PRODUCE, FLUSH, POLL, Step(StepKind.WAIT, wait_ms=4_000), *PAUSE_RESUME, POLL),
+    faults=False,
+)
+"""A group of one member reading what one producer wrote (joined within the wait), with a pause and a resume."""
+ISOLATED_BOUND_S = 90.0
+
+
+def test_a_client_that_kills_its_process_is_a_liveness_finding_with_its_last_call_and_the_real_one_passes(
+    broker: Broker,
+) -> None:
+    """LIVE-001 ``client-crashed``: the schedule runs in a child process (``isolated``); a consumer aborting it in its
+    assignment callback leaves the events before the abort (the producer's six acknowledged records, judged against
+    the log the suite reads afterwards: none lost), the signal, and the call the consumer was in. The real clients
+    run the same schedule in the same child process with no finding."""
+    real = run_isolated(ONE_MEMBER, broker, ISOLATED_BOUND_S)
+    assert check_history(real, broker.answers()) == [], [str(v) for v in check_history(real, broker.answers())]
+    assert real.drained and not any(isinstance(e, Crashed | Hung) for e in real.events)
+    history = run_isolated(ONE_MEMBER, broker, ISOLATED_BOUND_S, clients=Broken(consumer=AbortsOnAssign))
+    found = check_history(history, broker.answers())
+    assert [(v.requirement, v.kind) for v in found] == [("LIVE-001", "client-crashed")], [str(v) for v in found]
+    (crash,) = found
+    assert crash.data["signal"] == signal.SIGABRT and crash.data["how"] == "SIGABRT (signal 6)", crash.data
+    calls = {c["client"]: c for c in crash.data["last_calls"]}
+    assert calls["c0#0"]["under_way"] and calls["c0#0"]["call"].startswith("consume("), calls
+    assert calls["run"]["call"].startswith(("step 3 of 7: poll(", "step 4 of 7: wait(")), calls
+    assert "c0#0 in consume(" in crash.evidence and "the broker still answered" in crash.evidence, crash.evidence
+    assert "Fatal Python error: Aborted" in crash.data["stderr_tail"], crash.data["stderr_tail"]
+    acked = [e for e in history.events if e.client == "p0" and type(e).__name__ == "Acked"]
+    assert len(acked) == 6 and not history.drained and history.log.records, history.log
+    assert isinstance(history.events[-2], Crashed) or isinstance(history.events[-1], Crashed)
+
+
+def test_a_run_the_suite_must_kill_at_its_bound_is_a_hang_not_a_hung_suite(broker: Broker) -> None:
+    """LIVE-001 ``hang``: a consumer whose pause never returns stops the run's own thread, where no call of the driver
+    bounds it; the suite kills the child at its bound and judges what it streamed."""
+    RELEASE.clear()
+    try:
+        history = run_isolated(ONE_MEMBER, broker, 45.0, clients=Broken(consumer=HangingPause))
+    finally:
+        RELEASE.set()
+    found = check_history(history, broker.answers())
+    assert [(v.requirement, v.kind) for v in found] == [("LIVE-001", "hang")], [str(v) for v in found]
+    assert found[0].data["client"] == "run" and "run in step 5 of 7: pause(" in found[0].evidence, found[0].evidence

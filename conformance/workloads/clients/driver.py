@@ -179,15 +179,31 @@ class Broker(Protocol):
     def paused(self, node_id: int) -> Any: ...
 
 
+class Watcher(Protocol):
+    """Who learns what a run does as it does it (``isolated``'s child streams it to the suite's process, so that what
+    happened before a crash of the clients' process is kept): each event as it is recorded, each client's
+    ``ClientInfo`` as it opens, and each call a client (or the run, ``run``) begins (``what``) and ends (``None``)."""
+
+    def event(self, event: Event) -> None: ...
+
+    def client(self, name: str, info: ClientInfo) -> None: ...
+
+    def doing(self, client: str, what: str | None) -> None: ...
+
+
 class Recorder:
-    def __init__(self) -> None:
+    def __init__(self, watcher: Watcher | None = None) -> None:
         self._lock = threading.Lock()
         self._start = time.monotonic()
         self.events: list[Event] = []
+        self.watcher = watcher
 
     def add(self, kind: type[Event], client: str, **fields: Any) -> None:
         with self._lock:
-            self.events.append(kind(seq=len(self.events), client=client, at=time.monotonic() - self._start, **fields))
+            event = kind(seq=len(self.events), client=client, at=time.monotonic() - self._start, **fields)
+            self.events.append(event)
+            if self.watcher is not None:  # under the lock: the watcher learns the events in their order
+                self.watcher.event(event)
 
     def note(self, text: str, client: str = "run") -> None:
         self.add(Note, client, text=text)
@@ -344,12 +360,20 @@ def without_named(settings: Mapping[str, str], error: str) -> dict[str, str]:
 class Run:
     """One schedule on one broker: ``history()`` after ``run()``."""
 
-    def __init__(self, schedule: Schedule, broker: Broker, clients: Clients | None = None, prefix: str = "") -> None:
+    def __init__(
+        self,
+        schedule: Schedule,
+        broker: Broker,
+        clients: Clients | None = None,
+        prefix: str = "",
+        watcher: Watcher | None = None,
+    ) -> None:
         self.schedule = schedule
         self.broker = broker
         self.clients_port = clients or RealClients()
         self.prefix = prefix or f"kcw-{uuid4().hex[:8]}"
-        self.recorder = Recorder()
+        self.watcher = watcher
+        self.recorder = Recorder(watcher)
         self.topics = [f"{self.prefix}-t{i}" for i in range(len(schedule.partitions))]
         self.extra_topics: list[str] = []
         self.group = f"{self.prefix}-g"
@@ -501,17 +525,31 @@ class Run:
 
     # -- the run ---------------------------------------------------------------------------------
 
+    def _doing(self, client: str, what: str | None) -> None:
+        if self.watcher is not None:
+            self.watcher.doing(client, what)
+
+    def _opened(self, name: str, info: ClientInfo) -> None:
+        self.info[name] = info
+        if self.watcher is not None:
+            self.watcher.client(name, info)
+
     def run(self) -> History:
+        self._doing("run", "creating the topics")
         for topic, count in zip(self.topics, self.schedule.partitions, strict=True):
             self.kafka.create_topic(topic, count)
         try:
+            self._doing("run", "opening the clients")
             for i, plan in enumerate(self.schedule.producers):
                 self.producers.append(self._open_producer(i, plan.transactional, plan.settings))
-                self.info[f"p{i}"] = ClientInfo(
-                    self.producers[-1].settings, transactional=plan.transactional, defaults=self._defaults("P")
+                self._opened(
+                    f"p{i}",
+                    ClientInfo(
+                        self.producers[-1].settings, transactional=plan.transactional, defaults=self._defaults("P")
+                    ),
                 )
             for i, cplan in enumerate(self.schedule.consumers):
-                group = self.group if cplan.subscribe != "assign" else f"{self.group}-m{i}"
+                group = group_of(self.group, cplan, i)
                 # A fresh broker's first group meets a coordinator still loading; a consumer assigned from the
                 # stored offset then never fetches them again (NOT_COORDINATOR, seen with librdkafka 2.16.0): the
                 # run waits the coordinator out first, as the suite's client scenarios do.
@@ -519,25 +557,34 @@ class Run:
                 slot = ConsumerSlot(i, cplan, group)
                 self.consumers.append(slot)
                 self._open_consumer(slot)
-                self.info[f"c{i}"] = ClientInfo(
-                    slot.settings,
-                    group,
-                    cplan.subscribe,
-                    # what a classic member runs with where nothing is drawn: the workload's own session settings
-                    # over the release's (``CONSUMER_DEFAULTS``, given in ``_open_consumer``)
-                    defaults=self._defaults("C") | (dict(CONSUMER_DEFAULTS) if classic_group(slot.settings) else {}),
-                    eager=None if cplan.subscribe == "assign" else self._eager(slot),
+                self._opened(
+                    f"c{i}",
+                    ClientInfo(
+                        slot.settings,
+                        group,
+                        cplan.subscribe,
+                        # what a classic member runs with where nothing is drawn: the workload's own session settings
+                        # over the release's (``CONSUMER_DEFAULTS``, given in ``_open_consumer``)
+                        defaults=self._defaults("C")
+                        | (dict(CONSUMER_DEFAULTS) if classic_group(slot.settings) else {}),
+                        eager=None if cplan.subscribe == "assign" else self._eager(slot),
+                    ),
                 )
-            for step in self.schedule.steps:
+            for n, step in enumerate(self.schedule.steps, 1):
+                self._doing("run", f"step {n} of {len(self.schedule.steps)}: {step.text()}")
                 earlier = list(self.beside)
                 self.step(step)
                 self._settle(among=earlier)  # what ran beside this step; a committed step's own asks go on
+            self._doing("run", "the drain")
             self._settle()
             self.drain()
+            self._doing("run", "reading the log")
             log = self.read_log()
         finally:
+            self._doing("run", "closing every client")
             self.close_all()
             self.kafka.close()
+            self._doing("run", None)
         return History(
             tuple(self.recorder.events),
             dict(self.info),
@@ -606,12 +653,17 @@ class Run:
         """``call`` on the client's thread; ``None`` and the client marked hung (``slot.hung``) when it outlived
         ``bound_s``."""
         assert slot.worker is not None
+        self._doing(slot.name, what)
         try:
-            return slot.worker.call(call, bound_s)
+            answer = slot.worker.call(call, bound_s)
         except HungCall:
             slot.hung = True
             self.recorder.add(Hung, slot.name, call=what, bound_s=bound_s)
             return None
+        finally:
+            if not slot.hung:
+                self._doing(slot.name, None)
+        return answer
 
     # producers
 
@@ -1403,43 +1455,12 @@ class Run:
         return Convergence(round(bound_s, 1), why, waited, tuple(views), tuple(unstarted), unjudged, suite_fault)
 
     def read_log(self) -> Log:
-        """Every record of the run's partitions, and those ``read_committed`` returns, once no transaction holds
-        back a partition's last stable offset (within ``STABLE_WITHIN_S``): a transaction committed just before a
-        broker was killed is visible only once the restarted coordinator has written its markers, and a log read
-        before that would show its records as never committed."""
-        topics = self.kafka.list_topics()
-        tps = [
-            TopicPartition(t, p) for t in sorted(topics) if t.startswith(f"{self.prefix}-") for p in sorted(topics[t])
-        ]
-
-        deadline = time.monotonic() + STABLE_WITHIN_S
-
-        def read() -> (
-            tuple[
-                dict[TopicPartition, list[Record]],
-                dict[TopicPartition, int],
-                dict[TopicPartition, list[Record]],
-                dict[TopicPartition, int],
-            ]
-            | None
-        ):
-            everything, ends = self.kafka.read_partitions(tps, Isolation.READ_UNCOMMITTED)
-            visible, stable_ends = self.kafka.read_partitions(tps, Isolation.READ_COMMITTED)
-            held = [tp for tp in tps if stable_ends[tp] < ends[tp]]
-            if held and time.monotonic() < deadline:
-                return None
-            if held:
-                self.recorder.note(f"still held back by an open transaction after {STABLE_WITHIN_S:g} s: {held}")
-            return everything, ends, visible, stable_ends
-
-        everything, ends, committed_read, stable_ends = wait_until(
-            read, STABLE_WITHIN_S + 2 * self.kafka.timeout_s + 5.0, "the run's partitions read", step_s=0.2
-        )
-        records = {tp: [(r.offset, r.value) for r in everything[tp]] for tp in tps}
-        committed = {tp: frozenset(r.offset for r in committed_read[tp]) for tp in tps}
-        groups = {s.group for s in self.consumers}
-        group_offsets = {g: dict(self.kafka.committed(g, tps)) for g in sorted(groups)}
-        return Log(records, committed, ends, group_offsets, stable_ends)
+        """Every record of the run's partitions and what the groups committed (``read_log``), with a note of a
+        partition an open transaction still held back."""
+        log, held = read_log(self.kafka, self.prefix, sorted({s.group for s in self.consumers}))
+        if held:
+            self.recorder.note(held)
+        return log
 
     def close_all(self) -> None:
         for slot in self.consumers:
@@ -1449,6 +1470,50 @@ class Run:
             if not producer.hung and producer.client is not None:
                 client = producer.client
                 self._call(producer, "flush", lambda client=client: client.flush(10.0), 10.0 + CALL_SLACK_S)  # type: ignore[misc]
+
+
+def group_of(group: str, plan: ConsumerPlan, index: int) -> str:
+    """The group consumer ``index`` of a run whose group is ``group`` commits to: the run's group for a member, one
+    of its own for a consumer assigned by hand."""
+    return group if plan.subscribe != "assign" else f"{group}-m{index}"
+
+
+def read_log(kafka: KafkaClient, prefix: str, groups: Sequence[str]) -> tuple[Log, str]:
+    """Every record of the partitions of the run of ``prefix``, and those ``read_committed`` returns, once no
+    transaction holds back a partition's last stable offset (within ``STABLE_WITHIN_S``): a transaction committed
+    just before a broker was killed is visible only once the restarted coordinator has written its markers, and a
+    log read before that would show its records as never committed. With it, what ``groups`` committed, and a note
+    naming the partitions still held back when the bound passed (empty when none)."""
+    topics = kafka.list_topics()
+    tps = [TopicPartition(t, p) for t in sorted(topics) if t.startswith(f"{prefix}-") for p in sorted(topics[t])]
+
+    deadline = time.monotonic() + STABLE_WITHIN_S
+    held: list[TopicPartition] = []
+
+    def read() -> (
+        tuple[
+            dict[TopicPartition, list[Record]],
+            dict[TopicPartition, int],
+            dict[TopicPartition, list[Record]],
+            dict[TopicPartition, int],
+        ]
+        | None
+    ):
+        everything, ends = kafka.read_partitions(tps, Isolation.READ_UNCOMMITTED)
+        visible, stable_ends = kafka.read_partitions(tps, Isolation.READ_COMMITTED)
+        held[:] = [tp for tp in tps if stable_ends[tp] < ends[tp]]
+        if held and time.monotonic() < deadline:
+            return None
+        return everything, ends, visible, stable_ends
+
+    everything, ends, committed_read, stable_ends = wait_until(
+        read, STABLE_WITHIN_S + 2 * kafka.timeout_s + 5.0, "the run's partitions read", step_s=0.2
+    )
+    records = {tp: [(r.offset, r.value) for r in everything[tp]] for tp in tps}
+    committed = {tp: frozenset(r.offset for r in committed_read[tp]) for tp in tps}
+    group_offsets = {g: dict(kafka.committed(g, tps)) for g in sorted(groups)}
+    note = f"still held back by an open transaction after {STABLE_WITHIN_S:g} s: {held}" if held else ""
+    return Log(records, committed, ends, group_offsets, stable_ends), note
 
 
 def accepts(role: str, name: str, value: str) -> bool:

@@ -173,6 +173,26 @@ class Hung(Event):
 
 
 @dataclass(frozen=True)
+class Crashed(Event):
+    """The process that ran the schedule's clients died before the run ended (``isolated``): killed by a signal
+    (librdkafka's failed assertion aborts, a bad access segfaults) or exited on its own. Recorded by the suite's
+    process, client ``run``, after the last event the dead one streamed (``at`` is that event's: the death came
+    after). Every client of the run died with it; the events before it are all that happened, the log was read
+    after it."""
+
+    how: str
+    """``SIGABRT (signal 6)``, or ``exit code 3``."""
+    signal: int | None
+    exit_code: int | None
+    last: tuple[tuple[str, str, bool, float], ...] = ()
+    """Each client's (and the run's, ``run``) last call as the process began it: the client, the call, whether it
+    was still under way when the process died, and when it began (the run's clock)."""
+    stderr: str = ""
+    """The end of what the process wrote to its standard error (a failed assertion's line, Python's stack of the
+    thread that died)."""
+
+
+@dataclass(frozen=True)
 class Failed(Event):
     """A consumer's fatal error: librdkafka raised one (``KafkaError.fatal()``, delivered to its ``error_cb`` or as a
     consumed error event), after which the client instance cannot go on and must be made anew (rdkafka.h,

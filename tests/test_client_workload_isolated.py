@@ -1,0 +1,53 @@
+"""How the suite reads the end of a schedule's child process (``workloads.clients.isolated``), without a broker."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+from kconform.conformance.workloads.clients import isolated
+from kconform.conformance.workloads.clients.history import Crashed, Hung, Note
+
+STREAMED = isolated.Streamed(
+    [Note(seq=0, client="run", at=2.5, text="x")],
+    {},
+    {"c0#0": ("close", True, 2.0), "p0": ("flush", False, 1.0), "run": ("step 6 of 9: close(client=0)", True, 2.0)},
+)
+
+
+def test_a_child_killed_by_a_signal_crashed_with_the_call_each_client_was_in() -> None:
+    ending = isolated._ending(-signal.SIGABRT, False, STREAMED, 60.0, "Assertion `x' failed.")
+    assert isinstance(ending, Crashed), ending
+    assert (ending.how, ending.signal, ending.exit_code, ending.seq, ending.at) == (
+        "SIGABRT (signal 6)",
+        6,
+        None,
+        1,
+        2.5,
+    )
+    assert ending.last == (
+        ("c0#0", "close", True, 2.0),
+        ("p0", "flush", False, 1.0),
+        ("run", "step 6 of 9: close(client=0)", True, 2.0),
+    )
+    assert ending.stderr == "Assertion `x' failed."
+
+
+def test_a_child_that_exits_abnormally_crashed_and_one_that_exits_normally_did_not() -> None:
+    ending = isolated._ending(3, False, STREAMED, 60.0, "")
+    assert isinstance(ending, Crashed) and (ending.how, ending.signal, ending.exit_code) == ("exit code 3", None, 3)
+    assert isolated._ending(0, False, STREAMED, 60.0, "") is None
+
+
+def test_a_child_the_suite_killed_at_its_bound_hung_naming_the_calls_under_way() -> None:
+    ending = isolated._ending(-signal.SIGKILL, True, STREAMED, 60.0, "")
+    assert isinstance(ending, Hung) and ending.client == "run" and ending.bound_s == 60.0, ending
+    assert ending.call == (
+        "the schedule's run in its child process (c0#0 in close; run in step 6 of 9: close(client=0))"
+    ), ending.call
+
+
+def test_the_child_imports_this_interpreters_path_first() -> None:
+    path = isolated.child_env()["PYTHONPATH"].split(os.pathsep)
+    assert path == [p for p in sys.path if p]
