@@ -719,14 +719,16 @@ def _stored_not_committed(history: History) -> list[Violation]:
 
 
 UNREVOKED: Final = "owned-twice-unrevoked"
-"""CLIENT-008's ``owned-twice`` whose earlier owner is an eager member that never gave the partition up: its next
-callback after the overlap handed it a new assignment, with no revoke between. A correct eager member revokes its
-whole assignment before it rejoins (rdkafka.h: "exactly one corresponding call to rebalance_cb to revoke these
-partitions"; kafka-clients' ``onJoinPrepare``), and one its coordinator dropped is told so (a lost callback), so
-the overlap can only come from a member that left its generation with neither: librdkafka does that while the
-application's assign call is pending (join-state ``wait-assign-call``), rejoining at once on a metadata change
-(``rd_kafka_cgrp_revoke_all_rejoin``) or skipping the heartbeat's UNKNOWN_MEMBER_ID after its session expired, then
-hands the application the old generation's assignment, which ``rd_kafka_cgrp_assign`` applies
+"""CLIENT-008's ``owned-twice`` whose earlier owner is an eager member that rejoined its group without revoking the
+partition: either its next callback after the overlap handed it a new assignment, with no revoke between
+(``_replaced_unrevoked``), or its revocation came only once it stood in the generation that handed the partition to
+the other member (``_revoked_after_rejoining``, by the generations the callbacks record). A correct eager member
+revokes its whole assignment before it rejoins (rdkafka.h: "exactly one corresponding call to rebalance_cb to
+revoke these partitions"; kafka-clients' ``onJoinPrepare``), and one its coordinator dropped is told so (a lost
+callback), so the overlap can only come from a member that left its generation with neither: librdkafka does that
+while the application's assign call is pending (join-state ``wait-assign-call``), rejoining at once on a metadata
+change (``rd_kafka_cgrp_revoke_all_rejoin``) or skipping the heartbeat's UNKNOWN_MEMBER_ID after its session
+expired, then hands the application the old generation's assignment, which ``rd_kafka_cgrp_assign`` applies
 (fixtures/bugbank.toml, ``[[known]] librdkafka-eager-rejoin-without-revoke``). Its own kind, so that only this shape
 of the overlap is known and any other stays ``owned-twice``."""
 
@@ -739,6 +741,42 @@ def _replaced_unrevoked(history: History, owner: str, after: int) -> Assigned | 
     for event in history.events:
         if event.seq > after and event.client == owner and isinstance(event, (Revoked, Assigned, Closed, Hung)):
             return event if isinstance(event, Assigned) else None
+    return None
+
+
+def classic_member(history: History, client: str) -> bool:
+    return setting(history, client, "group.protocol").strip().lower() != "consumer"
+
+
+def _revoked_after_rejoining(history: History, overlap: Overlap) -> Revoked | None:
+    """The revocation that shows eager ``overlap.owner`` had already joined the generation that handed
+    ``overlap.tp`` to ``overlap.to`` when it revoked the partition: its next ownership event after the overlap (a
+    revocation, an assignment, a close, a hang) is a revocation, not a loss, of the partition, read at a generation
+    no lower than the one the other member's assignment was read at (``Assigned.generation``, classic members of one
+    group: one numbering). A correct eager member revokes before it sends its JoinGroup, in the generation its
+    partitions came from; the generation moves on only at the JoinGroup's answer. ``None`` when either generation
+    is unknown (kafka-clients' harness, a history recorded before they were), or the earlier owner revoked in an
+    older generation (then it was out of the group when the other was handed the partition: removed, not
+    rejoined)."""
+    o = overlap
+    handed = o.assigned.generation
+    if handed is None or handed < 0 or not eager(history, o.owner):
+        return None
+    if not (classic_member(history, o.owner) and classic_member(history, o.to)):
+        return None  # a consumer-protocol member's number is its own epoch, not the group's generation
+    for event in history.events:
+        if event.seq <= o.assigned.seq or event.client != o.owner:
+            continue
+        if isinstance(event, (Revoked, Assigned, Closed, Hung)):
+            if (
+                isinstance(event, Revoked)
+                and not event.lost
+                and o.tp in event.tps
+                and event.generation is not None
+                and event.generation >= handed
+            ):
+                return event
+            return None
     return None
 
 
@@ -971,6 +1009,7 @@ def check_single_owner(history: History) -> list[Violation]:
         )
         data = tp_fields(o.tp) | {"clients": [o.owner, o.to], "group": o.group, "not_excused": excuse}
         replaced = _replaced_unrevoked(history, o.owner, o.assigned.seq)
+        late = None if replaced is not None else _revoked_after_rejoining(history, o)
         if replaced is not None:
             evidence += (
                 f"; {o.owner} never revoked it: {replaced.at - o.assigned.at:.1f} s later it was handed a new "
@@ -978,9 +1017,20 @@ def check_single_owner(history: History) -> list[Violation]:
                 "an eager member that rejoined without revoking"
             )
             data |= {"replaced_at": round(replaced.at, 3), "replaced_by": list(map(str, replaced.tps))}
+        elif late is not None:
+            evidence += (
+                f"; {o.to} was handed it in generation {o.assigned.generation}, and {o.owner} revoked it "
+                f"{late.at - o.assigned.at:.1f} s later already in generation {late.generation}: "
+                "an eager member that rejoined without revoking, and revoked only afterwards"
+            )
+            data |= {
+                "handed_in_generation": o.assigned.generation,
+                "revoked_at": round(late.at, 3),
+                "revoked_in_generation": late.generation,
+            }
         elif faults(history.events):
             evidence += f"; not a fenced zombie of a fault: {excuse}"
-        kind = "owned-twice" if replaced is None else UNREVOKED
+        kind = "owned-twice" if replaced is None and late is None else UNREVOKED
         violations.append(Violation("CLIENT-008", kind, evidence, data=data))
     return violations
 
