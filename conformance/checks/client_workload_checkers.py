@@ -748,22 +748,26 @@ def classic_member(history: History, client: str) -> bool:
     return setting(history, client, "group.protocol").strip().lower() != "consumer"
 
 
-def _revoked_after_rejoining(history: History, overlap: Overlap) -> Revoked | None:
-    """The revocation that shows eager ``overlap.owner`` had already joined the generation that handed
-    ``overlap.tp`` to ``overlap.to`` when it revoked the partition: its next ownership event after the overlap (a
-    revocation, an assignment, a close, a hang) is a revocation, not a loss, of the partition, read at a generation
-    no lower than the one the other member's assignment was read at (``Assigned.generation``, classic members of one
-    group: one numbering). A correct eager member revokes before it sends its JoinGroup, in the generation its
-    partitions came from; the generation moves on only at the JoinGroup's answer. ``None`` when either generation
-    is unknown (kafka-clients' harness, a history recorded before they were), or the earlier owner revoked in an
-    older generation (then it was out of the group when the other was handed the partition: removed, not
-    rejoined)."""
+def _revoked_after_rejoining(history: History, overlap: Overlap) -> tuple[Assigned, Revoked] | None:
+    """The owner's assignment and the revocation that show eager ``overlap.owner`` had already joined the generation
+    that handed ``overlap.tp`` to ``overlap.to`` when it revoked the partition: the owner's assignment of it was read at
+    an older generation than the other member's (``Assigned.generation``, classic members of one group: one
+    numbering), and the owner's next ownership event after the overlap (a revocation, an assignment, a close, a
+    hang) is a revocation, not a loss, of the partition, read at a generation no lower than the other's. A correct
+    eager member revokes before it sends its JoinGroup, in the generation its partitions came from; the generation
+    moves on only at the JoinGroup's answer. ``None`` when a generation is unknown (kafka-clients' harness, a
+    history recorded before they were), when both assignments read one generation (one of them was served late, and
+    which member left its generation unrevoked the numbers do not say), or when the earlier owner revoked in an
+    older generation (then it was out of the group when the other was handed the partition: removed, not rejoined)."""
     o = overlap
     handed = o.assigned.generation
     if handed is None or handed < 0 or not eager(history, o.owner):
         return None
     if not (classic_member(history, o.owner) and classic_member(history, o.to)):
         return None  # a consumer-protocol member's number is its own epoch, not the group's generation
+    began = next((e for e in history.events if e.seq == o.owned_from and isinstance(e, Assigned)), None)
+    if began is None or began.generation is None or began.generation >= handed:
+        return None
     for event in history.events:
         if event.seq <= o.assigned.seq or event.client != o.owner:
             continue
@@ -775,7 +779,7 @@ def _revoked_after_rejoining(history: History, overlap: Overlap) -> Revoked | No
                 and event.generation is not None
                 and event.generation >= handed
             ):
-                return event
+                return began, event
             return None
     return None
 
@@ -1018,15 +1022,18 @@ def check_single_owner(history: History) -> list[Violation]:
             )
             data |= {"replaced_at": round(replaced.at, 3), "replaced_by": list(map(str, replaced.tps))}
         elif late is not None:
+            began, revoked = late
             evidence += (
-                f"; {o.to} was handed it in generation {o.assigned.generation}, and {o.owner} revoked it "
-                f"{late.at - o.assigned.at:.1f} s later already in generation {late.generation}: "
-                "an eager member that rejoined without revoking, and revoked only afterwards"
+                f"; {o.owner} had been handed it in generation {began.generation}, {o.to} in generation "
+                f"{o.assigned.generation}, and {o.owner} revoked it {revoked.at - o.assigned.at:.1f} s later, "
+                f"already in generation {revoked.generation}: an eager member that rejoined without revoking, and "
+                "revoked only afterwards"
             )
             data |= {
+                "owned_in_generation": began.generation,
                 "handed_in_generation": o.assigned.generation,
-                "revoked_at": round(late.at, 3),
-                "revoked_in_generation": late.generation,
+                "revoked_at": round(revoked.at, 3),
+                "revoked_in_generation": revoked.generation,
             }
         elif faults(history.events):
             evidence += f"; not a fenced zombie of a fault: {excuse}"
