@@ -728,9 +728,11 @@ revoke these partitions"; kafka-clients' ``onJoinPrepare``), and one its coordin
 callback), so the overlap can only come from a member that left its generation with neither: librdkafka does that
 while the application's assign call is pending (join-state ``wait-assign-call``), rejoining at once on a metadata
 change (``rd_kafka_cgrp_revoke_all_rejoin``) or skipping the heartbeat's UNKNOWN_MEMBER_ID after its session
-expired, then hands the application the old generation's assignment, which ``rd_kafka_cgrp_assign`` applies
-(fixtures/bugbank.toml, ``[[known]] librdkafka-eager-rejoin-without-revoke``). Its own kind, so that only this shape
-of the overlap is known and any other stays ``owned-twice``."""
+expired, then hands the application the old generation's assignment, which ``rd_kafka_cgrp_assign`` applies; and
+while the application's revoke call is pending (join-state ``wait-unassign-call``: the queued revoke cleared the
+group assignment, so a metadata change finds nothing to revoke and rejoins at once), then serves the revoke in the
+next generation (fixtures/bugbank.toml, ``[[known]] librdkafka-eager-rejoin-without-revoke``). Its own kind, so
+that only this shape of the overlap is known and any other stays ``owned-twice``."""
 
 
 def _replaced_unrevoked(history: History, owner: str, after: int) -> Assigned | None:
