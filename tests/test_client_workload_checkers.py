@@ -488,6 +488,71 @@ def test_an_overlap_is_the_unrevoked_kind_only_when_the_eager_owner_was_next_han
 @pytest.mark.parametrize(
     ("shape", "want"),
     [
+        # c0 revoked TP in generation 2, the one that had handed TP to c1: it had joined that generation without
+        # revoking first (librdkafka's rejoin while the assign call was pending), and revoked only afterwards
+        ("revoked-in-the-new-generation", cw.UNREVOKED),
+        ("revoked-in-a-later-generation", cw.UNREVOKED),
+        # c0 revoked TP while still in generation 1: the coordinator formed generation 2 without it (removed, not
+        # rejoined); no generation shows c0's client broke the eager order, so the overlap stays a plain one
+        ("revoked-in-the-old-generation", "owned-twice"),
+        # the coordinator told c0 it was out (a lost callback), whatever its generation read
+        ("lost-in-the-new-generation", "owned-twice"),
+        # a generation not known (kafka-clients' harness, a history from before they were recorded) proves nothing
+        ("revoke-generation-unknown", "owned-twice"),
+        ("handed-generation-unknown", "owned-twice"),
+        ("owned-generation-unknown", "owned-twice"),
+        # c0's assignment of TP read generation 2 too: one of the two was served late, and the numbers do not say
+        # which member left its generation unrevoked
+        ("owned-in-the-same-generation", "owned-twice"),
+        # c0's next event revoked another partition only: it did not give TP up there
+        ("revoked-another-partition", "owned-twice"),
+        # a cooperative member keeps what it is not told to revoke: it owned TP with c1 whatever the numbers say
+        ("cooperative", "owned-twice"),
+        # a consumer-protocol member's number is its own epoch, not the group's generation
+        ("consumer-protocol", "owned-twice"),
+    ],
+)
+def test_an_overlap_whose_eager_owner_revoked_only_in_the_generation_that_handed_it_on_is_the_unrevoked_kind(
+    shape: str, want: str
+) -> None:
+    """The shape confluent-kafka 2.13.2 showed with no fault near (seed 1's 4th schedule of librdkafka-5213's entry,
+    /work/scratch/wt-eg): eager c0 is handed TP in generation 1, c1 is handed TP in generation 2, and c0 revokes TP
+    only after that, its callback reading generation 2. A correct eager member revokes before it sends its JoinGroup,
+    so its revocation reads the generation its partitions came from; one that reads the next generation had rejoined
+    without revoking, as ``_replaced_unrevoked``'s member did. Only that reading is ``owned-twice-unrevoked``."""
+    strategy = "cooperative-sticky" if shape == "cooperative" else "range"
+    protocol = "consumer" if shape == "consumer-protocol" else "classic"
+    settings = {"partition.assignment.strategy": strategy, "group.protocol": protocol, "max.poll.interval.ms": "15000"}
+    eager = True if shape == "consumer-protocol" else None  # librdkafka before 2.10 rebalances it by its assignors
+    info = {name: ClientInfo(settings, "g", "topics", eager=eager) for name in ("c0", "c1")}
+    revoked_in = {"revoked-in-a-later-generation": 3, "revoked-in-the-old-generation": 1}.get(shape, 2)
+    owned_in = {"owned-generation-unknown": None, "owned-in-the-same-generation": 2}.get(shape, 1)
+    events = (
+        Events()
+        .add(Assigned, "c0#0", tps=(TP, TP1), how="rebalance", generation=owned_in)
+        .add(Polled, "c0#0", after_s=0.8, **polled(0))
+        .add(Assigned, "c1#0", after_s=0.5, tps=(TP,), how="rebalance", generation=None if "handed-" in shape else 2)
+        .add(
+            Revoked,
+            "c0#0",
+            after_s=0.1,
+            tps=(TP1,) if shape == "revoked-another-partition" else (TP, TP1),
+            lost=shape.startswith("lost"),
+            generation=None if shape == "revoke-generation-unknown" else revoked_in,
+        )
+        .add(Assigned, "c0#0", after_s=0.001, tps=(TP1,), how="rebalance", generation=revoked_in)
+    )
+    found = cw.check_single_owner(history(events, {TP: [0], TP1: [0]}, clients=info))
+    assert kinds(found) == [("CLIENT-008", want)]
+    if want == cw.UNREVOKED:
+        assert found[0].data["owned_in_generation"] == 1 and found[0].data["handed_in_generation"] == 2
+        assert found[0].data["revoked_in_generation"] == revoked_in
+        assert "rejoined without revoking" in found[0].evidence
+
+
+@pytest.mark.parametrize(
+    ("shape", "want"),
+    [
         # c0's heartbeats could not reach the restarted coordinator, which removed it; c1 got TP; c0 lost it at its
         # next poll, within its bound of the heal, and committed nothing of it: Kafka's fenced zombie, excused
         ("zombie", []),

@@ -3,6 +3,7 @@ which callbacks, and what the history records."""
 
 from __future__ import annotations
 
+import sys
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -11,7 +12,15 @@ import confluent_kafka as ck
 import pytest
 
 from kconform.conformance.workloads.clients import driver
-from kconform.conformance.workloads.clients.history import Failed, FetchedCommitted, Hung, Note, Subscribed
+from kconform.conformance.workloads.clients.history import (
+    Assigned,
+    Failed,
+    FetchedCommitted,
+    Hung,
+    Note,
+    Revoked,
+    Subscribed,
+)
 from kconform.conformance.workloads.clients.schedule import ConsumerPlan, ProducerPlan, Schedule, Step, StepKind
 from kconform.reference_impl.types import TopicPartition
 
@@ -446,3 +455,56 @@ def test_a_poll_while_paused_step_writes_fewer_records_than_its_batch_while_it_w
     pause, resume = consumer.paused_at
     assert pause == ("pause", 5 + written, [1]) and resume[0] == "resume"
     assert driver.HELD_MAX == 10
+
+
+class GroupMetadata:
+    """A consumer whose group metadata is ``answer`` (bytes in librdkafka's form, or an exception to raise)."""
+
+    def __init__(self, answer: Any) -> None:
+        self.answer = answer
+
+    def consumer_group_metadata(self) -> Any:
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        return self.answer
+
+
+def cgmd(generation: int) -> bytes:
+    return driver.CGMD_MAGIC + generation.to_bytes(4, sys.byteorder, signed=True) + b"g\x00rdkafka-1\x00\x01"
+
+
+@pytest.mark.parametrize(
+    ("consumer", "want"),
+    [
+        (GroupMetadata(cgmd(7)), 7),
+        (GroupMetadata(cgmd(-1)), -1),
+        (GroupMetadata(b"CGMDv2:\x01"), None),  # cut short
+        (GroupMetadata(b"something else"), None),
+        (GroupMetadata(ck.KafkaException(ck.KafkaError(ck.KafkaError._STATE))), None),
+        (object(), None),  # no such call: kafka-clients' harness
+    ],
+)
+def test_each_rebalance_callback_records_the_generation_the_member_stood_in(
+    run: driver.Run, consumer: Any, want: int | None
+) -> None:
+    client = run.consumers[0].client
+    assert isinstance(client, StandIn)
+    callbacks = client.subscriptions[0][1]
+    parts = [ck.TopicPartition("kcw-x-t0", 0)]
+    callbacks["on_assign"](consumer, parts)
+    callbacks["on_revoke"](consumer, parts)
+    callbacks["on_lost"](consumer, parts)
+    name = run.consumers[0].name
+    recorded = [e for e in run.recorder.events if isinstance(e, (Assigned, Revoked)) and e.client == name]
+    assert [type(e).__name__ for e in recorded] == ["Assigned", "Revoked", "Revoked"]
+    assert [e.generation for e in recorded] == [want] * 3
+
+
+def test_librdkafkas_own_group_metadata_reads_as_no_generation_before_the_member_joined() -> None:
+    """The bytes the real client gives (rd_kafka_consumer_group_metadata_write) parse to its generation: -1 before
+    any JoinGroup (no broker needed)."""
+    consumer = ck.Consumer({"group.id": "g", "bootstrap.servers": "127.0.0.1:9", "log_level": 0})
+    try:
+        assert driver.member_generation(consumer) == -1
+    finally:
+        consumer.close()

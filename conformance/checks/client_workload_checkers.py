@@ -722,16 +722,20 @@ def _stored_not_committed(history: History) -> list[Violation]:
 
 
 UNREVOKED: Final = "owned-twice-unrevoked"
-"""CLIENT-008's ``owned-twice`` whose earlier owner is an eager member that never gave the partition up: its next
-callback after the overlap handed it a new assignment, with no revoke between. A correct eager member revokes its
-whole assignment before it rejoins (rdkafka.h: "exactly one corresponding call to rebalance_cb to revoke these
-partitions"; kafka-clients' ``onJoinPrepare``), and one its coordinator dropped is told so (a lost callback), so
-the overlap can only come from a member that left its generation with neither: librdkafka does that while the
-application's assign call is pending (join-state ``wait-assign-call``), rejoining at once on a metadata change
-(``rd_kafka_cgrp_revoke_all_rejoin``) or skipping the heartbeat's UNKNOWN_MEMBER_ID after its session expired, then
-hands the application the old generation's assignment, which ``rd_kafka_cgrp_assign`` applies
-(fixtures/bugbank.toml, ``[[known]] librdkafka-eager-rejoin-without-revoke``). Its own kind, so that only this shape
-of the overlap is known and any other stays ``owned-twice``."""
+"""CLIENT-008's ``owned-twice`` whose earlier owner is an eager member that rejoined its group without revoking the
+partition: either its next callback after the overlap handed it a new assignment, with no revoke between
+(``_replaced_unrevoked``), or its revocation came only once it stood in the generation that handed the partition to
+the other member (``_revoked_after_rejoining``, by the generations the callbacks record). A correct eager member
+revokes its whole assignment before it rejoins (rdkafka.h: "exactly one corresponding call to rebalance_cb to
+revoke these partitions"; kafka-clients' ``onJoinPrepare``), and one its coordinator dropped is told so (a lost
+callback), so the overlap can only come from a member that left its generation with neither: librdkafka does that
+while the application's assign call is pending (join-state ``wait-assign-call``), rejoining at once on a metadata
+change (``rd_kafka_cgrp_revoke_all_rejoin``) or skipping the heartbeat's UNKNOWN_MEMBER_ID after its session
+expired, then hands the application the old generation's assignment, which ``rd_kafka_cgrp_assign`` applies; and
+while the application's revoke call is pending (join-state ``wait-unassign-call``: the queued revoke cleared the
+group assignment, so a metadata change finds nothing to revoke and rejoins at once), then serves the revoke in the
+next generation (fixtures/bugbank.toml, ``[[known]] librdkafka-eager-rejoin-without-revoke``). Its own kind, so
+that only this shape of the overlap is known and any other stays ``owned-twice``."""
 
 
 def _replaced_unrevoked(history: History, owner: str, after: int) -> Assigned | None:
@@ -742,6 +746,46 @@ def _replaced_unrevoked(history: History, owner: str, after: int) -> Assigned | 
     for event in history.events:
         if event.seq > after and event.client == owner and isinstance(event, (Revoked, Assigned, Closed, Hung)):
             return event if isinstance(event, Assigned) else None
+    return None
+
+
+def classic_member(history: History, client: str) -> bool:
+    return setting(history, client, "group.protocol").strip().lower() != "consumer"
+
+
+def _revoked_after_rejoining(history: History, overlap: Overlap) -> tuple[Assigned, Revoked] | None:
+    """The owner's assignment and the revocation that show eager ``overlap.owner`` had already joined the generation
+    that handed ``overlap.tp`` to ``overlap.to`` when it revoked the partition: the owner's assignment of it was read at
+    an older generation than the other member's (``Assigned.generation``, classic members of one group: one
+    numbering), and the owner's next ownership event after the overlap (a revocation, an assignment, a close, a
+    hang) is a revocation, not a loss, of the partition, read at a generation no lower than the other's. A correct
+    eager member revokes before it sends its JoinGroup, in the generation its partitions came from; the generation
+    moves on only at the JoinGroup's answer. ``None`` when a generation is unknown (kafka-clients' harness, a
+    history recorded before they were), when both assignments read one generation (one of them was served late, and
+    which member left its generation unrevoked the numbers do not say), or when the earlier owner revoked in an
+    older generation (then it was out of the group when the other was handed the partition: removed, not rejoined)."""
+    o = overlap
+    handed = o.assigned.generation
+    if handed is None or handed < 0 or not eager(history, o.owner):
+        return None
+    if not (classic_member(history, o.owner) and classic_member(history, o.to)):
+        return None  # a consumer-protocol member's number is its own epoch, not the group's generation
+    began = next((e for e in history.events if e.seq == o.owned_from and isinstance(e, Assigned)), None)
+    if began is None or began.generation is None or began.generation >= handed:
+        return None
+    for event in history.events:
+        if event.seq <= o.assigned.seq or event.client != o.owner:
+            continue
+        if isinstance(event, (Revoked, Assigned, Closed, Hung)):
+            if (
+                isinstance(event, Revoked)
+                and not event.lost
+                and o.tp in event.tps
+                and event.generation is not None
+                and event.generation >= handed
+            ):
+                return began, event
+            return None
     return None
 
 
@@ -974,6 +1018,7 @@ def check_single_owner(history: History) -> list[Violation]:
         )
         data = tp_fields(o.tp) | {"clients": [o.owner, o.to], "group": o.group, "not_excused": excuse}
         replaced = _replaced_unrevoked(history, o.owner, o.assigned.seq)
+        late = None if replaced is not None else _revoked_after_rejoining(history, o)
         if replaced is not None:
             evidence += (
                 f"; {o.owner} never revoked it: {replaced.at - o.assigned.at:.1f} s later it was handed a new "
@@ -981,9 +1026,23 @@ def check_single_owner(history: History) -> list[Violation]:
                 "an eager member that rejoined without revoking"
             )
             data |= {"replaced_at": round(replaced.at, 3), "replaced_by": list(map(str, replaced.tps))}
+        elif late is not None:
+            began, revoked = late
+            evidence += (
+                f"; {o.owner} had been handed it in generation {began.generation}, {o.to} in generation "
+                f"{o.assigned.generation}, and {o.owner} revoked it {revoked.at - o.assigned.at:.1f} s later, "
+                f"already in generation {revoked.generation}: an eager member that rejoined without revoking, and "
+                "revoked only afterwards"
+            )
+            data |= {
+                "owned_in_generation": began.generation,
+                "handed_in_generation": o.assigned.generation,
+                "revoked_at": round(revoked.at, 3),
+                "revoked_in_generation": revoked.generation,
+            }
         elif faults(history.events):
             evidence += f"; not a fenced zombie of a fault: {excuse}"
-        kind = "owned-twice" if replaced is None else UNREVOKED
+        kind = "owned-twice" if replaced is None and late is None else UNREVOKED
         violations.append(Violation("CLIENT-008", kind, evidence, data=data))
     return violations
 

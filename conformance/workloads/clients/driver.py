@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import queue
 import re
+import sys
 import threading
 import time
 from collections import defaultdict
@@ -230,6 +231,38 @@ def describes_consumer_groups(protocol: str, librdkafka: tuple[int, ...]) -> boo
     """Whether an admin client on ``librdkafka`` can tell how a group of ``protocol`` (``classic``, ``consumer``)
     stands (``LIBRDKAFKA_DESCRIBES_CONSUMER_GROUPS``)."""
     return protocol != "consumer" or librdkafka >= LIBRDKAFKA_DESCRIBES_CONSUMER_GROUPS
+
+
+CGMD_MAGIC: Final = b"CGMDv2:"
+"""How librdkafka's serialized consumer group metadata begins (``rd_kafka_consumer_group_metadata_write``, the same
+from v2.0.2 to v2.15.0): the magic, then the generation as a 32-bit integer in the host's byte order, then the group
+id and the member id, each ending in NUL."""
+
+
+def generation_of(metadata: object) -> int | None:
+    """The generation in a consumer's group metadata as confluent-kafka gives it (``consumer_group_metadata()``:
+    librdkafka's serialized form, ``CGMD_MAGIC``); ``None`` for anything else."""
+    if not isinstance(metadata, bytes) or not metadata.startswith(CGMD_MAGIC):
+        return None
+    at = len(CGMD_MAGIC)
+    if len(metadata) < at + 4:
+        return None
+    return int.from_bytes(metadata[at : at + 4], sys.byteorder, signed=True)
+
+
+def member_generation(consumer: Any) -> int | None:
+    """The group generation ``consumer`` stands in now, as its client's group thread answers
+    (``rd_kafka_consumer_group_metadata``: the cgrp's ``rkcg_generation_id``); ``None`` where the client has no such
+    call (kafka-clients' harness) or cannot say. Read in each rebalance callback, it shows which generation a member
+    had joined when it was told to assign or revoke: an eager member revokes before it sends its JoinGroup, so a
+    correct one's revocation reads the generation its partitions came from (CLIENT-008, ``owned-twice-unrevoked``)."""
+    read = getattr(consumer, "consumer_group_metadata", None)
+    if read is None:
+        return None
+    try:
+        return generation_of(read())
+    except (ck.KafkaException, RuntimeError, TypeError, ValueError):
+        return None
 
 
 def tp_of(p: ck.TopicPartition) -> TopicPartition:
@@ -455,22 +488,22 @@ class Run:
 
         eager = self._eager(slot)
 
-        def on_assign(_c: ck.Consumer, partitions: list[ck.TopicPartition]) -> None:
+        def on_assign(c: ck.Consumer, partitions: list[ck.TopicPartition]) -> None:
             tps = tuple(tp_of(p) for p in partitions)
             slot.assigned = set(tps) if eager else slot.assigned | set(tps)
             for tp in tps:
                 slot.ended.pop(tp, None)
-            recorder.add(Assigned, slot.name, tps=tps, how="rebalance")
+            recorder.add(Assigned, slot.name, tps=tps, how="rebalance", generation=member_generation(c))
 
-        def on_revoke(_c: ck.Consumer, partitions: list[ck.TopicPartition]) -> None:
+        def on_revoke(c: ck.Consumer, partitions: list[ck.TopicPartition]) -> None:
             tps = tuple(tp_of(p) for p in partitions)
             slot.assigned -= set(tps)
-            recorder.add(Revoked, slot.name, tps=tps)
+            recorder.add(Revoked, slot.name, tps=tps, generation=member_generation(c))
 
-        def on_lost(_c: ck.Consumer, partitions: list[ck.TopicPartition]) -> None:
+        def on_lost(c: ck.Consumer, partitions: list[ck.TopicPartition]) -> None:
             tps = tuple(tp_of(p) for p in partitions)
             slot.assigned -= set(tps)
-            recorder.add(Revoked, slot.name, tps=tps, lost=True)
+            recorder.add(Revoked, slot.name, tps=tps, lost=True, generation=member_generation(c))
 
         if not slot.subscription:
             slot.subscription = (

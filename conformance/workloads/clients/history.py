@@ -70,12 +70,17 @@ class Assigned(Event):
     tps: tuple[TopicPartition, ...]
     how: str
     """``assign`` (eager), ``incremental`` (cooperative or the consumer protocol) or ``manual``."""
+    generation: int | None = None
+    """The member's group generation as its client stood when it served this callback (``member_generation``);
+    ``None`` where the client does not say (kafka-clients' harness, a manual assignment)."""
 
 
 @dataclass(frozen=True)
 class Revoked(Event):
     tps: tuple[TopicPartition, ...]
     lost: bool = False
+    generation: int | None = None
+    """As ``Assigned.generation``."""
 
 
 @dataclass(frozen=True)
