@@ -8,7 +8,7 @@ import os
 import signal
 import threading
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Final
 
 import confluent_kafka as ck
 import pytest
@@ -203,6 +203,8 @@ def schedule(consumer: dict[str, str], producer: dict[str, str], *steps: Step, t
 PRODUCE = Step(StepKind.PRODUCE, count=6, partition=0)
 FLUSH = Step(StepKind.FLUSH)
 POLL = Step(StepKind.POLL, count=100, wait_ms=1_000)
+READ_THEN_COMMITTED: Final = (PRODUCE, FLUSH, POLL, POLL, Step(StepKind.COMMIT, mode="sync"))
+"""Six records written, read by two polls and committed by a sync commit: where the committed-offset mutants start."""
 PAUSE_RESUME = (Step(StepKind.PAUSE), Step(StepKind.RESUME))
 CASES = {
     "resume-rewinds": (
@@ -247,11 +249,7 @@ CASES = {
         schedule(
             {"enable.auto.commit": "false"},
             {},
-            PRODUCE,
-            FLUSH,
-            POLL,
-            POLL,
-            Step(StepKind.COMMIT, mode="sync"),
+            *READ_THEN_COMMITTED,
             Step(StepKind.COMMITTED, count=2, wait_ms=5_000),
         ),
         Broken(consumer=NoOffsetCommitted),
@@ -262,11 +260,7 @@ CASES = {
         schedule(
             {"enable.auto.commit": "false"},
             {},
-            PRODUCE,
-            FLUSH,
-            POLL,
-            POLL,
-            Step(StepKind.COMMIT, mode="sync"),
+            *READ_THEN_COMMITTED,
             Step(StepKind.CLOSE),
             PRODUCE,
             FLUSH,
