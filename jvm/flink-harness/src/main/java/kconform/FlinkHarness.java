@@ -549,13 +549,18 @@ public final class FlinkHarness {
             var found = fields.putArray("offsets");
             offsets.forEach((tp, offset) -> found.addArray().add(tp.topic()).add(tp.partition()).add(offset));
             synchronized (LOCK) {
-                try {
-                    history.write(JSON.writeValueAsString(fields));
-                    history.newLine();
-                    history.flush();
-                } catch (IOException failed) {
-                    throw new IllegalStateException("kconform: the history could not be written", failed);
-                }
+                writeLine(fields);
+            }
+        }
+
+        /** One line of the history, written through at once; the caller holds {@code LOCK}. */
+        private static void writeLine(ObjectNode fields) {
+            try {
+                history.write(JSON.writeValueAsString(fields));
+                history.newLine();
+                history.flush();
+            } catch (IOException failed) {
+                throw new IllegalStateException("kconform: the history could not be written", failed);
             }
         }
 
@@ -568,13 +573,7 @@ public final class FlinkHarness {
             var found = fields.putArray("partitions");
             partitions.forEach(tp -> found.addArray().add(tp.topic()).add(tp.partition()));
             synchronized (LOCK) {
-                try {
-                    history.write(JSON.writeValueAsString(fields));
-                    history.newLine();
-                    history.flush();
-                } catch (IOException failed) {
-                    throw new IllegalStateException("kconform: the history could not be written", failed);
-                }
+                writeLine(fields);
                 listings++;
                 LOCK.notifyAll();
             }
