@@ -92,7 +92,10 @@ import org.apache.kafka.common.TopicPartition;
  * (what it handed each partition it started, markers included) each time. A bounded job runs to its
  * end, or is cancelled once {@code timeout_ms} passed without it ("unfinished", with {@code idle_ms}: how long since
  * its last read, or since the job was built when it read nothing); an unbounded one is stopped with a savepoint
- * once {@code stop} holds (or once {@code within_ms} passed). The answer is one JSON line on stdout: {@code
+ * once {@code stop} holds (or once {@code within_ms} passed): {@code at_offsets} holds once the state of a completed
+ * checkpoint holds every partition read to its end, so reads a failover rolled back (those of a failed attempt after
+ * its last completed checkpoint) never count, and the savepoint holds them; {@code after_records} counts every read,
+ * replays too. The answer is one JSON line on stdout: {@code
  * {"job_id", "ended": "finished" | "unfinished" | "savepoint", "savepoint", "stop_met", "idle_ms"?, "wall_ms",
  * "discovery_interval_ms", "discovery_default_ms"}}: the source's partition.discovery.interval.ms as its enumerator
  * reads it (the built source's properties, else the option's default: KafkaSourceOptions.getOption) and the release's
@@ -481,7 +484,10 @@ public final class FlinkHarness {
         private static final Object LOCK = new Object();
         private static BufferedWriter history;
         private static long readsThisRun;
-        private static final Map<String, Long> nextOffsets = new HashMap<>();
+        /** Per partition, the next offset the state of a completed checkpoint holds (the stop's {@code at_offsets}). */
+        private static final Map<String, Long> covered = new HashMap<>();
+        /** Per checkpoint id, the next offsets its snapshots hold so far, merged over the subtasks. */
+        private static final Map<Long, Map<String, Long>> snapshotted = new HashMap<>();
         private static long lastReadNanos = System.nanoTime();
         private static long listings;
 
@@ -492,6 +498,8 @@ public final class FlinkHarness {
         private transient int subtask;
         private transient int attempt;
         private transient long read;
+        /** The next offset this subtask's attempt read to, per partition: what its next snapshot holds. */
+        private transient Map<String, Long> progress;
 
         Recorder(JsonNode failure, long paceMs) {
             boolean planned = failure != null && !failure.isNull();
@@ -584,6 +592,7 @@ public final class FlinkHarness {
             int[] who = identity(getRuntimeContext());
             subtask = who[0];
             attempt = who[1];
+            progress = new HashMap<>();
             ObjectNode fields = JSON.createObjectNode();
             if (context.isRestored() && context.getRestoredCheckpointId().isPresent()) {
                 fields.put("restored", context.getRestoredCheckpointId().getAsLong());
@@ -610,10 +619,11 @@ public final class FlinkHarness {
                 fields.put("value", HexFormat.of().formatHex(in.value));
             }
             write("read", fields);
+            // what this attempt read: it counts for the stop once a completed checkpoint holds it (snapshotState)
+            progress.merge(in.topic + "\u0000" + in.partition, in.offset + 1, Math::max);
             synchronized (LOCK) {
                 readsThisRun++;
                 lastReadNanos = System.nanoTime();
-                nextOffsets.merge(in.topic + "\u0000" + in.partition, in.offset + 1, Math::max);
                 LOCK.notifyAll();
             }
             if (paceMs > 0) {
@@ -632,6 +642,10 @@ public final class FlinkHarness {
             ObjectNode fields = JSON.createObjectNode();
             fields.put("checkpoint", context.getCheckpointId());
             write("snapshot", fields);
+            synchronized (LOCK) {
+                Map<String, Long> held = snapshotted.computeIfAbsent(context.getCheckpointId(), id -> new HashMap<>());
+                progress.forEach((tp, next) -> held.merge(tp, next, Math::max));
+            }
         }
 
         @Override
@@ -639,6 +653,13 @@ public final class FlinkHarness {
             ObjectNode fields = JSON.createObjectNode();
             fields.put("checkpoint", checkpointId);
             write("complete", fields);
+            synchronized (LOCK) {
+                Map<String, Long> held = snapshotted.remove(checkpointId);
+                if (held != null) {
+                    held.forEach((tp, next) -> covered.merge(tp, next, Math::max));
+                }
+                LOCK.notifyAll();
+            }
         }
 
         /** Milliseconds since the last record read in this JVM, or since the job was built when none was. */
@@ -699,7 +720,7 @@ public final class FlinkHarness {
             JsonNode ends = stop.get("at_offsets");
             if (ends != null && !ends.isNull()) {
                 for (JsonNode end : ends) {
-                    long next = nextOffsets.getOrDefault(end.get(0).asText() + "\u0000" + end.get(1).asInt(), 0L);
+                    long next = covered.getOrDefault(end.get(0).asText() + "\u0000" + end.get(1).asInt(), 0L);
                     if (next < end.get(2).asLong()) {
                         return false;
                     }
