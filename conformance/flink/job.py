@@ -28,7 +28,9 @@ class Stop:
     after_records: int | None = None
     """Records read in this run (replays included)."""
     at_offsets: Mapping[TopicPartition, int] | None = None
-    """Each partition read up to this end (exclusive) in this run."""
+    """Each partition read up to this end (exclusive) in this run, as the state of a completed checkpoint holds it:
+    reads a failover rolled back (a failed attempt's, after its last completed checkpoint) do not count, so the
+    savepoint the stop takes holds them all."""
     listed: bool = False
     """The source's enumerator listed its subscription in this run (its discovery, even one that found nothing):
     the run records each listing (``RunHistory.listings``)."""

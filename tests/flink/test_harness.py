@@ -122,3 +122,33 @@ def test_a_failure_after_the_sink_flushed_duplicates_only_without_exactly_once(
         assert not output, output
     else:
         assert output and {(v.requirement, v.kind) for v in output} == {("COMMIT-011", "duplicate")}, output
+
+
+def test_a_stop_at_the_ends_holds_only_once_a_completed_checkpoint_holds_them(
+    broker: Broker, harness: FlinkHarness, tmp_path: Path
+) -> None:
+    """Subtask 1 fails in a checkpoint once it read all but a few of its records, after subtask 0 may have read all
+    of its own: the job goes back to its last completed checkpoint, so what either read since is read again. A stop
+    at the ends must not hold on the failed attempt's reads (the harness stopped such a run with a savepoint that
+    had not read them, and the records were never read: a false RESTORE-003 of FLINK-35749's fixed 3.3.0,
+    2026-12-01), so the run's savepoint holds every record."""
+    tag = f"flink-{uuid4().hex[:8]}"
+    source, sink = f"{tag}-in", f"{tag}-out"
+    with KafkaClient(broker) as kafka:
+        ends = filled_topics(kafka, source, sink, tag)
+        job = JobRun(
+            broker.bootstrap_servers,
+            (source,),
+            Sink(sink, True, f"{tag}-txn"),
+            2,
+            failure=Failure(subtask=1, after_records=2 * PER_PARTITION - 5, at="checkpoint"),
+            checkpoint_interval_ms=200,
+            stop=Stop(at_offsets=ends),
+        )
+        run = harness.run(job, tmp_path / "run")
+        read = check_read_once(committed_reads([run.history]), ends)
+        output = sink_output_violations(kafka, source, sink)
+    assert run.ended == "savepoint" and run.stop_met, f"the run did not reach its stop: {run}"
+    assert any(s.subtask == 1 and s.attempt > 0 for s in run.history.segments), "subtask 1 never failed"
+    assert not read, read
+    assert not output, output
