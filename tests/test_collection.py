@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from kconform.conformance.gate.collection import imported_packages, mapped_name
-from kconform.conformance.gate.collector import applies
+from kconform.conformance.gate.collector import WAITS_DEFAULT_MARK, applies, waits_left_out
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -67,3 +67,26 @@ def test_a_test_of_another_engine_is_left_out_not_skipped() -> None:
     assert [applies(t, True, java) for t in tests] == [False, False, True, False]  # type: ignore[arg-type]
     assert [applies(java_test, True, c) for c in (spark, reference, flink)] == [False, False, False]  # type: ignore[arg-type]
     assert applies(spark_test, False, java)  # type: ignore[arg-type]
+
+
+class _Waits:
+    """A test item as ``waits_left_out`` sees it: its name, and whether it waits out a default."""
+
+    def __init__(self, name: str, waits: bool) -> None:
+        self.name = name
+        self.mark = getattr(pytest.mark, WAITS_DEFAULT_MARK).mark if waits else None
+
+    def get_closest_marker(self, name: str) -> Any:
+        return self.mark if name == WAITS_DEFAULT_MARK else None
+
+
+def test_a_test_that_waits_out_a_default_runs_at_the_thorough_profile_or_when_named() -> None:
+    """Flink's five-minute discovery default is waited out at ``--profile thorough``, or by a run whose ``--only`` is
+    part of the test's name; a shorter run leaves it out (and says so), whatever id it selects by. A test without
+    the mark runs at every profile."""
+    name = "test_required_DISC_009_flink_partitions_added_while_running_are_found_with_default_discovery"
+    waits, plain = _Waits(name, True), _Waits("test_required_DISC_009_something_else", False)
+    assert [waits_left_out(waits, p, None) for p in ("quick", "default", "thorough")] == [True, True, False]  # type: ignore[arg-type]
+    assert waits_left_out(waits, "default", "DISC-009")  # type: ignore[arg-type]  # by id: left out
+    assert not waits_left_out(waits, "default", "found_with_default_discovery")  # type: ignore[arg-type]  # named
+    assert not any(waits_left_out(plain, p, None) for p in ("quick", "default", "thorough"))  # type: ignore[arg-type]

@@ -123,6 +123,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", f"{REQUIREMENT_MARK}(*ids, capability=None): requirement ids a suite test checks"
     )
     config.addinivalue_line("markers", "pipeline: a pipeline-level suite test (a real streaming query)")
+    config.addinivalue_line(
+        "markers", "waits_default: a suite test that waits out a component's default (kconform run: --profile thorough)"
+    )
     if kconform_asked(config):
         config.pluginmanager.register(collection, "kconform-collection")
         if config.getoption("hypothesis_profile", None) is None:

@@ -30,7 +30,7 @@ from ..errors import CannotCheck
 from ..extras import PIPELINE_FIX, needs_pipeline_extra, pipeline_missing
 from ..redaction import redacting
 from ..spec_tools.requirements import SpecNotFoundError, judged_at, load_requirements, tests_by_id
-from .collector import PIPELINE_MARK, SUITE_LEVELS, TOLERATED, Collector
+from .collector import PIPELINE_MARK, SUITE_LEVELS, TOLERATED, WAITS_DEFAULT_PROFILE, Collector
 from .expectations import Deviation, load_expectations
 from .journal import Journal
 from .options import RunOptions, broker_used
@@ -228,8 +228,15 @@ def run(options: RunOptions, out: IO[str] = sys.stdout, journal: Journal | None 
         and not (level == PIPELINE_MARK and unavailable)
     ]
     interrupted = code == pytest.ExitCode.INTERRUPTED
+    waits = (
+        f"{len(collector.waits_left_out)} test(s) left out at profile {options.profile}: each waits out a component's "
+        f"own default, which shorter runs judge by the effective value it reports "
+        f"({', '.join(sorted(collector.waits_left_out))}); run them with --profile {WAITS_DEFAULT_PROFILE}, or one "
+        f"alone with --only and its name"
+    )
     if not collector.results and not interrupted:
         why = empty or [f"no test at level {options.level} matches --only {options.only!r}"]
+        why += [waits] if collector.waits_left_out else []
         raise ValueError("; ".join(why) + "; nothing was checked")
     notes += [f"{note}; it was not checked" for note in empty]
     if collector.other_engine:
@@ -237,6 +244,8 @@ def run(options: RunOptions, out: IO[str] = sys.stdout, journal: Journal | None 
             f"{collector.other_engine} tests left out: they run on an engine or client (Spark queries, Flink jobs, "
             f"the confluent-kafka consumer) that adapter {adapter.name!r} does not run on, so they say nothing of it"
         )
+    if collector.waits_left_out:
+        notes.append(waits)
     if interrupted:
         notes.append(interruption(len(collector.results), collector.selected))
     undeclared = [

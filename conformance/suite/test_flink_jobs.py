@@ -246,6 +246,7 @@ def test_required_DISC_005_flink_partitions_added_while_running_are_read_from_th
 
 
 @requirement("DISC-009", capability="flink-job")
+@pytest.mark.waits_default  # six minutes: at --profile thorough only; shorter runs judge the interval the source reads
 @pytest.mark.timeout(JOB_TIMEOUT_S + (DEFAULT_DISCOVERY_MS + 3 * SLACK_MS) // 1000)
 def test_required_DISC_009_flink_partitions_added_while_running_are_found_with_default_discovery(
     harness: FlinkHarness, flink_broker: Broker, kafka: KafkaClient, tmp_path: Path, record_property: Any
