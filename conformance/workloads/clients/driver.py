@@ -1289,8 +1289,8 @@ class Run:
             if owned and settled and late is not None:
                 # the group settled: one more instance of a member's application starts (and, brief, stops), and
                 # the drain starts over for the group it leaves
-                self._join_late(late)
-                late, owned, described_at = None, False, 0.0
+                self._join_late(late)  # a brief one polls every member while it starts: no gap in their polls
+                late, owned, described_at, last = None, False, 0.0, time.monotonic()
                 longest = self._longest_wait_ms()
                 joined = time.monotonic()
                 deadline = joined + longest / 1000 + DRAIN_SLACK_S
