@@ -248,6 +248,57 @@ def test_a_partition_handed_over_starts_at_the_groups_committed_offset(first: in
     assert kinds(cw.check_start_positions(history(events, {TP: [0, 1, 2, 3]}))) == want
 
 
+@pytest.mark.parametrize(
+    ("reset", "first", "want"),
+    [
+        ("earliest", 0, []),  # out of range: the reset's first record
+        ("earliest", 1, [("CLIENT-005", "started-after-committed")]),  # neither the commit nor the reset
+        ("latest", 0, []),  # the end when it started, which the history does not hold: not judged
+    ],
+)
+def test_a_start_from_a_commit_past_the_logs_end_is_where_auto_offset_reset_says(
+    reset: str, first: int, want: list
+) -> None:
+    """librdkafka-5213's commit one past the end (2 of a partition whose end is 1), then a member that joins and is
+    handed the partition: the fetch from 2 is out of range and the member resets (seen on confluent-kafka 2.2.0 with
+    the late member, /work/scratch/wt-lm/rp-2.2.0-on-2.2.0); the past-end commit is CLIENT-007's."""
+    events = (
+        Events()
+        .add(Assigned, "c0#0", tps=(TP,), how="rebalance")
+        .add(Polled, "c0#0", **polled(0))
+        .add(Committed, "c0#0", group="g", offsets=((TP, 2),))
+        .add(Revoked, "c0#0", tps=(TP,))
+        .add(Assigned, "c1#0", tps=(TP,), how="rebalance")
+        .add(Polled, "c1#0", **polled(first))
+    )
+    clients = {
+        "c0": ClientInfo({"auto.offset.reset": "earliest"}, "g", "topics"),
+        "c1": ClientInfo({"auto.offset.reset": reset}, "g", "topics"),
+    }
+    assert kinds(cw.check_start_positions(history(events, {TP: [0]}, clients=clients))) == want
+    assert kinds(cw.check_commits(history(events, {TP: [0]}, clients=clients))) == [
+        ("CLIENT-007", "committed-past-end")
+    ]
+
+
+def test_a_commit_below_one_past_the_end_is_not_backward_and_below_one_in_range_is() -> None:
+    """The group recovering from a commit past the end (a member reset commits the true end) moves back over no
+    record; a commit below one the log has still does."""
+    events = (
+        Events()
+        .add(Committed, "c0#0", group="g", offsets=((TP, 6),))
+        .add(Committed, "c1#0", group="g", offsets=((TP, 5),))
+        .add(Committed, "c1#0", group="g", offsets=((TP, 4),))
+    )
+    assert kinds(cw.check_commits(history(events, {TP: [0, 1, 2, 3, 4]}))) == [
+        ("CLIENT-007", "committed-backward"),
+        ("CLIENT-007", "committed-past-end"),
+    ]
+    got = cw.check_commits(history(events, {TP: [0, 1, 2, 3, 4]}))
+    backward = [v for v in got if v.kind == "committed-backward"]
+    assert [(v.data["got"], v.data["want"]) for v in backward] == [(4, 5)]
+
+
 STALE = "STALE_MEMBER_EPOCH: Broker: The member epoch is stale"
 
 

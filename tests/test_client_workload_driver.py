@@ -14,14 +14,23 @@ import pytest
 from kconform.conformance.workloads.clients import driver
 from kconform.conformance.workloads.clients.history import (
     Assigned,
+    Closed,
     Failed,
     FetchedCommitted,
     Hung,
     Note,
+    Polled,
     Revoked,
     Subscribed,
 )
-from kconform.conformance.workloads.clients.schedule import ConsumerPlan, ProducerPlan, Schedule, Step, StepKind
+from kconform.conformance.workloads.clients.schedule import (
+    ConsumerPlan,
+    Late,
+    ProducerPlan,
+    Schedule,
+    Step,
+    StepKind,
+)
 from kconform.reference_impl.types import TopicPartition
 
 
@@ -508,3 +517,87 @@ def test_librdkafkas_own_group_metadata_reads_as_no_generation_before_the_member
         assert driver.member_generation(consumer) == -1
     finally:
         consumer.close()
+
+
+class Joining(StandIn):
+    """A consumer that polls nothing, and whose ``assign_on``-th consume serves its ``on_assign`` callback (with
+    nothing) as a client does when the group hands it its first assignment; it remembers that it was closed."""
+
+    def __init__(self, assign_on: int | None) -> None:
+        super().__init__()
+        self.assign_on, self.consumed, self.closed = assign_on, 0, False
+
+    def consume(self, _count: int, timeout: float) -> list[Any]:
+        self.consumed += 1
+        if self.consumed == self.assign_on:
+            self.subscriptions[-1][1]["on_assign"](self, [])
+        return []
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class JoiningStandIns(StandIns):
+    def __init__(self, assign_on: int | None) -> None:
+        super().__init__()
+        self.assign_on = assign_on
+
+    def consumer(self, _config: dict[str, Any]) -> StandIn:
+        self.made.append(Joining(self.assign_on if len(self.made) == 2 else None))  # the late member is the third
+        return self.made[-1]
+
+
+def joined_late(monkeypatch: pytest.MonkeyPatch, late: Late, assign_on: int | None = None) -> driver.Run:
+    """A run of one topics member and one assigned consumer whose late member ``late`` joins (``_join_late``)."""
+    monkeypatch.setattr(driver, "KafkaClient", lambda _broker: None)
+    monkeypatch.setattr(driver, "member_generation", lambda _consumer: None)
+    plans = (ConsumerPlan({"enable.auto.commit": "false"}, "pattern"), ConsumerPlan({}, "assign"))
+    schedule = Schedule((2,), (ProducerPlan({}),), plans, (), late=late)
+    made = driver.Run(schedule, NoBroker(), JoiningStandIns(assign_on), prefix="kcw-x")  # type: ignore[arg-type]
+    for i, plan in enumerate(plans):
+        made.consumers.append(driver.ConsumerSlot(i, plan, driver.group_of(made.group, plan, i)))
+        made._open_consumer(made.consumers[-1])
+    made._join_late(late)
+    return made
+
+
+def test_a_late_member_opens_subscribed_as_one_more_member_of_the_run_s_group_and_stays(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``Schedule.late`` joins the group the drain found settled: a new slot after the drawn ones, in the run's
+    group, with the plan it copies and its subscription, its client info for the checkers, a note saying so, and
+    it stays open."""
+    run = joined_late(monkeypatch, Late(ConsumerPlan({"enable.auto.commit": "false"}, "pattern"), 0))
+    slot = run.consumers[-1]
+    assert (slot.index, slot.group, slot.name, slot.live) == (2, run.group, "c2#0", True)
+    last = subscribed(run)[-1]
+    assert (last.client, last.pattern) == ("c2#0", run.pattern)
+    assert run.info["c2"].group == run.group and run.info["c2"].subscribe == "pattern"
+    assert run.info["c2"].settings["enable.auto.commit"] == "false"
+    assert any(isinstance(e, Note) and "c2 joins group" in e.text and "as c0" in e.text for e in run.recorder.events)
+    assert not any(isinstance(e, Closed) for e in run.recorder.events)
+
+
+def test_a_brief_late_member_polls_with_the_group_and_closes_before_its_first_assignment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A brief late member (``Late.brief_ms``) subscribes, polls beside every other live consumer until its time
+    passed, and closes: it was never handed an assignment."""
+    run = joined_late(monkeypatch, Late(ConsumerPlan({}, "pattern"), 0, brief_ms=300))
+    slot, client = run.consumers[-1], run.clients_port.made[-1]  # type: ignore[attr-defined]
+    assert slot.client is None and not slot.hung and client.closed
+    late = [e for e in run.recorder.events if e.client == "c2#0"]
+    assert isinstance(late[0], Subscribed) and isinstance(late[-1], Closed)
+    assert sum(isinstance(e, Polled) for e in late) >= 2 and not any(isinstance(e, Assigned) for e in late)
+    member = [e for e in run.recorder.events if e.client == "c0#0" and isinstance(e, Polled)]
+    assert len(member) >= 2, "the group's members poll while it starts, so the group can rebalance"
+
+
+def test_a_brief_late_member_closes_at_its_first_assignment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Handed an assignment before its time passed, a brief late member closes at once: it is an instance shut down
+    during its start, not one that ran."""
+    run = joined_late(monkeypatch, Late(ConsumerPlan({}, "topics"), 0, brief_ms=60_000), assign_on=2)
+    client = run.clients_port.made[-1]  # type: ignore[attr-defined]
+    late = [type(e) for e in run.recorder.events if e.client == "c2#0"]
+    assert late == [Subscribed, Polled, Assigned, Polled, Closed], late
+    assert client.closed and client.consumed == 2 and run.consumers[-1].client is None

@@ -3,20 +3,33 @@ settings that protocol takes."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import replace
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, seed, settings
+from hypothesis import strategies as st
 
+from kconform.conformance.workloads.clients import schedule as schedule_module
 from kconform.conformance.workloads.clients.jvm_clients import catalogue as java_catalogue
 from kconform.conformance.workloads.clients.schedule import (
+    BRIEF_MS,
+    BRIEF_SHARE,
     GROUP_SETTINGS,
+    LATE_BRIEF,
+    LATE_JOIN,
+    LATE_SHARE,
     WEIGHTS,
+    ConsumerPlan,
+    Late,
+    ProducerPlan,
     Schedule,
     StepKind,
+    describe,
     group_settings,
     schedules,
+    with_late,
 )
 from kconform.conformance.workloads.clients.settings import catalogue
 
@@ -80,3 +93,82 @@ def test_a_release_without_group_protocol_draws_its_assignors_for_every_group() 
         assert set(group) == {"partition.assignment.strategy"}, group
 
     draw()
+
+
+def test_a_late_member_is_derived_from_the_rest_of_its_schedule_as_a_copy_of_one_of_its_members() -> None:
+    """``with_late``: a schedule with a group member gets a late member in about ``LATE_SHARE`` of draws, in about
+    ``BRIEF_SHARE`` of those brief; a schedule with none never. The late member is the schedule without it given to
+    ``with_late`` again (nothing else in the draw decides it), its plan a member's (never ``assign``), its brief
+    time within ``BRIEF_MS``; the schedule's JSON gives it back, and without one the JSON has no ``late`` at all
+    (the seed of ``with_late``, and what it was before late members existed); counts and description name it."""
+    seen: Counter[str] = Counter()
+
+    @settings(max_examples=DRAWN, database=None, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(schedules(catalogue()))
+    def draw(schedule: Schedule) -> None:
+        before = replace(schedule, late=None)
+        assert "late" not in before.to_json() and with_late(before) == schedule
+        assert Schedule.from_json(json.loads(schedule.dumps())) == schedule
+        members = [c for c in schedule.consumers if c.subscribe != "assign"]
+        late = schedule.late
+        seen["group"] += bool(members)
+        if late is None:
+            assert LATE_JOIN not in schedule.counts() and LATE_BRIEF not in schedule.counts()
+            return
+        assert members and late.plan == schedule.consumers[late.of] and late.plan.subscribe != "assign"
+        assert "late" in schedule.to_json() and f"as c{late.of}, joins in the drain" in describe(schedule)
+        if late.brief_ms is None:
+            seen["stays"] += 1
+            assert schedule.counts()[LATE_JOIN] == 1 and LATE_BRIEF not in schedule.counts()
+        else:
+            seen["brief"] += 1
+            assert BRIEF_MS[0] <= late.brief_ms <= BRIEF_MS[1] and schedule.counts()[LATE_BRIEF] == 1
+
+    draw()
+    late = seen["stays"] + seen["brief"]
+    assert abs(late / seen["group"] - LATE_SHARE) < 0.12, seen
+    assert abs(seen["brief"] / late - BRIEF_SHARE) < 0.15, seen
+
+
+@pytest.mark.parametrize("brief_ms", [None, 0, 1500])
+def test_a_schedule_s_json_replays_its_late_member(brief_ms: int | None) -> None:
+    """Stay or brief, the late member comes back from the schedule's JSON with its plan, the member it copies and
+    its time; a JSON written before late members existed (no ``late``) reads as a schedule without one."""
+    member = ConsumerPlan({"partition.assignment.strategy": "cooperative-sticky"}, "topics", (1,))
+    plain = Schedule((1, 2), (ProducerPlan({}),), (ConsumerPlan({}, "assign"), member), ())
+    late = replace(plain, late=Late(member, 1, brief_ms))
+    assert Schedule.from_json(json.loads(late.dumps())) == late
+    assert Schedule.from_json(json.loads(plain.dumps())) == plain and "late" not in json.loads(plain.dumps())
+    assert json.loads(late.dumps())["late"] == {"plan": json.loads(plain.dumps())["consumers"][1], "of": 1,
+                                                "brief_ms": brief_ms}  # fmt: skip
+
+
+def test_a_seed_draws_the_schedules_it_drew_before_late_members_existed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seed 1's schedules, drawn as the suite test draws them, are the same with and without ``with_late`` but for
+    the late member: it is derived, not drawn, so no schedule of a seed moves (one more draw at each schedule's end
+    kept seed 1's first 3 of 10 alone)."""
+
+    def drawn() -> list[Schedule]:
+        found: list[Schedule] = []
+
+        @seed(1)
+        @settings(
+            max_examples=20,
+            database=None,
+            deadline=None,
+            phases=[Phase.explicit, Phase.reuse, Phase.generate],
+            suppress_health_check=list(HealthCheck),
+        )
+        @given(data=st.data())
+        def draw(data: st.DataObject) -> None:
+            found.append(data.draw(schedules(catalogue()), label="schedule"))
+
+        draw()
+        return found
+
+    now = drawn()
+    with monkeypatch.context() as patched:
+        patched.setattr(schedule_module, "with_late", lambda schedule: schedule)
+        before = drawn()
+    assert [replace(s, late=None) for s in now] == before
+    assert any(s.late is not None for s in now) and all(s.late is None for s in before)

@@ -453,7 +453,8 @@ def _held_by_failed(
 
 def check_start_positions(history: History) -> list[Violation]:
     """CLIENT-005: a partition assigned to a consumer of a group starts at the group's committed offset (the first
-    record its isolation gives at or after it), or where ``auto.offset.reset`` says when the group has none. A start
+    record its isolation gives at or after it), or where ``auto.offset.reset`` says when the group has none or its
+    committed offset is past the log's end (out of range: CLIENT-007 ``committed-past-end`` judges that commit). A start
     at the offset of a commit the client reported failed (``Committed.failed``), later than the last one confirmed,
     is no skip: the group held it (CLIENT-009 judges the answer, ``check_commit_answers``)."""
     violations: list[Violation] = []
@@ -550,6 +551,14 @@ def _start_violation(
     else:
         return None  # latest (the end when it started, which the history does not hold) or error
     allowed = {first_at_or_after(offsets, c) for c in candidates}
+    end = history.log.ends.get(tp)
+    if end is not None and any(c > end for c in candidates):
+        # a committed offset past the log's end (CLIENT-007 committed-past-end) names no record: the fetch from it is
+        # out of range and the consumer starts where auto.offset.reset says, its first record at an earliest reset,
+        # the end then (which the history does not hold) at a latest one
+        if reset not in EARLIEST:
+            return None
+        allowed.add(offsets[0] if offsets else None)
     if offset in allowed:
         return None
     where = sorted(c for c in candidates)
@@ -689,7 +698,9 @@ def check_commits(history: History) -> list[Violation]:
                         | {"client": commit.client, "got": offset, "want": highest[0], "group": group},
                     )
                 )
-            if highest is None or offset > highest[0]:
+            # an offset past the log's end names no record (committed-past-end says so): a later commit below it moves
+            # the group back over nothing, as a consumer reset from it (auto.offset.reset) does
+            if (highest is None or offset > highest[0]) and (end is None or offset <= end):
                 highest = (offset, commit)
     violations += _stored_not_committed(history)
     return violations

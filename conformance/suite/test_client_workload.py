@@ -71,6 +71,10 @@ CONVERGE_BOUND_S: Final = (POLL_INTERVAL_MS + CONSUMER_SESSION_MS) / 1000 + CONV
 SCHEDULE_BOUND_S: Final = EXAMPLE_BOUND_S + CONVERGE_BOUND_S
 """The longest one schedule's child process may run (``isolated.run_isolated``): one schedule and a drain that
 waits its groups out. A child still running then is killed, LIVE-001 ``hang``."""
+LATE_BOUND_S: Final = CONVERGE_BOUND_S
+"""What a schedule's late member (``Schedule.late``) adds to its bound: the drain waits for the groups to converge
+once more after it joined (and, brief, left), as long as before at most. The test's bound gives it to two schedules,
+as ``CONVERGE_BOUND_S``."""
 HARNESS_BOUND_S: Final = 240.0
 """A kafka-clients harness built with Maven (on a release's first use) and started, within the test's bound."""
 
@@ -185,7 +189,7 @@ def drawn_schedules(draw: st.DrawFn, catalogue: tuple[client_settings.Setting, .
 
 
 @requirement(*IDS, "LIVE-001", capability=CAPABILITY)
-@pytest.mark.timeout((examples() + 1) * EXAMPLE_BOUND_S + 2 * CONVERGE_BOUND_S)
+@pytest.mark.timeout((examples() + 1) * EXAMPLE_BOUND_S + 2 * (CONVERGE_BOUND_S + LATE_BOUND_S))
 @workload_settings()
 @given(data=st.data())
 def test_required_CLIENT_001_to_009_a_drawn_client_workload_keeps_every_promise(
@@ -203,7 +207,7 @@ def test_required_CLIENT_001_to_009_a_drawn_client_workload_keeps_every_promise(
 
 
 @requirement(*IDS, "LIVE-001", capability=JAVA_CAPABILITY)
-@pytest.mark.timeout((examples() + 1) * EXAMPLE_BOUND_S + 2 * CONVERGE_BOUND_S + HARNESS_BOUND_S)
+@pytest.mark.timeout((examples() + 1) * EXAMPLE_BOUND_S + 2 * (CONVERGE_BOUND_S + LATE_BOUND_S) + HARNESS_BOUND_S)
 @workload_settings()
 @given(data=st.data())
 def test_required_CLIENT_001_to_009_kafka_clients_keep_every_promise_of_a_drawn_workload(
@@ -249,7 +253,7 @@ def judge_drawn(
         record_property(name, value)  # the report's metrics: what the workload drew so far, the last example's count
     try:
         if clients is None:
-            history = run_isolated(schedule, broker, SCHEDULE_BOUND_S)
+            history = run_isolated(schedule, broker, SCHEDULE_BOUND_S + (LATE_BOUND_S if schedule.late else 0))
         else:  # kafka-clients runs in its harness JVM already; restart/paused: KafkaBroker's
             history = Run(schedule, broker, clients=clients).run()  # type: ignore[arg-type]
     except (KafkaError, ck.KafkaException, BrokerStartError, OSError, HarnessError, IsolatedCouldNotCheck) as failed:

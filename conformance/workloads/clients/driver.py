@@ -58,7 +58,7 @@ from .history import (
     covers,
     rebalances_eagerly,
 )
-from .schedule import ConsumerPlan, Schedule, Step, StepKind
+from .schedule import ConsumerPlan, Late, Schedule, Step, StepKind
 from .settings import CLASSIC_GROUP_ONLY, catalogue, classic_group
 
 T = TypeVar("T")
@@ -1263,14 +1263,7 @@ class Run:
                 client = slot.client
                 assert client is not None
                 client.resume([ck.TopicPartition(tp.topic, tp.partition) for tp in slot.assigned])
-        longest = max(
-            [
-                int(s.settings.get(k, "0"))
-                for s in self.consumers
-                for k in ("max.poll.interval.ms", "session.timeout.ms")
-            ]
-            + [45_000]
-        )
+        longest = self._longest_wait_ms()
         began, began_at = time.monotonic(), self.recorder.now()
         deadline = began + longest / 1000 + DRAIN_SLACK_S
         bound_s, why = self.convergence_bound()
@@ -1282,6 +1275,7 @@ class Run:
         gap, last = 0.0, began
         owned = False
         unstarted: list[Unstarted] = []
+        late = self.schedule.late
         while True:
             now = time.monotonic()
             gap, last = max(gap, now - last), now
@@ -1292,6 +1286,17 @@ class Run:
                 described_at = time.monotonic()
             # a group no admin call can judge (the admin client lacks the call) is not waited for
             settled = all(v.converged for v in views) if problem is None else not problem[1]
+            if owned and settled and late is not None:
+                # the group settled: one more instance of a member's application starts (and, brief, stops), and
+                # the drain starts over for the group it leaves
+                self._join_late(late)  # a brief one polls every member while it starts: no gap in their polls
+                late, owned, described_at, last = None, False, 0.0, time.monotonic()
+                longest = self._longest_wait_ms()
+                joined = time.monotonic()
+                deadline = joined + longest / 1000 + DRAIN_SLACK_S
+                bound_s, why = self.convergence_bound()
+                converge_by = joined + bound_s
+                continue
             if owned and settled:
                 unstarted = []
                 break
@@ -1304,6 +1309,8 @@ class Run:
                 if owned:
                     unstarted = []
                 break
+        if late is not None:
+            self.recorder.note(f"c{len(self.consumers)} did not join late: the drain never found the group settled")
         if owned:
             self._poll_round(0.2)  # the end-of-partition events at the end, for the positions they carry
             for slot in self.consumers:
@@ -1315,6 +1322,48 @@ class Run:
         self.convergence = replace(
             self._judged_convergence(views, problem, unstarted, bound_s, why, began, gap), began_at=began_at
         )
+
+    def _longest_wait_ms(self) -> int:
+        """The longest drawn poll interval or session timeout of the run's consumers (45 s at least): the drain's
+        bound for reaching the end of what every consumer owns, less ``DRAIN_SLACK_S``."""
+        return max(
+            [
+                int(s.settings.get(k, "0"))
+                for s in self.consumers
+                for k in ("max.poll.interval.ms", "session.timeout.ms")
+            ]
+            + [45_000]
+        )
+
+    def _join_late(self, late: Late) -> None:
+        """The schedule's late member (``Schedule.late``) opens and subscribes, one more member of the run's group
+        with the plan of the member it copies; a brief one (``Late.brief_ms``) then polls with every other live
+        consumer until it is handed an assignment or ``brief_ms`` passed, and closes."""
+        slot = ConsumerSlot(len(self.consumers), late.plan, self.group)
+        self.consumers.append(slot)
+        brief = "" if late.brief_ms is None else f", and closes within {late.brief_ms} ms or at its first assignment"
+        self.recorder.note(f"c{slot.index} joins group {self.group} late, as c{late.of}: the group settled{brief}")
+        self._doing("run", f"the drain: c{slot.index} joins late")
+        self._open_consumer(slot)
+        self._opened(
+            f"c{slot.index}",
+            ClientInfo(
+                slot.settings,
+                self.group,
+                late.plan.subscribe,
+                defaults=self._defaults("C") | (dict(CONSUMER_DEFAULTS) if classic_group(slot.settings) else {}),
+                eager=self._eager(slot),
+            ),
+        )
+        if late.brief_ms is None:
+            return
+        until = time.monotonic() + late.brief_ms / 1000
+        while slot.live:
+            handed = any(isinstance(e, Assigned) and e.client == slot.name for e in list(self.recorder.events))
+            if handed or time.monotonic() >= until:
+                self.close(slot)
+                return
+            self._poll_round(min(0.1, max(0.0, until - time.monotonic())))
 
     def convergence_bound(self) -> tuple[float, str]:
         """How long the drain waits for its groups to converge, and why: the longest, over every group member of
