@@ -114,6 +114,8 @@ def test_disciplines_are_derived_from_the_schedule_where_its_settings_make_them_
                 assert consumer.settings.get("enable.auto.offset.store") == "false", consumer.settings
             if discipline.commit:
                 assert consumer.settings.get("enable.auto.commit") == "false", consumer.settings
+            if discipline.store and consumer.settings.get("enable.auto.commit") == "false":
+                assert discipline.commit in ("sync", "async"), discipline  # its stores reach the group
             for n in discipline.backoff:
                 step = schedule.steps[n]
                 assert (step.kind, step.client % len(schedule.consumers), step.mode) == (

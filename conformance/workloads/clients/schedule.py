@@ -120,6 +120,9 @@ COMMITS: Final = ("", "sync", "async", "message")
 """How a consumer's application commits after each poll (``Discipline.commit``): not at all (its ``commit`` steps
 alone), ``commit()`` synchronous or asynchronous (what it stored, else its positions), or from the last record
 delivered (``commit(message=...)``)."""
+OF_STORED: Final = ("sync", "async")
+"""The commits that commit what the application stored (``commit()``): a consumer that stores offsets with auto-commit
+off commits after each poll by one of them, else its stores would never reach the group."""
 BACKOFF_ODDS: Final = 2
 """Of a backing-off consumer's plain batch polls, one in this many waits while it pauses and resumes (``backoff``)."""
 
@@ -425,7 +428,8 @@ def with_discipline(schedule: Schedule) -> Schedule:
     """``schedule`` with each consumer's ``Discipline``, each part only where its drawn settings make it meaningful:
     a ``store`` (by message or by offset) only with ``enable.auto.offset.store=false`` (librdkafka's; kafka-clients
     has no offset store, so never there), a ``commit`` after each poll (sync, async, from the record) only with
-    ``enable.auto.commit=false``, and for one consumer in two a ``backoff`` at each of its plain batch polls
+    ``enable.auto.commit=false`` (and then, after a store, one that commits the stored offsets: ``OF_STORED``), and
+    for one consumer in two a ``backoff`` at each of its plain batch polls
     (``consume``) with odds ``1/BACKOFF_ODDS``. Each choice may also be none, so a discipline also leaves a consumer
     to its drawn steps alone.
 
@@ -439,6 +443,7 @@ def with_discipline(schedule: Schedule) -> Schedule:
     consumers = []
     for index, plan in enumerate(schedule.consumers):
         store, commit, backs_off = rng.choice(STORES), rng.choice(COMMITS), rng.randrange(2) == 0
+        of_stored = rng.choice(OF_STORED)
         polls = [
             n
             for n, step in enumerate(schedule.steps)
@@ -447,11 +452,12 @@ def with_discipline(schedule: Schedule) -> Schedule:
             and step.mode in ("", "consume")
         ]
         chosen = tuple(n for n in polls if rng.randrange(BACKOFF_ODDS) == 0)
-        discipline = Discipline(
-            store if plan.settings.get("enable.auto.offset.store") == "false" else "",
-            commit if plan.settings.get("enable.auto.commit") == "false" else "",
-            chosen if backs_off else (),
-        )
+        store = store if plan.settings.get("enable.auto.offset.store") == "false" else ""
+        if plan.settings.get("enable.auto.commit") != "false":
+            commit = ""  # auto-commit commits (what it stored)
+        elif store and commit not in OF_STORED:
+            commit = of_stored  # a store is for a commit of the stored offsets: with auto-commit off, its own
+        discipline = Discipline(store, commit, chosen if backs_off else ())
         consumers.append(replace(plan, discipline=discipline))
     return replace(schedule, consumers=tuple(consumers))
 
