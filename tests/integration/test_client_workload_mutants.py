@@ -270,14 +270,6 @@ CASES = {
         Broken(consumer=EpochlessStoreIgnored),
         ("CLIENT-007", "stored-not-committed"),
     ),
-    "discipline-backoff-skips": (
-        # no pause step: the consumer's discipline backs off at its third poll (step 6), pausing while it waits
-        disciplined(
-            schedule({}, {}, PRODUCE, FLUSH, POLL, POLL, PRODUCE, POLL, FLUSH, POLL, POLL), Discipline(backoff=(5,))
-        ),
-        Broken(consumer=SkippingResume),
-        ("CLIENT-004", "skipped"),
-    ),
     "reads-aborted": (
         schedule(
             {"isolation.level": "read_committed"},
