@@ -59,6 +59,11 @@ def filled_topics(kafka: KafkaClient, source: str, sink: str, tag: str) -> dict[
     return fill(kafka, source, PARTITIONS, PER_PARTITION, tag)
 
 
+def exactly_once_job(broker: Broker, source: str, sink: str, tag: str) -> JobRun:
+    """The source topic by list into an exactly-once sink, at parallelism 2, a checkpoint every 200 ms."""
+    return JobRun(broker.bootstrap_servers, (source,), Sink(sink, True, f"{tag}-txn"), 2, checkpoint_interval_ms=200)
+
+
 def test_exactly_once_through_a_task_failure_and_a_rescale_from_a_savepoint(
     broker: Broker, harness: FlinkHarness, tmp_path: Path
 ) -> None:
@@ -66,14 +71,7 @@ def test_exactly_once_through_a_task_failure_and_a_rescale_from_a_savepoint(
     source, sink = f"{tag}-in", f"{tag}-out"
     with KafkaClient(broker) as kafka:
         ends = filled_topics(kafka, source, sink, tag)
-        job = JobRun(
-            broker.bootstrap_servers,
-            (source,),
-            Sink(sink, True, f"{tag}-txn"),
-            2,
-            checkpoint_interval_ms=200,
-            pace_ms=PACE_MS,
-        )
+        job = replace(exactly_once_job(broker, source, sink, tag), pace_ms=PACE_MS)
         failing = replace(job, stop=Stop(after_records=400), failure=Failure(subtask=0, after_records=120))
         first = harness.run(failing, tmp_path / "run-1")
         left = left_to_read(ends, committed_reads([first.history]))
@@ -136,13 +134,9 @@ def test_a_stop_at_the_ends_holds_only_once_a_completed_checkpoint_holds_them(
     source, sink = f"{tag}-in", f"{tag}-out"
     with KafkaClient(broker) as kafka:
         ends = filled_topics(kafka, source, sink, tag)
-        job = JobRun(
-            broker.bootstrap_servers,
-            (source,),
-            Sink(sink, True, f"{tag}-txn"),
-            2,
+        job = replace(
+            exactly_once_job(broker, source, sink, tag),
             failure=Failure(subtask=1, after_records=2 * PER_PARTITION - 5, at="checkpoint"),
-            checkpoint_interval_ms=200,
             stop=Stop(at_offsets=ends),
         )
         run = harness.run(job, tmp_path / "run")

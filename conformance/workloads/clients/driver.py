@@ -1263,11 +1263,16 @@ class Run:
                 client = slot.client
                 assert client is not None
                 client.resume([ck.TopicPartition(tp.topic, tp.partition) for tp in slot.assigned])
-        longest = self._longest_wait_ms()
+
+        def bounds(start: float) -> tuple[int, float, float, str, float]:
+            """The drain's bounds from ``start`` over the consumers then: the longest drawn wait, the deadline for
+            reaching the end, the convergence bound and why, and the time groups must have converged by."""
+            longest = self._longest_wait_ms()
+            bound_s, why = self.convergence_bound()
+            return longest, start + longest / 1000 + DRAIN_SLACK_S, bound_s, why, start + bound_s
+
         began, began_at = time.monotonic(), self.recorder.now()
-        deadline = began + longest / 1000 + DRAIN_SLACK_S
-        bound_s, why = self.convergence_bound()
-        converge_by = began + bound_s
+        longest, deadline, bound_s, why, converge_by = bounds(began)
         changes: dict[str, list[tuple[float, str, int]]] = defaultdict(list)
         views: list[GroupView] = []
         problem: tuple[str, bool] | None = None
@@ -1291,11 +1296,7 @@ class Run:
                 # the drain starts over for the group it leaves
                 self._join_late(late)  # a brief one polls every member while it starts: no gap in their polls
                 late, owned, described_at, last = None, False, 0.0, time.monotonic()
-                longest = self._longest_wait_ms()
-                joined = time.monotonic()
-                deadline = joined + longest / 1000 + DRAIN_SLACK_S
-                bound_s, why = self.convergence_bound()
-                converge_by = joined + bound_s
+                longest, deadline, bound_s, why, converge_by = bounds(last)  # counted from its join
                 continue
             if owned and settled:
                 unstarted = []
