@@ -51,3 +51,10 @@ def test_a_child_the_suite_killed_at_its_bound_hung_naming_the_calls_under_way()
 def test_the_child_imports_this_interpreters_path_first() -> None:
     path = isolated.child_env()["PYTHONPATH"].split(os.pathsep)
     assert path == [p for p in sys.path if p]
+
+
+def test_a_run_the_suites_driver_broke_in_the_child_is_could_not_check_not_a_violation() -> None:
+    """The child's driver raising what it does not expect is a bug of kconform: the suite test reads it as it reads
+    a harness failure (``IsolatedCouldNotCheck``: ERROR, exit 3), never as a failure of every id it states."""
+    failed = isolated.IsolatedRunFailed("the schedule's run failed in its child process:\nValueError: '.'")
+    assert isinstance(failed, isolated.IsolatedCouldNotCheck)

@@ -11,6 +11,7 @@ the drain), so Hypothesis draws few; ``kconform run --profile thorough`` draws f
 
 from __future__ import annotations
 
+import traceback
 from collections import Counter
 from collections.abc import Callable, Iterator
 from functools import cache
@@ -257,8 +258,14 @@ def judge_drawn(
         else:  # kafka-clients runs in its harness JVM already; restart/paused: KafkaBroker's
             history = Run(schedule, broker, clients=clients).run()  # type: ignore[arg-type]
     except (KafkaError, ck.KafkaException, BrokerStartError, OSError, HarnessError, IsolatedCouldNotCheck) as failed:
-        # The run's own admin calls, topic changes or a restart of the broker failed: nothing was judged.
+        # The run's own admin calls, topic changes or a restart of the broker failed, or the child's driver raised
+        # (``IsolatedRunFailed``, an IsolatedCouldNotCheck): nothing was judged.
         raise CouldNotCheck(f"the workload's harness failed, so this schedule judged nothing: {failed}") from failed
+    except Exception as bug:  # the in-process driver's own bug: its client's answers come as data, never raised
+        raise CouldNotCheck(
+            "the workload's driver raised, a bug of kconform and not a finding of the client judged (please report "
+            f"it with this schedule), so this schedule judged nothing: {traceback.format_exc()}"
+        ) from bug
     record_property("asked: committed", asked(record_property, history))
     record_property("excused: CLIENT-008 fenced zombies of a fault", excused(record_property, history))
     violations = check_history(history, broker.answers())

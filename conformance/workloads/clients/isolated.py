@@ -21,7 +21,8 @@ How the child ends decides the history the parent judges:
 - it outlived ``bound_s`` (the suite's bound for one schedule): killed, and its events so far end with ``Hung``
   (client ``run``), judged as the death above is;
 - its run failed for the harness's reason (the broker, an admin call: ``IsolatedCouldNotCheck``) or a bug of the
-  suite (``IsolatedRunFailed``, its traceback): raised, as the run itself would have raised in process.
+  suite (``IsolatedRunFailed``, its traceback): raised, as the run itself would have raised in process; both are
+  could-not-check (ERROR), since neither says anything of the client judged.
 """
 
 from __future__ import annotations
@@ -60,8 +61,9 @@ class IsolatedCouldNotCheck(RuntimeError):
     """The child's run failed for the harness's reason (the broker, a topic change, an admin call): nothing judged."""
 
 
-class IsolatedRunFailed(RuntimeError):
-    """The child's run raised what the suite does not expect (its traceback is the message): a bug of the suite."""
+class IsolatedRunFailed(IsolatedCouldNotCheck):
+    """The child's run raised what the suite does not expect (its traceback is the message): a bug of the suite's
+    driver, so nothing was judged (could-not-check, ERROR), never a violation of every id the test states."""
 
 
 @dataclass(frozen=True)
