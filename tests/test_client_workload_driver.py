@@ -381,6 +381,13 @@ def test_the_librdkafka_version_is_read_from_its_hex_number(
     assert driver.librdkafka_version() == want
 
 
+def test_the_librdkafka_version_is_read_from_confluent_kafka_2_12_0s_string(monkeypatch: pytest.MonkeyPatch) -> None:
+    """confluent-kafka 2.12.0's ``libversion()`` returns the string alone (2.12.1 restored the tuple): the workload
+    reads its numbers rather than failing every schedule (``int('.')``, 2026-12-01)."""
+    monkeypatch.setattr(driver.ck, "libversion", lambda: "2.12.0")
+    assert driver.librdkafka_version() == (2, 12, 0)
+
+
 @pytest.mark.parametrize(
     ("protocol", "version", "want"),
     [

@@ -216,8 +216,12 @@ class Recorder:
 
 def librdkafka_version() -> tuple[int, ...]:
     """The librdkafka this confluent-kafka runs (``confluent_kafka.libversion()``: its hex version's major, minor
-    and revision bytes)."""
-    number = int(ck.libversion()[1])
+    and revision bytes). confluent-kafka 2.12.0's ``libversion()`` gives the version string alone (its 2.12.1 changelog:
+    "``libversion()`` now returns the string/integer tuple" again): then its first three numbers."""
+    found = ck.libversion()
+    if isinstance(found, str):
+        return tuple(int(n) for n in re.findall(r"\d+", found)[:3])
+    number = int(found[1])
     return (number >> 24 & 0xFF, number >> 16 & 0xFF, number >> 8 & 0xFF)
 
 
