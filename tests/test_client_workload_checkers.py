@@ -414,6 +414,41 @@ def test_commits_past_the_end_backwards_or_dropping_a_stored_offset_are_caught()
     ]
 
 
+@pytest.mark.parametrize(
+    ("stored", "error", "got", "want"),
+    [
+        (5, None, 3, [("CLIENT-007", "stored-not-committed")]),  # committed, but not what was stored
+        (5, "_NO_OFFSET: Local: No offset stored", None, [("CLIENT-007", "stored-not-committed")]),  # librdkafka-4442
+        (5, "REBALANCE_IN_PROGRESS: Broker: Group rebalance in progress", None, []),  # failed, and said so
+        (5, "ILLEGAL_GENERATION: Broker: Specified group generation id is not valid", None, []),
+        (2, "_NO_OFFSET: Local: No offset stored", None, []),  # below the committed 3: never committed, by design
+        (3, "_NO_OFFSET: Local: No offset stored", None, []),  # the committed one already
+    ],
+)
+def test_a_stored_offset_past_the_committed_one_is_what_a_commit_that_succeeds_or_finds_nothing_stored_commits(
+    stored: int, error: str | None, got: int | None, want: list
+) -> None:
+    """CLIENT-007 ``stored-not-committed``: after a store past the group's committed offset (3), a commit that
+    succeeded commits it, and one that answered "No offset stored" (librdkafka-4442: an offset stored without a leader
+    epoch counted older than one committed with it) broke that. A commit that failed with a group error told the
+    application so (CLIENT-009 judges that answer); a store at or below the committed offset commits nothing, as
+    librdkafka commits a stored offset only past the committed one (a seek back, then a store)."""
+    events = (
+        Events()
+        .add(Committed, "c0#0", group="g", offsets=((TP, 3),))
+        .add(Stored, "c0#0", offsets=((TP, stored),), by="offset")
+        .add(
+            Committed,
+            "c0#0",
+            group="g",
+            offsets=() if got is None else ((TP, got),),
+            error=error,
+            stored=((TP, stored),),
+        )
+    )
+    assert kinds(cw.check_commits(history(events, {TP: [0, 1, 2, 3, 4, 5]}))) == want
+
+
 @pytest.mark.parametrize(("quiet_s", "want"), [(1.0, [("CLIENT-008", "owned-twice")]), (400.0, [])])
 def test_a_partition_assigned_while_a_member_that_still_polls_owns_it_is_owned_twice(
     quiet_s: float, want: list

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import confluent_kafka as ck
@@ -15,16 +15,20 @@ from kconform.conformance.workloads.clients import driver
 from kconform.conformance.workloads.clients.history import (
     Assigned,
     Closed,
+    Committed,
     Failed,
     FetchedCommitted,
     Hung,
     Note,
+    Paused,
     Polled,
     Revoked,
+    Stored,
     Subscribed,
 )
 from kconform.conformance.workloads.clients.schedule import (
     ConsumerPlan,
+    Discipline,
     Late,
     ProducerPlan,
     Schedule,
@@ -377,6 +381,13 @@ def test_the_librdkafka_version_is_read_from_its_hex_number(
     assert driver.librdkafka_version() == want
 
 
+def test_the_librdkafka_version_is_read_from_confluent_kafka_2_12_0s_string(monkeypatch: pytest.MonkeyPatch) -> None:
+    """confluent-kafka 2.12.0's ``libversion()`` returns the string alone (2.12.1 restored the tuple): the workload
+    reads its numbers rather than failing every schedule (``int('.')``, 2026-12-01)."""
+    monkeypatch.setattr(driver.ck, "libversion", lambda: "2.12.0")
+    assert driver.librdkafka_version() == (2, 12, 0)
+
+
 @pytest.mark.parametrize(
     ("protocol", "version", "want"),
     [
@@ -601,3 +612,159 @@ def test_a_brief_late_member_closes_at_its_first_assignment(monkeypatch: pytest.
     late = [type(e) for e in run.recorder.events if e.client == "c2#0"]
     assert late == [Subscribed, Polled, Assigned, Polled, Closed], late
     assert client.closed and client.consumed == 2 and run.consumers[-1].client is None
+
+
+class Record:
+    """A delivered record as confluent-kafka hands it over."""
+
+    def __init__(self, partition: int, offset: int) -> None:
+        self._partition, self._offset = partition, offset
+
+    def error(self) -> None:
+        return None
+
+    def topic(self) -> str:
+        return "kcw-x-t0"
+
+    def partition(self) -> int:
+        return self._partition
+
+    def offset(self) -> int:
+        return self._offset
+
+    def value(self) -> bytes:
+        return f"v{self._partition}-{self._offset}".encode()
+
+
+class Disciplined:
+    """A consumer whose batch poll delivers ``records`` once, and that records each store and commit it is asked."""
+
+    def __init__(self, records: list[Record]) -> None:
+        self.records = records
+        self.calls: list[tuple[str, Any]] = []
+
+    def consume(self, count: int, timeout: float) -> list[Any]:
+        got, self.records = self.records, []
+        return got
+
+    def poll(self, timeout: float) -> Any:
+        return self.records.pop(0) if self.records else None
+
+    def store_offsets(self, message: Any = None, offsets: Any = None) -> None:
+        if message is not None:
+            self.calls.append(("store message", (message.partition(), message.offset())))
+        else:
+            self.calls.append(("store offsets", [(p.partition, p.offset, p.leader_epoch) for p in offsets]))
+
+    def commit(self, message: Any = None, asynchronous: bool = True) -> Any:
+        self.calls.append(("commit", ("async" if asynchronous else "sync", message and message.offset())))
+        if asynchronous:
+            return None
+        if message is not None:
+            return [ck.TopicPartition("kcw-x-t0", message.partition(), message.offset() + 1)]
+        return [ck.TopicPartition(tp.topic, tp.partition, o) for tp, o in sorted(self.stored)]
+
+    stored: tuple[tuple[TopicPartition, int], ...] = ()
+
+
+def disciplined(run: driver.Run, discipline: Discipline, records: list[Record]) -> Disciplined:
+    """``run``'s assigned consumer (c1, owning t0-0 and t0-1) with ``discipline``, delivering ``records``."""
+    consumer = Disciplined(records)
+    slot = run.consumers[1]
+    slot.plan = replace(slot.plan, discipline=discipline)
+    slot.client = consumer  # type: ignore[assignment]
+    slot.assigned = {TopicPartition("kcw-x-t0", 0), TopicPartition("kcw-x-t0", 1)}
+    return consumer
+
+
+def events(run: driver.Run, kind: type) -> list[Any]:
+    return [e for e in run.recorder.events if isinstance(e, kind)]
+
+
+DELIVERED = [Record(0, 3), Record(1, 7), Record(0, 4)]
+"""One poll's records: t0-0 to offset 4, t0-1 to 7."""
+
+
+@pytest.mark.parametrize(
+    ("by", "asked"),
+    [
+        ("message", [("store message", (0, 4)), ("store message", (1, 7))]),
+        ("offset", [("store offsets", [(0, 5, None), (1, 8, None)])]),
+    ],
+)
+def test_a_store_discipline_stores_past_each_partition_s_last_record_after_a_poll_and_commits_it(
+    run: driver.Run, by: str, asked: list[tuple[str, Any]]
+) -> None:
+    """By message: ``store_offsets(message=...)`` of each partition's last record (its epoch with it); by offset:
+    the offsets alone, one past each last record. Then the commit (sync) records what was stored, for CLIENT-007."""
+    consumer = disciplined(run, Discipline(by, "sync"), list(DELIVERED))
+    consumer.stored = ((TopicPartition("kcw-x-t0", 0), 5), (TopicPartition("kcw-x-t0", 1), 8))
+    run.step(Step(StepKind.POLL, 1, count=10, mode="consume"))
+    assert consumer.calls[:-1] == asked and consumer.calls[-1] == ("commit", ("sync", None))
+    [stored] = events(run, Stored)
+    want = ((TopicPartition("kcw-x-t0", 0), 5), (TopicPartition("kcw-x-t0", 1), 8))
+    assert (stored.offsets, stored.by) == (want, by)
+    [committed] = events(run, Committed)
+    assert committed.stored == want and committed.offsets == want and committed.error is None
+    assert run.consumers[1].stored == {}  # committed: nothing left to expect
+
+
+@pytest.mark.parametrize(
+    ("mode", "asked"), [("sync", ("sync", None)), ("async", ("async", None)), ("message", ("sync", 4))]
+)
+def test_a_commit_discipline_commits_after_each_poll_that_delivered_records(
+    run: driver.Run, mode: str, asked: tuple[str, Any]
+) -> None:
+    consumer = disciplined(run, Discipline("", mode), list(DELIVERED))
+    run.step(Step(StepKind.POLL, 1, count=10, mode="consume"))
+    run.step(Step(StepKind.POLL, 1, count=10, mode="consume"))  # delivers nothing: no commit after it
+    assert consumer.calls == [("commit", asked)]
+    assert len(events(run, Committed)) == (0 if mode == "async" else 1)  # an async commit's answer is its callback
+
+
+def test_no_discipline_stores_or_commits_nothing_and_a_plain_poll_stays_plain(run: driver.Run) -> None:
+    consumer = disciplined(run, Discipline(), list(DELIVERED))
+    run.step(Step(StepKind.POLL, 1, count=10, mode="consume"))
+    assert consumer.calls == [] and not events(run, Stored) and not events(run, Paused)
+
+
+def test_a_stored_offset_of_a_revoked_partition_is_no_longer_expected_committed(run: driver.Run) -> None:
+    """A commit of the stored offsets commits those of what the consumer owns: once its revoke callback took a
+    partition, the driver records only the others as stored, so a correct client is not read as leaving one out."""
+    consumer = Disciplined(list(DELIVERED))
+    member = run.consumers[0]  # a group member: its revoke callback was given when it opened
+    member.plan = replace(member.plan, discipline=Discipline("offset"))
+    member.client = consumer  # type: ignore[assignment]
+    member.assigned = {TopicPartition("kcw-x-t0", 0), TopicPartition("kcw-x-t0", 1)}
+    run.step(Step(StepKind.POLL, 0, count=10, mode="consume"))
+    assert set(member.stored) == {TopicPartition("kcw-x-t0", 0), TopicPartition("kcw-x-t0", 1)}
+    member.callbacks["on_revoke"](consumer, [ck.TopicPartition("kcw-x-t0", 0)])
+    assert set(member.stored) == {TopicPartition("kcw-x-t0", 1)}
+    consumer.stored = ((TopicPartition("kcw-x-t0", 1), 8),)
+    run.step(Step(StepKind.COMMIT, 0, mode="sync"))
+    [committed] = events(run, Committed)
+    assert committed.stored == ((TopicPartition("kcw-x-t0", 1), 8),)
+
+
+def test_a_backoff_discipline_carries_out_the_polls_it_names_as_a_poll_while_paused_of_all_it_owns(
+    run: driver.Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The poll at a step index its ``backoff`` names waits in a second thread while the run pauses and resumes every
+    partition the consumer owns; a poll at another index, or a ``poll`` (not a batch), stays a plain poll."""
+    monkeypatch.setattr(driver, "FETCHED_WAIT_S", 0.3)
+    consumer = Fetching()
+    slot = run.consumers[0]
+    slot.plan = replace(slot.plan, discipline=Discipline(backoff=(3,)))
+    slot.client = consumer  # type: ignore[assignment]
+    slot.assigned = {TopicPartition("kcw-x-t0", 0), TopicPartition("kcw-x-t0", 1)}
+    consumer.position = lambda _parts: [ck.TopicPartition("kcw-x-t0", 1, 5)]  # type: ignore[attr-defined]
+    producer = Writing(consumer)
+    run.producers.append(driver.ProducerSlot(0, producer, driver.Worker("p0"), False, {}))  # type: ignore[arg-type]
+    consumer.release.set()  # a plain poll returns at once
+    for index in (2, 3):
+        run.at_step = index
+        run.step(Step(StepKind.POLL, 0, count=4, mode="consume"))
+    pause, resume = consumer.paused_at
+    assert (pause[0], pause[2], resume[0], resume[2]) == ("pause", [0, 1], "resume", [0, 1])
+    assert [e.resumed for e in events(run, Paused)] == [False, True]
+    assert any("backing off" in e.text for e in events(run, Note))

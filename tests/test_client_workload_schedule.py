@@ -22,13 +22,16 @@ from kconform.conformance.workloads.clients.schedule import (
     LATE_SHARE,
     WEIGHTS,
     ConsumerPlan,
+    Discipline,
     Late,
     ProducerPlan,
     Schedule,
+    Step,
     StepKind,
     describe,
     group_settings,
     schedules,
+    with_discipline,
     with_late,
 )
 from kconform.conformance.workloads.clients.settings import catalogue
@@ -106,8 +109,10 @@ def test_a_late_member_is_derived_from_the_rest_of_its_schedule_as_a_copy_of_one
     @settings(max_examples=DRAWN, database=None, deadline=None, suppress_health_check=list(HealthCheck))
     @given(schedules(catalogue()))
     def draw(schedule: Schedule) -> None:
-        before = replace(schedule, late=None)
-        assert "late" not in before.to_json() and with_late(before) == schedule
+        before = without_disciplines(replace(schedule, late=None))  # as drawn: each derivation starts from it
+        assert "late" not in before.to_json() and with_late(before).late == (
+            None if schedule.late is None else replace(schedule.late, plan=before.consumers[schedule.late.of])
+        )
         assert Schedule.from_json(json.loads(schedule.dumps())) == schedule
         members = [c for c in schedule.consumers if c.subscribe != "assign"]
         late = schedule.late
@@ -172,3 +177,64 @@ def test_a_seed_draws_the_schedules_it_drew_before_late_members_existed(monkeypa
         before = drawn()
     assert [replace(s, late=None) for s in now] == before
     assert any(s.late is not None for s in now) and all(s.late is None for s in before)
+
+
+def without_disciplines(schedule: Schedule) -> Schedule:
+    return replace(schedule, consumers=tuple(replace(c, discipline=Discipline()) for c in schedule.consumers))
+
+
+@pytest.mark.parametrize("release", ["librdkafka", "kafka-clients"])
+def test_disciplines_are_derived_from_the_schedule_where_its_settings_make_them_meaningful(release: str) -> None:
+    """Each consumer's discipline is what ``with_discipline`` derives from the schedule as drawn, which keeps its
+    JSON (a discipline that does nothing is left out), so a seed's schedules stay what they were; a schedule's JSON
+    replays it with its disciplines. A store only with enable.auto.offset.store=false (never for kafka-clients, which
+    has no offset store), a commit after each poll only with enable.auto.commit=false, a back-off only at that
+    consumer's own plain batch polls. Over the draws each discipline occurs (store only for librdkafka)."""
+    drawn_from = catalogue() if release == "librdkafka" else java_catalogue()
+    seen: Counter[str] = Counter()
+
+    @settings(max_examples=DRAWN, database=None, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(schedules(drawn_from))
+    def draw(schedule: Schedule) -> None:
+        plain = without_disciplines(replace(schedule, late=None))  # as drawn: each derivation starts from it
+        assert with_discipline(plain) == replace(schedule, late=None)
+        assert all("discipline" not in c for c in plain.to_json()["consumers"])
+        assert Schedule.from_json(json.loads(schedule.dumps())) == schedule
+        for index, consumer in enumerate(schedule.consumers):
+            discipline = consumer.discipline
+            if discipline.store:
+                assert consumer.settings.get("enable.auto.offset.store") == "false", consumer.settings
+            if discipline.commit:
+                assert consumer.settings.get("enable.auto.commit") == "false", consumer.settings
+            if discipline.store and consumer.settings.get("enable.auto.commit") == "false":
+                assert discipline.commit in ("sync", "async"), discipline  # its stores reach the group
+            for n in discipline.backoff:
+                step = schedule.steps[n]
+                assert (step.kind, step.client % len(schedule.consumers), step.mode) == (
+                    StepKind.POLL,
+                    index,
+                    "consume",
+                )
+        seen.update(k for k in schedule.counts() if k.startswith("discipline:"))
+
+    draw()
+    kinds = {f"discipline:{k}" for k in ("commit-sync", "commit-async", "commit-message", "backoff")}
+    stores = {"discipline:store-message", "discipline:store-offset"}
+    assert kinds <= set(seen), seen
+    assert (stores <= set(seen)) if release == "librdkafka" else not (stores & set(seen)), seen
+
+
+def test_a_discipline_moves_with_the_schedule_it_is_derived_from_and_is_counted() -> None:
+    """The derivation is the schedule's: the same schedule derives the same disciplines, and a schedule that differs
+    in one step derives its own (a generator seeded with its JSON, not a fixed choice); each discipline is counted."""
+    member = ConsumerPlan({"enable.auto.offset.store": "false", "enable.auto.commit": "false"}, "topics")
+    polls = tuple(Step(StepKind.POLL, 0, count=n, mode="consume") for n in range(1, 9))
+    derived = [with_discipline(Schedule((1,), (), (member,) * 4, polls[:k])) for k in range(1, 9)]
+    assert with_discipline(Schedule((1,), (), (member,) * 4, polls)) == derived[-1]
+    assert len({tuple(c.discipline for c in s.consumers) for s in derived}) > 1
+    for schedule in derived:
+        counts = schedule.counts()
+        for consumer in schedule.consumers:
+            for kind in consumer.discipline.kinds():
+                assert counts[f"discipline:{kind}"] >= 1
+        assert counts.get("discipline:backoff-polls", 0) == sum(len(c.discipline.backoff) for c in schedule.consumers)

@@ -63,7 +63,10 @@ PIP_FIX: Final = (
     f"{DISTRIBUTION} for Python {sys.version_info.major}.{sys.version_info.minor}; or point ${RELEASES_DIR_ENV} at a "
     "folder where the release is installed"
 )
-VERSION_CHECK: Final = "import confluent_kafka as ck; print(ck.__version__, ck.libversion()[0])"
+VERSION_CHECK: Final = (
+    "import confluent_kafka as ck; v = ck.libversion(); print(ck.__version__, v if isinstance(v, str) else v[0])"
+)
+"""confluent-kafka 2.12.0's ``libversion()`` is the version string alone (2.12.1 restored the tuple)."""
 
 
 def install_release(release: str, say: Say) -> Mapping[str, str]:

@@ -297,7 +297,8 @@ def confluent_versions() -> dict[str, str]:
         return {}
     import confluent_kafka
 
-    return {"confluent-kafka": version("confluent-kafka"), "librdkafka": confluent_kafka.libversion()[0]}
+    lib = confluent_kafka.libversion()  # confluent-kafka 2.12.0's is the string alone, the others' a tuple
+    return {"confluent-kafka": version("confluent-kafka"), "librdkafka": lib if isinstance(lib, str) else lib[0]}
 
 
 def judged_components(result: RunResult, versions: dict[str, str]) -> dict[str, str]:

@@ -132,7 +132,8 @@ DREW: Final[dict[int, Counter[str]]] = {}
 
 
 def drew(key: object, schedule: Schedule) -> dict[str, str]:
-    """The report's coverage after this schedule: schedules, steps by kind, settings by name, drawn so far."""
+    """The report's coverage after this schedule: schedules, steps by kind, settings by name, consumers by discipline
+    (and the polls carried out backing off), drawn so far."""
     seen = DREW.setdefault(id(key), Counter())
     seen["schedules"] += 1
     seen.update(schedule.counts())
@@ -149,6 +150,7 @@ def drew(key: object, schedule: Schedule) -> dict[str, str]:
         "drew: operator steps": line("operator:"),
         "drew: faults": line("fault:"),
         "drew: settings": line("setting:"),
+        "drew: disciplines": line("discipline:"),
     }
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any, Final
 
@@ -19,7 +20,14 @@ from kconform.conformance.workloads.clients import driver
 from kconform.conformance.workloads.clients.driver import RealClients, Run
 from kconform.conformance.workloads.clients.history import Crashed, Hung
 from kconform.conformance.workloads.clients.isolated import run_isolated
-from kconform.conformance.workloads.clients.schedule import ConsumerPlan, ProducerPlan, Schedule, Step, StepKind
+from kconform.conformance.workloads.clients.schedule import (
+    ConsumerPlan,
+    Discipline,
+    ProducerPlan,
+    Schedule,
+    Step,
+    StepKind,
+)
 
 
 class Delegating:
@@ -55,6 +63,15 @@ class ForgetfulStore(Delegating):
 
     def store_offsets(self, *args: Any, **kwargs: Any) -> None:
         return None
+
+
+class EpochlessStoreIgnored(Delegating):
+    """A consumer that ignores an offset stored without a record (``store_offsets(offsets=...)``, no leader epoch), so
+    a commit of the stored offsets finds none: librdkafka-4442's outcome."""
+
+    def store_offsets(self, *args: Any, **kwargs: Any) -> None:
+        if "message" in kwargs:
+            self._inner.store_offsets(*args, **kwargs)
 
 
 class NoOffsetCommitted(Delegating):
@@ -200,6 +217,11 @@ def schedule(consumer: dict[str, str], producer: dict[str, str], *steps: Step, t
     )
 
 
+def disciplined(drawn: Schedule, discipline: Discipline) -> Schedule:
+    """``drawn`` with its consumer's application doing ``discipline`` around its polls."""
+    return replace(drawn, consumers=tuple(replace(c, discipline=discipline) for c in drawn.consumers))
+
+
 PRODUCE = Step(StepKind.PRODUCE, count=6, partition=0)
 FLUSH = Step(StepKind.FLUSH)
 POLL = Step(StepKind.POLL, count=100, wait_ms=1_000)
@@ -229,6 +251,23 @@ CASES = {
             Step(StepKind.COMMIT, mode="sync"),
         ),
         Broken(consumer=ForgetfulStore),
+        ("CLIENT-007", "stored-not-committed"),
+    ),
+    "discipline-store-by-offset-ignored": (
+        # no store step: the consumer's discipline stores by offset and commits after each poll
+        disciplined(
+            schedule(
+                {"enable.auto.offset.store": "false", "enable.auto.commit": "false"},
+                {},
+                PRODUCE,
+                FLUSH,
+                POLL,
+                POLL,
+                POLL,
+            ),
+            Discipline("offset", "sync"),
+        ),
+        Broken(consumer=EpochlessStoreIgnored),
         ("CLIENT-007", "stored-not-committed"),
     ),
     "reads-aborted": (

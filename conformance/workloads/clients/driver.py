@@ -216,8 +216,12 @@ class Recorder:
 
 def librdkafka_version() -> tuple[int, ...]:
     """The librdkafka this confluent-kafka runs (``confluent_kafka.libversion()``: its hex version's major, minor
-    and revision bytes)."""
-    number = int(ck.libversion()[1])
+    and revision bytes). confluent-kafka 2.12.0's ``libversion()`` gives the version string alone (its 2.12.1 changelog:
+    "``libversion()`` now returns the string/integer tuple" again): then its first three numbers."""
+    found = ck.libversion()
+    if isinstance(found, str):
+        return tuple(int(n) for n in re.findall(r"\d+", found)[:3])
+    number = int(found[1])
     return (number >> 24 & 0xFF, number >> 16 & 0xFF, number >> 8 & 0xFF)
 
 
@@ -342,6 +346,8 @@ class ConsumerSlot:
     incarnation subscribes to again; set when it first opens."""
     callbacks: dict[str, Callable[..., None]] = field(default_factory=dict)
     """The current incarnation's rebalance callbacks, which a ``subscribe`` step passes again."""
+    delivered: list[Any] = field(default_factory=list)
+    """The records (messages without an error) its latest poll delivered, which its discipline stores and commits."""
 
     @property
     def name(self) -> str:
@@ -370,6 +376,14 @@ class ProducerSlot:
     @property
     def name(self) -> str:
         return f"p{self.index}"
+
+
+def forget_stored(slot: ConsumerSlot, tps: Sequence[TopicPartition]) -> None:
+    """A revoked or lost partition's stored offset is gone with it: a commit of the consumer's stored offsets commits
+    those of what it owns (librdkafka's ``rd_kafka_cgrp_assigned_offsets_commit``), so the driver no longer expects
+    it committed."""
+    for tp in tps:
+        slot.stored.pop(tp, None)
 
 
 def typed(settings: Mapping[str, str]) -> dict[str, Any]:
@@ -423,6 +437,8 @@ class Run:
         self.beside: list[tuple[ConsumerSlot, str, queue.SimpleQueue[tuple[bool, Any]], threading.Event, float]] = []
         """Calls under way on a consumer's thread while the run carries out the next step (a ``committed`` step's
         ``beside``): the slot, the call, its answer, what tells it the step is done, and its bound from then on."""
+        self.at_step: int | None = None
+        """The index in the schedule's steps of the step being carried out (a discipline's ``backoff`` names them)."""
 
     # -- clients ---------------------------------------------------------------------------------
 
@@ -498,11 +514,13 @@ class Run:
         def on_revoke(c: ck.Consumer, partitions: list[ck.TopicPartition]) -> None:
             tps = tuple(tp_of(p) for p in partitions)
             slot.assigned -= set(tps)
+            forget_stored(slot, tps)
             recorder.add(Revoked, slot.name, tps=tps, generation=member_generation(c))
 
         def on_lost(c: ck.Consumer, partitions: list[ck.TopicPartition]) -> None:
             tps = tuple(tp_of(p) for p in partitions)
             slot.assigned -= set(tps)
+            forget_stored(slot, tps)
             recorder.add(Revoked, slot.name, tps=tps, lost=True, generation=member_generation(c))
 
         if not slot.subscription:
@@ -601,11 +619,13 @@ class Run:
                         defaults=self._defaults("C")
                         | (dict(CONSUMER_DEFAULTS) if classic_group(slot.settings) else {}),
                         eager=None if cplan.subscribe == "assign" else self._eager(slot),
+                        discipline=cplan.discipline.text(),
                     ),
                 )
             for n, step in enumerate(self.schedule.steps, 1):
                 self._doing("run", f"step {n} of {len(self.schedule.steps)}: {step.text()}")
                 earlier = list(self.beside)
+                self.at_step = n - 1
                 self.step(step)
                 self._settle(among=earlier)  # what ran beside this step; a committed step's own asks go on
             self._doing("run", "the drain")
@@ -680,7 +700,14 @@ class Run:
             StepKind.SUBSCRIBE: self.subscribe,
             StepKind.COMMITTED: self.committed,
         }
-        handlers[kind](slot, step)
+        if kind in (StepKind.POLL, StepKind.POLL_WHILE_PAUSED):
+            slot.delivered = []  # what this poll delivers, for the discipline after it (none if it fails or hangs)
+        if kind is StepKind.POLL and self.at_step in slot.plan.discipline.backoff and step.mode in ("", "consume"):
+            self.backoff(slot, step)
+        else:
+            handlers[kind](slot, step)
+        if kind in (StepKind.POLL, StepKind.POLL_WHILE_PAUSED):
+            self.after_poll(slot)
 
     def _call(self, slot: ConsumerSlot | ProducerSlot, what: str, call: Callable[[], T], bound_s: float) -> T | None:
         """``call`` on the client's thread; ``None`` and the client marked hung (``slot.hung``) when it outlived
@@ -830,11 +857,13 @@ class Run:
 
     def _record_poll(self, slot: ConsumerSlot, messages: list[ck.Message], positions: list[ck.TopicPartition]) -> None:
         records, eofs, errors = [], [], []
+        slot.delivered = []
         for m in messages:
             error = m.error()
             if error is None:
                 records.append((message_tp(m), message_offset(m), m.value()))
                 slot.last = m
+                slot.delivered.append(m)
             elif error.code() == ck.KafkaError._PARTITION_EOF:
                 eofs.append((message_tp(m), message_offset(m)))
                 slot.ended[message_tp(m)] = message_offset(m)
@@ -942,7 +971,7 @@ class Run:
     def commit(self, slot: ConsumerSlot, step: Step) -> None:
         client = slot.client
         assert client is not None
-        stored = tuple(sorted(slot.stored.items()))
+        stored = tuple(sorted((tp, offset) for tp, offset in slot.stored.items() if tp in slot.assigned))
         message = None
         if step.mode == "message":
             message = slot.last
@@ -1010,6 +1039,57 @@ class Run:
         stored = tuple((tp_of(p), p.offset) for p in offsets)
         slot.stored.update(stored)
         self.recorder.add(Stored, slot.name, offsets=stored)
+
+    # a consumer's discipline (schedule.Discipline): what its application does around its polls
+
+    def backoff(self, slot: ConsumerSlot, step: Step) -> None:
+        """A plain batch poll the consumer's discipline carries out backing off: a ``poll-while-paused`` of the same
+        batch over all it owns (``poll_while_paused``), as a source whose engine backs off pauses and resumes its
+        partitions while its poll thread waits."""
+        self.recorder.note(f"discipline: {step.text()} backing off (poll-while-paused of all it owns)", slot.name)
+        self.poll_while_paused(slot, Step(StepKind.POLL_WHILE_PAUSED, step.client, count=step.count))
+
+    def after_poll(self, slot: ConsumerSlot) -> None:
+        """After a poll that delivered records, what the consumer's discipline does: store their offsets, then
+        commit."""
+        discipline = slot.plan.discipline
+        if not slot.delivered or not (discipline.store or discipline.commit):
+            return
+        if discipline.store and slot.client is not None and not slot.hung:
+            self.store_polled(slot, discipline.store)
+        if discipline.commit and slot.client is not None and not slot.hung:
+            self.commit(slot, Step(StepKind.COMMIT, slot.index, mode=discipline.commit))
+
+    def store_polled(self, slot: ConsumerSlot, by: str) -> None:
+        """``store_offsets`` of what the last poll delivered, past the last record of each partition it still owns:
+        ``by`` ``message``, each such record (``store_offsets(message=...)``, its leader epoch with it); ``offset``, the
+        offsets alone (``store_offsets(offsets=[TopicPartition(t, p, o + 1)])``, as a source that tracks them)."""
+        client = slot.client
+        assert client is not None
+        last: dict[TopicPartition, Any] = {}
+        for message in slot.delivered:
+            if message_tp(message) in slot.assigned:
+                last[message_tp(message)] = message
+        if not last:
+            return
+        stored = tuple((tp, message_offset(m) + 1) for tp, m in sorted(last.items()))
+
+        def store() -> None:
+            if by == "message":
+                for message in last.values():
+                    client.store_offsets(message=message)
+            else:
+                client.store_offsets(offsets=[ck.TopicPartition(tp.topic, tp.partition, o) for tp, o in stored])
+
+        try:
+            self._call(slot, f"store_offsets(by {by})", store, CALL_SLACK_S)
+        except ck.KafkaException as refused:
+            self.recorder.add(Stored, slot.name, offsets=(), error=error_text(refused), by=by)
+            return
+        if slot.hung:
+            return
+        slot.stored.update(stored)
+        self.recorder.add(Stored, slot.name, offsets=stored, by=by)
 
     def pause(self, slot: ConsumerSlot, step: Step) -> None:
         client = slot.client

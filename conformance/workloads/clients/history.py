@@ -158,6 +158,9 @@ class FetchedCommitted(Event):
 class Stored(Event):
     offsets: Offsets
     error: str | None = None
+    by: str = ""
+    """How the application stored them: ``""`` the positions, by a ``store`` step; ``message`` or ``offset`` its
+    discipline after a poll (``schedule.Discipline.store``: the record, with its leader epoch, or the offset alone)."""
 
 
 @dataclass(frozen=True)
@@ -264,6 +267,8 @@ class ClientInfo:
     eager: bool | None = None
     """Of a group member: whether its release's rebalance callbacks hand it whole assignments (``rebalances_eagerly``
     at its release), as the driver that ran it knew; ``None``: read from its settings alone."""
+    discipline: str = ""
+    """Of a consumer: what its application does around its polls (``schedule.Discipline.text``), empty for none."""
 
 
 LIBRDKAFKA_CONSUMER_PROTOCOL_COOPERATIVE: Final = (2, 10, 0)

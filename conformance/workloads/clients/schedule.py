@@ -23,7 +23,7 @@ import hashlib
 import json
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Final, Literal
 
@@ -116,6 +116,50 @@ class Step:
         return f"{self.kind.value}({', '.join(f'{k}={v}' for k, v in fields.items())})"
 
 
+STORES: Final = ("", "message", "offset")
+"""How a consumer's application stores offsets after each poll (``Discipline.store``): not at all (its ``store`` steps
+alone), ``store_offsets(message=...)`` of the last record each partition delivered (the record's leader epoch with
+it), or ``store_offsets(offsets=[TopicPartition(t, p, o + 1)])`` (the offset alone, as a source that tracks its
+offsets does)."""
+COMMITS: Final = ("", "sync", "async", "message")
+"""How a consumer's application commits after each poll (``Discipline.commit``): not at all (its ``commit`` steps
+alone), ``commit()`` synchronous or asynchronous (what it stored, else its positions), or from the last record
+delivered (``commit(message=...)``)."""
+OF_STORED: Final = ("sync", "async")
+"""The commits that commit what the application stored (``commit()``): a consumer that stores offsets with auto-commit
+off commits after each poll by one of them, else its stores would never reach the group."""
+BACKOFF_ODDS: Final = 2
+"""Of a backing-off consumer's plain batch polls, one in this many waits while it pauses and resumes (``backoff``)."""
+
+
+@dataclass(frozen=True)
+class Discipline:
+    """What a consumer's application does around its polls, derived from the schedule (``with_discipline``), not
+    drawn by Hypothesis: after each ``poll`` or ``poll-while-paused`` step that delivered records, it stores offsets
+    (``store``) and then commits (``commit``); and some of its plain batch polls (``backoff``: indices into the
+    schedule's steps) are carried out as a ``poll-while-paused`` of all it owns, as a source that backs off pauses
+    and resumes its partitions while its poll thread waits."""
+
+    store: str = ""
+    commit: str = ""
+    backoff: tuple[int, ...] = ()
+
+    def text(self) -> str:
+        parts = [f"store by {self.store}" if self.store else "", f"commit {self.commit}" if self.commit else ""]
+        if self.backoff:
+            steps = ", ".join(str(n + 1) for n in self.backoff)
+            parts.append(f"back off at step{'s' if len(self.backoff) > 1 else ''} {steps}")
+        return "; ".join(p for p in parts if p)
+
+    def kinds(self) -> list[str]:
+        """What it counts for in the report's coverage (``Schedule.counts``)."""
+        return [
+            *([f"store-{self.store}"] if self.store else []),
+            *([f"commit-{self.commit}"] if self.commit else []),
+            *(["backoff"] if self.backoff else []),
+        ]
+
+
 @dataclass(frozen=True)
 class ConsumerPlan:
     settings: Mapping[str, str]
@@ -126,6 +170,8 @@ class ConsumerPlan:
     topics: tuple[int, ...] = ()
     """Of a ``topics`` member: the schedule's starting topics it subscribes to first, by index (empty: every one).
     Members of one group may so start with different subscriptions, as applications that share a group id do."""
+    discipline: Discipline = field(default_factory=Discipline)
+    """What its application does around its polls (``with_discipline``); left out of the JSON when it does nothing."""
 
     def starts_with(self, topics: Sequence[str]) -> list[str]:
         """The topic names a ``topics`` member first subscribes to, of the schedule's ``topics``."""
@@ -139,7 +185,14 @@ class ProducerPlan:
 
 
 def consumer_plan(data: Mapping[str, Any]) -> ConsumerPlan:
-    return ConsumerPlan(dict(data["settings"]), data["subscribe"], tuple(data.get("topics", ())))
+    """A consumer's plan from its JSON (``Schedule.to_json``), with its discipline when it has one."""
+    discipline = data.get("discipline")
+    return ConsumerPlan(
+        dict(data["settings"]),
+        data["subscribe"],
+        tuple(data.get("topics", ())),
+        Discipline() if discipline is None else Discipline(**{**discipline, "backoff": tuple(discipline["backoff"])}),
+    )
 
 
 @dataclass(frozen=True)
@@ -174,11 +227,18 @@ class Schedule:
     """A member joining once the group settled (``Late``), derived from the rest (``with_late``)."""
 
     def to_json(self) -> dict[str, Any]:
-        """Its fields; ``late`` only when there is one, so a schedule without one keeps the JSON it had before late
-        members existed (``with_late`` is seeded with it)."""
+        """Its fields; ``late`` only when there is one, and a consumer's ``discipline`` only when it does something,
+        so a schedule without them keeps the JSON it had before either existed (``with_late`` and ``with_discipline``
+        are seeded with it)."""
         found = asdict(self)
         if self.late is None:
             del found["late"]
+        plans = [*found["consumers"], *([found["late"]["plan"]] if self.late is not None else [])]
+        for consumer in plans:
+            if consumer["discipline"] == asdict(Discipline()):
+                del consumer["discipline"]
+            else:
+                consumer["discipline"]["backoff"] = list(consumer["discipline"]["backoff"])
         return found
 
     @classmethod
@@ -196,8 +256,9 @@ class Schedule:
         return json.dumps(self.to_json(), sort_keys=True)
 
     def counts(self) -> dict[str, int]:
-        """What the schedule draws, for the report's coverage: ``step:``/``operator:``/``fault:`` kinds and
-        ``setting:`` names, with counts."""
+        """What the schedule draws, for the report's coverage: ``step:``/``operator:``/``fault:`` kinds,
+        ``setting:`` names and ``discipline:`` kinds (consumers with each; ``discipline:backoff-polls``, the polls
+        carried out backing off), with counts."""
         found: dict[str, int] = {}
         for step in self.steps:
             group = "fault" if step.kind in FAULTS else "operator" if step.kind in OPERATOR_STEPS else "step"
@@ -208,6 +269,13 @@ class Schedule:
         for plan in plans:
             for name in plan.settings:
                 found[f"setting:{name}"] = found.get(f"setting:{name}", 0) + 1
+        for consumer in self.consumers:
+            for key in consumer.discipline.kinds():
+                found[f"discipline:{key}"] = found.get(f"discipline:{key}", 0) + 1
+            if consumer.discipline.backoff:
+                found["discipline:backoff-polls"] = found.get("discipline:backoff-polls", 0) + len(
+                    consumer.discipline.backoff
+                )
         return found
 
 
@@ -383,7 +451,12 @@ def schedules(
             max_size=max_steps,
         )
     )
-    return with_late(Schedule(tuple(partitions), tuple(producers), tuple(consumers), tuple(steps), faults))
+    base = Schedule(tuple(partitions), tuple(producers), tuple(consumers), tuple(steps), faults)
+    # each derived from the drawn schedule alone, so that neither moves the other
+    disciplined, late = with_discipline(base), with_late(base).late
+    if late is None:
+        return disciplined
+    return replace(disciplined, late=replace(late, plan=disciplined.consumers[late.of]))  # its discipline too
 
 
 LATE_SALT: Final = b"late member\n"
@@ -424,6 +497,48 @@ def with_late(schedule: Schedule) -> Schedule:
     return replace(schedule, late=Late(schedule.consumers[of], of, brief))
 
 
+DISCIPLINE_SALT: Final = b"application discipline\n"
+"""Prefixed to the schedule's JSON to seed ``with_discipline``."""
+
+
+def with_discipline(schedule: Schedule) -> Schedule:
+    """``schedule`` with each consumer's ``Discipline``, each part only where its drawn settings make it meaningful:
+    a ``store`` (by message or by offset) only with ``enable.auto.offset.store=false`` (librdkafka's; kafka-clients
+    has no offset store, so never there), a ``commit`` after each poll (sync, async, from the record) only with
+    ``enable.auto.commit=false`` (and then, after a store, one that commits the stored offsets: ``OF_STORED``), and
+    for one consumer in two a ``backoff`` at each of its plain batch polls
+    (``consume``) with odds ``1/BACKOFF_ODDS``. Each choice may also be none, so a discipline also leaves a consumer
+    to its drawn steps alone.
+
+    Derived from the schedule itself (a generator seeded with ``DISCIPLINE_SALT`` and its JSON), not from Hypothesis's
+    choices, as the Flink workload's ``with_refusal`` is: a choice more at the end of a schedule would move every later
+    schedule of a seed, and the bank's entries and ``make test`` rest on a seed's early schedules. So a seed draws the
+    schedules it drew before, some consumers now with a discipline; a schedule's JSON replays it with its
+    disciplines (``to_json`` leaves a consumer's out when it does nothing, so the seed is the JSON as drawn). Every
+    choice is drawn whatever the settings allow, so one consumer's settings never move another's discipline."""
+    rng = random.Random(hashlib.sha256(DISCIPLINE_SALT + schedule.dumps().encode()).digest())
+    consumers = []
+    for index, plan in enumerate(schedule.consumers):
+        store, commit, backs_off = rng.choice(STORES), rng.choice(COMMITS), rng.randrange(2) == 0
+        of_stored = rng.choice(OF_STORED)
+        polls = [
+            n
+            for n, step in enumerate(schedule.steps)
+            if step.kind is StepKind.POLL
+            and step.client % len(schedule.consumers) == index
+            and step.mode in ("", "consume")
+        ]
+        chosen = tuple(n for n in polls if rng.randrange(BACKOFF_ODDS) == 0)
+        store = store if plan.settings.get("enable.auto.offset.store") == "false" else ""
+        if plan.settings.get("enable.auto.commit") != "false":
+            commit = ""  # auto-commit commits (what it stored)
+        elif store and commit not in OF_STORED:
+            commit = of_stored  # a store is for a commit of the stored offsets: with auto-commit off, its own
+        discipline = Discipline(store, commit, chosen if backs_off else ())
+        consumers.append(replace(plan, discipline=discipline))
+    return replace(schedule, consumers=tuple(consumers))
+
+
 def describe(schedule: Schedule) -> str:
     """The schedule as a reader follows it: clients with their drawn settings, then the steps in order."""
     lines = [f"topics: {', '.join(f't{i} ({n} partitions)' for i, n in enumerate(schedule.partitions))}"]
@@ -432,7 +547,8 @@ def describe(schedule: Schedule) -> str:
         lines.append(f"p{i}: {kind} {dict(p.settings)}")
     for i, c in enumerate(schedule.consumers):
         start = f" t{', t'.join(map(str, c.topics))}" if c.topics else ""
-        lines.append(f"c{i}: {c.subscribe}{start} {dict(c.settings)}")
+        how = c.discipline.text()
+        lines.append(f"c{i}: {c.subscribe}{start} {dict(c.settings)}" + (f"; discipline: {how}" if how else ""))
     if schedule.late is not None:
         late, n = schedule.late, len(schedule.consumers)
         when = f"closes after {late.brief_ms} ms or its first assignment" if late.brief_ms is not None else "stays"
