@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import confluent_kafka as ck
@@ -601,3 +601,36 @@ def test_a_brief_late_member_closes_at_its_first_assignment(monkeypatch: pytest.
     late = [type(e) for e in run.recorder.events if e.client == "c2#0"]
     assert late == [Subscribed, Polled, Assigned, Polled, Closed], late
     assert client.closed and client.consumed == 2 and run.consumers[-1].client is None
+
+
+class PollingAsked(Asked):
+    """An ``Asked`` consumer that also polls, delivering nothing."""
+
+    def consume(self, _count: int, timeout: float) -> list[Any]:
+        return []
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_member_that_asks_in_its_poll_loop_asks_for_what_it_owns_after_each_poll(run: driver.Run) -> None:
+    """A member of ``Schedule.asks`` asks once, right after each of its polls (a poll step's, the run's own), for the
+    committed offsets of what it owns then, bounded by its drawn bound; with nothing owned it does not ask, and a
+    consumer not among the askers never does."""
+    run.schedule = replace(run.schedule, asks=((0, 5),))
+    member = asking(run, PollingAsked({0: 3}))
+    other = PollingAsked()
+    run.consumers[1].client = other  # type: ignore[assignment]
+    run.consumers[1].assigned = {TopicPartition("kcw-x-t0", 0)}
+    run.step(Step(StepKind.POLL, 0, count=10, wait_ms=0))
+    run.step(Step(StepKind.POLL, 1, count=10, wait_ms=0))
+    run._poll_round(0.0)
+    assert member.asked == [([0, 1], 0.005), ([0, 1], 0.005)] and other.asked == []
+    asks = fetched(run)
+    assert [(e.client, e.bound_s) for e in asks] == [("c0#0", 0.005)] * 2
+    assert asks[0].offsets == ((TopicPartition("kcw-x-t0", 0), 3), (TopicPartition("kcw-x-t0", 1), None))
+    polls = [e.seq for e in run.recorder.events if isinstance(e, Polled) and e.client == "c0#0"]
+    assert polls[0] < asks[0].seq < polls[1] < asks[1].seq, "each ask comes right after its poll"
+    run.consumers[0].assigned = set()
+    run.step(Step(StepKind.POLL, 0, count=10, wait_ms=0))
+    assert len(member.asked) == 2
