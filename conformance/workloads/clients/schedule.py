@@ -436,10 +436,9 @@ def with_late(schedule: Schedule) -> Schedule:
 
 ASKS_SALT: Final = b"asks in the poll loop\n"
 """Prefixed to the schedule's JSON (without its late member and its asks) to seed ``with_asks``."""
-ASKS_SHARE: Final = 1 / 2
-"""The share of schedules with a group member whose members ask in their poll loop (``with_asks``)."""
 ASKER_SHARE: Final = 1 / 2
-"""Of those schedules' members, the share that ask (at least one)."""
+"""The share of group members that ask in their poll loop (``with_asks``), each decided on its own: as likely as
+not, an application checks its lag or restores its positions from the group's offsets."""
 ASK_BOUNDS_MS: Final = ((0, 0), (1, 10), (100, 1_000))
 """An asking member's bound for each ask, from one of these ranges with even odds: none (an answer only if the
 client has one at once, the request left in flight), a few milliseconds (the answer of a local broker, or the
@@ -449,11 +448,10 @@ ASKS_IN_LOOP: Final = "step:committed-in-poll-loop"
 
 
 def with_asks(schedule: Schedule) -> Schedule:
-    """``schedule``, in ``ASKS_SHARE`` of those with a group member, with members that ask for the group's committed
-    offsets of what they own right after each of their polls (``Schedule.asks``): an application that checks its
-    lag in its poll loop, or a source that restores its positions from the group's whenever it is handed partitions.
-    ``ASKER_SHARE`` of the members ask (at least one), each with a bound drawn from ``ASK_BOUNDS_MS``; a late member
-    asks as the member it copies does.
+    """``schedule`` with members that ask for the group's committed offsets of what they own right after each of
+    their polls (``Schedule.asks``): an application that checks its lag in its poll loop, or a source that restores
+    its positions from the group's whenever it is handed partitions. Each group member asks with odds
+    ``ASKER_SHARE``, with a bound drawn from ``ASK_BOUNDS_MS``; a late member asks as the member it copies does.
 
     So a request for the committed offsets is in flight at every moment a member's polls meet: just after a poll
     that served an assignment (when the client fetches the new partitions' committed offsets itself, to start
@@ -468,9 +466,7 @@ def with_asks(schedule: Schedule) -> Schedule:
         return schedule
     seed = replace(schedule, late=None, asks=()).dumps().encode()
     rng = random.Random(hashlib.sha256(ASKS_SALT + seed).digest())
-    if rng.random() >= ASKS_SHARE:
-        return schedule
-    askers = [i for i in members if rng.random() < ASKER_SHARE] or [rng.choice(members)]
+    askers = [i for i in members if rng.random() < ASKER_SHARE]
     return replace(schedule, asks=tuple((i, rng.randint(*rng.choice(ASK_BOUNDS_MS))) for i in askers))
 
 
