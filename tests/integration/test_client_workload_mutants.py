@@ -354,12 +354,12 @@ ASKING_MEMBER = Schedule(
     (1,),
     (ProducerPlan({}, False),),
     (ConsumerPlan({"auto.offset.reset": "earliest", "enable.auto.commit": "false"}, "topics"),),
-    (PRODUCE, FLUSH, POLL, POLL),
+    (PRODUCE, FLUSH, *[Step(StepKind.POLL, count=100, wait_ms=50)] * 20, POLL),
     faults=False,
     asks=((0, 500),),
 )
 """A group of one member that asks for its committed offsets after each poll (``Schedule.asks``), reading what one
-producer wrote."""
+producer wrote; its polls are short, so the poll that serves its assignment returns before any record of it."""
 LIVENESS = {
     "never-rejoins": (GROUP_OF_TWO, Broken(consumer=StopsServing), ("LIVE-001", "never-converged")),
     "never-starts": (
