@@ -377,6 +377,16 @@ def test_the_librdkafka_version_is_read_from_its_hex_number(
     assert driver.librdkafka_version() == want
 
 
+@pytest.mark.parametrize(("text", "want"), [("2.12.0", (2, 12, 0)), ("2.13.0-RC1", (2, 13, 0))])
+def test_the_librdkafka_version_is_read_from_its_string_where_confluent_kafka_gives_that_alone(
+    monkeypatch: pytest.MonkeyPatch, text: str, want: tuple[int, ...]
+) -> None:
+    """confluent-kafka 2.12.0's ``libversion()`` is the version string alone, not the (string, number) pair of the
+    releases around it; every schedule of its client workload failed in ``_eager`` until 2026-12-01."""
+    monkeypatch.setattr(driver.ck, "libversion", lambda: text)
+    assert driver.librdkafka_version() == want
+
+
 @pytest.mark.parametrize(
     ("protocol", "version", "want"),
     [

@@ -216,8 +216,12 @@ class Recorder:
 
 def librdkafka_version() -> tuple[int, ...]:
     """The librdkafka this confluent-kafka runs (``confluent_kafka.libversion()``: its hex version's major, minor
-    and revision bytes)."""
-    number = int(ck.libversion()[1])
+    and revision bytes). confluent-kafka 2.12.0's ``libversion()`` gives the version string alone (``'2.12.0'``,
+    where 2.11.1 gives ``('2.11.1', 0x020b01ff)``): its numbers are read from the string then."""
+    found = ck.libversion()
+    if isinstance(found, str):
+        return tuple(int(part) for part in re.findall(r"\d+", found)[:3])
+    number = int(found[1])
     return (number >> 24 & 0xFF, number >> 16 & 0xFF, number >> 8 & 0xFF)
 
 
