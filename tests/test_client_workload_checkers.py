@@ -1057,6 +1057,49 @@ def test_a_commit_that_had_not_returned_before_the_ask_or_was_ambiguous_does_not
     assert cw.check_committed_fetches(history(timed_out, {TP: [0, 1, 2]})) == []
 
 
+@pytest.mark.parametrize(
+    ("between", "want"),
+    [
+        ([], [("CLIENT-005", "fetched-no-offset")]),
+        (["failed"], []),  # answered from the request the failed ask left in flight, sent before the commit
+        (["failed", "failed"], []),
+        (["answered"], [("CLIENT-005", "fetched-no-offset")]),  # that request was answered: a new one was sent
+        (["failed", "answered"], [("CLIENT-005", "fetched-no-offset")]),
+        (["other partitions"], [("CLIENT-005", "fetched-no-offset")]),  # not the same request
+    ],
+)
+def test_an_ask_answered_from_a_request_a_failed_ask_left_in_flight_counts_from_that_request(
+    between: list[str], want: list
+) -> None:
+    """kafka-clients answers an ask from a fetch of the same partitions still in flight (a 0 ms ask that timed out
+    leaves one): an ask that followed the same consumer's failed asks of the same partitions counts from the first
+    of them, so a commit that returned between that first ask and this one is not one its answer must show (a false
+    alarm on kafka-clients 4.4.0, seed 1, until 2026-12-01: /work/scratch/wt-er/trial-20765). An answered ask of
+    the same partitions in between, or failed asks of other partitions, leave the ask counting from its own start."""
+    events = Events()
+    failed = {"error": "TimeoutException: Timeout of 0ms expired", "retriable": True}
+    early: list[tuple[str, dict[str, Any]]] = []
+    for what in between:
+        if what == "answered":
+            early.append((what, {"tps": (TP,), "offsets": ((TP, None),)}))
+        elif what == "other partitions":
+            early.append((what, {"tps": (TP, TopicPartition("t", 1)), **failed}))
+        else:
+            early.append((what, {"tps": (TP,), **failed}))
+    # the first failed ask begins before c0's commit; the rest of them and the judged ask come after it
+    for n, (_, fields) in enumerate(early):
+        if n == 0:
+            events.add(FetchedCommitted, "c1#0", group="g", since=0, **fields)
+            events.add(Committed, "c0#0", group="g", offsets=((TP, 2),))
+        else:
+            events.add(FetchedCommitted, "c1#0", group="g", since=len(events.events), **fields)
+    if not early:
+        events.add(Committed, "c0#0", group="g", offsets=((TP, 2),))
+    since = len(events.events)
+    events.add(FetchedCommitted, "c1#0", group="g", tps=(TP,), since=since, offsets=((TP, None),))
+    assert kinds(cw.check_committed_fetches(history(events, {TP: [0, 1, 2]}))) == want
+
+
 @pytest.mark.parametrize(("broker_answers", "want"), [(True, [("LIVE-001", "hang")]), (False, [])])
 def test_an_ask_for_committed_offsets_that_never_returns_is_a_hang_not_a_safety_violation(
     broker_answers: bool, want: list

@@ -381,11 +381,14 @@ def test_the_librdkafka_version_is_read_from_its_hex_number(
     assert driver.librdkafka_version() == want
 
 
-def test_the_librdkafka_version_is_read_from_confluent_kafka_2_12_0s_string(monkeypatch: pytest.MonkeyPatch) -> None:
-    """confluent-kafka 2.12.0's ``libversion()`` returns the string alone (2.12.1 restored the tuple): the workload
-    reads its numbers rather than failing every schedule (``int('.')``, 2026-12-01)."""
-    monkeypatch.setattr(driver.ck, "libversion", lambda: "2.12.0")
-    assert driver.librdkafka_version() == (2, 12, 0)
+@pytest.mark.parametrize(("text", "want"), [("2.12.0", (2, 12, 0)), ("2.13.0-RC1", (2, 13, 0))])
+def test_the_librdkafka_version_is_read_from_its_string_where_confluent_kafka_gives_that_alone(
+    monkeypatch: pytest.MonkeyPatch, text: str, want: tuple[int, ...]
+) -> None:
+    """confluent-kafka 2.12.0's ``libversion()`` is the version string alone, not the (string, number) pair of the
+    releases around it; every schedule of its client workload failed in ``_eager`` until 2026-12-01."""
+    monkeypatch.setattr(driver.ck, "libversion", lambda: text)
+    assert driver.librdkafka_version() == want
 
 
 @pytest.mark.parametrize(
@@ -768,3 +771,36 @@ def test_a_backoff_discipline_carries_out_the_polls_it_names_as_a_poll_while_pau
     assert (pause[0], pause[2], resume[0], resume[2]) == ("pause", [0, 1], "resume", [0, 1])
     assert [e.resumed for e in events(run, Paused)] == [False, True]
     assert any("backing off" in e.text for e in events(run, Note))
+
+
+class PollingAsked(Asked):
+    """An ``Asked`` consumer that also polls, delivering nothing."""
+
+    def consume(self, _count: int, timeout: float) -> list[Any]:
+        return []
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_member_that_asks_in_its_poll_loop_asks_for_what_it_owns_after_each_poll(run: driver.Run) -> None:
+    """A member of ``Schedule.asks`` asks once, right after each of its polls (a poll step's, the run's own), for the
+    committed offsets of what it owns then, bounded by its drawn bound; with nothing owned it does not ask, and a
+    consumer not among the askers never does."""
+    run.schedule = replace(run.schedule, asks=((0, 5),))
+    member = asking(run, PollingAsked({0: 3}))
+    other = PollingAsked()
+    run.consumers[1].client = other  # type: ignore[assignment]
+    run.consumers[1].assigned = {TopicPartition("kcw-x-t0", 0)}
+    run.step(Step(StepKind.POLL, 0, count=10, wait_ms=0))
+    run.step(Step(StepKind.POLL, 1, count=10, wait_ms=0))
+    run._poll_round(0.0)
+    assert member.asked == [([0, 1], 0.005), ([0, 1], 0.005)] and other.asked == []
+    asks = fetched(run)
+    assert [(e.client, e.bound_s) for e in asks] == [("c0#0", 0.005)] * 2
+    assert asks[0].offsets == ((TopicPartition("kcw-x-t0", 0), 3), (TopicPartition("kcw-x-t0", 1), None))
+    polls = [e.seq for e in run.recorder.events if isinstance(e, Polled) and e.client == "c0#0"]
+    assert polls[0] < asks[0].seq < polls[1] < asks[1].seq, "each ask comes right after its poll"
+    run.consumers[0].assigned = set()
+    run.step(Step(StepKind.POLL, 0, count=10, wait_ms=0))
+    assert len(member.asked) == 2

@@ -14,6 +14,9 @@ from hypothesis import strategies as st
 from kconform.conformance.workloads.clients import schedule as schedule_module
 from kconform.conformance.workloads.clients.jvm_clients import catalogue as java_catalogue
 from kconform.conformance.workloads.clients.schedule import (
+    ASK_BOUNDS_MS,
+    ASKER_SHARE,
+    ASKS_IN_LOOP,
     BRIEF_MS,
     BRIEF_SHARE,
     GROUP_SETTINGS,
@@ -28,9 +31,11 @@ from kconform.conformance.workloads.clients.schedule import (
     Schedule,
     Step,
     StepKind,
+    asks_bound_ms,
     describe,
     group_settings,
     schedules,
+    with_asks,
     with_discipline,
     with_late,
 )
@@ -238,3 +243,83 @@ def test_a_discipline_moves_with_the_schedule_it_is_derived_from_and_is_counted(
             for kind in consumer.discipline.kinds():
                 assert counts[f"discipline:{kind}"] >= 1
         assert counts.get("discipline:backoff-polls", 0) == sum(len(c.discipline.backoff) for c in schedule.consumers)
+
+
+def test_members_that_ask_in_their_poll_loop_are_derived_from_the_rest_of_their_schedule() -> None:
+    """``with_asks``: about ``ASKER_SHARE`` of group members ask after each poll, never a consumer assigned by hand;
+    each bound lies in one of ``ASK_BOUNDS_MS``'s ranges, and each range is drawn. The asks are the schedule without
+    them given to ``with_asks`` again (its late member does not decide them), the JSON gives them back and has no
+    ``asks`` without them; a late member asks as the member it copies; counts and description name them."""
+    seen: Counter[str] = Counter()
+    ranges: Counter[int] = Counter()
+
+    @settings(max_examples=DRAWN, database=None, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(schedules(catalogue()))
+    def draw(schedule: Schedule) -> None:
+        before = replace(schedule, asks=())
+        assert "asks" not in before.to_json() and with_asks(before) == schedule
+        assert with_asks(replace(before, late=None)).asks == schedule.asks
+        assert Schedule.from_json(json.loads(schedule.dumps())) == schedule
+        members = [i for i, c in enumerate(schedule.consumers) if c.subscribe != "assign"]
+        seen["members"] += len(members)
+        if not schedule.asks:
+            assert ASKS_IN_LOOP not in schedule.counts()
+            return
+        askers = [c for c, _ in schedule.asks]
+        assert askers and set(askers) <= set(members) and len(set(askers)) == len(askers)
+        seen["askers"] += len(askers)
+        for c, bound in schedule.asks:
+            (which,) = [n for n, (low, high) in enumerate(ASK_BOUNDS_MS) if low <= bound <= high]
+            ranges[which] += 1
+            assert asks_bound_ms(schedule, c) == bound
+            assert f"c{c}: asks for the committed offsets of what it owns after each poll" in describe(schedule)
+        assert schedule.counts()[ASKS_IN_LOOP] == len(askers)
+        late = schedule.late
+        if late is not None:
+            assert asks_bound_ms(schedule, len(schedule.consumers)) == asks_bound_ms(schedule, late.of)
+
+    draw()
+    assert abs(seen["askers"] / seen["members"] - ASKER_SHARE) < 0.1, seen
+    assert all(ranges[n] > 0 for n in range(len(ASK_BOUNDS_MS))), ranges
+
+
+def test_a_schedule_s_json_replays_its_asking_members() -> None:
+    """The asks come back from the schedule's JSON; a JSON written before them (no ``asks``) reads as none."""
+    member = ConsumerPlan({}, "topics")
+    plain = Schedule((1,), (ProducerPlan({}),), (member, member), ())
+    asking = replace(plain, asks=((1, 7),), late=Late(member, 1))
+    assert Schedule.from_json(json.loads(asking.dumps())) == asking and json.loads(asking.dumps())["asks"] == [[1, 7]]
+    assert "asks" not in json.loads(plain.dumps()) and Schedule.from_json(json.loads(plain.dumps())).asks == ()
+    assert asks_bound_ms(asking, 0) is None and asks_bound_ms(asking, 1) == 7 and asks_bound_ms(asking, 2) == 7
+
+
+def test_a_seed_draws_the_schedules_and_late_members_it_drew_before_members_asked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Seed 1's schedules, drawn as the suite test draws them, are the same with and without ``with_asks`` but for
+    the asks, late members included: they are derived, not drawn."""
+
+    def drawn() -> list[Schedule]:
+        found: list[Schedule] = []
+
+        @seed(1)
+        @settings(
+            max_examples=20,
+            database=None,
+            deadline=None,
+            phases=[Phase.explicit, Phase.reuse, Phase.generate],
+            suppress_health_check=list(HealthCheck),
+        )
+        @given(data=st.data())
+        def draw(data: st.DataObject) -> None:
+            found.append(data.draw(schedules(catalogue()), label="schedule"))
+
+        draw()
+        return found
+
+    now = drawn()
+    with monkeypatch.context() as patched:
+        patched.setattr(schedule_module, "with_asks", lambda schedule: schedule)
+        before = drawn()
+    assert [replace(s, asks=()) for s in now] == before
+    assert any(s.asks for s in now) and all(not s.asks for s in before)

@@ -579,6 +579,25 @@ def _start_violation(
     )
 
 
+def asked_from(event: FetchedCommitted, asks: Sequence[FetchedCommitted]) -> int:
+    """When the request an ask was answered from may have begun: the ask's own start (``since``), or, where the same
+    consumer's asks of the same partitions just before it failed, the start of the first of them. A failed ask (its
+    bound passed, above all) may leave its request in flight, and kafka-clients answers a later ask of the same
+    partitions from it: the classic consumer's ``ConsumerCoordinator.fetchCommittedOffsets`` reuses its
+    ``pendingCommittedOffsetRequest`` for the same partitions and generation, and the consumer protocol's
+    ``CommitRequestManager`` chains an ask onto an in-flight fetch of the same partitions
+    (``PendingRequests.addOffsetFetchRequest``; read in kafka-clients 4.4.0's and 4.3.1's classes with ``javap``).
+    A commit between such a request and the later ask is not in its answer. ``asks``: every ask of the history,
+    in order."""
+    began = event.since
+    earlier = [a for a in asks if a.client == event.client and a.tps == event.tps and a.seq < event.seq]
+    for ask in reversed(earlier):
+        if ask.error is None:
+            break
+        began = ask.since
+    return began
+
+
 def check_committed_fetches(history: History) -> list[Violation]:
     """CLIENT-005: a consumer's ask for its group's committed offsets (``FetchedCommitted``) never answers "no
     committed offset" for a partition the group had committed before the ask began: a commit the history shows
@@ -586,20 +605,22 @@ def check_committed_fetches(history: History) -> list[Violation]:
     of the coordinator) says nothing about the offset and is not judged here; one that never returns is LIVE-001's
     ``hang``. What offset the answer gives is not judged: another member's commit, or an auto-commit the history
     records only when its callback is served, may have moved it while the ask ran (kconform's choice: only what is
-    certain)."""
+    certain). The ask counts from when the request it was answered from may have begun (``asked_from``): a request
+    left in flight by the same consumer's failed asks of the same partitions answers for the moment it was sent."""
     violations: list[Violation] = []
     commits = group_commits(history)
-    for event in of_kind(history, FetchedCommitted):
-        assert isinstance(event, FetchedCommitted)
+    asks = [e for e in of_kind(history, FetchedCommitted) if isinstance(e, FetchedCommitted)]
+    for event in asks:
         if event.error is not None:
             continue
+        began = asked_from(event, asks)
         for tp, offset in event.offsets:
             if offset is not None:
                 continue
             before = [
                 c
                 for c in commits.get((event.group, tp), [])
-                if c.seq < event.since and c.error is None and not c.ambiguous and committed_offset(c, tp) >= 0
+                if c.seq < began and c.error is None and not c.ambiguous and committed_offset(c, tp) >= 0
             ]
             if not before:
                 continue

@@ -168,6 +168,27 @@ class NeverStarts(Delegating):
         return None
 
 
+class AskStallsStart(Delegating):
+    """A consumer whose ask for the committed offsets of a partition it has not started yet (no position) leaves that
+    partition never started: its fetch of the partition's start is taken by the ask's request and never completes
+    (KAFKA-20765's kind, where the position fetch is chained onto an offset fetch that failed STALE_MEMBER_EPOCH)."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__(inner)
+        self._stuck: set[tuple[str, int]] = set()
+
+    def committed(self, partitions: list[ck.TopicPartition], timeout: float = -1) -> list[ck.TopicPartition]:
+        answer = self._inner.committed(partitions, timeout=timeout)
+        unstarted = [p for p in self._inner.position(partitions) if p.offset < 0]
+        if unstarted:
+            self._stuck |= {(p.topic, p.partition) for p in unstarted}
+            self._inner.pause(unstarted)
+        return answer
+
+    def resume(self, partitions: list[ck.TopicPartition]) -> None:
+        self._inner.resume([p for p in partitions if (p.topic, p.partition) not in self._stuck])
+
+
 class AbortsOnAssign(Delegating):
     """A consumer whose process aborts in its first assignment callback (a native crash of the client: a failed
     librdkafka assertion aborts the process that runs it)."""
@@ -368,6 +389,16 @@ GROUP_OF_TWO = Schedule(
     faults=False,
 )
 """Two members of one classic group, each owning a partition with records to read."""
+ASKING_MEMBER = Schedule(
+    (1,),
+    (ProducerPlan({}, False),),
+    (ConsumerPlan({"auto.offset.reset": "earliest", "enable.auto.commit": "false"}, "topics"),),
+    (PRODUCE, FLUSH, *[Step(StepKind.POLL, count=100, wait_ms=50)] * 20, POLL),
+    faults=False,
+    asks=((0, 500),),
+)
+"""A group of one member that asks for its committed offsets after each poll (``Schedule.asks``), reading what one
+producer wrote; its polls are short, so the poll that serves its assignment returns before any record of it."""
 LIVENESS = {
     "never-rejoins": (GROUP_OF_TWO, Broken(consumer=StopsServing), ("LIVE-001", "never-converged")),
     "never-starts": (
@@ -375,6 +406,7 @@ LIVENESS = {
         Broken(consumer=NeverStarts),
         ("LIVE-001", "owned-never-started"),
     ),
+    "ask-stalls-start": (ASKING_MEMBER, Broken(consumer=AskStallsStart), ("LIVE-001", "owned-never-started")),
 }
 
 
@@ -384,8 +416,10 @@ def test_a_group_that_never_converges_or_a_partition_never_started_is_caught_and
 ) -> None:
     """LIVE-001 of the drain's end: a member that stops serving its group (put out at its 7 s poll interval, it
     never rejoins while it still owns its partition) leaves the group never converged; a consumer that never
-    fetches what it owns leaves its partition never started. The real clients converge and start everything on
-    the same schedule. The slacks are cut so that each broken run waits out its bound within a minute."""
+    fetches what it owns, or whose asks for its committed offsets after each poll (``Schedule.asks``) take a
+    partition's start and never give it back, leaves its partition never started. The real clients converge and
+    start everything on the same schedule. The slacks are cut so that each broken run waits out its bound within a
+    minute."""
     monkeypatch.setattr(driver, "DRAIN_SLACK_S", 0.0)
     monkeypatch.setattr(driver, "CONVERGE_SLACK_S", 10.0)
     drawn, broken, want = LIVENESS[case]

@@ -58,7 +58,7 @@ from .history import (
     covers,
     rebalances_eagerly,
 )
-from .schedule import ConsumerPlan, Late, Schedule, Step, StepKind
+from .schedule import ConsumerPlan, Late, Schedule, Step, StepKind, asks_bound_ms
 from .settings import CLASSIC_GROUP_ONLY, catalogue, classic_group
 
 T = TypeVar("T")
@@ -854,6 +854,7 @@ class Run:
         if got is None:
             return
         self._record_poll(slot, *got)
+        self._ask_after_poll(slot)
 
     def _record_poll(self, slot: ConsumerSlot, messages: list[ck.Message], positions: list[ck.TopicPartition]) -> None:
         records, eofs, errors = [], [], []
@@ -1226,6 +1227,14 @@ class Run:
         self._call(
             slot, f"committed({len(tps)} partitions, {bound_s:g}) x{least}", asks, least * bound_s + CALL_SLACK_S
         )
+
+    def _ask_after_poll(self, slot: ConsumerSlot) -> None:
+        """A member that asks in its poll loop (``Schedule.asks``) asks once for the group's committed offsets of what
+        it owns now, right after its poll, bounded by its drawn bound (a ``committed`` step of one ask)."""
+        bound_ms = asks_bound_ms(self.schedule, slot.index)
+        if bound_ms is None or not slot.live or not slot.assigned:
+            return
+        self.committed(slot, Step(StepKind.COMMITTED, slot.index, count=1, wait_ms=bound_ms))
 
     def _settle(self, slot: ConsumerSlot | None = None, among: Sequence[Any] | None = None) -> None:
         """Tell the calls under way beside a step that it is done and await them (those of ``slot``, or ``among``

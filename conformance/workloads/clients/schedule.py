@@ -10,7 +10,8 @@ every live consumer reads until it reached the end of what it owns, so the check
 A member may join the group once the drain found it settled (``Late``, derived from the schedule: see ``with_late``):
 another instance of one of its members' applications, started when the group caught up, that stays, or that is shut
 down during its start (a rolled-back deploy, a killed pod) and closes before its first assignment; the drain then
-waits for the group to converge again.
+waits for the group to converge again. Members may ask for the group's committed offsets of what they own after
+each of their polls (``Schedule.asks``, derived from the schedule: see ``with_asks``).
 
 Every step is valid in any state: a step for a closed consumer reopens nothing and is recorded as skipped, a
 transaction step for a producer without a transactional id sends plain records. So Hypothesis can shrink a
@@ -225,6 +226,9 @@ class Schedule:
     """Whether fault steps act (a broker the run may restart); recorded so a replay does the same."""
     late: Late | None = None
     """A member joining once the group settled (``Late``), derived from the rest (``with_late``)."""
+    asks: Sequence[tuple[int, int]] = ()
+    """Group members that ask for the group's committed offsets of what they own after each of their polls, each
+    with its ask's bound in ms (``(consumer, bound_ms)``), derived from the rest (``with_asks``)."""
 
     def to_json(self) -> dict[str, Any]:
         """Its fields; ``late`` only when there is one, and a consumer's ``discipline`` only when it does something,
@@ -239,6 +243,8 @@ class Schedule:
                 del consumer["discipline"]
             else:
                 consumer["discipline"]["backoff"] = list(consumer["discipline"]["backoff"])
+        if not self.asks:
+            del found["asks"]
         return found
 
     @classmethod
@@ -250,6 +256,7 @@ class Schedule:
             tuple(Step(**{**s, "kind": StepKind(s["kind"])}) for s in data["steps"]),
             data.get("faults", True),
             None if data.get("late") is None else Late.from_json(data["late"]),
+            tuple((int(c), int(b)) for c, b in data.get("asks", ())),
         )
 
     def dumps(self) -> str:
@@ -265,6 +272,8 @@ class Schedule:
             found[f"{group}:{step.kind.value}"] = found.get(f"{group}:{step.kind.value}", 0) + 1
         if self.late is not None:  # its settings are a member's, counted once
             found[LATE_BRIEF if self.late.brief_ms is not None else LATE_JOIN] = 1
+        if self.asks:
+            found[ASKS_IN_LOOP] = len(self.asks)
         plans: list[ProducerPlan | ConsumerPlan] = [*self.producers, *self.consumers]
         for plan in plans:
             for name in plan.settings:
@@ -452,15 +461,23 @@ def schedules(
         )
     )
     base = Schedule(tuple(partitions), tuple(producers), tuple(consumers), tuple(steps), faults)
-    # each derived from the drawn schedule alone, so that neither moves the other
-    disciplined, late = with_discipline(base), with_late(base).late
-    if late is None:
-        return disciplined
-    return replace(disciplined, late=replace(late, plan=disciplined.consumers[late.of]))  # its discipline too
+    # each derived from the drawn schedule alone, so that none moves another
+    disciplined, late, asks = with_discipline(base), with_late(base).late, with_asks(base).asks
+    if late is not None:
+        late = replace(late, plan=disciplined.consumers[late.of])  # its discipline too
+    return replace(disciplined, late=late, asks=asks)
+
+
+def as_drawn(schedule: Schedule) -> Schedule:
+    """The schedule as Hypothesis drew it, without what is derived from it (its consumers' disciplines, its late
+    member, its members' asks): what seeds each derivation, so that none moves another and each gives the same
+    whether the others were derived before it or not."""
+    plain = tuple(replace(c, discipline=Discipline()) for c in schedule.consumers)
+    return replace(schedule, consumers=plain, late=None, asks=())
 
 
 LATE_SALT: Final = b"late member\n"
-"""Prefixed to the schedule's JSON to seed ``with_late``."""
+"""Prefixed to the schedule's JSON as drawn (``as_drawn``) to seed ``with_late``."""
 LATE_SHARE: Final = 3 / 4
 """The share of schedules with a group that get a late member (``with_late``)."""
 BRIEF_SHARE: Final = 1 / 2
@@ -489,7 +506,7 @@ def with_late(schedule: Schedule) -> Schedule:
     members = [i for i, c in enumerate(schedule.consumers) if c.subscribe != "assign"]
     if not members or schedule.late is not None:
         return schedule
-    rng = random.Random(hashlib.sha256(LATE_SALT + schedule.dumps().encode()).digest())
+    rng = random.Random(hashlib.sha256(LATE_SALT + as_drawn(schedule).dumps().encode()).digest())
     if rng.random() >= LATE_SHARE:
         return schedule
     of = rng.choice(members)
@@ -498,7 +515,7 @@ def with_late(schedule: Schedule) -> Schedule:
 
 
 DISCIPLINE_SALT: Final = b"application discipline\n"
-"""Prefixed to the schedule's JSON to seed ``with_discipline``."""
+"""Prefixed to the schedule's JSON as drawn (``as_drawn``) to seed ``with_discipline``."""
 
 
 def with_discipline(schedule: Schedule) -> Schedule:
@@ -516,7 +533,7 @@ def with_discipline(schedule: Schedule) -> Schedule:
     schedules it drew before, some consumers now with a discipline; a schedule's JSON replays it with its
     disciplines (``to_json`` leaves a consumer's out when it does nothing, so the seed is the JSON as drawn). Every
     choice is drawn whatever the settings allow, so one consumer's settings never move another's discipline."""
-    rng = random.Random(hashlib.sha256(DISCIPLINE_SALT + schedule.dumps().encode()).digest())
+    rng = random.Random(hashlib.sha256(DISCIPLINE_SALT + as_drawn(schedule).dumps().encode()).digest())
     consumers = []
     for index, plan in enumerate(schedule.consumers):
         store, commit, backs_off = rng.choice(STORES), rng.choice(COMMITS), rng.randrange(2) == 0
@@ -539,6 +556,51 @@ def with_discipline(schedule: Schedule) -> Schedule:
     return replace(schedule, consumers=tuple(consumers))
 
 
+ASKS_SALT: Final = b"asks in the poll loop\n"
+"""Prefixed to the schedule's JSON as drawn (``as_drawn``) to seed ``with_asks``."""
+ASKER_SHARE: Final = 1 / 2
+"""The share of group members that ask in their poll loop (``with_asks``), each decided on its own: as likely as
+not, an application checks its lag or restores its positions from the group's offsets."""
+ASK_BOUNDS_MS: Final = ((0, 0), (1, 10), (100, 1_000))
+"""An asking member's bound for each ask, from one of these ranges with even odds: none (an answer only if the
+client has one at once, the request left in flight), a few milliseconds (the answer of a local broker, or the
+request left in flight when it is slower), or long enough for any answer."""
+ASKS_IN_LOOP: Final = "step:committed-in-poll-loop"
+"""``Schedule.counts``'s name for the members that ask in their poll loop."""
+
+
+def with_asks(schedule: Schedule) -> Schedule:
+    """``schedule`` with members that ask for the group's committed offsets of what they own right after each of
+    their polls (``Schedule.asks``): an application that checks its lag in its poll loop, or a source that restores
+    its positions from the group's whenever it is handed partitions. Each group member asks with odds
+    ``ASKER_SHARE``, with a bound drawn from ``ASK_BOUNDS_MS``; a late member asks as the member it copies does.
+
+    So a request for the committed offsets is in flight at every moment a member's polls meet: just after a poll
+    that served an assignment (when the client fetches the new partitions' committed offsets itself, to start
+    them), and while the group's epoch or generation moves (the late member's join and leave, a subscription
+    change, partitions added), which a ``committed`` step, drawn at a step of its own, meets rarely.
+
+    Derived as ``with_late`` is, from a generator seeded with ``ASKS_SALT`` and the schedule's JSON as drawn
+    (``as_drawn``: without its disciplines, late member and asks), not drawn from Hypothesis's choices: a seed
+    draws the schedules it drew before, each with the late member it had, some now with members that ask; a
+    schedule without asks keeps its JSON."""
+    members = [i for i, c in enumerate(schedule.consumers) if c.subscribe != "assign"]
+    if not members or schedule.asks:
+        return schedule
+    rng = random.Random(hashlib.sha256(ASKS_SALT + as_drawn(schedule).dumps().encode()).digest())
+    askers = [i for i in members if rng.random() < ASKER_SHARE]
+    return replace(schedule, asks=tuple((i, rng.randint(*rng.choice(ASK_BOUNDS_MS))) for i in askers))
+
+
+def asks_bound_ms(schedule: Schedule, consumer: int) -> int | None:
+    """The bound of consumer ``consumer``'s asks after each of its polls, or ``None`` when it does not ask; the
+    late member (consumer ``len(consumers)``) asks as the member it copies."""
+    late = schedule.late
+    if late is not None and consumer == len(schedule.consumers):
+        consumer = late.of
+    return dict(schedule.asks).get(consumer)
+
+
 def describe(schedule: Schedule) -> str:
     """The schedule as a reader follows it: clients with their drawn settings, then the steps in order."""
     lines = [f"topics: {', '.join(f't{i} ({n} partitions)' for i, n in enumerate(schedule.partitions))}"]
@@ -553,5 +615,9 @@ def describe(schedule: Schedule) -> str:
         late, n = schedule.late, len(schedule.consumers)
         when = f"closes after {late.brief_ms} ms or its first assignment" if late.brief_ms is not None else "stays"
         lines.append(f"c{n}: as c{late.of}, joins in the drain once the group settled, {when}")
+    lines += [
+        f"c{c}: asks for the committed offsets of what it owns after each poll, bounded by {b} ms"
+        for c, b in schedule.asks
+    ]
     lines += [f"{n:3}. {s.text()}" for n, s in enumerate(schedule.steps, 1)]
     return "\n".join(lines)
