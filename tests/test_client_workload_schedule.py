@@ -25,12 +25,12 @@ from kconform.conformance.workloads.clients.schedule import (
     LATE_SHARE,
     WEIGHTS,
     ConsumerPlan,
-    Discipline,
     Late,
     ProducerPlan,
     Schedule,
     Step,
     StepKind,
+    as_drawn,
     asks_bound_ms,
     describe,
     group_settings,
@@ -114,7 +114,7 @@ def test_a_late_member_is_derived_from_the_rest_of_its_schedule_as_a_copy_of_one
     @settings(max_examples=DRAWN, database=None, deadline=None, suppress_health_check=list(HealthCheck))
     @given(schedules(catalogue()))
     def draw(schedule: Schedule) -> None:
-        before = without_disciplines(replace(schedule, late=None))  # as drawn: each derivation starts from it
+        before = as_drawn(schedule)  # each derivation starts from it
         assert "late" not in before.to_json() and with_late(before).late == (
             None if schedule.late is None else replace(schedule.late, plan=before.consumers[schedule.late.of])
         )
@@ -184,10 +184,6 @@ def test_a_seed_draws_the_schedules_it_drew_before_late_members_existed(monkeypa
     assert any(s.late is not None for s in now) and all(s.late is None for s in before)
 
 
-def without_disciplines(schedule: Schedule) -> Schedule:
-    return replace(schedule, consumers=tuple(replace(c, discipline=Discipline()) for c in schedule.consumers))
-
-
 @pytest.mark.parametrize("release", ["librdkafka", "kafka-clients"])
 def test_disciplines_are_derived_from_the_schedule_where_its_settings_make_them_meaningful(release: str) -> None:
     """Each consumer's discipline is what ``with_discipline`` derives from the schedule as drawn, which keeps its
@@ -201,8 +197,9 @@ def test_disciplines_are_derived_from_the_schedule_where_its_settings_make_them_
     @settings(max_examples=DRAWN, database=None, deadline=None, suppress_health_check=list(HealthCheck))
     @given(schedules(drawn_from))
     def draw(schedule: Schedule) -> None:
-        plain = without_disciplines(replace(schedule, late=None))  # as drawn: each derivation starts from it
-        assert with_discipline(plain) == replace(schedule, late=None)
+        plain = as_drawn(schedule)  # each derivation starts from it
+        assert with_discipline(plain) == replace(schedule, late=None, asks=())
+        assert with_discipline(schedule) == schedule  # whatever else was derived before it
         assert all("discipline" not in c for c in plain.to_json()["consumers"])
         assert Schedule.from_json(json.loads(schedule.dumps())) == schedule
         for index, consumer in enumerate(schedule.consumers):
