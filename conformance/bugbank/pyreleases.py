@@ -64,9 +64,10 @@ PIP_FIX: Final = (
     "folder where the release is installed"
 )
 VERSION_CHECK: Final = (
-    "import confluent_kafka as ck; v = ck.libversion(); print(ck.__version__, v if isinstance(v, str) else v[0])"
+    "import confluent_kafka as ck; from kconform.conformance.librdkafka import libversion; "
+    "print(ck.__version__, libversion()[0])"
 )
-"""confluent-kafka 2.12.0's ``libversion()`` is the version string alone (2.12.1 restored the tuple)."""
+"""What the installed release says it is, and the librdkafka it wraps (``librdkafka.libversion``)."""
 
 
 def install_release(release: str, say: Say) -> Mapping[str, str]:

@@ -23,6 +23,7 @@ from _pytest.junitxml import mangle_test_address  # how pytest named the testcas
 
 from ..adapter.interface import ENGINE_CAPABILITIES
 from ..brokers.capability import format_table
+from ..librdkafka import libversion
 from ..redaction import write_text
 from ..release import kconform_version
 from ..spec_tools.requirements import CATEGORIES, LEVELS
@@ -295,10 +296,7 @@ def confluent_versions() -> dict[str, str]:
     """This interpreter's confluent-kafka and the librdkafka it wraps (none on a core install without it)."""
     if find_spec("confluent_kafka") is None:
         return {}
-    import confluent_kafka
-
-    lib = confluent_kafka.libversion()  # confluent-kafka 2.12.0's is the string alone, the others' a tuple
-    return {"confluent-kafka": version("confluent-kafka"), "librdkafka": lib if isinstance(lib, str) else lib[0]}
+    return {"confluent-kafka": version("confluent-kafka"), "librdkafka": libversion()[0]}
 
 
 def judged_components(result: RunResult, versions: dict[str, str]) -> dict[str, str]:

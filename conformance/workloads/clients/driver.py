@@ -30,6 +30,7 @@ import confluent_kafka as ck
 from ....reference_impl.kafka_client import KafkaClient, wait_until
 from ....reference_impl.ports import Isolation, KafkaError, Record
 from ....reference_impl.types import TopicPartition
+from ...librdkafka import libversion
 from .history import (
     FAULT_NOTE,
     Acked,
@@ -215,14 +216,8 @@ class Recorder:
 
 
 def librdkafka_version() -> tuple[int, ...]:
-    """The librdkafka this confluent-kafka runs (``confluent_kafka.libversion()``: its hex version's major, minor
-    and revision bytes). confluent-kafka 2.12.0's ``libversion()`` gives the version string alone (its 2.12.1 changelog:
-    "``libversion()`` now returns the string/integer tuple" again): then its first three numbers."""
-    found = ck.libversion()
-    if isinstance(found, str):
-        return tuple(int(n) for n in re.findall(r"\d+", found)[:3])
-    number = int(found[1])
-    return (number >> 24 & 0xFF, number >> 16 & 0xFF, number >> 8 & 0xFF)
+    """The librdkafka this confluent-kafka runs, as (major, minor, revision) (``librdkafka.libversion``)."""
+    return libversion()[1]
 
 
 LIBRDKAFKA_DESCRIBES_CONSUMER_GROUPS: Final = (2, 10, 0)
