@@ -579,22 +579,26 @@ def _start_violation(
     )
 
 
-def asked_from(event: FetchedCommitted, asks: Sequence[FetchedCommitted]) -> int:
-    """When the request an ask was answered from may have begun: the ask's own start (``since``), or, where the same
-    consumer's asks of the same partitions just before it failed, the start of the first of them. A failed ask (its
-    bound passed, above all) may leave its request in flight, and kafka-clients answers a later ask of the same
-    partitions from it: the classic consumer's ``ConsumerCoordinator.fetchCommittedOffsets`` reuses its
-    ``pendingCommittedOffsetRequest`` for the same partitions and generation, and the consumer protocol's
-    ``CommitRequestManager`` chains an ask onto an in-flight fetch of the same partitions
-    (``PendingRequests.addOffsetFetchRequest``; read in kafka-clients 4.4.0's and 4.3.1's classes with ``javap``).
-    A commit between such a request and the later ask is not in its answer. ``asks``: every ask of the history,
-    in order."""
-    began = event.since
-    earlier = [a for a in asks if a.client == event.client and a.tps == event.tps and a.seq < event.seq]
-    for ask in reversed(earlier):
+def asked_from(asks: Sequence[FetchedCommitted]) -> dict[int, int]:
+    """For each ask (by its ``seq``), when the request it was answered from may have begun: its own start
+    (``since``), or, where the same consumer's asks of the same partitions just before it failed, the start of the
+    first of them. A failed ask (its bound passed, above all) may leave its request in flight, and kafka-clients
+    answers a later ask of the same partitions from it: the classic consumer's
+    ``ConsumerCoordinator.fetchCommittedOffsets`` reuses its ``pendingCommittedOffsetRequest`` for the same
+    partitions and generation, and the consumer protocol's ``CommitRequestManager`` chains an ask onto an in-flight
+    fetch of the same partitions (``PendingRequests.addOffsetFetchRequest``; read in kafka-clients 4.4.0's and
+    4.3.1's classes with ``javap``). A commit between such a request and the later ask is not in its answer.
+    ``asks``: every ask of the history, in order; one pass."""
+    began: dict[int, int] = {}
+    failing: dict[tuple[str, tuple[TopicPartition, ...]], int] = {}  # per consumer and partitions: the start of
+    # the failed asks since its last ask that answered
+    for ask in asks:
+        key = (ask.client, ask.tps)
+        began[ask.seq] = failing.get(key, ask.since)
         if ask.error is None:
-            break
-        began = ask.since
+            failing.pop(key, None)
+        else:
+            failing.setdefault(key, ask.since)
     return began
 
 
@@ -610,10 +614,11 @@ def check_committed_fetches(history: History) -> list[Violation]:
     violations: list[Violation] = []
     commits = group_commits(history)
     asks = [e for e in of_kind(history, FetchedCommitted) if isinstance(e, FetchedCommitted)]
+    starts = asked_from(asks)
     for event in asks:
         if event.error is not None:
             continue
-        began = asked_from(event, asks)
+        began = starts[event.seq]
         for tp, offset in event.offsets:
             if offset is not None:
                 continue
