@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import replace
+from typing import Final
 
 import pytest
 from hypothesis import HealthCheck, Phase, given, seed, settings
@@ -25,6 +26,7 @@ from kconform.conformance.workloads.clients.schedule import (
     LATE_SHARE,
     WEIGHTS,
     ConsumerPlan,
+    Discipline,
     Late,
     ProducerPlan,
     Schedule,
@@ -153,35 +155,56 @@ def test_a_schedule_s_json_replays_its_late_member(brief_ms: int | None) -> None
                                                 "brief_ms": brief_ms}  # fmt: skip
 
 
-def test_a_seed_draws_the_schedules_it_drew_before_late_members_existed(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Seed 1's schedules, drawn as the suite test draws them, are the same with and without ``with_late`` but for
-    the late member: it is derived, not drawn, so no schedule of a seed moves (one more draw at each schedule's end
-    kept seed 1's first 3 of 10 alone)."""
+def seed_1_schedules() -> list[Schedule]:
+    """Seed 1's first 20 schedules, drawn as the suite test draws them."""
+    found: list[Schedule] = []
 
-    def drawn() -> list[Schedule]:
-        found: list[Schedule] = []
+    @seed(1)
+    @settings(
+        max_examples=20,
+        database=None,
+        deadline=None,
+        phases=[Phase.explicit, Phase.reuse, Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(data=st.data())
+    def draw(data: st.DataObject) -> None:
+        found.append(data.draw(schedules(catalogue()), label="schedule"))
 
-        @seed(1)
-        @settings(
-            max_examples=20,
-            database=None,
-            deadline=None,
-            phases=[Phase.explicit, Phase.reuse, Phase.generate],
-            suppress_health_check=list(HealthCheck),
-        )
-        @given(data=st.data())
-        def draw(data: st.DataObject) -> None:
-            found.append(data.draw(schedules(catalogue()), label="schedule"))
+    draw()
+    return found
 
-        draw()
-        return found
 
-    now = drawn()
+def without_disciplines(schedule: Schedule) -> Schedule:
+    plain = tuple(replace(c, discipline=Discipline()) for c in schedule.consumers)
+    late = schedule.late
+    return replace(
+        schedule, consumers=plain, late=late and replace(late, plan=replace(late.plan, discipline=Discipline()))
+    )
+
+
+DERIVED: Final = {
+    "with_late": (lambda s: replace(s, late=None), lambda s: s.late is not None),
+    "with_discipline": (without_disciplines, lambda s: any(c.discipline != Discipline() for c in s.consumers)),
+    "with_asks": (lambda s: replace(s, asks=()), lambda s: bool(s.asks)),
+}
+"""Each derivation of ``schedules``: the schedule without what it derives, and whether a schedule has any of it."""
+
+
+@pytest.mark.parametrize("derivation", sorted(DERIVED))
+def test_a_seed_draws_the_schedules_it_drew_before_each_derivation_existed(
+    monkeypatch: pytest.MonkeyPatch, derivation: str
+) -> None:
+    """Seed 1's schedules are the same with and without each derivation (the late member, the consumers'
+    disciplines, the asks) but for what it derives, the others' included: it is derived, not drawn, so no schedule
+    of a seed moves (one more draw at each schedule's end kept seed 1's first 3 of 10 alone)."""
+    without, has = DERIVED[derivation]
+    now = seed_1_schedules()
     with monkeypatch.context() as patched:
-        patched.setattr(schedule_module, "with_late", lambda schedule: schedule)
-        before = drawn()
-    assert [replace(s, late=None) for s in now] == before
-    assert any(s.late is not None for s in now) and all(s.late is None for s in before)
+        patched.setattr(schedule_module, derivation, lambda schedule: schedule)
+        before = seed_1_schedules()
+    assert [without(s) for s in now] == before
+    assert any(has(s) for s in now) and not any(has(s) for s in before)
 
 
 @pytest.mark.parametrize("release", ["librdkafka", "kafka-clients"])
@@ -288,35 +311,3 @@ def test_a_schedule_s_json_replays_its_asking_members() -> None:
     assert Schedule.from_json(json.loads(asking.dumps())) == asking and json.loads(asking.dumps())["asks"] == [[1, 7]]
     assert "asks" not in json.loads(plain.dumps()) and Schedule.from_json(json.loads(plain.dumps())).asks == ()
     assert asks_bound_ms(asking, 0) is None and asks_bound_ms(asking, 1) == 7 and asks_bound_ms(asking, 2) == 7
-
-
-def test_a_seed_draws_the_schedules_and_late_members_it_drew_before_members_asked(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Seed 1's schedules, drawn as the suite test draws them, are the same with and without ``with_asks`` but for
-    the asks, late members included: they are derived, not drawn."""
-
-    def drawn() -> list[Schedule]:
-        found: list[Schedule] = []
-
-        @seed(1)
-        @settings(
-            max_examples=20,
-            database=None,
-            deadline=None,
-            phases=[Phase.explicit, Phase.reuse, Phase.generate],
-            suppress_health_check=list(HealthCheck),
-        )
-        @given(data=st.data())
-        def draw(data: st.DataObject) -> None:
-            found.append(data.draw(schedules(catalogue()), label="schedule"))
-
-        draw()
-        return found
-
-    now = drawn()
-    with monkeypatch.context() as patched:
-        patched.setattr(schedule_module, "with_asks", lambda schedule: schedule)
-        before = drawn()
-    assert [replace(s, asks=()) for s in now] == before
-    assert any(s.asks for s in now) and all(not s.asks for s in before)
