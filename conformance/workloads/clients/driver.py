@@ -1442,9 +1442,11 @@ class Run:
         )
         if late.brief_ms is None:
             return
-        until = time.monotonic() + late.brief_ms / 1000
+        until, seen = time.monotonic() + late.brief_ms / 1000, 0
         while slot.live:
-            handed = any(isinstance(e, Assigned) and e.client == slot.name for e in list(self.recorder.events))
+            fresh = self.recorder.events[seen:]  # a copy of what was recorded since the last look, never all again
+            seen += len(fresh)
+            handed = any(isinstance(e, Assigned) and e.client == slot.name for e in fresh)
             if handed or time.monotonic() >= until:
                 self.close(slot)
                 return
