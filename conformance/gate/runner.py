@@ -228,15 +228,17 @@ def run(options: RunOptions, out: IO[str] = sys.stdout, journal: Journal | None 
         and not (level == PIPELINE_MARK and unavailable)
     ]
     interrupted = code == pytest.ExitCode.INTERRUPTED
-    waits = (
-        f"{len(collector.waits_left_out)} test(s) left out at profile {options.profile}: each waits out a component's "
-        f"own default, which shorter runs judge by the effective value it reports "
-        f"({', '.join(sorted(collector.waits_left_out))}); run them with --profile {WAITS_DEFAULT_PROFILE}, or one "
-        f"alone with --only and its name"
-    )
+    waits = ""  # the note on tests left out because they wait out a default, when there are any
+    if collector.waits_left_out:
+        waits = (
+            f"{len(collector.waits_left_out)} test(s) left out at profile {options.profile}: each waits out a "
+            f"component's own default, which shorter runs judge by the effective value it reports "
+            f"({', '.join(sorted(collector.waits_left_out))}); run them with --profile {WAITS_DEFAULT_PROFILE}, or "
+            f"one alone with --only and its name"
+        )
     if not collector.results and not interrupted:
         why = empty or [f"no test at level {options.level} matches --only {options.only!r}"]
-        why += [waits] if collector.waits_left_out else []
+        why += [waits] if waits else []
         raise ValueError("; ".join(why) + "; nothing was checked")
     notes += [f"{note}; it was not checked" for note in empty]
     if collector.other_engine:
@@ -244,7 +246,7 @@ def run(options: RunOptions, out: IO[str] = sys.stdout, journal: Journal | None 
             f"{collector.other_engine} tests left out: they run on an engine or client (Spark queries, Flink jobs, "
             f"the confluent-kafka consumer) that adapter {adapter.name!r} does not run on, so they say nothing of it"
         )
-    if collector.waits_left_out:
+    if waits:
         notes.append(waits)
     if interrupted:
         notes.append(interruption(len(collector.results), collector.selected))
