@@ -88,7 +88,7 @@ def test_required_RESTORE_003_a_latest_resolved_again_at_a_restore_is_explained_
     assert gaps == {(p, o) for p in (0, 1) for o in range(5, 12)}
     assert {v.requirement for v in judged.violations} == {"RESTORE-003"}
     below = judged.others[1]  # had the second run done it, the created topic was read below its start
-    assert {(v.kind, v.data["offset"]) for v in below} == {("offset-duplicate", o) for o in range(4)}
+    assert {(v.kind, v.data["offset"]) for v in below} == {("read-before-start", o) for o in range(4)}
     assert "had run 2 done the first discovery: 4 violations" in judged.text()
 
 

@@ -172,13 +172,16 @@ def test_required_RESTORE_003_read_once_names_gaps_and_repeats() -> None:
 
 def test_required_RESTORE_003_read_once_from_a_start_past_zero_names_what_it_skipped_and_read_below_it() -> None:
     """A partition started at offset 2 (a group's offset): 2..4 read once holds; a read of offset 1 is named as
-    below its start, and offset 3 not read is a gap; a partition without a start still starts at 0."""
+    below its start (``read-before-start`` once, ``offset-duplicate`` twice), and offset 3 not read is a gap; a
+    partition without a start still starts at 0."""
     ends, starts = {TopicPartition("in", 0): 5, TopicPartition("in", 1): 2}, {TopicPartition("in", 0): 2}
     held = [*(read(0, o, 0) for o in range(2, 5)), read(1, 0, 1), read(1, 1, 1)]
     assert check_read_once(held, ends, starts=starts) == []
     violations = check_read_once([read(0, 1, 0), read(0, 2, 0), read(0, 4, 0), *held[3:]], ends, starts=starts)
-    assert [(v.kind, v.data["offset"]) for v in violations] == [("offset-gap", 3), ("offset-duplicate", 1)]
+    assert [(v.kind, v.data["offset"]) for v in violations] == [("offset-gap", 3), ("read-before-start", 1)]
     assert violations[1].evidence.endswith("read 1 times, below its start 2")
+    twice = check_read_once([read(0, 1, 0), read(0, 1, 0), *held], ends, starts=starts)
+    assert [(v.kind, v.data["offset"], v.data["times"]) for v in twice] == [("offset-duplicate", 1, 2)]
 
 
 def test_required_DISC_009_a_partition_added_while_running_and_never_read_was_never_discovered() -> None:

@@ -39,6 +39,12 @@ class ReadRecord:
     task: int
 
 
+READ_BEFORE_START: Final = "read-before-start"
+"""``check_read_once``'s kind for an offset below its partition's start read once: the reader began before the
+place its start put it (a start from a group's offsets or at the end read from an earlier offset), so it delivered
+what that start skips; an offset read twice, below its start or not, is ``offset-duplicate``."""
+
+
 def check_read_once(
     records: Iterable[ReadRecord],
     ends: Mapping[TopicPartition, int],
@@ -48,7 +54,8 @@ def check_read_once(
     """Every offset below each end was read exactly once, nothing else: RESTORE-003 end to end, or
     ``requirement`` when a scenario checks a more specific promise (DISC-005: a new topic from its start).
     ``starts``: a partition's first offset to read where it is not 0 (a start from a group's offsets, or at a
-    partition's end): an offset below it read is a read of something the start skips."""
+    partition's end): an offset below it read once is ``READ_BEFORE_START`` (a read of something the start skips),
+    read more often ``offset-duplicate``."""
     records = list(records)
     seen = Counter((r.tp, r.offset) for r in records)
     tasks: dict[tuple[TopicPartition, int], set[int]] = defaultdict(set)
@@ -65,7 +72,7 @@ def check_read_once(
     out += [
         Violation(
             requirement,
-            "offset-duplicate",
+            READ_BEFORE_START if seen[(tp, o)] == 1 and o < first.get(tp, 0) else "offset-duplicate",
             f"{tp} offset {o} read {seen[(tp, o)]} times"
             + (f", below its start {first[tp]}" if o < first.get(tp, 0) else ""),
             data=tp_fields(tp) | {"offset": o, "times": seen[(tp, o)], "tasks": sorted(tasks[(tp, o)])},
