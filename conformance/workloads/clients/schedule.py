@@ -498,7 +498,7 @@ def with_late(schedule: Schedule) -> Schedule:
 
     Derived from the schedule itself (a generator seeded with ``LATE_SALT`` and its JSON), as the Flink workload's
     ``with_refusal`` is, not drawn from Hypothesis's choices: one more ``draw`` at the end of a schedule moves every
-    later schedule of a seed (seed 1 kept its first 3 of 10 on kafka-clients 3.2.1: /work/scratch/wt-jc), and the
+    later schedule of a seed (seed 1 kept its first 3 of 10 on kafka-clients 3.2.1), and the
     bank's entries and ``make test`` rest on a seed's early schedules. So a seed draws the schedules it drew before,
     some now with a late member; a schedule's JSON replays it with its late member. The seed is the JSON: a field
     added to ``Schedule`` changes it and so moves every late member, unless a schedule without the new choice keeps
