@@ -261,7 +261,7 @@ def test_a_start_from_a_commit_past_the_logs_end_is_where_auto_offset_reset_says
 ) -> None:
     """librdkafka-5213's commit one past the end (2 of a partition whose end is 1), then a member that joins and is
     handed the partition: the fetch from 2 is out of range and the member resets (seen on confluent-kafka 2.2.0 with
-    the late member, /work/scratch/wt-lm/rp-2.2.0-on-2.2.0); the past-end commit is CLIENT-007's."""
+    the late member); the past-end commit is CLIENT-007's."""
     events = (
         Events()
         .add(Assigned, "c0#0", tps=(TP,), how="rebalance")
@@ -602,7 +602,7 @@ def test_an_overlap_whose_eager_owner_revoked_only_in_the_generation_that_handed
     shape: str, want: str
 ) -> None:
     """The shape confluent-kafka 2.13.2 showed with no fault near (seed 1's 4th schedule of librdkafka-5213's entry,
-    /work/scratch/wt-eg): eager c0 is handed TP in generation 1, c1 is handed TP in generation 2, and c0 revokes TP
+    seen once, not kept): eager c0 is handed TP in generation 1, c1 is handed TP in generation 2, and c0 revokes TP
     only after that, its callback reading generation 2. A correct eager member revokes before it sends its JoinGroup,
     so its revocation reads the generation its partitions came from; one that reads the next generation had rejoined
     without revoking, as ``_replaced_unrevoked``'s member did. Only that reading is ``owned-twice-unrevoked``."""
@@ -1074,7 +1074,7 @@ def test_an_ask_answered_from_a_request_a_failed_ask_left_in_flight_counts_from_
     """kafka-clients answers an ask from a fetch of the same partitions still in flight (a 0 ms ask that timed out
     leaves one): an ask that followed the same consumer's failed asks of the same partitions counts from the first
     of them, so a commit that returned between that first ask and this one is not one its answer must show (a false
-    alarm on kafka-clients 4.4.0, seed 1, until 2026-12-01: /work/scratch/wt-er/trial-20765). An answered ask of
+    alarm on kafka-clients 4.4.0, seed 1, until 2026-12-01, in KAFKA-20765's trial). An answered ask of
     the same partitions in between, or failed asks of other partitions, leave the ask counting from its own start."""
     events = Events()
     failed = {"error": "TimeoutException: Timeout of 0ms expired", "retriable": True}
