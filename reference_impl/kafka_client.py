@@ -295,6 +295,16 @@ class KafkaClient:
             if name not in INTERNAL_TOPICS and topic.error is None
         }
 
+    def partition_leader(self, tp: TopicPartition) -> str:
+        """``host:port`` of the broker that leads ``tp``, as metadata advertises it (for a raw-protocol probe)."""
+        with _translated(f"metadata of {tp.topic}"):
+            metadata = self._admin.list_topics(tp.topic, timeout=self.timeout_s)
+        topic = metadata.topics.get(tp.topic)
+        leader = topic.partitions[tp.partition].leader if topic and tp.partition in topic.partitions else -1
+        if leader not in metadata.brokers:
+            raise KafkaError(f"metadata names no leader for {tp}")
+        return f"{metadata.brokers[leader].host}:{metadata.brokers[leader].port}"
+
     def create_topic(self, name: str, partitions: int) -> None:
         """Create and wait until metadata shows every partition."""
         futures = self._admin.create_topics([NewTopic(name, num_partitions=partitions)])

@@ -18,7 +18,12 @@ documents them:
 - offsets sent to a transaction become group offsets only when it commits (KAFKA-006), and then
   only where no offset commit was appended after they were sent (KAFKA-013);
 - ``resume_producer`` takes over a flushed open transaction of the current incarnation, as
-  Flink does by reflection and KIP-939 allows (KAFKA-015).
+  Flink does by reflection and KIP-939 allows (KAFKA-015);
+- a transactional batch produced to a partition that is not in its producer's open transaction
+  (``produce_without_add``: no ``AddPartitionsToTxn`` first) is refused with ``InvalidTxnStateError``,
+  as a partition leader that verifies with the coordinator refuses it (KAFKA-016). The LSO is kept
+  the way a partition leader keeps it, from the transactional data each producer appended there,
+  not from what the coordinator knows: a batch the coordinator never heard of would hold it for good.
 
 Simplifications, each harmless to the spec: the log start offset is always 0 (no retention),
 a record reaches the log when produced (``flush`` only marks the transaction pre-committed),
@@ -121,6 +126,9 @@ class KafkaModel:
         self._offset_commits = 0
         """Offset commit records appended so far, plain or transactional (``_GroupOffset.appended``)."""
         self._next_producer_id = 1000
+        self._ongoing: dict[TopicPartition, dict[int, int]] = {}
+        """The partition leaders' view (``ProducerStateManager``): per partition, producer id -> the first offset of
+        its transactional data there that no marker has ended yet. The LSO is the least of them (KAFKA-002)."""
 
     # -- clock -------------------------------------------------------------------------------
 
@@ -167,6 +175,7 @@ class KafkaModel:
         for p in range(self._partition_count(name)):
             tp = TopicPartition(name, p)
             del self._logs[tp]
+            self._ongoing.pop(tp, None)
             for state in self._txn_ids.values():
                 if state.txn is not None:
                     state.txn.first_offsets.pop(tp, None)
@@ -211,6 +220,7 @@ class KafkaModel:
         assert txn is not None
         for tp in sorted(txn.first_offsets):
             self._append(tp, _Entry(None, None, self._now_ms, txn.seq, outcome))
+            self._ongoing.get(tp, {}).pop(state.producer_id, None)
         if outcome is _Status.COMMITTED:
             # Kafka's group coordinator applies a transaction's offsets at its marker, except where a
             # commit appended after them (plain, or another transaction's) already holds the partition.
@@ -322,9 +332,33 @@ class KafkaModel:
         self._current(handle)
         self._log(tp)
         txn = self._open(handle)
-        offset = self._append(tp, _Entry(key, value, self._now_ms, txn.seq))
-        txn.first_offsets.setdefault(tp, offset)
+        offset = self._append_transactional(handle, tp, txn.seq, key, value)
+        txn.first_offsets.setdefault(tp, offset)  # AddPartitionsToTxn: the coordinator now knows the partition
         txn.flushed = False
+
+    def _produce_without_add(
+        self, handle: ModelProducer, tp: TopicPartition, key: bytes | None, value: bytes | None
+    ) -> int:
+        """A Produce of a transactional batch with no AddPartitionsToTxn before it (KAFKA-016)."""
+        state = self._current(handle)
+        self._log(tp)
+        txn = state.txn
+        if txn is None or tp not in txn.first_offsets:
+            # The partition leader asks the coordinator whether tp is in the producer's ongoing transaction
+            # (transaction.partition.verification.enable): INVALID_TXN_STATE for a Produce below v11.
+            raise InvalidTxnStateError(
+                f"{handle.transactional_id!r}: {tp} is not in the producer's open transaction (KAFKA-016)"
+            )
+        txn.flushed = False
+        return self._append_transactional(handle, tp, txn.seq, key, value)
+
+    def _append_transactional(
+        self, handle: ModelProducer, tp: TopicPartition, seq: int, key: bytes | None, value: bytes | None
+    ) -> int:
+        """Append transactional data; the leader holds the LSO at the producer's first unended offset there."""
+        offset = self._append(tp, _Entry(key, value, self._now_ms, seq))
+        self._ongoing.setdefault(tp, {}).setdefault(handle.producer_id, offset)
+        return offset
 
     def _send_offsets(self, handle: ModelProducer, group: str, offsets: Mapping[TopicPartition, int]) -> None:
         self._open(handle).offsets.setdefault(group, {}).update(self._appended(offsets, ""))
@@ -353,8 +387,7 @@ class KafkaModel:
 
     def last_stable_offset(self, tp: TopicPartition) -> int:
         high = self.high_watermark(tp)
-        opens = (s.txn.first_offsets[tp] for s in self._txn_ids.values() if s.txn and tp in s.txn.first_offsets)
-        return min(opens, default=high)
+        return min(self._ongoing.get(tp, {}).values(), default=high)
 
     def latest_offset(self, tp: TopicPartition, isolation: Isolation) -> int:
         if isolation is Isolation.READ_COMMITTED:
@@ -418,6 +451,12 @@ class ModelProducer:
 
     def produce(self, topic: str, partition: int, key: bytes | None, value: bytes | None) -> None:
         self.model._produce_txn(self, TopicPartition(topic, partition), key, value)
+
+    def produce_without_add(self, topic: str, partition: int, key: bytes | None, value: bytes | None) -> int:
+        """A transactional batch sent with no ``AddPartitionsToTxn`` first, as neither client sends one (the raw
+        Produce of KAFKA-016's probe); its offset, or ``InvalidTxnStateError`` when the partition is not in the
+        open transaction."""
+        return self.model._produce_without_add(self, TopicPartition(topic, partition), key, value)
 
     def send_offsets_to_transaction(self, group: str, offsets: Mapping[TopicPartition, int]) -> None:
         self.model._send_offsets(self, group, offsets)

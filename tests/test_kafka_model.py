@@ -293,6 +293,46 @@ def test_optional_KAFKA_015_resume_takes_over_a_flushed_transaction(batch: list[
         model.resume_producer("tid", original.producer_id, original.epoch)
 
 
+@given(
+    before=st.lists(values, max_size=3),
+    opened=st.booleans(),
+    added=st.booleans(),
+    outcome=st.sampled_from(["commit", "abort"]),
+    outside=values,
+)
+def test_required_KAFKA_016_a_transactional_write_outside_the_transaction_is_refused(
+    before: list[bytes], opened: bool, added: bool, outcome: str, outside: bytes
+) -> None:
+    """A batch produced without AddPartitionsToTxn lands only on a partition its open transaction already holds; any
+    other is refused and appends nothing, so no batch the coordinator never heard of holds read_committed back."""
+    model = _model(partitions=2)
+    for v in before:
+        model.produce(TP, None, v)
+    producer = model.init_producer("writer")
+    inside = opened and added
+    if opened:
+        producer.begin_transaction()
+        producer.produce("t", 1, None, b"in")  # the transaction holds partition 1
+        if added:
+            producer.produce("t", 0, None, b"added")  # ... and partition 0, through AddPartitionsToTxn
+    high = model.high_watermark(TP)
+    try:
+        offset: int | None = producer.produce_without_add("t", 0, None, outside)
+    except InvalidTxnStateError:
+        offset = None
+    if opened:
+        (producer.commit_transaction if outcome == "commit" else producer.abort_transaction)()
+    model.produce(TP, None, b"after")
+    stable, end = model.last_stable_offset(TP), model.high_watermark(TP)
+    assert (offset is None, stable) == (not inside, end), (
+        f"outside write at {offset} (high watermark before it {high}): LSO {stable}, high watermark {end}"
+    )
+    txn = [b"added", outside] if inside and outcome == "commit" else []
+    assert _values(model, RC) == [*before, *txn, b"after"]
+    if not inside:
+        assert _values(model, RU) == [*before, b"after"]  # the refused batch was never appended
+
+
 def test_unknown_partitions_and_out_of_range_reads_raise() -> None:
     model = _model()
     with pytest.raises(KafkaError):

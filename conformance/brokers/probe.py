@@ -71,6 +71,7 @@ REQUIREMENTS: Final[Mapping[str, str]] = {
     "group_offsets": "KAFKA-013",
     "txn_state_errors": "KAFKA-014",
     "resume_transaction": "KAFKA-015",
+    "outside_write_refused": "KAFKA-016",
 }
 """Capability -> the KAFKA requirement of spec/kafka.md it shows."""
 
@@ -365,6 +366,27 @@ class _Probe:
             f"commit without begin, begin, begin again: {outcomes}",
         )
 
+    def outside_write_refused(self) -> Capability:
+        """A transactional batch produced with no AddPartitionsToTxn (raw protocol): refused, the LSO not held."""
+        from .outside_write import OutsideWriteError, ask, write_outside_transaction
+
+        tp = self.topic("outside")
+        self.client.produce(tp, None, b"before")
+        bootstrap = self.client.endpoint.bootstrap_servers.split(",")[0]
+        try:
+            write = write_outside_transaction(
+                bootstrap, self.client.partition_leader(tp), f"kconform-probe-{self.run}-outside", tp.topic,
+                tp.partition, b"outside", self.client.timeout_s, int(time.time() * 1000), ask,
+            )  # fmt: skip
+        except (OutsideWriteError, OSError) as error:
+            return _capability("outside_write_refused", False, f"the raw Produce exchange failed: {error}")
+        self.client.produce(tp, None, b"after")
+        high, stable = self.client.latest_offset(tp, RU), self.client.latest_offset(tp, RC)
+        ends = f"then a plain record: high watermark {high}, read_committed end (LSO) {stable}"
+        if write.answer is not None and write.accepted and stable <= write.answer.base_offset:
+            ends += ": read_committed is held behind the accepted batch (a hanging transaction)"
+        return _capability("outside_write_refused", write.refused and stable == high, f"{write.text()}; {ends}")
+
     def resume_transaction(self) -> Capability:
         try:
             self.client.resume_producer(f"kconform-probe-{self.run}-resume", 0, 0)
@@ -414,6 +436,7 @@ def probe(broker: Broker, timeout_s: float = PROBE_TIMEOUT_S) -> list[Capability
             (run.regex_subscription, ("regex_subscription_new_topic",)),
             (run.txn_state_errors, ("txn_state_errors",)),
             (run.resume_transaction, ("resume_transaction",)),
+            (run.outside_write_refused, ("outside_write_refused",)),
             *((judge, timeout_measure) for judge in judges),
         ]
         found = [*started, *(c for step, measures in steps for c in _guarded(step, measures))]

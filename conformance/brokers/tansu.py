@@ -38,6 +38,7 @@ TANSU_CANNOT_SHOW: Final = {
     "transaction_timeout": "KAFKA-005",  # transactions never time out
     "group_offset_metadata": "KAFKA-010",  # the metadata string is dropped
     "offsets_for_times": "KAFKA-011",  # wrong offsets
+    "outside_write_refused": "KAFKA-016",  # InitProducerId v1 answers UNKNOWN_SERVER_ERROR: not measured
 }
 """What the probe measures Tansu 0.6.0 getting wrong, by capability (the client's own limits aside)."""
 
