@@ -315,6 +315,36 @@ def test_required_RESTORE_003_twin_a_second_run_that_started_every_partition_aga
     assert (judged.first, judged.violations) == (1, [])
 
 
+def test_required_RESTORE_003_a_savepoint_between_the_listing_and_the_splits_restored_with_latest_resolved_again() -> (
+    None
+):
+    """The history a savepoint once listed leaves (the enumerator's ListOffsets answer held until it was written):
+    the first run's initializer resolved LATEST to the ends then (5), after the savepoint; the second run's restored
+    enumerator (connector 4.0.1: the listed partitions checkpointed bare, the first discovery marked done) resolved
+    them again at the restore (12) and started the topic created since at EARLIEST, handing it nothing. Measured
+    with 4.0.1-2.0 and a scratch probe of the harness, 2026-12-02. The second run did not start every partition its
+    listing found: the first discovery was the first run's, and what was written between the runs is lost."""
+    handed = [{tp((0, 0)): 5, tp((0, 1)): 5}, {tp((0, 0)): 12, tp((0, 1)): 12}]
+    final = reads((1, 0), range(4))
+    judged = check_workload_life(
+        LATEST, tp, ENDS, final, [False, True], no_sink_finding, handed=handed, started=[True, False]
+    )
+    assert judged.first == 0 and judged.others == {}
+    gaps = {(v.data["partition"], v.data["offset"]) for v in judged.violations if v.kind == "offset-gap"}
+    assert gaps == {(p, o) for p in (0, 1) for o in range(5, 12)}
+    assert {v.requirement for v in judged.violations} == {"RESTORE-003"}
+
+
+def test_required_RESTORE_003_twin_a_savepoint_between_the_listing_and_the_splits_restored_as_no_discovery() -> None:
+    """Its twin (connector 5.0.0: no split checkpointed, the first discovery not done): the second run's enumerator
+    does the whole first discovery, every partition at LATEST, the created topic included; nothing lost."""
+    handed = [{tp((0, 0)): 5, tp((0, 1)): 5}, {tp((0, 0)): 12, tp((0, 1)): 12, tp((1, 0)): 4}]
+    judged = check_workload_life(
+        LATEST, tp, ENDS, [], [False, False], no_sink_finding, handed=handed, started=[True, True]
+    )
+    assert (judged.first, judged.violations) == (1, [])
+
+
 def test_a_record_that_leaves_no_run_open_is_judged_as_without_it() -> None:
     assert open_first_discoveries(LATEST, [False, False], [False, False]) == [0, 1]
     assert open_first_discoveries(LATEST, [True, False], [False, True]) == [0]

@@ -27,6 +27,7 @@ from kconform.conformance.workloads.flink.schedule import (
     failure_sure,
     flink_schedules,
     with_growth,
+    with_moment,
     with_reader,
     with_refusal,
 )
@@ -90,6 +91,10 @@ def test_every_start_and_stop_is_drawn_and_a_start_at_latest_draws_no_failure(sc
     if grown:  # only found in time by a short interval, after the first discovery
         assert grown == [len(schedule.runs) - 1] and schedule.discovery_ms is not None
         assert not schedule.resolves_late and not schedule.empty_at_start
+    for k, run in enumerate(schedule.runs):  # the savepoint once listed: the first run at a plain LATEST, stopped
+        if run.moment == "listed":
+            assert k == 0 and schedule.start == "latest" and not schedule.empty_at_start
+            assert run.stop_after == 0 and run.failure is None
     assert schedule.reader is not None  # every life ends with a bounded read (READER_ODDS 1)
 
 
@@ -108,6 +113,7 @@ def test_the_draws_cover_every_start_and_stop() -> None:
     assert DRAWN["fault:writes refused"] > 0 and DRAWN["fault:records refused"] > DRAWN["fault:writes refused"]
     assert DRAWN["operator:add-partitions while running"] > 0
     assert DRAWN["reader:transaction committed"] > 0 and DRAWN["reader:transaction aborted"] > 0
+    assert DRAWN["stop:once listed, ListOffsets held"] > 0
 
 
 def test_a_refusal_replays_from_its_json_and_is_described_and_counted() -> None:
@@ -140,6 +146,48 @@ def test_a_refusal_is_drawn_from_the_schedule_itself_in_each_that_may_have_one()
         runs=(replace(plain.runs[0], failure=None), *(replace(r, failure=None) for r in plain.runs[1:])),
     )
     assert with_refusal(latest).refusals() == []
+
+
+LATEST = replace(
+    EVERY_KIND,
+    start="latest",
+    fallback=None,
+    held=(),
+    reader=None,
+    runs=(replace(EVERY_KIND.runs[0], stop_after=0), *(replace(r, failure=None) for r in EVERY_KIND.runs[1:])),
+)
+"""The explicit example under a plain start at LATEST, its first run stopped at once, with no failure."""
+
+
+def test_a_savepoint_moment_is_drawn_from_the_schedule_itself_under_a_plain_start_at_latest() -> None:
+    """``with_moment`` gives some schedules at LATEST (and only those) a first run stopped once listed, the same one
+    each time, changing nothing else; a first run at today's moment keeps its JSON."""
+    moments: Counter[str] = Counter()
+    for n in range(60):
+        plain = replace(LATEST, checkpoint_ms=100 + n)
+        drawn = with_moment(plain)
+        assert with_moment(plain) == drawn and drawn.problem() is None
+        assert replace(drawn, runs=(replace(drawn.runs[0], moment="start"), *drawn.runs[1:])) == plain
+        assert all(run.moment == "start" for run in drawn.runs[1:])
+        moments[drawn.runs[0].moment] += 1
+        assert with_moment(replace(plain, start="earliest")) == replace(plain, start="earliest")
+        group = replace(EVERY_KIND, fallback="latest", checkpoint_ms=100 + n)
+        assert with_moment(group) == group  # a group's fallback is resolved by the reader: no ListOffsets to hold
+    assert set(moments) == {"start", "listed"}
+    assert all("moment" not in run for run in LATEST.to_json()["runs"])
+
+
+def test_a_savepoint_once_listed_replays_from_its_json_and_is_described_and_counted() -> None:
+    listed = replace(LATEST, runs=(replace(LATEST.runs[0], moment="listed"), *LATEST.runs[1:]))
+    assert listed.to_json()["runs"][0]["moment"] == "listed"
+    assert FlinkSchedule.loads(listed.dumps()) == listed
+    assert describe(listed).splitlines()[1] == (
+        "run 1: write 12 to t0[0], write 6 to t0[1], write 5 to t1[0]; parallelism 2, no failure; stop once the "
+        "enumerator listed the subscription, the answer to its first ListOffsets request held until the savepoint "
+        "is written"
+    )
+    assert listed.counts()["stop:once listed, ListOffsets held"] == 1 and "stop:at once" not in listed.counts()
+    assert LATEST.counts()["stop:at once"] == 1
 
 
 def test_the_explicit_example_draws_every_kind() -> None:
@@ -272,6 +320,21 @@ BASE = EVERY_KIND
         ({"reader": Reader((Transaction(((0, 0), (0, 0)), 2, True),), 1, None, "latest")}, "distinct partitions"),
         ({"reader": Reader((Transaction(((0, 0),), 0, True),), 1, None, "latest")}, "records each"),
         ({"reader": Reader((Transaction(((0, 0),), 2, True),), 5, None, "latest")}, "parallelism 5"),
+        ({"runs": (replace(BASE.runs[0], moment="listed"), *BASE.runs[1:])}, "plain start at LATEST"),
+        (
+            {
+                "start": "latest",
+                "fallback": None,
+                "held": (),
+                "runs": (
+                    *LATEST.runs[:2],
+                    replace(LATEST.runs[2], moment="listed"),
+                    LATEST.runs[3],
+                ),
+            },
+            "the first run alone",
+        ),
+        ({"runs": (replace(BASE.runs[0], moment="soon"), *BASE.runs[1:])}, "moment 'soon'"),  # type: ignore[arg-type]
     ],
 )
 def test_a_schedule_the_runner_cannot_carry_out_is_refused_naming_why(changed: dict[str, object], named: str) -> None:

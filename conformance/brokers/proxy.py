@@ -23,6 +23,8 @@ from typing import Final
 
 END_TXN: Final = 26
 """Kafka's EndTxn API key: the producer's commit or abort of its transaction."""
+LIST_OFFSETS: Final = 2
+"""Kafka's ListOffsets API key: a client's question for a partition's end (or start) offset."""
 _SIZE: Final = struct.Struct(">i")
 _REQUEST_HEADER: Final = struct.Struct(">hhi")
 _SELECT_S: Final = 0.05
@@ -30,10 +32,13 @@ _SELECT_S: Final = 0.05
 
 @dataclass
 class ResponseHold:
-    """Hold the answer to the next request of ``api_key`` seen by any of the proxies for ``seconds``."""
+    """Hold the answer to the next request of ``api_key`` seen by any of the proxies for ``seconds``, or until
+    ``release()``, whichever comes first."""
 
     api_key: int
     seconds: float
+    until: threading.Event = field(default_factory=threading.Event)
+    """Set by ``release()``: the held answer goes out at once (the ``seconds`` are its bound)."""
     claimed: threading.Event = field(default_factory=threading.Event)
     released: threading.Event = field(default_factory=threading.Event)
     where: str = ""
@@ -50,6 +55,10 @@ class ResponseHold:
             self.where = where
             self.claimed.set()
             return True
+
+    def release(self) -> None:
+        """Deliver the held answer now (or, not yet claimed or answered, as soon as the node answers)."""
+        self.until.set()
 
     def cancel(self) -> bool:
         """No request claims this hold from now on; whether one already had."""
@@ -133,7 +142,8 @@ class StallingProxy:
                     self._drop(link)
             now = time.monotonic()
             for link in list(self._links):
-                if link.release_at is not None and now >= link.release_at:
+                released = link.hold is not None and link.hold.until.is_set()
+                if link.release_at is not None and (now >= link.release_at or released):
                     link.to_client += link.held
                     link.held.clear()
                     link.release_at = None

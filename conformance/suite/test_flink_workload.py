@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -53,6 +54,8 @@ from ...reference_impl.ports import Isolation, KafkaError, Record
 from ...reference_impl.types import TopicPartition
 from .. import progress
 from ..brokers import Broker
+from ..brokers.kafka import KafkaBroker
+from ..brokers.proxy import LIST_OFFSETS
 from ..brokers.refusal import refused_writes
 from ..checks.checkers import Violation, fail_on, tolerated
 from ..checks.flink_workload_checkers import Judged, check_discovery_interval, check_sinks, check_workload_life
@@ -288,7 +291,8 @@ class Workload:
             )
         if plan.growth is not None:  # and for the partitions added once it is idle
             stop = replace(stop, within_ms=STOP_WITHIN_MS + int(IDLE_WITHIN_S * 1000))
-        if schedule.empty_at_start and run == 0:  # nothing to read: stop once the first discovery was done
+        if (schedule.empty_at_start and run == 0) or plan.moment == "listed":
+            # nothing to read: stop once the first discovery was done (listed; its splits held back, ``run_listed``)
             stop = Stop(listed=True, within_ms=STOP_WITHIN_MS)
         return JobRun(
             self.broker.bootstrap_servers,
@@ -506,6 +510,72 @@ def run_grown(
     return running.finish(), missing
 
 
+HOLD_WITHIN_S: Final = IDLE_WITHIN_S
+"""The most the broker's proxy holds the enumerator's first ListOffsets answer (``run_listed``): the JVM's and the
+MiniCluster's start, the listing, and the savepoint written after it."""
+
+
+def saved(work: Path) -> bool:
+    """Whether a run's savepoint is written: its metadata file, the last the savepoint writes."""
+    return any((work / "savepoints").glob("*/_metadata"))
+
+
+def run_listed(
+    harness: FlinkHarness, workload: Workload, run: int, job: JobRun, work: Path
+) -> tuple[RunResult, str | None]:
+    """Run ``run``, whose plan stops it once its enumerator listed the subscription (``moment`` ``listed``), in the
+    harness: the broker's proxy holds back the answer to the next ListOffsets request (the enumerator's, resolving
+    LATEST for the splits of its first discovery) until the savepoint the stop takes is written, or at most
+    ``HOLD_WITHIN_S``. So the savepoint falls after the listing and before the splits were made and assigned.
+    Returns the run's result, and what says the moment was not carried out (no proxy, no ListOffsets request held,
+    the savepoint not written while it was held: the run is then judged as stopped at once) or ``None``."""
+    broker = workload.broker
+    if not isinstance(broker, KafkaBroker) or not any(node.proxy is not None for node in broker.nodes):
+        unheld = f"run {run + 1} stopped once listed without its ListOffsets answer held: the broker has no proxy"
+        return harness.run(job, work), unheld
+    hold = broker.hold_next_answer(LIST_OFFSETS, HOLD_WITHIN_S)
+    missing: str | None = None
+    running = harness.start(job, work)
+    try:
+        try:
+            wait_until(
+                lambda: saved(work) or running.ended(within_s=0.0) or None, HOLD_WITHIN_S,
+                f"run {run + 1}'s savepoint written", step_s=0.1,
+            )  # fmt: skip
+        except KafkaError as late:
+            missing = f"the ListOffsets answer of run {run + 1} was released before its savepoint was written: {late}"
+        hold.release()
+        claimed = hold.cancel()
+        result = running.finish()
+    except BaseException:
+        hold.release()
+        if not running.ended(within_s=0.0):
+            running.kill()
+        raise
+    if not claimed:
+        missing = f"no ListOffsets request was held while run {run + 1} ran ({work})"
+    elif missing is None and not saved(work):
+        missing = f"run {run + 1} ended without a savepoint written while its ListOffsets answer was held ({work})"
+    return result, missing
+
+
+def proxied(stack: ExitStack, broker: Broker) -> tuple[Broker, KafkaClient]:
+    """A broker of ``broker``'s Apache Kafka release behind the proxy that holds an answer (``run_listed``), and a
+    client of it, stopped when ``stack`` closes; ``CouldNotCheck`` when it cannot start."""
+    if not isinstance(broker, KafkaBroker) or broker.kind != "kafka":
+        raise CouldNotCheck(
+            f"a drawn schedule holds the enumerator's ListOffsets answer: that needs a single Apache Kafka node "
+            f"behind kconform's proxy, and the run's broker is {broker.kind}"
+        )
+    held = KafkaBroker(proxied=True, kafka_version=broker.release)
+    try:
+        held.start()
+    except Exception as error:
+        raise CouldNotCheck(f"the proxied Apache Kafka node for a held ListOffsets answer: {error}") from error
+    stack.callback(held.stop)
+    return held, stack.enter_context(KafkaClient(held))
+
+
 def going(running: RunningJob, when: str) -> RunningJob:
     """``running``, still running; ``HarnessError`` (its failure, read from its stderr) when it ended ``when``."""
     if running.ended(within_s=0.0):
@@ -588,7 +658,11 @@ def test_required_RESTORE_003_flink_jobs_keep_every_promise_of_a_drawn_workload(
     naming = schedule.naming if schedule.naming in harness.release.transaction_naming else None
     tag = f"flink-{uuid4().hex[:8]}"
     work = tmp_path / tag
-    workload = Workload(schedule, flink_broker, kafka, work, tag, {}, [])
+    stack = ExitStack()  # a proxied broker of its own, for a schedule that holds an answer (``run_listed``)
+    broker, client = flink_broker, kafka
+    if any(plan.moment == "listed" for plan in schedule.runs):
+        broker, client = proxied(stack, flink_broker)
+    workload = Workload(schedule, broker, client, work, tag, {}, [])
     injected = 0
     missed: list[str] = []
     unmet: list[str] = []
@@ -607,12 +681,15 @@ def test_required_RESTORE_003_flink_jobs_keep_every_promise_of_a_drawn_workload(
                 workload.carry_out(run, number, step)
             if run == 0 and schedule.held:
                 held = {workload.tp((h.topic, h.partition)): h.offset for h in schedule.held}
-                kafka.commit_offsets(f"{tag}-group", held)
+                client.commit_offsets(f"{tag}-group", held)
             try:
                 job = workload.job(run, savepoint, naming)
                 if plan.growth is not None:
                     result, ungrown = run_grown(harness, workload, run, job, work / f"run-{run + 1}")
                     missed += [ungrown] if ungrown else []
+                elif plan.moment == "listed":
+                    result, unheld = run_listed(harness, workload, run, job, work / f"run-{run + 1}")
+                    missed += [unheld] if unheld else []
                 elif plan.refusal is None:
                     result = harness.run(job, work / f"run-{run + 1}")
                 else:
@@ -655,6 +732,7 @@ def test_required_RESTORE_003_flink_jobs_keep_every_promise_of_a_drawn_workload(
     except HarnessError as failed:
         raise HarnessError(f"{failed}\n{detail}") from failed
     finally:
+        stack.close()
         for name, value in drew(record_property, schedule, injected, first).items():
             record_property(name, value)  # the report's metrics: what the workload drew so far
     if life is None:  # a job failed: its LIVE-001 stands, and nothing else was judged in full

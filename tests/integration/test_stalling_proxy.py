@@ -7,18 +7,21 @@ record, and the held answer reaches the producer once released (its commit then 
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 
 import confluent_kafka as ck
 import pytest
 
 from kconform.conformance.brokers.kafka import KafkaBroker
-from kconform.conformance.brokers.proxy import END_TXN
+from kconform.conformance.brokers.proxy import END_TXN, LIST_OFFSETS
 from kconform.reference_impl.kafka_client import KafkaClient
 from kconform.reference_impl.ports import Isolation
 from kconform.reference_impl.types import TopicPartition
 
 HOLD_S = 4.0
+HELD_BOUND_S = 60.0
 
 
 @pytest.fixture(scope="module")
@@ -53,3 +56,28 @@ def test_a_commit_whose_answer_is_held_times_out_but_happened(kafka: KafkaBroker
         assert hold.released.wait(HOLD_S + 5)
         producer.commit_transaction(10)  # the held answer arrived: the commit completes
         assert [r.value for r in client.read(tp, 0, Isolation.READ_COMMITTED, 10)] == [b"once"]
+
+
+def test_a_held_list_offsets_answer_goes_out_once_released(kafka: KafkaBroker) -> None:
+    """The Flink workload's savepoint moment (``run_listed``): the answer to the next ListOffsets request is held
+    for a long bound, and ``release()`` delivers it at once: the asker gets its end offset soon after."""
+    tp = TopicPartition("held-offsets", 0)
+    with KafkaClient(kafka, timeout_s=10) as client:
+        client.create_topic(tp.topic, 1)
+        client.produce(tp, None, b"one")
+        consumer = ck.Consumer(kafka.client_config("consumer", **{"group.id": "held-offsets"}))
+        hold = kafka.hold_next_answer(LIST_OFFSETS, HELD_BOUND_S)
+        answers: list[tuple[int, int]] = []
+        asker = threading.Thread(
+            target=lambda: answers.append(consumer.get_watermark_offsets(ck.TopicPartition(tp.topic, 0), 30.0))
+        )
+        asked = time.monotonic()
+        asker.start()
+        assert hold.claimed.wait(10), "no ListOffsets request reached the proxy"
+        asker.join(1.0)
+        assert asker.is_alive() and not answers, "the answer went out while held"
+        hold.release()
+        asker.join(10.0)
+        assert answers and answers[0][1] == 1
+        assert time.monotonic() - asked < HELD_BOUND_S / 2, "released by its bound, not by release()"
+        consumer.close()

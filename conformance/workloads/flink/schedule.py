@@ -19,7 +19,13 @@ EARLIEST. Writes come only between runs, so that end is what was written before 
 history tells (``first_discoveries``: a run before it read nothing), and the checkers accept a history one such run
 explains (``kconform.conformance.checks.flink_workload_checkers``). A first run at LATEST has nothing to read, so it
 stops at once: its savepoint is taken right after the start, before, during or after its first discovery; so does
-every run before the first that read, but the last (``stop_first``).
+every run before the first that read, but the last (``stop_first``). Under a plain start at LATEST the first run
+draws its savepoint's moment (``moment``, see ``with_moment``): right after the start (``start``), or once its
+enumerator listed the subscription (``listed``), the answer to the enumerator's first ListOffsets request (its
+LATEST being resolved) held back by the broker's proxy until the savepoint is written: so the savepoint falls after
+the first discovery's listing and before its splits were made and assigned, the window where a connector that
+checkpoints its first discovery's partitions without their start (3.1 to 4.0.x, FLINK-38453) resolves LATEST again
+after the restore.
 
 A pattern subscription may match nothing when the job starts (``empty_at_start``): its topics are created before
 the second run, and the first run stops once its enumerator listed the subscription (the harness records each
@@ -66,6 +72,8 @@ from hypothesis import strategies as st
 from .job_options import NAMING, Failure
 
 StepKind = Literal["write", "add-partitions", "create-topic"]
+Moment = Literal["start", "listed"]
+"""When a run that stops at once takes its savepoint (``RunPlan.moment``)."""
 Start = Literal["earliest", "latest", "group"]
 Fallback = Literal["earliest", "latest"]
 Cell = tuple[int, int]
@@ -225,6 +233,10 @@ class RunPlan:
     """A fault while the job runs (a run that reads to the end, with no failure of its own)."""
     growth: Growth | None = None
     """Partitions added while the job runs (the last run, with no failure and no refusal)."""
+    moment: Moment = "start"
+    """When a run that stops at once takes its savepoint: ``start``, as soon as Flink takes one after the job's
+    start; ``listed``, once its enumerator listed the subscription, the answer to its first ListOffsets request held
+    back until the savepoint is written (the first run under a plain start at LATEST, ``with_moment``)."""
 
     def text(self) -> str:
         steps = ", ".join(s.text() for s in self.steps) or "no operator step"
@@ -241,6 +253,11 @@ class RunPlan:
             if self.stop_after == 0
             else f"stop after {self.stop_after} records"
         )
+        if self.moment == "listed":
+            stop = (
+                "stop once the enumerator listed the subscription, the answer to its first ListOffsets request held "
+                "until the savepoint is written"
+            )
         fault = "" if self.refusal is None else f"; {self.refusal.text()}"
         fault += "" if self.growth is None else f"; {self.growth.text()}"
         return f"{steps}; parallelism {self.parallelism}, {failure}{fault}; {stop}"
@@ -356,6 +373,8 @@ class FlinkSchedule:
             return "an offset held twice"
         if (wrong := self._growth_problem()) is not None:
             return wrong
+        if (wrong := self._moment_problem()) is not None:
+            return wrong
         if self.reader is not None and (wrong := self._reader_problem(self.reader)):
             return f"the bounded reader: {wrong}"
         return None
@@ -379,6 +398,20 @@ class FlinkSchedule:
             return f"{growth.text()}: no such topic, or past {MAX_GROWN} partitions"
         if not 1 <= growth.records <= MAX_WRITE:
             return f"{growth.text()}: 1 to {MAX_WRITE} records each"
+        return None
+
+    def _moment_problem(self) -> str | None:
+        for k, run in enumerate(self.runs):
+            if run.moment not in ("start", "listed"):
+                return f"run {k + 1}: moment {run.moment!r}"
+            if run.moment == "listed" and (
+                k != 0 or self.start != "latest" or self.empty_at_start or run.stop_after is None
+                or run.failure is not None
+            ):  # fmt: skip
+                return (
+                    f"run {k + 1}: a savepoint once the enumerator listed: the first run alone, stopped (it has "
+                    "nothing to read), under a plain start at LATEST with a topic at start"
+                )
         return None
 
     def _reader_problem(self, reader: Reader) -> str | None:
@@ -485,9 +518,11 @@ class FlinkSchedule:
         found = asdict(self)
         if self.reader is None:
             del found["reader"]
-        for run in found["runs"]:  # likewise a run without partitions added while it runs
+        for run in found["runs"]:  # likewise a run without partitions added while it runs, or at today's moment
             if run["growth"] is None:
                 del run["growth"]
+            if run["moment"] == "start":
+                del run["moment"]
         return found
 
     @classmethod
@@ -513,6 +548,7 @@ class FlinkSchedule:
                         r["refusal"]["sink"], tuple((t, p) for t, p in r["refusal"]["cells"]), r["refusal"]["after"]
                     ),
                     None if r.get("growth") is None else Growth(**r["growth"]),
+                    r.get("moment", "start"),
                 )
                 for r in data["runs"]
             ),
@@ -556,7 +592,7 @@ class FlinkSchedule:
             for step in run.steps:
                 add(f"operator:{step.kind}")
             stop = "to the end" if run.stop_after is None else "at once" if run.stop_after == 0 else "after records"
-            add(f"stop:{stop}")
+            add(f"stop:{stop}" if run.moment == "start" else "stop:once listed, ListOffsets held")
             if run.growth is not None:
                 add("operator:add-partitions while running")
             if run.refusal is not None:
@@ -774,7 +810,7 @@ def flink_schedules(draw: st.DrawFn) -> FlinkSchedule:
         emptied = emptied_at_start(schedule)
         cells = [(t, p) for t, n in enumerate(emptied.layout(1)) for p in range(n)]
         return with_reader(written_again(emptied, {cell: draw(st.integers(1, MAX_WRITE)) for cell in cells}))
-    return with_reader(with_growth(with_refusal(schedule)))
+    return with_reader(with_growth(with_refusal(with_moment(schedule))))
 
 
 def with_refusal(schedule: FlinkSchedule) -> FlinkSchedule:
@@ -806,6 +842,31 @@ def with_refusal(schedule: FlinkSchedule) -> FlinkSchedule:
     plans = list(schedule.runs)
     plans[run] = replace(plans[run], refusal=refusal)
     return replace(schedule, runs=tuple(plans))
+
+
+MOMENT_SALT: Final = b"savepoint moment\n"
+"""Prefixed to the schedule's JSON to seed ``with_moment``."""
+MOMENT_ODDS: Final = 2
+"""One in this many schedules that may stop their first run once its enumerator listed (``with_moment``) do."""
+
+
+def with_moment(schedule: FlinkSchedule) -> FlinkSchedule:
+    """``schedule``, in one of ``MOMENT_ODDS`` of those that may have it, with its first run's savepoint taken once
+    the enumerator listed the subscription, the answer to the enumerator's first ListOffsets request held back
+    until the savepoint is written (``RunPlan.moment`` ``listed``); else as it was (``start``). Only under a plain
+    start at LATEST with a topic at start: there the enumerator resolves LATEST with that request (every release
+    line from 3.0.1, ``LatestOffsetsInitializer``), after it listed the subscription and before it makes and
+    assigns the splits, so the savepoint falls between the two. A group start resolves its fallback in the
+    reader, and a first run that reads stops by its records. Drawn from the schedule itself, as ``with_refusal``,
+    so a seed's schedules stay what they were; a run at today's moment keeps its JSON."""
+    first = schedule.runs[0]
+    if schedule.start != "latest" or schedule.empty_at_start or first.failure is not None:
+        return schedule
+    rng = random.Random(hashlib.sha256(MOMENT_SALT + schedule.dumps().encode()).digest())
+    if rng.randrange(MOMENT_ODDS) != 0:
+        return schedule
+    # a first run at LATEST has nothing to read, whatever its drawn stop: it stops once the savepoint is taken
+    return replace(schedule, runs=(replace(first, stop_after=0, moment="listed"), *schedule.runs[1:]))
 
 
 GROWTH_SALT: Final = b"partitions added while running\n"
