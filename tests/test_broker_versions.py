@@ -103,24 +103,24 @@ def test_the_node_log_names_the_release_the_jvm_runs() -> None:
 
 
 def compact_string(text: str) -> bytes:
-    return api_versions._uvarint(len(text) + 1) + text.encode()
+    return api_versions.uvarint(len(text) + 1) + text.encode()
 
 
 def answer_frame(
     correlation_id: int, apis: dict[int, tuple[int, int]], finalized: dict[str, int], error: int = 0
 ) -> bytes:
     """An ApiVersions v3 answer as a broker writes it (header v0, then the body with its tagged fields)."""
-    body = struct.pack(">ih", correlation_id, error) + api_versions._uvarint(len(apis) + 1)
+    body = struct.pack(">ih", correlation_id, error) + api_versions.uvarint(len(apis) + 1)
     body += b"".join(struct.pack(">hhh", key, low, high) + b"\0" for key, (low, high) in apis.items())
     body += struct.pack(">i", 0)
-    supported = api_versions._uvarint(2) + compact_string("metadata.version") + struct.pack(">hh", 7, 33) + b"\0"
-    final = api_versions._uvarint(len(finalized) + 1) + b"".join(
+    supported = api_versions.uvarint(2) + compact_string("metadata.version") + struct.pack(">hh", 7, 33) + b"\0"
+    final = api_versions.uvarint(len(finalized) + 1) + b"".join(
         compact_string(name) + struct.pack(">hh", level, level) + b"\0" for name, level in finalized.items()
     )
     epoch = struct.pack(">q", 9)
     tags = [(0, supported), (1, epoch), (2, final)]
-    body += api_versions._uvarint(len(tags))
-    body += b"".join(api_versions._uvarint(t) + api_versions._uvarint(len(v)) + v for t, v in tags)
+    body += api_versions.uvarint(len(tags))
+    body += b"".join(api_versions.uvarint(t) + api_versions.uvarint(len(v)) + v for t, v in tags)
     return body
 
 

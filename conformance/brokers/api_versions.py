@@ -58,7 +58,8 @@ class ApiVersionsAnswer:
         return tuple(name for name, key in GROUP_PROTOCOL_APIS.items() if key in self.apis)
 
 
-def _uvarint(value: int) -> bytes:
+def uvarint(value: int) -> bytes:
+    """An unsigned varint (Kafka's ``ByteUtils.writeUnsignedVarint``)."""
     out = bytearray()
     while True:
         byte, value = value & 0x7F, value >> 7
@@ -69,14 +70,14 @@ def _uvarint(value: int) -> bytes:
 
 def _compact_string(text: str) -> bytes:
     data = text.encode()
-    return _uvarint(len(data) + 1) + data
+    return uvarint(len(data) + 1) + data
 
 
 def encode_request(correlation_id: int) -> bytes:
     """The whole frame (size prefix included) of an ApiVersions v3 request: header v2, then the body."""
     client = CLIENT_ID.encode()
-    header = struct.pack(">hhih", API_VERSIONS, VERSION, correlation_id, len(client)) + client + _uvarint(0)
-    body = _compact_string(SOFTWARE[0]) + _compact_string(SOFTWARE[1]) + _uvarint(0)
+    header = struct.pack(">hhih", API_VERSIONS, VERSION, correlation_id, len(client)) + client + uvarint(0)
+    body = _compact_string(SOFTWARE[0]) + _compact_string(SOFTWARE[1]) + uvarint(0)
     payload = header + body
     return struct.pack(">i", len(payload)) + payload
 
@@ -155,21 +156,32 @@ def decode_response(payload: bytes, correlation_id: int) -> ApiVersionsAnswer:
 
 def ask(address: str, timeout_s: float = ASK_TIMEOUT_S) -> ApiVersionsAnswer:
     """Send one ApiVersions request to ``host:port`` and read its answer; ``ApiVersionsError`` (or ``OSError``)."""
-    host, _, port = address.rpartition(":")
     correlation_id = 1
+    payload = exchange(address, encode_request(correlation_id), timeout_s, ApiVersionsError, "ApiVersions")
+    return decode_response(payload, correlation_id)
+
+
+def exchange(
+    address: str, request: bytes, timeout_s: float = ASK_TIMEOUT_S, error: type[Exception] = ApiVersionsError,
+    what: str = "",
+) -> bytes:  # fmt: skip
+    """Send one request frame to ``host:port`` on a plain socket and return its answer's payload (the frame without
+    its size): the one place a raw-protocol request of kconform touches the network. ``error`` (with ``what``, the
+    request's name, in its message) when the answer is no Kafka frame or never comes whole; ``OSError`` as raised."""
+    host, _, port = address.rpartition(":")
     with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s) as sock:
-        sock.sendall(encode_request(correlation_id))
-        size = struct.unpack(">i", _receive(sock, 4))[0]
+        sock.sendall(request)
+        size = struct.unpack(">i", _receive(sock, 4, error, what))[0]
         if not 0 < size <= MAX_FRAME:
-            raise ApiVersionsError(f"{address} answered a frame of {size} bytes: is it a Kafka broker (not TLS)?")
-        return decode_response(_receive(sock, size), correlation_id)
+            raise error(f"{address} answered a frame of {size} bytes: is it a Kafka broker (not TLS)?")
+        return _receive(sock, size, error, what)
 
 
-def _receive(sock: socket.socket, size: int) -> bytes:
+def _receive(sock: socket.socket, size: int, error: type[Exception], what: str) -> bytes:
     data = bytearray()
     while len(data) < size:
         chunk = sock.recv(size - len(data))
         if not chunk:
-            raise ApiVersionsError("the broker closed the connection before it answered ApiVersions")
+            raise error(f"the broker closed the connection before it answered{f' {what}' if what else ''}")
         data += chunk
     return bytes(data)

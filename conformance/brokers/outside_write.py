@@ -16,12 +16,13 @@ decoding (CRC-32C and zigzag varints included) are pure; ``ask`` is the one func
 
 from __future__ import annotations
 
-import socket
 import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
+
+from .api_versions import ASK_TIMEOUT_S, exchange, uvarint
 
 PRODUCE: Final = 0
 FIND_COORDINATOR: Final = 10
@@ -33,8 +34,6 @@ INIT_PRODUCER_ID_VERSION: Final = 1
 COORDINATOR_TYPE_TRANSACTION: Final = 1
 ACKS_ALL: Final = -1
 CLIENT_ID: Final = "kconform-outside-write"
-ASK_TIMEOUT_S: Final = 5.0
-MAX_FRAME: Final = 1 << 20
 
 MAGIC_V2: Final = 2
 TRANSACTIONAL_ATTRIBUTE: Final = 0x10
@@ -112,13 +111,7 @@ def zigzag_varint(value: int) -> bytes:
     """A signed 64-bit value as Kafka's ``ByteUtils.writeVarlong`` writes it (a 32-bit one the same)."""
     if not -(1 << 63) <= value < 1 << 63:
         raise ValueError(f"{value} does not fit a 64-bit varint")
-    encoded = ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF
-    out = bytearray()
-    while True:
-        byte, encoded = encoded & 0x7F, encoded >> 7
-        out.append(byte | (0x80 if encoded else 0))
-        if not encoded:
-            return bytes(out)
+    return uvarint(((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF)
 
 
 def read_zigzag_varint(data: bytes, at: int) -> tuple[int, int]:
@@ -466,20 +459,4 @@ def write_outside_transaction(
 
 def ask(address: str, request: bytes, timeout_s: float = ASK_TIMEOUT_S) -> bytes:
     """Send one request frame to ``host:port`` and return its answer's payload (the frame without its size)."""
-    host, _, port = address.rpartition(":")
-    with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s) as sock:
-        sock.sendall(request)
-        size = struct.unpack(">i", _receive(sock, 4))[0]
-        if not 0 < size <= MAX_FRAME:
-            raise OutsideWriteError(f"{address} answered a frame of {size} bytes: is it a Kafka broker (not TLS)?")
-        return _receive(sock, size)
-
-
-def _receive(sock: socket.socket, size: int) -> bytes:
-    data = bytearray()
-    while len(data) < size:
-        chunk = sock.recv(size - len(data))
-        if not chunk:
-            raise OutsideWriteError("the broker closed the connection before it answered")
-        data += chunk
-    return bytes(data)
+    return exchange(address, request, timeout_s, OutsideWriteError)

@@ -37,6 +37,7 @@ from uuid import uuid4
 import confluent_kafka as ck
 import pytest
 
+from kconform.conformance.brokers.api_versions import uvarint
 from kconform.conformance.brokers.kafka import KafkaBroker
 from kconform.reference_impl.kafka_client import KafkaClient, translate
 from kconform.reference_impl.kafka_model import TRANSACTIONAL_ID_EXPIRATION_MS, KafkaModel
@@ -73,24 +74,15 @@ Outcome = Literal["commit", "open"]
 # -- the three coordinator requests librdkafka does not offer ------------------------------------------
 
 
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        low, n = n & 0x7F, n >> 7
-        out.append(low | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
 def _string(text: str) -> bytes:
     """A compact string (flexible versions)."""
     raw = text.encode()
-    return _uvarint(len(raw) + 1) + raw
+    return uvarint(len(raw) + 1) + raw
 
 
 def _array(items: list[bytes]) -> bytes:
     """A compact array of encoded items."""
-    return _uvarint(len(items) + 1) + b"".join(items)
+    return uvarint(len(items) + 1) + b"".join(items)
 
 
 NO_TAGS: Final = b"\x00"
