@@ -508,6 +508,50 @@ def test_a_run_that_died_of_a_signal_without_a_report_is_run_once_more(
     assert not command.died_without_evidence(3, {"crashes": [], "tests": [died]})
 
 
+def test_two_entries_asking_for_the_same_run_of_a_release_share_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two bugs fixed in one release and judged by one selection with the same draws and tolerated kinds ask for
+    the same run of it: the bank runs it once and says so; another selection, other draws, another release or a run
+    that ended in a problem is run on its own."""
+    first, second = parse(ENTRY + ENTRY.replace("KAFKA-14639", "KAFKA-1").replace('buggy = "3.4.0"', 'buggy = "3.3.0"'))
+    other_draws = parse(ENTRY.replace("KAFKA-14639", "KAFKA-2") + "draws = 3\n")[0]
+    other_only = parse(ENTRY.replace("KAFKA-14639", "KAFKA-3").replace('only = "STRAT-010"', 'only = "STRAT"'))[0]
+    assert command.run_key(first, "3.4.1") == command.run_key(second, "3.4.1")
+    assert command.run_key(first, "3.4.1") != command.run_key(other_draws, "3.4.1")
+    fake = COMPONENTS[first.component].__class__(first.component, "c", "m:a", lambda release, say: {})
+    monkeypatch.setitem(command.COMPONENTS, first.component, fake)
+    ran: list[str] = []
+    codes = iter([0, 0, 0, 0, 3, 3])
+
+    def child(argv: Sequence[str], **_: object) -> subprocess.CompletedProcess[str]:
+        report = Path(argv[argv.index("--report") + 1])
+        ran.append(str(report.relative_to(tmp_path)))
+        report.mkdir(parents=True, exist_ok=True)
+        code = next(codes)
+        if code == 0:
+            (report / "report.json").write_text(json.dumps({"exit_code": 0, "requirements": []}))
+        return subprocess.CompletedProcess(argv, code, "", "")
+
+    monkeypatch.setattr(command.subprocess, "run", child)
+    said: list[str] = []
+    run = command.release_runner("quick", 1, tmp_path, said.append)
+    stale = tmp_path / "KAFKA-1" / "3.4.1"
+    stale.mkdir(parents=True)
+    (stale / "report.json").write_text("{}")  # an earlier bank's
+    assert run(first, "3.4.1") == run(second, "3.4.1") == Outcome()
+    assert ran == ["KAFKA-14639/3.4.1"]
+    assert (stale / command.SHARED).read_text().strip() == str(tmp_path / "KAFKA-14639" / "3.4.1")
+    assert not (stale / "report.json").exists()
+    assert any("the same run as" in line and "reused" in line for line in said)
+    run(other_draws, "3.4.1"), run(other_only, "3.4.1"), run(second, "3.3.0")
+    assert ran[1:] == ["KAFKA-2/3.4.1", "KAFKA-3/3.4.1", "KAFKA-1/3.3.0"]
+    # a run that ended in a problem is not reused: each of these runs
+    broken = parse(ENTRY.replace("KAFKA-14639", "KAFKA-4") + ENTRY.replace("KAFKA-14639", "KAFKA-5"))
+    assert all(run(b, "3.9.9").problem is not None for b in broken)
+    assert ran[4:] == ["KAFKA-4/3.9.9", "KAFKA-5/3.9.9"]
+
+
 def recorded(name: str) -> Outcome:
     return outcome_of_report(json.loads((RECORDED / f"{name}.json").read_text()))
 

@@ -98,14 +98,48 @@ def _report(path: Path) -> dict[str, Any] | None:
     return found
 
 
+RunKey = tuple[str, str, str, str, int | None, frozenset[tuple[str, str]]]
+SHARED: Final = "shared-run.txt"
+"""In a release's report folder, when an earlier entry's run of the same release was the same run: where it is."""
+
+
+def run_key(bug: Bug, release: str) -> RunKey:
+    """What decides a release's run, the profile and seed of the bank aside: the component and release, the
+    selection (level, only), the draws and the kinds the run tolerates (not the entry that tolerates them, which
+    only the reasons of the expectations file name). Two entries with the same key ask for the same run, such as
+    two bugs fixed in one release and judged by one workload (KAFKA-9279 and KAFKA-14024 on kafka-clients 3.2.1)."""
+    tolerated = frozenset((requirement, kind) for requirement, kind, _, _ in bug.tolerated_in(release))
+    return (bug.component, release, bug.level, bug.only, bug.draws, tolerated)
+
+
 def release_runner(profile: str, seed: int, reports: Path, say: Say) -> RunRelease:
     """Runs one release of a bug in a child ``kconform run`` and reads back its report.
 
     The child's output is kept beside its report (``run.log``, with Python's fault handler on, so a native
     crash shows where it happened); a run that died of a signal without a report is run once more, and says so.
+    A run an earlier entry already ran (the same ``run_key``) is not run again: its outcome is reused, and the
+    entry's report folder holds ``shared-run.txt`` naming the report it rests on. A run that ended in a problem
+    (not made ready, timed out, no report) is never reused.
     """
+    done_runs: dict[RunKey, tuple[Path, Outcome]] = {}
 
     def run(bug: Bug, release: str) -> Outcome:
+        key = run_key(bug, release)
+        if key in done_runs:
+            where, shared = done_runs[key]
+            report = reports / bug.id / release
+            report.mkdir(parents=True, exist_ok=True)
+            (report / "report.json").unlink(missing_ok=True)  # an earlier bank's, not this run's
+            (report / SHARED).write_text(f"{where}\n")
+            what = f"FAIL: {shared.reads()}" if shared.failed else "PASS"
+            say(f"  {release}: the same run as {where} (same selection, draws and tolerated kinds): {what}, reused")
+            return shared
+        outcome = run_once(bug, release)
+        if outcome.problem is None:
+            done_runs[key] = (reports / bug.id / release, outcome)
+        return outcome
+
+    def run_once(bug: Bug, release: str) -> Outcome:
         component = COMPONENTS[bug.component]
         started = time.monotonic()
         try:
