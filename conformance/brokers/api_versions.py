@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import socket
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypeVar
+
+T = TypeVar("T")
 
 API_VERSIONS: Final = 18
 VERSION: Final = 3
@@ -82,14 +84,18 @@ def encode_request(correlation_id: int) -> bytes:
     return struct.pack(">i", len(payload)) + payload
 
 
-class _Reader:
-    def __init__(self, data: bytes) -> None:
+class Reader:
+    """Reads a Kafka response body field by field; a body that ends early or holds a malformed field raises
+    ``error`` (the caller's own exception type, so each protocol exchange names itself)."""
+
+    def __init__(self, data: bytes, error: type[Exception] = ApiVersionsError) -> None:
         self._data = data
         self._at = 0
+        self._error = error
 
     def take(self, size: int) -> bytes:
         if self._at + size > len(self._data):
-            raise ApiVersionsError(f"the answer ends early (wanted {size} bytes at {self._at} of {len(self._data)})")
+            raise self._error(f"the answer ends early (wanted {size} bytes at {self._at} of {len(self._data)})")
         chunk = self._data[self._at : self._at + size]
         self._at += size
         return chunk
@@ -107,11 +113,20 @@ class _Reader:
                 return value
             shift += 7
             if shift > 63:
-                raise ApiVersionsError("a varint longer than 64 bits")
+                raise self._error("a varint longer than 64 bits")
 
     def compact_string(self) -> str:
         size = self.uvarint() - 1
         return "" if size < 0 else self.take(size).decode()
+
+    def string(self) -> str | None:
+        """A nullable string of a version that is not flexible (an int16 length, -1 for null)."""
+        size = self.unpack(">h")
+        return None if size < 0 else self.take(size).decode()
+
+    def array(self, item: Callable[[], T]) -> list[T]:
+        """A compact array (flexible versions): its length plus one, then each item as ``item`` reads it."""
+        return [item() for _ in range(self.uvarint() - 1)]
 
     def skip_tags(self) -> None:
         for _ in range(self.uvarint()):
@@ -121,10 +136,15 @@ class _Reader:
     def tags(self) -> dict[int, bytes]:
         return {self.uvarint(): self.take(self.uvarint()) for _ in range(self.uvarint())}
 
+    def finish(self, correlation_id: int) -> None:
+        """Nothing may be left unread: a field this decoder does not know means it read the wrong version."""
+        if self._at != len(self._data):
+            raise self._error(f"{len(self._data) - self._at} unread bytes after answer {correlation_id}")
+
 
 def decode_response(payload: bytes, correlation_id: int) -> ApiVersionsAnswer:
     """The answer of ``payload`` (the frame without its size): header v0 (ApiVersions answers never use v1), body v3."""
-    read = _Reader(payload)
+    read = Reader(payload)
     if (got := read.unpack(">i")) != correlation_id:
         raise ApiVersionsError(f"the answer is to request {got}, not {correlation_id}")
     if error := read.unpack(">h"):
@@ -138,14 +158,14 @@ def decode_response(payload: bytes, correlation_id: int) -> ApiVersionsAnswer:
     tags = read.tags()
     supported: dict[str, tuple[int, int]] = {}
     if 0 in tags:
-        inner = _Reader(tags[0])
+        inner = Reader(tags[0])
         for _ in range(inner.uvarint() - 1):
             name, low, high = inner.compact_string(), inner.unpack(">h"), inner.unpack(">h")
             inner.skip_tags()
             supported[name] = (low, high)
     finalized: dict[str, int] = {}
     if 2 in tags:
-        inner = _Reader(tags[2])
+        inner = Reader(tags[2])
         for _ in range(inner.uvarint() - 1):
             name, level = inner.compact_string(), inner.unpack(">h")
             inner.unpack(">h")  # min_version_level

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-from .api_versions import ASK_TIMEOUT_S, exchange, uvarint
+from .api_versions import ASK_TIMEOUT_S, Reader, exchange, uvarint
 
 PRODUCE: Final = 0
 FIND_COORDINATOR: Final = 10
@@ -260,36 +260,8 @@ def encode_produce(
 # -- answers -------------------------------------------------------------------------------------
 
 
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self._data = data
-        self._at = 0
-
-    def unpack(self, fmt: str) -> int:
-        size = struct.calcsize(fmt)
-        if self._at + size > len(self._data):
-            raise OutsideWriteError(f"the answer ends early (wanted {size} bytes at {self._at} of {len(self._data)})")
-        value: int = struct.unpack_from(fmt, self._data, self._at)[0]
-        self._at += size
-        return value
-
-    def string(self) -> str | None:
-        size = self.unpack(">h")
-        if size < 0:
-            return None
-        if self._at + size > len(self._data):
-            raise OutsideWriteError("a string runs past the end of the answer")
-        text = self._data[self._at : self._at + size].decode()
-        self._at += size
-        return text
-
-    def finish(self, correlation_id: int) -> None:
-        if self._at != len(self._data):
-            raise OutsideWriteError(f"{len(self._data) - self._at} unread bytes after answer {correlation_id}")
-
-
-def _answer(payload: bytes, correlation_id: int) -> _Reader:
-    read = _Reader(payload)
+def _answer(payload: bytes, correlation_id: int) -> Reader:
+    read = Reader(payload, OutsideWriteError)
     if (got := read.unpack(">i")) != correlation_id:  # response header v0
         raise OutsideWriteError(f"the answer is to request {got}, not {correlation_id}")
     return read

@@ -37,7 +37,7 @@ from uuid import uuid4
 import confluent_kafka as ck
 import pytest
 
-from kconform.conformance.brokers.api_versions import uvarint
+from kconform.conformance.brokers.api_versions import Reader, uvarint
 from kconform.conformance.brokers.kafka import KafkaBroker
 from kconform.reference_impl.kafka_client import KafkaClient, translate
 from kconform.reference_impl.kafka_model import TRANSACTIONAL_ID_EXPIRATION_MS, KafkaModel
@@ -88,46 +88,6 @@ def _array(items: list[bytes]) -> bytes:
 NO_TAGS: Final = b"\x00"
 
 
-class _Reader:
-    """Decodes a response body of a flexible version."""
-
-    def __init__(self, data: bytes) -> None:
-        self._data = data
-        self._pos = 0
-
-    def _take(self, n: int) -> bytes:
-        if self._pos + n > len(self._data):
-            raise KafkaError(f"truncated response: {n} bytes wanted at {self._pos} of {len(self._data)}")
-        chunk = self._data[self._pos : self._pos + n]
-        self._pos += n
-        return chunk
-
-    def fixed(self, fmt: str) -> int:
-        value: int = struct.unpack(fmt, self._take(struct.calcsize(fmt)))[0]
-        return value
-
-    def uvarint(self) -> int:
-        value = shift = 0
-        while True:
-            byte = self._take(1)[0]
-            value |= (byte & 0x7F) << shift
-            shift += 7
-            if not byte & 0x80:
-                return value
-
-    def string(self) -> str:
-        size = self.uvarint() - 1
-        return "" if size < 0 else self._take(size).decode()
-
-    def array(self, item: Callable[[], T]) -> list[T]:
-        return [item() for _ in range(self.uvarint() - 1)]
-
-    def tags(self) -> None:
-        for _ in range(self.uvarint()):
-            self.uvarint()
-            self._take(self.uvarint())
-
-
 @dataclass(frozen=True)
 class Described:
     """DescribeTransactions of one id: its coordinator state."""
@@ -151,7 +111,7 @@ class Coordinator:
             self._socket.close()
             self._socket = None
 
-    def _request(self, api_key: int, version: int, body: bytes) -> _Reader:
+    def _request(self, api_key: int, version: int, body: bytes) -> Reader:
         """One request with header v2 and its answer, both bounded by ``REQUEST_TIMEOUT_S``."""
         if self._socket is None:
             self._socket = socket.create_connection(self._address, timeout=REQUEST_TIMEOUT_S)
@@ -162,13 +122,13 @@ class Coordinator:
         try:
             self._socket.sendall(struct.pack(">i", len(message)) + message)
             size = struct.unpack(">i", self._receive(4))[0]
-            reader = _Reader(self._receive(size))
+            reader = Reader(self._receive(size), KafkaError)
         except OSError as error:
             self.close()
             raise KafkaError(f"request {api_key} v{version} to {self._address}: {error}") from error
-        if (correlation := reader.fixed(">i")) != self._correlation:
+        if (correlation := reader.unpack(">i")) != self._correlation:
             raise KafkaError(f"answer to request {self._correlation} came as {correlation}")
-        reader.tags()  # response header v1
+        reader.skip_tags()  # response header v1
         return reader
 
     def _receive(self, size: int) -> bytes:
@@ -195,15 +155,15 @@ class Coordinator:
 
         def ask() -> tuple[int, dict[str, str]]:
             reader = self._request(66, 0, _array([]) + _array([]) + NO_TAGS)
-            reader.fixed(">i")  # throttle time
-            code = reader.fixed(">h")
-            reader.array(reader.string)  # unknown state filters: none asked
+            reader.unpack(">i")  # throttle time
+            code = reader.unpack(">h")
+            reader.array(reader.compact_string)  # unknown state filters: none asked
 
             def state() -> tuple[str, str]:
-                tid = reader.string()
-                reader.fixed(">q")
-                found = (tid, reader.string())
-                reader.tags()
+                tid = reader.compact_string()
+                reader.unpack(">q")
+                found = (tid, reader.compact_string())
+                reader.skip_tags()
                 return found
 
             return code, dict(reader.array(state))
@@ -218,23 +178,23 @@ class Coordinator:
 
         def ask() -> tuple[int, Described]:
             reader = self._request(65, 0, _array([_string(tid)]) + NO_TAGS)
-            reader.fixed(">i")
+            reader.unpack(">i")
 
             def state() -> tuple[int, Described]:
-                code = reader.fixed(">h")
-                reader.string()
-                name = reader.string()
-                reader.fixed(">i")  # timeout
-                reader.fixed(">q")  # start time
-                described = Described(name, reader.fixed(">q"), reader.fixed(">h"))
+                code = reader.unpack(">h")
+                reader.compact_string()
+                name = reader.compact_string()
+                reader.unpack(">i")  # timeout
+                reader.unpack(">q")  # start time
+                described = Described(name, reader.unpack(">q"), reader.unpack(">h"))
 
                 def topic() -> None:
-                    reader.string()
-                    reader.array(lambda: reader.fixed(">i"))
-                    reader.tags()
+                    reader.compact_string()
+                    reader.array(lambda: reader.unpack(">i"))
+                    reader.skip_tags()
 
                 reader.array(topic)
-                reader.tags()
+                reader.skip_tags()
                 return code, described
 
             (answer,) = reader.array(state)
@@ -251,8 +211,8 @@ class Coordinator:
 
         def ask() -> tuple[int, None]:
             reader = self._request(26, 4, body)
-            reader.fixed(">i")
-            return reader.fixed(">h"), None
+            reader.unpack(">i")
+            return reader.unpack(">h"), None
 
         return self._until_answered(ask)[0]
 
