@@ -544,8 +544,11 @@ def test_two_entries_asking_for_the_same_run_of_a_release_share_it(
     assert (stale / command.SHARED).read_text().strip() == str(tmp_path / "KAFKA-14639" / "3.4.1")
     assert not (stale / "report.json").exists()
     assert any("the same run as" in line and "reused" in line for line in said)
+    (tmp_path / "KAFKA-2" / "3.4.1").mkdir(parents=True)
+    (tmp_path / "KAFKA-2" / "3.4.1" / command.SHARED).write_text("an earlier bank's\n")
     run(other_draws, "3.4.1"), run(other_only, "3.4.1"), run(second, "3.3.0")
     assert ran[1:] == ["KAFKA-2/3.4.1", "KAFKA-3/3.4.1", "KAFKA-1/3.3.0"]
+    assert not (tmp_path / "KAFKA-2" / "3.4.1" / command.SHARED).exists()  # its own run now
     # a run that ended in a problem is not reused: each of these runs
     broken = parse(ENTRY.replace("KAFKA-14639", "KAFKA-4") + ENTRY.replace("KAFKA-14639", "KAFKA-5"))
     assert all(run(b, "3.9.9").problem is not None for b in broken)

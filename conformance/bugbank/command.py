@@ -112,6 +112,11 @@ def run_key(bug: Bug, release: str) -> RunKey:
     return (bug.component, release, bug.level, bug.only, bug.draws, tolerated)
 
 
+def _said(outcome: Outcome) -> str:
+    """A release's run in the bank's progress line: why it could not check, ``FAIL: <what it reads>`` or ``PASS``."""
+    return outcome.problem or (f"FAIL: {outcome.reads()}" if outcome.failed else "PASS")
+
+
 def release_runner(profile: str, seed: int, reports: Path, say: Say) -> RunRelease:
     """Runs one release of a bug in a child ``kconform run`` and reads back its report.
 
@@ -131,8 +136,8 @@ def release_runner(profile: str, seed: int, reports: Path, say: Say) -> RunRelea
             report.mkdir(parents=True, exist_ok=True)
             (report / "report.json").unlink(missing_ok=True)  # an earlier bank's, not this run's
             (report / SHARED).write_text(f"{where}\n")
-            what = f"FAIL: {shared.reads()}" if shared.failed else "PASS"
-            say(f"  {release}: the same run as {where} (same selection, draws and tolerated kinds): {what}, reused")
+            alike = "same selection, draws and tolerated kinds"
+            say(f"  {release}: the same run as {where} ({alike}): {_said(shared)}, reused")
             return shared
         outcome = run_once(bug, release)
         if outcome.problem is None:
@@ -154,6 +159,7 @@ def release_runner(profile: str, seed: int, reports: Path, say: Say) -> RunRelea
         if bug.tolerated_in(release):
             report.mkdir(parents=True, exist_ok=True)
             (report / TOLERATED).write_text(bug.expectations(release))
+        (report / SHARED).unlink(missing_ok=True)  # an earlier bank's, which shared another entry's run
         for attempt in range(CRASH_RETRIES + 1):
             (report / "report.json").unlink(missing_ok=True)
             shutil.rmtree(report / EXAMPLES, ignore_errors=True)
@@ -182,8 +188,7 @@ def release_runner(profile: str, seed: int, reports: Path, say: Say) -> RunRelea
         else:
             tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
             outcome = Outcome(problem=f"kconform run exited {done.returncode} without a report: {' '.join(tail)}")
-        what = outcome.problem or (f"FAIL: {outcome.reads()}" if outcome.failed else "PASS")
-        say(f"  {release}: {what} ({time.monotonic() - started:.0f} s)")
+        say(f"  {release}: {_said(outcome)} ({time.monotonic() - started:.0f} s)")
         return outcome
 
     return run
