@@ -1215,6 +1215,23 @@ def rebalancing(rounds: int, handed: tuple[TopicPartition, ...] = (TP,), before:
     return events
 
 
+def joined_then_rebalancing(rounds: int, handed_after: tuple[TopicPartition, ...] = (TP,)) -> Events:
+    """Two rebalances in the drain (from 10 s) that hand c0 t's partitions and c1 u's, then a late member c2 joins
+    and ``rounds`` rebalances hand c0 ``handed_after``, c1 and c2 nothing."""
+    events = Events()
+    events.at = 10.0
+    events.add(Note, "run", after_s=0.0, text="the drain begins")
+    for _ in range(2):
+        events.add(Assigned, "c0#0", after_s=1.0, tps=(TP, TP1), how="assign")
+        events.add(Assigned, "c1#0", after_s=0.1, tps=(U0,), how="assign")
+    for _ in range(rounds):
+        events.add(Revoked, "c0#0", after_s=2.0, tps=handed_after)
+        events.add(Assigned, "c0#0", after_s=0.3, tps=handed_after, how="assign")
+        events.add(Assigned, "c1#0", after_s=0.1, tps=(), how="assign")
+        events.add(Assigned, "c2#0", after_s=0.1, tps=(), how="assign")
+    return events
+
+
 LOOPING = GroupView(
     "g",
     "classic",
@@ -1226,6 +1243,8 @@ LOOPING = GroupView(
     (TP, TP1, U0),
 )
 """A group of two whose live members subscribe to t and u (three partitions), not converged at the drain's end."""
+WITH_LATE = replace(LOOPING, members=(("c0#0", ()), ("c1#0", ()), ("c2#0", ())))
+"""``LOOPING`` with a third live member, c2, which joined in the drain."""
 
 
 @pytest.mark.parametrize(
@@ -1245,6 +1264,10 @@ LOOPING = GroupView(
         (rebalancing(25), replace(LOOPING, members=(("c0#0", ()), ("c1#0", (U0,)))), "never-converged"),
         # no listing of the subscribed partitions (an older history, a listing that failed): never-converged
         (rebalancing(25), replace(LOOPING, subscribed=()), "never-converged"),
+        # u handed in the drain before a late member joined, never after: the loop among the members at the end
+        (joined_then_rebalancing(25), WITH_LATE, cw.REBALANCED_WITHOUT),
+        (joined_then_rebalancing(cw.REBALANCES_SEEN - 1), WITH_LATE, "never-converged"),
+        (joined_then_rebalancing(25, handed_after=(TP, U0)), WITH_LATE, "never-converged"),
     ],
 )
 def test_a_group_that_kept_rebalancing_without_a_subscribed_topic_is_told_apart_from_one_stuck(

@@ -13,7 +13,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import Final
@@ -1346,19 +1346,33 @@ group one that kept rebalancing: a group converging late completes a rebalance o
 
 
 def rebalanced_without(history: History, view: GroupView, since: float | None) -> tuple[int, list[str]]:
-    """A group that did not converge, as the drain saw it from ``since``: how many assignments (rebalances
-    completed) its most often handed live member received, and the topics its live members subscribe to, which the
-    broker listed, of which no assignment in that time handed any partition and no live member owns one at the end.
-    ``(n, [])`` when any of that is unknown (no drain start, no listing)."""
+    """A group that did not converge, as the drain saw it from ``since`` on and among its live members at the end:
+    how many assignments (rebalances completed) its most often handed live member received, and the topics its
+    live members subscribe to, which the broker listed, of which no assignment in that time handed any partition and
+    no live member owns one at the end. "That time" begins at the drain's start, or later at the first assignment
+    in the drain of the live member handed its first one last (``members_since``): a member that joined in the drain
+    (the late member) changes who the leader assigns for, so rebalances before it joined tell nothing of the loop
+    after. ``(n, [])`` when any of that is unknown (no drain start, no listing)."""
     if since is None or not view.subscribed:
         return 0, []
     names = {member for member, _ in view.members}
+    since = members_since(history, names, since)
     handed = [e for e in history.events if isinstance(e, Assigned) and e.client in names and e.at >= since]
     counts: dict[str, int] = defaultdict(int)
     for event in handed:
         counts[event.client] += 1
     reached = {tp.topic for e in handed for tp in e.tps} | {tp.topic for _, tps in view.members for tp in tps}
     return max(counts.values(), default=0), sorted({tp.topic for tp in view.subscribed} - reached)
+
+
+def members_since(history: History, names: Collection[str], since: float) -> float:
+    """When the group's members ``names`` were first all handed an assignment from ``since`` on: the latest of each
+    one's first ``Assigned`` at or after ``since`` (``since`` itself when none of them was handed one)."""
+    first: dict[str, float] = {}
+    for event in history.events:
+        if isinstance(event, Assigned) and event.client in names and event.at >= since:
+            first.setdefault(event.client, event.at)
+    return max(first.values(), default=since)
 
 
 def check_converged(history: History, broker_answers: bool | None) -> list[Violation]:
