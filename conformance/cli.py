@@ -108,6 +108,10 @@ KCONFORM = Group(
             "run real bugs of released connectors and clients: the buggy release must fail, the fixed one pass",
             "bugbank.command",
         ),
+        "replay-schedule": Delegate(
+            "run one client-workload schedule (a failure's JSON) again alone, with the clients' own log",
+            "replay.command",
+        ),
         "bench": Delegate("run the benchmarks and print ratios against their goals", "bench.command"),
         "site": Delegate("build the spec and docs as a static site with MkDocs (build/site)", "spec_tools.site"),
     },

@@ -11,6 +11,7 @@ the drain), so Hypothesis draws few; ``kconform run --profile thorough`` draws f
 
 from __future__ import annotations
 
+import os
 import traceback
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -33,6 +34,7 @@ from .. import progress
 from ..brokers import Broker
 from ..brokers.base import BrokerStartError
 from ..brokers.kafka import KafkaBroker
+from ..brokers.versions import KAFKA_VERSION_ENV
 from ..checks.checkers import fail_on
 from ..checks.client_workload_checkers import check_history, unjudged, zombie_overlaps
 from ..gate.profiles import workload_draws
@@ -40,15 +42,16 @@ from ..gate.pytest_plugin import CouldNotCheck, Partial, requirement, stated_bro
 from ..jvm import JvmArtifactsMissing, artifact_version
 from ..jvm.client_workload_at_release import build_at_release
 from ..jvm.setup import SetupError
+from ..replay.command import replay_line
 from ..workloads.clients import settings as client_settings
 from ..workloads.clients.driver import (
-    CONSUMER_SESSION_MS,
-    CONVERGE_SLACK_S,
-    POLL_INTERVAL_MS,
-    STABLE_WITHIN_S,
+    CONVERGE_BOUND_S,
+    EXAMPLE_BOUND_S,
+    LATE_BOUND_S,
     Clients,
     Run,
     accepts,
+    schedule_bound_s,
 )
 from ..workloads.clients.history import FetchedCommitted, History
 from ..workloads.clients.isolated import IsolatedCouldNotCheck, run_isolated
@@ -62,20 +65,6 @@ JAVA_CAPABILITY: Final = "kafka-clients-workload"
 IDS: Final = tuple(f"CLIENT-{n:03}" for n in range(1, 10))
 
 
-EXAMPLE_BOUND_S: Final = 90.0 + STABLE_WITHIN_S
-"""The longest one schedule takes here: its steps (a wait, a node pause, a restart), the drain's bound, the log read
-(90 s), and the log read's wait for a transaction left open to be timed out (``driver.STABLE_WITHIN_S``). A drain
-whose groups do not converge waits longer (``driver.Run.convergence_bound``: a librdkafka member's default poll
-interval alone is 300 s), so the test's bound gives that to two schedules (a failing one and Hypothesis's replay
-of it: ``CONVERGE_BOUND_S``)."""
-CONVERGE_BOUND_S: Final = (POLL_INTERVAL_MS + CONSUMER_SESSION_MS) / 1000 + CONVERGE_SLACK_S
-SCHEDULE_BOUND_S: Final = EXAMPLE_BOUND_S + CONVERGE_BOUND_S
-"""The longest one schedule's child process may run (``isolated.run_isolated``): one schedule and a drain that
-waits its groups out. A child still running then is killed, LIVE-001 ``hang``."""
-LATE_BOUND_S: Final = CONVERGE_BOUND_S
-"""What a schedule's late member (``Schedule.late``) adds to its bound: the drain waits for the groups to converge
-once more after it joined (and, brief, left), as long as before at most. The test's bound gives it to two schedules,
-as ``CONVERGE_BOUND_S``."""
 HARNESS_BOUND_S: Final = 240.0
 """A kafka-clients harness built with Maven (on a release's first use) and started, within the test's bound."""
 
@@ -87,7 +76,8 @@ def examples() -> int:
 
 def workload_settings() -> settings:
     """Drawn, not shrunk: every shrink step runs real clients for seconds, so a failure prints its whole schedule
-    (steps and settings, and as JSON) and Hypothesis's database replays it with the run's ``--seed``."""
+    (steps and settings) and the line that runs it again alone (``replay.command.replay_line``:
+    ``kconform replay-schedule`` with its JSON), and Hypothesis's database replays it with the run's ``--seed``."""
     return settings(
         max_examples=examples(),
         deadline=None,
@@ -256,7 +246,7 @@ def judge_drawn(
         record_property(name, value)  # the report's metrics: what the workload drew so far, the last example's count
     try:
         if clients is None:
-            history = run_isolated(schedule, broker, SCHEDULE_BOUND_S + (LATE_BOUND_S if schedule.late else 0))
+            history = run_isolated(schedule, broker, schedule_bound_s(schedule))
         else:  # kafka-clients runs in its harness JVM already; restart/paused: KafkaBroker's
             history = Run(schedule, broker, clients=clients).run()  # type: ignore[arg-type]
     except (KafkaError, ck.KafkaException, BrokerStartError, OSError, HarnessError, IsolatedCouldNotCheck) as failed:
@@ -272,7 +262,11 @@ def judge_drawn(
     record_property("excused: CLIENT-008 fenced zombies of a fault", excused(record_property, history))
     violations = check_history(history, broker.answers())
     violated = {v.requirement for v in violations}
-    detail = f"schedule:\n{describe(schedule)}\nas JSON: {schedule.dumps()}"
+    release = getattr(clients, "release", None)  # kafka-clients' harness names its release; confluent-kafka is ours
+    detail = (
+        f"schedule:\n{describe(schedule)}\nthis schedule alone, with the clients' log (a race may pass a replay): "
+        + replay_line(schedule, release, os.environ.get(KAFKA_VERSION_ENV))
+    )
     left = unjudged(history)
     for requirement_id, why in left.items():
         partial([requirement_id], f"{why}; {detail}")  # PARTIAL, never PASS, whatever the other examples show

@@ -5,6 +5,7 @@ nothing."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -85,3 +86,26 @@ def test_kafka_clients_run_a_fixed_schedule_and_the_checkers_find_nothing(broker
     assert any(isinstance(e, Assigned) and e.how == "rebalance" for e in history.events)
     assert any(isinstance(e, Committed) and e.offsets for e in history.events)
     assert sum(len(e.records) for e in history.events if isinstance(e, Polled)) >= 10
+
+
+def test_a_replay_runs_one_schedule_alone_and_keeps_the_clients_own_log(tmp_path: Path) -> None:
+    """``kconform replay-schedule``'s run (``replay.command.replay``): a broker of its own, the schedule on the
+    release's harness, judged in full (exit 0), and the clients' log at ``info`` beside the history."""
+    from kconform.conformance.replay import command as replay
+
+    try:
+        release = artifact_version("kafka-oracle", "kafka-clients")
+        build_at_release(release, lambda _line: None)
+    except (JvmArtifactsMissing, SetupError) as missing:
+        pytest.skip(f"the client workload's harness cannot be built here: {missing}")
+    schedule = Schedule(
+        (2,),
+        (ProducerPlan({}),),
+        (ConsumerPlan({}, "topics"),),
+        (PRODUCE, FLUSH, POLL),
+    )
+    assert replay.replay(schedule, release, "info", tmp_path) == 0
+    log = (tmp_path / "clients.log").read_text()
+    assert "INFO org.apache.kafka.clients" in log and "Subscribed to topic(s)" in log
+    assert "Polled(" in (tmp_path / "history.txt").read_text()
+    assert replay.read_schedule(str(tmp_path / "schedule.json")) == schedule

@@ -82,6 +82,28 @@ and kafka-clients' default: CONFIGURATION.md, ``ConsumerConfig``)."""
 CONSUMER_SESSION_MS: Final = 45_000
 """A ``group.protocol=consumer`` member's session, which the broker sets (``group.consumer.session.timeout.ms``,
 45 s by default: Kafka's ``GroupCoordinatorConfig``; the suite's brokers leave it)."""
+EXAMPLE_BOUND_S: Final = 90.0 + STABLE_WITHIN_S
+"""The longest one schedule takes here: its steps (a wait, a node pause, a restart), the drain's bound, the log read
+(90 s), and the log read's wait for a transaction left open to be timed out (``driver.STABLE_WITHIN_S``). A drain
+whose groups do not converge waits longer (``driver.Run.convergence_bound``: a librdkafka member's default poll
+interval alone is 300 s), so the suite test's bound gives that to two schedules (a failing one and Hypothesis's replay
+of it: ``CONVERGE_BOUND_S``)."""
+CONVERGE_BOUND_S: Final = (POLL_INTERVAL_MS + CONSUMER_SESSION_MS) / 1000 + CONVERGE_SLACK_S
+SCHEDULE_BOUND_S: Final = EXAMPLE_BOUND_S + CONVERGE_BOUND_S
+"""The longest one schedule's child process may run (``isolated.run_isolated``): one schedule and a drain that
+waits its groups out. A child still running then is killed, LIVE-001 ``hang``."""
+LATE_BOUND_S: Final = CONVERGE_BOUND_S
+"""What a schedule's late member (``Schedule.late``) adds to its bound: the drain waits for the groups to converge
+once more after it joined (and, brief, left), as long as before at most. The suite test's bound gives it to two
+schedules, as ``CONVERGE_BOUND_S``."""
+
+
+def schedule_bound_s(schedule: Schedule) -> float:
+    """The longest ``schedule``'s run may take (its child process's bound in ``isolated.run_isolated``): one
+    schedule and a drain that waits its groups out, and its late member's share."""
+    return SCHEDULE_BOUND_S + (LATE_BOUND_S if schedule.late else 0)
+
+
 DESCRIBE_EVERY_S: Final = 1.0
 """How often the drain asks the broker how its groups stand."""
 NO_START: Final = frozenset({"error", "none"})

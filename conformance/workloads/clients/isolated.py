@@ -41,6 +41,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, Any, Final
 
 from .history import ClientInfo, Crashed, Event, History, Hung, Note
@@ -227,17 +228,19 @@ def child_env() -> dict[str, str]:
 
 
 def run_isolated(
-    schedule: Any, broker: Any, bound_s: float, clients: Any = None, prefix: str = "", read_log_after: bool = True
-) -> History:
+    schedule: Any, broker: Any, bound_s: float, clients: Any = None, prefix: str = "", read_log_after: bool = True,
+    stderr_to: Path | None = None,
+) -> History:  # fmt: skip
     """``driver.Run(schedule, broker, clients).run()`` in a child process (module docstring): its history, or, when
     the child died or outlived ``bound_s``, the events it streamed up to then ending with ``Crashed`` or ``Hung``
-    and the log as the suite reads it afterwards (``read_log_after``; else an empty one)."""
+    and the log as the suite reads it afterwards (``read_log_after``; else an empty one). ``stderr_to``: a file that
+    keeps the child's whole stderr (librdkafka's log among it), else a temporary one."""
     from uuid import uuid4
 
     prefix = prefix or f"kcw-{uuid4().hex[:8]}"
     job = Job(schedule, broker_view(broker), clients, prefix, bound_s)
     streamed = Streamed([], {}, {})
-    with tempfile.TemporaryFile() as stderr:
+    with stderr_to.open("w+b") if stderr_to is not None else tempfile.TemporaryFile() as stderr:
         process = subprocess.Popen(
             [sys.executable, "-m", CHILD_MODULE],
             stdin=subprocess.PIPE,

@@ -50,6 +50,19 @@ from .settings import CAPS, CLASSIC_GROUP_ONLY, FLOORS, Setting, classic_group
 
 MAIN_CLASS: Final = "kconform.ClientWorkload"
 JVM_FLAGS: Final = ("-Xmx256m", "-XX:+UseSerialGC")
+QUIET: Final = "error"
+"""The clients' log level in the harness's log (slf4j-simple, on its stderr) unless a caller asks for more: errors
+alone, so a suite run's harness log stays small and ``Harness.stderr_tail`` shows why a harness died."""
+
+
+def log_flags(levels: Mapping[str, str]) -> list[str]:
+    """slf4j-simple's system properties for ``levels``: a logger name (a package or class of kafka-clients) to its
+    level (``error``, ``warn``, ``info``, ``debug``, ``trace``); every other logger logs at ``QUIET``."""
+    prefix = "-Dorg.slf4j.simpleLogger."
+    flags = [f"{prefix}defaultLogLevel={QUIET}", f"{prefix}showDateTime=true", f"{prefix}dateTimeFormat=HH:mm:ss.SSS"]
+    return flags + [f"{prefix}log.{name}={level}" for name, level in sorted(levels.items())]
+
+
 """As the brokers' (``conformance.brokers.kafka``): a bounded heap, the serial collector on a small machine."""
 REPLY_BOUND_S: Final = 150.0
 """Longest wait for one answer: longer than any bound of the driver (a hung call is the driver's to report), and
@@ -104,14 +117,22 @@ class Harness:
     """One running harness JVM (``folder``: its build, ``client_workload_at_release.build_at_release``); use as a
     context manager. Requests from any thread; each waits at most ``bound_s`` for its own answer."""
 
-    def __init__(self, folder: Path, bound_s: float = REPLY_BOUND_S) -> None:
+    def __init__(
+        self, folder: Path, bound_s: float = REPLY_BOUND_S, log_levels: Mapping[str, str] | None = None,
+        log: Path | None = None,
+    ) -> None:  # fmt: skip
+        """``log_levels``: the clients' loggers to log at more than ``QUIET`` (``log_flags``); ``log``: where the
+        JVM's log (its stderr) goes and stays after ``close`` (else a temporary file, removed then)."""
         self.bound_s = bound_s
-        command = [str(java_binary()), *JVM_FLAGS, "-cp", str(folder / "*"), MAIN_CLASS]
-        handle, log_name = tempfile.mkstemp(prefix="kconform-client-workload-", suffix=".log")
-        os.close(handle)
-        self._log = Path(log_name)
-        with self._log.open("ab") as log:
-            self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log)
+        command = [str(java_binary()), *JVM_FLAGS, *log_flags(log_levels or {}), "-cp", str(folder / "*"), MAIN_CLASS]
+        self._keep = log is not None
+        if log is None:
+            handle, log_name = tempfile.mkstemp(prefix="kconform-client-workload-", suffix=".log")
+            os.close(handle)
+            log = Path(log_name)
+        self._log = log
+        with self._log.open("ab") as stderr:
+            self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr)
         self._ids = itertools.count(1)
         self._waiting: dict[int, queue.SimpleQueue[dict[str, Any]]] = {}
         self._lock = threading.Lock()
@@ -171,7 +192,8 @@ class Harness:
         except subprocess.TimeoutExpired:
             self._process.kill()
             self._process.wait(30)
-        self._log.unlink(missing_ok=True)
+        if not self._keep:
+            self._log.unlink(missing_ok=True)
 
     def stderr_tail(self) -> str:
         text = self._log.read_bytes()[-2000:].decode("utf-8", "replace").strip() if self._log.exists() else ""
@@ -294,9 +316,13 @@ class JvmClients:
     ``folder``: the harness built at the release under test; ``harness_keys``: the settings the driver and the
     broker give every client (``harness_settings``), passed on or dropped rather than refused."""
 
-    def __init__(self, folder: Path, release: str, harness_keys: Iterable[str] = ()) -> None:
+    def __init__(
+        self, folder: Path, release: str, harness_keys: Iterable[str] = (), log_levels: Mapping[str, str] | None = None,
+        log: Path | None = None,
+    ) -> None:  # fmt: skip
+        """``log_levels`` and ``log``: the harness's (``Harness``), for a replay with the clients' own log."""
         self.release = release
-        self.harness = Harness(folder)
+        self.harness = Harness(folder, log_levels=log_levels, log=log)
         self.harness_keys = frozenset(harness_keys)
         dump = self.harness.configdef()
         self.known: dict[Role, frozenset[str]] = {

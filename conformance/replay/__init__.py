@@ -1,0 +1,1 @@
+"""Replaying one drawn schedule alone: ``kconform replay-schedule`` (``command``)."""
