@@ -22,7 +22,9 @@ holding it completed or the job restarted; a refused record missing from that si
 (the sink took a failed write for a done one), any other missing record COMMIT-011. After the life, a fresh bounded
 job reads the input again once transactions (committed, aborted) were written to it (``Reader``): it must read what
 its isolation shows below its stopping offsets once and end, also where a partition's log ends in a control marker
-(RESTORE-010), its sink holding what it read (COMMIT-011). Each run reports its source's discovery interval as the
+(RESTORE-010), its sink holding what it read (COMMIT-011: once for EXACTLY_ONCE, at least once for AT_LEAST_ONCE,
+NONE not judged); it runs in STREAMING or BATCH runtime mode (a backfill: no checkpoint, the sink's writer handing its
+transaction to its committer at the end of its input). Each run reports its source's discovery interval as the
 release's enumerator reads it: discovery off where the job set an interval or left it to a release whose default is
 on is DISC-009 (``check_discovery_interval``).
 
