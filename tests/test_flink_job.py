@@ -100,3 +100,21 @@ def test_a_bounded_run_stops_at_the_latest_offsets_or_at_given_ones() -> None:
     assert description(given, Path("/h.jsonl"), Path("/sp"))["stopping_offsets"] == [["in", 0, 4], ["in", 1, 9]]
     with pytest.raises(ValueError, match="bounded"):
         JobRun("b:9092", ("in",), SINK, 1, stop=Stop(after_records=1), stopping_offsets={TopicPartition("in", 0): 4})
+
+
+def test_a_batch_run_is_bounded_and_fresh_and_a_sink_may_have_no_guarantee() -> None:
+    """``runtime_mode`` BATCH goes to the harness (which then sets no checkpoint interval); a BATCH job with a stop,
+    a savepoint to restore or a planned failure is refused; a sink's guarantee is named (NONE, AT_LEAST_ONCE,
+    EXACTLY_ONCE), and NONE is never exactly-once."""
+    none = Sink("out", False, None, no_guarantee=True)
+    run = JobRun("b:9092", ("in",), none, 2, runtime_mode="BATCH", more_sinks=(SINK, Sink("out-2", False, "p")))
+    described = description(run, Path("/h.jsonl"), Path("/sp"))
+    assert described["runtime_mode"] == "BATCH" and described["bounded"] is True
+    assert described["sink"]["delivery_guarantee"] == "NONE"
+    assert [s["delivery_guarantee"] for s in described["more_sinks"]] == ["EXACTLY_ONCE", "AT_LEAST_ONCE"]
+    assert description(JobRun("b:9092", ("in",), SINK, 1), Path("/h"), Path("/s"))["runtime_mode"] == "STREAMING"
+    with pytest.raises(ValueError, match="not both"):
+        Sink("out", True, "txn", no_guarantee=True)
+    for wrong in ({"stop": Stop(after_records=1)}, {"restore_from": "/sp/1"}, {"failure": Failure(0, 1)}):
+        with pytest.raises(ValueError, match="BATCH"):
+            JobRun("b:9092", ("in",), SINK, 1, runtime_mode="BATCH", **wrong)  # type: ignore[arg-type]

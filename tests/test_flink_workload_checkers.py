@@ -9,6 +9,7 @@ from dataclasses import replace
 from kconform.conformance.checks.checkers import Violation
 from kconform.conformance.checks.flink_workload_checkers import (
     check_discovery_interval,
+    check_reader_sink,
     check_sinks,
     check_workload_life,
     open_first_discoveries,
@@ -385,3 +386,29 @@ def test_required_RESTORE_003_a_gap_from_its_start_at_a_partition_started_at_the
         GROUP, tp, ENDS, final, [False, True], no_sink_finding, handed=behind_latest, started=[True]
     )
     assert {v.kind for v in judged.violations if v.data["partition"] == 0} == {"offset-gap"}
+
+
+def test_required_COMMIT_011_a_batch_readers_exactly_once_sink_that_committed_nothing_lost_every_record() -> None:
+    """The bounded reader run as a backfill (BATCH) into an exactly-once sink: every record it read committed once
+    passes; the same job whose writer aborted at its close the transaction it had handed its committer (FLINK-37622)
+    leaves nothing visible to read_committed, each record COMMIT-011 ``lost-write``, the finding naming the sink,
+    its guarantee and the mode; a repeat is a ``duplicate`` there, and allowed at least once."""
+    whole = {0: records("out-reader", 0, [b"a", b"b", b"c", b"d"])}
+    found, judged = check_reader_sink("exactly-once", "BATCH", "out-reader", SOURCE, whole)
+    assert found == [] and judged == {"COMMIT-011", "COMMIT-013"}
+    found, _ = check_reader_sink("exactly-once", "BATCH", "out-reader", SOURCE, {})
+    assert sorted((v.requirement, v.kind) for v in found) == [("COMMIT-011", "lost-write")] * 4
+    assert all(v.evidence.startswith("the bounded reader's exactly-once sink out-reader (BATCH mode): ") for v in found)
+    repeated = {0: records("out-reader", 0, [b"a", b"b", b"a", b"b", b"c", b"d"])}
+    found, _ = check_reader_sink("exactly-once", "BATCH", "out-reader", SOURCE, repeated)
+    assert {(v.requirement, v.kind) for v in found} == {("COMMIT-011", "duplicate")}
+    judged = {"COMMIT-011", "COMMIT-013"}
+    assert check_reader_sink("at-least-once", "BATCH", "out-reader", SOURCE, repeated) == ([], judged)
+    found, _ = check_reader_sink("at-least-once", "STREAMING", "out-reader", SOURCE, {0: whole[0][:3]})
+    assert [(v.requirement, v.kind) for v in found] == [("COMMIT-011", "lost-write")]
+    assert "(STREAMING mode)" in found[0].evidence
+
+
+def test_a_readers_sink_without_a_guarantee_is_not_judged() -> None:
+    """DeliveryGuarantee.NONE promises nothing of the output: an empty sink is no finding, and no id is judged."""
+    assert check_reader_sink("none", "BATCH", "out-reader", SOURCE, {}) == ([], set())

@@ -26,6 +26,7 @@ from kconform.conformance.workloads.flink.schedule import (
     describe,
     failure_sure,
     flink_schedules,
+    with_backfill,
     with_growth,
     with_moment,
     with_reader,
@@ -215,7 +216,7 @@ def test_describe_is_stable() -> None:
             "run 4: write 9 to t1[0]; parallelism 1, no failure; read to the end",
             "then transactions (5 to each of t1[0], t0[1], aborted; 3 to each of t0[1], aborted; 5 to each of t2[1], "
             "t0[0], committed); a fresh bounded job from the earliest offsets to the ends after the first "
-            "transaction, parallelism 1, isolation.level not set",
+            "transaction, parallelism 1, isolation.level not set, in BATCH mode, its sink exactly-once",
         ]
     )
 
@@ -226,7 +227,10 @@ def test_a_bounded_reader_is_drawn_from_the_schedule_itself_and_left_out_of_the_
     ``reader`` key), which seeds ``with_refusal`` and ``with_reader``."""
     plain = replace(EVERY_KIND, reader=None)
     assert "reader" not in plain.to_json() and "reader" in EVERY_KIND.to_json()
-    assert with_reader(plain) == EVERY_KIND and replace(with_reader(plain), reader=None) == plain
+    drawn = with_reader(plain)
+    assert drawn.reader is not None and EVERY_KIND.reader is not None
+    assert replace(drawn.reader, mode="BATCH", guarantee="exactly-once") == EVERY_KIND.reader  # run as a backfill
+    assert replace(with_reader(plain), reader=None) == plain
     assert FlinkSchedule.loads(EVERY_KIND.dumps()) == EVERY_KIND
     reader = EVERY_KIND.reader
     assert reader is not None and 1 <= len(reader.transactions) <= MAX_TRANSACTIONS
@@ -257,16 +261,41 @@ def test_partitions_added_while_running_are_drawn_from_the_schedule_only_at_a_sh
     assert f"added to t{t} while the job runs" in describe(grown).splitlines()[-1]
 
 
-def test_drawn_readers_cover_both_stops_isolations_and_outcomes() -> None:
+def test_drawn_readers_cover_both_stops_isolations_outcomes_modes_and_guarantees() -> None:
     seen: Counter[str] = Counter()
     for n in range(200):
         schedule = with_reader(replace(EVERY_KIND, reader=None, checkpoint_ms=100 + n))
         assert schedule.reader is not None and schedule.problem() is None
+        assert FlinkSchedule.loads(schedule.dumps()) == schedule
         seen.update(k for k in schedule.counts() if k.startswith("reader:"))
     assert set(seen) == {
         "reader:stop at latest", "reader:stop at offsets", "reader:read_committed", "reader:isolation unset",
-        "reader:transaction committed", "reader:transaction aborted",
+        "reader:transaction committed", "reader:transaction aborted", "reader:STREAMING", "reader:BATCH",
+        *(f"reader:{m} sink {g}" for m in ("STREAMING", "BATCH") for g in ("none", "at-least-once", "exactly-once")),
     }  # fmt: skip
+    assert 60 <= seen["reader:BATCH"] <= 140  # one in BATCH_ODDS = 2
+
+
+def test_a_readers_mode_and_sink_are_drawn_last_and_a_default_reader_keeps_its_json() -> None:
+    """``with_backfill`` draws only the reader's runtime mode and sink guarantee, from the schedule's JSON without
+    its reader: the same schedule gets the same ones, the reader's other draws are what they were before it existed
+    (its transactions, parallelism, isolation, stop), and a STREAMING at-least-once reader has no ``mode`` nor
+    ``guarantee`` key, so its JSON is what it was."""
+    plain = replace(EVERY_KIND, reader=None)
+    reader = EVERY_KIND.reader
+    assert reader is not None
+    default = replace(reader, mode="STREAMING", guarantee="at-least-once")
+    assert with_backfill(plain, default) == with_backfill(plain, default)
+    assert replace(with_backfill(plain, default), mode="STREAMING", guarantee="at-least-once") == default
+    kept = replace(EVERY_KIND, reader=default).to_json()["reader"]
+    assert "mode" not in kept and "guarantee" not in kept
+    assert set(kept) == {"transactions", "parallelism", "isolation", "stop"}
+    batch = EVERY_KIND.to_json()["reader"]
+    assert batch["mode"] == "BATCH" and batch["guarantee"] == "exactly-once"
+    assert FlinkSchedule.loads(EVERY_KIND.dumps()) == EVERY_KIND
+    none = replace(EVERY_KIND, reader=replace(reader, guarantee="none"))
+    assert FlinkSchedule.loads(none.dumps()) == none and none.counts()["reader:BATCH sink none"] == 1
+    assert EVERY_KIND.counts()["reader:BATCH"] == 1 and EVERY_KIND.counts()["reader:BATCH sink exactly-once"] == 1
 
 
 BASE = EVERY_KIND
@@ -320,6 +349,14 @@ BASE = EVERY_KIND
         ({"reader": Reader((Transaction(((0, 0), (0, 0)), 2, True),), 1, None, "latest")}, "distinct partitions"),
         ({"reader": Reader((Transaction(((0, 0),), 0, True),), 1, None, "latest")}, "records each"),
         ({"reader": Reader((Transaction(((0, 0),), 2, True),), 5, None, "latest")}, "parallelism 5"),
+        (
+            {"reader": Reader((Transaction(((0, 0),), 2, True),), 1, None, "latest", "BULK")},  # type: ignore[arg-type]
+            "mode 'BULK'",
+        ),
+        (
+            {"reader": Reader((Transaction(((0, 0),), 2, True),), 1, None, "latest", "BATCH", "twice")},  # type: ignore[arg-type]
+            "guarantee 'twice'",
+        ),
         ({"runs": (replace(BASE.runs[0], moment="listed"), *BASE.runs[1:])}, "plain start at LATEST"),
         (
             {

@@ -212,3 +212,21 @@ def check_discovery_interval(
             data={"run": run, "got": interval_ms, "want": expected, "asked_ms": asked_ms, "default_ms": default_ms},
         )
     ], True
+
+
+def check_reader_sink(
+    guarantee: str, mode: str, name: str, read: Mapping[int, Sequence[Record]], output: Mapping[int, Sequence[Record]]
+) -> tuple[list[Violation], set[str]]:
+    """COMMIT-011 and COMMIT-013 over the bounded reader's sink (``Reader``, STREAMING or BATCH ``mode``), once its
+    job ended: every record it had to read (``read``: source partition -> records below the stopping offsets its
+    isolation shows) in the sink topic ``name`` as a read_committed reader sees it (``output``): once and in order
+    for ``exactly-once``, at least once for ``at-least-once``. A sink that committed nothing by the job's end, its
+    transactions aborted or left open (flink-connector-kafka's exactly-once writer aborting in BATCH the transaction
+    it handed its committer, FLINK-37622), is COMMIT-011 ``lost-write`` for each record. A ``none`` sink promises
+    nothing of its output: nothing judged. Returns the violations, each naming the sink, its guarantee and the mode,
+    and the ids judged."""
+    if guarantee == "none":
+        return [], set()
+    found = check_sink_output(read, output, exactly_once=guarantee == "exactly-once")
+    where = f"the bounded reader's {guarantee} sink {name} ({mode} mode)"
+    return [replace(v, evidence=f"{where}: {v.evidence}") for v in found], {"COMMIT-011", "COMMIT-013"}

@@ -53,6 +53,17 @@ class Sink:
     properties: Mapping[str, str] = field(default_factory=lambda: dict(SINK_DEFAULTS))
     naming: str | None = None
     """Its ``TransactionNamingStrategy`` (``ConnectorRelease.transaction_naming``); ``None``: the release's default."""
+    no_guarantee: bool = False
+    """``DeliveryGuarantee.NONE`` (``exactly_once`` False): the sink neither flushes at a checkpoint nor commits."""
+
+    def __post_init__(self) -> None:
+        if self.no_guarantee and self.exactly_once:
+            raise ValueError("a sink is exactly-once or has no guarantee, not both")
+
+    @property
+    def guarantee(self) -> str:
+        """Its ``DeliveryGuarantee``'s name."""
+        return "NONE" if self.no_guarantee else "EXACTLY_ONCE" if self.exactly_once else "AT_LEAST_ONCE"
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,8 +113,15 @@ class JobRun:
     record_listings: bool = False
     """Record each listing of the subscription by the source's enumerator (``RunHistory.listings``): what each
     discovery found. A stop that waits for a listing (``Stop.listed``) records them whatever this says."""
+    runtime_mode: Literal["STREAMING", "BATCH"] = "STREAMING"
+    """``execution.runtime-mode``. BATCH: a bounded job (``stop`` None), fresh (no savepoint to restore) and with no
+    planned failure; the harness sets no checkpoint interval (BATCH takes no checkpoint)."""
 
     def __post_init__(self) -> None:
+        if self.runtime_mode == "BATCH" and (
+            self.stop is not None or self.restore_from is not None or self.failure is not None
+        ):
+            raise ValueError("a BATCH job is bounded and fresh, with no planned failure")
         if not 1 <= self.parallelism <= MAX_PARALLELISM:
             raise ValueError(f"parallelism {self.parallelism} is outside 1..{MAX_PARALLELISM}")
         if not self.topics and self.topic_pattern is None:
@@ -150,6 +168,7 @@ def description(run: JobRun, history: Path, savepoint_dir: Path) -> dict[str, An
         "record_listings": run.record_listings or (stop is not None and stop.listed),
         "pace_ms": run.pace_ms,
         "timeout_ms": run.timeout_ms,
+        "runtime_mode": run.runtime_mode,
     }
 
 
@@ -158,6 +177,7 @@ def sink_description(sink: Sink) -> dict[str, Any]:
     return {
         "topic": sink.topic,
         "exactly_once": sink.exactly_once,
+        "delivery_guarantee": sink.guarantee,
         "transactional_id_prefix": sink.transactional_id_prefix,
         "properties": dict(sink.properties),
         "naming": sink.naming,

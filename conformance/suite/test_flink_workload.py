@@ -22,7 +22,9 @@ holding it completed or the job restarted; a refused record missing from that si
 (the sink took a failed write for a done one), any other missing record COMMIT-011. After the life, a fresh bounded
 job reads the input again once transactions (committed, aborted) were written to it (``Reader``): it must read what
 its isolation shows below its stopping offsets once and end, also where a partition's log ends in a control marker
-(RESTORE-010), its sink holding what it read (COMMIT-011). Each run reports its source's discovery interval as the
+(RESTORE-010), its sink holding what it read (COMMIT-011: once for EXACTLY_ONCE, at least once for AT_LEAST_ONCE,
+NONE not judged); it runs in STREAMING or BATCH runtime mode (a backfill: no checkpoint, the sink's writer handing its
+transaction to its committer at the end of its input). Each run reports its source's discovery interval as the
 release's enumerator reads it: discovery off where the job set an interval or left it to a release whose default is
 on is DISC-009 (``check_discovery_interval``).
 
@@ -58,10 +60,16 @@ from ..brokers.kafka import KafkaBroker
 from ..brokers.proxy import LIST_OFFSETS
 from ..brokers.refusal import refused_writes
 from ..checks.checkers import Violation, fail_on, tolerated
-from ..checks.flink_workload_checkers import Judged, check_discovery_interval, check_sinks, check_workload_life
+from ..checks.flink_workload_checkers import (
+    Judged,
+    check_discovery_interval,
+    check_reader_sink,
+    check_sinks,
+    check_workload_life,
+)
 from ..checks.liveness_checkers import Failure as JobFailure
 from ..checks.liveness_checkers import check_query_ran, flink_job_failure
-from ..checks.pipeline_checkers import ReadRecord, check_bounded_read, check_single_reader, check_sink_output
+from ..checks.pipeline_checkers import ReadRecord, check_bounded_read, check_single_reader
 from ..errors import HarnessError
 from ..flink.harness import FlinkHarness, RunningJob, RunResult, visible_output
 from ..flink.history import RunHistory, checkpointed_to, committed_reads, next_offsets
@@ -356,10 +364,12 @@ def write_transaction(
 def read_bounded(harness: FlinkHarness, workload: Workload, work: Path) -> tuple[list[Violation], set[str]]:
     """The schedule's ``Reader`` after its life: its transactions written (each committed or aborted: every
     partition one touches then ends in a control marker), then a fresh bounded job on the same subscription from
-    the earliest offsets to its stopping offsets, into an at-least-once sink of its own. Judged: every record its
-    isolation shows below the stopping offsets read once, nothing else, and the job ended (RESTORE-010); a job that
-    ended holds what it read in its sink (COMMIT-011); one that failed of its own accord is LIVE-001. Returns the
-    violations and the ids judged."""
+    the earliest offsets to its stopping offsets, into a sink of its own, in the drawn runtime mode (STREAMING or
+    BATCH) at the drawn guarantee (NONE, AT_LEAST_ONCE, EXACTLY_ONCE under a prefix of its own). Judged: every record
+    its isolation shows below the stopping offsets read once, nothing else, and the job ended (RESTORE-010); a job
+    that ended holds what it read in its sink, committed (read_committed): at least once, or once and in order for
+    EXACTLY_ONCE (COMMIT-011, COMMIT-013); a NONE sink's output is not judged; a job that failed of its own accord is
+    LIVE-001. Returns the violations and the ids judged."""
     reader = workload.schedule.reader
     assert reader is not None
     if not workload.ends:  # the life ended before any input partition existed: nothing to write to or read
@@ -389,13 +399,22 @@ def read_bounded(harness: FlinkHarness, workload: Workload, work: Path) -> tuple
     shown = {tp: [r.offset for r in records] for tp, records in visible.items()}
     sink = f"{workload.sink}-reader"
     kafka.create_topic(sink, SINK_PARTITIONS)
+    naming = workload.schedule.naming if reader.guarantee == "exactly-once" else None
+    naming = naming if naming in harness.release.transaction_naming else None
     topics, pattern = workload.subscription()
     job = JobRun(
         workload.broker.bootstrap_servers,
         topics,
-        Sink(sink, False, f"{sink}-txn"),
+        Sink(
+            sink,
+            reader.guarantee == "exactly-once",
+            f"{sink}-txn",
+            naming=naming,
+            no_guarantee=reader.guarantee == "none",
+        ),
         reader.parallelism,
         checkpoint_interval_ms=workload.schedule.checkpoint_ms,
+        runtime_mode=reader.mode,
         source_properties={} if reader.isolation is None else {"isolation.level": reader.isolation},
         pace_ms=PACE_MS,
         timeout_ms=READER_TIMEOUT_MS,
@@ -422,9 +441,9 @@ def read_bounded(harness: FlinkHarness, workload: Workload, work: Path) -> tuple
             topic_index[tp.topic] * 100 + tp.partition: [r for r in records if r.offset < stopping[tp]]
             for tp, records in visible.items()
         }
-        found = check_sink_output(must, visible_output(kafka, sink), exactly_once=False)
-        violations += [replace(v, evidence=f"the bounded reader's sink {sink}: {v.evidence}") for v in found]
-        judged |= {"COMMIT-011", "COMMIT-013"}
+        found, ids = check_reader_sink(reader.guarantee, reader.mode, sink, must, visible_output(kafka, sink))
+        violations += found
+        judged |= ids
     return violations, judged
 
 

@@ -146,3 +146,28 @@ def test_a_stop_at_the_ends_holds_only_once_a_completed_checkpoint_holds_them(
     assert any(s.subtask == 1 and s.attempt > 0 for s in run.history.segments), "subtask 1 never failed"
     assert not read, read
     assert not output, output
+
+
+@pytest.mark.parametrize("guarantee", ["EXACTLY_ONCE", "AT_LEAST_ONCE", "NONE"])
+def test_a_batch_job_reads_its_bounded_input_once_and_its_sink_holds_it(
+    broker: Broker, harness: FlinkHarness, tmp_path: Path, guarantee: str
+) -> None:
+    """A backfill: the source topic by list, bounded at its latest offsets, in BATCH mode (no checkpoint) at
+    parallelism 2, into a sink at each guarantee. It ends, reads every record once, and its sink holds every record
+    for a read_committed reader: once for EXACTLY_ONCE (its writer hands its transaction to its committer at the end
+    of its input; a writer that aborts it at its close loses them all, FLINK-37622), at least once otherwise
+    (NONE promises nothing, but a finished job's writer flushed at its end of input)."""
+    tag = f"flink-{uuid4().hex[:8]}"
+    source, sink = f"{tag}-in", f"{tag}-out"
+    with KafkaClient(broker) as kafka:
+        ends = filled_topics(kafka, source, sink, tag)
+        out = Sink(sink, guarantee == "EXACTLY_ONCE", f"{tag}-txn", no_guarantee=guarantee == "NONE")
+        job = JobRun(broker.bootstrap_servers, (source,), out, 2, pace_ms=PACE_MS, runtime_mode="BATCH")
+        run = harness.run(job, tmp_path / "run")
+        read = check_read_once(committed_reads([run.history]), ends) + check_single_reader(run.history.reads(), 2)
+        produced = topic_records(kafka, source, Isolation.READ_UNCOMMITTED)
+        output = check_sink_output(produced, visible_output(kafka, sink), exactly_once=guarantee == "EXACTLY_ONCE")
+    assert run.ended == "finished" and run.idle_ms is None, f"the bounded job did not end: {run}"
+    assert not any(s.checkpoints() for s in run.history.segments), "a BATCH job took a checkpoint"
+    assert not read, read
+    assert not output, output

@@ -50,8 +50,11 @@ partition one touches then ends in a control marker, KAFKA-003); then a new job 
 the earliest offsets and stops at the latest ones (``setBounded(latest)``) or at given ones (the ends after the
 first transaction, ``OffsetsInitializer.offsets``), its ``isolation.level`` read_committed or left unset
 (read_uncommitted). It must read every record its isolation shows below the stopping offsets once, nothing else, and
-end (RESTORE-010), and its at-least-once sink must hold what it read (COMMIT-011). A fresh job, not a restored run:
-a restored split keeps the stopping offset it was checkpointed with (none, for the life's unbounded splits).
+end (RESTORE-010), and its sink must hold what it read (COMMIT-011): at least once, or exactly once in order for an
+exactly-once sink; a sink with no guarantee (NONE) is not judged. A fresh job, not a restored run: a restored split
+keeps the stopping offset it was checkpointed with (none, for the life's unbounded splits). The reader runs in
+STREAMING or BATCH mode (``with_backfill``): BATCH is how backfills run Flink's Kafka connector (every source bounded,
+no checkpoint: the sink's writer finishes and hands its committables to its committer at the end of its input).
 
 Left out on purpose: a start from group offsets without a fallback on a group that holds none (a refusal,
 RESTORE-018's scenario). A failure under a start at LATEST, which cannot be sure to happen (``failure_sure``). A
@@ -75,6 +78,10 @@ StepKind = Literal["write", "add-partitions", "create-topic"]
 Moment = Literal["start", "listed"]
 """When a run that stops at once takes its savepoint (``RunPlan.moment``)."""
 Start = Literal["earliest", "latest", "group"]
+RuntimeMode = Literal["STREAMING", "BATCH"]
+"""The bounded reader's ``execution.runtime-mode`` (``Reader.mode``)."""
+Guarantee = Literal["none", "at-least-once", "exactly-once"]
+"""The bounded reader's sink's ``DeliveryGuarantee`` (``Reader.guarantee``)."""
 Fallback = Literal["earliest", "latest"]
 Cell = tuple[int, int]
 """(topic index, partition)."""
@@ -207,6 +214,13 @@ class Reader:
     parallelism: int
     isolation: Literal["read_committed"] | None
     stop: Literal["latest", "offsets"]
+    mode: RuntimeMode = "STREAMING"
+    """The job's runtime mode (``with_backfill``): ``BATCH`` is a backfill, every source bounded, no checkpoint
+    (nothing restores it: the job is fresh and has no savepoint, so no ``moment`` applies), its sink's writer
+    finishing before its committer commits."""
+    guarantee: Guarantee = "at-least-once"
+    """Its sink's delivery guarantee (``with_backfill``); ``exactly-once`` under a transactional-id prefix of its own.
+    ``none`` promises nothing of the output: its sink is not judged."""
 
     def text(self) -> str:
         isolation = self.isolation or "isolation.level not set"
@@ -214,7 +228,7 @@ class Reader:
         txns = "; ".join(t.text() for t in self.transactions)
         return (
             f"then transactions ({txns}); a fresh bounded job from the earliest offsets to {stop}, "
-            f"parallelism {self.parallelism}, {isolation}"
+            f"parallelism {self.parallelism}, {isolation}, in {self.mode} mode, its sink {self.guarantee}"
         )
 
 
@@ -427,6 +441,8 @@ class FlinkSchedule:
             return f"parallelism {reader.parallelism}"
         if reader.isolation not in (None, "read_committed") or reader.stop not in ("latest", "offsets"):
             return f"isolation {reader.isolation!r}, stop {reader.stop!r}"
+        if reader.mode not in ("STREAMING", "BATCH") or reader.guarantee not in GUARANTEES:
+            return f"mode {reader.mode!r}, guarantee {reader.guarantee!r}"
         return None
 
     def _refusal_problem(self, run: RunPlan) -> str | None:
@@ -518,6 +534,11 @@ class FlinkSchedule:
         found = asdict(self)
         if self.reader is None:
             del found["reader"]
+        else:  # a reader at the defaults keeps the JSON it had before the mode and the guarantee were drawn
+            if self.reader.mode == "STREAMING":
+                del found["reader"]["mode"]
+            if self.reader.guarantee == "at-least-once":
+                del found["reader"]["guarantee"]
         for run in found["runs"]:  # likewise a run without partitions added while it runs, or at today's moment
             if run["growth"] is None:
                 del run["growth"]
@@ -565,6 +586,8 @@ class FlinkSchedule:
                 data["reader"]["parallelism"],
                 data["reader"]["isolation"],
                 data["reader"]["stop"],
+                data["reader"].get("mode", "STREAMING"),
+                data["reader"].get("guarantee", "at-least-once"),
             ),
         )
 
@@ -579,7 +602,7 @@ class FlinkSchedule:
         """What the schedule draws, for the report's coverage: ``runs``, ``failure:<at>``, ``operator:<kind>``,
         ``parallelism:<n>``, ``start:<start>``, ``guarantee:<guarantee>`` and ``prefix:<set or not>`` (each sink),
         ``sinks:<n>``, ``subscription:<how>``, ``discovery:<how>``, and the bounded reader's ``reader:<stop, isolation,
-        each transaction's outcome>``."""
+        runtime mode, mode and sink guarantee, each transaction's outcome>``."""
         found: dict[str, int] = {"runs": len(self.runs)}
 
         def add(key: str) -> None:
@@ -608,6 +631,8 @@ class FlinkSchedule:
         if self.reader is not None:
             add(f"reader:stop at {self.reader.stop}")
             add(f"reader:{self.reader.isolation or 'isolation unset'}")
+            add(f"reader:{self.reader.mode}")
+            add(f"reader:{self.reader.mode} sink {self.reader.guarantee}")
             for txn in self.reader.transactions:
                 add("reader:transaction " + ("committed" if txn.commit else "aborted"))
         return found
@@ -911,7 +936,8 @@ def with_reader(schedule: FlinkSchedule) -> FlinkSchedule:
     ``MAX_PARALLELISM``, stopping at the latest offsets or at the ends after the first transaction, its
     ``isolation.level`` read_committed or not set. Drawn from the schedule itself, as ``with_refusal`` is (a
     generator seeded with ``READER_SALT`` and its JSON, the refusal included), so a seed's schedules stay what they
-    were and a schedule without a reader keeps its JSON (``to_json`` leaves the field out)."""
+    were and a schedule without a reader keeps its JSON (``to_json`` leaves the field out). Its runtime mode
+    (STREAMING or BATCH) and its sink's guarantee are drawn last (``with_backfill``)."""
     rng = random.Random(hashlib.sha256(READER_SALT + schedule.dumps().encode()).digest())
     if rng.randrange(READER_ODDS) != 0:
         return schedule
@@ -926,7 +952,27 @@ def with_reader(schedule: FlinkSchedule) -> FlinkSchedule:
     )
     isolation: Literal["read_committed"] | None = rng.choice(("read_committed", None))
     stop: Literal["latest", "offsets"] = rng.choice(("latest", "offsets"))
-    return replace(schedule, reader=Reader(transactions, rng.randint(1, MAX_PARALLELISM), isolation, stop))
+    reader = Reader(transactions, rng.randint(1, MAX_PARALLELISM), isolation, stop)
+    return replace(schedule, reader=with_backfill(schedule, reader))
+
+
+BACKFILL_SALT: Final = b"bounded reader's runtime mode and sink\n"
+"""Prefixed to the schedule's JSON (its reader left out) to seed ``with_backfill``."""
+BATCH_ODDS: Final = 2
+"""One in this many bounded readers runs in BATCH mode (``with_backfill``)."""
+GUARANTEES: Final[tuple[Guarantee, ...]] = ("none", "at-least-once", "exactly-once")
+
+
+def with_backfill(schedule: FlinkSchedule, reader: Reader) -> Reader:
+    """``reader`` (the bounded job after ``schedule``'s life) with its runtime mode and its sink's guarantee drawn:
+    BATCH in one of ``BATCH_ODDS`` (a backfill: ``execution.runtime-mode`` BATCH, every source bounded, no
+    checkpoint), else STREAMING as before; the sink NONE, AT_LEAST_ONCE or EXACTLY_ONCE (its own transactional-id
+    prefix) alike. From a generator of its own (``BACKFILL_SALT`` and the schedule's JSON without its reader), drawn
+    after every other choice: so a seed's schedules, refusals, growths, moments and readers stay what they were,
+    and only the reader's mode and sink change (a reader drawn STREAMING at least-once keeps its JSON)."""
+    rng = random.Random(hashlib.sha256(BACKFILL_SALT + schedule.dumps().encode()).digest())
+    mode: RuntimeMode = "BATCH" if rng.randrange(BATCH_ODDS) == 0 else "STREAMING"
+    return replace(reader, mode=mode, guarantee=rng.choice(GUARANTEES))
 
 
 def emptied_at_start(schedule: FlinkSchedule) -> FlinkSchedule:
@@ -951,41 +997,49 @@ def written_again(schedule: FlinkSchedule, counts: Mapping[Cell, int]) -> FlinkS
     return replace(schedule, runs=(*schedule.runs[:-1], replace(last, steps=(*last.steps, *writes))))
 
 
-EVERY_KIND: Final = with_reader(
-    FlinkSchedule(
-        partitions=(2, 1),
-        pattern=True,
-        start="group",
-        fallback="earliest",
-        held=(Held(0, 0, 4),),
-        exactly_once=True,
-        naming="POOLING",
-        checkpoint_ms=200,
-        runs=(
-            RunPlan(2, (Step("write", 0, 0, 12), Step("write", 0, 1, 6), Step("write", 1, 0, 5)), stop_after=4),
-            RunPlan(
-                2,
-                (
-                    Step("add-partitions", 0, count=1),
-                    Step("create-topic", 2, count=2),
-                    Step("write", 0, 2, 7),
-                    Step("write", 2, 0, 5),
-                    Step("write", 2, 1, 4),
-                    Step("write", 0, 0, 15),
-                    Step("write", 0, 1, 15),
-                    Step("write", 1, 0, 15),
+def _as_backfill(schedule: FlinkSchedule) -> FlinkSchedule:
+    """``schedule`` with its reader run as a backfill: BATCH mode into an exactly-once sink."""
+    assert schedule.reader is not None
+    return replace(schedule, reader=replace(schedule.reader, mode="BATCH", guarantee="exactly-once"))
+
+
+EVERY_KIND: Final = _as_backfill(
+    with_reader(
+        FlinkSchedule(
+            partitions=(2, 1),
+            pattern=True,
+            start="group",
+            fallback="earliest",
+            held=(Held(0, 0, 4),),
+            exactly_once=True,
+            naming="POOLING",
+            checkpoint_ms=200,
+            runs=(
+                RunPlan(2, (Step("write", 0, 0, 12), Step("write", 0, 1, 6), Step("write", 1, 0, 5)), stop_after=4),
+                RunPlan(
+                    2,
+                    (
+                        Step("add-partitions", 0, count=1),
+                        Step("create-topic", 2, count=2),
+                        Step("write", 0, 2, 7),
+                        Step("write", 2, 0, 5),
+                        Step("write", 2, 1, 4),
+                        Step("write", 0, 0, 15),
+                        Step("write", 0, 1, 15),
+                        Step("write", 1, 0, 15),
+                    ),
+                    failure=Failure(1, 6, "record"),
                 ),
-                failure=Failure(1, 6, "record"),
+                RunPlan(3, (Step("write", 0, 1, 10), Step("write", 2, 1, 3)), stop_after=8),
+                RunPlan(1, (Step("write", 1, 0, 9),)),
             ),
-            RunPlan(3, (Step("write", 0, 1, 10), Step("write", 2, 1, 3)), stop_after=8),
-            RunPlan(1, (Step("write", 1, 0, 9),)),
-        ),
-        more_sinks=(SinkPlan(False, prefixed=False),),
+            more_sinks=(SinkPlan(False, prefixed=False),),
+        )
     )
 )
 """The explicit example: every step kind, a group start, a failure that surely happens, a rescale up and down, both
 stops, a second sink (at-least-once, no prefix set) beside the exactly-once one, and the bounded reader
-its JSON draws. Its fallback is EARLIEST: with
+its JSON draws, run as a backfill (BATCH mode, an exactly-once sink). Its fallback is EARLIEST: with
 LATEST, flink-connector-kafka 5.0.0 loses what is written while the job is stopped to a partition its first run read
 nothing of (the restored split starts at the end again, as FLINK-28303's LATEST marker did), which the draws still
 reach; the explicit example checks the rest on every run."""

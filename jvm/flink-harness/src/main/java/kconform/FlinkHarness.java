@@ -77,8 +77,14 @@ import org.apache.kafka.common.TopicPartition;
  *  "source_properties": {k: v}, "history": path, "savepoint_dir": path, "restore_from": path | null,
  *  "failure": {"subtask": i, "after_records": n, "at": "record" | "checkpoint"} | null,
  *  "stop": {"after_records": n | null, "at_offsets": [[t, p, end], ...] | null, "listed": b | absent,
- *  "within_ms": ms} | null, "record_listings": b | absent, "pace_ms": ms, "timeout_ms": ms}
+ *  "within_ms": ms} | null, "record_listings": b | absent, "pace_ms": ms, "timeout_ms": ms,
+ *  "runtime_mode": "STREAMING" | "BATCH" | absent}
  * </pre>
+ *
+ * <p>A sink's {@code "delivery_guarantee": "NONE" | "AT_LEAST_ONCE" | "EXACTLY_ONCE"}, when given, is its guarantee
+ * ({@code exactly_once} otherwise). {@code runtime_mode} BATCH ({@code execution.runtime-mode}) runs a bounded,
+ * fresh job with no checkpoint interval set: BATCH takes no checkpoint, and a sink's writer hands its committables to
+ * its committer at the end of its input.
  *
  * <p>Each subtask appends to {@code history}, one JSON object a line: {@code {"e": "init", restored}} when it starts
  * (restored: the checkpoint or savepoint id it restored from, or null), {@code {"e": "read", topic, partition,
@@ -132,8 +138,15 @@ public final class FlinkHarness {
         Map<String, String> settings = new HashMap<>();
         settings.put("parallelism.default", run.get("parallelism").asText());
         settings.put("pipeline.max-parallelism", "128");
-        settings.put("execution.checkpointing.interval", run.get("checkpoint_interval_ms").asText() + " ms");
-        settings.put("execution.checkpointing.tolerable-failed-checkpoints", "0");
+        JsonNode mode = run.get("runtime_mode");
+        boolean batch = mode != null && "BATCH".equals(mode.asText());
+        if (batch) {
+            // a backfill: every source bounded, no checkpoint (BATCH takes none), region failover on a failure
+            settings.put("execution.runtime-mode", "BATCH");
+        } else {
+            settings.put("execution.checkpointing.interval", run.get("checkpoint_interval_ms").asText() + " ms");
+            settings.put("execution.checkpointing.tolerable-failed-checkpoints", "0");
+        }
         settings.put("restart-strategy.type", "fixed-delay");
         settings.put("restart-strategy.fixed-delay.attempts", run.get("restart_attempts").asText());
         settings.put("restart-strategy.fixed-delay.delay", "100 ms");
@@ -318,16 +331,22 @@ public final class FlinkHarness {
                 OffsetResetStrategy.valueOf(fallback.asText().toUpperCase(Locale.ROOT)));
     }
 
+    /** The sink's {@code delivery_guarantee} (NONE, AT_LEAST_ONCE, EXACTLY_ONCE), else by {@code exactly_once}. */
+    static DeliveryGuarantee guarantee(JsonNode sink) {
+        JsonNode named = sink.get("delivery_guarantee");
+        if (named != null && !named.isNull()) {
+            return DeliveryGuarantee.valueOf(named.asText());
+        }
+        return sink.get("exactly_once").asBoolean() ? DeliveryGuarantee.EXACTLY_ONCE : DeliveryGuarantee.AT_LEAST_ONCE;
+    }
+
     static KafkaSink<Read> sink(String bootstrapServers, JsonNode sink) {
         String topic = sink.get("topic").asText();
         var builder =
                 KafkaSink.<Read>builder()
                         .setBootstrapServers(bootstrapServers)
                         .setRecordSerializer(serializer(topic))
-                        .setDeliveryGuarantee(
-                                sink.get("exactly_once").asBoolean()
-                                        ? DeliveryGuarantee.EXACTLY_ONCE
-                                        : DeliveryGuarantee.AT_LEAST_ONCE);
+                        .setDeliveryGuarantee(guarantee(sink));
         JsonNode prefix = sink.get("transactional_id_prefix");
         if (!prefix.isNull()) { // null: the job sets none, to see what the release does without one (COMMIT-022)
             builder.setTransactionalIdPrefix(prefix.asText());
