@@ -698,7 +698,7 @@ def describe(schedule: Schedule) -> str:
         lines.append(f"{n:3}. {step.text()}")
         if span is not None:
             lines[-1] += (
-                f", held while the next {span.after} step{'s' if span.after > 1 else ''} run: healed after step "
+                f", held over the next {span.after} step{'s' if span.after > 1 else ''}: healed after step "
                 f"{span.last + 1} or {span.bound_ms} ms, whichever comes first"
             )
     return "\n".join(lines)
