@@ -383,11 +383,11 @@ def _fault(
             if node in paused:
                 paused.pop(node).close()
         elif what == "stop":
-            broker.stop_node(node, clean=bool(request[2]))
             held = contextlib.ExitStack()
-            held.callback(broker.start_node, node)
+            held.callback(broker.start_node, node)  # registered first: a stop that failed half-way is started too
             paused[node] = held
             stack.callback(held.close)
+            broker.stop_node(node, clean=bool(request[2]))
         elif what == "start":
             if node in paused:
                 paused.pop(node).close()
