@@ -25,6 +25,7 @@ from kconform.conformance.workloads.clients.history import (
     Revoked,
     Stored,
     Subscribed,
+    faults,
 )
 from kconform.conformance.workloads.clients.schedule import (
     ConsumerPlan,
@@ -32,6 +33,7 @@ from kconform.conformance.workloads.clients.schedule import (
     Late,
     ProducerPlan,
     Schedule,
+    Span,
     Step,
     StepKind,
 )
@@ -804,3 +806,163 @@ def test_a_member_that_asks_in_its_poll_loop_asks_for_what_it_owns_after_each_po
     run.consumers[0].assigned = set()
     run.step(Step(StepKind.POLL, 0, count=10, wait_ms=0))
     assert len(member.asked) == 2
+
+
+# faults that span steps (schedule.Span)
+
+
+@dataclass(frozen=True)
+class Node:
+    node_id: int
+
+
+class FaultingBroker(NoBroker):
+    """A broker stand-in that records the faults asked of it; a call that waits for it (``waiting``) returns once
+    it is up again."""
+
+    nodes = (Node(1),)
+
+    def __init__(self) -> None:
+        self.did: list[str] = []
+        self.up = threading.Event()
+        self.up.set()
+
+    def stop_node(self, node_id: int, clean: bool = True) -> None:
+        self.did.append(f"stop {node_id} {'clean' if clean else 'kill'}")
+        self.up.clear()
+
+    def start_node(self, node_id: int) -> None:
+        self.did.append(f"start {node_id}")
+        self.up.set()
+
+    def pause(self, node_id: int) -> None:
+        self.did.append(f"pause {node_id}")
+        self.up.clear()
+
+    def resume(self, node_id: int) -> None:
+        self.did.append(f"resume {node_id}")
+        self.up.set()
+
+    def restart(self, node_id: int, clean: bool = True) -> None:
+        self.did.append(f"restart {node_id}")
+
+
+def faulting(monkeypatch: pytest.MonkeyPatch, steps: tuple[Step, ...], spans: tuple[Span, ...]) -> driver.Run:
+    monkeypatch.setattr(driver, "KafkaClient", lambda _broker: None)
+    schedule = Schedule((1,), (ProducerPlan({}),), (ConsumerPlan({}, "assign"),), steps, spans=spans)
+    made = driver.Run(schedule, FaultingBroker(), StandIns(), prefix="kcw-f")  # type: ignore[arg-type]
+    made.consumers.append(driver.ConsumerSlot(0, schedule.consumers[0], "kcw-f-g0"))
+    made._open_consumer(made.consumers[-1])
+    return made
+
+
+def carried_out(run: driver.Run) -> None:
+    """The run's step loop (``Run.run`` between opening the clients and the drain)."""
+    for n, step in enumerate(run.schedule.steps):
+        run.at_step = n
+        run.step(step)
+        if run.outage is not None and run.outage.span.last <= n:
+            run._heal()
+    run._heal()
+
+
+def notes(run: driver.Run) -> list[str]:
+    return [e.text for e in run.recorder.events if isinstance(e, Note) and e.client == "run"]
+
+
+@pytest.mark.parametrize(("kind", "stopped", "started"), [("broker-restart", "stop 1 kill", "start 1"),
+                                                          ("node-pause", "pause 1", "resume 1")])  # fmt: skip
+def test_a_spanning_fault_holds_while_the_steps_it_spans_run_and_is_healed_after_them(
+    monkeypatch: pytest.MonkeyPatch, kind: str, stopped: str, started: str
+) -> None:
+    """The broker is stopped (or paused) at the fault step, stays so while the next ``after`` steps run, and is
+    started (resumed) right after the last of them, before the steps after it; the history's notes give the fault's
+    begin and heal around those steps (``history.faults``), as the checkers read them."""
+    steps = (
+        Step(StepKind(kind), mode="kill", wait_ms=700),
+        Step(StepKind.STALL, 0),
+        Step(StepKind.ADD_PARTITIONS),
+        Step(StepKind.STALL, 0),
+    )
+    run = faulting(monkeypatch, steps, (Span(0, 2, 60_000),))
+    broker = run.broker
+    assert isinstance(broker, FaultingBroker)
+    seen: list[tuple[int, bool]] = []
+    real_step = run.step
+
+    def step(one: Step) -> None:
+        seen.append((run.at_step or 0, broker.up.is_set()))
+        real_step(one)
+
+    monkeypatch.setattr(run, "step", step)
+    carried_out(run)
+    assert seen == [(0, True), (1, False), (2, False), (3, True)]
+    assert broker.did == [stopped, started]
+    assert any("add-partitions" in n and "skipped: the broker is down" in n for n in notes(run))
+    (fault,) = faults(run.recorder.events)
+    stall_notes = [e.at for e in run.recorder.events if isinstance(e, Note) and "stalls" in e.text]
+    assert fault.began <= stall_notes[0] <= fault.healed <= stall_notes[1]
+
+
+def test_a_spanning_fault_is_healed_when_its_hold_passed_whatever_the_steps_do(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A step that waits on the broker does not keep it down: the fault is healed once its hold passes, and the
+    waiting step goes on."""
+    run = faulting(
+        monkeypatch, (Step(StepKind.BROKER_RESTART, mode="clean"), Step(StepKind.STALL, 0)), (Span(0, 1, 50),)
+    )
+    broker = run.broker
+    assert isinstance(broker, FaultingBroker)
+    run.at_step = 0
+    run.step(run.schedule.steps[0])
+    assert broker.up.wait(5.0), "the fault outlived its hold"
+    outage = run.outage
+    assert outage is not None and outage.healed.wait(5.0)
+    run._heal()
+    assert broker.did == ["stop 1 clean", "start 1"] and run.outage is None
+    assert notes(run)[-1] == "broker restarted (clean)"
+
+
+def test_a_fault_step_without_a_span_is_healed_within_its_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    run = faulting(monkeypatch, (Step(StepKind.BROKER_RESTART, mode="kill"), Step(StepKind.STALL, 0)), ())
+    carried_out(run)
+    broker = run.broker
+    assert isinstance(broker, FaultingBroker) and broker.did == ["restart 1"]
+    assert notes(run)[:2] == ["broker restarting (kill)", "broker restarted (kill)"]
+
+
+def test_a_call_that_waits_for_the_broker_through_a_spanning_fault_is_bounded_from_its_heal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A call made while the broker is down may wait past its own bound for the broker: it is awaited until
+    ``CALL_SLACK_S`` past the heal, and is no hang if it returns by then; one that never returns is still ``Hung``,
+    with the bound it was given."""
+    monkeypatch.setattr(driver, "CALL_SLACK_S", 0.3)
+    run = faulting(monkeypatch, (Step(StepKind.NODE_PAUSE), Step(StepKind.STALL, 0)), (Span(0, 1, 400),))
+    broker = run.broker
+    assert isinstance(broker, FaultingBroker)
+    run.at_step = 0
+    run.step(run.schedule.steps[0])
+    slot = run.consumers[0]
+    assert run._call(slot, "waits for the broker", lambda: broker.up.wait(10.0), 0.05) is True
+    assert not slot.hung and not [e for e in run.recorder.events if isinstance(e, Hung)]
+    run._heal()
+    again = faulting(monkeypatch, (Step(StepKind.NODE_PAUSE), Step(StepKind.STALL, 0)), (Span(0, 1, 400),))
+    again.at_step = 0
+    again.step(again.schedule.steps[0])
+    never = threading.Event()
+    assert again._call(again.consumers[0], "never returns", lambda: never.wait(10.0), 0.05) is None
+    (hung,) = [e for e in again.recorder.events if isinstance(e, Hung)]
+    assert again.consumers[0].hung and hung.call == "never returns" and 0.6 <= hung.bound_s < 5.0
+    never.set()
+    again._heal()
+
+
+def test_a_call_that_met_no_fault_keeps_its_own_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    run = faulting(monkeypatch, (Step(StepKind.STALL, 0),), ())
+    never = threading.Event()
+    assert run._call(run.consumers[0], "never returns", lambda: never.wait(10.0), 0.1) is None
+    (hung,) = [e for e in run.recorder.events if isinstance(e, Hung)]
+    assert hung.bound_s < 1.0
+    never.set()

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
+from collections.abc import Iterator
 
 from kconform.conformance.workloads.clients import isolated
 from kconform.conformance.workloads.clients.history import Crashed, Hung, Note
@@ -58,3 +60,40 @@ def test_a_run_the_suites_driver_broke_in_the_child_is_could_not_check_not_a_vio
     a harness failure (``IsolatedCouldNotCheck``: ERROR, exit 3), never as a failure of every id it states."""
     failed = isolated.IsolatedRunFailed("the schedule's run failed in its child process:\nValueError: '.'")
     assert isinstance(failed, isolated.IsolatedCouldNotCheck)
+
+
+class FaultedBroker:
+    """Records the faults the parent carries out for its child."""
+
+    def __init__(self) -> None:
+        self.did: list[str] = []
+
+    def stop_node(self, node_id: int, clean: bool = True) -> None:
+        self.did.append(f"stop {node_id} {clean}")
+
+    def start_node(self, node_id: int) -> None:
+        self.did.append(f"start {node_id}")
+
+    @contextlib.contextmanager
+    def paused(self, node_id: int) -> Iterator[None]:
+        self.did.append(f"pause {node_id}")
+        try:
+            yield
+        finally:
+            self.did.append(f"resume {node_id}")
+
+
+def test_a_node_the_child_stopped_or_paused_is_started_or_resumed_however_the_child_ends() -> None:
+    """A fault that spans steps: the child asks the parent to stop a node and, later, to start it; a child that dies
+    between the two leaves the node to the parent, which starts it again when it stops serving the child (before the
+    suite reads the log), as it resumes a node the child paused."""
+    broker = FaultedBroker()
+    with contextlib.ExitStack() as stack:
+        held: dict[int, contextlib.ExitStack] = {}
+        assert isolated._fault(broker, ("stop", 1, False), held, stack) == (True, "")
+        assert isolated._fault(broker, ("start", 1), held, stack) == (True, "")
+        assert broker.did == ["stop 1 False", "start 1"] and not held
+        assert isolated._fault(broker, ("stop", 1, True), held, stack) == (True, "")
+        assert isolated._fault(broker, ("pause", 2), held, stack) == (True, "")
+        assert broker.did[2:] == ["stop 1 True", "pause 2"]  # the child dies here
+    assert sorted(broker.did[4:]) == ["resume 2", "start 1"]

@@ -24,12 +24,17 @@ from kconform.conformance.workloads.clients.schedule import (
     LATE_BRIEF,
     LATE_JOIN,
     LATE_SHARE,
+    MAX_SPANNED,
+    OUTAGE_MS,
+    SPAN_SHARE,
+    SPANNING,
     WEIGHTS,
     ConsumerPlan,
     Discipline,
     Late,
     ProducerPlan,
     Schedule,
+    Span,
     Step,
     StepKind,
     as_drawn,
@@ -40,6 +45,7 @@ from kconform.conformance.workloads.clients.schedule import (
     with_asks,
     with_discipline,
     with_late,
+    with_spans,
 )
 from kconform.conformance.workloads.clients.settings import catalogue
 
@@ -187,6 +193,7 @@ DERIVED: Final = {
     "with_late": (lambda s: replace(s, late=None), lambda s: s.late is not None),
     "with_discipline": (without_disciplines, lambda s: any(c.discipline != Discipline() for c in s.consumers)),
     "with_asks": (lambda s: replace(s, asks=()), lambda s: bool(s.asks)),
+    "with_spans": (lambda s: replace(s, spans=()), lambda s: bool(s.spans)),
 }
 """Each derivation of ``schedules``: the schedule without what it derives, and whether a schedule has any of it."""
 
@@ -221,7 +228,7 @@ def test_disciplines_are_derived_from_the_schedule_where_its_settings_make_them_
     @given(schedules(drawn_from))
     def draw(schedule: Schedule) -> None:
         plain = as_drawn(schedule)  # each derivation starts from it
-        assert with_discipline(plain) == replace(schedule, late=None, asks=())
+        assert with_discipline(plain) == replace(schedule, late=None, asks=(), spans=())
         assert with_discipline(schedule) == schedule  # whatever else was derived before it
         assert all("discipline" not in c for c in plain.to_json()["consumers"])
         assert Schedule.from_json(json.loads(schedule.dumps())) == schedule
@@ -311,3 +318,55 @@ def test_a_schedule_s_json_replays_its_asking_members() -> None:
     assert Schedule.from_json(json.loads(asking.dumps())) == asking and json.loads(asking.dumps())["asks"] == [[1, 7]]
     assert "asks" not in json.loads(plain.dumps()) and Schedule.from_json(json.loads(plain.dumps())).asks == ()
     assert asks_bound_ms(asking, 0) is None and asks_bound_ms(asking, 1) == 7 and asks_bound_ms(asking, 2) == 7
+
+
+def test_fault_steps_span_the_steps_after_them_as_derived_from_the_schedule_and_are_healed_before_the_drain() -> None:
+    """``with_spans``: about ``SPAN_SHARE`` of fault steps that can span hold their fault over the next 1 to
+    ``MAX_SPANNED`` steps, never past the last step (healed before the drain) nor onto the next fault step, each held
+    at most a bound in ``OUTAGE_MS``. The spans are the schedule without them given to ``with_spans`` again (nothing
+    else derived decides them), a schedule without a fault step or without faults has none and keeps its JSON, the
+    JSON gives them back, and counts and description name them."""
+    seen: Counter[str] = Counter()
+    lengths: Counter[int] = Counter()
+
+    @settings(max_examples=DRAWN, database=None, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(schedules(catalogue()))
+    def draw(schedule: Schedule) -> None:
+        unfaulted = replace(as_drawn(schedule), faults=False)  # a broker the run may not restart: no span
+        assert with_spans(unfaulted) == unfaulted and "spans" not in unfaulted.to_json()
+        before = replace(schedule, spans=())
+        assert "spans" not in before.to_json() and with_spans(before) == schedule
+        assert with_spans(as_drawn(schedule)).spans == schedule.spans
+        assert Schedule.from_json(json.loads(schedule.dumps())) == schedule
+        at = [n for n, s in enumerate(schedule.steps) if s.kind in schedule_module.FAULTS]
+        room = [n for n, m in zip(at, [*at[1:], len(schedule.steps)], strict=False) if m - n > 1]
+        seen["fault steps with room"] += len(room)
+        for span in schedule.spans:
+            assert span.step in at and 1 <= span.after <= MAX_SPANNED
+            assert span.last < len(schedule.steps), "healed by the end of the steps, before the drain"
+            assert not [n for n in at if span.step < n <= span.last], "onto the next fault"
+            assert OUTAGE_MS[0] <= span.bound_ms <= OUTAGE_MS[1]
+            kind = schedule.steps[span.step].kind.value
+            assert schedule.counts()[f"fault:{kind}-{SPANNING}"] >= 1
+            assert f"healed after step {span.last + 1} or {span.bound_ms} ms" in describe(schedule)
+            seen[kind] += 1
+            lengths[span.after] += 1
+        seen["spans"] += len(schedule.spans)
+
+    draw()
+    assert abs(seen["spans"] / seen["fault steps with room"] - SPAN_SHARE) < 0.12, seen
+    assert seen["broker-restart"] and seen["node-pause"], seen
+    assert set(lengths) == set(range(1, MAX_SPANNED + 1)), lengths
+
+
+def test_a_schedule_s_json_replays_its_spanning_faults() -> None:
+    """The spans come back from the schedule's JSON; a JSON written before them (no ``spans``) reads as none."""
+    steps = (Step(StepKind.BROKER_RESTART, mode="kill"), Step(StepKind.CLOSE, 0), Step(StepKind.POLL, 0))
+    plain = Schedule((1,), (ProducerPlan({}),), (ConsumerPlan({}, "topics"),), steps)
+    spanning = replace(plain, spans=(Span(0, 2, 4_000),))
+    assert Schedule.from_json(json.loads(spanning.dumps())) == spanning
+    assert json.loads(spanning.dumps())["spans"] == [{"step": 0, "after": 2, "bound_ms": 4_000}]
+    assert "spans" not in json.loads(plain.dumps()) and Schedule.from_json(json.loads(plain.dumps())).spans == ()
+    assert spanning.counts()["fault:broker-restart-spanning"] == 1 and "fault:broker-restart-spanning" not in (
+        plain.counts()
+    )

@@ -409,11 +409,22 @@ class KafkaBroker(Broker):
     def restart(self, node_id: int, clean: bool = True) -> None:
         """Stop one node (controlled shutdown, or SIGKILL if not ``clean``), start it on its ports and
         directory again, and return once metadata lists it among the brokers."""
+        self.stop_node(node_id, clean)
+        self.start_node(node_id)
+
+    def stop_node(self, node_id: int, clean: bool = True) -> None:
+        """Stop one node (controlled shutdown, or SIGKILL if not ``clean``) and leave it stopped until ``start_node``:
+        a fault that holds while clients go on calling (the client workload's spanning faults)."""
         node = self.node(node_id)
         if clean:
             node.stop()
         else:
             node.kill()
+
+    def start_node(self, node_id: int) -> None:
+        """Start a stopped node on its ports and directory again (nothing for one running), and return once
+        metadata lists it among the brokers."""
+        node = self.node(node_id)
         node.start()
         try:
             self._await_nodes(time.monotonic() + self._start_timeout_s, [node])

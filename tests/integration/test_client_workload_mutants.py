@@ -18,13 +18,14 @@ from kconform.conformance.brokers import Broker
 from kconform.conformance.checks.client_workload_checkers import check_history
 from kconform.conformance.workloads.clients import driver
 from kconform.conformance.workloads.clients.driver import RealClients, Run
-from kconform.conformance.workloads.clients.history import Crashed, Hung
+from kconform.conformance.workloads.clients.history import Closed, Committed, Crashed, Hung, Subscribed, faults
 from kconform.conformance.workloads.clients.isolated import run_isolated
 from kconform.conformance.workloads.clients.schedule import (
     ConsumerPlan,
     Discipline,
     ProducerPlan,
     Schedule,
+    Span,
     Step,
     StepKind,
 )
@@ -206,6 +207,14 @@ class HangingPause(Delegating):
 
     def pause(self, partitions: list[ck.TopicPartition]) -> None:
         RELEASE.wait(600)
+
+
+class HangingCommit(Delegating):
+    """A consumer whose commits never return (a client that keeps waiting for a coordinator that came back)."""
+
+    def commit(self, *args: Any, **kwargs: Any) -> Any:
+        RELEASE.wait(600)
+        return self._inner.commit(*args, **kwargs)
 
 
 class Broken(RealClients):
@@ -486,3 +495,78 @@ def test_a_run_the_suite_must_kill_at_its_bound_is_a_hang_not_a_hung_suite(broke
     found = check_history(history, broker.answers())
     assert [(v.requirement, v.kind) for v in found] == [("LIVE-001", "hang")], [str(v) for v in found]
     assert found[0].data["client"] == "run" and "run in step 5 of 7: pause(" in found[0].evidence, found[0].evidence
+
+
+MEMBER: Final = {"auto.offset.reset": "earliest", "enable.auto.commit": "false", "max.poll.interval.ms": "20000"}
+THROUGH_AN_OUTAGE = Schedule(
+    (2,),
+    (ProducerPlan({}, False), ProducerPlan({}, True)),
+    (
+        ConsumerPlan(MEMBER, "topics"),
+        ConsumerPlan({**MEMBER, "enable.auto.commit": "true"}, "topics"),
+        ConsumerPlan({"auto.offset.reset": "earliest"}, "assign"),
+    ),
+    (
+        Step(StepKind.PRODUCE, count=6, partition=0),
+        Step(StepKind.PRODUCE, count=6, partition=1),
+        FLUSH,
+        Step(StepKind.WAIT, wait_ms=4_000),
+        Step(StepKind.BROKER_RESTART, mode="kill"),
+        Step(StepKind.CLOSE, 1),
+        Step(StepKind.SUBSCRIBE, 0, mode="topics"),
+        Step(StepKind.POLL, 2, count=100, wait_ms=1_000),
+        Step(StepKind.PRODUCE, 0, count=3, partition=0),
+        Step(StepKind.COMMIT, 0, mode="sync"),
+        Step(StepKind.TRANSACTION, 1, count=2, partition=1, mode="commit"),
+        Step(StepKind.REOPEN, 1),
+        FLUSH,
+        Step(StepKind.POLL, 0, count=100, wait_ms=1_000),
+    ),
+    spans=(Span(4, 6, 8_000),),
+)
+"""A group of two members and a consumer assigned by hand reading what two producers wrote; the broker killed at
+step 5 and started again after the next six steps (or 8 s) while a member closes, a member subscribes again, the
+assigned consumer polls, a producer sends, a member commits and a transaction commits."""
+
+
+def test_the_real_clients_pass_a_schedule_whose_calls_run_while_the_broker_is_down(broker: Broker) -> None:
+    """A fault that spans steps (``Schedule.spans``): the killed broker stays down while the next steps call the
+    clients, in the suite's child process as a drawn schedule runs; the fault's notes bound those calls, and the real
+    clients keep every promise (what failed or timed out during the outage is no finding by itself)."""
+    history = run_isolated(THROUGH_AN_OUTAGE, broker, 3 * ISOLATED_BOUND_S)
+    found = check_history(history, broker.answers())
+    assert found == [], [str(v) for v in found]
+    (fault,) = faults(history.events)
+    assert fault.healed < float("inf") and fault.what.startswith("restarting (kill), until the next 6 steps ran")
+    during = [e for e in history.events if fault.began <= e.at <= fault.healed]
+    assert any(isinstance(e, Closed) and e.client == "c1#0" for e in during), during
+    assert any(isinstance(e, Subscribed) and e.client == "c0#0" for e in during), during
+    assert any(isinstance(e, Committed) and e.client == "c0#0" and e.at > fault.began for e in history.events)
+    assert history.drained and not any(isinstance(e, Crashed | Hung) for e in history.events)
+
+
+STUCK_IN_AN_OUTAGE = Schedule(
+    (1,),
+    (ProducerPlan({}, False),),
+    (ConsumerPlan(MEMBER, "assign"),),
+    (PRODUCE, FLUSH, POLL, POLL, Step(StepKind.NODE_PAUSE), Step(StepKind.COMMIT, mode="sync"), POLL),
+    spans=(Span(4, 1, 2_000),),
+)
+"""A consumer assigned by hand commits while the broker is paused (for 2 s at most)."""
+
+
+def test_a_call_that_never_returns_through_an_outage_is_a_hang_and_the_real_one_returns(
+    broker: Broker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A call made while a fault that spans steps holds the broker is awaited until ``CALL_SLACK_S`` past the heal:
+    the real consumer's commit returns within it (no finding), a commit that never returns is LIVE-001 hang."""
+    monkeypatch.setattr(driver, "CALL_SLACK_S", 3.0)
+    real = check_history(Run(STUCK_IN_AN_OUTAGE, broker).run(), broker.answers())
+    assert real == [], [str(v) for v in real]
+    RELEASE.clear()
+    try:
+        found = check_history(Run(STUCK_IN_AN_OUTAGE, broker, Broken(consumer=HangingCommit)).run(), broker.answers())
+    finally:
+        RELEASE.set()
+    assert [(v.requirement, v.kind) for v in found] == [("LIVE-001", "hang")], [str(v) for v in found]
+    assert "commit(sync)" in found[0].evidence and found[0].data["timeout_s"] >= 3.0, found[0]

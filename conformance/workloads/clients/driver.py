@@ -59,7 +59,7 @@ from .history import (
     covers,
     rebalances_eagerly,
 )
-from .schedule import ConsumerPlan, Late, Schedule, Step, StepKind, asks_bound_ms
+from .schedule import ConsumerPlan, Late, Schedule, Span, Step, StepKind, asks_bound_ms, span_at
 from .settings import CLASSIC_GROUP_ONLY, catalogue, classic_group
 
 T = TypeVar("T")
@@ -67,6 +67,10 @@ CALL_SLACK_S: Final = 30.0
 """How much longer than it may wait by itself a client call may take before it counts as hung: a rebalance
 callback, a coordinator lookup after a restart, a commit retried through a node pause."""
 CLOSE_BOUND_S: Final = 30.0
+HEAL_WAIT_S: Final = 150.0
+"""How long past a spanning fault's hold (``schedule.Span.bound_ms``) the run waits for it to be healed: a broker
+node started again and listed in the metadata (``KafkaBroker``'s start bound, 90 s) with room to spare. A fault not
+healed by then is the harness's failure (``BrokerStartError``), never the client's."""
 STABLE_WITHIN_S: Final = 75.0
 """How long the log's read waits for every partition's last stable offset to reach its high watermark: a
 transaction left open (its producer hung or killed) is aborted by the coordinator at its ``transaction.timeout.ms``
@@ -201,6 +205,14 @@ class Broker(Protocol):
     def restart(self, node_id: int, clean: bool = True) -> None: ...
 
     def paused(self, node_id: int) -> Any: ...
+
+    def stop_node(self, node_id: int, clean: bool = True) -> None: ...
+
+    def start_node(self, node_id: int) -> None: ...
+
+    def pause(self, node_id: int) -> None: ...
+
+    def resume(self, node_id: int) -> None: ...
 
 
 class Watcher(Protocol):
@@ -421,6 +433,25 @@ def without_named(settings: Mapping[str, str], error: str) -> dict[str, str]:
     return kept if len(kept) < len(settings) else {}
 
 
+@dataclass
+class Outage:
+    """A fault that spans steps (``schedule.Span``), under way: begun at ``began`` (the monotonic clock), healed by a
+    thread of its own once the run says the steps it spans are done (``spanned``) or its hold passed, whichever comes
+    first, which then sets ``healed`` (with ``healed_at``, and ``failed`` if the heal raised)."""
+
+    span: Span
+    began: float
+    spanned: threading.Event = field(default_factory=threading.Event)
+    healed: threading.Event = field(default_factory=threading.Event)
+    healed_at: float | None = None
+    failed: BaseException | None = None
+
+    @property
+    def heal_by(self) -> float:
+        """When the run stops waiting for its heal (``HEAL_WAIT_S`` past its hold)."""
+        return self.began + self.span.bound_ms / 1000 + HEAL_WAIT_S
+
+
 class Run:
     """One schedule on one broker: ``history()`` after ``run()``."""
 
@@ -456,6 +487,11 @@ class Run:
         ``beside``): the slot, the call, its answer, what tells it the step is done, and its bound from then on."""
         self.at_step: int | None = None
         """The index in the schedule's steps of the step being carried out (a discipline's ``backoff`` names them)."""
+        self.outage: Outage | None = None
+        """The fault that spans steps under way, if one is (``schedule.Span``)."""
+        self.outages: list[Outage] = []
+        """Every spanning fault of the run so far, the one under way included: a call that met one is bounded from
+        its heal on (``_await``)."""
 
     # -- clients ---------------------------------------------------------------------------------
 
@@ -645,12 +681,18 @@ class Run:
                 self.at_step = n - 1
                 self.step(step)
                 self._settle(among=earlier)  # what ran beside this step; a committed step's own asks go on
+                if self.outage is not None and self.outage.span.last <= n - 1:
+                    self._heal()  # the steps it spans are done
+            self._heal()  # by the end of the steps at the latest, before the drain
             self._doing("run", "the drain")
             self._settle()
             self.drain()
             self._doing("run", "reading the log")
             log = self.read_log()
         finally:
+            if self.outage is not None:  # the run failed with a fault under way: the broker answers again first
+                with contextlib.suppress(Exception):
+                    self._heal()
             self._doing("run", "closing every client")
             self.close_all()
             self.kafka.close()
@@ -731,16 +773,45 @@ class Run:
         ``bound_s``."""
         assert slot.worker is not None
         self._doing(slot.name, what)
+        started = time.monotonic()
         try:
-            answer = slot.worker.call(call, bound_s)
+            ok, answer = self._await(slot.worker.submit(call), bound_s)
         except HungCall:
             slot.hung = True
-            self.recorder.add(Hung, slot.name, call=what, bound_s=bound_s)
+            self.recorder.add(Hung, slot.name, call=what, bound_s=round(max(bound_s, time.monotonic() - started), 1))
             return None
         finally:
             if not slot.hung:
                 self._doing(slot.name, None)
-        return answer
+        if not ok:
+            raise answer
+        return answer  # type: ignore[no-any-return]
+
+    def _await(self, answer: queue.SimpleQueue[T], bound_s: float) -> T:
+        """A call's answer (whether it returned, and what it returned or raised), awaited for ``bound_s``; or, for a
+        call that met a fault spanning steps (under way when the call began, or begun while it waited), until
+        ``CALL_SLACK_S`` past that fault's heal if that is later: a client may rightly wait for a broker that is down,
+        as long as it answers once the broker is back. ``HungCall`` when it has not answered by then."""
+        started = time.monotonic()
+        deadline = started + bound_s
+        while True:
+            try:
+                return answer.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                later = self._past_outage(started)
+                if later is None or later <= time.monotonic():
+                    raise HungCall from None
+                deadline = later
+
+    def _past_outage(self, since: float) -> float | None:
+        """``CALL_SLACK_S`` past the heal of the latest spanning fault under way at or begun after ``since`` (one
+        under way now is awaited first, within its ``heal_by``); ``None`` if no fault met that time."""
+        met = [o for o in self.outages if o.healed_at is None or o.healed_at >= since]
+        if not met:
+            return None
+        last = met[-1]
+        last.healed.wait(max(0.0, last.heal_by - time.monotonic()))
+        return None if last.healed_at is None else last.healed_at + CALL_SLACK_S
 
     # producers
 
@@ -968,8 +1039,8 @@ class Run:
             client.resume(parts)
             self.recorder.add(Paused, slot.name, tps=tuple(tps), resumed=True)
         try:
-            got = answer.get(timeout=wait_s + CALL_SLACK_S)
-        except queue.Empty:
+            got = self._await(answer, wait_s + CALL_SLACK_S)
+        except HungCall:
             slot.hung = True
             self.recorder.add(
                 Hung, slot.name, call=f"consume({step.count}, {wait_s:g}) during pause", bound_s=wait_s + CALL_SLACK_S
@@ -1263,11 +1334,14 @@ class Run:
             self.beside.remove(pending)
             owner, what, answer, done, bound_s = pending
             done.set()
+            started = time.monotonic()
             try:
-                ok, result = answer.get(timeout=bound_s)
-            except queue.Empty:
+                ok, result = self._await(answer, bound_s)
+            except HungCall:
                 owner.hung = True
-                self.recorder.add(Hung, owner.name, call=what, bound_s=bound_s)
+                self.recorder.add(
+                    Hung, owner.name, call=what, bound_s=round(max(bound_s, time.monotonic() - started), 1)
+                )
                 continue
             if not ok:
                 raise result
@@ -1291,13 +1365,26 @@ class Run:
             if time.monotonic() >= deadline:
                 return
 
+    def _operator_waits(self, step: Step) -> bool:
+        """Whether an operator's step is skipped (and noted) because a fault that spans it holds the broker down: an
+        operator's admin call cannot reach it, and the run's own admin calls are the harness's, whose failure would
+        judge nothing."""
+        if self.outage is None:
+            return False
+        self.recorder.note(f"{step.text()} skipped: the broker is down (a fault spans this step)")
+        return True
+
     def add_partitions(self, step: Step) -> None:
+        if self._operator_waits(step):
+            return
         topic = self.topics[step.topic % len(self.topics)]
         total = len(self.kafka.list_topics().get(topic, ())) + step.count
         self.kafka.create_partitions(topic, total)
         self.recorder.note(f"{topic} now has {total} partitions")
 
     def create_topic(self, step: Step) -> None:
+        if self._operator_waits(step):
+            return
         topic = f"{self.prefix}-x{len(self.extra_topics)}"
         self.kafka.create_topic(topic, step.count)
         self.extra_topics.append(topic)
@@ -1308,19 +1395,91 @@ class Run:
         return int(self.broker.nodes[0].node_id)
 
     def broker_restart(self, step: Step) -> None:
+        """The broker stopped (SIGTERM, or SIGKILL with ``kill``) and started again on the same storage: within the
+        step, or, for a fault step with a span (``schedule.Span``), once the steps it spans are done or its hold
+        passed (``_hold``), while the run carries out those steps."""
         if not self.schedule.faults:
             return
-        self.recorder.note(f"{FAULT_NOTE}restarting ({step.mode})")
-        self.broker.restart(self._node(), clean=step.mode == "clean")
-        self.recorder.note(f"{FAULT_NOTE}restarted ({step.mode})")
+        span = self._span()
+        node, clean = self._node(), step.mode == "clean"
+        if span is None:
+            self.recorder.note(f"{FAULT_NOTE}restarting ({step.mode})")
+            self.broker.restart(node, clean=clean)
+            self.recorder.note(f"{FAULT_NOTE}restarted ({step.mode})")
+            return
+        self.recorder.note(f"{FAULT_NOTE}restarting ({step.mode}), {self._until(span)}")
+        self.broker.stop_node(node, clean=clean)
+        self._hold(span, lambda: self.broker.start_node(node), f"{FAULT_NOTE}restarted ({step.mode})")
 
     def node_pause(self, step: Step) -> None:
+        """The broker paused (SIGSTOP) for the step's ``wait_ms``, or, for a fault step with a span, until the steps
+        it spans are done or its hold passed, while the run carries them out."""
         if not self.schedule.faults:
             return
-        with self.broker.paused(self._node()):
-            self.recorder.note(f"{FAULT_NOTE}paused for {step.wait_ms} ms")
-            threading.Event().wait(step.wait_ms / 1000)  # the fault's drawn duration, not a synchronisation
-        self.recorder.note(f"{FAULT_NOTE}resumed")
+        span = self._span()
+        node = self._node()
+        if span is None:
+            with self.broker.paused(node):
+                self.recorder.note(f"{FAULT_NOTE}paused for {step.wait_ms} ms")
+                threading.Event().wait(step.wait_ms / 1000)  # the fault's drawn duration, not a synchronisation
+            self.recorder.note(f"{FAULT_NOTE}resumed")
+            return
+        self.broker.pause(node)
+        self.recorder.note(f"{FAULT_NOTE}paused, {self._until(span)}")
+        self._hold(span, lambda: self.broker.resume(node), f"{FAULT_NOTE}resumed")
+
+    def _span(self) -> Span | None:
+        """The span of the fault step being carried out, if it has one. One fault at a time: any under way is healed
+        first (``with_spans`` never lets one span onto the next; a schedule's JSON edited by hand may)."""
+        if self.outage is not None:
+            self._heal()
+        return None if self.at_step is None else span_at(self.schedule, self.at_step)
+
+    @staticmethod
+    def _until(span: Span) -> str:
+        return (
+            f"until the next {span.after} step{'s' if span.after > 1 else ''} ran (to step {span.last + 1}) or "
+            f"{span.bound_ms} ms passed"
+        )
+
+    def _hold(self, span: Span, heal: Callable[[], None], healed: str) -> None:
+        """The fault just begun held while the run goes on: a thread of its own heals it (``heal``, then the note
+        ``healed``, once the broker answers again) when the run says the steps it spans are done (``_heal``) or its
+        hold (``Span.bound_ms``) passed, whichever comes first."""
+        outage = Outage(span, time.monotonic())
+
+        def hold() -> None:
+            try:
+                outage.spanned.wait(max(0.0, outage.began + span.bound_ms / 1000 - time.monotonic()))  # bounded
+                heal()
+                self.recorder.note(healed)
+            except BaseException as failed:
+                outage.failed = failed
+            finally:
+                outage.healed_at = time.monotonic()
+                outage.healed.set()
+
+        self.outage = outage
+        self.outages.append(outage)
+        threading.Thread(target=hold, name="kconform-workload-fault", daemon=True).start()
+
+    def _heal(self) -> None:
+        """The fault under way, if any, healed now (its spanned steps are done) and awaited, within its ``heal_by``;
+        a heal that failed or did not come in time is the harness's (``BrokerStartError``)."""
+        outage, self.outage = self.outage, None
+        if outage is None:
+            return
+        self._doing("run", "healing the fault")
+        outage.spanned.set()
+        outage.healed.wait(max(0.0, outage.heal_by - time.monotonic()))
+        from ...brokers.base import BrokerStartError
+
+        if not outage.healed.is_set():
+            raise BrokerStartError(f"the fault begun at step {outage.span.step + 1} was not healed in time")
+        if outage.failed is not None:
+            raise BrokerStartError(
+                f"the fault begun at step {outage.span.step + 1} could not be healed: {outage.failed}"
+            )
 
     # the end
 

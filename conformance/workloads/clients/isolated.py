@@ -6,7 +6,8 @@ spawns, for each schedule, a child of the same interpreter with the same import 
 release), hands it the schedule, the broker's client settings and the clients port, and reads what it streams as
 the run goes (``driver.Watcher``): every event as it is recorded, each client's settings as it opens, the call each
 client (and the run) began and whether it returned. The broker's faults are the suite's to carry out (it owns the
-broker's processes): the child asks for a restart, a pause or a resume and waits for the answer.
+broker's processes): the child asks for a restart, a stop, a start, a pause or a resume and waits for the answer; a
+node it stopped or paused is started or resumed however the child ends, before the suite reads the log.
 
 How the child ends decides the history the parent judges:
 
@@ -101,6 +102,7 @@ class Channel:
     def __init__(self, out: IO[bytes], answers: IO[bytes]) -> None:
         self._out, self._answers = out, answers
         self._lock = threading.Lock()
+        self._asking = threading.Lock()
 
     def send(self, *frame: Any) -> None:
         with self._lock:
@@ -108,12 +110,14 @@ class Channel:
             self._out.flush()
 
     def ask(self, *request: Any) -> None:
-        """A fault carried out by the parent (only the run's thread asks, one at a time); its failure raised here as
-        the broker's (``BrokerStartError``)."""
+        """A fault carried out by the parent, one at a time (the run's thread asks, or the thread that heals a fault
+        spanning steps while the run's thread goes on); its failure raised here as the broker's
+        (``BrokerStartError``)."""
         from ...brokers.base import BrokerStartError
 
-        self.send("ask", *request)
-        ok, text = pickle.load(self._answers)
+        with self._asking:
+            self.send("ask", *request)
+            ok, text = pickle.load(self._answers)
         if not ok:
             raise BrokerStartError(text)
 
@@ -163,6 +167,18 @@ class ChildBroker:
             yield NodeView(node_id)
         finally:
             self._channel.ask("resume", node_id)
+
+    def stop_node(self, node_id: int, clean: bool = True) -> None:
+        self._channel.ask("stop", node_id, clean)
+
+    def start_node(self, node_id: int) -> None:
+        self._channel.ask("start", node_id)
+
+    def pause(self, node_id: int) -> None:
+        self._channel.ask("pause", node_id)
+
+    def resume(self, node_id: int) -> None:
+        self._channel.ask("resume", node_id)
 
 
 def child_main() -> int:
@@ -303,7 +319,7 @@ def _exited(process: subprocess.Popen[bytes], wait_s: float) -> bool:
 
 def _serve(process: subprocess.Popen[bytes], streamed: Streamed, broker: Any, deadline: float) -> bool:
     """Read the child's frames until it closes its end (True: it outlived ``deadline`` and must be killed), carrying
-    out the faults it asks for; a node it paused is resumed however it ends."""
+    out the faults it asks for; a node it paused is resumed, and one it stopped started again, however it ends."""
     frames: queue.SimpleQueue[tuple[Any, ...] | None] = queue.SimpleQueue()
     stdout, stdin = process.stdout, process.stdin
     assert stdout is not None and stdin is not None
@@ -318,7 +334,7 @@ def _serve(process: subprocess.Popen[bytes], streamed: Streamed, broker: Any, de
 
     threading.Thread(target=read, name="kconform-workload-child-reader", daemon=True).start()
     with contextlib.ExitStack() as paused_nodes:
-        paused: dict[int, contextlib.ExitStack] = {}
+        paused: dict[int, contextlib.ExitStack] = {}  # nodes stopped by the child too, each started again on exit
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -369,6 +385,17 @@ def _fault(
         elif what == "resume":
             if node in paused:
                 paused.pop(node).close()
+        elif what == "stop":
+            held = contextlib.ExitStack()
+            held.callback(broker.start_node, node)  # registered first: a stop that failed half-way is started too
+            paused[node] = held
+            stack.callback(held.close)
+            broker.stop_node(node, clean=bool(request[2]))
+        elif what == "start":
+            if node in paused:
+                paused.pop(node).close()
+            else:
+                broker.start_node(node)
         else:
             return False, f"no such fault: {what!r}"
     except (BrokerStartError, OSError, RuntimeError, ValueError) as failed:

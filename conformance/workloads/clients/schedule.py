@@ -4,7 +4,8 @@ A ``Schedule`` names the topics it starts with, its producers and consumers (eac
 the client release's own definitions, ``settings``) and a list of ``Step``s that one thread carries out in
 order: what applications do (produce, run a transaction, flush, poll, commit, store an offset, pause, resume,
 seek, close and reopen, stall), what operators do (add partitions, create a topic a pattern matches) and what
-faults do (the broker restarted or killed and started again, a node paused). A drain ends every schedule:
+faults do (the broker restarted or killed and started again, a node paused; a fault may hold while the next steps
+run, healed after them: ``Span``, derived from the schedule, see ``with_spans``). A drain ends every schedule:
 every live consumer reads until it reached the end of what it owns, so the checkers can say what was read.
 
 A member may join the group once the drain found it settled (``Late``, derived from the schedule: see ``with_late``):
@@ -216,6 +217,25 @@ class Late:
 
 
 @dataclass(frozen=True)
+class Span:
+    """A fault step (``FAULTS``) whose fault holds while later steps run, derived from the schedule (``with_spans``):
+    the broker stopped (``broker-restart``) or paused (``node-pause``) at step ``step`` (an index into the schedule's
+    steps), then started or resumed once the ``after`` steps that follow it are done, or once ``bound_ms`` passed since
+    it began if that comes first (a step may wait on the broker: a synchronous commit, a close that leaves the group).
+    So what applications do through an outage runs while the broker or the coordinator is down: a commit, a close, a
+    subscribe, a poll, a send, a transaction. A fault step without a span is healed within its own step, as before."""
+
+    step: int
+    after: int
+    bound_ms: int
+
+    @property
+    def last(self) -> int:
+        """The index of the last step carried out while the fault holds; it is healed right after it."""
+        return self.step + self.after
+
+
+@dataclass(frozen=True)
 class Schedule:
     partitions: Sequence[int]
     """Partitions of each topic created before the first step."""
@@ -229,6 +249,8 @@ class Schedule:
     asks: Sequence[tuple[int, int]] = ()
     """Group members that ask for the group's committed offsets of what they own after each of their polls, each
     with its ask's bound in ms (``(consumer, bound_ms)``), derived from the rest (``with_asks``)."""
+    spans: Sequence[Span] = ()
+    """Fault steps whose fault holds while later steps run (``Span``), derived from the rest (``with_spans``)."""
 
     def to_json(self) -> dict[str, Any]:
         """Its fields; ``late`` only when there is one, and a consumer's ``discipline`` only when it does something,
@@ -245,6 +267,8 @@ class Schedule:
                 consumer["discipline"]["backoff"] = list(consumer["discipline"]["backoff"])
         if not self.asks:
             del found["asks"]
+        if not self.spans:
+            del found["spans"]
         return found
 
     @classmethod
@@ -257,15 +281,16 @@ class Schedule:
             data.get("faults", True),
             None if data.get("late") is None else Late.from_json(data["late"]),
             tuple((int(c), int(b)) for c, b in data.get("asks", ())),
+            tuple(Span(int(s["step"]), int(s["after"]), int(s["bound_ms"])) for s in data.get("spans", ())),
         )
 
     def dumps(self) -> str:
         return json.dumps(self.to_json(), sort_keys=True)
 
     def counts(self) -> dict[str, int]:
-        """What the schedule draws, for the report's coverage: ``step:``/``operator:``/``fault:`` kinds,
-        ``setting:`` names and ``discipline:`` kinds (consumers with each; ``discipline:backoff-polls``, the polls
-        carried out backing off), with counts."""
+        """What the schedule draws, for the report's coverage: ``step:``/``operator:``/``fault:`` kinds (a fault
+        step with a ``Span`` also as ``fault:<kind>-spanning``), ``setting:`` names and ``discipline:`` kinds
+        (consumers with each; ``discipline:backoff-polls``, the polls carried out backing off), with counts."""
         found: dict[str, int] = {}
         for step in self.steps:
             group = "fault" if step.kind in FAULTS else "operator" if step.kind in OPERATOR_STEPS else "step"
@@ -274,6 +299,9 @@ class Schedule:
             found[LATE_BRIEF if self.late.brief_ms is not None else LATE_JOIN] = 1
         if self.asks:
             found[ASKS_IN_LOOP] = len(self.asks)
+        for span in self.spans:
+            key = f"fault:{self.steps[span.step].kind.value}-{SPANNING}"
+            found[key] = found.get(key, 0) + 1
         plans: list[ProducerPlan | ConsumerPlan] = [*self.producers, *self.consumers]
         for plan in plans:
             for name in plan.settings:
@@ -463,17 +491,18 @@ def schedules(
     base = Schedule(tuple(partitions), tuple(producers), tuple(consumers), tuple(steps), faults)
     # each derived from the drawn schedule alone, so that none moves another
     disciplined, late, asks = with_discipline(base), with_late(base).late, with_asks(base).asks
+    spans = with_spans(base).spans
     if late is not None:
         late = replace(late, plan=disciplined.consumers[late.of])  # its discipline too
-    return replace(disciplined, late=late, asks=asks)
+    return replace(disciplined, late=late, asks=asks, spans=spans)
 
 
 def as_drawn(schedule: Schedule) -> Schedule:
     """The schedule as Hypothesis drew it, without what is derived from it (its consumers' disciplines, its late
-    member, its members' asks): what seeds each derivation, so that none moves another and each gives the same
-    whether the others were derived before it or not."""
+    member, its members' asks, its faults' spans): what seeds each derivation, so that none moves another and each
+    gives the same whether the others were derived before it or not."""
     plain = tuple(replace(c, discipline=Discipline()) for c in schedule.consumers)
-    return replace(schedule, consumers=plain, late=None, asks=())
+    return replace(schedule, consumers=plain, late=None, asks=(), spans=())
 
 
 LATE_SALT: Final = b"late member\n"
@@ -601,6 +630,51 @@ def asks_bound_ms(schedule: Schedule, consumer: int) -> int | None:
     return dict(schedule.asks).get(consumer)
 
 
+SPANS_SALT: Final = b"faults that span steps\n"
+"""Prefixed to the schedule's JSON as drawn (``as_drawn``) to seed ``with_spans``."""
+SPAN_SHARE: Final = 3 / 4
+"""The share of fault steps whose fault holds while later steps run (``Span``); the rest heal within their step."""
+MAX_SPANNED: Final = 4
+"""Most steps a fault spans (``Span.after``), drawn from 1 to this, fewer where the steps end or the next fault
+comes first."""
+OUTAGE_MS: Final = (1_000, 10_000)
+"""A spanning fault's longest hold (``Span.bound_ms``) before it is healed whatever the steps do: long enough for a
+request to time out (librdkafka's LeaveGroup waits 5 s; the drawn request timeouts start at 1 s), short enough that
+a call waiting on the broker returns well within the driver's bound past the heal (``driver.CALL_SLACK_S``)."""
+SPANNING: Final = "spanning"
+"""``Schedule.counts``'s suffix for a fault step with a span (``fault:broker-restart-spanning``)."""
+
+
+def with_spans(schedule: Schedule) -> Schedule:
+    """``schedule`` with ``SPAN_SHARE`` of its fault steps spanning the next 1 to ``MAX_SPANNED`` steps (``Span``),
+    each held at most ``OUTAGE_MS``: never past the last step (every fault is healed before the drain) nor onto the
+    next fault step (one fault at a time: the next begins once this one is healed), so a fault step that is last, or
+    right before another, spans nothing. Only where the schedule's faults act (``Schedule.faults``).
+
+    Derived as ``with_late`` is, from a generator seeded with ``SPANS_SALT`` and the schedule's JSON as drawn
+    (``as_drawn``), not drawn from Hypothesis's choices: a seed draws the schedules it drew before, and those with a
+    fault step now may hold its fault over the steps after it; a schedule without a fault step, or without faults,
+    keeps its JSON (no ``spans``). Every choice is made for every fault step, so one's clamp never moves another's."""
+    if schedule.spans or not schedule.faults:
+        return schedule
+    at = [n for n, step in enumerate(schedule.steps) if step.kind in FAULTS]
+    if not at:
+        return schedule
+    rng = random.Random(hashlib.sha256(SPANS_SALT + as_drawn(schedule).dumps().encode()).digest())
+    spans = []
+    for n, following in zip(at, [*at[1:], len(schedule.steps)], strict=True):
+        spans_it, after, bound_ms = rng.random() < SPAN_SHARE, rng.randint(1, MAX_SPANNED), rng.randint(*OUTAGE_MS)
+        after = min(after, following - n - 1)
+        if spans_it and after > 0:
+            spans.append(Span(n, after, bound_ms))
+    return replace(schedule, spans=tuple(spans))
+
+
+def span_at(schedule: Schedule, step: int) -> Span | None:
+    """The span of the fault step at index ``step``, if it spans any."""
+    return next((s for s in schedule.spans if s.step == step), None)
+
+
 def describe(schedule: Schedule) -> str:
     """The schedule as a reader follows it: clients with their drawn settings, then the steps in order."""
     lines = [f"topics: {', '.join(f't{i} ({n} partitions)' for i, n in enumerate(schedule.partitions))}"]
@@ -619,5 +693,12 @@ def describe(schedule: Schedule) -> str:
         f"c{c}: asks for the committed offsets of what it owns after each poll, bounded by {b} ms"
         for c, b in schedule.asks
     ]
-    lines += [f"{n:3}. {s.text()}" for n, s in enumerate(schedule.steps, 1)]
+    for n, step in enumerate(schedule.steps, 1):
+        span = span_at(schedule, n - 1)
+        lines.append(f"{n:3}. {step.text()}")
+        if span is not None:
+            lines[-1] += (
+                f", held over the next {span.after} step{'s' if span.after > 1 else ''}: healed after step "
+                f"{span.last + 1} or {span.bound_ms} ms, whichever comes first"
+            )
     return "\n".join(lines)
