@@ -111,6 +111,22 @@ class DoubleSender(Delegating):
         self._inner.produce(*args, **{k: v for k, v in kwargs.items() if k != "on_delivery"})
 
 
+class FatalAfterSends(Delegating):
+    """A producer that fails fatally after its third send, as librdkafka's idempotent producer does once it has set
+    its fatal error (librdkafka #4438's sequence desynchronisation, #4750's batch it cannot rebuild): every later send
+    is refused with ``_FATAL``."""
+
+    sends = 0
+
+    def produce(self, *args: Any, **kwargs: Any) -> None:
+        FatalAfterSends.sends += 1
+        if FatalAfterSends.sends > 3:
+            raise ck.KafkaException(
+                ck.KafkaError(ck.KafkaError._FATAL, "Inconsistent state: sequence desynchronization", fatal=True)
+            )
+        self._inner.produce(*args, **kwargs)
+
+
 RELEASE = threading.Event()
 """Lets a hung consume return once its test is over (its thread is a daemon either way)."""
 
@@ -335,6 +351,11 @@ CASES = {
         schedule({}, {"enable.idempotence": "true"}, PRODUCE, FLUSH, POLL),
         Broken(producer=DoubleSender),
         ("CLIENT-002", "duplicate-write"),
+    ),
+    "producer-fails-fatally": (
+        schedule({}, {"enable.idempotence": "true"}, PRODUCE, FLUSH, POLL, POLL),
+        Broken(producer=FatalAfterSends),
+        ("LIVE-001", "producer-failed"),
     ),
 }
 
