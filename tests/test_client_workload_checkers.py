@@ -1118,6 +1118,37 @@ def test_a_producer_fenced_by_a_later_incarnation_of_its_transactional_id_is_exc
     )
 
 
+GAPLESS_FATAL: Final = (
+    "_FATAL: Fatal error: Local: Gap-less ordering would not be guaranteed if proceeding: ProduceRequest for t [0] "
+    "with 3 message(s) failed: Broker: Request timed out (broker 1 PID{Id:1,Epoch:0}, base seq 0): unable to "
+    "satisfy gap-less guarantee"
+)
+
+
+@pytest.mark.parametrize(
+    ("settings", "error", "want"),
+    [
+        ({"enable.idempotence": "true", "enable.gapless.guarantee": "true"}, GAPLESS_FATAL, []),
+        ({"enable.idempotence": "true"}, GAPLESS_FATAL, [("LIVE-001", "producer-failed")]),  # not asked for
+        (
+            {"enable.idempotence": "true", "enable.gapless.guarantee": "true"},
+            SEQUENCE_DESYNC,
+            [("LIVE-001", "producer-failed")],  # asked for, but this is another fatal error
+        ),
+    ],
+)
+def test_a_gapless_producer_stopped_as_it_asked_is_excused(
+    settings: dict[str, str], error: str, want: list[tuple[str, str]]
+) -> None:
+    """librdkafka stops a producer that set ``enable.gapless.guarantee`` when a batch fails for good, by design: the
+    application asked for that fatal error, and that one alone."""
+    clients = {"p0": ClientInfo(settings), "c0": ClientInfo({}, "g", "topics")}
+    events = (
+        Events().add(Sent, "p0", value=b"v0", topic="t", partition=0).add(Failed, "p0", error=error, call="error_cb")
+    )
+    assert kinds(cw.check_clients_failed(history(events, {TP: []}, clients=clients), True)) == want
+
+
 def fetch_after_commit(got: int | None, **fetched: Any) -> Events:
     """c0 commits offset 2 of TP; then c1's ask for the group's committed offsets answers ``got``."""
     events = Events().add(Committed, "c0#0", group="g", offsets=((TP, 2),))

@@ -1325,6 +1325,24 @@ TRANSACTION_TIMEOUT_SLACK_S: Final = 1.0
 coordinator (its AddPartitionsToTxn goes out as the send returns, and the send is recorded after)."""
 
 
+GAPLESS_WORDS: Final = re.compile(r"gap-less", re.IGNORECASE)
+"""How librdkafka's ``_GAPLESS_GUARANTEE`` reads ("Gap-less ordering would not be guaranteed if proceeding", and its
+fatal error's "unable to satisfy gap-less guarantee")."""
+
+
+def gapless_as_asked(history: History, failed: Failed) -> bool:
+    """Whether ``failed`` is the fatal error librdkafka raises by design for a producer that asked for
+    ``enable.gapless.guarantee`` (with ``enable.idempotence``): a batch failed for good, and going on would leave a
+    gap (CONFIGURATION.md: it "will raise a fatal error (ERR__GAPLESS_GUARANTEE) and stop the producer")."""
+    info = history.clients.get(failed.client.split("#", 1)[0])
+    if info is None or not GAPLESS_WORDS.search(failed.error):
+        return False
+    return all(
+        str(info.settings.get(name) or info.defaults.get(name) or "false").lower() == "true"
+        for name in ("enable.gapless.guarantee", "enable.idempotence")
+    )
+
+
 def fenced_by_later_incarnation(history: History, failed: Failed) -> str | None:
     """The later producer of ``failed``'s transactional id (``ClientInfo.transactional_id``) that may have fenced
     it: one whose first event came after the failed producer's first and before its failure. ``None`` when the
@@ -1392,7 +1410,9 @@ def check_clients_failed(history: History, broker_answers: bool | None) -> list[
       ``transaction.timeout.ms`` (drawn, else its release's default; less ``TRANSACTION_TIMEOUT_SLACK_S``). The
       coordinator then aborts it and bumps the producer's epoch (KIP 588), which the producer meets as a fence.
 
-    Nothing else excuses a producer: an idempotent producer's sequence or epoch gone wrong, a batch it cannot
+    The application may also ask for a fatal error: a librdkafka producer that set ``enable.gapless.guarantee``
+    (a drawn setting) is stopped by design when a batch fails for good (``gapless_as_asked``), which is not excused
+    otherwise. Nothing else excuses a producer: an idempotent producer's sequence or epoch gone wrong, a batch it cannot
     rebuild, a retriable answer taken for fatal are the client's own failures, broker faults or not (each is judged
     only while the broker still answered at the end, as a consumer's)."""
     if broker_answers is False:
@@ -1414,7 +1434,11 @@ def check_clients_failed(history: History, broker_answers: bool | None) -> list[
                 )
             )
             continue
-        if fenced_by_later_incarnation(history, e) is not None or timed_out_transaction(history, e) is not None:
+        if (
+            fenced_by_later_incarnation(history, e) is not None
+            or timed_out_transaction(history, e) is not None
+            or gapless_as_asked(history, e)
+        ):
             continue
         found.append(
             Violation(
