@@ -10,15 +10,16 @@ import threading
 from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any, Final
+from uuid import uuid4
 
 import confluent_kafka as ck
 import pytest
 
 from kconform.conformance.brokers import Broker
-from kconform.conformance.checks.client_workload_checkers import check_history
+from kconform.conformance.checks.client_workload_checkers import check_clients_failed, check_history
 from kconform.conformance.workloads.clients import driver
 from kconform.conformance.workloads.clients.driver import RealClients, Run
-from kconform.conformance.workloads.clients.history import Crashed, Hung
+from kconform.conformance.workloads.clients.history import ClientInfo, Crashed, Failed, History, Hung, Log, Sent
 from kconform.conformance.workloads.clients.isolated import run_isolated
 from kconform.conformance.workloads.clients.schedule import (
     ConsumerPlan,
@@ -507,3 +508,39 @@ def test_a_run_the_suite_must_kill_at_its_bound_is_a_hang_not_a_hung_suite(broke
     found = check_history(history, broker.answers())
     assert [(v.requirement, v.kind) for v in found] == [("LIVE-001", "hang")], [str(v) for v in found]
     assert found[0].data["client"] == "run" and "run in step 5 of 7: pause(" in found[0].evidence, found[0].evidence
+
+
+def test_a_librdkafka_producer_fenced_by_a_later_one_of_its_id_is_recorded_failed_with_its_call(broker: Broker) -> None:
+    """A real fatal error of librdkafka, recorded as the run records a producer's: a transactional producer fenced
+    by a later producer of its transactional id (KIP 98) fails its commit with a fatal error (``_FENCED``), which the
+    driver records as ``Failed`` with the call; the checker excuses it only with that later producer in the
+    history."""
+    prefix = f"kcw-{uuid4().hex[:8]}"
+    run = Run(Schedule((1,), (), (), ()), broker, prefix=prefix)
+    try:
+        run.kafka.create_topic(f"{prefix}-t0", 1)
+        config = {**broker.client_config("producer"), "transactional.id": f"{prefix}-p0"}
+        old = ck.Producer({**config, "error_cb": lambda error: run._producer_error("p0", error)})
+        old.init_transactions(10.0)
+        old.begin_transaction()
+        old.produce(f"{prefix}-t0", value=b"p0-0", partition=0)
+        old.flush(10.0)
+        run.recorder.add(Sent, "p0", value=b"p0-0", topic=f"{prefix}-t0", partition=0, txn=1)
+        new = ck.Producer(dict(config))
+        new.init_transactions(10.0)
+        run.recorder.add(Sent, "p1", value=b"p1-0", topic=f"{prefix}-t0", partition=0, txn=1)
+        with pytest.raises(ck.KafkaException) as raised:
+            old.commit_transaction(10.0)
+        assert driver.fatal(raised.value.args[0]), raised.value
+        run._producer_failed("p0", "commit_transaction", raised.value)
+        old.poll(0)
+    finally:
+        run.kafka.close()
+    calls = [e.call for e in run.recorder.events if isinstance(e, Failed)]
+    assert "commit_transaction" in calls, run.recorder.events
+    same = ClientInfo({}, transactional=True, transactional_id=f"{prefix}-p0")
+    events, log = tuple(run.recorder.events), Log({}, {})
+    assert check_clients_failed(History(events, {"p0": same, "p1": same}, log), True) == []
+    other = replace(same, transactional_id=f"{prefix}-p1")
+    found = check_clients_failed(History(events, {"p0": same, "p1": other}, log), True)
+    assert [(v.requirement, v.kind) for v in found] == [("LIVE-001", "producer-failed")]
