@@ -807,18 +807,28 @@ def test_a_member_that_asks_in_its_poll_loop_asks_for_what_it_owns_after_each_po
 
 
 class StandInProducer:
-    """A transactional producer whose ``commit_transaction`` fails with ``raises`` and whose sends are refused with
-    ``refuses`` (confluent-kafka raises both as ``KafkaException``)."""
+    """A transactional producer whose ``commit_transaction`` fails with ``raises``, whose sends are refused with
+    ``refuses`` and whose ``poll`` and ``flush`` raise ``polls`` (confluent-kafka raises each as ``KafkaException``)."""
 
-    def __init__(self, raises: ck.KafkaError | None = None, refuses: ck.KafkaError | None = None) -> None:
-        self.raises, self.refuses, self.aborted = raises, refuses, 0
+    def __init__(
+        self,
+        raises: ck.KafkaError | None = None,
+        refuses: ck.KafkaError | None = None,
+        polls: ck.KafkaError | None = None,
+    ) -> None:
+        self.raises, self.refuses, self.polls, self.aborted = raises, refuses, polls, 0
 
     def produce(self, *_args: Any, **_kwargs: Any) -> None:
         if self.refuses is not None:
             raise ck.KafkaException(self.refuses)
 
     def poll(self, _timeout: float = 0) -> int:
+        if self.polls is not None:
+            raise ck.KafkaException(self.polls)
         return 0
+
+    def flush(self, _timeout: float = 0) -> int:
+        return self.poll(_timeout)
 
     def begin_transaction(self) -> None:
         pass
@@ -899,3 +909,18 @@ def test_a_kafka_clients_producer_error_is_fatal_as_the_harness_read_its_state(
 
     made = kafka_error(error, transactional=True)
     assert driver.fatal(made) == fatal and made.txn_requires_abort() == abort
+
+
+def test_a_producer_s_fatal_error_raised_from_its_poll_or_flush_is_recorded_and_the_run_goes_on(
+    run: driver.Run,
+) -> None:
+    """confluent-kafka raises a producer's fatal error from ``poll`` and ``flush`` in place of calling its
+    ``error_cb``: each is ``Failed`` with the call, not an exception out of the run."""
+    fatal = ck.KafkaError(ck.KafkaError._FENCED, "Failed to end transaction: fenced by a newer instance", fatal=True)
+    slot = producing(run, StandInProducer(polls=fatal))
+    slot.transactional = False
+    run.produce(slot, Step(StepKind.PRODUCE, count=1))
+    run.flush(slot)
+    run.close_all()
+    found = [(e.client, e.call) for e in run.recorder.events if isinstance(e, Failed)]
+    assert found == [("p0", "poll"), ("p0", "flush"), ("p0", "flush")]

@@ -564,10 +564,23 @@ class Run:
 
     def _producer_error(self, name: str, error: ck.KafkaError) -> None:
         """A producer's ``error_cb`` (librdkafka's; kafka-clients' producers have none): noted, and a fatal one
-        recorded as ``Failed``."""
+        recorded as ``Failed`` (confluent-kafka raises a fatal error from ``poll`` or ``flush`` instead, ``_serve``;
+        kept for a release that hands it over)."""
         self.recorder.note(f"error: {error_text(error)}", name)
         if fatal(error):
             self.recorder.add(Failed, name, error=error_text(error), call="error_cb")
+
+    def _serve(self, producer: ProducerSlot, what: str, call: Callable[[], T], bound_s: float) -> T | None:
+        """A producer's ``poll`` or ``flush`` (``_call``): confluent-kafka raises a fatal error from it, in place of
+        calling the ``error_cb`` (its ``error_cb`` trampoline: "If the client raised a fatal error we'll raise an
+        exception rather than calling the error callback"), so the failure is noted and a fatal one recorded as
+        ``Failed`` with the call, and the run goes on."""
+        try:
+            return self._call(producer, what, call, bound_s)
+        except ck.KafkaException as failed:
+            self.recorder.note(f"{what} failed: {error_text(failed)}", producer.name)
+            self._producer_failed(producer.name, what.split("(", 1)[0], failed)
+            return None
 
     def _producer_failed(self, name: str, call: str, error: BaseException | ck.KafkaError) -> None:
         """A producer's call (or delivery report, ``call`` ``delivery``) failed: a fatal error recorded as
@@ -794,7 +807,7 @@ class Run:
             if producer.hung:
                 return
             recorder.add(Sent, name, value=value, topic=topic, partition=partition, txn=txn)
-        self._call(producer, "poll(0)", lambda: client.poll(0), CALL_SLACK_S)
+        self._serve(producer, "poll(0)", lambda: client.poll(0), CALL_SLACK_S)
 
     def produce(self, producer: ProducerSlot, step: Step) -> None:
         """Plain sends; a transactional producer sends only inside a transaction, so it commits one of them."""
@@ -836,7 +849,7 @@ class Run:
             return
         timeout = 30.0
         if step.mode == "abort":  # sent first, as an application that gives up after an error has: the log keeps them
-            self._call(producer, "flush", lambda: client.flush(timeout), timeout + CALL_SLACK_S)
+            self._serve(producer, "flush", lambda: client.flush(timeout), timeout + CALL_SLACK_S)
             if producer.hung:
                 return
         end = client.commit_transaction if step.mode == "commit" else client.abort_transaction
@@ -867,7 +880,7 @@ class Run:
     def flush(self, producer: ProducerSlot, _step: Step | None = None) -> None:
         client = producer.client
         assert client is not None
-        self._call(producer, "flush", lambda: client.flush(30.0), 30.0 + CALL_SLACK_S)
+        self._serve(producer, "flush", lambda: client.flush(30.0), 30.0 + CALL_SLACK_S)
 
     # consumers
 
@@ -1680,7 +1693,7 @@ class Run:
         for producer in self.producers:
             if not producer.hung and producer.client is not None:
                 client = producer.client
-                self._call(producer, "flush", lambda client=client: client.flush(10.0), 10.0 + CALL_SLACK_S)  # type: ignore[misc]
+                self._serve(producer, "flush", lambda client=client: client.flush(10.0), 10.0 + CALL_SLACK_S)  # type: ignore[misc]
 
 
 def group_of(group: str, plan: ConsumerPlan, index: int) -> str:

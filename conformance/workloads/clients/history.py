@@ -208,18 +208,19 @@ class Failed(Event):
     event; rdkafka.h, ``rd_kafka_fatal_error``). kafka-clients' consumer exceptions carry no such flag, so its
     consumers record none.
 
-    A producer's: librdkafka's, delivered to its ``error_cb``, or a call or a delivery report that failed with an
-    error ``fatal()`` says is one (an idempotent or transactional producer's, ``rd_kafka_idemp_set_fatal_error``,
-    ``rd_kafka_txn_set_fatal_error``); kafka-clients': a call or a delivery report that failed while the producer's
-    ``TransactionManager`` was in its fatal error state, as the harness reads it after the failure (the state in
-    which KafkaProducer's javadoc says the only option is to close the producer), or, where the harness cannot read
-    it, an exception of the classes that javadoc calls fatal (``jvm_clients.JAVA_PRODUCER_FATAL``)."""
+    A producer's: librdkafka's, which confluent-kafka raises from ``poll`` or ``flush`` in place of calling the
+    ``error_cb``, or a call or a delivery report that failed with an error ``fatal()`` says is one (an idempotent or
+    transactional producer's, ``rd_kafka_idemp_set_fatal_error``, ``rd_kafka_txn_set_fatal_error``). kafka-clients':
+    a call or a delivery report that failed while the producer's ``TransactionManager`` was in its fatal error state,
+    as the harness reads it after the failure (the state in which KafkaProducer's javadoc says the only option is to
+    close the producer), or, where the harness cannot read it, an exception of the classes that javadoc calls fatal
+    (``jvm_clients.JAVA_PRODUCER_FATAL``)."""
 
     error: str
     call: str = ""
-    """Which call reported it: ``error_cb``, ``poll`` (a consumer's error event), ``delivery`` (a delivery report),
-    or the call that failed (``produce``, ``init_transactions``, ``commit_transaction``, ...); empty in a history from
-    before it was recorded."""
+    """Which call reported it: ``error_cb``, ``poll`` (a consumer's error event, a producer's raised fatal error),
+    ``flush``, ``delivery`` (a delivery report), or the call that failed (``produce``, ``init_transactions``,
+    ``commit_transaction``, ...); empty in a history from before it was recorded."""
 
 
 @dataclass(frozen=True)
