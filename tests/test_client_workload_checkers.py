@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from typing import Any
+from typing import Any, Final
 
 import hypothesis
 import pytest
@@ -1008,6 +1008,145 @@ def test_a_consumer_that_fails_of_a_fatal_error_of_its_own_breaks_liveness(
     assert len(violations) == len(want)  # one per consumer, not one per report of it
     if want:
         assert violations[0].data["client"] == "c0" and "Invalid request" in violations[0].evidence
+
+
+TXN_PRODUCERS: dict[str, ClientInfo] = {
+    "p0": ClientInfo({"transaction.timeout.ms": "10000"}, transactional=True, transactional_id="kcw-1-p0"),
+    "p1": ClientInfo({}, transactional=True, transactional_id="kcw-1-p1"),
+    "c0": ClientInfo({"auto.offset.reset": "earliest"}, "g", "topics"),
+}
+"""Two transactional producers of their own ids (p0's transactions time out after 10 s) and a consumer."""
+SEQUENCE_DESYNC: Final = (
+    "_FATAL: Local: Fatal error: Local: Inconsistent state: "
+    "ProduceRequest for t [0] with 2 message(s) failed due to sequence desynchronization with broker 1"
+)
+FENCED: Final = (
+    "PRODUCER_FENCED: Broker: There is a newer producer with the same transactionalId which fences the current one"
+)
+
+
+@pytest.mark.parametrize(
+    ("call", "broker_answers", "want"),
+    [
+        ("delivery", True, [("LIVE-001", "producer-failed")]),
+        ("error_cb", None, [("LIVE-001", "producer-failed")]),  # whether the broker answered could not be asked
+        ("produce", False, []),  # the broker did not answer at the end: the failure may be the fault's, not judged
+        ("", True, []),  # no fatal error recorded
+    ],
+)
+def test_a_producer_that_fails_of_a_fatal_error_of_its_own_breaks_liveness(
+    call: str, broker_answers: bool | None, want: list[tuple[str, str]]
+) -> None:
+    """An idempotent producer's fatal error (librdkafka #4438's sequence desynchronisation) ends the producer for
+    good: LIVE-001 ``producer-failed``, once per producer, with the call that reported it; the same history without
+    it passes. A consumer's is still ``client-failed``."""
+    events = (
+        Events().add(Sent, "p0", value=b"v0", topic="t", partition=0).add(Acked, "p0", value=b"v0", tp=TP, offset=0)
+    )
+    events.add(Sent, "p0", value=b"v1", topic="t", partition=0)
+    if call:
+        events.add(Failed, "p0", error=SEQUENCE_DESYNC, call=call).add(
+            Failed, "p0", error=SEQUENCE_DESYNC, call="produce"
+        )
+    violations = cw.check_clients_failed(history(events, {TP: [0]}), broker_answers)
+    assert kinds(violations) == want
+    assert len(violations) == len(want)
+    if want:
+        assert violations[0].data["client"] == "p0" and violations[0].data["call"] == call
+        assert "sequence desynchronization" in violations[0].evidence
+
+
+def txn_then_failed(error: str, open_s: float, ended: bool = False) -> Events:
+    """p0 sends in its transaction 1 (after p1 sent in its own), commits it when ``ended``, and fails with ``error``
+    ``open_s`` after its first send."""
+    events = Events().add(Sent, "p1", value=b"q0", topic="t", partition=0, txn=1)
+    events.add(Sent, "p0", value=b"v0", topic="t", partition=0, txn=1)
+    if ended:
+        events.add(TxnEnded, "p0", txn=1, outcome="commit", after_s=0.5)
+    return events.add(Failed, "p0", error=error, call="commit_transaction", after_s=open_s - (0.5 if ended else 0.0))
+
+
+@pytest.mark.parametrize(
+    ("error", "open_s", "ended", "want"),
+    [
+        (FENCED, 11.0, False, []),  # open past its 10 s timeout: the coordinator aborted it and bumped the epoch
+        (FENCED, 9.5, False, []),  # within TRANSACTION_TIMEOUT_SLACK_S of it
+        (FENCED, 4.0, False, [("LIVE-001", "producer-failed")]),  # open 4 s of 10: no timeout
+        (FENCED, 11.0, True, [("LIVE-001", "producer-failed")]),  # committed: nothing was open to time out
+        (SEQUENCE_DESYNC, 11.0, False, [("LIVE-001", "producer-failed")]),  # not a fence, whatever the time
+    ],
+)
+def test_a_producer_fenced_after_its_transaction_timed_out_is_excused(
+    error: str, open_s: float, ended: bool, want: list[tuple[str, str]]
+) -> None:
+    """A transaction open past ``transaction.timeout.ms`` is aborted by its coordinator, which bumps the producer's
+    epoch (KIP 588): the producer's fence that follows is the broker's due, not the client's failure. Only then."""
+    events = txn_then_failed(error, open_s, ended)
+    assert kinds(cw.check_clients_failed(history(events, {TP: [0, 1]}, clients=TXN_PRODUCERS), True)) == want
+    found = cw.timed_out_transaction(history(events, {TP: [0, 1]}, clients=TXN_PRODUCERS), events.events[-1])
+    assert (found is not None) == (not want)
+    if found is not None:
+        assert found[0] == 1 and found[2] == 10.0
+
+
+@pytest.mark.parametrize(
+    ("same_id", "later", "want"),
+    [
+        (True, True, []),  # a later producer of p0's own transactional id fenced it, as transactions promise
+        (False, True, [("LIVE-001", "producer-failed")]),  # a producer of another id fences no one
+        (True, False, [("LIVE-001", "producer-failed")]),  # the same id, but it began before p0: not a later one
+    ],
+)
+def test_a_producer_fenced_by_a_later_incarnation_of_its_transactional_id_is_excused(
+    same_id: bool, later: bool, want: list[tuple[str, str]]
+) -> None:
+    """KIP 98: a new producer's ``initTransactions`` with the same transactional id fences the old one, which can
+    then only close. The history must show that later producer; any other fence is the producer's failure."""
+    clients = {
+        **TXN_PRODUCERS,
+        "p2": ClientInfo({}, transactional=True, transactional_id="kcw-1-p0" if same_id else "kcw-1-p2"),
+    }
+    events = Events() if later else Events().add(Sent, "p2", value=b"w0", topic="t", partition=0, txn=1)
+    events.add(Sent, "p0", value=b"v0", topic="t", partition=0, txn=1).add(TxnEnded, "p0", txn=1, outcome="commit")
+    events.add(Sent, "p0", value=b"v1", topic="t", partition=0, txn=2)
+    if later:
+        events.add(Sent, "p2", value=b"w0", topic="t", partition=0, txn=1)
+    events.add(Failed, "p0", error=FENCED, call="commit_transaction")
+    assert kinds(cw.check_clients_failed(history(events, {TP: [0, 1, 2]}, clients=clients), True)) == want
+    assert cw.fenced_by_later_incarnation(history(events, {TP: [0, 1, 2]}, clients=clients), events.events[-1]) == (
+        "p2" if not want else None
+    )
+
+
+GAPLESS_FATAL: Final = (
+    "_FATAL: Fatal error: Local: Gap-less ordering would not be guaranteed if proceeding: ProduceRequest for t [0] "
+    "with 3 message(s) failed: Broker: Request timed out (broker 1 PID{Id:1,Epoch:0}, base seq 0): unable to "
+    "satisfy gap-less guarantee"
+)
+
+
+@pytest.mark.parametrize(
+    ("settings", "error", "want"),
+    [
+        ({"enable.idempotence": "true", "enable.gapless.guarantee": "true"}, GAPLESS_FATAL, []),
+        ({"enable.idempotence": "true"}, GAPLESS_FATAL, [("LIVE-001", "producer-failed")]),  # not asked for
+        (
+            {"enable.idempotence": "true", "enable.gapless.guarantee": "true"},
+            SEQUENCE_DESYNC,
+            [("LIVE-001", "producer-failed")],  # asked for, but this is another fatal error
+        ),
+    ],
+)
+def test_a_gapless_producer_stopped_as_it_asked_is_excused(
+    settings: dict[str, str], error: str, want: list[tuple[str, str]]
+) -> None:
+    """librdkafka stops a producer that set ``enable.gapless.guarantee`` when a batch fails for good, by design: the
+    application asked for that fatal error, and that one alone."""
+    clients = {"p0": ClientInfo(settings), "c0": ClientInfo({}, "g", "topics")}
+    events = (
+        Events().add(Sent, "p0", value=b"v0", topic="t", partition=0).add(Failed, "p0", error=error, call="error_cb")
+    )
+    assert kinds(cw.check_clients_failed(history(events, {TP: []}, clients=clients), True)) == want
 
 
 def fetch_after_commit(got: int | None, **fetched: Any) -> Events:

@@ -966,3 +966,123 @@ def test_a_call_that_met_no_fault_keeps_its_own_bound(monkeypatch: pytest.Monkey
     (hung,) = [e for e in run.recorder.events if isinstance(e, Hung)]
     assert hung.bound_s < 1.0
     never.set()
+
+
+class StandInProducer:
+    """A transactional producer whose ``commit_transaction`` fails with ``raises``, whose sends are refused with
+    ``refuses`` and whose ``poll`` and ``flush`` raise ``polls`` (confluent-kafka raises each as ``KafkaException``)."""
+
+    def __init__(
+        self,
+        raises: ck.KafkaError | None = None,
+        refuses: ck.KafkaError | None = None,
+        polls: ck.KafkaError | None = None,
+    ) -> None:
+        self.raises, self.refuses, self.polls, self.aborted = raises, refuses, polls, 0
+
+    def produce(self, *_args: Any, **_kwargs: Any) -> None:
+        if self.refuses is not None:
+            raise ck.KafkaException(self.refuses)
+
+    def poll(self, _timeout: float = 0) -> int:
+        if self.polls is not None:
+            raise ck.KafkaException(self.polls)
+        return 0
+
+    def flush(self, _timeout: float = 0) -> int:
+        return self.poll(_timeout)
+
+    def begin_transaction(self) -> None:
+        pass
+
+    def commit_transaction(self, _timeout: float = -1) -> None:
+        if self.raises is not None:
+            raise ck.KafkaException(self.raises)
+
+    def abort_transaction(self, _timeout: float = -1) -> None:
+        self.aborted += 1
+
+
+def producing(run: driver.Run, client: StandInProducer) -> driver.ProducerSlot:
+    slot = driver.ProducerSlot(0, client, driver.Worker("p0"), True, {})  # type: ignore[arg-type]
+    run.producers.append(slot)
+    return slot
+
+
+FENCED = ck.KafkaError(ck.KafkaError._FENCED, "Producer fenced by newer instance", fatal=True)
+ABORTABLE = ck.KafkaError(ck.KafkaError._TIMED_OUT, "Timed out", txn_requires_abort=True)
+
+
+@pytest.mark.parametrize(
+    ("raises", "failed", "aborted"),
+    [(FENCED, ["commit_transaction"], 0), (ABORTABLE, [], 1), (None, [], 0)],
+)
+def test_a_producer_s_fatal_error_from_a_failed_call_is_recorded_with_the_call(
+    run: driver.Run, raises: ck.KafkaError | None, failed: list[str], aborted: int
+) -> None:
+    """A transaction call that fails with a fatal error is ``Failed`` with the call, and the producer is given up (no
+    abort: none would help); an abortable error is aborted and is no failure of the producer."""
+    client = StandInProducer(raises)
+    slot = producing(run, client)
+    run.transaction(slot, Step(StepKind.TRANSACTION, count=2, mode="commit"))
+    assert [e.call for e in run.recorder.events if isinstance(e, Failed)] == failed
+    assert client.aborted == aborted and slot.broken == bool(failed)
+
+
+def test_a_producer_s_fatal_error_reaches_the_history_from_its_error_callback_and_a_refused_send(
+    run: driver.Run,
+) -> None:
+    """librdkafka reports an idempotent producer's fatal error to its ``error_cb`` and then refuses every send with
+    ``_FATAL``: both are ``Failed``, each with what reported it; a transport error is a note only."""
+    fatal = ck.KafkaError(ck.KafkaError._FATAL, "sequence desynchronization", fatal=True)
+    run._producer_error("p0", ck.KafkaError(ck.KafkaError._TRANSPORT, "Broker transport failure"))
+    run._producer_error("p0", fatal)
+    slot = producing(run, StandInProducer(refuses=ck.KafkaError(ck.KafkaError._FATAL, "fatal error raised")))
+    slot.transactional = False
+    run.produce(slot, Step(StepKind.PRODUCE, count=1))
+    found = [(e.client, e.call) for e in run.recorder.events if isinstance(e, Failed)]
+    assert found == [("p0", "error_cb"), ("p0", "produce")]
+
+
+@pytest.mark.parametrize(
+    ("error", "fatal", "abort"),
+    [
+        (
+            {"class": "org.apache.kafka.common.KafkaException", "message": "Unexpected error", "fatal": True},
+            True,
+            False,
+        ),
+        ({"class": "org.apache.kafka.common.KafkaException", "message": "abortable", "fatal": False}, False, True),
+        # the producer's state unreadable: the javadoc's fatal classes alone
+        (
+            {"class": "org.apache.kafka.common.errors.ProducerFencedException", "message": "", "fatal": None},
+            True,
+            False,
+        ),
+        ({"class": "org.apache.kafka.common.KafkaException", "message": "", "fatal": None}, False, True),
+        # a consumer's error (no "fatal" from the harness) is never fatal
+        ({"class": "org.apache.kafka.common.errors.ProducerFencedException", "message": ""}, False, False),
+    ],
+)
+def test_a_kafka_clients_producer_error_is_fatal_as_the_harness_read_its_state(
+    error: dict[str, Any], fatal: bool, abort: bool
+) -> None:
+    from kconform.conformance.workloads.clients.jvm_clients import kafka_error
+
+    made = kafka_error(error, transactional=True)
+    assert driver.fatal(made) == fatal and made.txn_requires_abort() == abort
+
+
+def test_a_producer_s_fatal_error_raised_from_its_poll_or_flush_is_recorded_and_the_run_goes_on(
+    run: driver.Run,
+) -> None:
+    """confluent-kafka raises a producer's fatal error from ``poll`` and ``flush`` in place of calling its
+    ``error_cb``: each is ``Failed`` with the call, not an exception out of the run."""
+    fatal = ck.KafkaError(ck.KafkaError._FENCED, "Failed to end transaction: fenced by a newer instance", fatal=True)
+    slot = producing(run, StandInProducer(polls=fatal))
+    slot.transactional = False
+    run.produce(slot, Step(StepKind.PRODUCE, count=1))
+    run.flush(slot)
+    run.close_all()
+    found = [(e.client, e.call) for e in run.recorder.events if isinstance(e, Failed)]
+    assert found == [("p0", "poll"), ("p0", "flush"), ("p0", "flush")]

@@ -1313,26 +1313,154 @@ def check_not_crashed(history: History, broker_answers: bool | None) -> list[Vio
     return found
 
 
+PRODUCER_FAILED: Final = "producer-failed"
+"""LIVE-001's kind for a producer's fatal error (``check_clients_failed``); a consumer's is ``client-failed``."""
+FENCE_WORDS: Final = re.compile(r"fenced|producer_?epoch", re.IGNORECASE)
+"""How a fence reads in a producer's fatal error: librdkafka's ``_FENCED``, ``PRODUCER_FENCED`` and
+``INVALID_PRODUCER_EPOCH``, kafka-clients' ``ProducerFencedException`` and ``InvalidProducerEpochException``."""
+TRANSACTION_TIMEOUT_MS: Final = 60_000
+"""``transaction.timeout.ms`` where a history states none (librdkafka's and kafka-clients' default alike)."""
+TRANSACTION_TIMEOUT_SLACK_S: Final = 1.0
+"""How much sooner than its ``transaction.timeout.ms`` after its first send a transaction may have begun on the
+coordinator (its AddPartitionsToTxn goes out as the send returns, and the send is recorded after)."""
+
+
+GAPLESS_WORDS: Final = re.compile(r"gap-less", re.IGNORECASE)
+"""How librdkafka's ``_GAPLESS_GUARANTEE`` reads ("Gap-less ordering would not be guaranteed if proceeding", and its
+fatal error's "unable to satisfy gap-less guarantee")."""
+
+
+def gapless_as_asked(history: History, failed: Failed) -> bool:
+    """Whether ``failed`` is the fatal error librdkafka raises by design for a producer that asked for
+    ``enable.gapless.guarantee`` (with ``enable.idempotence``): a batch failed for good, and going on would leave a
+    gap (CONFIGURATION.md: it "will raise a fatal error (ERR__GAPLESS_GUARANTEE) and stop the producer")."""
+    info = history.clients.get(failed.client.split("#", 1)[0])
+    if info is None or not GAPLESS_WORDS.search(failed.error):
+        return False
+    return all(
+        str(info.settings.get(name) or info.defaults.get(name) or "false").lower() == "true"
+        for name in ("enable.gapless.guarantee", "enable.idempotence")
+    )
+
+
+def fenced_by_later_incarnation(history: History, failed: Failed) -> str | None:
+    """The later producer of ``failed``'s transactional id (``ClientInfo.transactional_id``) that may have fenced
+    it: one whose first event came after the failed producer's first and before its failure. ``None`` when the
+    error reads as no fence or no such producer is in the history."""
+    info = history.clients.get(failed.client.split("#", 1)[0])
+    if info is None or not info.transactional_id or not FENCE_WORDS.search(failed.error):
+        return None
+    firsts: dict[str, int] = {}
+    for event in history.events:
+        firsts.setdefault(event.client, event.seq)
+    mine = firsts.get(failed.client, failed.seq)
+    for name, first in firsts.items():
+        other = history.clients.get(name.split("#", 1)[0])
+        same = name != failed.client and other is not None and other.transactional_id == info.transactional_id
+        if same and mine < first < failed.seq:
+            return name
+    return None
+
+
+def timed_out_transaction(history: History, failed: Failed) -> tuple[int, float, float] | None:
+    """The transaction ``failed``'s producer had open when it failed with an error that reads as a fence, if it had
+    been open (from its first send) at least the producer's ``transaction.timeout.ms``, less
+    ``TRANSACTION_TIMEOUT_SLACK_S``: the coordinator may have aborted it and bumped the producer's epoch, which the
+    producer then meets as a fence. ``(txn, open for s, timeout s)``, else ``None``."""
+    info = history.clients.get(failed.client.split("#", 1)[0])
+    if info is None or not info.transactional or not FENCE_WORDS.search(failed.error):
+        return None
+    first_sent: dict[int, float] = {}
+    ended: set[int] = set()
+    last: int | None = None
+    for event in history.events:
+        if event.seq >= failed.seq:
+            break
+        if event.client != failed.client:
+            continue
+        if isinstance(event, Sent) and event.txn is not None:
+            first_sent.setdefault(event.txn, event.at)
+            last = event.txn
+        elif isinstance(event, TxnEnded) and event.error is None:
+            ended.add(event.txn)
+    if last is None or last in ended:
+        return None
+    raw = info.settings.get("transaction.timeout.ms") or info.defaults.get("transaction.timeout.ms")
+    timeout_s = int(raw or TRANSACTION_TIMEOUT_MS) / 1000
+    held = failed.at - first_sent[last]
+    return (last, held, timeout_s) if held + TRANSACTION_TIMEOUT_SLACK_S >= timeout_s else None
+
+
 def check_clients_failed(history: History, broker_answers: bool | None) -> list[Violation]:
-    """LIVE-001: no consumer fails of an error of its own (librdkafka's fatal error, ``Failed``) while the broker still
-    answered: a client that must be made anew is the client's counterpart of a query that failed. The workload gives
-    a consumer nothing that may legitimately end it so (no static membership, whose fencing is fatal by design)."""
+    """LIVE-001: no client fails of a fatal error of its own (``Failed``) while the broker still answered: a client
+    that must be made anew is the client's counterpart of a query that failed. One violation per client, its first
+    fatal error, with the call that reported it.
+
+    A consumer's (librdkafka's fatal error) is ``client-failed``: the workload gives a consumer nothing that may
+    legitimately end it so (no static membership, whose fencing is fatal by design).
+
+    A producer's (librdkafka's fatal error; kafka-clients' fatal error state, ``Failed``) is ``producer-failed``,
+    except what may legitimately end a producer, which the history must show:
+
+    - a fence by a later incarnation of its own transactional id (``fenced_by_later_incarnation``): the error reads
+      as a fence and another producer of the same ``transactional_id`` began after it and before the failure.
+      Transactions promise exactly that (KIP 98: a new instance's ``initTransactions`` fences the old one);
+    - a transaction the coordinator aborted for exceeding ``transaction.timeout.ms`` (``timed_out_transaction``):
+      the error reads as a fence and the producer's open transaction had been open, from its first send, for its
+      ``transaction.timeout.ms`` (drawn, else its release's default; less ``TRANSACTION_TIMEOUT_SLACK_S``). The
+      coordinator then aborts it and bumps the producer's epoch (KIP 588), which the producer meets as a fence.
+
+    The application may also ask for a fatal error: a librdkafka producer that set ``enable.gapless.guarantee``
+    (a drawn setting) is stopped by design when a batch fails for good (``gapless_as_asked``), which is not excused
+    otherwise. Nothing else excuses a producer: an idempotent producer's sequence or epoch gone wrong, a batch it cannot
+    rebuild, a retriable answer taken for fatal are the client's own failures, broker faults or not (each is judged
+    only while the broker still answered at the end, as a consumer's)."""
     if broker_answers is False:
         return []
     first: dict[str, Failed] = {}
     for event in of_kind(history, Failed):
         if isinstance(event, Failed):
             first.setdefault(event.client, event)
-    return [
-        Violation(
-            "LIVE-001",
-            "client-failed",
-            f"{e.client} failed with a fatal error ({e.error})"
-            + ("; the broker still answered" if broker_answers else ""),
-            data={"client": e.client, "error": e.error, "broker_answers": broker_answers},
+    still = "; the broker still answered" if broker_answers else ""
+    found: list[Violation] = []
+    for e in first.values():
+        if not e.client.startswith("p"):
+            found.append(
+                Violation(
+                    "LIVE-001",
+                    "client-failed",
+                    f"{e.client} failed with a fatal error ({e.error}){still}",
+                    data={"client": e.client, "error": e.error, "call": e.call, "broker_answers": broker_answers},
+                )
+            )
+            continue
+        if (
+            fenced_by_later_incarnation(history, e) is not None
+            or timed_out_transaction(history, e) is not None
+            or gapless_as_asked(history, e)
+        ):
+            continue
+        found.append(
+            Violation(
+                "LIVE-001",
+                PRODUCER_FAILED,
+                f"producer {e.client} failed with a fatal error"
+                + (f" in {e.call}" if e.call else "")
+                + f" ({e.error}) at {e.at:.1f} s, neither fenced by a later producer of its transactional id nor"
+                f" with a transaction open past its transaction.timeout.ms{still}",
+                data={
+                    "client": e.client,
+                    "error": e.error,
+                    "call": e.call,
+                    "at": e.at,
+                    "transactional": history.clients[e.client.split("#", 1)[0]].transactional
+                    if e.client.split("#", 1)[0] in history.clients
+                    else None,
+                    "broker_answers": broker_answers,
+                },
+            )
         )
-        for e in first.values()
-    ]
+    return found
 
 
 REBALANCED_WITHOUT: Final = "rebalanced-leaving-topics-unassigned"

@@ -10,15 +10,28 @@ import threading
 from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any, Final
+from uuid import uuid4
 
 import confluent_kafka as ck
 import pytest
 
 from kconform.conformance.brokers import Broker
-from kconform.conformance.checks.client_workload_checkers import check_history
+from kconform.conformance.checks.client_workload_checkers import check_clients_failed, check_history
 from kconform.conformance.workloads.clients import driver
 from kconform.conformance.workloads.clients.driver import RealClients, Run
-from kconform.conformance.workloads.clients.history import Closed, Committed, Crashed, Hung, Subscribed, faults
+from kconform.conformance.workloads.clients.history import (
+    ClientInfo,
+    Closed,
+    Committed,
+    Crashed,
+    Failed,
+    History,
+    Hung,
+    Log,
+    Sent,
+    Subscribed,
+    faults,
+)
 from kconform.conformance.workloads.clients.isolated import run_isolated
 from kconform.conformance.workloads.clients.schedule import (
     ConsumerPlan,
@@ -110,6 +123,22 @@ class DoubleSender(Delegating):
     def produce(self, *args: Any, **kwargs: Any) -> None:
         self._inner.produce(*args, **kwargs)
         self._inner.produce(*args, **{k: v for k, v in kwargs.items() if k != "on_delivery"})
+
+
+class FatalAfterSends(Delegating):
+    """A producer that fails fatally after its third send, as librdkafka's idempotent producer does once it has set
+    its fatal error (librdkafka #4438's sequence desynchronisation, #4750's batch it cannot rebuild): every later send
+    is refused with ``_FATAL``."""
+
+    sends = 0
+
+    def produce(self, *args: Any, **kwargs: Any) -> None:
+        FatalAfterSends.sends += 1
+        if FatalAfterSends.sends > 3:
+            raise ck.KafkaException(
+                ck.KafkaError(ck.KafkaError._FATAL, "Inconsistent state: sequence desynchronization", fatal=True)
+            )
+        self._inner.produce(*args, **kwargs)
 
 
 RELEASE = threading.Event()
@@ -345,6 +374,11 @@ CASES = {
         Broken(producer=DoubleSender),
         ("CLIENT-002", "duplicate-write"),
     ),
+    "producer-fails-fatally": (
+        schedule({}, {"enable.idempotence": "true"}, PRODUCE, FLUSH, POLL, POLL),
+        Broken(producer=FatalAfterSends),
+        ("LIVE-001", "producer-failed"),
+    ),
 }
 
 
@@ -570,3 +604,41 @@ def test_a_call_that_never_returns_through_an_outage_is_a_hang_and_the_real_one_
         RELEASE.set()
     assert [(v.requirement, v.kind) for v in found] == [("LIVE-001", "hang")], [str(v) for v in found]
     assert "commit(sync)" in found[0].evidence and found[0].data["timeout_s"] >= 3.0, found[0]
+
+
+def test_a_librdkafka_producer_fenced_by_a_later_one_of_its_id_is_recorded_failed_with_its_call(broker: Broker) -> None:
+    """A real fatal error of librdkafka, recorded as the run records a producer's: a transactional producer fenced
+    by a later producer of its transactional id (KIP 98) fails its commit with a fatal error (``_FENCED``), which the
+    driver records as ``Failed`` with the call; the checker excuses it only with that later producer in the
+    history."""
+    prefix = f"kcw-{uuid4().hex[:8]}"
+    run = Run(Schedule((1,), (), (), ()), broker, prefix=prefix)
+    try:
+        run.kafka.create_topic(f"{prefix}-t0", 1)
+        config = {**broker.client_config("producer"), "transactional.id": f"{prefix}-p0"}
+        old = ck.Producer({**config, "error_cb": lambda error: run._producer_error("p0", error)})
+        old.init_transactions(10.0)
+        old.begin_transaction()
+        old.produce(f"{prefix}-t0", value=b"p0-0", partition=0)
+        old.flush(10.0)
+        run.recorder.add(Sent, "p0", value=b"p0-0", topic=f"{prefix}-t0", partition=0, txn=1)
+        new = ck.Producer(dict(config))
+        new.init_transactions(10.0)
+        run.recorder.add(Sent, "p1", value=b"p1-0", topic=f"{prefix}-t0", partition=0, txn=1)
+        with pytest.raises(ck.KafkaException) as raised:
+            old.commit_transaction(10.0)
+        assert driver.fatal(raised.value.args[0]), raised.value
+        run._producer_failed("p0", "commit_transaction", raised.value)
+        # confluent-kafka raises the fatal error from poll in place of calling error_cb: recorded, not raised
+        slot = driver.ProducerSlot(0, old, driver.Worker("p0"), True, {})
+        assert run._serve(slot, "poll(0)", lambda: old.poll(0), 10.0) is None
+    finally:
+        run.kafka.close()
+    calls = [e.call for e in run.recorder.events if isinstance(e, Failed)]
+    assert calls == ["commit_transaction", "poll"], run.recorder.events
+    same = ClientInfo({}, transactional=True, transactional_id=f"{prefix}-p0")
+    events, log = tuple(run.recorder.events), Log({}, {})
+    assert check_clients_failed(History(events, {"p0": same, "p1": same}, log), True) == []
+    other = replace(same, transactional_id=f"{prefix}-p1")
+    found = check_clients_failed(History(events, {"p0": same, "p1": other}, log), True)
+    assert [(v.requirement, v.kind) for v in found] == [("LIVE-001", "producer-failed")]

@@ -348,6 +348,16 @@ def fatal(error: ck.KafkaError) -> bool:
     return bool(error.fatal()) or error.code() == ck.KafkaError._FATAL
 
 
+def fatal_raised(error: BaseException) -> bool:
+    """Whether a failed call's exception carries a fatal error (``fatal``)."""
+    return (
+        isinstance(error, ck.KafkaException)
+        and bool(error.args)
+        and isinstance(error.args[0], ck.KafkaError)
+        and fatal(error.args[0])
+    )
+
+
 def error_code(error: BaseException) -> int | None:
     if isinstance(error, ck.KafkaException) and error.args and isinstance(error.args[0], ck.KafkaError):
         return int(error.args[0].code())
@@ -608,10 +618,40 @@ class Run:
         """A consumer's ``error_cb``: noted, and a fatal one recorded as ``Failed``."""
         self.recorder.note(f"error: {error_text(error)}", slot.name)
         if fatal(error):
-            self.recorder.add(Failed, slot.name, error=error_text(error))
+            self.recorder.add(Failed, slot.name, error=error_text(error), call="error_cb")
+
+    def _producer_error(self, name: str, error: ck.KafkaError) -> None:
+        """A producer's ``error_cb`` (librdkafka's; kafka-clients' producers have none): noted, and a fatal one
+        recorded as ``Failed`` (confluent-kafka raises a fatal error from ``poll`` or ``flush`` instead, ``_serve``;
+        kept for a release that hands it over)."""
+        self.recorder.note(f"error: {error_text(error)}", name)
+        if fatal(error):
+            self.recorder.add(Failed, name, error=error_text(error), call="error_cb")
+
+    def _serve(self, producer: ProducerSlot, what: str, call: Callable[[], T], bound_s: float) -> T | None:
+        """A producer's ``poll`` or ``flush`` (``_call``): confluent-kafka raises a fatal error from it, in place of
+        calling the ``error_cb`` (its ``error_cb`` trampoline: "If the client raised a fatal error we'll raise an
+        exception rather than calling the error callback"), so the failure is noted and a fatal one recorded as
+        ``Failed`` with the call, and the run goes on."""
+        try:
+            return self._call(producer, what, call, bound_s)
+        except ck.KafkaException as failed:
+            self.recorder.note(f"{what} failed: {error_text(failed)}", producer.name)
+            self._producer_failed(producer.name, what.split("(", 1)[0], failed)
+            return None
+
+    def _producer_failed(self, name: str, call: str, error: BaseException | ck.KafkaError) -> None:
+        """A producer's call (or delivery report, ``call`` ``delivery``) failed: a fatal error recorded as
+        ``Failed`` with the call."""
+        if fatal(error) if isinstance(error, ck.KafkaError) else fatal_raised(error):
+            self.recorder.add(Failed, name, error=error_text(error), call=call)
 
     def _open_producer(self, index: int, transactional: bool, drawn: Mapping[str, str]) -> ProducerSlot:
-        base: dict[str, Any] = {**self.broker.client_config("producer")}
+        name = f"p{index}"
+        base: dict[str, Any] = {
+            **self.broker.client_config("producer"),
+            "error_cb": lambda error: self._producer_error(name, error),
+        }
         if transactional:
             base["transactional.id"] = f"{self.prefix}-p{index}"
         client, settings = self._configured(f"p{index}", base, drawn, self.clients_port.producer)
@@ -625,6 +665,7 @@ class Run:
             except ck.KafkaException as failed:
                 slot.broken = True
                 self.recorder.note(f"init_transactions failed: {error_text(failed)}", slot.name)
+                self._producer_failed(slot.name, "init_transactions", failed)
         return slot
 
     # -- the run ---------------------------------------------------------------------------------
@@ -649,7 +690,10 @@ class Run:
                 self._opened(
                     f"p{i}",
                     ClientInfo(
-                        self.producers[-1].settings, transactional=plan.transactional, defaults=self._defaults("P")
+                        self.producers[-1].settings,
+                        transactional=plan.transactional,
+                        transactional_id=f"{self.prefix}-p{i}" if plan.transactional else "",
+                        defaults=self._defaults("P"),
                     ),
                 )
             for i, cplan in enumerate(self.schedule.consumers):
@@ -833,6 +877,8 @@ class Run:
                 offset=offset if error is None and offset is not None and offset >= 0 else None,
                 error=None if error is None else error_text(error),
             )
+            if error is not None:
+                self._producer_failed(name, "delivery", error)
 
         for _ in range(step.count):
             value = f"{name}-{producer.sent}".encode()
@@ -849,11 +895,12 @@ class Run:
                 self._call(producer, f"produce({value!r})", partial(client.produce, topic, **kwargs), CALL_SLACK_S)
             except (BufferError, ck.KafkaException) as refused:
                 recorder.note(f"produce of {value!r} refused: {error_text(refused)}", name)
+                self._producer_failed(name, "produce", refused)
                 continue
             if producer.hung:
                 return
             recorder.add(Sent, name, value=value, topic=topic, partition=partition, txn=txn)
-        self._call(producer, "poll(0)", lambda: client.poll(0), CALL_SLACK_S)
+        self._serve(producer, "poll(0)", lambda: client.poll(0), CALL_SLACK_S)
 
     def produce(self, producer: ProducerSlot, step: Step) -> None:
         """Plain sends; a transactional producer sends only inside a transaction, so it commits one of them."""
@@ -887,6 +934,7 @@ class Run:
             client.begin_transaction()
         except ck.KafkaException as failed:
             self.recorder.note(f"begin_transaction failed: {error_text(failed)}", producer.name)
+            self._producer_failed(producer.name, "begin_transaction", failed)
             producer.broken = True
             return
         self._send(producer, step, txn)
@@ -894,7 +942,7 @@ class Run:
             return
         timeout = 30.0
         if step.mode == "abort":  # sent first, as an application that gives up after an error has: the log keeps them
-            self._call(producer, "flush", lambda: client.flush(timeout), timeout + CALL_SLACK_S)
+            self._serve(producer, "flush", lambda: client.flush(timeout), timeout + CALL_SLACK_S)
             if producer.hung:
                 return
         end = client.commit_transaction if step.mode == "commit" else client.abort_transaction
@@ -904,11 +952,18 @@ class Run:
                 return
             self.recorder.add(TxnEnded, producer.name, txn=txn, outcome=step.mode)
         except ck.KafkaException as failed:
+            self._producer_failed(producer.name, f"{step.mode}_transaction", failed)
             error = failed.args[0]
             if isinstance(error, ck.KafkaError) and error.txn_requires_abort():
-                self._call(
-                    producer, "abort_transaction", lambda: client.abort_transaction(timeout), timeout + CALL_SLACK_S
-                )
+                try:
+                    self._call(
+                        producer, "abort_transaction", lambda: client.abort_transaction(timeout), timeout + CALL_SLACK_S
+                    )
+                except ck.KafkaException as unaborted:  # its fate unknown: no outcome recorded, the producer given up
+                    self.recorder.note(f"abort_transaction failed: {error_text(unaborted)}", producer.name)
+                    self._producer_failed(producer.name, "abort_transaction", unaborted)
+                    producer.broken = True
+                    return
                 if not producer.hung:  # a hung abort leaves the transaction's fate unknown: no outcome recorded
                     self.recorder.add(TxnEnded, producer.name, txn=txn, outcome="abort", error=error_text(failed))
             else:
@@ -918,7 +973,7 @@ class Run:
     def flush(self, producer: ProducerSlot, _step: Step | None = None) -> None:
         client = producer.client
         assert client is not None
-        self._call(producer, "flush", lambda: client.flush(30.0), 30.0 + CALL_SLACK_S)
+        self._serve(producer, "flush", lambda: client.flush(30.0), 30.0 + CALL_SLACK_S)
 
     # consumers
 
@@ -959,7 +1014,7 @@ class Run:
             else:
                 errors.append(error_text(error))
                 if fatal(error):
-                    self.recorder.add(Failed, slot.name, error=error_text(error))
+                    self.recorder.add(Failed, slot.name, error=error_text(error), call="poll")
         self.recorder.add(
             Polled,
             slot.name,
@@ -1819,7 +1874,7 @@ class Run:
         for producer in self.producers:
             if not producer.hung and producer.client is not None:
                 client = producer.client
-                self._call(producer, "flush", lambda client=client: client.flush(10.0), 10.0 + CALL_SLACK_S)  # type: ignore[misc]
+                self._serve(producer, "flush", lambda client=client: client.flush(10.0), 10.0 + CALL_SLACK_S)  # type: ignore[misc]
 
 
 def group_of(group: str, plan: ConsumerPlan, index: int) -> str:

@@ -202,11 +202,25 @@ class Crashed(Event):
 
 @dataclass(frozen=True)
 class Failed(Event):
-    """A consumer's fatal error: librdkafka raised one (``KafkaError.fatal()``, delivered to its ``error_cb`` or as a
-    consumed error event), after which the client instance cannot go on and must be made anew (rdkafka.h,
-    ``rd_kafka_fatal_error``). kafka-clients' exceptions carry no such flag, so its consumers record none."""
+    """A client's fatal error, after which the client instance cannot go on and must be made anew.
+
+    A consumer's: librdkafka raised one (``KafkaError.fatal()``, delivered to its ``error_cb`` or as a consumed error
+    event; rdkafka.h, ``rd_kafka_fatal_error``). kafka-clients' consumer exceptions carry no such flag, so its
+    consumers record none.
+
+    A producer's: librdkafka's, which confluent-kafka raises from ``poll`` or ``flush`` in place of calling the
+    ``error_cb``, or a call or a delivery report that failed with an error ``fatal()`` says is one (an idempotent or
+    transactional producer's, ``rd_kafka_idemp_set_fatal_error``, ``rd_kafka_txn_set_fatal_error``). kafka-clients':
+    a call or a delivery report that failed while the producer's ``TransactionManager`` was in its fatal error state,
+    as the harness reads it after the failure (the state in which KafkaProducer's javadoc says the only option is to
+    close the producer), or, where the harness cannot read it, an exception of the classes that javadoc calls fatal
+    (``jvm_clients.JAVA_PRODUCER_FATAL``)."""
 
     error: str
+    call: str = ""
+    """Which call reported it: ``error_cb``, ``poll`` (a consumer's error event, a producer's raised fatal error),
+    ``flush``, ``delivery`` (a delivery report), or the call that failed (``produce``, ``init_transactions``,
+    ``commit_transaction``, ...); empty in a history from before it was recorded."""
 
 
 @dataclass(frozen=True)
@@ -261,6 +275,8 @@ class ClientInfo:
     member is subscribed to over time); empty for a producer."""
     transactional: bool = False
     """A producer with a transactional id (and so idempotent)."""
+    transactional_id: str = ""
+    """That id (empty in a history from before it was recorded): a later producer with the same one fences this."""
     defaults: Mapping[str, str] = field(default_factory=dict)
     """The client release's own defaults, for the settings not drawn (librdkafka's and kafka-clients' differ:
     ``isolation.level`` is read_committed in one, read_uncommitted in the other)."""

@@ -108,6 +108,21 @@ FATAL_TXN: Final = frozenset(
 """Exceptions of a transaction call after which aborting is no remedy (KafkaProducer's javadoc: close the producer;
 a timeout: retry the same call)."""
 
+JAVA_PRODUCER_FATAL: Final = frozenset(
+    {
+        "org.apache.kafka.common.errors.ProducerFencedException",
+        "org.apache.kafka.common.errors.OutOfOrderSequenceException",
+        "org.apache.kafka.common.errors.UnsupportedVersionException",
+        "org.apache.kafka.common.errors.AuthorizationException",
+        "org.apache.kafka.common.errors.TransactionalIdAuthorizationException",
+        "org.apache.kafka.common.errors.ClusterAuthorizationException",
+    }
+)
+"""The exceptions KafkaProducer's javadoc calls fatal for the producer ("ProducerFencedException,
+OutOfOrderSequenceException, UnsupportedVersionException, or an AuthorizationException ... the only option is to
+close the producer"): a producer's failure of one of these classes is its fatal error where the harness could not
+read the producer's own state (``kafka_error``'s ``fatal``)."""
+
 
 class HarnessError(RuntimeError):
     """The harness gave no answer in time or exited."""
@@ -204,13 +219,19 @@ class Harness:
 
 
 def kafka_error(error: Mapping[str, Any], transactional: bool = False) -> ck.KafkaError:
-    """A Java exception as confluent-kafka's error: its class and message as the text."""
+    """A Java exception as confluent-kafka's error: its class and message as the text. A producer's (the harness
+    gives its errors ``fatal``) is ``fatal()`` when the harness read the producer's TransactionManager in its fatal
+    error state after it, or, where it could not read it (``null``), when its class is one KafkaProducer's javadoc
+    calls fatal (``JAVA_PRODUCER_FATAL``); a fatal error requires no abort (none would help)."""
     cls = str(error["class"])
+    said = error.get("fatal")
+    fatal = bool(said) if said is not None else "fatal" in error and cls in JAVA_PRODUCER_FATAL
     return ck.KafkaError(
         CODES.get(cls, ck.KafkaError._FAIL),
         f"{cls}: {error['message']}",
+        fatal=fatal,
         retriable=bool(error.get("retriable")),
-        txn_requires_abort=transactional and cls not in FATAL_TXN,
+        txn_requires_abort=transactional and cls not in FATAL_TXN and not fatal,
     )
 
 

@@ -47,6 +47,7 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * {"id": n, "op": "...", "client": "c0#0", ...}
  *   -> {"id": n, "result": ..., "callbacks": [event, ...]}
  *   -> {"id": n, "error": {"class": "...", "message": "...", "retriable": bool}, "callbacks": [...]}
+ *      (a producer's error, and a delivery's, also carries "fatal": true | false | null, see producerError)
  * event = {"kind": "assigned" | "revoked" | "lost", "partitions": [[topic, p], ...]}
  *       | {"kind": "committed", "offsets": [[topic, p, offset], ...], "error": null | {...}}
  *       | {"kind": "delivered", "ref": r, "topic": t, "partition": p, "offset": o, "error": null | {...}}
@@ -134,7 +135,7 @@ public final class ClientWorkload {
         try {
             answer.put("result", call(c, op, request));
         } catch (Exception e) {
-            answer.put("error", error(e));
+            answer.put("error", c.producer == null ? error(e) : producerError(c.producer, e));
         }
         boolean serves = c.consumer != null || !"send".equals(op);
         List<Object> callbacks = new ArrayList<>();
@@ -177,7 +178,7 @@ public final class ClientWorkload {
                     event.put("topic", meta == null ? record.topic() : meta.topic());
                     event.put("partition", meta == null ? -1 : meta.partition());
                     event.put("offset", meta == null || !meta.hasOffset() ? -1 : meta.offset());
-                    event.put("error", e == null ? null : error(e));
+                    event.put("error", e == null ? null : producerError(c.producer, e));
                     c.served.add(event);
                 });
                 return null;
@@ -401,6 +402,34 @@ public final class ClientWorkload {
         found.put("message", message.toString());
         found.put("retriable", e instanceof RetriableException);
         found.put("kafka", e instanceof KafkaException);
+        return found;
+    }
+
+    /**
+     * A producer's failure, with "fatal": whether its TransactionManager was in its fatal error state right after
+     * (KafkaProducer's javadoc: the only option is then to close the producer), or null where that cannot be read
+     * (a producer with no TransactionManager, neither idempotent nor transactional, is never in it: false). Read
+     * through reflection (KafkaProducer.transactionManager, TransactionManager.hasFatalError, both package-private
+     * and unchanged from 2.x to 4.x), as kafka-clients has no public way to ask.
+     */
+    private static Map<String, Object> producerError(KafkaProducer<byte[], byte[]> producer, Throwable e) {
+        Map<String, Object> found = error(e);
+        Boolean fatal = null;
+        try {
+            java.lang.reflect.Field field = KafkaProducer.class.getDeclaredField("transactionManager");
+            field.setAccessible(true);
+            Object manager = field.get(producer);
+            if (manager == null) {
+                fatal = false;
+            } else {
+                java.lang.reflect.Method method = manager.getClass().getDeclaredMethod("hasFatalError");
+                method.setAccessible(true);
+                fatal = (Boolean) method.invoke(manager);
+            }
+        } catch (ReflectiveOperationException | RuntimeException unreadable) {
+            fatal = null;
+        }
+        found.put("fatal", fatal);
         return found;
     }
 
