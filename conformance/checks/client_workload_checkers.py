@@ -1334,7 +1334,7 @@ def gapless_as_asked(history: History, failed: Failed) -> bool:
     """Whether ``failed`` is the fatal error librdkafka raises by design for a producer that asked for
     ``enable.gapless.guarantee`` (with ``enable.idempotence``): a batch failed for good, and going on would leave a
     gap (CONFIGURATION.md: it "will raise a fatal error (ERR__GAPLESS_GUARANTEE) and stop the producer")."""
-    info = history.clients.get(failed.client.split("#", 1)[0])
+    info = history.info_of(failed.client)
     if info is None or not GAPLESS_WORDS.search(failed.error):
         return False
     return all(
@@ -1347,7 +1347,7 @@ def fenced_by_later_incarnation(history: History, failed: Failed) -> str | None:
     """The later producer of ``failed``'s transactional id (``ClientInfo.transactional_id``) that may have fenced
     it: one whose first event came after the failed producer's first and before its failure. ``None`` when the
     error reads as no fence or no such producer is in the history."""
-    info = history.clients.get(failed.client.split("#", 1)[0])
+    info = history.info_of(failed.client)
     if info is None or not info.transactional_id or not FENCE_WORDS.search(failed.error):
         return None
     firsts: dict[str, int] = {}
@@ -1355,7 +1355,7 @@ def fenced_by_later_incarnation(history: History, failed: Failed) -> str | None:
         firsts.setdefault(event.client, event.seq)
     mine = firsts.get(failed.client, failed.seq)
     for name, first in firsts.items():
-        other = history.clients.get(name.split("#", 1)[0])
+        other = history.info_of(name)
         same = name != failed.client and other is not None and other.transactional_id == info.transactional_id
         if same and mine < first < failed.seq:
             return name
@@ -1367,7 +1367,7 @@ def timed_out_transaction(history: History, failed: Failed) -> tuple[int, float,
     been open (from its first send) at least the producer's ``transaction.timeout.ms``, less
     ``TRANSACTION_TIMEOUT_SLACK_S``: the coordinator may have aborted it and bumped the producer's epoch, which the
     producer then meets as a fence. ``(txn, open for s, timeout s)``, else ``None``."""
-    info = history.clients.get(failed.client.split("#", 1)[0])
+    info = history.info_of(failed.client)
     if info is None or not info.transactional or not FENCE_WORDS.search(failed.error):
         return None
     first_sent: dict[int, float] = {}
@@ -1453,9 +1453,7 @@ def check_clients_failed(history: History, broker_answers: bool | None) -> list[
                     "error": e.error,
                     "call": e.call,
                     "at": e.at,
-                    "transactional": history.clients[e.client.split("#", 1)[0]].transactional
-                    if e.client.split("#", 1)[0] in history.clients
-                    else None,
+                    "transactional": None if (info := history.info_of(e.client)) is None else info.transactional,
                     "broker_answers": broker_answers,
                 },
             )

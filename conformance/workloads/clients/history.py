@@ -426,5 +426,9 @@ class History:
     convergence: Convergence | None = None
     """How the groups stood when the drain ended (``None``: a history from before it was recorded)."""
 
+    def info_of(self, client: str) -> ClientInfo | None:
+        """What was recorded of ``client`` (an incarnation, ``c0#1``, or a client, ``p0``) when it opened."""
+        return self.clients.get(client.split("#", 1)[0])
+
     def consumer(self, client: str) -> ClientInfo:
         return self.clients[client.split("#", 1)[0]]
