@@ -32,8 +32,8 @@ from kconform.conformance.brokers import (
 from kconform.conformance.gate.options import RunOptions
 from kconform.conformance.gate.runner import with_fallback
 from kconform.reference_impl.credentials import Secret
-from kconform.reference_impl.kafka_client import KafkaClient
-from kconform.reference_impl.ports import Isolation
+from kconform.reference_impl.kafka_client import KafkaClient, wait_until
+from kconform.reference_impl.ports import Isolation, KafkaError
 from kconform.reference_impl.types import TopicPartition
 
 
@@ -150,6 +150,9 @@ def committed_round(cluster: KafkaBroker, topic: str, value: bytes) -> list[byte
     """Commit one record in a transaction; return what read_committed shows of partition 0.
 
     Timeouts are generous: after a node dies, leadership and the transaction coordinator move.
+    ``commit_transaction`` returns once the coordinator has logged PrepareCommit; it writes the
+    partition's commit marker afterwards, so the LSO may still stand before the record: read again,
+    bounded, until it is visible (a commit never made visible fails after 60 s with what was read).
     """
     with KafkaClient(cluster, timeout_s=60.0) as client:
         producer = client.init_producer(f"kconform-cluster-{uuid4().hex[:8]}")
@@ -159,7 +162,16 @@ def committed_round(cluster: KafkaBroker, topic: str, value: bytes) -> list[byte
             producer.commit_transaction()
         finally:
             producer.close()
-        return [r.value for r in client.read(TopicPartition(topic, 0), 0, Isolation.READ_COMMITTED, 100)]
+        seen: list[bytes | None] = []
+
+        def visible() -> list[bytes | None] | None:
+            seen[:] = [r.value for r in client.read(TopicPartition(topic, 0), 0, Isolation.READ_COMMITTED, 100)]
+            return list(seen) if value in seen else None
+
+        try:
+            return wait_until(visible, 60.0, f"commit of {value!r} visible under read_committed", step_s=0.2)
+        except KafkaError:
+            return list(seen)
 
 
 def test_cluster_of_three_nodes_replicates_and_serves_transactions_after_a_node_is_killed_and_restarted(
