@@ -1424,7 +1424,8 @@ def check_clients_failed(history: History, broker_answers: bool | None) -> list[
     still = "; the broker still answered" if broker_answers else ""
     found: list[Violation] = []
     for e in first.values():
-        if not e.client.startswith("p"):
+        info = history.info_of(e.client)
+        if info is None or not info.producer:
             found.append(
                 Violation(
                     "LIVE-001",

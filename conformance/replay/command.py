@@ -166,8 +166,8 @@ def replay(schedule: Schedule, release: str | None, level: str, out: Path) -> in
     from ..jvm import JvmArtifactsMissing
     from ..jvm.client_workload_at_release import build_at_release
     from ..jvm.setup import SetupError
-    from ..workloads.clients.driver import Run, schedule_bound_s
-    from ..workloads.clients.isolated import IsolatedCouldNotCheck, run_isolated
+    from ..workloads.clients.driver import schedule_bound_s
+    from ..workloads.clients.isolated import IsolatedCouldNotCheck, run_schedule
     from ..workloads.clients.jvm_clients import HarnessError, JvmClients, harness_settings
 
     def say(line: str) -> None:
@@ -192,10 +192,9 @@ def replay(schedule: Schedule, release: str | None, level: str, out: Path) -> in
             with JvmClients(
                 folder, release, harness_settings(broker), log_levels=JAVA_LOGGERS[level], log=clients_log
             ) as clients:
-                history = Run(schedule, broker, clients=clients).run()  # type: ignore[arg-type]
+                history = run_schedule(schedule, broker, clients)
         else:
-            debugged = with_debug(schedule, LIBRDKAFKA_DEBUG[level])
-            history = run_isolated(debugged, broker, schedule_bound_s(schedule), stderr_to=clients_log)
+            history = run_schedule(with_debug(schedule, LIBRDKAFKA_DEBUG[level]), broker, stderr_to=clients_log)
         violations = check_history(history, broker.answers())
     except (KafkaError, ck.KafkaException, BrokerStartError, OSError, HarnessError, IsolatedCouldNotCheck,
             JvmArtifactsMissing, SetupError) as failed:  # fmt: skip

@@ -49,12 +49,10 @@ from ..workloads.clients.driver import (
     EXAMPLE_BOUND_S,
     LATE_BOUND_S,
     Clients,
-    Run,
     accepts,
-    schedule_bound_s,
 )
 from ..workloads.clients.history import FetchedCommitted, History
-from ..workloads.clients.isolated import IsolatedCouldNotCheck, run_isolated
+from ..workloads.clients.isolated import IsolatedCouldNotCheck, run_schedule
 from ..workloads.clients.jvm_clients import HarnessError, JvmClients, harness_settings, parse_configdef
 from ..workloads.clients.schedule import Schedule, describe, schedules
 
@@ -245,10 +243,7 @@ def judge_drawn(
     for name, value in counts.items():
         record_property(name, value)  # the report's metrics: what the workload drew so far, the last example's count
     try:
-        if clients is None:
-            history = run_isolated(schedule, broker, schedule_bound_s(schedule))
-        else:  # kafka-clients runs in its harness JVM already; restart/paused: KafkaBroker's
-            history = Run(schedule, broker, clients=clients).run()  # type: ignore[arg-type]
+        history = run_schedule(schedule, broker, clients)
     except (KafkaError, ck.KafkaException, BrokerStartError, OSError, HarnessError, IsolatedCouldNotCheck) as failed:
         # The run's own admin calls, topic changes or a restart of the broker failed, or the child's driver raised
         # (``IsolatedRunFailed``, an IsolatedCouldNotCheck): nothing was judged.

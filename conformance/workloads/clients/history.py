@@ -286,6 +286,12 @@ class ClientInfo:
     discipline: str = ""
     """Of a consumer: what its application does around its polls (``schedule.Discipline.text``), empty for none."""
 
+    @property
+    def producer(self) -> bool:
+        """Whether this is a producer: one with no ``subscribe`` (every consumer starts with topics, a pattern or an
+        assignment)."""
+        return not self.subscribe
+
 
 LIBRDKAFKA_CONSUMER_PROTOCOL_COOPERATIVE: Final = (2, 10, 0)
 """The first librdkafka whose ``group.protocol=consumer`` members always rebalance cooperatively. Before it

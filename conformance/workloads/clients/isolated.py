@@ -309,6 +309,19 @@ def run_isolated(
     return cut_short(schedule, broker, prefix, streamed, ending, read_log_after)
 
 
+def run_schedule(schedule: Any, broker: Any, clients: Any = None, stderr_to: Path | None = None) -> History:
+    """Run one schedule as the suite and ``kconform replay-schedule`` do, within ``driver.schedule_bound_s``: on
+    ``clients`` in this process (kafka-clients' harness JVM, whose hang or crash its own bounded calls report), or,
+    when ``None``, on this interpreter's confluent-kafka in a child process of its own (``run_isolated``), so that a
+    crash of librdkafka is LIVE-001 ``client-crashed`` with its schedule, not a dead suite. ``stderr_to`` keeps
+    the child's stderr (librdkafka's log); the harness keeps its own log."""
+    from .driver import Run, schedule_bound_s
+
+    if clients is None:
+        return run_isolated(schedule, broker, schedule_bound_s(schedule), stderr_to=stderr_to)
+    return Run(schedule, broker, clients=clients).run()
+
+
 def _exited(process: subprocess.Popen[bytes], wait_s: float) -> bool:
     try:
         process.wait(wait_s)
