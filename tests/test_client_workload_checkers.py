@@ -1322,6 +1322,28 @@ def test_a_group_that_never_converges_or_a_partition_never_started_is_a_liveness
         assert violation.data["state_changes"][-1] == [55.0, "STABLE", 1]
 
 
+@pytest.mark.parametrize("failed", ["c0#0", "p0", None])
+def test_a_group_whose_member_failed_fatally_is_that_failure_not_also_never_converged(failed: str | None) -> None:
+    """A member that failed with a fatal error (librdkafka 2.16.0's KIP-848 member, its rejoin refused with
+    INVALID_REQUEST) can no longer take part in its group: the group is not judged for convergence, and the failure
+    is LIVE-001 ``client-failed`` alone. A failure of a client outside the group changes nothing."""
+    events = (
+        Events().add(Assigned, "c0#0", tps=(TP,), how="rebalance").add(Assigned, "c1#0", tps=(TP, TP1), how="rebalance")
+    )
+    if failed is not None:
+        events.add(
+            Failed, failed, error="_FATAL: ConsumerGroupHeartbeat fatal error: Broker: Invalid request", call="error_cb"
+        )
+    judged = replace(history(events, {TP: []}), convergence=converging(LEFT_BEHIND))
+    found = kinds(cw.check_history(judged, True))
+    if failed == "c0#0":
+        assert found == [("LIVE-001", "client-failed")]
+    elif failed is None:
+        assert found == [("LIVE-001", "never-converged")]
+    else:
+        assert sorted(found) == [("LIVE-001", "never-converged"), ("LIVE-001", "producer-failed")]
+
+
 def test_a_group_converged_only_stable_with_every_live_member_owning_what_the_broker_assigned_it() -> None:
     """The convergence a drain waits for: stable, and the broker's assignments and the members' own the same
     multiset (a member left out, one more member, another assignment, or a state short of stable all differ)."""

@@ -1513,14 +1513,17 @@ def check_converged(history: History, broker_answers: bool | None) -> list[Viola
     no assignment handed a partition of a topic its live members subscribe to is ``REBALANCED_WITHOUT`` instead of
     ``never-converged``: the same failure, told by what the history shows of its cause.
     Nothing when the history could not tell: the drain's wait judged nothing (``Convergence.unjudged``) or the broker
-    did not answer."""
+    did not answer; nor for a group one of whose members had failed with a fatal error (``Failed``): such a member can
+    no longer take part in its group, which is then waited for in vain, and its failure is already LIVE-001
+    ``client-failed`` (``check_clients_failed``), one finding for one cause."""
     converging = history.convergence
     if converging is None or broker_answers is False or converging.suite_fault:
         return []
     answered = "; the broker still answered" if broker_answers else ""
+    failed = {e.client for e in of_kind(history, Failed)}
     found: list[Violation] = []
     for view in converging.groups if not converging.unjudged else ():
-        if view.converged:
+        if view.converged or failed & {member for member, _ in view.members}:
             continue
         described = {member: [str(tp) for tp in tps] for member, tps in view.described}
         owners = {member: [str(tp) for tp in tps] for member, tps in view.members}
