@@ -19,6 +19,11 @@ from kconform.conformance.checks.client_workload_checkers import BROKER_HELD_BAC
 ROOT = Path(__file__).resolve().parents[1]
 RUN_BOUND_S = 1500
 """A whole run's bound (the pipeline level takes 6 to 10 minutes here, longer beside another test worker)."""
+SEED = 1
+"""``make test`` runs the gate at one seed, so that a red CI replays: at a random seed (a user's ``make
+conformance``) the drawn client workload reaches real bugs of the confluent-kafka the interpreter imports, as it
+did on 2026-12-02 (librdkafka 2.16.0's KIP-848 rejoin refused with INVALID_REQUEST, the bank's [[known]]
+``librdkafka-848-rejoin-after-failed-leave``); new seeds are the hunt's and the long targets' to draw."""
 
 
 @pytest.mark.parametrize(
@@ -42,6 +47,8 @@ def test_required_reference_adapter_conforms(adapter: str, level: str, tmp_path:
             level,
             "--report",
             str(tmp_path),
+            "--seed",
+            str(SEED),
         ],
         cwd=ROOT,
         capture_output=True,
