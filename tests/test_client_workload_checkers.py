@@ -182,6 +182,31 @@ def test_a_consumer_reads_on_after_a_pause_and_resume_from_the_next_record(secon
     assert kinds(cw.check_consumer_continuity(history(events, {TP: [0, 1, 2, 3, 4]}))) == want
 
 
+@pytest.mark.parametrize(
+    ("end", "again", "want"),
+    [
+        (None, (0, 1, 2), [("CLIENT-004", "redelivered")]),  # read to the last record, then handed it all again
+        (3, (2,), [("CLIENT-004", "redelivered")]),  # read to the end it reported, then handed the last record again
+        (3, (), []),
+    ],
+)
+def test_a_consumer_that_read_everything_and_is_handed_it_again_redelivered(
+    end: int | None, again: tuple[int, ...], want: list
+) -> None:
+    """Once a consumer delivered every record the final log gives (nothing left to expect next), a record below
+    what it delivered, or below the end it reported, is still a redelivery: librdkafka 2.3.0's resume of a partition
+    that was not paused refetched from where the fetch had started (librdkafka-4636), which a run meets at the drain's
+    resume after reading to the end. Until 2026-12-02 the checker read nothing there."""
+    events = Events().add(Assigned, "c0#0", tps=(TP,), how="manual").add(Polled, "c0#0", **polled(0, 1, 2))
+    if end is not None:
+        events.add(Polled, "c0#0", records=(), eofs=((TP, end),))
+    events.add(Polled, "c0#0", **polled(*again))
+    found = cw.check_consumer_continuity(history(events, {TP: [0, 1, 2]}))
+    assert kinds(found) == want
+    if want:
+        assert found[0].data["offset"] == again[0] and found[0].data["want"] == 3
+
+
 def test_a_seek_moves_where_the_consumer_reads_on_and_a_gap_of_aborted_records_is_no_skip() -> None:
     events = (
         Events()

@@ -249,6 +249,11 @@ class Reading:
     started: bool = False
     assigned_at: int | None = None
     """The ``seq`` of the assignment this ownership began with; ``None`` once a seek moved it."""
+    floor: int | None = None
+    """One past the last offset delivered, or the end reported at an end-of-partition event if further: nothing below
+    it may come again while this ownership lasts. It outlives ``expected``, which is ``None`` once every record the
+    final log gives was delivered: a delivery after that is below it, a redelivery (librdkafka-4636's resume of a
+    partition not paused refetching from its stale fetch start, which a drain reaches after reading to the end)."""
 
 
 def consumer_events(history: History) -> dict[str, list[Event]]:
@@ -296,21 +301,20 @@ def _continuity(
         last_record[tp] = i
         reading = readings.setdefault(tp, Reading())
         offsets = visible(history, tp, isolation)
-        if reading.started and reading.expected is not None and offset != reading.expected:
-            if offset < reading.expected:
-                again = [o for o in offsets if offset <= o < reading.expected]
+        want = reading.expected if reading.expected is not None else reading.floor
+        if reading.started and want is not None and offset != want and (reading.expected is not None or offset < want):
+            if offset < want:
+                again = [o for o in offsets if offset <= o < want]
                 violations.append(
                     Violation(
                         "CLIENT-004",
                         "redelivered",
-                        f"{client} delivered {tp} offset {offset} when {reading.expected} was next: "
-                        f"offsets {shown(again)} again",
-                        data=tp_fields(tp)
-                        | {"client": client, "offset": offset, "want": reading.expected, "offsets": again},
+                        f"{client} delivered {tp} offset {offset} when {want} was next: offsets {shown(again)} again",
+                        data=tp_fields(tp) | {"client": client, "offset": offset, "want": want, "offsets": again},
                     )
                 )
             else:
-                skipped = [o for o in offsets if reading.expected <= o < offset]
+                skipped = [o for o in offsets if want <= o < offset]
                 violations.append(
                     Violation(
                         "CLIENT-004",
@@ -321,13 +325,14 @@ def _continuity(
                         | {
                             "client": client,
                             "offset": offset,
-                            "want": reading.expected,
+                            "want": want,
                             "offsets": skipped,
                         },
                     )
                 )
         reading.started = True
         reading.expected = first_at_or_after(offsets, offset + 1)
+        reading.floor = max(reading.floor or 0, offset + 1)
     positions = dict(polled.positions)
     for tp, end in polled.eofs:
         ended = readings.get(tp)
@@ -347,6 +352,8 @@ def _continuity(
                     )
                 )
             ended.expected = first_at_or_after(offsets, end)
+        if ended is not None and ended.started:
+            ended.floor = max(ended.floor or 0, end)
         position = positions.get(tp)
         if position is None or position < 0 or any(t == tp and o >= end for t, o, _ in polled.records):
             continue  # no position asked, or records after the end came in the same batch
